@@ -1,0 +1,1 @@
+"""skcontract: tensor contractions scheduled with Stream-K on NVIDIA GPUs."""
