@@ -1,0 +1,75 @@
+"""Backends: the modules that execute a :class:`~skcontract.plan.Plan` on arrays.
+
+A backend is a module ``skcontract.backends.<name>_backend`` exposing:
+
+``NAME: str``
+    ``'numpy'``, ``'cupy'``.
+``xp``
+    The array module (``numpy``, ``cupy``); the front end uses ``xp.ascontiguousarray``,
+    ``xp.asfortranarray`` and ``xp.copyto(out, result, casting='unsafe')`` on results.
+``is_array(x) -> bool``
+    Whether ``x`` is already this backend's array type (the front end uses it to pick a
+    backend and to check ``out=``).
+``asarray(x)``
+    ``x`` as this backend's array (no copy when it already is one).
+``compile(plan) -> run``
+    Prepare ``plan`` once. ``run(arrays)`` takes one array per plan operand, with the
+    shapes of ``plan.input_shapes`` and all of dtype ``compute_dtype(result dtype)``
+    (the front end casts: float16 arrives as float32), executes ``plan.steps`` and returns
+    the result with the axes of ``plan.output`` in the compute dtype. It may return a
+    view of an input when the plan has no allocating step (``plan_allocates(plan)`` is
+    False); the front end copies then. It must not call ``einsum`` on a step: GEMM-class
+    steps run as batched matrix products over (batch, M, K) x (batch, K, N) views, UNARY
+    steps as diagonal views and sums, ELEMENTWISE/OUTER steps as broadcast products.
+    bool operands are computed as a logical or of ands; integer products wrap as numpy's.
+
+``get_backend('numpy')`` imports the NumPy backend; ``get_backend('cupy')`` imports
+``skcontract.backends.cupy_backend`` on first use (so CuPy is never imported unless asked
+for). ``backend_for(arrays)`` picks ``'cupy'`` when any operand is a CuPy array.
+
+>>> get_backend('numpy').NAME
+'numpy'
+>>> import numpy as np
+>>> backend_for([np.ones(3), 2.0])
+'numpy'
+"""
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from types import MappingProxyType, ModuleType
+from typing import Iterable
+
+__all__ = ["BACKENDS", "get_backend", "backend_for", "plan_allocates"]
+
+#: backend name -> module path (read-only)
+BACKENDS = MappingProxyType({
+    "numpy": "skcontract.backends.numpy_backend",
+    "cupy": "skcontract.backends.cupy_backend",
+})
+
+
+@lru_cache(maxsize=None)
+def get_backend(name: str) -> ModuleType:
+    """The backend module called ``name`` (imported lazily); ValueError if unknown."""
+    try:
+        path = BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known backends: "
+                         f"{', '.join(BACKENDS)}") from None
+    return importlib.import_module(path)
+
+
+def backend_for(arrays: Iterable[object]) -> str:
+    """'cupy' when any of ``arrays`` is a CuPy array, else 'numpy'."""
+    for a in arrays:
+        if type(a).__module__.startswith("cupy"):
+            return "cupy"
+    return "numpy"
+
+
+def plan_allocates(plan) -> bool:
+    """Whether running ``plan`` creates a new array (else the result may view an input)."""
+    from ..plan.classify import Kind
+
+    return any(s.kind is not Kind.UNARY or s.k_labels for s in plan.steps)

@@ -1,0 +1,35 @@
+"""The scheduler: GEMM-class problems -> Stream-K family decompositions, as data.
+
+>>> from skcontract.schedule import schedule_gemm, emulate, DeviceInfo
+>>> s = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64))
+>>> s.mode, s.grid, s.table.shape[1]
+('stream_k', 132, 12)
+
+See docs/schedules.md for the decompositions with pictures.
+"""
+from .applicability import can_apply_stream_k
+from .check import InvalidSchedule, validate_schedule
+from .device import DeviceInfo
+from .emulate import emulate, timeline
+from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
+from .scheduler import schedule_gemm, schedule_problem, schedule_step
+from .types import (ALIGNED, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
+                    SPLIT_K, STREAM_K, Candidate, GemmProblem, ProtocolViolation, Schedule,
+                    ScheduleDeadlock, ScheduleError, Split, conv_problem, grouped_problem)
+
+
+def draw_schedule(schedule, path_or_ax=None, **kwargs):
+    """Draw a schedule (see :func:`skcontract.schedule.draw.draw_schedule`)."""
+    from .draw import draw_schedule as _draw
+
+    return _draw(schedule, path_or_ax, **kwargs)
+
+
+__all__ = [
+    "schedule_gemm", "schedule_problem", "schedule_step", "emulate", "timeline",
+    "draw_schedule", "can_apply_stream_k", "validate_schedule", "DeviceInfo", "CostModel",
+    "GemmProblem", "grouped_problem", "conv_problem", "Schedule", "Split", "Candidate",
+    "ScheduleError", "ScheduleDeadlock", "ProtocolViolation", "InvalidSchedule",
+    "MIN_ITERS_PER_SPLIT", "MODES", "DATA_PARALLEL", "SPLIT_K", "STREAM_K", "HYBRID",
+    "ALIGNED", "HYTIS", "ATOMIC", "DETERMINISTIC",
+]

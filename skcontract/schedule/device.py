@@ -37,6 +37,9 @@ class DeviceInfo:
     # replaces it with the occupancy it queried for the real kernel (never assume).
     ctas_per_sm: int = 1
     atomic_accumulators: frozenset = field(default=_ATOMIC_ACCUMULATORS)
+    # Cost-model constants measured on this device (skcontract.schedule.heuristics.CostModel);
+    # None uses the named initial guesses in heuristics.py.
+    cost: object = None
 
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":

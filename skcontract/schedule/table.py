@@ -18,7 +18,8 @@ BATCH      batch entry ``l`` of the output tile (0 for a plain GEMM)
 M0, N0     first row / column of the output tile
 BM, BN     tile extent clipped to the matrix (HyTiS rows may carry a smaller tile shape)
 K0, K1     the split's reduction range ``[K0, K1)`` in elements, a multiple of BK at K0
-FLAGS      bit FIRST (K0 == 0), bit FINAL (K1 == K)
+FLAGS      bit FIRST (K0 == 0), bit FINAL (K1 == K), bit SMALL (a HyTiS latency-tile row:
+           run it with the schedule's ``small_tile`` shape instead of ``tile``)
 TILE       fixup index of the tile (lock / arrival counter), -1 when the tile has one split
 SLOT       workspace slot this split writes (deterministic: one per tile, shared by its
            splits; aligned: one per split), -1 when it writes none
@@ -43,6 +44,7 @@ NUM_COLUMNS = 12
 
 FLAG_FIRST = 1
 FLAG_FINAL = 2
+FLAG_SMALL = 4  # added with the scheduler (issue 3); the columns are unchanged
 
 COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "slot",
                 "peers", "split")

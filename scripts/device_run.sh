@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
+# protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
+# Usage (on the device, repo root): bash scripts/device_run.sh [tests|sanitize|bench|quick]...
+set -u
+OUT=${OUT:-$PWD/device_out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export SKCONTRACT_COMMIT=${SKCONTRACT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
+STEPS=${*:-tests sanitize bench}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
+python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
+t0=$(date +%s)
+timeout 240 python3 -m skcontract.kernels.jit --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
+echo "warm rc=$? $(tail -1 "$OUT/warm.log") ($(( $(date +%s) - t0 ))s)"
+for step in $STEPS; do
+  t0=$(date +%s)
+  case $step in
+    tests)
+      timeout 420 python3 -m pytest -q --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
+      echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
+    sanitize)
+      for tool in memcheck racecheck; do
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 -m tests.gpu.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
+        echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
+      done;;
+    bench)
+      timeout 500 python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1
+      echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;
+    quick)
+      timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
+      echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;
+  esac
+done

@@ -1,0 +1,305 @@
+"""The public front door: ``einsum``, ``contract_path``, ``contract_expression``.
+
+Each is parse -> plan -> run, with the plan cached or kept:
+
+* :func:`einsum` follows ``numpy.einsum`` (same arguments, results, dtypes and exception
+  types), plus ``memory_limit`` and ``backend``. Plans are cached per (subscripts, shapes,
+  dtype, optimize, memory_limit, backend).
+* :func:`contract_path` returns ``(path, plan)``; the plan prints as a table.
+* :func:`contract_expression` plans once; each call checks shapes and dtypes and runs.
+
+Differences from numpy: ``optimize`` defaults to ``'auto'`` (the result is the same);
+an unknown optimiser name raises KeyError; a single-operand einsum that only transposes or
+takes a diagonal returns a new array, not a view.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from .backends import backend_for, get_backend, plan_allocates
+from .parse import parse_equation, split_operands
+from .plan import Plan, attach_schedules, build_plan, compute_dtype
+from .schedule.device import DeviceInfo
+
+__all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression"]
+
+_ORDERS = ("C", "F", "A", "K")
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+_PLAN_CACHE_SIZE = 512
+
+
+def _check_order_casting(order: Any, casting: Any) -> None:
+    if order not in _ORDERS:
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if casting not in _CASTINGS:
+        raise ValueError("casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
+                         f"'unsafe' (got {casting!r})")
+
+
+def _check_numeric(dt: np.dtype, what: str) -> None:
+    if dt.kind not in "biufcO":
+        raise TypeError(f"einsum does not support the dtype {dt} ({what})")
+
+
+def _result_dtype(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtype:
+    """numpy's rule: result_type of the operands, or ``dtype`` (each operand castable)."""
+    if dtype is None:
+        res = np.result_type(*[a.dtype for a in arrays])
+        _check_numeric(res, "the operands' common type")
+        return res
+    res = np.dtype(dtype)
+    _check_numeric(res, "dtype=")
+    for i, a in enumerate(arrays):
+        if not np.can_cast(a.dtype, res, casting):
+            raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {res!r} (dtype=) "
+                            f"according to the rule {casting!r}")
+    return res
+
+
+@lru_cache(maxsize=None)
+def _device_for(backend: str) -> Any:
+    if backend == "cupy":
+        try:
+            return DeviceInfo.from_cupy()
+        except Exception:  # no CuPy device: plan for the preset
+            return DeviceInfo.h200()
+    return DeviceInfo.h200()
+
+
+def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device) -> Plan:
+    eq = parse_equation(subscripts, shapes)
+    return build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device)
+
+
+def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend):
+    device = _device_for(backend)
+    plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device)
+    if backend != "numpy":
+        plan = attach_schedules(plan, device)
+    bk = get_backend(backend)
+    return plan, bk.compile(plan), plan_allocates(plan)
+
+
+_prepare_cached = lru_cache(maxsize=_PLAN_CACHE_SIZE)(_prepare)
+
+
+def _optimize_key(optimize: Any):
+    """A hashable form of ``optimize`` (explicit paths as tuples), or None: not cacheable."""
+    if isinstance(optimize, (bool, str)) or optimize is None:
+        return optimize
+    if isinstance(optimize, (list, tuple)):
+        try:
+            key = tuple(s if isinstance(s, str) else tuple(s) for s in optimize)
+            hash(key)
+            return key
+        except TypeError:
+            return None
+    return None  # optimiser objects may be stateful or random
+
+
+def _finish(result, arrays, res_dtype, allocates, out, order, casting, xp):
+    if result.dtype != res_dtype:
+        result = result.astype(res_dtype)
+    elif not allocates:
+        result = result.copy()
+    if out is not None:
+        xp.copyto(out, result, casting="unsafe")
+        return out
+    if result.ndim < 2:  # C and F orders coincide
+        pass
+    elif order == "C":
+        result = xp.ascontiguousarray(result)
+    elif order == "F":
+        result = xp.asfortranarray(result)
+    elif order == "A":
+        f = all(a.flags.f_contiguous for a in arrays) and \
+            not all(a.flags.c_contiguous for a in arrays)
+        result = xp.asfortranarray(result) if f else xp.ascontiguousarray(result)
+    return result[()] if result.ndim == 0 else result
+
+
+def _check_out(out, bk, shape, res_dtype, casting) -> None:
+    if not bk.is_array(out):
+        raise TypeError(f"keyword parameter out must be an array for einsum (got "
+                        f"{type(out).__name__})")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}, but the einsum result has shape "
+                         f"{tuple(shape)}")
+    if not np.can_cast(res_dtype, out.dtype, casting):
+        raise TypeError(f"Cannot cast the einsum result from {res_dtype!r} to out's "
+                        f"{out.dtype!r} according to the rule {casting!r}")
+
+
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
+           memory_limit=None, backend=None):
+    """``einsum(subscripts, *operands, out=None, dtype=None, order='K', casting='safe',
+    optimize='auto', memory_limit=None, backend=None)``: numpy.einsum, planned.
+
+    Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
+    diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
+    ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
+    opt_einsum optimiser name, a ``PathOptimizer`` or an explicit path; ``memory_limit``
+    bounds the largest intermediate as in opt_einsum; ``backend`` is 'numpy' or 'cupy'
+    (by default the operands' own).
+
+    >>> import numpy as np
+    >>> a = np.arange(6.0).reshape(2, 3); b = np.arange(12.0).reshape(3, 4)
+    >>> np.array_equal(einsum('ij,jk->ik', a, b), a @ b)
+    True
+    >>> einsum('ii', np.eye(3))                # implicit output: the trace
+    np.float64(3.0)
+    >>> einsum(a, [0, 1], b, [1, 2], [0, 2]).shape     # the sublist form
+    (2, 4)
+    >>> float(einsum('i->', np.ones(5000, np.float16)))  # float16 accumulates in float32
+    5000.0
+    """
+    _check_order_casting(order, casting)
+    subscripts, ops = split_operands(operands)
+    if backend is None:
+        backend = backend_for(ops if out is None else [*ops, out])
+    bk = get_backend(backend)
+    arrays = [bk.asarray(x) for x in ops]
+    res = _result_dtype(arrays, dtype, casting)
+    shapes = tuple(tuple(a.shape) for a in arrays)
+    key = _optimize_key(optimize)
+    prepare = _prepare if key is None else _prepare_cached
+    plan, run, allocates = prepare(subscripts, shapes, res, optimize if key is None else key,
+                                   memory_limit, backend)
+    if out is not None:
+        _check_out(out, bk, plan.output_shape, res, casting)
+    cd = compute_dtype(res)
+    arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+    return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+
+
+def _shapes_and_dtype(subscripts, operands_or_shapes, shapes: bool, dtype):
+    if not isinstance(subscripts, str):
+        subscripts, ops = split_operands((subscripts, *operands_or_shapes))
+    else:
+        ops = list(operands_or_shapes)
+    if shapes:
+        try:
+            shp = tuple(tuple(int(d) for d in s) for s in ops)
+        except TypeError:
+            raise TypeError("with shapes=True every operand must be a shape (a sequence of "
+                            "ints)") from None
+        return subscripts, shp, np.dtype(dtype if dtype is not None else np.float64)
+    arrays = [x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
+              for x in ops]
+    res = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
+    return subscripts, tuple(tuple(a.shape) for a in arrays), res
+
+
+def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
+                  memory_limit=None, dtype=None, device=None):
+    """Plan a contraction without running it: returns ``(path, plan)``.
+
+    ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
+    frozen :class:`~skcontract.plan.Plan` that prints as a table of its steps. With
+    ``shapes=True`` the operands are shapes. ``dtype`` defaults to the operands' result
+    type (float64 for shapes); ``device`` (a DeviceInfo) defaults to the H200 preset.
+
+    >>> path, plan = contract_path('bij,bjk->bik', (4, 8, 16), (4, 16, 32), shapes=True)
+    >>> path
+    [(0, 1)]
+    >>> s = plan.steps[0]
+    >>> s.kind.name, s.batch_labels, s.m_labels, s.n_labels, s.k_labels
+    ('BATCHED_GEMM', ('b',), ('i',), ('k',), ('j',))
+    >>> s.m, s.n, s.k, s.batch, s.reduction.name
+    (8, 32, 16, 4, 'ATOMIC')
+    """
+    subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
+    dev = device if device is not None else DeviceInfo.h200()
+    plan = _make_plan(subscripts, shp, res, optimize, memory_limit, dev)
+    plan = attach_schedules(plan, dev)
+    return [tuple(p) for p in plan.path], plan
+
+
+class ContractExpression:
+    """A planned contraction: call it with arrays of the planned shapes.
+
+    Built by :func:`contract_expression`. ``expr(*arrays, out=None)`` checks the number,
+    shapes and dtypes of the arrays (ValueError / TypeError naming the operand) and runs
+    the plan. ``expr.plan`` is the Plan.
+    """
+
+    __slots__ = ("plan", "_n", "_shapes", "_dtype", "_run", "_allocates", "_bk", "_dtypes")
+
+    def __init__(self, plan: Plan, dtype, backend: str):
+        bk = get_backend(backend)
+        self.plan = plan
+        self._n = len(plan.input_shapes)
+        self._shapes = plan.input_shapes
+        self._dtype = None if dtype is None else np.dtype(dtype)
+        self._run = bk.compile(plan)
+        self._allocates = plan_allocates(plan)
+        self._bk = bk
+        self._dtypes: dict = {}  # operand dtypes -> (result dtype, compute dtype)
+
+    def _resolve(self, arrays):
+        dts = tuple(a.dtype for a in arrays)
+        hit = self._dtypes.get(dts)
+        if hit is None:
+            if self._dtype is None:
+                res = _result_dtype(arrays, None, "safe")
+            else:
+                res = self._dtype
+                for i, dt in enumerate(dts):
+                    if not np.can_cast(dt, res, "safe"):
+                        raise TypeError(f"operand {i} has dtype {dt}, which cannot be cast "
+                                        f"safely to the expression's dtype {res}")
+            hit = self._dtypes[dts] = (res, compute_dtype(res))
+        return hit
+
+    def __call__(self, *arrays, out=None):
+        if len(arrays) != self._n:
+            raise ValueError(f"this expression ({self.plan.subscripts!r}) takes {self._n} "
+                             f"operands, got {len(arrays)}")
+        bk = self._bk
+        is_array = bk.is_array
+        if not all(is_array(a) for a in arrays):
+            arrays = [bk.asarray(a) for a in arrays]
+        for i, (a, shape) in enumerate(zip(arrays, self._shapes)):
+            if a.shape != shape:
+                raise ValueError(f"operand {i} has shape {tuple(a.shape)}, but the "
+                                 f"expression {self.plan.subscripts!r} was planned for "
+                                 f"{shape}")
+        res, cd = self._resolve(arrays)
+        if out is not None:
+            _check_out(out, bk, self.plan.output_shape, res, "safe")
+        r = self._run([a if a.dtype == cd else a.astype(cd) for a in arrays])
+        if out is None and self._allocates and r.dtype == res:
+            return r[()] if r.ndim == 0 else r
+        return _finish(r, arrays, res, self._allocates, out, "K", "safe", bk.xp)
+
+    def __repr__(self) -> str:
+        return f"ContractExpression({self.plan.subscripts!r})\n{self.plan.table()}"
+
+
+def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
+                        backend=None, device=None) -> ContractExpression:
+    """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
+
+    ``dtype`` fixes the operands' dtype (arrays must cast to it safely); None accepts any
+    numeric dtype per call (the plan's reduction facts then describe float64).
+
+    >>> import numpy as np
+    >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
+    >>> a, b, c = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))
+    >>> expr(a, b, c)[0, 0]
+    np.float64(12.0)
+    >>> expr(a, b, np.ones((5, 4)))
+    Traceback (most recent call last):
+    ...
+    ValueError: operand 2 has shape (5, 4), but the expression 'ij,jk,kl->il' was planned for (4, 5)
+    """
+    backend = backend or "numpy"
+    shp = tuple(tuple(int(d) for d in s) for s in shapes)
+    plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
+    dev = device if device is not None else _device_for(backend)
+    plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit, dev)
+    plan = attach_schedules(plan, dev)
+    return ContractExpression(plan, dtype, backend)

@@ -1,0 +1,128 @@
+"""Compile KernelSpecs through NVRTC with no GPU (CI's check).
+
+``python -m skcontract.kernels.compile_check`` compiles the representative specs for sm_90a
+and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()).
+Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
+in parallel. ``--ptxas-options=-v`` is read for registers and spills; a spill, a ptxas error
+or a crash fails the spec and names it. Exit status 0 only if every spec passed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import jit, specs
+
+ARCHS = ("sm_90a", "sm_80")
+_SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_REG_RE = re.compile(r"Used (\d+) registers")
+
+
+@dataclass
+class Result:
+    spec: str
+    arch: str
+    ok: bool
+    registers: int | None
+    spill_bytes: int | None
+    seconds: float
+    message: str
+
+
+def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
+    """Compile in this process with cuda.bindings.nvrtc; returns registers/spills/log."""
+    from cuda.bindings import nvrtc
+
+    def check(err, what):
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(f"{what}: {err}")
+
+    src = jit.render_source(spec).encode()
+    err, prog = nvrtc.nvrtcCreateProgram(src, f"{spec.name}.cu".encode(), 0, [], [])
+    check(err, "nvrtcCreateProgram")
+    (err,) = nvrtc.nvrtcAddNameExpression(prog, spec.name_expression.encode())
+    check(err, "nvrtcAddNameExpression")
+    opts = [o.encode() for o in jit.compile_options(arch)] + [b"--ptxas-options=-v"]
+    (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    (err,) = nvrtc.nvrtcGetProgramLog(prog, log)
+    log = log.decode(errors="replace").rstrip("\x00")
+    out = {"compiled": cerr == nvrtc.nvrtcResult.NVRTC_SUCCESS, "log": log}
+    if out["compiled"]:
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        out["cubin_bytes"] = size
+    nvrtc.nvrtcDestroyProgram(prog)
+    return out
+
+
+def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result:
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "skcontract.kernels.compile_check", "--one",
+           json.dumps(spec.to_dict()), "--arch", arch]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=dict(os.environ))
+    except subprocess.TimeoutExpired:
+        return Result(spec.name, arch, False, None, None, time.perf_counter() - t0,
+                      f"timed out after {timeout}s")
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return Result(spec.name, arch, False, None, None, dt,
+                      f"subprocess exited {proc.returncode}: {proc.stderr[-2000:]}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    log = data["log"]
+    if not data["compiled"]:
+        return Result(spec.name, arch, False, None, None, dt, "compile failed:\n" + log[-4000:])
+    regs = [int(r) for r in _REG_RE.findall(log)]
+    spills = [int(a) + int(b) for a, b in _SPILL_RE.findall(log)]
+    spill = max(spills) if spills else None
+    ok = spill == 0
+    msg = "" if ok else ("register spills:\n" + log[-2000:] if spill else
+                         "no ptxas report in log:\n" + log[-2000:])
+    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg)
+
+
+def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.0,
+          verbose: bool = True) -> list[Result]:
+    jobs = jobs or max(1, os.cpu_count() or 1)
+    work = [(s, a) for s in spec_list for a in archs]
+    with ThreadPoolExecutor(max_workers=jobs) as ex:
+        results = list(ex.map(lambda sa: _run_subprocess(sa[0], sa[1], timeout), work))
+    if verbose:
+        for r in results:
+            status = "ok  " if r.ok else "FAIL"
+            print(f"{status} {r.arch:7s} regs={r.registers} spill={r.spill_bytes} "
+                  f"{r.seconds:5.1f}s {r.spec}", flush=True)
+            if not r.ok:
+                print("     " + r.message.replace("\n", "\n     "), flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m skcontract.kernels.compile_check")
+    p.add_argument("--all", action="store_true", help="every spec the launcher can choose")
+    p.add_argument("--arch", action="append", help="target(s); default sm_90a and sm_80")
+    p.add_argument("--jobs", type=int, default=None)
+    p.add_argument("--one", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.one:
+        spec = specs.KernelSpec(**json.loads(args.one))
+        print(json.dumps(compile_one(spec, (args.arch or ["sm_90a"])[0])))
+        return 0
+    spec_list = specs.all_specs() if args.all else specs.representative_specs()
+    results = check(spec_list, tuple(args.arch) if args.arch else ARCHS, args.jobs)
+    bad = [r for r in results if not r.ok]
+    print(f"{len(results) - len(bad)}/{len(results)} compiles passed")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+// fixup.cuh: merging the partial tiles of Stream-K splits (STREAM_K.md section 3).
+//
+// Accumulators are moved in the mainloop's own register order ("fragment order"): element
+// group g of thread t of a slot lives at slot * SLOT + (g * THREADS + t) * V, V = 16 bytes of
+// accumulators. Every split of one tile runs the same kernel, so no coordinates are needed and
+// every access is a coalesced 16-byte load or store. Workspace accesses bypass L1 (.cg).
+//
+// FIXUP_NONE          : every row owns its tile (data-parallel tables).
+// FIXUP_ATOMIC        : each split red.adds into staging[TILE] (kept zeroed), then bumps
+//                       counter[TILE]; the last arrival reads the sum, re-zeroes the staging
+//                       slot, resets the counter and runs the epilogue. Nobody waits; the
+//                       order of the adds varies, so results may differ run to run.
+// FIXUP_DETERMINISTIC : lock[TILE] counts K elements folded in; a non-first split waits for
+//                       lock == K0; non-final splits store / add into workspace[SLOT] and
+//                       publish lock = K1; the final split adds the workspace and resets lock.
+// FIXUP_ALIGNED       : each split stores its own workspace[SLOT] and bumps counter[TILE]; the
+//                       last arrival sums the PEERS slots SLOT - SPLIT ... in SPLIT order.
+//                       (Assumes a tile's slots are consecutive in SPLIT order.)
+// Ordering: the waiter spins in one thread with ld.acquire.gpu then __syncthreads; the
+// publisher does __syncthreads, then one thread fences and releases.
+#pragma once
+#include "sk_common.cuh"
+#include "sk_scheduler.cuh"
+
+#ifndef SKCONTRACT_SPIN_LIMIT
+#define SKCONTRACT_SPIN_LIMIT (1ll << 26)
+#endif
+
+namespace skc {
+
+enum : int { FIXUP_NONE = 0, FIXUP_ATOMIC = 1, FIXUP_DETERMINISTIC = 2, FIXUP_ALIGNED = 3 };
+
+// 16-byte L2 (.cg) vector access to accumulators.
+template <class Acc> struct Vec16;
+template <> struct Vec16<float> {
+  static constexpr int V = 4;
+  __device__ __forceinline__ static void load(const float* p, float* v) {
+    asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3]) : "l"(p));
+  }
+  __device__ __forceinline__ static void store(float* p, const float* v) {
+    asm volatile("st.global.cg.v4.f32 [%0], {%1,%2,%3,%4};\n"
+                 ::"l"(p), "f"(v[0]), "f"(v[1]), "f"(v[2]), "f"(v[3]) : "memory");
+  }
+};
+template <> struct Vec16<double> {
+  static constexpr int V = 2;
+  __device__ __forceinline__ static void load(const double* p, double* v) {
+    asm volatile("ld.global.cg.v2.f64 {%0,%1}, [%2];\n" : "=d"(v[0]), "=d"(v[1]) : "l"(p));
+  }
+  __device__ __forceinline__ static void store(double* p, const double* v) {
+    asm volatile("st.global.cg.v2.f64 [%0], {%1,%2};\n" ::"l"(p), "d"(v[0]), "d"(v[1]) : "memory");
+  }
+};
+
+__device__ __forceinline__ void spin_until_equal(const unsigned* p, unsigned want, int tile) {
+  if (threadIdx.x == 0) {
+#ifdef SKCONTRACT_DEBUG_SPIN
+    long long n = 0;
+#endif
+    while (ld_acquire_gpu(p) != want) {
+#ifdef SKCONTRACT_DEBUG_SPIN
+      if (++n > SKCONTRACT_SPIN_LIMIT) {
+        printf("skcontract: CTA %d gave up waiting on tile %d (lock %u, want %u)\n",
+               (int)blockIdx.x, tile, ld_acquire_gpu(p), want);
+        __trap();
+      }
+#endif
+      __nanosleep(20);
+    }
+  }
+  __syncthreads();
+}
+
+template <class ML, int FIXUP>
+struct Fixup {
+  using Acc = typename ML::Acc;
+  static constexpr int NACC = ML::NACC, THREADS = ML::THREADS;
+  static constexpr int V = Vec16<Acc>::V;
+  static constexpr long long SLOT = (long long)NACC * THREADS;  // accumulators per slot
+  static_assert(NACC % V == 0, "accumulators per thread must fill 16-byte vectors");
+
+  __device__ __forceinline__ static Acc* at(Acc* base, long long slot, int g) {
+    return base + slot * SLOT + ((long long)g * THREADS + threadIdx.x) * V;
+  }
+  __device__ __forceinline__ static void store(Acc* base, long long slot, const Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int g = 0; g < NACC / V; ++g) Vec16<Acc>::store(at(base, slot, g), &acc[g * V]);
+  }
+  // acc = slot + acc (the addition order is fixed: slot value first)
+  __device__ __forceinline__ static void add_from(Acc* base, long long slot, Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int g = 0; g < NACC / V; ++g) {
+      Acc v[V];
+      Vec16<Acc>::load(at(base, slot, g), v);
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[g * V + e] = v[e] + acc[g * V + e];
+    }
+  }
+  __device__ __forceinline__ static void load_to(Acc* base, long long slot, Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int g = 0; g < NACC / V; ++g) Vec16<Acc>::load(at(base, slot, g), &acc[g * V]);
+  }
+  // Arrive on counter[tile]; true in every thread of the CTA that arrived last.
+  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int peers, int* flag) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // release this CTA's partials (made visible to thread 0 by the barrier)
+      const unsigned old = atomicAdd(counter, 1u);
+      const int last = old == (unsigned)(peers - 1);
+      if (last) __threadfence();  // acquire the peers' partials
+      *flag = last;
+    }
+    __syncthreads();
+    return *flag != 0;
+  }
+
+  // Returns true when this CTA holds the complete tile in acc and must run the epilogue.
+  __device__ __forceinline__ static bool run(const Split& s, Acc (&acc)[NACC], Acc* ws,
+                                             Acc* staging, unsigned* locks, int* flag) {
+    if (FIXUP == FIXUP_NONE || s.owns_tile()) return true;
+    if (FIXUP == FIXUP_DETERMINISTIC) {
+      unsigned* lock = locks + s.tile;
+      if (!s.first()) spin_until_equal(lock, (unsigned)s.k0, s.tile);
+      if (!s.final_()) {
+        if (!s.first()) add_from(ws, s.slot, acc);
+        store(ws, s.slot, acc);
+        __syncthreads();
+        if (threadIdx.x == 0) { __threadfence(); st_release_gpu(lock, (unsigned)s.k1); }
+        return false;
+      }
+      add_from(ws, s.slot, acc);
+      __syncthreads();  // every thread has read the workspace before the lock is reset
+      if (threadIdx.x == 0) atomicExch(lock, 0u);
+      return true;
+    } else if (FIXUP == FIXUP_ALIGNED) {
+      store(ws, s.slot, acc);
+      if (!arrive_last(locks + s.tile, s.peers, flag)) return false;
+      const long long base = (long long)s.slot - s.split;
+      load_to(ws, base, acc);
+      for (int p = 1; p < s.peers; ++p) {
+#pragma unroll
+        for (int g = 0; g < NACC / V; ++g) {
+          Acc v[V];
+          Vec16<Acc>::load(at(ws, base + p, g), v);
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[g * V + e] = acc[g * V + e] + v[e];
+        }
+      }
+      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      return true;
+    } else {  // FIXUP_ATOMIC
+#pragma unroll
+      for (int g = 0; g < NACC / V; ++g) {
+        Acc* p = at(staging, s.tile, g);
+#pragma unroll
+        for (int e = 0; e < V; ++e) atomicAdd(p + e, acc[g * V + e]);
+      }
+      __threadfence();
+      if (!arrive_last(locks + s.tile, s.peers, flag)) return false;
+      Acc zero[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) zero[e] = Acc(0);
+#pragma unroll
+      for (int g = 0; g < NACC / V; ++g) {
+        Vec16<Acc>::load(at(staging, s.tile, g), &acc[g * V]);
+        Vec16<Acc>::store(at(staging, s.tile, g), zero);  // keep staging zeroed for next time
+      }
+      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      return true;
+    }
+  }
+};
+
+}  // namespace skc

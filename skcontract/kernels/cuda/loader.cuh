@@ -1,0 +1,67 @@
+// loader.cuh: global -> shared operand loader (cp.async, predicated, any leading dimension).
+//
+// An operand is viewed as X(x, k): x runs over M (operand A) or N (operand B), k over K.
+//   KCONTIG = true : X(x, k) = ptr[x * ld + k]   (A row-major, B column-major)
+//   KCONTIG = false: X(x, k) = ptr[k * ld + x]   (A column-major, B row-major)
+// The shared tile keeps the global contiguous dimension contiguous:
+//   KCONTIG: smem[x][BK + PAD]      else: smem[k][ROWS + PAD]
+// PAD is 16 bytes so ldmatrix rows and cp.async chunks hit distinct banks.
+// VEC elements are copied per cp.async (VEC * sizeof(T) in {4, 8, 16}); VEC == 1 with a 2-byte T
+// (a leading dimension that is not even) falls back to synchronous element loads.
+// Chunks that straddle the edge (x_end, k_end) are zero-filled through cp.async's src-size.
+#pragma once
+#include "sk_common.cuh"
+
+namespace skc {
+
+template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS>
+struct TileLoader {
+  static constexpr int PAD = 16 / (int)sizeof(T);
+  static constexpr int CONT = KCONTIG ? BK : ROWS;     // contiguous extent in smem
+  static constexpr int LINES = KCONTIG ? ROWS : BK;    // strided extent
+  static constexpr int LDS = CONT + PAD;               // smem leading dimension (elements)
+  static constexpr int STAGE_ELEMS = LINES * LDS;
+  static constexpr int STAGE_BYTES = STAGE_ELEMS * (int)sizeof(T);
+  static constexpr int CHUNKS_PER_LINE = CONT / VEC;
+  static constexpr int TOTAL = CHUNKS_PER_LINE * LINES;
+  static constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
+  static constexpr int CP_BYTES = VEC * (int)sizeof(T);
+  static constexpr bool ASYNC = CP_BYTES == 4 || CP_BYTES == 8 || CP_BYTES == 16;
+  static_assert(CONT % VEC == 0, "tile extent must be a multiple of the vector width");
+
+  // Element (x, k) of a stage, tile-relative.
+  __device__ __forceinline__ static const T& at(const T* stage, int x, int k) {
+    return KCONTIG ? stage[x * LDS + k] : stage[k * LDS + x];
+  }
+
+  // Load the tile whose origin is (x0, k0); elements with x >= x_end or k >= k_end read as 0.
+  __device__ __forceinline__ static void load(T* stage, const T* __restrict__ g, long long ld,
+                                              int x0, int k0, int x_end, int k_end) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int idx = tid + it * THREADS;
+      if (TOTAL % THREADS == 0 || idx < TOTAL) {
+        const int line = idx / CHUNKS_PER_LINE;
+        const int c = (idx % CHUNKS_PER_LINE) * VEC;
+        int gl, gc, rem;
+        bool valid;
+        if (KCONTIG) { gl = x0 + line; gc = k0 + c; valid = gl < x_end; rem = k_end - gc; }
+        else         { gl = k0 + line; gc = x0 + c; valid = gl < k_end; rem = x_end - gc; }
+        rem = rem < 0 ? 0 : (rem > VEC ? VEC : rem);
+        if (!valid) rem = 0;
+        T* dst = stage + line * LDS + c;
+        const T* src = g + (rem > 0 ? (long long)gl * ld + gc : 0);
+        if constexpr (ASYNC) {
+          cp_async<CP_BYTES>(dst, src, rem * (int)sizeof(T));
+        } else {
+          T v;
+          if (rem > 0) v = src[0]; else v = T{};
+          dst[0] = v;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace skc

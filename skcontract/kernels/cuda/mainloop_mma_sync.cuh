@@ -1,0 +1,144 @@
+// mainloop_mma_sync.cuh: tensor-core mainloop through inline-PTX mma.sync (sm_80+).
+//   fp16 / bf16: mma.m16n8k16, fp32 accumulators, operands through ldmatrix(.trans)
+//   fp64       : DMMA mma.m8n8k4, fp64 accumulators, operands through scalar shared loads
+// A mainloop provides: Acc, NACC (accumulators per thread), PAIR (adjacent columns per
+// accumulator group), zero(), compute(stageA, stageB, acc) for one BK slice, and coord(i, r, c)
+// (tile-relative row / column of accumulator i of this thread). The fixup and the epilogue
+// only use that interface, so a wgmma mainloop can slot in later.
+#pragma once
+#include "sk_common.cuh"
+
+namespace skc {
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+template <class T> struct MmaOp;
+template <> struct MmaOp<half_t> {
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
+                                             unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <> struct MmaOp<bfloat16_t> {
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
+                                             unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+// 16-bit operands, m16n8k16. LA / LB are the TileLoader types (they fix the smem layout).
+template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB,
+          bool A_KC, bool B_KC>
+struct MainloopMma16 {
+  using Acc = float;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 4;
+  static constexpr int PAIR = 2;
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "mma.sync tile shape");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
+  }
+
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
+    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
+  }
+
+  __device__ __forceinline__ static void compute(const T* As, const T* Bs, Acc (&acc)[NACC]) {
+    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int j = l / 8, r8 = l % 8;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned a[MI][4];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        const int m = wm * WM + mi * 16;
+        if (A_KC) ldmatrix_x4(a[mi], As + (m + r8 + (j % 2) * 8) * LA::LDS + kk + (j / 2) * 8);
+        else ldmatrix_x4_trans(a[mi], As + (kk + r8 + (j / 2) * 8) * LA::LDS + m + (j % 2) * 8);
+      }
+      // B fragments two n8 blocks at a time, consumed at once (keeps few registers live).
+#pragma unroll
+      for (int nj = 0; nj < NJ; nj += 2) {
+        const int n = wn * WN + nj * 8;
+        unsigned b[4];
+        if (B_KC) ldmatrix_x4(b, Bs + (n + r8 + (j / 2) * 8) * LB::LDS + kk + (j % 2) * 8);
+        else ldmatrix_x4_trans(b, Bs + (kk + r8 + (j % 2) * 8) * LB::LDS + n + (j / 2) * 8);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          MmaOp<T>::mma(*reinterpret_cast<float(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[0], b[1]);
+          MmaOp<T>::mma(*reinterpret_cast<float(*)[4]>(&acc[(mi * NJ + nj + 1) * 4]), a[mi], b[2], b[3]);
+        }
+      }
+    }
+  }
+};
+
+// fp64 DMMA m8n8k4. A frag: A[lane/4][lane%4]; B frag: B[lane%4][lane/4];
+// C frag: C[lane/4][2*(lane%4) + {0,1}].
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB>
+struct MainloopDmma {
+  using Acc = double;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 8, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 2;
+  static constexpr int PAIR = 2;
+  static_assert(WM % 8 == 0 && WN % 8 == 0 && BK % 4 == 0, "dmma tile shape");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0;
+  }
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 2), nj = (i / 2) % NJ, e = i % 2;
+    r = wm * WM + mi * 8 + lane / 4;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + e;
+  }
+  __device__ __forceinline__ static void compute(const double* As, const double* Bs,
+                                                 Acc (&acc)[NACC]) {
+    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 4) {
+      double a[MI], b[NJ];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) a[mi] = LA::at(As, wm * WM + mi * 8 + l / 4, kk + l % 4);
+#pragma unroll
+      for (int nj = 0; nj < NJ; ++nj) b[nj] = LB::at(Bs, wn * WN + nj * 8 + l / 4, kk + l % 4);
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < NJ; ++nj) {
+          double* d = &acc[(mi * NJ + nj) * 2];
+          asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 "
+                       "{%0,%1}, {%2}, {%3}, {%0,%1};\n"
+                       : "+d"(d[0]), "+d"(d[1]) : "d"(a[mi]), "d"(b[nj]));
+        }
+    }
+  }
+};
+
+}  // namespace skc

@@ -1,0 +1,100 @@
+// sk_common.cuh: types, conversions and PTX helpers shared by every skcontract kernel.
+// No CUDA toolkit header is included: NVRTC compiles this with only its built-in headers,
+// so fp16 / bf16 are our own 16-bit storage types converted through PTX cvt.
+#pragma once
+
+namespace skc {
+
+struct half_t { unsigned short x; };
+struct bfloat16_t { unsigned short x; };
+
+// ---- conversions -----------------------------------------------------------------------
+template <class T> struct Cvt;
+template <> struct Cvt<float> {
+  __device__ __forceinline__ static float to_f32(float v) { return v; }
+  __device__ __forceinline__ static double to_f64(float v) { return (double)v; }
+  __device__ __forceinline__ static float from_f32(float v) { return v; }
+  __device__ __forceinline__ static float from_f64(double v) { return (float)v; }
+};
+template <> struct Cvt<double> {
+  __device__ __forceinline__ static float to_f32(double v) { return (float)v; }
+  __device__ __forceinline__ static double to_f64(double v) { return v; }
+  __device__ __forceinline__ static double from_f32(float v) { return (double)v; }
+  __device__ __forceinline__ static double from_f64(double v) { return v; }
+};
+template <> struct Cvt<half_t> {
+  __device__ __forceinline__ static float to_f32(half_t h) {
+    float f;
+    asm("{.reg .f16 t; mov.b16 t, %1; cvt.f32.f16 %0, t;}" : "=f"(f) : "h"(h.x));
+    return f;
+  }
+  __device__ __forceinline__ static double to_f64(half_t h) { return (double)to_f32(h); }
+  __device__ __forceinline__ static half_t from_f32(float f) {
+    half_t h;
+    asm("{.reg .f16 t; cvt.rn.f16.f32 t, %1; mov.b16 %0, t;}" : "=h"(h.x) : "f"(f));
+    return h;
+  }
+  __device__ __forceinline__ static half_t from_f64(double d) {
+    half_t h;
+    asm("{.reg .f16 t; cvt.rn.f16.f64 t, %1; mov.b16 %0, t;}" : "=h"(h.x) : "d"(d));
+    return h;
+  }
+};
+template <> struct Cvt<bfloat16_t> {
+  __device__ __forceinline__ static float to_f32(bfloat16_t h) {
+    return __uint_as_float(((unsigned)h.x) << 16);
+  }
+  __device__ __forceinline__ static double to_f64(bfloat16_t h) { return (double)to_f32(h); }
+  __device__ __forceinline__ static bfloat16_t from_f32(float f) {
+    bfloat16_t h;
+    asm("{.reg .b16 t; cvt.rn.bf16.f32 t, %1; mov.b16 %0, t;}" : "=h"(h.x) : "f"(f));
+    return h;
+  }
+  __device__ __forceinline__ static bfloat16_t from_f64(double d) {
+    return from_f32((float)d);  // double rounding; only reached with an fp64 accumulator
+  }
+};
+
+// Accumulator -> value of type T, and T -> accumulator.
+template <class T, class Acc> struct AccCvt;
+template <class T> struct AccCvt<T, float> {
+  __device__ __forceinline__ static T from_acc(float v) { return Cvt<T>::from_f32(v); }
+  __device__ __forceinline__ static float to_acc(T v) { return Cvt<T>::to_f32(v); }
+};
+template <class T> struct AccCvt<T, double> {
+  __device__ __forceinline__ static T from_acc(double v) { return Cvt<T>::from_f64(v); }
+  __device__ __forceinline__ static double to_acc(T v) { return Cvt<T>::to_f64(v); }
+};
+
+// ---- shared memory / async copy ------------------------------------------------------------
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// cp.async of BYTES (4, 8 or 16) with zero fill of everything past src_bytes.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, int src_bytes) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async size");
+  if (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "n"(BYTES), "r"(src_bytes));
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- GPU-scope synchronisation (STREAM_K.md section 3) -------------------------------------
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+}  // namespace skc

@@ -1,0 +1,80 @@
+// sk_gemm.cuh: the persistent Stream-K GEMM kernel. One template, one instantiation per
+// KernelSpec; the host emits a Cfg struct (see skcontract/kernels/specs.py) naming:
+//   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, FIXUP, LA, LB (TileLoader), ML (mainloop).
+// Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
+// feeding ML::compute -> Fixup -> Epilogue.
+#pragma once
+#include "sk_common.cuh"
+#include "sk_scheduler.cuh"
+#include "loader.cuh"
+#include "mainloop_mma_sync.cuh"
+#include "mainloop_ffma.cuh"
+#include "fixup.cuh"
+#include "epilogue.cuh"
+
+namespace skc {
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS)
+sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
+        typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
+        const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
+        unsigned* locks, int M, int N, int K, long long lda, long long ldb, long long ldc,
+        long long batch_a, long long batch_b, long long batch_c, typename Cfg::Acc alpha,
+        typename Cfg::Acc beta) {
+  using TIn = typename Cfg::TIn;
+  using Acc = typename Cfg::Acc;
+  using LA = typename Cfg::LA;
+  using LB = typename Cfg::LB;
+  using ML = typename Cfg::ML;
+  constexpr int STAGES = Cfg::STAGES, BK = Cfg::BK;
+  static_assert(STAGES >= 2, "at least two pipeline stages");
+  static_assert(ML::THREADS == Cfg::THREADS, "mainloop thread count");
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ int flag;
+  {  // The host computes the shared-memory size from the spec: check it agrees.
+    unsigned dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < (unsigned)(STAGES * (LA::STAGE_BYTES + LB::STAGE_BYTES))) __trap();
+  }
+  TIn* sA = reinterpret_cast<TIn*>(smem_raw);
+  TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
+
+  for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
+    const TIn* gA = A + (long long)s.batch * batch_a;
+    const TIn* gB = B + (long long)s.batch * batch_b;
+    Acc acc[ML::NACC];
+    ML::zero(acc);
+    const int ktiles = (s.k1 - s.k0 + BK - 1) / BK;
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; ++st) {
+      if (st < ktiles) {
+        LA::load(sA + st * LA::STAGE_ELEMS, gA, lda, s.m0, s.k0 + st * BK, s.m_end, s.k1);
+        LB::load(sB + st * LB::STAGE_ELEMS, gB, ldb, s.n0, s.k0 + st * BK, s.n_end, s.k1);
+      }
+      cp_async_commit();
+    }
+    int read_stage = 0, write_stage = STAGES - 1;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      const int nk = kt + STAGES - 1;
+      if (nk < ktiles) {
+        LA::load(sA + write_stage * LA::STAGE_ELEMS, gA, lda, s.m0, s.k0 + nk * BK, s.m_end, s.k1);
+        LB::load(sB + write_stage * LB::STAGE_ELEMS, gB, ldb, s.n0, s.k0 + nk * BK, s.n_end, s.k1);
+      }
+      cp_async_commit();
+      ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
+      read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+      write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // the next split's prologue overwrites the stages
+    if (Fixup<ML, Cfg::FIXUP>::run(s, acc, ws, staging, locks, &flag))
+      Epilogue<ML, typename Cfg::TOut>::run(s, acc, C + (long long)s.batch * batch_c, ldc,
+                                            alpha, beta);
+  });
+}
+
+}  // namespace skc

@@ -1,0 +1,49 @@
+// sk_scheduler.cuh: the device side of "the schedule is data".
+// A CTA walks rows cta_offsets[cta] .. cta_offsets[cta+1] of the split table written by
+// skcontract/schedule (table.py documents the columns). No decomposition arithmetic here.
+#pragma once
+#include "sk_common.cuh"
+
+namespace skc {
+
+enum : int { COL_BATCH = 0, COL_M0, COL_N0, COL_BM, COL_BN, COL_K0, COL_K1, COL_FLAGS, COL_TILE,
+             COL_SLOT, COL_PEERS, COL_SPLIT, NUM_COLUMNS };
+enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2 };
+
+struct Split {
+  int batch, m0, n0, m_end, n_end, k0, k1, flags, tile, slot, peers, split;
+  __device__ __forceinline__ bool first() const { return flags & FLAG_FIRST; }
+  __device__ __forceinline__ bool final_() const { return flags & FLAG_FINAL; }
+  // A split that is both first and final owns its tile: no fixup.
+  __device__ __forceinline__ bool owns_tile() const { return (flags & 3) == 3 || tile < 0; }
+};
+
+__device__ __forceinline__ Split load_split(const int* __restrict__ table, int row, int M, int N) {
+  const int* r = table + (long long)row * NUM_COLUMNS;
+  Split s;
+  s.batch = __ldg(r + COL_BATCH);
+  s.m0 = __ldg(r + COL_M0);
+  s.n0 = __ldg(r + COL_N0);
+  s.m_end = min(M, s.m0 + __ldg(r + COL_BM));   // HyTiS rows may carry a smaller tile
+  s.n_end = min(N, s.n0 + __ldg(r + COL_BN));
+  s.k0 = __ldg(r + COL_K0);
+  s.k1 = __ldg(r + COL_K1);
+  s.flags = __ldg(r + COL_FLAGS);
+  s.tile = __ldg(r + COL_TILE);
+  s.slot = __ldg(r + COL_SLOT);
+  s.peers = __ldg(r + COL_PEERS);
+  s.split = __ldg(r + COL_SPLIT);
+  return s;
+}
+
+// The persistent loop: Body is called once per split, in table order.
+template <class Body>
+__device__ __forceinline__ void for_each_split(const int* __restrict__ table,
+                                               const int* __restrict__ cta_offsets, int M, int N,
+                                               Body&& body) {
+  const int begin = __ldg(cta_offsets + blockIdx.x);
+  const int end = __ldg(cta_offsets + blockIdx.x + 1);
+  for (int row = begin; row < end; ++row) body(load_split(table, row, M, N));
+}
+
+}  // namespace skc

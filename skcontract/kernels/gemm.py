@@ -1,0 +1,223 @@
+"""``gemm``: the Python entry point of the GPU engine.
+
+    out = gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto",
+               reduction="deterministic", tile=None, grid=None, allow_tf32=False, stream=None)
+
+``a`` is (m, k) or (batch, m, k), ``b`` is (k, n) or (batch, k, n): CuPy arrays (or torch
+tensors, used by the benchmark for bf16) with any strides where one of the two inner
+strides is 1 (row or column major, any leading dimension, any batch stride including 0).
+A column-major ``out`` is handled by computing ``out^T = b^T a^T``. Other layouts are copied.
+
+The schedule comes from :func:`skcontract.schedule.schedule_gemm`, called with a DeviceInfo
+whose ``ctas_per_sm`` is the occupancy queried for the compiled kernel. A warm call is one
+dict lookup plus one launch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit, specs
+from .launch import LaunchPlan, fixup_for
+
+_PLANS: dict = {}
+_DEVICES: dict = {}
+
+
+# ---- operands ------------------------------------------------------------------------------
+def _is_torch(x) -> bool:
+    return hasattr(x, "data_ptr") and hasattr(x, "stride")
+
+
+def _describe(x):
+    """(ptr, shape, element strides, dtype name) of a CuPy array or torch tensor."""
+    if _is_torch(x):
+        return (x.data_ptr(), tuple(x.shape), tuple(x.stride()),
+                str(x.dtype).replace("torch.", ""))
+    item = x.dtype.itemsize
+    return (x.data.ptr, tuple(x.shape), tuple(s // item for s in x.strides), x.dtype.name)
+
+
+def _as3(shape, strides):
+    if len(shape) == 2:
+        return (1,) + shape, (0,) + strides
+    if len(shape) == 3:
+        return shape, strides
+    raise ValueError(f"gemm takes 2-D or 3-D operands, got shape {shape}")
+
+
+def _layout(rows, cols, s_rows, s_cols):
+    """('row', ld) when X(r, c) = p[r * ld + c]; ('col', ld) when p[c * ld + r]; else None."""
+    if cols == 1 or s_cols == 1:
+        return "row", (s_rows if rows > 1 else 0)
+    if rows == 1 or s_rows == 1:
+        return "col", (s_cols if cols > 1 else 0)
+    return None
+
+
+def _aligned(ptr, ld, batch_stride, batch, elem) -> bool:
+    return (ptr % 16 == 0 and (ld * elem) % 16 == 0
+            and (batch <= 1 or (batch_stride * elem) % 16 == 0))
+
+
+def _device_info(dev: int):
+    info = _DEVICES.get(dev)
+    if info is None:
+        from skcontract.schedule.device import DeviceInfo
+        info = _DEVICES[dev] = DeviceInfo.from_cupy(dev)
+    return info
+
+
+def _scheduler():
+    try:
+        from skcontract.schedule import schedule_gemm
+    except ImportError:
+        try:  # the package may not re-export it yet
+            from skcontract.schedule.scheduler import schedule_gemm
+        except ImportError as e:
+            raise ImportError("skcontract.schedule.schedule_gemm is not available; pass "
+                              "schedule= explicitly") from e
+    return schedule_gemm
+
+
+def _base_spec(dtype: str, tile) -> specs.KernelSpec:
+    if dtype not in specs.HEURISTIC_TILES:
+        raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
+                        f"{', '.join(specs.HEURISTIC_TILES)})")
+    bases = specs.HEURISTIC_TILES[dtype]
+    if tile is None:
+        return bases[0]
+    tile = tuple(int(t) for t in tile)
+    for b in bases:
+        if (b.bm, b.bn, b.bk)[:len(tile)] == tile:
+            return b
+    raise ValueError(f"gemm: no {dtype} kernel with tile {tile}; have "
+                     f"{[(b.bm, b.bn, b.bk) for b in bases]}")
+
+
+def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, mode, reduction,
+              tile, grid, dev, schedule=None) -> LaunchPlan:
+    """Compile, schedule and upload for one problem (the cold path)."""
+    base = _base_spec(dtype, tile)
+
+    def spec_for(fixup):
+        return specs.specialise(base, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
+                                a_aligned=a_vec_ok, b_aligned=b_vec_ok)
+
+    if schedule is None:
+        schedule_gemm = _scheduler()
+        # Occupancy of the kernel that may wait decides how many CTAs can be resident.
+        probe = jit.get_kernel(spec_for("atomic" if reduction == "atomic" else "deterministic"),
+                               dev)
+        device = _device_info(dev).with_occupancy(probe.occupancy)
+        kwargs = dict(batch=batch, device=device, mode=mode, tile=(base.bm, base.bn, base.bk),
+                      reduction=reduction)
+        if grid is not None:
+            kwargs["grid"] = grid
+        schedule = schedule_gemm(m, n, k, **kwargs)
+        if tuple(schedule.tile)[:2] != (base.bm, base.bn):
+            raise RuntimeError(f"scheduler returned tile {schedule.tile}, kernel is "
+                               f"{(base.bm, base.bn, base.bk)}")
+    kernel = jit.get_kernel(spec_for(fixup_for(schedule)), dev)
+    plan = LaunchPlan(kernel, schedule, dev)
+    summary = schedule.summary() if hasattr(schedule, "summary") else (
+        f"grid={schedule.grid} rows={len(schedule.table)} reduction={schedule.reduction}")
+    jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
+                     f"A={a_layout} B={b_layout} -> {kernel.spec.name} "
+                     f"(occupancy {kernel.occupancy}/SM, smem {kernel.spec.smem_bytes} B)\n"
+                     f"    schedule: {summary}")
+    return plan
+
+
+def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="deterministic",
+         tile=None, grid=None, allow_tf32=False, stream=None, schedule=None):
+    """``out = alpha * a @ b + beta * out`` on the GPU with a Stream-K family kernel.
+
+    ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis"
+    (passed to the scheduler). ``reduction``: "deterministic" (workspace + lock, bitwise
+    reproducible) or "atomic". ``allow_tf32`` is accepted for API stability; the float32
+    kernel is the exact FFMA one either way (tf32 is not implemented yet).
+    ``schedule``: a ready Schedule-like object (table, cta_offsets, grid, tile, reduction),
+    for tests and callers that cache their own; it bypasses the scheduler.
+    """
+    import cupy
+
+    a_ptr, a_shape, a_str, a_dt = _describe(a)
+    b_ptr, b_shape, b_str, b_dt = _describe(b)
+    if a_dt != b_dt:
+        raise TypeError(f"gemm: operand dtypes differ ({a_dt} vs {b_dt})")
+    (ba, m, k), (sba, sam, sak) = _as3(a_shape, a_str)
+    (bb, k2, n), (sbb, sbk, sbn) = _as3(b_shape, b_str)
+    if k != k2:
+        raise ValueError(f"gemm: inner dimensions differ: a is {a_shape}, b is {b_shape}")
+    batch = max(ba, bb)
+    if ba not in (1, batch) or bb not in (1, batch):
+        raise ValueError(f"gemm: batch sizes {ba} and {bb} do not broadcast")
+    if ba == 1:
+        sba = 0
+    if bb == 1:
+        sbb = 0
+    lay_a = _layout(m, k, sam, sak)
+    lay_b = _layout(k, n, sbk, sbn)
+    if lay_a is None or lay_b is None or min(sba, sbb, sam, sak, sbk, sbn) < 0:
+        # neither inner stride is 1 (or negative strides): one copy, then the fast path
+        a = cupy.ascontiguousarray(a) if lay_a is None or min(sam, sak, sba) < 0 else a
+        b = cupy.ascontiguousarray(b) if lay_b is None or min(sbk, sbn, sbb) < 0 else b
+        return gemm(a, b, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
+                    tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream,
+                    schedule=schedule)
+    out_shape = (m, n) if len(a_shape) == 2 and len(b_shape) == 2 else (batch, m, n)
+    if out is None:
+        if beta != 0:
+            raise ValueError("gemm: beta != 0 needs out")
+        if _is_torch(a):
+            import torch
+            out = torch.empty(out_shape, dtype=a.dtype, device=a.device)
+        else:
+            out = cupy.empty(out_shape, dtype=a.dtype)
+    c_ptr, c_shape, c_str, c_dt = _describe(out)
+    if c_dt != a_dt:
+        raise TypeError(f"gemm: out dtype {c_dt} differs from the operands' {a_dt}")
+    if tuple(c_shape) != out_shape and not (len(c_shape) == 3 and c_shape == (batch, m, n)):
+        raise ValueError(f"gemm: out has shape {c_shape}, expected {out_shape}")
+    (_, _, _), (sbc, scm, scn) = _as3(tuple(c_shape), tuple(c_str))
+    if batch == 1:
+        sbc = 0
+    if m == 0 or n == 0 or batch == 0:
+        return out
+    if k == 0:
+        out[...] = 0 if beta == 0 else out * beta
+        return out
+
+    (la, lda), (lb, ldb) = lay_a, lay_b
+    if scn == 1 or n == 1:
+        ldc = scm if m > 1 else 0
+    elif scm == 1 or m == 1:
+        # column-major out: out^T (n x m, row-major) = b^T a^T
+        ldc = scn
+        a_ptr, b_ptr = b_ptr, a_ptr
+        sba, sbb = sbb, sba
+        m, n = n, m
+        la, lb = ("col" if lb == "row" else "row"), ("col" if la == "row" else "row")
+        lda, ldb = ldb, lda
+    else:
+        raise ValueError("gemm: out needs a unit inner stride")
+
+    elem = specs.CXX_TYPES[a_dt][1] if a_dt in specs.CXX_TYPES else 0
+    dev = cupy.cuda.runtime.getDevice()
+    key = (dev, a_dt, batch, m, n, k, la, lb, _aligned(a_ptr, lda, sba, batch, elem),
+           _aligned(b_ptr, ldb, sbb, batch, elem), mode, reduction,
+           None if tile is None else tuple(tile), grid, id(schedule) if schedule else None)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = make_plan(a_dt, batch, m, n, k, la, lb, key[8], key[9], mode=mode,
+                         reduction=reduction, tile=tile, grid=grid, dev=dev, schedule=schedule)
+        if schedule is None:
+            _PLANS[key] = plan
+    if stream is None:
+        stream = cupy.cuda.get_current_stream()
+    plan.launch(a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta, stream)
+    return out
+
+
+def clear_plans() -> None:
+    _PLANS.clear()

@@ -1,0 +1,232 @@
+"""Run-time compilation of KernelSpecs through CuPy (NVRTC), with our own cache key.
+
+* Headers are inlined into the source handed to CuPy (CuPy's disk cache hashes only the
+  source text, not headers found through ``-I``), so any header change is a new kernel.
+* :func:`cache_key` hashes every source + header, the options, the NVRTC and CuPy versions
+  and the target arch. It names the manifest written under ``SKCONTRACT_CACHE_DIR``.
+* An in-memory memo keyed by ``(device id, spec, debug)`` makes a warm call a dict lookup.
+
+Environment variables (docs/gpu.md has the table): ``SKCONTRACT_CACHE_DIR``,
+``SKCONTRACT_PRINT_KERNEL``, ``SKCONTRACT_DEBUG_SPIN``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+from .specs import KernelSpec
+
+CUDA_DIR = Path(__file__).with_name("cuda")
+ENTRY_HEADER = "sk_gemm.cuh"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+
+
+@lru_cache(maxsize=None)
+def inline_headers(entry: str = ENTRY_HEADER) -> str:
+    """The entry header with every ``#include "x.cuh"`` replaced by x.cuh's text (once)."""
+    seen: set[str] = set()
+
+    def expand(name: str) -> str:
+        if name in seen:
+            return f"// (already included: {name})\n"
+        seen.add(name)
+        text = (CUDA_DIR / name).read_text()
+        text = text.replace("#pragma once", f"// ---- {name} ----")
+        return _INCLUDE_RE.sub(lambda m: expand(m.group(1)), text)
+
+    return expand(entry)
+
+
+def header_files() -> list[Path]:
+    return sorted(CUDA_DIR.glob("*.cuh"))
+
+
+def render_source(spec: KernelSpec) -> str:
+    """The whole translation unit for one spec: inlined headers + its Cfg struct."""
+    return (f"// skcontract kernel {spec.name}\n" + inline_headers() + "\n"
+            + spec.cfg_source())
+
+
+def debug_spin_enabled() -> bool:
+    return os.environ.get("SKCONTRACT_DEBUG_SPIN", "0") not in ("", "0")
+
+
+def compile_options(arch: str, *, debug: bool = False) -> tuple[str, ...]:
+    """NVRTC options. ``arch`` like ``sm_90a`` (DeviceInfo.arch) or ``sm_80``."""
+    opts = ["-std=c++17", f"-arch={arch}"]
+    if debug:
+        opts.append("-DSKCONTRACT_DEBUG_SPIN")
+    return tuple(opts)
+
+
+def nvrtc_version() -> str:
+    try:
+        from cuda.bindings import nvrtc
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception:  # noqa: BLE001 - fall back to CuPy's view
+        try:
+            import cupy
+            return ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+        except Exception:  # noqa: BLE001
+            return "unknown"
+
+
+def cupy_version() -> str:
+    try:
+        import cupy
+        return cupy.__version__
+    except Exception:  # noqa: BLE001
+        return "none"
+
+
+def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
+    h = hashlib.sha256()
+    for path in header_files():
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    h.update(spec.cfg_source().encode())
+    h.update(repr(options).encode())
+    h.update(f"nvrtc={nvrtc_version()} cupy={cupy_version()} arch={arch}".encode())
+    return h.hexdigest()[:32]
+
+
+def cache_dir() -> Path | None:
+    d = os.environ.get("SKCONTRACT_CACHE_DIR")
+    return Path(d) if d else None
+
+
+@contextmanager
+def _cupy_cache_dir(path: Path | None):
+    """Point CuPy's kernel cache at ``path/cupy`` for the duration of one compile."""
+    if path is None:
+        yield
+        return
+    old = os.environ.get("CUPY_CACHE_DIR")
+    os.environ["CUPY_CACHE_DIR"] = str(path / "cupy")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CUPY_CACHE_DIR", None)
+        else:
+            os.environ["CUPY_CACHE_DIR"] = old
+
+
+def _write_manifest(path: Path, key: str, spec: KernelSpec, options, arch: str) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    target = path / f"{key}.json"
+    if target.exists():
+        return
+    data = {"key": key, "spec": spec.to_dict(), "name": spec.name, "options": list(options),
+            "arch": arch, "nvrtc": nvrtc_version(), "cupy": cupy_version()}
+    fd, tmp = tempfile.mkstemp(dir=path, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, target)  # atomic
+
+
+class CompiledKernel:
+    """A loaded kernel plus what the launcher needs about it."""
+
+    __slots__ = ("spec", "function", "key", "arch", "occupancy", "module")
+
+    def __init__(self, spec, module, function, key, arch, occupancy):
+        self.spec, self.module, self.function = spec, module, function
+        self.key, self.arch, self.occupancy = key, arch, occupancy
+
+
+_MEMO: dict = {}
+
+
+def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel:
+    """Compile (or fetch) ``spec`` for the current CuPy device. Warm calls are a dict lookup."""
+    import cupy
+
+    dev = device_id if device_id is not None else cupy.cuda.runtime.getDevice()
+    debug = debug_spin_enabled()
+    memo_key = (dev, spec, debug)
+    hit = _MEMO.get(memo_key)
+    if hit is not None:
+        return hit
+    cc = cupy.cuda.Device(dev).compute_capability  # e.g. "90"
+    arch = "sm_90a" if cc == "90" else f"sm_{cc}"
+    options = compile_options(arch, debug=debug)
+    key = cache_key(spec, options, arch)
+    source = render_source(spec)
+    cdir = cache_dir()
+    with _cupy_cache_dir(cdir):
+        module = cupy.RawModule(code=source, options=options,
+                                name_expressions=[spec.name_expression])
+        function = module.get_function(spec.name_expression)
+    if cdir is not None:
+        _write_manifest(cdir, key, spec, options, arch)
+    from cupy.cuda import driver
+    smem = spec.smem_bytes
+    # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+    driver.funcSetAttribute(function.ptr, 8, smem)
+    occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, spec.threads, smem)
+    if occupancy < 1:
+        raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")
+    compiled = CompiledKernel(spec, module, function, key, arch, occupancy)
+    _MEMO[memo_key] = compiled
+    return compiled
+
+
+def print_kernel(msg: str) -> None:
+    if os.environ.get("SKCONTRACT_PRINT_KERNEL", "0") not in ("", "0"):
+        print(f"[skcontract] {msg}", file=sys.stderr)
+
+
+def _warm_one(spec_dict) -> str:
+    spec = KernelSpec(**spec_dict)
+    try:
+        k = get_kernel(spec)
+        return f"ok   occ={k.occupancy} {spec.name}"
+    except Exception as e:  # noqa: BLE001 - report and go on
+        return f"FAIL {spec.name}: {type(e).__name__}: {str(e)[:2000]}"
+
+
+def warm(spec_list, jobs: int = 8) -> list[str]:
+    """Compile specs into CuPy's disk cache in parallel processes (each a CUDA context)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(jobs) as pool:
+        return pool.map(_warm_one, [s.to_dict() for s in spec_list], chunksize=1)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from . import specs
+
+    p = argparse.ArgumentParser(prog="python -m skcontract.kernels.jit")
+    p.add_argument("--warm", choices=["all", "representative", "default-tiles"], default="all")
+    p.add_argument("--jobs", type=int, default=8)
+    args = p.parse_args(argv)
+    if args.warm == "representative":
+        todo = specs.representative_specs()
+    else:
+        todo = specs.all_specs()
+        if args.warm == "default-tiles":
+            todo = [s for s in todo if any(
+                (s.dtype_in, s.bm, s.bn, s.bk) == (b[0].dtype_in, b[0].bm, b[0].bn, b[0].bk)
+                for b in specs.HEURISTIC_TILES.values())]
+    lines = warm(todo, args.jobs)
+    for line in lines:
+        print(line)
+    bad = [x for x in lines if x.startswith("FAIL")]
+    print(f"warmed {len(lines) - len(bad)}/{len(lines)} kernels")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""KernelSpec: one frozen description = one template instantiation of ``sk_gemm.cuh``.
+
+The host emits a tiny source: the inlined headers, a ``Cfg`` struct spelling out the spec,
+and the kernel is fetched by the name expression ``skc::sk_gemm<Cfg_...>``. Every spec the
+heuristic can choose is enumerated from :data:`HEURISTIC_TILES` by :func:`all_specs`; the
+compile check walks that list.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+# dtype name -> (C++ storage type, element bytes)
+CXX_TYPES = {
+    "float16": ("skc::half_t", 2),
+    "bfloat16": ("skc::bfloat16_t", 2),
+    "float32": ("float", 4),
+    "float64": ("double", 8),
+}
+MAINLOOPS = ("mma_sync", "ffma")
+FIXUPS = ("none", "atomic", "deterministic", "aligned")
+LAYOUTS = ("row", "col")
+FIXUP_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "aligned": 3}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What one compiled kernel is.
+
+    ``a_layout``/``b_layout``: ``row`` means the last index is contiguous (A[m, k] row-major:
+    k contiguous; B[k, n] row-major: n contiguous). ``a_vec``/``b_vec``: elements per async
+    copy along the contiguous dimension (16 bytes when leading dimension and base pointer are
+    16-byte aligned, else 1 element).
+    """
+
+    dtype_in: str = "float16"
+    dtype_out: str = "float16"
+    dtype_acc: str = "float32"
+    bm: int = 128
+    bn: int = 128
+    bk: int = 32
+    stages: int = 4
+    warps_m: int = 2
+    warps_n: int = 4
+    mainloop: str = "mma_sync"
+    fixup: str = "deterministic"
+    a_layout: str = "row"
+    b_layout: str = "row"
+    a_vec: int = 8
+    b_vec: int = 8
+
+    def __post_init__(self):
+        if self.dtype_in not in CXX_TYPES or self.dtype_out not in CXX_TYPES:
+            raise ValueError(f"unsupported dtype in {self}")
+        if self.mainloop not in MAINLOOPS or self.fixup not in FIXUPS:
+            raise ValueError(f"unsupported mainloop/fixup in {self}")
+        if self.a_layout not in LAYOUTS or self.b_layout not in LAYOUTS:
+            raise ValueError(f"unsupported layout in {self}")
+        if self.mainloop == "ffma" and self.warps != 8:
+            raise ValueError("the ffma mainloop runs 256 threads (8 warps)")
+        if self.mainloop == "mma_sync" and self.dtype_in == "float32":
+            raise ValueError("tf32 mma.sync is not implemented; use the ffma mainloop")
+
+    # ---- derived ------------------------------------------------------------------------
+    @property
+    def warps(self) -> int:
+        return self.warps_m * self.warps_n
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def elem_bytes(self) -> int:
+        return CXX_TYPES[self.dtype_in][1]
+
+    @property
+    def acc_bytes(self) -> int:
+        return np.dtype(self.dtype_acc).itemsize
+
+    def _stage_bytes(self, rows: int, kcontig: bool) -> int:
+        pad = 16 // self.elem_bytes
+        cont, lines = (self.bk, rows) if kcontig else (rows, self.bk)
+        return lines * (cont + pad) * self.elem_bytes
+
+    @property
+    def a_kcontig(self) -> bool:
+        return self.a_layout == "row"
+
+    @property
+    def b_kcontig(self) -> bool:
+        return self.b_layout == "col"
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory; the kernel traps if the launch gives less."""
+        return self.stages * (self._stage_bytes(self.bm, self.a_kcontig)
+                              + self._stage_bytes(self.bn, self.b_kcontig))
+
+    @property
+    def acc_per_thread(self) -> int:
+        if self.mainloop == "ffma":
+            return (self.bm // 16) * (self.bn // 16)
+        return self.bm * self.bn // self.threads
+
+    @property
+    def slot_elems(self) -> int:
+        """Accumulators in one workspace slot (one tile, fragment order)."""
+        return self.bm * self.bn
+
+    @property
+    def name(self) -> str:
+        return (f"{self.dtype_in}_{self.dtype_out}_{self.dtype_acc}_{self.bm}x{self.bn}x{self.bk}"
+                f"_s{self.stages}_w{self.warps_m}x{self.warps_n}_{self.mainloop}_{self.fixup}"
+                f"_{self.a_layout[0]}{self.b_layout[0]}_v{self.a_vec}x{self.b_vec}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    # ---- code generation ----------------------------------------------------------------
+    @property
+    def cfg_name(self) -> str:
+        return "Cfg_" + self.name
+
+    @property
+    def name_expression(self) -> str:
+        return f"skc::sk_gemm<{self.cfg_name}>"
+
+    def cfg_source(self) -> str:
+        tin = CXX_TYPES[self.dtype_in][0]
+        tout = CXX_TYPES[self.dtype_out][0]
+        acc = CXX_TYPES[self.dtype_acc][0]
+        akc = "true" if self.a_kcontig else "false"
+        bkc = "true" if self.b_kcontig else "false"
+        la = f"skc::TileLoader<{tin}, {self.bm}, {self.bk}, {akc}, {self.a_vec}, {self.threads}>"
+        lb = f"skc::TileLoader<{tin}, {self.bn}, {self.bk}, {bkc}, {self.b_vec}, {self.threads}>"
+        if self.mainloop == "ffma":
+            ml = f"skc::MainloopFfma<{tin}, {self.bm}, {self.bn}, {self.bk}, LA, LB>"
+        elif self.dtype_in == "float64":
+            ml = (f"skc::MainloopDmma<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
+                  f"{self.warps_n}, LA, LB>")
+        else:
+            ml = (f"skc::MainloopMma16<{tin}, {self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
+                  f"{self.warps_n}, LA, LB, {akc}, {bkc}>")
+        return (
+            f"struct {self.cfg_name} {{\n"
+            f"  using TIn = {tin};\n  using TOut = {tout};\n  using Acc = {acc};\n"
+            f"  static constexpr int BM = {self.bm}, BN = {self.bn}, BK = {self.bk};\n"
+            f"  static constexpr int STAGES = {self.stages}, THREADS = {self.threads};\n"
+            f"  static constexpr int FIXUP = {FIXUP_CODES[self.fixup]};\n"
+            f"  using LA = {la};\n  using LB = {lb};\n  using ML = {ml};\n}};\n")
+
+
+# ---- the heuristic's menu ----------------------------------------------------------------
+# One base configuration per input dtype (the fp16/bf16 list has a second, wider tile).
+# Everything the launcher can pick is one of these with fixup / layouts / vector widths set.
+HEURISTIC_TILES = {
+    "float16": (KernelSpec("float16", "float16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),
+                KernelSpec("float16", "float16", "float32", 128, 256, 32, 3, 4, 4, "mma_sync")),
+    "bfloat16": (KernelSpec("bfloat16", "bfloat16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),
+                 KernelSpec("bfloat16", "bfloat16", "float32", 128, 256, 32, 3, 4, 4, "mma_sync")),
+    "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
+                           a_vec=4, b_vec=4),),
+    "float64": (KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
+                           a_vec=2, b_vec=2),),
+}
+
+
+def full_vec(dtype: str) -> int:
+    return 16 // CXX_TYPES[dtype][1]
+
+
+def specialise(base: KernelSpec, *, fixup: str, a_layout: str, b_layout: str,
+               a_aligned: bool = True, b_aligned: bool = True) -> KernelSpec:
+    v = full_vec(base.dtype_in)
+    return replace(base, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
+                   a_vec=v if a_aligned else 1, b_vec=v if b_aligned else 1)
+
+
+def all_specs() -> list[KernelSpec]:
+    """Every spec the launcher can choose (the compile check's full list)."""
+    out = []
+    for bases in HEURISTIC_TILES.values():
+        for base in bases:
+            for fx, la, lb, aa, ba in itertools.product(FIXUPS, LAYOUTS, LAYOUTS, (True, False),
+                                                        (True, False)):
+                out.append(specialise(base, fixup=fx, a_layout=la, b_layout=lb,
+                                      a_aligned=aa, b_aligned=ba))
+    return out
+
+
+def representative_specs() -> list[KernelSpec]:
+    """A small set that touches every mainloop, dtype, fixup, layout and vector width once."""
+    out = []
+    layouts = [("row", "row"), ("col", "col"), ("row", "col"), ("col", "row")]
+    for bases in HEURISTIC_TILES.values():
+        for bi, base in enumerate(bases):
+            for i, fx in enumerate(FIXUPS):
+                if bi > 0 and fx != "deterministic":
+                    continue
+                la, lb = layouts[i % 4]
+                aligned = not (fx == "aligned")
+                out.append(specialise(base, fixup=fx, a_layout=la, b_layout=lb,
+                                      a_aligned=aligned, b_aligned=True))
+    return out

@@ -1,0 +1,63 @@
+"""Per-(device, stream) pools of fixup memory.
+
+Three buffers per (device, stream, accumulator dtype), grown on demand and kept:
+
+* ``workspace``: partial tiles of the deterministic / aligned protocols (never needs init);
+* ``staging``  : partial sums of the atomic protocol, allocated zeroed once and kept zeroed
+  by the kernel (the last arrival re-zeroes its slot);
+* ``locks``    : uint32 locks / arrival counters, allocated zeroed once; every protocol
+  resets them to 0 before the launch ends, so no per-launch initialisation.
+
+A pool is never shared across streams or devices (a known failure class, STREAM_K.md 7).
+If a kernel is aborted (a trap in a debug build) call :func:`reset` to re-zero.
+"""
+from __future__ import annotations
+
+import threading
+
+_POOLS: dict = {}
+_LOCK = threading.Lock()
+
+
+class Pool:
+    __slots__ = ("workspace", "staging", "locks")
+
+    def __init__(self):
+        self.workspace = None
+        self.staging = None
+        self.locks = None
+
+
+def _grow(buf, n, dtype, zeroed):
+    import cupy
+
+    if buf is not None and buf.size >= n:
+        return buf
+    n = max(n, 1)
+    if buf is not None:
+        n = max(n, 2 * buf.size)  # amortise growth
+    return cupy.zeros(n, dtype=dtype) if zeroed else cupy.empty(n, dtype=dtype)
+
+
+def get(device_id: int, stream_ptr: int, acc_dtype: str, *, workspace_elems: int,
+        staging_elems: int, num_locks: int):
+    """Buffers big enough for one launch; the same objects on later calls when they fit."""
+    key = (device_id, stream_ptr, acc_dtype)
+    pool = _POOLS.get(key)
+    if pool is None:
+        with _LOCK:
+            pool = _POOLS.setdefault(key, Pool())
+    if pool.workspace is None or pool.workspace.size < workspace_elems:
+        pool.workspace = _grow(pool.workspace, workspace_elems, acc_dtype, False)
+    if pool.staging is None or pool.staging.size < staging_elems:
+        # Growing replaces the buffer: the old one was zero, the new one starts zero.
+        pool.staging = _grow(pool.staging, staging_elems, acc_dtype, True)
+    if pool.locks is None or pool.locks.size < num_locks:
+        pool.locks = _grow(pool.locks, num_locks, "uint32", True)
+    return pool
+
+
+def reset() -> None:
+    """Forget every pool (after an aborted launch left locks or staging dirty)."""
+    with _LOCK:
+        _POOLS.clear()

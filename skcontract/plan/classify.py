@@ -1,0 +1,202 @@
+"""Classify one contraction step: its Kind, its label groups, its layout and its reduction.
+
+A pairwise step ``A[a-labels] * B[b-labels] -> C[c-labels]`` sorts its labels into four
+groups, the vocabulary of a batched GEMM ``C[b, m, n] = sum_k A[b, m, k] B[b, k, n]``:
+
+=========  ==========================================
+group      labels that are in
+=========  ==========================================
+batch      A, B and C
+m          A and C, not B
+n          B and C, not A
+k          A and B, not C (contracted)
+=========  ==========================================
+
+The Kind follows from which groups are non-trivial (a group is trivial when it has no
+labels or all its labels have size 1, so a matrix product with M == 1 is a GEMV):
+
+>>> classify_groups(batch=1, m=8, n=8, k=8).name, classify_groups(4, 8, 8, 8).name
+('GEMM', 'BATCHED_GEMM')
+>>> classify_groups(1, 8, 1, 8).name, classify_groups(1, 1, 1, 8).name
+('GEMV', 'DOT')
+>>> classify_groups(1, 8, 8, 1).name, classify_groups(8, 1, 1, 1).name
+('OUTER', 'ELEMENTWISE')
+"""
+from __future__ import annotations
+
+import enum
+from math import prod
+from typing import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["Kind", "ReductionClass", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
+           "reduction_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
+
+
+class Kind(enum.Enum):
+    """What kind of kernel a step needs."""
+
+    GEMM = "GEMM"                  # m, n, k non-trivial, no batch
+    BATCHED_GEMM = "BATCHED_GEMM"  # m, n, k and batch non-trivial
+    GEMV = "GEMV"                  # k and exactly one of m, n non-trivial (batch allowed)
+    DOT = "DOT"                    # only k (and maybe batch) non-trivial
+    OUTER = "OUTER"                # m and n non-trivial, no k (batch allowed)
+    ELEMENTWISE = "ELEMENTWISE"    # no k, at most one of m, n non-trivial
+    UNARY = "UNARY"                # one operand: diagonals, traces, sums, broadcast squeeze
+
+
+#: Kinds a (batched) GEMM kernel, and so the Stream-K scheduler, can run.
+GEMM_KINDS = frozenset({Kind.GEMM, Kind.BATCHED_GEMM, Kind.GEMV, Kind.DOT})
+
+
+class ReductionClass(enum.Enum):
+    """How partial sums of one output element can be merged across CTAs on the device."""
+
+    ATOMIC = "ATOMIC"                  # device atomic add exists for the accumulator dtype
+    WORKSPACE_ONLY = "WORKSPACE_ONLY"  # partials must go through a workspace (e.g. complex)
+    NONE = "NONE"                      # the step has no reduction
+
+
+def classify_groups(batch: int, m: int, n: int, k: int) -> Kind:
+    """The Kind of a pairwise step from its group sizes (products of label sizes)."""
+    has_m, has_n, has_k = m != 1, n != 1, k != 1
+    if has_k:
+        if has_m and has_n:
+            return Kind.BATCHED_GEMM if batch != 1 else Kind.GEMM
+        if has_m or has_n:
+            return Kind.GEMV
+        return Kind.DOT
+    if has_m and has_n:
+        return Kind.OUTER
+    return Kind.ELEMENTWISE
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """The dtype a backend computes a step in: float16/bfloat16 go through float32."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f" and dt.itemsize < 4 or dt.name == "bfloat16":
+        return np.dtype(np.float32)
+    return dt
+
+
+def accumulator_dtype(dtype) -> np.dtype | None:
+    """The accumulator dtype of a GPU kernel for operands of ``dtype``.
+
+    float16/bfloat16 -> float32; float32 -> float32; float64 -> float64; complex stays
+    complex (no atomic exists for it); integers -> int64 (uint64 -> uint64); bool -> int32
+    (a logical or of ands, counted in int32). Object and other dtypes -> None.
+
+    >>> accumulator_dtype('float16'), accumulator_dtype('int8'), accumulator_dtype(bool)
+    (dtype('float32'), dtype('int64'), dtype('int32'))
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "f" or dt.name == "bfloat16":
+        return np.dtype(np.float64 if dt.itemsize >= 8 else np.float32)
+    if dt.kind == "c":
+        return dt
+    if dt.kind == "b":
+        return np.dtype(np.int32)
+    if dt.kind == "u" and dt.itemsize == 8:
+        return np.dtype(np.uint64)
+    if dt.kind in "iu":
+        return np.dtype(np.int64)
+    return None
+
+
+def reduction_class(has_reduction: bool, dtype, device) -> ReductionClass:
+    """ATOMIC when ``device`` has an atomic add for the accumulator, else WORKSPACE_ONLY."""
+    if not has_reduction:
+        return ReductionClass.NONE
+    acc = accumulator_dtype(dtype)
+    if acc is not None and device is not None and device.has_atomic(acc):
+        return ReductionClass.ATOMIC
+    return ReductionClass.WORKSPACE_ONLY
+
+
+def pair_groups(a: Sequence[str], b: Sequence[str], keep: set | frozenset):
+    """Labels of a pairwise step sorted into (batch, m, n, k, a_only, b_only) sets.
+
+    ``keep`` are the labels needed after the step (by the output or other operands).
+    ``a_only``/``b_only`` are labels of one operand not kept: summed before the product.
+    """
+    sa, sb = set(a), set(b)
+    batch = sa & sb & keep
+    k = (sa & sb) - keep
+    m = (sa - sb) & keep
+    n = (sb - sa) & keep
+    return batch, m, n, k, (sa - sb) - keep, (sb - sa) - keep
+
+
+def _group_stride(group: Sequence[str], strides: Mapping[str, int],
+                  sizes: Mapping[str, int]) -> int | None:
+    """The single stride of ``group`` viewed as one dimension, or None if impossible."""
+    live = [lab for lab in group if sizes[lab] != 1]
+    if not live:
+        return 0
+    for outer, inner in zip(live, live[1:]):
+        if strides[outer] != strides[inner] * sizes[inner]:
+            return None
+    return strides[live[-1]]
+
+
+def view_ok(groups: Sequence[Sequence[str]], strides: Mapping[str, int],
+            sizes: Mapping[str, int]) -> tuple[bool, bool]:
+    """Whether an operand is viewable as (batch, rows, cols) with one unit inner stride.
+
+    ``groups`` = (batch, rows, cols) label orders; ``strides`` in elements per label.
+    Returns (ok, cols_contiguous): ok when every group merges into one stride (a reshape
+    of a transposed view, no copy) and rows or cols has unit stride, as a GEMM kernel's
+    leading-dimension convention needs.
+    """
+    gs = [_group_stride(g, strides, sizes) for g in groups]
+    if any(s is None for s in gs):
+        return False, True
+    rows, cols = groups[1], groups[2]
+    r_n = prod(sizes[x] for x in rows)
+    c_n = prod(sizes[x] for x in cols)
+    if c_n <= 1 or gs[2] == 1:
+        return True, True
+    if r_n <= 1 or gs[1] == 1:
+        return True, False
+    return False, True
+
+
+def _contiguous_strides(term: Sequence[str], sizes: Mapping[str, int]) -> dict[str, int]:
+    strides, acc = {}, 1
+    for lab in reversed(term):
+        strides[lab] = acc
+        acc *= max(sizes[lab], 1)
+    return strides
+
+
+def _in_term_order(labels, term):
+    return tuple(lab for lab in term if lab in labels)
+
+
+def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
+                  sizes: Mapping[str, int]):
+    """Pick label orders for the groups that avoid copies, assuming both operands are
+    C-contiguous in their term order (original operands as given; intermediates as
+    produced, which is (batch, m, n)).
+
+    Returns ``(orders, needs_copy, layouts)``: orders = (batch, m, n, k) label tuples;
+    needs_copy = (a, b) booleans; layouts = ('MK' or 'KM', 'KN' or 'NK'), the memory
+    order of each operand's matrix (the first letter is the outer, strided dimension).
+    """
+    sa, sb = _contiguous_strides(a, sizes), _contiguous_strides(b, sizes)
+    m_order = _in_term_order(m, a)
+    n_order = _in_term_order(n, b)
+    size_a = prod(sizes[x] for x in a)
+    size_b = prod(sizes[x] for x in b)
+    best = None
+    for b_order in dict.fromkeys((_in_term_order(batch, a), _in_term_order(batch, b))):
+        for k_order in dict.fromkeys((_in_term_order(k, a), _in_term_order(k, b))):
+            ok_a, a_kc = view_ok((b_order, m_order, k_order), sa, sizes)
+            ok_b, b_nc = view_ok((b_order, k_order, n_order), sb, sizes)
+            cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
+            cand = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
+                    ("MK" if a_kc else "KM", "KN" if b_nc else "NK"))
+            if best is None or cand[0] < best[0]:
+                best = cand
+    return best[1], best[2], best[3]

@@ -1,0 +1,117 @@
+"""Contraction order: opt_einsum's optimisers, or a path the caller gives.
+
+A path is opt_einsum's: a list of tuples of positions into the list of operands still
+alive; each step removes those operands and appends their contraction at the end.
+
+>>> find_path([('i', 'j'), ('j', 'k'), ('k', 'l')], ('i', 'l'), dict(i=2, j=50, k=50, l=2),
+...           optimize=False)
+[(0, 1), (0, 1)]
+>>> find_path([('i', 'j'), ('j', 'k')], ('i', 'k'), dict(i=2, j=3, k=4),
+...           optimize=['einsum_path', (0, 1)])
+[(0, 1)]
+"""
+from __future__ import annotations
+
+import operator
+from math import prod
+from typing import Any, Mapping, Sequence
+
+from opt_einsum import paths as _oe_paths
+
+__all__ = ["find_path", "validate_path", "memory_arg", "left_to_right"]
+
+
+def left_to_right(n: int) -> list[tuple[int, ...]]:
+    """The path that contracts operand 0 with 1, the result with 2, and so on."""
+    # opt_einsum appends each result at the end, so after the first step the running
+    # result is always the last operand and the next original operand is at position 0.
+    if n <= 1:
+        return []
+    return [(0, 1)] + [(0, n - 2 - i) for i in range(n - 2)]
+
+
+def memory_arg(memory_limit: Any, sizes: Sequence[int]) -> int | None:
+    """opt_einsum's ``memory_limit``: None, -1 (none), a positive int, or 'max_input'."""
+    if memory_limit is None:
+        return None
+    if isinstance(memory_limit, str):
+        if memory_limit == "max_input":
+            return max(sizes, default=1)
+        raise ValueError(f"memory_limit must be None, an int or 'max_input', got "
+                         f"{memory_limit!r}")
+    limit = operator.index(memory_limit)
+    if limit == -1:
+        return None
+    if limit < 1:
+        raise ValueError(f"memory_limit must be larger than 0, or -1, got {limit}")
+    return limit
+
+
+def validate_path(path: Sequence[Any], n: int) -> list[tuple[int, ...]]:
+    """Check an explicit path over ``n`` operands; raise ValueError naming the bad step."""
+    steps = list(path)
+    if steps and isinstance(steps[0], str):
+        if steps[0] != "einsum_path":
+            raise ValueError(f"an explicit path must start with 'einsum_path' or be a list of "
+                             f"tuples; got {steps[0]!r} as its first element")
+        steps = steps[1:]
+    alive = n
+    out = []
+    for s, step in enumerate(steps):
+        try:
+            ids = tuple(operator.index(i) for i in step)
+            if any(isinstance(i, bool) for i in step):
+                raise TypeError
+        except TypeError:
+            raise ValueError(f"invalid contraction path: step {s} ({step!r}) is not a tuple "
+                             "of operand positions") from None
+        if not ids:
+            raise ValueError(f"invalid contraction path: step {s} is empty")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"invalid contraction path: step {s} {ids} names an operand "
+                             "twice")
+        bad = [i for i in ids if not 0 <= i < alive]
+        if bad:
+            raise ValueError(f"invalid contraction path: step {s} {ids} refers to operand "
+                             f"{bad[0]}, but only {alive} operand(s) remain at that step")
+        alive -= len(ids) - 1
+        out.append(ids)
+    if alive != 1:
+        raise ValueError(f"invalid contraction path: after its {len(out)} step(s) {alive} "
+                         "operands remain uncontracted (a path must end with one)")
+    return out
+
+
+def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
+              sizes: Mapping[str, int], optimize: Any = "auto",
+              memory_limit: Any = None) -> list[tuple[int, ...]]:
+    """The contraction path for these terms, as chosen by ``optimize``.
+
+    ``optimize``: False (left to right), True (= 'greedy', numpy's choice), any opt_einsum
+    optimiser name ('auto', 'greedy', 'optimal', 'dp', 'branch-2', 'random-greedy', ...;
+    unknown names raise KeyError), an ``opt_einsum.paths.PathOptimizer``, or an explicit
+    path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form.
+    """
+    n = len(inputs)
+    if optimize is False or optimize is None:
+        return left_to_right(n)
+    if optimize is True:
+        optimize = "greedy"
+    if isinstance(optimize, str):
+        fn = _oe_paths.get_path_fn(optimize)  # KeyError for unknown names
+    elif isinstance(optimize, _oe_paths.PathOptimizer) or (
+            callable(optimize) and not isinstance(optimize, (list, tuple))):
+        fn = optimize
+    elif isinstance(optimize, (list, tuple)):
+        return validate_path(optimize, n)
+    else:
+        raise TypeError(f"optimize must be a bool, an optimiser name, a PathOptimizer or an "
+                        f"explicit path, got {type(optimize).__name__}")
+    size_list = [prod(sizes[x] for x in t) for t in list(inputs) + [tuple(output)]]
+    limit = memory_arg(memory_limit, size_list)
+    if n <= 2 or 0 in sizes.values():
+        # a zero-size problem costs nothing in any order (and confuses some optimisers)
+        return left_to_right(n)
+    path = fn([frozenset(t) for t in inputs], frozenset(output), dict(sizes), limit)
+    return validate_path(path, n)
+

@@ -1,0 +1,330 @@
+"""Frozen Plan / Step values: the ordered steps of a contraction, printable as a table.
+
+A Plan is built from shapes and a dtype only (no arrays), so it can be computed once and
+reused: ``contract_expression`` keeps one, ``contract_path`` returns one.
+
+Slots: the operands are slots ``0 .. n-1``; each step reads the slots in ``Step.args`` and
+writes the new slot ``Step.result``. ``Plan.result`` is the slot holding the final value,
+whose axes are labelled ``Plan.result_labels``; a backend transposes it to ``Plan.output``.
+
+Each original operand first gets (when needed) one UNARY step that drops broadcast
+size-1 axes, takes diagonals of repeated labels and sums labels needed nowhere else.
+Then the path's pairwise steps follow; every one has been classified (see
+:mod:`skcontract.plan.classify`).
+
+The schedule hook: ``Step.schedule`` is None until :func:`attach_schedules` (or
+``Plan.with_schedules(fn)``) fills it for the GEMM-class steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from math import prod
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..parse import Equation
+from .classify import (GEMM_KINDS, Kind, ReductionClass, accumulator_dtype, choose_layout,
+                       classify_groups, pair_groups, reduction_class)
+from .path import find_path
+
+__all__ = ["Step", "Plan", "build_plan", "attach_schedules"]
+
+
+def _term(labels: Sequence[str]) -> str:
+    return "".join(labels)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a plan: a pairwise product-and-sum, or a UNARY reshaping/sum.
+
+    For pairwise steps ``inputs == (a, b)`` and the result is
+    ``C[batch, m, n] = sum_k A[batch, m, k] * B[batch, k, n]`` with the label groups in
+    the orders given (``output == batch_labels + m_labels + n_labels``). For UNARY steps
+    ``m_labels`` are the kept labels, ``k_labels`` the summed ones, ``squeeze`` the input
+    axes dropped as size-1 broadcasts; repeated input labels are diagonals.
+    """
+
+    index: int
+    kind: Kind
+    args: tuple[int, ...]
+    result: int
+    inputs: tuple[tuple[str, ...], ...]
+    output: tuple[str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shape: tuple[int, ...]
+    batch_labels: tuple[str, ...]
+    m_labels: tuple[str, ...]
+    n_labels: tuple[str, ...]
+    k_labels: tuple[str, ...]
+    batch: int
+    m: int
+    n: int
+    k: int
+    dtype: np.dtype
+    accumulator_dtype: np.dtype | None
+    associative: bool
+    reduction: ReductionClass
+    needs_copy: tuple[bool, ...]
+    layouts: tuple[str, ...]
+    flops: int
+    squeeze: tuple[int, ...] = ()
+    schedule: Any = None
+
+    @property
+    def subscripts(self) -> str:
+        return ",".join(_term(t) for t in self.inputs) + "->" + _term(self.output)
+
+    @property
+    def reduction_class(self) -> ReductionClass:
+        """Alias of ``reduction`` (the name the scheduler reads)."""
+        return self.reduction
+
+    @property
+    def acc_dtype(self) -> np.dtype | None:
+        """Alias of ``accumulator_dtype`` (the name the scheduler reads)."""
+        return self.accumulator_dtype
+
+    @property
+    def is_gemm_class(self) -> bool:
+        """Whether a (batched) GEMM kernel, scheduled by Stream-K, runs this step."""
+        return self.kind in GEMM_KINDS
+
+    @property
+    def problem(self) -> tuple[int, int, int, int]:
+        """``(m, n, k, batch)``: the arguments of the scheduler."""
+        return self.m, self.n, self.k, self.batch
+
+    def _group(self, labels, size) -> str:
+        return f"{_term(labels)}={size}" if labels else "-"
+
+    def row(self) -> tuple[str, ...]:
+        unary = self.kind is Kind.UNARY
+        copy = ",".join(x for x, c in zip("AB", self.needs_copy) if c) or "-"
+        if self.reduction is ReductionClass.NONE:
+            red = "-"
+        else:
+            acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
+            red = f"sum{' assoc' if self.associative else ''} {acc} {self.reduction.value}"
+        sched = "-" if self.schedule is None else str(getattr(self.schedule, "mode",
+                                                              self.schedule))
+        return (str(self.index), self.subscripts, self.kind.value,
+                "-" if unary else self._group(self.batch_labels, self.batch),
+                self._group(self.m_labels, self.m),
+                "-" if unary else self._group(self.n_labels, self.n),
+                self._group(self.k_labels, self.k), f"{self.flops:,}", copy, red, sched)
+
+
+_HEADER = ("#", "step", "kind", "batch", "M", "N", "K", "FLOPs", "copy", "reduction",
+           "schedule")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A contraction planned for given shapes, dtype and target device.
+
+    >>> from skcontract import contract
+    >>> path, plan = contract.contract_path('ij,jk->ik', (8, 4), (4, 16), shapes=True)
+    >>> plan.steps[0].kind.value, plan.steps[0].problem
+    ('GEMM', (8, 16, 4, 1))
+    """
+
+    equation: Equation
+    steps: tuple[Step, ...]
+    path: tuple[tuple[int, ...], ...]
+    dtype: np.dtype
+    result: int
+    result_labels: tuple[str, ...]
+    device: Any = None
+    #: for each original operand, the slot its (unary-processed) value lives in
+    operand_slots: tuple[int, ...] = field(default=())
+
+    @property
+    def subscripts(self) -> str:
+        return self.equation.subscripts
+
+    @property
+    def output(self) -> tuple[str, ...]:
+        return self.equation.output
+
+    @property
+    def input_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return self.equation.shapes
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return tuple(self.equation.sizes[x] for x in self.equation.output)
+
+    @property
+    def output_perm(self) -> tuple[int, ...]:
+        """Axes of the result slot in the order of the output labels."""
+        return tuple(self.result_labels.index(x) for x in self.equation.output)
+
+    @property
+    def flops(self) -> int:
+        return sum(s.flops for s in self.steps)
+
+    @property
+    def largest_intermediate(self) -> int:
+        return max((prod(s.output_shape) for s in self.steps), default=0)
+
+    def with_schedules(self, fn: Callable[[Step], Any]) -> "Plan":
+        """A copy whose GEMM-class steps carry ``fn(step)`` as their ``schedule``."""
+        steps = tuple(replace(s, schedule=fn(s)) if s.is_gemm_class else s
+                      for s in self.steps)
+        return replace(self, steps=steps)
+
+    def table(self) -> str:
+        rows = [_HEADER] + [s.row() for s in self.steps]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        dev = getattr(self.device, "name", "none")
+        head = (f"Plan {self.subscripts!r}: {len(self.equation.inputs)} operand(s) "
+                f"{', '.join(str(s) for s in self.equation.shapes)} -> "
+                f"{self.output_shape}, dtype {self.dtype.name}, device {dev}")
+        tail = (f"path {list(self.path)}; total FLOPs {self.flops:,}; largest intermediate "
+                f"{self.largest_intermediate:,} elements")
+        return "\n".join([head, *lines, tail])
+
+    __str__ = table
+
+    def __repr__(self) -> str:
+        return self.table()
+
+
+def attach_schedules(plan: Plan, device: Any = None) -> Plan:
+    """Fill ``Step.schedule`` from ``skcontract.schedule.schedule_step(step, device)``.
+
+    The single hook between plans and the Stream-K scheduler: returns ``plan`` unchanged
+    while the scheduler package does not define ``schedule_step``. A step the scheduler
+    rejects (ValueError/NotImplementedError, e.g. a dtype it has no kernel for) keeps
+    ``schedule=None``: the plan stays valid for the NumPy backend.
+    """
+    try:
+        from .. import schedule as _schedule
+    except ImportError:  # pragma: no cover - the package always ships it
+        return plan
+    fn = getattr(_schedule, "schedule_step", None)
+    if fn is None:
+        return plan
+    dev = device if device is not None else plan.device
+
+    def one(step):
+        try:
+            return fn(step, dev)
+        except (ValueError, NotImplementedError):
+            return None
+    return plan.with_schedules(one)
+
+
+def _reduction_facts(has_reduction: bool, dtype, device):
+    acc = accumulator_dtype(dtype)
+    return acc, reduction_class(has_reduction, dtype, device)
+
+
+def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype, device):
+    squeeze = tuple(ax for ax, (lab, d) in enumerate(zip(term, shape))
+                    if d == 1 and sizes[lab] != 1)
+    kept_axes = [ax for ax in range(len(term)) if ax not in squeeze]
+    t = [term[ax] for ax in kept_axes]
+    uniq = tuple(dict.fromkeys(t))
+    summed = tuple(lab for lab in uniq if lab not in keep)
+    out = tuple(lab for lab in uniq if lab in keep)
+    if not squeeze and len(uniq) == len(t) and not summed:
+        return None, tuple(term)
+    m = prod(sizes[x] for x in out)
+    k = prod(sizes[x] for x in summed)
+    acc, red = _reduction_facts(k != 1, dtype, device)
+    step = Step(index=index, kind=Kind.UNARY, args=(slot,), result=new_slot,
+                inputs=(tuple(term),), output=out, input_shapes=(tuple(shape),),
+                output_shape=tuple(sizes[x] for x in out), batch_labels=(), m_labels=out,
+                n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
+                accumulator_dtype=acc, associative=True, reduction=red,
+                needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
+                squeeze=squeeze)
+    return step, out
+
+
+def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype, device):
+    batch, ms, ns, ks, a_only, b_only = pair_groups(a, b, keep)
+    if a_only or b_only:  # the unary pre-pass makes this impossible
+        raise AssertionError(f"labels {sorted(a_only | b_only)} should have been summed")
+    (bo, mo, no, ko), copies, layouts = choose_layout(a, b, batch, ms, ns, ks, sizes)
+    B, M, N, K = (prod(sizes[x] for x in g) for g in (bo, mo, no, ko))
+    kind = classify_groups(B, M, N, K)
+    out = bo + mo + no
+    acc, red = _reduction_facts(K != 1, dtype, device)
+    flops = B * M * N * (2 * K if K != 1 else 1)
+    step = Step(index=index, kind=kind, args=tuple(slots), result=new_slot,
+                inputs=(tuple(a), tuple(b)), output=out,
+                input_shapes=(tuple(sizes[x] for x in a), tuple(sizes[x] for x in b)),
+                output_shape=tuple(sizes[x] for x in out), batch_labels=bo, m_labels=mo,
+                n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K, dtype=dtype,
+                accumulator_dtype=acc, associative=True, reduction=red,
+                needs_copy=copies, layouts=layouts, flops=flops)
+    return step, out
+
+
+def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
+               memory_limit: Any = None, device: Any = None) -> Plan:
+    """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None)."""
+    dtype = np.dtype(dtype)
+    sizes = eq.sizes
+    n = len(eq.inputs)
+    # 1. the broadcast size-1 axes go first, so that "needed elsewhere" sees them gone
+    squeezed = [tuple(lab for lab, d in zip(t, s) if not (d == 1 and sizes[lab] != 1))
+                for t, s in zip(eq.inputs, eq.shapes)]
+    out_set = set(eq.output)
+    steps: list[Step] = []
+    terms: list[tuple[str, ...]] = []
+    slots: list[int] = []
+    next_slot = n
+    for i, (t, s) in enumerate(zip(eq.inputs, eq.shapes)):
+        keep = out_set.union(*(squeezed[j] for j in range(n) if j != i))
+        step, term = _unary_step(len(steps), i, next_slot, t, s, keep, sizes, dtype, device)
+        if step is None:
+            slots.append(i)
+        else:
+            steps.append(step)
+            slots.append(next_slot)
+            next_slot += 1
+        terms.append(term)
+    operand_slots = tuple(slots)
+
+    # 2. the pairwise steps, in the path's order
+    path = find_path(terms, eq.output, sizes, optimize, memory_limit)
+    for ids in path:
+        picked = [(slots[i], terms[i]) for i in ids]
+        for i in sorted(ids, reverse=True):
+            del slots[i]
+            del terms[i]
+        others = out_set.union(*terms) if terms else set(out_set)
+        if len(picked) == 1:
+            (slot, term), = picked
+            step, out = _unary_step(len(steps), slot, next_slot, term,
+                                    tuple(sizes[x] for x in term), others, sizes, dtype,
+                                    device)
+            if step is None:
+                slots.append(slot)
+                terms.append(term)
+                continue
+            steps.append(step)
+        else:  # an n-ary step becomes a left-to-right chain of pairwise steps
+            (slot, term), rest = picked[0], picked[1:]
+            for j, (slot_b, term_b) in enumerate(rest):
+                keep = others.union(*(t for _, t in rest[j + 1:]))
+                step, term = _pair_step(len(steps), (slot, slot_b), next_slot, term, term_b,
+                                        keep, sizes, dtype, device)
+                steps.append(step)
+                slot = next_slot
+                next_slot += 1
+            slots.append(slot)
+            terms.append(term)
+            continue
+        slots.append(next_slot)
+        terms.append(out)
+        next_slot += 1
+    (result,), (result_labels,) = slots, terms
+    return Plan(eq, tuple(steps), tuple(path), dtype, result, tuple(result_labels), device,
+                operand_slots)

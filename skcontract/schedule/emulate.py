@@ -1,0 +1,363 @@
+"""A CPU emulator that executes a Schedule's split table on NumPy arrays, and a timeline model.
+
+:func:`emulate` runs the table exactly as a GPU would, CTA by CTA and split by split, with a
+real workspace, real locks / arrival counters, and concurrently running CTAs:
+
+* at most ``resident`` CTAs (default: the schedule's device ``resident_ctas``) run at once;
+  the others start, in dispatch order, when a running CTA finishes;
+* at every step one running CTA is picked at random (seeded) and advances by one action
+  (compute a split's partial, or do its fixup); a CTA whose lock is not ready yields and
+  stays resident, exactly like a spinning CTA on the GPU;
+* ``atomic`` partials are added into the (zeroed) output in the order the interleaving
+  produces, so results vary with the seed at the rounding level; ``deterministic`` and
+  ``arrival`` results are bitwise identical under every interleaving;
+* the protocol is checked as it runs (:class:`ProtocolViolation`): a waiter may only
+  proceed when the lock says exactly its K0 elements were folded in *and* the workspace
+  really holds ``[0, K0)`` of that tile; slots are never overwritten while in use; at the
+  end every lock and counter is 0, every workspace slot is free, and every output element
+  was finalised by exactly one FINAL split;
+* if every resident CTA is blocked, :class:`ScheduleDeadlock` is raised (never a hang),
+  naming the waiters and where their producers are.
+
+Accumulation dtype: float64 for float32/float64 (and integer-valued) inputs, float32 for
+float16 inputs (what the GPU kernels do), int64 for integers, complex128 for complex.
+The result is returned in that dtype unless ``out_dtype`` is given.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from . import table as T
+from .heuristics import cost_of, fixup_costs, iteration_cost
+from .types import ARRIVAL, ATOMIC, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
+
+
+def accumulation_dtype(*dtypes) -> np.dtype:
+    dts = [np.dtype(d) for d in dtypes]
+    if any(d.kind == "c" for d in dts):
+        return np.dtype(np.complex128)
+    if all(d == np.float16 for d in dts):
+        return np.dtype(np.float32)
+    if any(d.kind == "f" for d in dts):
+        return np.dtype(np.float64)
+    return np.dtype(np.int64)
+
+
+def _operands(s: Schedule, a, b):
+    p = s.problem
+    if p.groups is not None:
+        if len(a) != p.batch or len(b) != p.batch:
+            raise ValueError(f"grouped GEMM needs {p.batch} A and B operands")
+        a_list, b_list = [np.asarray(x) for x in a], [np.asarray(x) for x in b]
+        squeeze = None
+    else:
+        a, b = np.asarray(a), np.asarray(b)
+        squeeze = a.ndim == 2 and b.ndim == 2
+        a3 = a if a.ndim == 3 else a[None]
+        b3 = b if b.ndim == 3 else b[None]
+        a_list = [a3[l if a3.shape[0] > 1 else 0] for l in range(p.batch)]
+        b_list = [b3[l if b3.shape[0] > 1 else 0] for l in range(p.batch)]
+    for l, (x, y) in enumerate(zip(a_list, b_list)):
+        m, n, k = p.shape(l)
+        if x.shape != (m, k) or y.shape != (k, n):
+            raise ValueError(f"batch entry {l}: expected A {(m, k)} and B {(k, n)}, got "
+                             f"{x.shape} and {y.shape}")
+    return a_list, b_list, squeeze
+
+
+class _Machine:
+    """Global memory of the emulated launch: output, workspace, locks, counters."""
+
+    def __init__(self, s: Schedule, a_list, b_list, acc):
+        self.s, self.acc = s, acc
+        self.t = s.table
+        self.a = [x.astype(acc, copy=False) for x in a_list]
+        self.b = [y.astype(acc, copy=False) for y in b_list]
+        self.c = [np.zeros(s.problem.shape(l)[:2], dtype=acc) for l in range(s.problem.batch)]
+        self.final_count = [np.zeros(s.problem.shape(l)[:2], dtype=np.int32)
+                            for l in range(s.problem.batch)]
+        nfix = s.num_fixup_tiles
+        self.locks = np.zeros(nfix, dtype=np.int64)
+        self.adds = np.zeros(nfix, dtype=np.int64)
+        self.ws: dict[int, np.ndarray] = {}
+        self.ws_owner: dict[int, tuple[int, int]] = {}   # slot -> (tile, k covered)
+
+    def row(self, r):
+        t = self.t[r]
+        return (int(t[T.BATCH]), int(t[T.M0]), int(t[T.N0]), int(t[T.BM]), int(t[T.BN]),
+                int(t[T.K0]), int(t[T.K1]), int(t[T.FLAGS]), int(t[T.TILE]), int(t[T.SLOT]),
+                int(t[T.PEERS]), int(t[T.SPLIT]))
+
+    def compute(self, r):
+        l, m0, n0, bm, bn, k0, k1, *_ = self.row(r)
+        return self.a[l][m0:m0 + bm, k0:k1] @ self.b[l][k0:k1, n0:n0 + bn]
+
+    def _out(self, l, m0, n0, bm, bn, value, add=False):
+        if add:
+            self.c[l][m0:m0 + bm, n0:n0 + bn] += value
+        else:
+            self.c[l][m0:m0 + bm, n0:n0 + bn] = value
+
+    def fixup(self, r, partial) -> bool:
+        """Do split r's fixup; False when it must wait (lock not ready)."""
+        done = self._fixup(r, partial)
+        if done and self.t[r, T.FLAGS] & T.FLAG_FINAL:
+            l, m0, n0, bm, bn = self.row(r)[:5]
+            self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
+        return done
+
+    def _fixup(self, r, partial) -> bool:
+        l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
+        first, final = bool(flags & T.FLAG_FIRST), bool(flags & T.FLAG_FINAL)
+        red = self.s.reduction
+        if peers == 1:
+            if not (first and final):
+                raise ProtocolViolation(f"row {r}: a tile with one split must be first and final")
+            self._out(l, m0, n0, bm, bn, partial)
+            return True
+        if tile < 0:
+            raise ProtocolViolation(f"row {r}: a tile with {peers} splits has no fixup index")
+        if red == ATOMIC:
+            self._out(l, m0, n0, bm, bn, partial, add=True)
+            self.adds[tile] += 1
+            return True
+        if red == DETERMINISTIC:
+            if not first and self.locks[tile] != k0:
+                return False
+            owner = self.ws_owner.get(slot)
+            if first:
+                if final:
+                    raise ProtocolViolation(f"row {r}: first+final split in a {peers}-split tile")
+                if owner is not None or self.locks[tile] != 0:
+                    raise ProtocolViolation(
+                        f"row {r}: first split of tile {tile} found slot {slot} in use "
+                        f"({owner}) or lock {self.locks[tile]} != 0")
+                self.ws[slot] = partial.copy()
+                self.ws_owner[slot] = (tile, k1)
+                self.locks[tile] = k1
+                return True
+            if owner != (tile, k0):
+                raise ProtocolViolation(
+                    f"row {r}: split waiting for K0={k0} of tile {tile} proceeded but the "
+                    f"workspace slot {slot} holds {owner}: a waiter proceeded early")
+            if final:
+                self._out(l, m0, n0, bm, bn, partial + self.ws.pop(slot))
+                del self.ws_owner[slot]
+                self.locks[tile] = 0
+            else:
+                self.ws[slot] = self.ws[slot] + partial
+                self.ws_owner[slot] = (tile, k1)
+                self.locks[tile] = k1
+            return True
+        if red == ARRIVAL:
+            if slot in self.ws_owner:
+                raise ProtocolViolation(f"row {r}: slot {slot} written twice")
+            self.ws[slot] = partial.copy()
+            self.ws_owner[slot] = (tile, split)
+            old = self.locks[tile]
+            self.locks[tile] = old + 1
+            if old == peers - 1:
+                base = slot - split
+                total = None
+                for i in range(peers):
+                    if self.ws_owner.get(base + i) != (tile, i):
+                        raise ProtocolViolation(
+                            f"row {r}: last arrival of tile {tile} misses split {i}")
+                    part = self.ws.pop(base + i)
+                    del self.ws_owner[base + i]
+                    total = part if total is None else total + part
+                # the last arriving split (any of them) runs the epilogue for the tile
+                self._out(l, m0, n0, bm, bn, total)
+                self.locks[tile] = 0
+            return True
+        raise ProtocolViolation(f"unknown reduction {red!r}")
+
+    def check_end(self):
+        if np.any(self.locks != 0):
+            bad = np.nonzero(self.locks)[0][:5].tolist()
+            raise ProtocolViolation(f"locks/counters not reset to 0 at the end: {bad}")
+        if self.ws_owner:
+            raise ProtocolViolation(f"workspace slots still in use: {sorted(self.ws_owner)[:5]}")
+        for l, fc in enumerate(self.final_count):
+            if fc.size and (fc.min() != 1 or fc.max() != 1):
+                raise ProtocolViolation(
+                    f"batch {l}: output elements finalised {fc.min()}..{fc.max()} times, not once")
+        if self.s.reduction == ATOMIC and len(self.adds):
+            t = self.t
+            multi = t[:, T.TILE] >= 0
+            want = np.zeros(len(self.adds), dtype=np.int64)
+            np.add.at(want, t[multi, T.TILE], 1)
+            if np.any(want != self.adds):
+                raise ProtocolViolation("atomic fixup: some partials were never added")
+
+
+def _dispatch_order(grid: int, dispatch: str, rng) -> list[int]:
+    if dispatch == "in_order":
+        return list(range(grid))
+    if dispatch == "reverse":
+        return list(range(grid - 1, -1, -1))
+    if dispatch == "random":
+        return rng.permutation(grid).tolist()
+    raise ValueError(f"dispatch must be 'in_order', 'reverse' or 'random', got {dispatch!r}")
+
+
+def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
+            dispatch: str = "in_order", out_dtype=None):
+    """Execute schedule ``s`` on ``a`` (m, k) / (batch, m, k) and ``b`` (k, n) / (batch, k, n).
+
+    For a grouped problem ``a`` and ``b`` are lists (one array per group) and a list is
+    returned. ``seed`` drives the interleaving of CTAs; ``resident`` overrides how many CTAs
+    run at once; ``dispatch`` is the order CTAs are first started in ("in_order" like the
+    hardware's block scheduler in practice, "reverse" or "random" to probe co-residency
+    assumptions). Raises :class:`ScheduleDeadlock` / :class:`ProtocolViolation`.
+    """
+    a_list, b_list, squeeze = _operands(s, a, b)
+    acc = accumulation_dtype(*[x.dtype for x in a_list + b_list])
+    mach = _Machine(s, a_list, b_list, acc)
+    rng = np.random.default_rng(seed)
+    resident = s.device.resident_ctas if resident is None else int(resident)
+    offs = s.cta_offsets
+    pending = _dispatch_order(s.grid, dispatch, rng)
+    pending.reverse()  # pop() from the end
+    ptr = {}
+    partial = {}
+    running: list[int] = []
+    blocked: set[int] = set()
+    while running or pending:
+        while len(running) < resident and pending:
+            c = pending.pop()
+            if offs[c] == offs[c + 1]:
+                continue
+            running.append(c)
+            ptr[c] = int(offs[c])
+        if not running:
+            break
+        runnable = [c for c in running if c not in blocked]
+        if not runnable:
+            raise ScheduleDeadlock(_deadlock_message(s, mach, running, ptr, pending))
+        c = runnable[int(rng.integers(len(runnable)))]
+        r = ptr[c]
+        if c not in partial:
+            partial[c] = mach.compute(r)
+            continue
+        if not mach.fixup(r, partial[c]):
+            blocked.add(c)
+            continue
+        del partial[c]
+        blocked.clear()
+        ptr[c] = r + 1
+        if ptr[c] == offs[c + 1]:
+            running.remove(c)
+    mach.check_end()
+    out = mach.c
+    if out_dtype is not None:
+        out = [x.astype(out_dtype) for x in out]
+    if squeeze is None:
+        return out
+    res = np.stack(out) if out else np.zeros((0,), dtype=acc)
+    return res[0] if squeeze else res
+
+
+def _deadlock_message(s, mach, running, ptr, pending) -> str:
+    t = s.table
+    cta_of = s.cta_of_rows()
+    lines = [f"schedule deadlocks: all {len(running)} resident CTAs wait"]
+    for c in running[:8]:
+        r = ptr[c]
+        tile, k0 = int(t[r, T.TILE]), int(t[r, T.K0])
+        prod = np.nonzero((t[:, T.TILE] == tile) & (t[:, T.K1] == k0))[0]
+        where = ""
+        if len(prod):
+            pc = int(cta_of[prod[0]])
+            state = "not resident" if pc in pending else (
+                "running" if pc in running else "finished")
+            where = f"; its producer is row {int(prod[0])} on CTA {pc} ({state})"
+        lines.append(f"  CTA {c} row {r}: lock[{tile}] == {mach.locks[tile]}, needs {k0}{where}")
+    if len(running) > 8:
+        lines.append(f"  ... and {len(running) - 8} more")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Timeline model (for pictures): when each split runs, under the cost model
+# ---------------------------------------------------------------------------------------
+def timeline(s: Schedule, resident: int | None = None) -> dict:
+    """Start / compute end / wait end / end of every split, in k-iterations of ``s.tile``.
+
+    Costs follow :mod:`.heuristics` (fixup b and d converted to iterations). Deterministic
+    waiters wait for the end of their predecessor split (SPLIT - 1) of the same tile.
+    CTAs beyond ``resident`` start when a slot frees (in index order).
+    """
+    t = s.table
+    n = len(t)
+    model = cost_of(s.device)
+    bk = s.tile[2]
+    c_big = iteration_cost(s.tile, s.problem.dtype, model)
+    iters = -(-(t[:, T.K1].astype(np.int64) - t[:, T.K0]) // bk)
+    small = (t[:, T.FLAGS] & T.FLAG_SMALL) != 0
+    w = np.ones(n)
+    b_c, d_c = fixup_costs(s.tile, s.acc_dtype, model)
+    b_i = np.full(n, b_c / c_big)
+    d_i = np.full(n, d_c / c_big)
+    if s.small_tile is not None and small.any():
+        w[small] = iteration_cost(s.small_tile, s.problem.dtype, model) / c_big
+        b_s, d_s = fixup_costs(s.small_tile, s.acc_dtype, model)
+        b_i[small], d_i[small] = b_s / c_big, d_s / c_big
+    dur = iters * w
+    peers = t[:, T.PEERS]
+    final = (t[:, T.FLAGS] & T.FLAG_FINAL) != 0
+    first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
+    multi = peers > 1
+    fix = np.where(multi & ~final, b_i, 0.0) + np.where(multi & final, d_i * (peers - 1), 0.0)
+    waits = multi & ~first & (s.reduction == DETERMINISTIC)
+    pred = {}
+    if waits.any():
+        key = {(int(tl), int(sp)): i for i, (tl, sp) in
+               enumerate(zip(t[:, T.TILE].tolist(), t[:, T.SPLIT].tolist())) if tl >= 0}
+        for i in np.nonzero(waits)[0].tolist():
+            pred[i] = key[(int(t[i, T.TILE]), int(t[i, T.SPLIT]) - 1)]
+    start = np.zeros(n)
+    cend = np.zeros(n)
+    wend = np.zeros(n)
+    end = np.full(n, np.nan)
+    offs = s.cta_offsets
+    resident = s.device.resident_ctas if resident is None else resident
+    if s.grid > resident and waits.any():
+        raise ScheduleDeadlock("timeline: waiting splits on a grid larger than the resident CTAs")
+    cta_start = np.zeros(s.grid)
+    if s.grid > resident:
+        # list scheduling in index order (no waits here, so each CTA's length is known)
+        length = np.array([dur[offs[c]:offs[c + 1]].sum() + fix[offs[c]:offs[c + 1]].sum()
+                           for c in range(s.grid)])
+        slots = [0.0] * resident
+        for c in range(s.grid):
+            t0 = heapq.heappop(slots)
+            cta_start[c] = t0
+            heapq.heappush(slots, t0 + length[c])
+    ptr = offs[:-1].astype(np.int64).copy()
+    now = cta_start.copy()
+    remaining = n
+    while remaining:
+        progress = False
+        for c in range(s.grid):
+            while ptr[c] < offs[c + 1]:
+                i = int(ptr[c])
+                ready = 0.0
+                if i in pred:
+                    if np.isnan(end[pred[i]]):
+                        break
+                    ready = end[pred[i]]
+                start[i] = now[c]
+                cend[i] = start[i] + dur[i]
+                wend[i] = max(cend[i], ready)
+                end[i] = wend[i] + fix[i]
+                now[c] = end[i]
+                ptr[c] += 1
+                remaining -= 1
+                progress = True
+        if not progress:
+            raise ScheduleDeadlock("timeline: circular waits in the split table")
+    return {"start": start, "compute_end": cend, "wait_end": wend, "end": end,
+            "cta": s.cta_of_rows(), "cta_start": cta_start}

@@ -1,0 +1,193 @@
+"""Named constants and the cost model behind ``mode="auto"`` (STREAM_K.md section 6).
+
+The model is the Stream-K paper's: a work unit's time is
+
+    a + b * [it writes a partial tile] + c * (its k-iterations) + d * (peers - 1 it merges)
+
+evaluated per CTA on the actual split table (so it sees exactly the decomposition the
+kernel will run), and the launch's time is ``a`` plus the slowest CTA (or, when the grid
+is larger than the resident CTAs, the sum over waves of each wave's slowest CTA).
+
+All four constants below are **initial guesses** derived from the H200 ceilings in
+GPU_WORKFLOW.md (bf16 ~790 TFLOP/s over 132 SMs, L2 ~10 TB/s); they are to be measured on
+the device and stored with the device description (``DeviceInfo(cost=CostModel(...))``).
+Only their ratios matter for choosing a mode.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import table as T
+
+MIN_ITERS_PER_SPLIT = 8
+"""Fewest k-iterations in a split of a tile that has several splits (CUTLASS uses 8).
+Split boundaries closer than this to a tile edge are moved onto the edge."""
+
+MAX_STREAM_K_GROUPS = 8
+"""Stream-K groups (L2 locality) are at most this many (STREAM_K.md section 4)."""
+
+MAX_SPLIT_K = 16
+"""Largest S auto tries for split_k / aligned."""
+
+# -- cost model constants (microseconds), initial guesses -------------------------------
+COST_A_US = 4.0
+"""a: fixed cost of a launch (launch latency, prologue, first loads)."""
+COST_B_US = 0.5
+"""b: writing one 128x128 fp32 partial tile to the workspace / atomically into C
+(64 KiB at ~130 GB/s of per-SM L2 bandwidth), charged to each non-final split."""
+COST_C_US = 0.35
+"""c: one 128x128x64 fp16/bf16 k-iteration on one SM (2.1 MFLOP at ~6 TFLOP/s per SM)."""
+COST_D_US = 0.5
+"""d: reading and adding one peer's partial tile, charged to the final split per peer."""
+
+REF_TILE = (128, 128, 64)
+"""The tile that COST_C_US is quoted for; other tiles scale by volume and efficiency."""
+
+DTYPE_SLOWDOWN = {
+    "float16": 1.0, "bfloat16": 1.0, "int8": 0.5, "uint8": 0.5,
+    "float32": 15.5,   # no TF32: ~51 TFLOP/s measured vs ~790 bf16
+    "float64": 13.4,   # ~59 TFLOP/s measured
+    "int32": 15.5, "int64": 30.0, "complex64": 62.0, "complex128": 53.6,
+}
+"""Per-iteration time of a dtype relative to fp16 (GPU_WORKFLOW.md ceilings)."""
+
+TILE_EFFICIENCY = {(128, 256): 0.92, (256, 128): 0.92, (128, 128): 1.0, (64, 256): 1.1,
+                   (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45}
+"""Time per unit of tile volume relative to 128x128 (bigger tiles reuse operands more).
+Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``."""
+SMALL_TILE_EFFICIENCY_SLOPE = 0.45
+"""Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
+
+TILE_CANDIDATES = {
+    "16bit": ((128, 128, 64), (128, 256, 64)),
+    "float32": ((128, 128, 64), (128, 256, 64), (128, 128, 32), (64, 128, 32)),
+    "float64": ((128, 128, 64), (128, 256, 64), (64, 128, 32), (64, 64, 32)),
+}
+"""Tiles auto chooses from per operand dtype class (the kernels' instantiations)."""
+
+HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
+"""HyTiS latency tile = (BM / fm, BN / fn) for these (fm, fn); BK unchanged; >= 16."""
+
+HYTIS_MIN_TILE = 16
+
+MODE_PREFERENCE = ("data_parallel", "hybrid", "stream_k", "aligned", "split_k", "hytis")
+"""Order auto prefers modes in when the model cannot tell them apart: simpler first, and
+hybrid before stream_k because it keeps most tiles in DP raster order (L2 locality)."""
+PREFERENCE_MARGIN = 0.01
+"""A mode later in MODE_PREFERENCE must be predicted this much faster per step to win."""
+
+
+def selection_key(mode: str, time_us: float) -> float:
+    """What auto minimises: predicted time, nudged by MODE_PREFERENCE."""
+    return time_us * (1.0 + PREFERENCE_MARGIN * MODE_PREFERENCE.index(mode))
+
+
+def tile_candidates(dtype) -> tuple:
+    name = str(dtype)
+    if name in ("float32", "complex64", "int32"):
+        return TILE_CANDIDATES["float32"]
+    if name in ("float64", "complex128", "int64"):
+        return TILE_CANDIDATES["float64"]
+    return TILE_CANDIDATES["16bit"]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The four constants of the cost model, in microseconds (see the module docstring)."""
+
+    a: float = COST_A_US
+    b: float = COST_B_US
+    c: float = COST_C_US
+    d: float = COST_D_US
+
+
+DEFAULT_COST = CostModel()
+
+
+def cost_of(device) -> CostModel:
+    return getattr(device, "cost", None) or DEFAULT_COST
+
+
+def tile_efficiency(bm: int, bn: int) -> float:
+    if (bm, bn) in TILE_EFFICIENCY:
+        return TILE_EFFICIENCY[(bm, bn)]
+    ratio = (128 * 128) / float(bm * bn)
+    if ratio <= 1:
+        return 1.0
+    return 1.0 + SMALL_TILE_EFFICIENCY_SLOPE * np.log2(ratio)
+
+
+def iteration_cost(tile, dtype, model: CostModel) -> float:
+    """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM."""
+    bm, bn, bk = tile
+    vol = bm * bn * bk / float(np.prod(REF_TILE))
+    return model.c * vol * tile_efficiency(bm, bn) * DTYPE_SLOWDOWN.get(str(dtype), 1.0)
+
+
+def fixup_costs(tile, acc_dtype, model: CostModel) -> tuple[float, float]:
+    """(b, d) scaled from a 128x128 fp32 partial tile to ``tile`` and ``acc_dtype``."""
+    bm, bn, _ = tile
+    scale = bm * bn * np.dtype(acc_dtype).itemsize / (128 * 128 * 4.0)
+    return model.b * scale, model.d * scale
+
+
+@dataclass(frozen=True)
+class Prediction:
+    time_us: float
+    efficiency: float
+    waves: float
+
+
+def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
+            dtype, acc_dtype, device) -> Prediction:
+    """Evaluate the cost model on a split table (vectorised)."""
+    model = cost_of(device)
+    resident = device.resident_ctas
+    bk = tile[2]
+    iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk)
+    small = (table[:, T.FLAGS] & T.FLAG_SMALL) != 0
+    c_big = iteration_cost(tile, dtype, model)
+    c_small = iteration_cost(small_tile, dtype, model) if small_tile is not None else c_big
+    b_big, d_big = fixup_costs(tile, acc_dtype, model)
+    b_sm, d_sm = fixup_costs(small_tile, acc_dtype, model) if small_tile is not None else (b_big, d_big)
+    c = np.where(small, c_small, c_big)
+    peers = table[:, T.PEERS].astype(np.int64)
+    final = (table[:, T.FLAGS] & T.FLAG_FINAL) != 0
+    multi = peers > 1
+    compute = c * iters
+    fix = (np.where(small, b_sm, b_big) * (multi & ~final)
+           + np.where(small, d_sm, d_big) * (peers - 1) * (multi & final))
+    cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
+    per_cta_compute = np.bincount(cta, weights=compute, minlength=grid)
+    per_cta = per_cta_compute + np.bincount(cta, weights=fix, minlength=grid)
+    if grid > resident:
+        # CTAs beyond the resident ones start as earlier ones leave: charge each wave
+        # of `resident` CTAs its slowest member.
+        pad = (-grid) % resident
+        waves = np.concatenate([per_cta, np.zeros(pad)]).reshape(-1, resident)
+        makespan = float(waves.max(axis=1).sum())
+    else:
+        makespan = float(per_cta.max()) if grid else 0.0
+    busy = float(per_cta_compute.sum())
+    eff = busy / (resident * makespan) if makespan > 0 else 1.0
+    # waves: the longest CTA in units of one full big tile's compute
+    p_max = -(-int(table[:, T.K1].max()) // bk) if len(table) else 1
+    waves = makespan / (c_big * max(p_max, 1))
+    return Prediction(model.a + makespan, min(eff, 1.0), waves)
+
+
+def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:
+    """CUTLASS's rules: returns the reason DP is chosen outright, or None (use the model).
+
+    exact waves, at most MIN_ITERS_PER_SPLIT k-iterations, or a tail of at least half a
+    wave after one or more full waves -> data-parallel.
+    """
+    if iters_per_tile <= MIN_ITERS_PER_SPLIT:
+        return f"<= {MIN_ITERS_PER_SPLIT} k-iterations per tile"
+    if tiles % resident == 0:
+        return f"exact waves ({tiles // resident} x {resident} tiles)"
+    if tiles >= resident and tiles % resident >= resident / 2:
+        return f"tail of {tiles % resident} tiles >= half a wave"
+    return None

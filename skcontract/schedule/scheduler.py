@@ -1,0 +1,352 @@
+"""schedule_gemm / schedule_problem / schedule_step: choose a decomposition and build it.
+
+``mode="auto"`` evaluates, per tile candidate, the modes the rules allow (DP always; the
+K-splitting modes when :func:`can_apply_stream_k` says so; HyTiS as the fallback), builds
+each one's real split table and keeps the cheapest under the cost model
+(:mod:`.heuristics`). Every candidate considered is kept on ``Schedule.candidates``.
+A forced mode, tile, grid, S (``splits``), group count or swizzle is always honoured unless
+it is impossible, in which case the fallback and its reason are recorded on ``s.reason``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import decompose as D
+from .applicability import can_apply_stream_k, kind_name
+from .device import DeviceInfo
+from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, predict, rule_mode,
+                         selection_key, tile_candidates)
+from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC, GEMM_KINDS,
+                    HYBRID, HYTIS, MODES, REDUCTIONS, SPLIT_K, STREAM_K, Candidate,
+                    GemmProblem, Schedule, accumulator_dtype)
+
+
+class _NotBuilt(Exception):
+    pass
+
+
+def _check_tile(tile):
+    t = tuple(int(x) for x in tile)
+    if len(t) != 3 or min(t) < 1:
+        raise ValueError(f"tile must be (BM, BN, BK) of positive ints, got {tile!r}")
+    return t
+
+
+def _sk_grid_options(n_tiles: int, per_tile: int, resident: int) -> list[int]:
+    """Grids auto tries for stream-k: all resident CTAs, or for few tiles a spread of
+    smaller grids (fixup cost grows with peers, so fewer units can win)."""
+    if n_tiles >= resident:
+        return [resident]
+    opts = set(np.unique(np.geomspace(1, resident, 24).round().astype(int)).tolist())
+    opts |= {n_tiles * s for s in range(1, resident // n_tiles + 1)}
+    opts.add(resident)
+    return sorted(o for o in opts if 1 <= o <= resident)
+
+
+class _Builder:
+    def __init__(self, problem: GemmProblem, device: DeviceInfo, reduction: str,
+                 groups, swizzle, raster, small_tile):
+        self.problem, self.device, self.reduction = problem, device, reduction
+        self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
+        self._ts = {}
+
+    def tiles(self, tile):
+        key = tile[:2]
+        if key not in self._ts:
+            self._ts[key] = D.tile_space(self.problem, tile[0], tile[1], self.swizzle, self.raster)
+        return self._ts[key]
+
+    def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None):
+        table, offsets = D.build_table(raw, tile[2], reduction)
+        pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
+                       self.problem.acc_dtype, self.device)
+        note = "; ".join(x for x in (reason, raw.note) if x)
+        return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
+                        offsets, note, small, raw.splits_per_tile, raw.groups,
+                        raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
+                        pred.efficiency, pred.waves)
+
+    # -- one builder per mode; each returns a Schedule or raises _NotBuilt(reason) -------
+    def dp(self, tile, grid, reason=""):
+        ts = self.tiles(tile)
+        g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
+        return self.finish(DATA_PARALLEL, tile, D.data_parallel(ts, tile[2], g), ATOMIC, reason)
+
+    def _wait_check(self, grid):
+        if self.reduction == DETERMINISTIC and grid > self.device.resident_ctas:
+            raise ValueError(
+                f"grid={grid} exceeds the {self.device.resident_ctas} resident CTAs of "
+                f"{self.device.name} and deterministic fixup waits on locks: that could "
+                "deadlock (use reduction='atomic' or a smaller grid)")
+
+    def stream_k(self, tile, grid, reason=""):
+        ts = self.tiles(tile)
+        p = int(ts.iters(tile[2]).max())
+        opts = [grid] if grid is not None else _sk_grid_options(ts.n, p, self.device.resident_ctas)
+        best = None
+        for g in opts:
+            self._wait_check(g)
+            s = self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups),
+                            self.reduction, reason)
+            if best is None or s.predicted_time_us < best.predicted_time_us:
+                best = s
+        return best
+
+    def hybrid(self, tile, grid, reason=""):
+        ts = self.tiles(tile)
+        g = grid if grid is not None else self.device.resident_ctas
+        self._wait_check(g)
+        raw = D.hybrid(ts, tile[2], g, self.groups)
+        if isinstance(raw, str):
+            return self.dp(tile, grid, "; ".join(x for x in (reason, raw + " -> data_parallel") if x))
+        return self.finish(HYBRID, tile, raw, self.reduction, reason)
+
+    def split_k(self, tile, grid, splits, reason=""):
+        ts = self.tiles(tile)
+        p = int(ts.iters(tile[2]).max())
+        smax = D.max_splits(p)
+        if splits is not None:
+            opts = [splits]
+        elif ts.n < self.device.resident_ctas:
+            opts = list(range(2, min(MAX_SPLIT_K, smax) + 1)) or [2]
+        else:  # a wave or more of tiles: splitting K only adds fixup; try the least
+            opts = [2]
+        best = None
+        for s_count in opts:
+            if min(s_count, smax) <= 1:
+                return self.dp(tile, grid, "; ".join(x for x in (
+                    reason, f"split_k: P={p} < {2 * MIN_ITERS_PER_SPLIT} k-iterations, no split"
+                    " -> data_parallel") if x))
+            g = grid if grid is not None else min(ts.n * min(s_count, smax),
+                                                  self.device.resident_ctas)
+            self._wait_check(g)
+            s = self.finish(SPLIT_K, tile, D.split_k(ts, tile[2], s_count, g), self.reduction,
+                            reason)
+            if best is None or s.predicted_time_us < best.predicted_time_us:
+                best = s
+        return best
+
+    def aligned(self, tile, grid, splits, reason=""):
+        ts = self.tiles(tile)
+        p = int(ts.iters(tile[2]).max())
+        allowed = D.aligned_splits(p)
+        if splits is not None:
+            opts = [splits]
+        elif grid is not None:
+            opts = [max([s for s in allowed if ts.n * s <= grid] or [1])]
+        elif ts.n < self.device.resident_ctas:
+            opts = [s for s in allowed if s <= MAX_SPLIT_K]
+        else:
+            opts = [min([s for s in allowed if s > 1] or [1])]
+        best = None
+        for s_count in opts:
+            raw = D.aligned(ts, tile[2], s_count)
+            if raw.splits_per_tile == 1:
+                sched = self.dp(tile, None, "; ".join(x for x in (
+                    reason, f"aligned: no S > 1 divides P={p} with >= {MIN_ITERS_PER_SPLIT} "
+                    "k-iterations -> data_parallel") if x))
+            else:
+                sched = self.finish(ALIGNED, tile, raw, ARRIVAL, reason)
+            if best is None or sched.predicted_time_us < best.predicted_time_us:
+                best = sched
+        return best
+
+    def hytis(self, tile, grid, reason=""):
+        ts = self.tiles(tile)
+        g = grid if grid is not None else self.device.resident_ctas
+        smalls = [tuple(self.small_tile[:2])] if self.small_tile is not None else \
+            D.hytis_small_tiles(tile[0], tile[1])
+        best = None
+        for sm in smalls:
+            raw = D.hytis(ts, tile[2], g, sm)
+            if isinstance(raw, str):
+                return self.dp(tile, grid, "; ".join(x for x in (reason, raw + " -> data_parallel") if x))
+            s = self.finish(HYTIS, tile, raw, ATOMIC, reason, small=(sm[0], sm[1], tile[2]))
+            if best is None or s.predicted_time_us < best.predicted_time_us:
+                best = s
+        if best is None:
+            return self.dp(tile, grid, "; ".join(x for x in (reason, "hytis: no smaller tile -> data_parallel") if x))
+        return best
+
+    def build(self, mode, tile, grid, splits, reason=""):
+        if mode == DATA_PARALLEL:
+            return self.dp(tile, grid, reason)
+        if mode == STREAM_K:
+            return self.stream_k(tile, grid, reason)
+        if mode == HYBRID:
+            return self.hybrid(tile, grid, reason)
+        if mode == SPLIT_K:
+            return self.split_k(tile, grid, splits, reason)
+        if mode == ALIGNED:
+            return self.aligned(tile, grid, splits, reason)
+        if mode == HYTIS:
+            return self.hytis(tile, grid, reason)
+        raise ValueError(f"unknown mode {mode!r}")
+
+
+def _candidate(s: Schedule, note="") -> Candidate:
+    return Candidate(s.mode, s.tile, s.grid, s.predicted_time_us, s.predicted_efficiency,
+                     s.waves, note=note)
+
+
+def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) -> Schedule:
+    t0 = best.predicted_time_us
+    cands = tuple(
+        Candidate(c.mode, c.tile, c.grid, c.predicted_time_us, c.predicted_efficiency, c.waves,
+                  c.predicted_time_us / t0, c is best, note) for c, note in built)
+    from dataclasses import replace
+    return replace(best, reason=reason, candidates=cands)
+
+
+def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
+                     mode: str = AUTO, tile=None, grid: int | None = None,
+                     reduction: str = ATOMIC, splits: int | None = None,
+                     groups: int | None = None, swizzle: int | None = None,
+                     raster: str | None = None, small_tile=None, kind=None,
+                     associative: bool = True, fused_consumer: bool = False,
+                     fragment_accumulators: bool = False, acc_dtype=None) -> Schedule:
+    """Schedule any GemmProblem (GEMM, batched, grouped, GEMV, implicit-GEMM conv).
+
+    See :func:`schedule_gemm` for the arguments. Extra facts for :func:`can_apply_stream_k`:
+    ``kind`` (defaults to the problem's), ``associative``, ``fused_consumer``,
+    ``acc_dtype``; ``fragment_accumulators=True`` (wgmma accumulators that cannot be
+    addressed element-wise) restricts auto to the aligned split (seed 000).
+    """
+    device = device if device is not None else DeviceInfo.h200()
+    if mode != AUTO and mode not in MODES:
+        raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if grid is not None and (int(grid) != grid or grid < 1):
+        raise ValueError(f"grid must be a positive int, got {grid!r}")
+    if splits is not None and (int(splits) != splits or splits < 1):
+        raise ValueError(f"splits must be a positive int, got {splits!r}")
+    if small_tile is not None:
+        small_tile = tuple(int(x) for x in small_tile)
+    kind = kind_name(kind if kind is not None else problem.kind)
+    acc = str(acc_dtype) if acc_dtype is not None else accumulator_dtype(problem.dtype)
+    facts = dict(associative=associative, acc_dtype=acc, ragged_k=problem.ragged_k,
+                 fused_consumer=fused_consumer, device=device)
+    tiles = [_check_tile(tile)] if tile is not None else list(tile_candidates(problem.dtype))
+    b = _Builder(problem, device, reduction, groups, swizzle, raster, small_tile)
+    resident = device.resident_ctas
+
+    if mode != AUTO:
+        red = ARRIVAL if mode == ALIGNED else reduction
+        ok, why = can_apply_stream_k(kind, reduction=red, **facts)
+        built = []
+        for t in tiles:
+            if mode in (SPLIT_K, STREAM_K, HYBRID, ALIGNED) and not ok:
+                ts = b.tiles(t)
+                fallback = HYTIS if ts.n % (grid or resident) else DATA_PARALLEL
+                s = b.build(fallback, t, grid, None, f"{mode} not applicable ({why}) -> {fallback}")
+            else:
+                s = b.build(mode, t, grid, splits, f"forced {mode}")
+            built.append((s, ""))
+        best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
+        reason = best.reason
+        if len(tiles) > 1:
+            reason += f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} by cost model"
+        return _finalise(best, built, reason)
+
+    ok, why = can_apply_stream_k(kind, reduction=reduction, **facts)
+    built: list[tuple[Schedule, str]] = []
+    allowed: list[Schedule] = []
+    rules: dict = {}
+    for t in tiles:
+        ts = b.tiles(t)
+        p = int(ts.iters(t[2]).max())
+        dp = b.dp(t, grid)
+        built.append((dp, ""))
+        allowed.append(dp)
+        g = grid if grid is not None else resident
+        if fragment_accumulators and ok:
+            modes = [ALIGNED]
+        elif ok:
+            rule = rule_mode(ts.n, p, resident)
+            rules[t] = rule
+            modes = [] if rule else [STREAM_K] + ([HYBRID] if ts.n >= resident else []) + \
+                ([SPLIT_K] if ts.n < resident else [])
+            if rule:
+                built[-1] = (dp, f"rule: {rule}")
+        else:
+            modes = [HYTIS] if ts.n % g else []
+        for md in modes:
+            try:
+                s = b.build(md, t, grid, splits)
+            except ValueError as e:  # e.g. deterministic with a forced grid > resident
+                built.append((dp, f"{md}: {e}"))
+                continue
+            if s.mode != md:
+                continue  # degenerated to DP, already listed
+            built.append((s, ""))
+            allowed.append(s)
+    best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
+    dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and s.tile == best.tile)
+    if best.mode == DATA_PARALLEL:
+        rule = rules.get(best.tile)
+        reason = f"auto: {rule}" if rule else "auto: data_parallel is cheapest"
+    else:
+        speed = dp_same.predicted_time_us / best.predicted_time_us
+        reason = f"auto: {best.mode} predicted x{speed:.2f} vs data_parallel"
+    if not ok:
+        reason += f"; stream-k not applicable: {why}"
+    if best.reason:
+        reason += f"; {best.reason}"
+    return _finalise(best, built, reason)
+
+
+def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo | None = None,
+                  mode: str = AUTO, tile=None, grid: int | None = None,
+                  reduction: str = ATOMIC, dtype="float16", **options) -> Schedule:
+    """Schedule ``C[l] = A[l] @ B[l]`` with A (m, k), B (k, n), ``l < batch``.
+
+    ``mode``: "auto" (default), "data_parallel", "split_k", "stream_k", "hybrid",
+    "aligned" or "hytis". ``tile``: (BM, BN, BK), default chosen by auto. ``grid``: the
+    number of persistent CTAs (default: the device's resident CTAs, or fewer). ``reduction``:
+    "atomic" or "deterministic" (aligned always uses its arrival counter). ``dtype``: the
+    operand dtype (for the accumulator and the cost model). ``options``: ``splits`` (S of
+    split_k / aligned), ``groups`` (Stream-K groups, <= 8), ``swizzle`` (log2 band width),
+    ``raster`` ("M" / "N"), ``small_tile`` (HyTiS), and the applicability facts of
+    :func:`schedule_problem`.
+
+    >>> s = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64))
+    >>> s.mode, s.grid
+    ('stream_k', 132)
+    """
+    return schedule_problem(GemmProblem(m, n, k, batch=batch, dtype=dtype), device, mode=mode,
+                            tile=tile, grid=grid, reduction=reduction, **options)
+
+
+def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedule | None:
+    """Schedule a plan Step, or return None when it is not GEMM-class.
+
+    Reads ``step.kind`` (a string or an enum with ``.name``), ``m, n, k, batch`` and
+    ``dtype``; optional ``groups`` (grouped GEMM), ``reduction_class`` (ATOMIC /
+    WORKSPACE_ONLY / NONE: WORKSPACE_ONLY selects the deterministic fixup, NONE means the
+    reduction cannot be split), ``associative``, ``acc_dtype``, ``fused_consumer``.
+    """
+    kind = kind_name(step.kind)
+    if kind not in GEMM_KINDS:
+        return None
+    groups = getattr(step, "groups", None)
+    dtype = getattr(step, "dtype", "float16")
+    dtype = getattr(dtype, "name", dtype) if not isinstance(dtype, str) else dtype
+    if groups:
+        from .types import grouped_problem
+        problem = grouped_problem(groups, dtype=dtype)
+    else:
+        problem = GemmProblem(int(step.m), int(step.n), int(step.k),
+                              batch=int(getattr(step, "batch", 1) or 1), dtype=dtype)
+    opts = dict(kind=kind)
+    rc = getattr(step, "reduction_class", None)
+    rc = kind_name(rc) if rc is not None else None
+    if rc == "WORKSPACE_ONLY":
+        opts["reduction"] = DETERMINISTIC
+    elif rc == "NONE":
+        opts["associative"] = False
+    for name in ("associative", "acc_dtype", "fused_consumer"):
+        if getattr(step, name, None) is not None:
+            opts[name] = getattr(step, name)
+    opts.update(overrides)
+    return schedule_problem(problem, device, **opts)

@@ -1,0 +1,355 @@
+"""Value types of the scheduler: modes, problems, splits, candidates and the Schedule.
+
+Everything here is immutable. A :class:`Schedule` owns a read-only split table in the
+format of :mod:`skcontract.schedule.table`; every executor (the CPU emulator, the CUDA
+kernels) walks that table and nothing else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from . import table as T
+from .device import DeviceInfo
+
+# ---------------------------------------------------------------------------------------
+# Modes and reductions (plain strings so that ``s.mode == "stream_k"`` reads naturally)
+# ---------------------------------------------------------------------------------------
+DATA_PARALLEL = "data_parallel"
+SPLIT_K = "split_k"
+STREAM_K = "stream_k"
+HYBRID = "hybrid"
+ALIGNED = "aligned"
+HYTIS = "hytis"
+AUTO = "auto"
+
+MODES = (DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS)
+"""Every mode a Schedule can report in ``s.mode``."""
+
+K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
+"""Modes that cut the reduction (K) and therefore need a fixup (STREAM_K.md section 5)."""
+
+ATOMIC = "atomic"
+DETERMINISTIC = "deterministic"
+ARRIVAL = "arrival"
+REDUCTIONS = (ATOMIC, DETERMINISTIC)
+"""Reduction modes a caller may ask for. ``aligned`` always uses ``"arrival"`` (per-split
+workspace slots and a tile-arrival counter), which ``s.reduction`` then reports."""
+
+# GEMM-class step kinds (plan.classify's Kind names) that the scheduler handles.
+GEMM_KINDS = frozenset({"GEMM", "GEMV", "BATCHED_GEMM", "GROUPED_GEMM", "CONV", "DOT"})
+
+
+class ScheduleError(RuntimeError):
+    """Base class of the errors the emulator raises when a schedule is wrong."""
+
+
+class ScheduleDeadlock(ScheduleError):
+    """Every resident CTA is waiting on a lock that no running CTA will ever release."""
+
+
+class ProtocolViolation(ScheduleError):
+    """A split broke the fixup protocol (early waiter, bad lock value, slot misuse...)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Problems
+# ---------------------------------------------------------------------------------------
+_ACCUMULATOR = {
+    "float16": "float32", "bfloat16": "float32", "float32": "float32",
+    "float64": "float64", "int8": "int32", "uint8": "int32", "int32": "int32",
+    "int64": "int64", "complex64": "complex64", "complex128": "complex128",
+}
+
+
+def dtype_name(dtype) -> str:
+    """Name of an operand dtype; accepts numpy dtypes and the string ``"bfloat16"``."""
+    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
+        return "bfloat16"
+    return np.dtype(dtype).name
+
+
+def accumulator_dtype(dtype) -> str:
+    """The accumulator a GPU kernel uses for operands of ``dtype`` (fp16/bf16 -> fp32)."""
+    name = dtype_name(dtype)
+    if name not in _ACCUMULATOR:
+        raise ValueError(f"no GEMM accumulator known for operand dtype {name!r}")
+    return _ACCUMULATOR[name]
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """``C[l] = A[l] @ B[l]`` for ``l`` in ``range(batch)``: A is (m, k), B is (k, n).
+
+    * plain GEMM / GEMV: ``batch == 1`` (GEMV is ``m == 1`` or ``n == 1``);
+    * batched GEMM: ``batch > 1``, the batch is folded into the tile space;
+    * grouped GEMM: ``groups`` is a tuple of ``(m, n, k)``, one per group, all launched at
+      once; group ``g`` has batch index ``g`` in the split table, and an executor looks up
+      that group's (m, n, k) and pointers by the BATCH column. ``m, n, k`` then hold the
+      maxima and ``batch == len(groups)``. Use :func:`grouped_problem` to build one.
+    * implicit-GEMM convolution: see :func:`conv_problem`.
+    """
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    dtype: str = "float16"
+    groups: tuple | None = None
+
+    def __post_init__(self):
+        for name in ("m", "n", "k", "batch"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
+        if self.groups is not None:
+            groups = tuple(tuple(int(x) for x in g) for g in self.groups)
+            if len(groups) != self.batch or any(len(g) != 3 or min(g) < 1 for g in groups):
+                raise ValueError("groups must be (m, n, k) triples, one per batch entry")
+            object.__setattr__(self, "groups", groups)
+
+    def shape(self, l: int) -> tuple[int, int, int]:
+        """(m, n, k) of batch entry / group ``l``."""
+        return self.groups[l] if self.groups is not None else (self.m, self.n, self.k)
+
+    def shapes(self) -> list[tuple[int, int, int]]:
+        return [self.shape(l) for l in range(self.batch)]
+
+    @property
+    def ragged_k(self) -> bool:
+        """Whether groups have different K (so tiles have different k-iteration counts)."""
+        return self.groups is not None and len({g[2] for g in self.groups}) > 1
+
+    @property
+    def acc_dtype(self) -> str:
+        return accumulator_dtype(self.dtype)
+
+    @property
+    def kind(self) -> str:
+        if self.groups is not None:
+            return "GROUPED_GEMM"
+        if self.batch > 1:
+            return "BATCHED_GEMM"
+        if self.m == 1 or self.n == 1:
+            return "GEMV"
+        return "GEMM"
+
+    @property
+    def flops(self) -> int:
+        return sum(2 * m * n * k for m, n, k in self.shapes())
+
+
+def grouped_problem(shapes, dtype="float16") -> GemmProblem:
+    """A grouped GEMM: a list of ``(m, n, k)`` launched together (group g -> BATCH g)."""
+    shapes = tuple(tuple(int(x) for x in s) for s in shapes)
+    if not shapes:
+        raise ValueError("a grouped GEMM needs at least one group")
+    return GemmProblem(max(s[0] for s in shapes), max(s[1] for s in shapes),
+                       max(s[2] for s in shapes), batch=len(shapes), dtype=dtype,
+                       groups=shapes)
+
+
+def conv_problem(n, c, h, w, out_channels, r, s, *, stride=1, padding=0, dilation=1,
+                 dtype="float16") -> GemmProblem:
+    """Implicit-GEMM view of a 2-D convolution (NCHW input, KCRS filter).
+
+    ``M = N * P * Q`` (output pixels), ``N = out_channels``, ``K = C * R * S`` with
+    ``P = (H + 2 pad_h - dil_h (R - 1) - 1) // stride_h + 1`` and likewise Q.
+
+    >>> p = conv_problem(8, 64, 56, 56, 128, 3, 3, padding=1)
+    >>> (p.m, p.n, p.k)
+    (25088, 128, 576)
+    """
+    sh, sw = (stride, stride) if np.isscalar(stride) else stride
+    ph, pw = (padding, padding) if np.isscalar(padding) else padding
+    dh, dw = (dilation, dilation) if np.isscalar(dilation) else dilation
+    p = (h + 2 * ph - dh * (r - 1) - 1) // sh + 1
+    q = (w + 2 * pw - dw * (s - 1) - 1) // sw + 1
+    if p < 1 or q < 1:
+        raise ValueError("convolution has an empty output")
+    return GemmProblem(n * p * q, out_channels, c * r * s, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Splits, candidates, schedules
+# ---------------------------------------------------------------------------------------
+class Split(NamedTuple):
+    """One row of the split table, decoded (element coordinates, python ints/bools)."""
+
+    cta: int
+    batch: int
+    m0: int
+    n0: int
+    bm: int
+    bn: int
+    k0: int
+    k1: int
+    first: bool
+    final: bool
+    tile: int      # fixup index (lock / counter), -1 for a tile with one split
+    slot: int      # workspace slot, -1 when none
+    peers: int
+    split: int
+    small: bool    # HyTiS latency-tile row
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (mode, tile, grid) option auto considered, with the cost model's view of it."""
+
+    mode: str
+    tile: tuple
+    grid: int
+    predicted_time_us: float
+    predicted_efficiency: float
+    waves: float
+    relative_time: float = 1.0
+    chosen: bool = False
+    note: str = ""
+
+    def __str__(self):
+        bm, bn, bk = self.tile
+        return (f"{'*' if self.chosen else ' '} {self.mode:<13} {bm}x{bn}x{bk:<4} "
+                f"grid={self.grid:<5} waves={self.waves:5.2f} eff={self.predicted_efficiency:4.2f} "
+                f"t={self.predicted_time_us:9.1f}us rel={self.relative_time:5.2f} {self.note}")
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int32)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A decomposition of one GEMM-class problem onto a persistent 1-D grid of CTAs.
+
+    ``table`` / ``cta_offsets`` are the split table (see :mod:`.table`); everything else
+    describes how it was chosen. Build one with :func:`skcontract.schedule.schedule_gemm`.
+    """
+
+    problem: GemmProblem
+    device: DeviceInfo
+    mode: str
+    tile: tuple
+    grid: int
+    reduction: str
+    table: np.ndarray
+    cta_offsets: np.ndarray
+    reason: str = ""
+    small_tile: tuple | None = None     # HyTiS latency tile (BM, BN, BK)
+    splits_per_tile: int = 1            # S of split_k / aligned
+    groups: int = 1                     # Stream-K groups (L2 locality)
+    log_swizzle: int = 0
+    raster: str = "N"                   # "N": bands of rows walked along N; "M": the transpose
+    predicted_time_us: float = float("nan")
+    predicted_efficiency: float = float("nan")
+    waves: float = float("nan")
+    candidates: tuple = field(default=())
+
+    def __post_init__(self):
+        object.__setattr__(self, "table", _readonly(self.table).reshape(-1, T.NUM_COLUMNS))
+        object.__setattr__(self, "cta_offsets", _readonly(self.cta_offsets))
+        object.__setattr__(self, "tile", tuple(int(x) for x in self.tile))
+        if len(self.cta_offsets) != self.grid + 1:
+            raise ValueError("cta_offsets must have grid + 1 entries")
+
+    # -- derived sizes ---------------------------------------------------------------
+    @property
+    def num_splits(self) -> int:
+        return len(self.table)
+
+    @property
+    def num_tiles(self) -> int:
+        """Output tiles (rows with SPLIT == 0)."""
+        return int(np.count_nonzero(self.table[:, T.SPLIT] == 0))
+
+    @property
+    def num_fixup_tiles(self) -> int:
+        """Tiles with more than one split."""
+        t = self.table[:, T.TILE]
+        return int(t.max()) + 1 if len(t) and t.max() >= 0 else 0
+
+    @property
+    def workspace_slots(self) -> int:
+        """Workspace slots of BM x BN accumulators the executor must provide."""
+        s = self.table[:, T.SLOT]
+        return int(s.max()) + 1 if len(s) and s.max() >= 0 else 0
+
+    @property
+    def num_locks(self) -> int:
+        """32-bit locks (deterministic) / arrival counters (aligned), zeroed once ever."""
+        return 0 if self.reduction == ATOMIC else self.num_fixup_tiles
+
+    @property
+    def acc_dtype(self) -> str:
+        return self.problem.acc_dtype
+
+    @property
+    def workspace_bytes(self) -> int:
+        bm, bn, _ = self.tile
+        return self.workspace_slots * bm * bn * np.dtype(self.acc_dtype).itemsize
+
+    @property
+    def needs_zeroed_output(self) -> bool:
+        """Atomic fixup adds partials into C (or a staging buffer) that must start at 0."""
+        return self.reduction == ATOMIC and self.num_fixup_tiles > 0
+
+    @property
+    def waits(self) -> bool:
+        """Whether some split spins on a lock (only the deterministic protocol waits)."""
+        return self.reduction == DETERMINISTIC and bool(
+            np.any((self.table[:, T.FLAGS] & T.FLAG_FIRST) == 0))
+
+    # -- rows --------------------------------------------------------------------------
+    def cta_of_rows(self) -> np.ndarray:
+        return np.repeat(np.arange(self.grid, dtype=np.int32), np.diff(self.cta_offsets))
+
+    def splits(self) -> list[Split]:
+        """All splits, grouped by CTA, in the order each CTA executes them."""
+        t = self.table
+        ctas = self.cta_of_rows().tolist()
+        flags = t[:, T.FLAGS]
+        cols = [t[:, i].tolist() for i in range(T.NUM_COLUMNS)]
+        first = ((flags & T.FLAG_FIRST) != 0).tolist()
+        final = ((flags & T.FLAG_FINAL) != 0).tolist()
+        small = ((flags & T.FLAG_SMALL) != 0).tolist()
+        return [Split(ctas[i], cols[T.BATCH][i], cols[T.M0][i], cols[T.N0][i], cols[T.BM][i],
+                      cols[T.BN][i], cols[T.K0][i], cols[T.K1][i], first[i], final[i],
+                      cols[T.TILE][i], cols[T.SLOT][i], cols[T.PEERS][i], cols[T.SPLIT][i],
+                      small[i]) for i in range(len(t))]
+
+    def cta_splits(self, cta: int) -> list[Split]:
+        lo, hi = int(self.cta_offsets[cta]), int(self.cta_offsets[cta + 1])
+        return [s for s in self.splits()[lo:hi]]
+
+    # -- text ----------------------------------------------------------------------------
+    def summary(self) -> str:
+        """One line for plan tables: mode, tile, grid, waves, predicted efficiency, reason."""
+        bm, bn, bk = self.tile
+        tile = f"{bm}x{bn}x{bk}"
+        if self.small_tile is not None:
+            tile += "+{}x{}x{}".format(*self.small_tile)
+        extra = ""
+        if self.mode in (SPLIT_K, ALIGNED):
+            extra = f" S={self.splits_per_tile}"
+        if self.groups > 1:
+            extra += f" groups={self.groups}"
+        red = f" {self.reduction}" if self.num_fixup_tiles else ""
+        return (f"{self.mode}{red} {tile} grid={self.grid}{extra} waves={self.waves:.2f} "
+                f"eff={self.predicted_efficiency:.2f} ({self.reason})")
+
+    def __repr__(self):
+        p = self.problem
+        shape = f"{p.batch}x" if p.batch > 1 else ""
+        return (f"<Schedule {shape}{p.m}x{p.n}x{p.k} {p.dtype}: {self.summary()}; "
+                f"{self.num_splits} splits>")
+
+    def describe(self) -> str:
+        """Summary plus the candidate table auto evaluated."""
+        lines = [repr(self)]
+        lines += [str(c) for c in self.candidates]
+        return "\n".join(lines)

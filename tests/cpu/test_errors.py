@@ -1,0 +1,128 @@
+"""Errors: the same exception type as numpy.einsum, and a message naming the culprit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skcontract.contract import contract_expression, contract_path, einsum
+
+A = np.random.default_rng(0).standard_normal((2, 3))
+B = np.random.default_rng(1).standard_normal((3, 4))
+ONES23, ONES43 = np.ones((2, 3)) + 0.5, np.ones((4, 3)) + 0.5
+
+# (id, args, kwargs, substrings our message must contain)
+CASES = [
+    ("no-arguments", (), {}, ["subscripts", "no arguments"]),
+    ("subscripts-only", ("ij",), {}, ["'ij'"]),
+    ("too-few-operands", ("ij,jk->ik", A), {}, ["1 operands", "2 terms"]),
+    ("too-many-operands", ("ij,jk->ik", A, B, A), {}, ["3 operands", "2 terms"]),
+    ("invalid-char", ("ij,j$->ik", A, B), {}, ["'$'"]),
+    ("invalid-digit", ("i1->i", A), {}, ["'1'"]),
+    ("double-arrow", ("ij->->i", A), {}, ["'->'"]),
+    ("broken-arrow", ("ij-i", A), {}, ["'-'"]),
+    ("lone-gt", ("ij>i", A), {}, ["'>'"]),
+    ("arrow-in-input", ("i->j,j->i", A, B), {}, ["'->'"]),
+    ("output-label-unknown", ("ij->k", A), {}, ["'k'"]),
+    ("output-label-repeated", ("ij->ii", A), {}, ["'i'"]),
+    ("too-many-subscripts", ("ijk->i", A), {}, ["operand 0", "(2, 3)"]),
+    ("too-few-subscripts", ("i->i", A), {}, ["operand 0", "(2, 3)"]),
+    ("too-many-with-ellipsis", ("ijk...->i", A), {}, ["operand 0", "(2, 3)"]),
+    ("two-ellipses", ("...i...->", A), {}, ["operand 0", "'...i...'"]),
+    ("broken-ellipsis", ("..i->", A), {}, ["operand 0", "'..i'"]),
+    ("broken-ellipsis-2", ("i.->", A), {}, ["operand 0"]),
+    ("spaced-ellipsis", (". ..i->", A), {}, ["ellipsis"]),
+    ("output-needs-ellipsis", ("i...->i", ONES23), {}, ["'...'", "ellipsis"]),
+    ("label-size-mismatch", ("ij,jk->ik", A, A), {}, ["'j'", "operand 1", "3", "2"]),
+    ("label-size-mismatch-0", ("ij,jk->ik", A, np.ones((0, 4))), {}, ["'j'", "operand 1"]),
+    ("diagonal-mismatch", ("ii->i", A), {}, ["'i'", "operand 0", "(2, 3)"]),
+    ("diagonal-broadcast", ("ii->i", np.ones((1, 3))), {}, ["'i'", "operand 0"]),
+    ("ellipsis-broadcast", ("...i,...i->...", ONES23, ONES43), {},
+     ["operand 1", "(4, 3)", "ellipsis"]),
+    ("unknown-keyword", ("ij->i", A), {"foo": 1}, ["foo"]),
+    ("non-string-subscripts", (3, A), {}, ["subscript"]),
+    ("sublist-bad-item", (A, [0, "a"]), {}, ["'a'"]),
+    ("sublist-out-of-range", (A, [0, 60]), {}, ["60"]),
+    ("out-wrong-shape", ("ij->j", A), {"out": np.empty(2)}, ["(2,)", "(3,)"]),
+    ("out-not-array", ("ij->ij", A), {"out": [1, 2]}, ["out"]),
+    ("out-unsafe-cast", ("ij,jk->ik", A, B), {"out": np.empty((2, 4), np.float32)},
+     ["float64", "float32", "'safe'"]),
+    ("out-same-kind", ("ij->ij", A), {"out": np.empty((2, 3), np.int64),
+                                      "casting": "same_kind"}, ["int64", "'same_kind'"]),
+    ("dtype-unsafe", ("ij->", A), {"dtype": "float32"}, ["operand 0", "float32"]),
+    ("dtype-int-to-float32", ("i->", np.arange(3)), {"dtype": np.float32},
+     ["operand 0", "int64"]),
+    ("bad-order", ("ij->ij", A), {"order": "X"}, ["'X'"]),
+    ("bad-casting", ("ij->ij", A), {"casting": "foo"}, ["'foo'"]),
+    ("bad-dtype", ("ij->ji", A), {"dtype": "foo"}, ["foo"]),
+]
+
+
+def _raised(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - we compare exception types
+        return e
+    return None
+
+
+@pytest.mark.parametrize("args,kwargs,needles", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_error_matches_numpy(args, kwargs, needles):
+    theirs = _raised(np.einsum, *args, **kwargs)
+    assert theirs is not None, "numpy accepts this call; the case is wrong"
+    ours = _raised(einsum, *args, **kwargs)
+    assert ours is not None, f"we accepted a call numpy rejects with {theirs!r}"
+    assert type(ours) is type(theirs), (ours, theirs)
+    for needle in needles:
+        assert needle in str(ours), (needle, str(ours))
+
+
+def test_unknown_optimizer_is_key_error():
+    with pytest.raises(KeyError, match="nope"):
+        einsum("ij,jk->ik", A, B, optimize="nope")
+    with pytest.raises(KeyError):
+        contract_path("ij,jk,kl->il", (2, 3), (3, 4), (4, 5), shapes=True, optimize="nope")
+
+
+@pytest.mark.parametrize("path,needle", [
+    ([(0, 2)], "step 0"),
+    (["einsum_path", (0, 1), (0, 1)], "step 1"),
+    ([(0, 0)], "step 0"),
+    ([("a", 1)], "step 0"),
+    ([()], "step 0"),
+    (["not_a_path", (0, 1)], "'not_a_path'"),
+])
+def test_invalid_explicit_path(path, needle):
+    with pytest.raises(ValueError, match=needle):
+        einsum("ij,jk->ik", A, B, optimize=path)
+
+
+def test_path_must_end_with_one_operand():
+    with pytest.raises(ValueError, match="3 operands remain"):
+        einsum("ij,jk,kl->il", A, B, np.ones((4, 2)), optimize=[])
+    with pytest.raises(ValueError, match="step 1"):
+        einsum("ij,jk,kl->il", A, B, np.ones((4, 2)), optimize=[(0, 1), (0, 2)])
+
+
+def test_bad_memory_limit():
+    with pytest.raises(ValueError, match="memory_limit"):
+        einsum("ij,jk,kl->il", A, B, np.ones((4, 2)), memory_limit="lots")
+
+
+def test_unsupported_dtype():
+    with pytest.raises(TypeError, match="dtype"):
+        einsum("i->i", np.array(["a", "b"]))
+
+
+def test_expression_errors():
+    expr = contract_expression("ij,jk->ik", (2, 3), (3, 4), dtype=np.float32)
+    with pytest.raises(ValueError, match="takes 2 operands, got 1"):
+        expr(A.astype(np.float32))
+    with pytest.raises(ValueError, match=r"operand 1 has shape \(4, 3\).*\(3, 4\)"):
+        expr(A.astype(np.float32), B.T.astype(np.float32))
+    with pytest.raises(TypeError, match="operand 0 has dtype float64"):
+        expr(A, B.astype(np.float32))
+    with pytest.raises(ValueError, match=r"out has shape \(4, 2\)"):
+        expr(A.astype(np.float32), B.astype(np.float32), out=np.empty((4, 2), np.float32))
+    with pytest.raises(TypeError, match="float16"):
+        expr(A.astype(np.float32), B.astype(np.float32), out=np.empty((2, 4), np.float16))

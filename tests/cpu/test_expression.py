@@ -1,0 +1,72 @@
+"""contract_expression: plan once, call many times."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skcontract.contract import ContractExpression, contract_expression
+
+
+def test_call_many_times():
+    expr = contract_expression("ij,jk,kl->il", (3, 4), (4, 5), (5, 6))
+    assert isinstance(expr, ContractExpression)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        ops = [rng.standard_normal(s) for s in [(3, 4), (4, 5), (5, 6)]]
+        np.testing.assert_allclose(expr(*ops), ops[0] @ ops[1] @ ops[2], rtol=1e-12)
+    assert "GEMM" in repr(expr)
+
+
+def test_dtype_none_accepts_any_dtype():
+    expr = contract_expression("ij,jk->ik", (2, 3), (3, 4))
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = np.arange(12, dtype=np.int32).reshape(3, 4)
+    r = expr(a, b)
+    assert r.dtype == np.int32
+    np.testing.assert_array_equal(r, a @ b)
+    h = expr(a.astype(np.float16), b.astype(np.float16))
+    assert h.dtype == np.float16
+    np.testing.assert_array_equal(h, (a @ b).astype(np.float16))
+
+
+def test_fixed_dtype_casts_safely():
+    expr = contract_expression("ij,jk->ik", (2, 3), (3, 4), dtype=np.float64)
+    a = np.ones((2, 3), np.float32)
+    b = np.ones((3, 4), np.int16)
+    r = expr(a, b)
+    assert r.dtype == np.float64 and np.all(r == 3)
+
+
+def test_out_and_scalar_result():
+    expr = contract_expression("i,i->", (5,), (5,))
+    x = np.arange(5.0)
+    assert expr(x, x) == 30.0
+    out = np.zeros(())
+    assert expr(x, x, out=out) is out and out == 30.0
+    m = contract_expression("ij,jk->ik", (2, 2), (2, 2))
+    o = np.zeros((4, 4))[::2, ::2]
+    assert m(np.eye(2), np.eye(2), out=o) is o
+    np.testing.assert_array_equal(o, np.eye(2))
+
+
+def test_non_contiguous_inputs():
+    expr = contract_expression("ij,jk->ik", (3, 4), (4, 5))
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 3)).T
+    b = np.asfortranarray(rng.standard_normal((4, 5)))
+    np.testing.assert_allclose(expr(a, b), a @ b, rtol=1e-12)
+    c = np.broadcast_to(rng.standard_normal((1, 5)), (4, 5))
+    np.testing.assert_allclose(expr(a, c), a @ c, rtol=1e-12)
+
+
+def test_lists_are_accepted():
+    expr = contract_expression("i,i->", (2,), (2,))
+    assert expr([1.0, 2.0], [3.0, 4.0]) == 11.0
+
+
+def test_optimize_and_plan():
+    expr = contract_expression("ab,bc,cd->ad", (2, 30), (30, 40), (40, 3),
+                               optimize="optimal")
+    assert len(expr.plan.steps) == 2
+    with pytest.raises(KeyError):
+        contract_expression("ab,bc,cd->ad", (2, 30), (30, 40), (40, 3), optimize="nope")

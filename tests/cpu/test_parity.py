@@ -1,0 +1,342 @@
+"""Parity of skcontract.einsum with numpy.einsum over random expressions.
+
+Every case runs numpy.einsum (its default, optimize=False) on the same operands and
+compares: the result type, dtype and shape exactly; integer and bool values exactly; float
+and complex values against a float64/complex128 reference with a tolerance relative to the
+sum of |products| (the reference computed on |operands|).
+
+Parity cases executed: MAX_EXAMPLES (property test) + len(FIXED) + len(DTYPES) * len(
+OPTIMIZE_NAMES) (the dtype x optimize grid); see ``test_case_count``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import opt_einsum
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skcontract.contract import einsum
+
+MAX_EXAMPLES = 1200
+
+DTYPES = ["float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
+          "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+OPTIMIZE_NAMES = [False, True, "auto", "greedy", "optimal", "dp", "branch-2", "branch-all",
+                  "random-greedy", "eager"]
+OPTIMIZE_KINDS = OPTIMIZE_NAMES + ["PathOptimizer", "numpy-path", "oe-path"]
+LABELS = "abcdeAB"
+LAYOUTS = ["C", "C", "F", "strided", "reversed", "broadcast"]
+RTOL = {"e": 4e-3, "f": 5e-5, "d": 1e-12, "F": 5e-5, "D": 1e-12}
+
+
+def random_array(rng, shape, dtype, layout="C"):
+    """Random non-zero values of ``dtype`` in ``shape``, laid out as ``layout``."""
+    dt = np.dtype(dtype)
+    if layout == "broadcast" and any(d > 1 for d in shape):
+        ax = next(i for i, d in enumerate(shape) if d > 1)
+        small = list(shape)
+        small[ax] = 1
+        return np.broadcast_to(random_array(rng, tuple(small), dt), shape)
+    if dt.kind == "f":
+        a = rng.standard_normal(shape) + np.sign(rng.standard_normal(shape)) * 0.25
+    elif dt.kind == "c":
+        a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape) + 0.25
+    elif dt.kind == "i":
+        a = rng.choice(np.array([-3, -2, -1, 1, 2, 3]), size=shape)
+    elif dt.kind == "u":
+        a = rng.integers(1, 4, size=shape)
+    else:
+        a = rng.random(shape) < 0.6
+    a = np.asarray(a).astype(dt)
+    if layout == "F" and a.ndim:
+        return np.asfortranarray(a)
+    if layout == "strided" and a.ndim:
+        big = a
+        for ax in range(a.ndim):
+            big = np.repeat(big, 2, axis=ax)
+        return big[(slice(None, None, 2),) * a.ndim]
+    if layout == "reversed" and a.ndim:
+        return np.flip(np.flip(a).copy())
+    return a
+
+
+def check_close(got, ref, subscripts, operands):
+    """Assert ``got`` equals numpy's ``ref`` as a value of the same type, dtype and shape."""
+    assert type(got) is type(ref), (type(got), type(ref))
+    got_a, ref_a = np.asarray(got), np.asarray(ref)
+    assert got_a.dtype == ref_a.dtype, (got_a.dtype, ref_a.dtype)
+    assert got_a.shape == ref_a.shape
+    dt = ref_a.dtype
+    if dt.kind in "biuO":
+        np.testing.assert_array_equal(got_a, ref_a)
+        return
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    exact = np.einsum(subscripts, *[np.asarray(o).astype(wide) for o in operands])
+    bound = np.einsum(subscripts, *[np.abs(np.asarray(o).astype(wide)) for o in operands])
+    err = np.abs(got_a.astype(wide) - exact)
+    # the result's own rounding, plus the accumulation error relative to sum |products|
+    tol = RTOL[dt.char] * (np.asarray(bound) + 1.0) + np.abs(exact) * np.finfo(dt).eps
+    assert np.all(err <= tol), (subscripts, dt, float(np.max(err - tol)))
+
+
+@st.composite
+def einsum_cases(draw):
+    """A random valid einsum: (subscripts, operands, sublist-args, optimize, seed)."""
+    pool = draw(st.lists(st.sampled_from(LABELS), min_size=1, max_size=5, unique=True))
+    sizes = {lab: draw(st.sampled_from([2, 3, 1, 4, 2, 3, 0])) for lab in pool}
+    n_ops = draw(st.integers(1, 4))
+    use_ell = draw(st.integers(0, 3)) == 0
+    ell_shape = tuple(draw(st.lists(st.integers(1, 3), max_size=2))) if use_ell else ()
+    dtype = draw(st.sampled_from(DTYPES))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    terms, shapes, layouts = [], [], []
+    any_ell = False
+    for _ in range(n_ops):
+        labels = draw(st.lists(st.sampled_from(pool), max_size=3 if n_ops > 2 else 4))
+        shape = [sizes[x] for x in labels]
+        for i, lab in enumerate(labels):
+            if labels.count(lab) == 1 and draw(st.integers(0, 5)) == 0:
+                shape[i] = 1  # size-1 broadcasting of a named label
+        term = "".join(labels)
+        if use_ell and draw(st.booleans()):
+            pos = draw(st.integers(0, len(labels)))
+            ne = draw(st.integers(0, len(ell_shape)))
+            eshape = [d if draw(st.integers(0, 3)) else 1 for d in ell_shape[len(ell_shape)
+                                                                           - ne:]]
+            term = term[:pos] + "..." + term[pos:]
+            shape = shape[:pos] + eshape + shape[pos:]
+            any_ell = True
+        terms.append(term)
+        shapes.append(tuple(shape))
+        layouts.append(draw(st.sampled_from(LAYOUTS)))
+    present = list(dict.fromkeys("".join(t.replace(".", "") for t in terms)))
+    if draw(st.integers(0, 3)) == 0:
+        output = None
+    else:
+        out_labels = draw(st.permutations(present))[:draw(st.integers(0, len(present)))]
+        output = "".join(out_labels)
+        if any_ell:
+            pos = draw(st.integers(0, len(output)))
+            output = output[:pos] + "..." + output[pos:]
+    subscripts = ",".join(terms) + ("" if output is None else "->" + output)
+    if draw(st.integers(0, 4)) == 0:
+        subscripts = subscripts.replace(",", " , ").replace("->", " -> ")  # spaces ignored
+    operands = [random_array(rng, s, dtype, lay) for s, lay in zip(shapes, layouts)]
+    kind = draw(st.sampled_from(OPTIMIZE_KINDS))
+    if kind == "PathOptimizer":
+        optimize = opt_einsum.RandomGreedy(max_repeats=4)
+    elif kind in ("numpy-path", "oe-path"):
+        path, alive = [], n_ops
+        while alive > 1:
+            i, j = draw(st.lists(st.integers(0, alive - 1), min_size=2, max_size=2,
+                                 unique=True))
+            path.append((i, j))
+            alive -= 1
+        optimize = ["einsum_path", *path] if kind == "numpy-path" else path
+    else:
+        optimize = kind
+    sublist = draw(st.integers(0, 4)) == 0
+    return subscripts, operands, output, sublist, optimize
+
+
+def to_sublist(subscripts, operands):
+    """The interleaved form of an expression (letters -> ints, '...' -> Ellipsis)."""
+    def conv(term):
+        out, rest = [], term
+        while rest:
+            if rest.startswith("..."):
+                out.append(Ellipsis)
+                rest = rest[3:]
+            else:
+                out.append("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".index(rest[0]))
+                rest = rest[1:]
+        return out
+    s = subscripts.replace(" ", "")
+    lhs, _, rhs = s.partition("->")
+    args = []
+    for op, term in zip(operands, lhs.split(",")):
+        args += [op, conv(term)]
+    if "->" in s:
+        args.append(conv(rhs))
+    return args
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(einsum_cases())
+def test_parity_random(case):
+    subscripts, operands, _output, sublist, optimize = case
+    ref = np.einsum(subscripts, *operands)
+    if sublist:
+        got = einsum(*to_sublist(subscripts, operands), optimize=optimize)
+    else:
+        got = einsum(subscripts, *operands, optimize=optimize)
+    check_close(got, ref, subscripts, operands)
+
+
+FIXED = [
+    ("ij,jk->ik", [(5, 6), (6, 7)]),
+    ("ij,j->i", [(5, 6), (6,)]),
+    ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]),
+    ("i,i->", [(7,), (7,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij,ij->ij", [(3, 4), (3, 4)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("iii->i", [(3, 3, 3)]),
+    ("ijji->ij", [(2, 3, 3, 2)]),
+    ("ij->", [(3, 4)]),
+    ("ij", [(3, 4)]),
+    ("ji", [(3, 4)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("i...->...", [(3, 2, 2)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+    ("ij,jk->ik", [(3, 1), (4, 5)]),
+    ("ij,jk->ik", [(0, 4), (4, 5)]),
+    ("ij,jk->ik", [(3, 0), (0, 5)]),
+    (",->", [(), ()]),
+    ("i,->i", [(3,), ()]),
+    ("", [()]),
+    ("abc,cd,de,ea->b", [(2, 3, 4), (4, 5), (5, 6), (6, 2)]),
+    ("abcd,dcba->", [(2, 3, 4, 5), (5, 4, 3, 2)]),
+    ("Ab,bA->Ab", [(2, 3), (3, 2)]),
+    ("ijk,ikl,ilm->jm", [(2, 3, 4), (2, 4, 5), (2, 5, 3)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("i,i,i->i", [(4,), (4,), (4,)]),
+    ("ij,ij,ij->", [(3, 4), (3, 4), (3, 4)]),
+    ("...,...->...", [(2, 3), (3,)]),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64", "complex64", "int8", "uint32", "bool"])
+@pytest.mark.parametrize("subscripts,shapes", FIXED)
+def test_parity_fixed(subscripts, shapes, dtype):
+    rng = np.random.default_rng(7)
+    ops = [random_array(rng, s, dtype) for s in shapes]
+    check_close(einsum(subscripts, *ops), np.einsum(subscripts, *ops), subscripts, ops)
+
+
+@pytest.mark.parametrize("optimize", OPTIMIZE_NAMES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_parity_dtype_optimize_grid(dtype, optimize):
+    rng = np.random.default_rng(11)
+    subscripts = "ab,bc,cd,da->ac"
+    ops = [random_array(rng, s, dtype, lay) for s, lay in
+           zip([(3, 4), (4, 5), (5, 2), (2, 3)], ["C", "F", "strided", "broadcast"])]
+    check_close(einsum(subscripts, *ops, optimize=optimize), np.einsum(subscripts, *ops),
+                subscripts, ops)
+
+
+def test_float16_accumulates_in_float32():
+    x = np.ones(5000, np.float16)
+    assert einsum("i->", x) == 5000
+    assert einsum("i,i->", x, x) == 5000
+    assert einsum("ij,jk->ik", np.ones((1, 5000), np.float16),
+                  np.ones((5000, 1), np.float16))[0, 0] == 5000
+
+
+def test_integer_overflow_wraps_like_numpy():
+    a = np.full((2, 2), 100, np.int8)
+    assert einsum("ij,ij->", a, a) == np.einsum("ij,ij->", a, a)
+
+
+def test_bool_is_or_of_and():
+    a = np.array([[True, False], [True, True]])
+    np.testing.assert_array_equal(einsum("ij,jk->ik", a, a), np.einsum("ij,jk->ik", a, a))
+    assert einsum("ij->", a).dtype == np.bool_
+
+
+def test_object_dtype():
+    a = np.arange(6).reshape(2, 3).astype(object)
+    b = np.arange(12).reshape(3, 4).astype(object)
+    np.testing.assert_array_equal(einsum("ij,jk->ik", a, b), np.einsum("ij,jk->ik", a, b))
+    assert einsum("ii", np.eye(3, dtype=int).astype(object)) == 3
+
+
+def test_python_scalars_and_lists():
+    assert einsum("i,->i", np.arange(3, dtype=np.int8), 3).dtype == np.int64
+    np.testing.assert_array_equal(einsum("ij->ji", [[1, 2], [3, 4]]), [[1, 3], [2, 4]])
+
+
+def test_case_count():
+    n = MAX_EXAMPLES + len(FIXED) * 6 + len(DTYPES) * len(OPTIMIZE_NAMES)
+    assert n > 1000
+
+
+# --- out=, dtype=, casting=, order= -------------------------------------------------------
+
+def test_out_is_returned_and_filled():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))
+    out = np.empty((4, 6))
+    r = einsum("ij,jk->ik", a, b, out=out)
+    assert r is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+
+
+def test_out_non_contiguous_and_0d():
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))
+    out = np.zeros((12, 6))[::3]  # a strided view
+    assert not out.flags.c_contiguous
+    assert einsum("ij,jk->ik", a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+    tgt = np.zeros((6, 4)).T
+    einsum("ij,jk->ik", a, b[:, :6], out=tgt)
+    np.testing.assert_allclose(tgt, a @ b, rtol=1e-12)
+    s = np.zeros(())
+    assert einsum("i,i->", a[0], a[0], out=s) is s
+    assert s == pytest.approx(a[0] @ a[0])
+
+
+@pytest.mark.parametrize("casting,out_dtype", [("safe", np.complex128), ("same_kind", np.float32),
+                                               ("unsafe", np.int64), ("safe", np.float64)])
+def test_out_casting_like_numpy(casting, out_dtype):
+    a = np.random.default_rng(5).standard_normal((3, 3)) * 10
+    ours = np.empty((3,), out_dtype)
+    theirs = np.empty((3,), out_dtype)
+    einsum("ij->i", a, out=ours, casting=casting)
+    np.einsum("ij->i", a, out=theirs, casting=casting)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,casting", [("float32", "same_kind"), ("float64", "safe"),
+                                           ("complex64", "same_kind"), ("int16", "unsafe")])
+def test_dtype_like_numpy(dtype, casting):
+    a = np.random.default_rng(6).standard_normal((3, 4)) * 5
+    ours = einsum("ij,ij->i", a, a, dtype=dtype, casting=casting)
+    theirs = np.einsum("ij,ij->i", a, a, dtype=dtype, casting=casting)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1)
+
+
+def test_dtype_upcast_int_to_float():
+    a = np.arange(6, dtype=np.int32).reshape(2, 3) + 1
+    r = einsum("ij->j", a, dtype=np.float64)
+    assert r.dtype == np.float64
+    np.testing.assert_array_equal(r, np.einsum("ij->j", a, dtype=np.float64))
+
+
+@pytest.mark.parametrize("order,c,f", [("C", True, False), ("F", False, True)])
+def test_order(order, c, f):
+    a = np.random.default_rng(8).standard_normal((3, 4))
+    r = einsum("ij,jk->ik", a, a.T, order=order)
+    assert (r.flags.c_contiguous, r.flags.f_contiguous) == (c, f)
+    r = einsum("ij->ji", a, order=order)
+    assert (r.flags.c_contiguous, r.flags.f_contiguous) == (c, f)
+
+
+def test_single_operand_result_is_a_new_array():
+    a = np.random.default_rng(9).standard_normal((3, 3))
+    for subscripts in ("ij->ji", "ii->i", "ij"):
+        r = einsum(subscripts, a)
+        assert not np.shares_memory(r, a)
+        np.testing.assert_array_equal(r, np.einsum(subscripts, a))
+
+
+def test_zero_size_operands():
+    r = einsum("ij,jk->ik", np.ones((2, 0)), np.ones((0, 3)))
+    np.testing.assert_array_equal(r, np.zeros((2, 3)))
+    assert einsum("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3))).shape == (0, 3)

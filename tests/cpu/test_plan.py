@@ -1,0 +1,243 @@
+"""Plans: the Kind of representative steps, label groups, copies, reductions, the table."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from skcontract.contract import contract_path, einsum
+from skcontract.parse import parse_equation
+from skcontract.plan import GEMM_KINDS, attach_schedules, build_plan, Kind, Plan, ReductionClass, Step, accumulator_dtype
+from skcontract.plan.classify import classify_groups, view_ok
+from skcontract.schedule.device import DeviceInfo
+
+# (subscripts, shapes, kind of the last step, (batch, m, n, k) label groups)
+KINDS = [
+    ("ij,jk->ik", [(8, 4), (4, 16)], Kind.GEMM, ("", "i", "k", "j")),
+    ("ij,j->i", [(8, 4), (4,)], Kind.GEMV, ("", "i", "", "j")),
+    ("j,jk->k", [(4,), (4, 8)], Kind.GEMV, ("", "", "k", "j")),
+    ("bij,bjk->bik", [(2, 8, 4), (2, 4, 16)], Kind.BATCHED_GEMM, ("b", "i", "k", "j")),
+    ("bij,bj->bi", [(2, 8, 4), (2, 4)], Kind.GEMV, ("b", "i", "", "j")),
+    ("i,i->", [(7,), (7,)], Kind.DOT, ("", "", "", "i")),
+    ("bi,bi->b", [(3, 7), (3, 7)], Kind.DOT, ("b", "", "", "i")),
+    ("i,j->ij", [(3,), (4,)], Kind.OUTER, ("", "i", "j", "")),
+    ("bi,bj->bij", [(2, 3), (2, 4)], Kind.OUTER, ("b", "i", "j", "")),
+    ("ij,ij->ij", [(3, 4), (3, 4)], Kind.ELEMENTWISE, ("ij", "", "", "")),
+    ("ij,j->ij", [(3, 4), (4,)], Kind.ELEMENTWISE, ("j", "i", "", "")),
+    ("ii->i", [(4, 4)], Kind.UNARY, ("", "i", "", "")),
+    ("ij->", [(4, 5)], Kind.UNARY, ("", "", "", "ij")),
+    ("abcd,cdef->abef", [(2, 3, 4, 5), (4, 5, 6, 7)], Kind.GEMM, ("", "ab", "ef", "cd")),
+    ("ij,jk->ik", [(1, 4), (4, 16)], Kind.GEMV, ("", "i", "k", "j")),  # M == 1
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes,kind,groups", KINDS,
+                         ids=[k[0] + "/" + k[2].name for k in KINDS])
+def test_kind_table(subscripts, shapes, kind, groups):
+    path, plan = contract_path(subscripts, *shapes, shapes=True)
+    step = plan.steps[-1]
+    assert step.kind is kind
+    got = tuple("".join(g) for g in (step.batch_labels, step.m_labels, step.n_labels,
+                                     step.k_labels))
+    assert got == groups
+    assert kind.value in str(plan)
+
+
+def test_classify_groups_by_size():
+    assert classify_groups(1, 5, 6, 7) is Kind.GEMM
+    assert classify_groups(2, 5, 6, 7) is Kind.BATCHED_GEMM
+    assert classify_groups(1, 5, 1, 7) is Kind.GEMV
+    assert classify_groups(3, 1, 1, 7) is Kind.DOT
+    assert classify_groups(1, 5, 6, 1) is Kind.OUTER
+    assert classify_groups(9, 1, 6, 1) is Kind.ELEMENTWISE
+    assert Kind.GEMM in GEMM_KINDS and Kind.OUTER not in GEMM_KINDS
+
+
+def test_step_sizes_and_problem():
+    _, plan = contract_path("bij,bjk->bik", (4, 8, 16), (4, 16, 32), shapes=True,
+                            dtype=np.float32)
+    (s,) = plan.steps
+    assert (s.batch, s.m, s.n, s.k) == (4, 8, 32, 16)
+    assert s.problem == (8, 32, 16, 4)
+    assert s.dtype == np.float32 and s.accumulator_dtype == np.float32
+    assert s.flops == 2 * 4 * 8 * 32 * 16
+    assert s.is_gemm_class
+    assert s.reduction_class is s.reduction and s.acc_dtype == s.accumulator_dtype
+    assert s.output == ("b", "i", "k") and s.output_shape == (4, 8, 32)
+    assert s.needs_copy == (False, False) and s.layouts == ("MK", "KN")
+
+
+def test_plan_and_step_are_frozen():
+    _, plan = contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True)
+    assert isinstance(plan, Plan) and isinstance(plan.steps[0], Step)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.steps[0].kind = Kind.DOT
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.dtype = np.float32
+
+
+@pytest.mark.parametrize("subscripts,shapes,copies,layouts", [
+    ("ij,jk->ik", [(8, 4), (4, 16)], (False, False), ("MK", "KN")),
+    ("ji,jk->ik", [(4, 8), (4, 16)], (False, False), ("KM", "KN")),   # A^T: a view
+    ("ij,kj->ik", [(8, 4), (16, 4)], (False, False), ("MK", "NK")),   # B^T: a view
+    ("bij,jbk->bik", [(2, 8, 4), (4, 2, 16)], (False, False), ("MK", "KN")),  # batch stride
+    ("abc,ca->b", [(2, 3, 4), (4, 2)], (True, False), ("MK", "KN")),  # k=(c,a) not mergeable
+    ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)], (False, True), ("KM", "KN")),
+])
+def test_needs_copy(subscripts, shapes, copies, layouts):
+    _, plan = contract_path(subscripts, *shapes, shapes=True)
+    step = plan.steps[-1]
+    assert step.needs_copy == copies
+    assert step.layouts[0] in ("MK", "KM")
+    if not any(copies):
+        assert step.layouts == layouts
+    rng = np.random.default_rng(0)
+    ops = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(einsum(subscripts, *ops), np.einsum(subscripts, *ops),
+                               rtol=1e-12)
+
+
+def test_view_ok_rule():
+    sizes = dict(b=2, m=3, k=4)
+    c = dict(b=12, m=4, k=1)      # C-contiguous (b, m, k)
+    assert view_ok((("b",), ("m",), ("k",)), c, sizes) == (True, True)
+    f = dict(b=12, m=1, k=3)      # column-major matrices
+    assert view_ok((("b",), ("m",), ("k",)), f, sizes) == (True, False)
+    bad = dict(b=1, m=8, k=2)     # no unit stride in the matrix
+    assert view_ok((("b",), ("m",), ("k",)), bad, sizes)[0] is False
+
+
+@pytest.mark.parametrize("dtype,acc,cls", [
+    ("float16", "float32", ReductionClass.ATOMIC),
+    ("float32", "float32", ReductionClass.ATOMIC),
+    ("float64", "float64", ReductionClass.ATOMIC),
+    ("complex64", "complex64", ReductionClass.WORKSPACE_ONLY),
+    ("complex128", "complex128", ReductionClass.WORKSPACE_ONLY),
+    ("int8", "int64", ReductionClass.ATOMIC),
+    ("int32", "int64", ReductionClass.ATOMIC),
+    ("uint64", "uint64", ReductionClass.ATOMIC),
+    ("bool", "int32", ReductionClass.ATOMIC),
+])
+def test_reduction_class(dtype, acc, cls):
+    _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, dtype=dtype)
+    s = plan.steps[0]
+    assert s.accumulator_dtype == np.dtype(acc) == accumulator_dtype(dtype)
+    assert s.reduction is cls and s.associative
+    assert DeviceInfo.h200().has_atomic(acc) == (cls is ReductionClass.ATOMIC)
+    assert cls.value in str(plan)
+
+
+def test_no_reduction_steps():
+    _, plan = contract_path("i,j->ij", (3,), (4,), shapes=True)
+    assert plan.steps[0].reduction is ReductionClass.NONE
+
+
+def test_device_without_atomics():
+    dev = dataclasses.replace(DeviceInfo.h200(), atomic_accumulators=frozenset())
+    _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, device=dev)
+    assert plan.steps[0].reduction is ReductionClass.WORKSPACE_ONLY
+    assert plan.device is dev
+
+
+def test_unary_steps_first():
+    _, plan = contract_path("iij,jk,kl->il", (3, 3, 4), (4, 5), (5, 6), shapes=True)
+    assert plan.steps[0].kind is Kind.UNARY
+    assert plan.steps[0].subscripts == "iij->ij"
+    assert [s.kind for s in plan.steps[1:]] == [Kind.GEMM, Kind.GEMM]
+
+
+def test_broadcast_size1_label_is_squeezed():
+    _, plan = contract_path("ij,jk->ik", (3, 1), (4, 5), shapes=True)
+    assert plan.steps[0].kind is Kind.UNARY and plan.steps[0].squeeze == (1,)
+    assert plan.steps[-1].kind is Kind.OUTER
+
+
+def test_table_has_one_row_per_step():
+    path, plan = contract_path("abc,cd,de,ea->b", (2, 3, 4), (4, 5), (5, 6), (6, 2),
+                               shapes=True)
+    text = str(plan)
+    assert repr(plan) == text
+    lines = text.splitlines()
+    header = lines[1].split()
+    assert header == ["#", "step", "kind", "batch", "M", "N", "K", "FLOPs", "copy",
+                      "reduction", "schedule"]
+    assert len(lines) == 2 + len(plan.steps) + 1
+    for s, line in zip(plan.steps, lines[2:]):
+        assert line.split()[1] == s.subscripts
+    assert plan.flops == sum(s.flops for s in plan.steps)
+    assert list(plan.path) == path
+
+
+def test_contract_path_from_arrays_and_dtype():
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float16)
+    path, plan = contract_path("ij,jk->ik", a, b)
+    assert path == [(0, 1)] and plan.dtype == np.float32
+    path, plan = contract_path(a, [0, 1], b, [1, 2], [0, 2])
+    assert plan.subscripts == "AB,BC->AC"  # numpy's mapping: 0 -> 'A', 26 -> 'a'
+
+
+@pytest.mark.parametrize("optimize", [False, True, "auto", "greedy", "optimal", "dp",
+                                      "branch-2", "random-greedy"])
+def test_path_round_trips(optimize):
+    shapes = [(2, 30), (30, 40), (40, 3), (3, 5)]
+    path, plan = contract_path("ab,bc,cd,de->ae", *shapes, shapes=True, optimize=optimize)
+    again, plan2 = contract_path("ab,bc,cd,de->ae", *shapes, shapes=True, optimize=path)
+    assert again == path and plan2.flops == plan.flops
+    _, plan3 = contract_path("ab,bc,cd,de->ae", *shapes, shapes=True,
+                             optimize=["einsum_path", *path])
+    assert plan3.flops == plan.flops
+
+
+def test_optimal_beats_left_to_right():
+    shapes = [(2, 30), (30, 40), (40, 3)]
+    _, naive = contract_path("ab,bc,cd->ad", *shapes, shapes=True, optimize=False)
+    _, best = contract_path("ab,bc,cd->ad", *shapes, shapes=True, optimize="optimal")
+    assert best.flops <= naive.flops
+
+
+def test_memory_limit_gives_nary_step_as_chain():
+    shapes = [(4, 5), (5, 6), (6, 7), (7, 8)]
+    path, plan = contract_path("ab,bc,cd,de->ae", *shapes, shapes=True, optimize="greedy",
+                               memory_limit=1)
+    assert all(s.kind is not Kind.UNARY for s in plan.steps)
+    assert len(plan.steps) == 3
+    rng = np.random.default_rng(1)
+    ops = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(einsum("ab,bc,cd,de->ae", *ops, memory_limit=1),
+                               np.einsum("ab,bc,cd,de->ae", *ops), rtol=1e-12)
+
+
+def test_with_schedules_hook():
+    plan = build_plan(parse_equation("ij,jk,k->i", [(8, 4), (4, 16), (16,)]))
+    seen = []
+    p2 = plan.with_schedules(lambda s: seen.append(s.problem) or f"S{s.index}")
+    assert [s.schedule for s in p2.steps] == [f"S{s.index}" for s in plan.steps]
+    assert plan.steps[0].schedule is None  # the original is untouched
+    assert seen == [s.problem for s in plan.steps]
+    assert "S0" in str(p2)
+
+
+def test_ellipsis_labels_print_as_greek():
+    _, plan = contract_path("...ij,...jk->...ik", (5, 2, 3), (3, 4), shapes=True)
+    assert "α" in plan.steps[0].subscripts
+
+
+def test_attach_schedules_uses_the_scheduler_when_present():
+    import skcontract.schedule as sched
+
+    plan = build_plan(parse_equation("ij,jk->ik", [(256, 512), (512, 128)]), np.float32,
+                      device=DeviceInfo.h200())
+    assert plan.steps[0].schedule is None
+    attached = attach_schedules(plan)
+    if getattr(sched, "schedule_step", None) is None:
+        assert attached is plan
+    else:
+        assert attached.steps[0].schedule is not None
+        assert str(attached).splitlines()[2].split()[-1] != "-"
+
+
+def test_attach_schedules_tolerates_unschedulable_dtypes():
+    plan = build_plan(parse_equation("ij,jk->ik", [(8, 4), (4, 8)]), np.bool_,
+                      device=DeviceInfo.h200())
+    attach_schedules(plan)  # must not raise, whatever the scheduler supports

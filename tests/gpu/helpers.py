@@ -1,0 +1,79 @@
+"""Shared helpers of the GPU tests (reference, poisoning, schedulers)."""
+from __future__ import annotations
+
+import numpy as np
+
+TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+
+
+def schedule_gemm(*args, **kwargs):
+    try:
+        from skcontract.schedule import schedule_gemm as f
+    except ImportError:
+        from skcontract.schedule.scheduler import schedule_gemm as f
+    return f(*args, **kwargs)
+
+
+def cupy_dtype(name):
+    import cupy
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+            return np.dtype(ml_dtypes.bfloat16)
+        except ImportError:
+            return None
+    return cupy.dtype(name)
+
+
+def rand(shape, dtype, order="C", seed=0):
+    """Random operand of ``dtype`` (torch for bf16 when CuPy lacks bfloat16)."""
+    import cupy
+    rs = cupy.random.RandomState(seed)
+    x = rs.standard_normal(shape, dtype=cupy.float32) * 0.5
+    if dtype == "bfloat16":
+        import torch
+        t = torch.as_tensor(x, device="cuda").to(torch.bfloat16)
+        if order == "F":
+            t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return t
+    x = x.astype(dtype)
+    return cupy.asfortranarray(x) if order == "F" and x.ndim == 2 else (
+        cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2) if order == "F" else x)
+
+
+def to64(x):
+    import cupy
+    if hasattr(x, "data_ptr"):
+        import torch
+        return cupy.asarray(x.to(torch.float64))
+    return x.astype(cupy.float64)
+
+
+def poisoned(shape, like, order="C"):
+    """Output filled with NaN (so an unwritten element fails the check)."""
+    import cupy
+    if hasattr(like, "data_ptr"):
+        import torch
+        t = torch.full(shape, float("nan"), dtype=like.dtype, device=like.device)
+        if order == "F":
+            t = t.transpose(-1, -2).contiguous().transpose(-1, -2)
+        return t
+    x = cupy.full(shape, np.nan, dtype=like.dtype)
+    if order == "F":
+        x = cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return x
+
+
+def rel_error(out, ref) -> float:
+    import cupy
+    o = to64(out)
+    if not bool(cupy.isfinite(o).all()):
+        return float("inf")
+    return float(cupy.linalg.norm(o - ref) / max(float(cupy.linalg.norm(ref)), 1e-300))
+
+
+def as_bytes(x) -> bytes:
+    import cupy
+    if hasattr(x, "data_ptr"):
+        return x.view(dtype=__import__("torch").int16).cpu().numpy().tobytes()
+    return cupy.asnumpy(x).tobytes()

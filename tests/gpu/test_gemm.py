@@ -1,0 +1,166 @@
+"""GPU correctness of the Stream-K GEMM engine (skcontract.kernels.gemm).
+
+Every dtype x layout x fixup on edge shapes, every dtype x mode x reduction, bitwise
+reproducibility of the deterministic protocols, a worst-case co-residency run, beta / alpha,
+column-major outputs, broadcast batches and a hand-built split table.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from .helpers import TOL, as_bytes, poisoned, rand, rel_error, schedule_gemm, to64
+
+DTYPES = ["float16", "bfloat16", "float32", "float64"]
+LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
+EDGE_SHAPES = [  # (batch, m, n, k)
+    (1, 1, 1, 1),
+    (1, 1, 300, 40),        # M = 1
+    (1, 300, 1, 72),        # N = 1
+    (1, 128, 128, 32),      # one tile, one k-tile
+    (1, 64, 64, 16),        # K < BK
+    (1, 200, 136, 100),     # K not a multiple of BK
+    (1, 257, 383, 3000),    # ragged, long K: Stream-K splits
+    (1, 1024, 768, 256),    # many tiles
+    (3, 130, 70, 900),      # batched
+]
+MODES = ["data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis", "auto"]
+
+
+def _gemm(*args, **kwargs):
+    from skcontract.kernels.gemm import gemm
+    return gemm(*args, **kwargs)
+
+
+def _reference(a, b):
+    import cupy
+    return cupy.matmul(to64(a), to64(b))
+
+
+def _check(dtype, batch, m, n, k, *, layout=("C", "C"), mode="stream_k",
+           reduction="deterministic", out_order="C", seed=0):
+    shape_a = (batch, m, k) if batch > 1 else (m, k)
+    shape_b = (batch, k, n) if batch > 1 else (k, n)
+    a = rand(shape_a, dtype, layout[0], seed)
+    b = rand(shape_b, dtype, layout[1], seed + 1)
+    out = poisoned((batch, m, n) if batch > 1 else (m, n), a, out_order)
+    _gemm(a, b, out, mode=mode, reduction=reduction)
+    err = rel_error(out, _reference(a, b))
+    assert err <= TOL[dtype], (dtype, batch, m, n, k, layout, mode, reduction, err)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("fix", [("stream_k", "deterministic"), ("stream_k", "atomic"),
+                                 ("aligned", "deterministic")])
+def test_layouts_fixups_edges(dtype, layout, fix):
+    for batch, m, n, k in EDGE_SHAPES:
+        _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("reduction", ["deterministic", "atomic"])
+def test_modes(dtype, mode, reduction):
+    for batch, m, n, k in [(1, 300, 500, 2048), (1, 1000, 1000, 1000), (1, 128, 128, 8192),
+                           (2, 256, 384, 1536), (1, 33, 2000, 4096)]:
+        _check(dtype, batch, m, n, k, mode=mode, reduction=reduction)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unaligned_leading_dimensions(dtype):
+    """Odd leading dimensions / offsets take the element-wise loader."""
+    import cupy
+    m, n, k = 190, 170, 530
+    a_full = rand((m, k + 3), dtype, "C", 3)
+    b_full = rand((k + 1, n + 5), dtype, "C", 4)
+    a, b = a_full[:, 1:k + 1], b_full[1:, 2:n + 2]   # misaligned pointers and ld
+    out = poisoned((m, n), a)
+    _gemm(a, b, out, mode="stream_k")
+    assert rel_error(out, _reference(a, b)) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_alpha_beta_and_col_major_out(dtype):
+    import cupy
+    m, n, k = 300, 200, 1500
+    a, b = rand((m, k), dtype, "C", 5), rand((k, n), dtype, "C", 6)
+    for order in ("C", "F"):
+        c0 = rand((m, n), dtype, order, 7)
+        ref = 2.0 * _reference(a, b) + 0.5 * to64(c0)
+        c = c0.clone() if hasattr(c0, "clone") else c0.copy(order=order)
+        _gemm(a, b, c, alpha=2.0, beta=0.5, mode="stream_k")
+        assert rel_error(c, ref) <= TOL[dtype], order
+        out = poisoned((m, n), a, order)
+        _gemm(a, b, out, mode="hybrid", reduction="atomic")
+        assert rel_error(out, _reference(a, b)) <= TOL[dtype], order
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_broadcast_batch(dtype):
+    """A batch stride of 0 (one A shared by every batch entry)."""
+    m, n, k, batch = 100, 150, 2000, 4
+    a = rand((m, k), dtype, "C", 8)
+    b = rand((batch, k, n), dtype, "C", 9)
+    out = poisoned((batch, m, n), b)
+    _gemm(a, b, out, mode="stream_k")
+    import cupy
+    ref = cupy.matmul(to64(a)[None], to64(b))
+    assert rel_error(out, ref) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["stream_k", "hybrid", "aligned", "split_k"])
+def test_deterministic_bitwise(dtype, mode):
+    m, n, k = 700, 600, 6000
+    a, b = rand((m, k), dtype, "C", 10), rand((k, n), dtype, "C", 11)
+    outs = []
+    for _ in range(10):
+        out = poisoned((m, n), a)
+        _gemm(a, b, out, mode=mode, reduction="deterministic")
+        outs.append(as_bytes(out))
+    assert all(o == outs[0] for o in outs), "deterministic mode changed between runs"
+    assert rel_error(out, _reference(a, b)) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_worst_case_coresidency(dtype):
+    """One tile, as many Stream-K units as can be resident, fewest iterations per split:
+    the longest chain of waiting splits. Must complete (and be right)."""
+    import cupy
+    from skcontract.kernels import jit, specs
+    from skcontract.kernels.gemm import _base_spec, _device_info
+    base = _base_spec(dtype, None)
+    kern = jit.get_kernel(specs.specialise(base, fixup="deterministic", a_layout="row",
+                                           b_layout="row"))
+    dev = _device_info(cupy.cuda.runtime.getDevice()).with_occupancy(kern.occupancy)
+    resident = dev.resident_ctas
+    from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
+    m, n = base.bm, base.bn
+    k = base.bk * MIN_ITERS_PER_SPLIT * resident
+    a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=(base.bm, base.bn, base.bk),
+                          grid=resident, reduction="deterministic")
+    assert sched.grid == resident and len(sched.table) >= resident
+    out = poisoned((m, n), a)
+    _gemm(a, b, out, schedule=sched)
+    cupy.cuda.runtime.deviceSynchronize()
+    assert rel_error(out, _reference(a, b)) <= 4 * TOL[dtype]
+
+
+def test_hand_built_data_parallel_table():
+    """The kernel walks any table: a 2-CTA DP table built here by hand."""
+    import cupy
+    from types import SimpleNamespace
+    m, n, k = 256, 128, 96
+    rows = [[0, 0, 0, 128, 128, 0, k, 3, -1, -1, 1, 0],
+            [0, 128, 0, 128, 128, 0, k, 3, -1, -1, 1, 0]]
+    sched = SimpleNamespace(table=np.array(rows, np.int32), cta_offsets=np.array([0, 1, 2], np.int32),
+                            grid=2, tile=(128, 128, 32), reduction="deterministic")
+    a, b = rand((m, k), "float16", "C", 14), rand((k, n), "float16", "C", 15)
+    out = poisoned((m, n), a)
+    _gemm(a, b, out, schedule=sched)
+    assert rel_error(out, _reference(a, b)) <= TOL["float16"]
