@@ -11,21 +11,24 @@ STEPS=${*:-tests sanitize bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
 t0=$(date +%s)
-timeout 240 python3 -m skcontract.kernels.jit --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
+timeout ${WARM_S:-150} python3 -m skcontract.kernels.jit --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
 echo "warm rc=$? $(tail -1 "$OUT/warm.log") ($(( $(date +%s) - t0 ))s)"
 for step in $STEPS; do
   t0=$(date +%s)
   case $step in
+    smoke)
+      timeout 120 python3 -m tests.gpu.sanitize_cases > "$OUT/smoke.log" 2>&1
+      echo "smoke rc=$?"; cat "$OUT/smoke.log" | tail -15;;
     tests)
-      timeout 420 python3 -m pytest -q --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
+      timeout ${TESTS_S:-300} python3 -m pytest -q --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
     sanitize)
       for tool in memcheck racecheck; do
-        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 -m tests.gpu.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
+        timeout ${SAN_S:-90} compute-sanitizer --tool $tool --error-exitcode 9 python3 -m tests.gpu.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
         echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
       done;;
     bench)
-      timeout 500 python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1
+      timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1

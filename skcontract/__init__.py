@@ -1,1 +1,14 @@
-"""skcontract: tensor contractions scheduled with Stream-K on NVIDIA GPUs."""
+"""skcontract: tensor contractions scheduled with Stream-K on NVIDIA GPUs.
+
+>>> import numpy as np, skcontract
+>>> a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+>>> bool(np.array_equal(skcontract.einsum("ij,jk->ik", a, b), a @ b))
+True
+"""
+from .contract import contract_expression, contract_path, einsum
+from .explain import explain
+from .schedule.device import DeviceInfo
+
+__version__ = "0.1.0"
+__all__ = ["einsum", "contract_path", "contract_expression", "explain", "DeviceInfo",
+           "__version__"]

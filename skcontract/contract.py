@@ -21,7 +21,7 @@ import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .parse import parse_equation, split_operands
-from .plan import Plan, attach_schedules, build_plan, compute_dtype
+from .plan import Plan, attach_schedules, build_plan
 from .schedule.device import DeviceInfo
 
 __all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression"]
@@ -170,7 +170,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
                                    memory_limit, backend)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
-    cd = compute_dtype(res)
+    cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
 
@@ -251,7 +251,7 @@ class ContractExpression:
                     if not np.can_cast(dt, res, "safe"):
                         raise TypeError(f"operand {i} has dtype {dt}, which cannot be cast "
                                         f"safely to the expression's dtype {res}")
-            hit = self._dtypes[dts] = (res, compute_dtype(res))
+            hit = self._dtypes[dts] = (res, self._bk.compute_dtype(res))
         return hit
 
     def __call__(self, *arrays, out=None):

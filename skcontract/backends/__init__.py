@@ -12,10 +12,13 @@ A backend is a module ``skcontract.backends.<name>_backend`` exposing:
     backend and to check ``out=``).
 ``asarray(x)``
     ``x`` as this backend's array (no copy when it already is one).
+``compute_dtype(dtype) -> dtype``
+    The dtype ``run`` receives operands in for a result of ``dtype`` (NumPy computes
+    float16 in float32; the GPU keeps float16 and accumulates in float32 in its kernels).
 ``compile(plan) -> run``
     Prepare ``plan`` once. ``run(arrays)`` takes one array per plan operand, with the
     shapes of ``plan.input_shapes`` and all of dtype ``compute_dtype(result dtype)``
-    (the front end casts: float16 arrives as float32), executes ``plan.steps`` and returns
+    (the front end casts), executes ``plan.steps`` and returns
     the result with the axes of ``plan.output`` in the compute dtype. It may return a
     view of an input when the plan has no allocating step (``plan_allocates(plan)`` is
     False); the front end copies then. It must not call ``einsum`` on a step: GEMM-class

@@ -284,6 +284,35 @@ def write_plot(path, rows):
     return True
 
 
+def _write_all(args, rows, plot=True):
+    import cupy
+
+    commit = os.environ.get("SKCONTRACT_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
+                                             text=True, stderr=subprocess.DEVNULL).strip()
+        except Exception:  # noqa: BLE001
+            commit = "unknown"
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    doc = {"date": _dt.date.today().isoformat(), "commit": commit, "device": name,
+           "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
+                                           "us", "call_us", "cublas_us", "tflops")}
+                    for r in rows]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1, allow_nan=True))
+    summary = summarize(rows)
+    write_markdown(out / f"{args.name}.md", doc, summary)
+    if plot:
+        write_plot(out / f"{args.name}.png", rows)
+    (out / f"{args.name}-errors.json").write_text(json.dumps(
+        [{k: r.get(k) for k in ("class", "m", "n", "k", "dtype", "mode", "rel_err")}
+         for r in rows if "rel_err" in r]))
+    return summary
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract bench gemm")
     p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS))
@@ -313,28 +342,8 @@ def main(argv=None) -> int:
             f"{auto['cublas_us']:.1f}us auto {auto['us']:.1f}us DP {dp['us']:.1f}us "
             f"err {auto.get('rel_err', float('nan')):.1e} ({time.perf_counter() - t0:.1f}s)")
         torch.cuda.empty_cache()
-    commit = os.environ.get("SKCONTRACT_COMMIT")
-    if not commit:
-        try:
-            commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
-                                             text=True, stderr=subprocess.DEVNULL).strip()
-        except Exception:  # noqa: BLE001
-            commit = "unknown"
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    doc = {"date": _dt.date.today().isoformat(), "commit": commit, "device": name,
-           "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
-                                           "us", "call_us", "cublas_us", "tflops")}
-                    for r in rows]}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1, allow_nan=True))
-    summary = summarize(rows)
-    write_markdown(out / f"{args.name}.md", doc, summary)
-    write_plot(out / f"{args.name}.png", rows)
-    (out / f"{args.name}-errors.json").write_text(json.dumps(
-        [{k: r.get(k) for k in ("class", "m", "n", "k", "dtype", "mode", "rel_err")}
-         for r in rows if "rel_err" in r]))
+        _write_all(args, rows, plot=False)  # partial results survive a timeout
+    summary = _write_all(args, rows)
     print("\nclass/dtype                       n  auto/cuBLAS  auto/DP  SK/DP  hybrid/DP")
     for k, v in summary.items():
         print(f"{k:32s} {v['n']:2d}  {v['auto_vs_cublas']:10.3f} {v['auto_vs_dp']:8.3f} "

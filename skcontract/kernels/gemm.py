@@ -62,8 +62,14 @@ def _aligned(ptr, ld, batch_stride, batch, elem) -> bool:
 def _device_info(dev: int):
     info = _DEVICES.get(dev)
     if info is None:
+        import cupy
+
         from skcontract.schedule.device import DeviceInfo
-        info = _DEVICES[dev] = DeviceInfo.from_cupy(dev)
+        p = cupy.cuda.runtime.getDeviceProperties(dev)
+        name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        info = _DEVICES[dev] = DeviceInfo(
+            name, p["multiProcessorCount"], (p["major"], p["minor"]), p["l2CacheSize"],
+            p["sharedMemPerMultiprocessor"], p["maxThreadsPerMultiProcessor"])
     return info
 
 

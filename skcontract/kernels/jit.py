@@ -170,11 +170,17 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
         _write_manifest(cdir, key, spec, options, arch)
     from cupy.cuda import driver
     smem = spec.smem_bytes
-    # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-    driver.funcSetAttribute(function.ptr, 8, smem)
-    occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, spec.threads, smem)
+    function.max_dynamic_shared_size_bytes = smem  # RawKernel: sets the CUfunction attribute
+    # The underlying cupy.cuda.function.Function launches on an explicit stream.
+    raw = getattr(function, "kernel", None)
+    launcher = raw if raw is not None and hasattr(raw, "ptr") else function
+    ptr = getattr(launcher, "ptr", None)
+    if ptr is None:
+        raise RuntimeError("cannot reach the CUfunction of the compiled kernel")
+    occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")
+    function = launcher
     compiled = CompiledKernel(spec, module, function, key, arch, occupancy)
     _MEMO[memo_key] = compiled
     return compiled

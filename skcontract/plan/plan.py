@@ -107,8 +107,8 @@ class Step:
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.reduction.value}"
-        sched = "-" if self.schedule is None else str(getattr(self.schedule, "mode",
-                                                              self.schedule))
+        sched = "-" if self.schedule is None else (
+            self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
         return (str(self.index), self.subscripts, self.kind.value,
                 "-" if unary else self._group(self.batch_labels, self.batch),
                 self._group(self.m_labels, self.m),

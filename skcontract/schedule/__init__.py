@@ -3,7 +3,7 @@
 >>> from skcontract.schedule import schedule_gemm, emulate, DeviceInfo
 >>> s = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64))
 >>> s.mode, s.grid, s.table.shape[1]
-('stream_k', 132, 12)
+('hybrid', 132, 12)
 
 See docs/schedules.md for the decompositions with pictures.
 """

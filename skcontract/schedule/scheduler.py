@@ -21,10 +21,6 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC
                     GemmProblem, Schedule, accumulator_dtype)
 
 
-class _NotBuilt(Exception):
-    pass
-
-
 def _check_tile(tile):
     t = tuple(int(x) for x in tile)
     if len(t) != 3 or min(t) < 1:
@@ -66,7 +62,7 @@ class _Builder:
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
                         pred.efficiency, pred.waves)
 
-    # -- one builder per mode; each returns a Schedule or raises _NotBuilt(reason) -------
+    # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
         ts = self.tiles(tile)
         g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
@@ -182,11 +178,6 @@ class _Builder:
         if mode == HYTIS:
             return self.hytis(tile, grid, reason)
         raise ValueError(f"unknown mode {mode!r}")
-
-
-def _candidate(s: Schedule, note="") -> Candidate:
-    return Candidate(s.mode, s.tile, s.grid, s.predicted_time_us, s.predicted_efficiency,
-                     s.waves, note=note)
 
 
 def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) -> Schedule:
@@ -312,7 +303,7 @@ def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo 
 
     >>> s = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64))
     >>> s.mode, s.grid
-    ('stream_k', 132)
+    ('hybrid', 132)
     """
     return schedule_problem(GemmProblem(m, n, k, batch=batch, dtype=dtype), device, mode=mode,
                             tile=tile, grid=grid, reduction=reduction, **options)

@@ -37,6 +37,13 @@ Fixup protocols keyed by these columns (STREAM_K.md section 3):
   counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its tile in SPLIT
   order, runs the epilogue and resets the counter to 0.
 * ``atomic``: each split adds into the (zeroed) output or an fp32/fp64 staging buffer.
+  TILE is still filled in (it identifies the tile's splits) but no lock is allocated
+  (``Schedule.num_locks == 0``) and SLOT is -1; a tile with PEERS == 1 simply stores.
+
+Notes (scheduler, issue 3): in ``deterministic`` mode every split of a fixup tile carries
+the tile's SLOT, including the FINAL split, which only *reads* it. In ``aligned`` mode the
+PEERS slots of a tile are contiguous: ``SLOT - SPLIT`` is the first. For a grouped GEMM,
+BATCH is the group index; K (for FINAL) is that group's K.
 """
 
 BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(12)

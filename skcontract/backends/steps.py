@@ -1,0 +1,162 @@
+"""Step executors shared by the array backends: a Plan's steps as array operations.
+
+Every backend runs a plan the same way; only the array module and the batched matrix
+product differ (``numpy.matmul`` on the CPU, the Stream-K kernels on the GPU):
+
+* GEMM, BATCHED_GEMM, GEMV, DOT: ``matmul`` on (batch, M, K) x (batch, K, N) views
+  (a transpose then a reshape; the reshape copies only when the plan says ``needs_copy``
+  or the caller's strides demand it);
+* ELEMENTWISE, OUTER: a broadcast multiply of (batch, M, 1) and (batch, 1, N) views;
+* UNARY: broadcast size-1 axes squeezed, diagonals as ``xp.diagonal`` views, sums with
+  ``xp.add.reduce``-style reductions (a logical or for bool).
+
+``einsum`` is never called on a step.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+from ..plan.classify import Kind
+from ..plan.plan import Plan, Step
+
+
+
+class ArrayOps(NamedTuple):
+    """What a backend brings: its array module and its batched matrix product."""
+
+    xp: Any
+    matmul: Callable  # matmul(x, y) on (..., M, K) x (..., K, N) arrays
+    sum: Callable     # sum(x, axis=tuple) keeping numpy's result dtype for x's dtype
+    any: Callable     # logical-or reduction, for bool operands
+
+
+def _perm(term: Sequence[str], order: Sequence[str]):
+    """The transpose taking ``term``'s axes to ``order``; None when it is the identity."""
+    p = tuple(term.index(x) for x in order)
+    return None if p == tuple(range(len(p))) else p
+
+
+def _shaper(term, order, shape_in, shape_out):
+    """A function viewing an array labelled ``term`` as ``shape_out`` in ``order``."""
+    p = _perm(term, order)
+    permuted = tuple(shape_in[i] for i in p) if p is not None else tuple(shape_in)
+    reshape = None if permuted == tuple(shape_out) else tuple(shape_out)
+    if p is None and reshape is None:
+        return None
+    if p is None:
+        return lambda x: x.reshape(reshape)
+    if reshape is None:
+        return lambda x: x.transpose(p)
+    return lambda x: x.transpose(p).reshape(reshape)
+
+
+def _gemm(step: Step, ops: ArrayOps) -> Callable:
+    a, b = step.inputs
+    bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
+    lead = (step.batch,) if bl else ()
+    fa = _shaper(a, bl + ml + kl, step.input_shapes[0], lead + (step.m, step.k))
+    fb = _shaper(b, bl + kl + nl, step.input_shapes[1], lead + (step.k, step.n))
+    out_shape = step.output_shape
+    flat = lead + (step.m, step.n)
+    reshape = None if flat == out_shape else out_shape
+    matmul = ops.matmul
+
+    if fa is None and fb is None and reshape is None:
+        return matmul
+
+    def run(x, y):
+        if fa is not None:
+            x = fa(x)
+        if fb is not None:
+            y = fb(y)
+        r = matmul(x, y)
+        return r if reshape is None else r.reshape(reshape)
+    return run
+
+
+def _broadcast(step: Step, ops: ArrayOps) -> Callable:
+    a, b = step.inputs
+    bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
+    sz = dict(zip(step.output, step.output_shape))
+    shp = [sz[x] for x in bl], [sz[x] for x in ml], [sz[x] for x in nl]
+    # k labels here all have size 1 (K == 1): the reshapes drop them
+    fa = _shaper(a, bl + ml + kl, step.input_shapes[0],
+                 tuple(shp[0] + shp[1] + [1] * len(nl)))
+    fb = _shaper(b, bl + kl + nl, step.input_shapes[1],
+                 tuple(shp[0] + [1] * len(ml) + shp[2]))
+    xp = ops.xp
+    multiply = xp.multiply
+    scalar = not step.output  # 0-d products come back as scalars: keep arrays
+
+    def run(x, y):
+        if fa is not None:
+            x = fa(x)
+        if fb is not None:
+            y = fb(y)
+        r = multiply(x, y)
+        return xp.asarray(r) if scalar else r
+    return run
+
+
+def _unary(step: Step, ops: ArrayOps) -> Callable:
+    term = [lab for ax, lab in enumerate(step.inputs[0]) if ax not in step.squeeze]
+    squeeze = step.squeeze
+    diagonals = []
+    while len(set(term)) != len(term):
+        lab = next(x for x in term if term.count(x) > 1)
+        p = term.index(lab)
+        q = term.index(lab, p + 1)
+        diagonals.append((p, q))
+        term = [x for i, x in enumerate(term) if i not in (p, q)] + [lab]
+    summed = tuple(term.index(x) for x in step.k_labels)
+    kept = [x for x in term if x not in step.k_labels]
+    perm = _perm(kept, step.output)
+    scalar = not step.output
+    xp = ops.xp
+
+    def run(x):
+        if squeeze:
+            x = x.squeeze(axis=squeeze)
+        for p, q in diagonals:
+            x = xp.diagonal(x, axis1=p, axis2=q)
+        if summed:
+            reduce = ops.any if x.dtype == xp.bool_ else ops.sum
+            x = reduce(x, axis=summed)
+            if scalar:
+                x = xp.asarray(x)
+        return x if perm is None else x.transpose(perm)
+    return run
+
+
+def _step_fn(step: Step, ops: ArrayOps) -> Callable:
+    if step.kind is Kind.UNARY:
+        return _unary(step, ops)
+    if step.kind in (Kind.ELEMENTWISE, Kind.OUTER):
+        return _broadcast(step, ops)
+    return _gemm(step, ops)
+
+
+def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
+    """Prepare ``plan`` once for ``ops``; the returned ``run(arrays)`` executes it (see the
+    package docstring of :mod:`skcontract.backends` for the contract)."""
+    n = len(plan.input_shapes)
+    steps = tuple((_step_fn(s, ops), s.args, s.result) for s in plan.steps)
+    n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
+    result = plan.result
+    perm = _perm(plan.result_labels, plan.output)
+
+    if len(steps) == 1 and n == 2 and len(steps[0][1]) == 2 and steps[0][1] == (0, 1):
+        fn = steps[0][0]
+        if perm is None:
+            return lambda arrays: fn(arrays[0], arrays[1])
+        return lambda arrays: fn(arrays[0], arrays[1]).transpose(perm)
+
+    extra = [None] * (n_slots - n)
+
+    def run(arrays):
+        slots = list(arrays) + extra
+        for fn, args, res in steps:
+            slots[res] = fn(*[slots[i] for i in args])
+        r = slots[result]
+        return r if perm is None else r.transpose(perm)
+    return run

@@ -1,0 +1,44 @@
+"""`skcontract.explain`: a contraction's plan as text, and its schedules as a picture."""
+from __future__ import annotations
+
+from .contract import contract_path
+
+
+def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
+            optimize="auto", dtype=None):
+    """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
+
+    The picture has one panel per GEMM-class step: one row per CTA, k-iterations on the x
+    axis, splits coloured by tile, waits for a fixup marked (see docs/schedules.md).
+    Drawing needs matplotlib (``pip install 'skcontract[plot]'``).
+
+    >>> plan = explain("ij,jk->ik", (2176, 4096), (4096, 1024), shapes=True)
+    >>> plan.steps[0].kind.name, plan.steps[0].schedule.mode
+    ('GEMM', 'stream_k')
+    """
+    _, plan = contract_path(subscripts, *operands_or_shapes, shapes=shapes,
+                            optimize=optimize, dtype=dtype, device=device)
+    if draw is not None:
+        scheduled = [s for s in plan.steps if getattr(s, "schedule", None) is not None]
+        if not scheduled:
+            raise ValueError(f"{subscripts!r} has no GEMM-class step to draw a schedule for")
+        _draw_steps(scheduled, draw)
+    return plan
+
+
+def _draw_steps(steps, path) -> None:
+    from .schedule.draw import draw_schedule
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # optional dependency
+        raise ImportError("explain(draw=...) needs matplotlib: "
+                          "pip install 'skcontract[plot]'") from exc
+    fig, axes = plt.subplots(len(steps), 1, figsize=(12, 4.5 * len(steps)), squeeze=False)
+    for ax, step in zip(axes[:, 0], steps):
+        draw_schedule(step.schedule, ax)
+        ax.set_title(f"step {step.subscripts}: {step.schedule.summary()}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

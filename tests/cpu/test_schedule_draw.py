@@ -1,0 +1,70 @@
+"""Pictures of schedules, the corpus report."""
+import builtins
+import json
+import os
+
+import pytest
+
+from skcontract.schedule import draw_schedule, schedule_gemm
+
+
+def test_draw_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    ss = [schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64), mode=m)
+          for m in ("data_parallel", "stream_k", "hybrid")]
+    path = tmp_path / "s.png"
+    draw_schedule(ss, str(path))
+    assert path.stat().st_size > 10_000
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_draw_on_an_axes_and_waits_marked():
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    import dataclasses
+    from skcontract.schedule import DeviceInfo
+    dev = dataclasses.replace(DeviceInfo.h200(), sms=4)
+    s = schedule_gemm(384, 128, 90 * 64, tile=(128, 128, 64), device=dev, mode="split_k",
+                      splits=2, reduction="deterministic")
+    ax = Figure().subplots()
+    out = draw_schedule(s, ax)
+    assert out is ax
+    assert any(p.get_facecolor()[:3] == (1.0, 0.0, 0.0) for p in ax.patches)  # a red wait
+
+
+def test_draw_without_matplotlib_says_how_to_install(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("no matplotlib")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ImportError, match="pip install"):
+        draw_schedule(schedule_gemm(256, 256, 256), None)
+
+
+CORPUS = "/work/shared/bench/corpus.json"
+
+
+@pytest.mark.skipif(not os.path.exists(CORPUS), reason="benchmark corpus not available")
+def test_report_covers_every_gemm_shape():
+    from skcontract.schedule.report import corpus_shapes, markdown
+    from skcontract.schedule import DeviceInfo
+
+    with open(CORPUS) as f:
+        corpus = json.load(f)
+    text = markdown(corpus, DeviceInfo.h200())
+    n = len(list(corpus_shapes(corpus)))
+    assert text.count("\n| ") == 2 * n + 2  # two tiles per shape + header + separator
+    assert "| exact-waves | 1536 x 1408 x 4096 | 128x128x64 | data_parallel |" in text
+
+
+def test_report_parses_batched_entries():
+    from skcontract.schedule.report import corpus_shapes
+
+    corpus = {"gemm": [{"class": "b", "shapes": [{"batch": 4, "mnk": [8, 9, 10]}, [1, 2, 3]]}]}
+    assert list(corpus_shapes(corpus)) == [("b", 4, 8, 9, 10), ("b", 1, 1, 2, 3)]
