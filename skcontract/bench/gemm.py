@@ -300,9 +300,13 @@ def _write_all(args, rows, plot=True):
            "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
                                            "us", "call_us", "cublas_us", "tflops")}
                     for r in rows]}
+    for r in doc["rows"]:  # strict JSON: NaN -> null
+        for key, v in r.items():
+            if isinstance(v, float) and v != v:
+                r[key] = None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1, allow_nan=True))
+    (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1))
     summary = summarize(rows)
     write_markdown(out / f"{args.name}.md", doc, summary)
     if plot:

@@ -1,0 +1,58 @@
+"""The CuPy backend: a Plan's steps on the GPU.
+
+GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kernel
+(float16, bfloat16, float32, float64; see :mod:`skcontract.kernels.specs`) run on
+:func:`skcontract.kernels.gemm.gemm` under the scheduler's ``auto`` choice. Documented
+fallback, until the kernel-coverage issue: other dtypes (integers, bool, complex) and the
+other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
+
+float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
+backend which computes it in float32.
+"""
+from __future__ import annotations
+
+import cupy
+
+from ..kernels import specs
+from ..kernels.gemm import gemm
+from ..plan.classify import compute_dtype as _cpu_compute_dtype
+from .steps import ArrayOps, compile_plan
+
+NAME = "cupy"
+xp = cupy
+
+__all__ = ["NAME", "xp", "is_array", "asarray", "compile", "compute_dtype"]
+
+# The reduction mode of einsum's GEMM steps: bitwise reproducible, like numpy's results.
+EINSUM_REDUCTION = "deterministic"
+
+
+def is_array(x) -> bool:
+    return isinstance(x, cupy.ndarray)
+
+
+def asarray(x):
+    return x if type(x) is cupy.ndarray else cupy.asarray(x)
+
+
+def compute_dtype(dtype):
+    """float16 runs as float16 on the GPU (float32 accumulation inside the kernels)."""
+    dt = cupy.dtype(dtype)
+    return dt if dt.name in specs.CXX_TYPES else _cpu_compute_dtype(dt)
+
+
+def stream_k_matmul(x, y):
+    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels where a
+    kernel exists for the dtype, else cupy.matmul."""
+    if x.dtype.name in specs.CXX_TYPES and x.dtype == y.dtype and x.ndim in (2, 3) \
+            and x.ndim == y.ndim:
+        return gemm(x, y, reduction=EINSUM_REDUCTION)
+    return cupy.matmul(x, y)
+
+
+OPS = ArrayOps(cupy, stream_k_matmul, cupy.sum, cupy.any)
+
+
+def compile(plan):
+    """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`)."""
+    return compile_plan(plan, OPS)
