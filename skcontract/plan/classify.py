@@ -30,6 +30,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..dtypes import accumulator_dtype
+
 __all__ = ["Kind", "ReductionClass", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
            "reduction_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
 
@@ -78,30 +80,6 @@ def compute_dtype(dtype) -> np.dtype:
     if dt.kind == "f" and dt.itemsize < 4 or dt.name == "bfloat16":
         return np.dtype(np.float32)
     return dt
-
-
-def accumulator_dtype(dtype) -> np.dtype | None:
-    """The accumulator dtype of a GPU kernel for operands of ``dtype``.
-
-    float16/bfloat16 -> float32; float32 -> float32; float64 -> float64; complex stays
-    complex (no atomic exists for it); integers -> int64 (uint64 -> uint64); bool -> int32
-    (a logical or of ands, counted in int32). Object and other dtypes -> None.
-
-    >>> accumulator_dtype('float16'), accumulator_dtype('int8'), accumulator_dtype(bool)
-    (dtype('float32'), dtype('int64'), dtype('int32'))
-    """
-    dt = np.dtype(dtype)
-    if dt.kind == "f" or dt.name == "bfloat16":
-        return np.dtype(np.float64 if dt.itemsize >= 8 else np.float32)
-    if dt.kind == "c":
-        return dt
-    if dt.kind == "b":
-        return np.dtype(np.int32)
-    if dt.kind == "u" and dt.itemsize == 8:
-        return np.dtype(np.uint64)
-    if dt.kind in "iu":
-        return np.dtype(np.int64)
-    return None
 
 
 def reduction_class(has_reduction: bool, dtype, device) -> ReductionClass:

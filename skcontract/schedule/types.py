@@ -11,6 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..dtypes import accumulator_dtype as _accumulator_dtype
+from ..dtypes import dtype_name
+
 from . import table as T
 from .device import DeviceInfo
 
@@ -57,26 +60,13 @@ class ProtocolViolation(ScheduleError):
 # ---------------------------------------------------------------------------------------
 # Problems
 # ---------------------------------------------------------------------------------------
-_ACCUMULATOR = {
-    "float16": "float32", "bfloat16": "float32", "float32": "float32",
-    "float64": "float64", "int8": "int32", "uint8": "int32", "int32": "int32",
-    "int64": "int64", "complex64": "complex64", "complex128": "complex128",
-}
-
-
-def dtype_name(dtype) -> str:
-    """Name of an operand dtype; accepts numpy dtypes and the string ``"bfloat16"``."""
-    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
-        return "bfloat16"
-    return np.dtype(dtype).name
-
-
 def accumulator_dtype(dtype) -> str:
-    """The accumulator a GPU kernel uses for operands of ``dtype`` (fp16/bf16 -> fp32)."""
-    name = dtype_name(dtype)
-    if name not in _ACCUMULATOR:
-        raise ValueError(f"no GEMM accumulator known for operand dtype {name!r}")
-    return _ACCUMULATOR[name]
+    """Name of the accumulator a GPU kernel uses for ``dtype`` operands (fp16/bf16 -> fp32);
+    ValueError for dtypes no kernel can accumulate (see :mod:`skcontract.dtypes`)."""
+    acc = _accumulator_dtype(dtype)
+    if acc is None:
+        raise ValueError(f"no GEMM accumulator known for operand dtype {dtype_name(dtype)!r}")
+    return acc.name
 
 
 @dataclass(frozen=True)

@@ -114,8 +114,10 @@ def test_view_ok_rule():
     ("float64", "float64", ReductionClass.ATOMIC),
     ("complex64", "complex64", ReductionClass.WORKSPACE_ONLY),
     ("complex128", "complex128", ReductionClass.WORKSPACE_ONLY),
-    ("int8", "int64", ReductionClass.ATOMIC),
-    ("int32", "int64", ReductionClass.ATOMIC),
+    ("int8", "int32", ReductionClass.ATOMIC),
+    ("uint16", "uint32", ReductionClass.ATOMIC),
+    ("int32", "int32", ReductionClass.ATOMIC),
+    ("int64", "int64", ReductionClass.ATOMIC),
     ("uint64", "uint64", ReductionClass.ATOMIC),
     ("bool", "int32", ReductionClass.ATOMIC),
 ])

@@ -1,0 +1,43 @@
+"""Dtype facts shared by the planner, the scheduler and the kernels (one table, one place)."""
+from __future__ import annotations
+
+import numpy as np
+
+_BFLOAT16_NAMES = ("bfloat16", "bf16")
+
+
+def dtype_name(dtype) -> str:
+    """Name of an operand dtype; accepts numpy dtypes and the string ``"bfloat16"``."""
+    if isinstance(dtype, str) and dtype.lower() in _BFLOAT16_NAMES:
+        return "bfloat16"
+    return np.dtype(dtype).name
+
+
+def accumulator_dtype(dtype) -> np.dtype | None:
+    """The dtype a kernel accumulates products of ``dtype`` operands in.
+
+    float16/bfloat16 -> float32 (tensor cores); float32 -> float32; float64 -> float64;
+    complex stays complex (no device atomic exists for it); integers of up to 32 bits ->
+    int32/uint32 and 64-bit ones -> int64/uint64 (integer products wrap, as numpy's do, so
+    any accumulator at least as wide as the result gives numpy's bits); bool -> int32 (a
+    logical or of ands, counted). Object and other dtypes -> None.
+
+    >>> accumulator_dtype('float16'), accumulator_dtype('int8'), accumulator_dtype(bool)
+    (dtype('float32'), dtype('int32'), dtype('int32'))
+    """
+    name = dtype_name(dtype)
+    if name == "bfloat16":
+        return np.dtype(np.float32)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return np.dtype(np.float64 if dt.itemsize >= 8 else np.float32)
+    if dt.kind == "c":
+        return dt
+    if dt.kind == "b":
+        return np.dtype(np.int32)
+    if dt.kind in "iu":
+        wide = dt.itemsize == 8
+        if dt.kind == "u":
+            return np.dtype(np.uint64 if wide else np.uint32)
+        return np.dtype(np.int64 if wide else np.int32)
+    return None
