@@ -227,6 +227,8 @@ def hybrid(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> RawS
     """Returns the splits, or the reason the hybrid rule turns into plain DP."""
     p = _uniform_iters(ts, bk)
     w, tail = divmod(ts.n, grid)
+    if w == 0:  # no full wave: each unit would hold under one tile, which is stream_k
+        return f"hybrid: {ts.n} tiles make no full wave of {grid} (stream_k's case)"
     if tail == 0:
         return "hybrid: no partial wave"
     if tail * 2 >= grid:

@@ -60,12 +60,14 @@ Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 
-TILE_CANDIDATES = {
+TILE_CANDIDATES_WITHOUT_KERNEL = {
     "16bit": ((128, 128, 64), (128, 256, 64)),
     "float32": ((128, 128, 64), (128, 256, 64), (128, 128, 32), (64, 128, 32)),
     "float64": ((128, 128, 64), (128, 256, 64), (64, 128, 32), (64, 64, 32)),
 }
-"""Tiles auto chooses from per operand dtype class (the kernels' instantiations)."""
+"""Tiles auto plans with for dtypes that have no GPU kernel yet (their GPU steps fall back to
+CuPy; the schedule shows what a kernel would do). Dtypes with kernels use the kernels' own
+tiles, :data:`skcontract.kernels.specs.HEURISTIC_TILES`, so plan and launch agree."""
 
 HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
 """HyTiS latency tile = (BM / fm, BN / fn) for these (fm, fn); BK unchanged; >= 16."""
@@ -85,12 +87,17 @@ def selection_key(mode: str, time_us: float) -> float:
 
 
 def tile_candidates(dtype) -> tuple:
+    """The (BM, BN, BK) tiles auto may choose for ``dtype`` operands."""
+    from ..kernels.specs import HEURISTIC_TILES  # pure data: no CuPy import
+
     name = str(dtype)
+    if name in HEURISTIC_TILES:
+        return tuple((b.bm, b.bn, b.bk) for b in HEURISTIC_TILES[name])
     if name in ("float32", "complex64", "int32"):
-        return TILE_CANDIDATES["float32"]
+        return TILE_CANDIDATES_WITHOUT_KERNEL["float32"]
     if name in ("float64", "complex128", "int64"):
-        return TILE_CANDIDATES["float64"]
-    return TILE_CANDIDATES["16bit"]
+        return TILE_CANDIDATES_WITHOUT_KERNEL["float64"]
+    return TILE_CANDIDATES_WITHOUT_KERNEL["16bit"]
 
 
 @dataclass(frozen=True)
