@@ -12,8 +12,8 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     axis, splits coloured by tile, waits for a fixup marked (see docs/schedules.md).
     Drawing needs matplotlib (``pip install 'skcontract[plot]'``).
 
-    >>> plan = explain("ij,jk->ik", (2176, 4096), (4096, 1024), shapes=True)
-    >>> plan.steps[0].kind.name, plan.steps[0].schedule.mode
+    >>> plan = explain("ij,jk->ik", (256, 32768), (32768, 256), shapes=True)
+    >>> plan.steps[0].kind.name, plan.steps[0].schedule.mode   # 4 tiles, long K
     ('GEMM', 'stream_k')
     """
     _, plan = contract_path(subscripts, *operands_or_shapes, shapes=shapes,

@@ -51,15 +51,12 @@ class DeviceInfo:
         """Read a live device through CuPy (raises ImportError without CuPy)."""
         import cupy
 
-        dev = cupy.cuda.Device(device_id) if device_id is not None else cupy.cuda.Device()
-        attrs = dev.attributes
-        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
-        name = props["name"]
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return cls(name, attrs["MultiProcessorCount"],
-                   (attrs["ComputeCapabilityMajor"], attrs["ComputeCapabilityMinor"]),
-                   attrs["L2CacheSize"], attrs["MaxSharedMemoryPerMultiprocessor"],
-                   attrs["MaxThreadsPerMultiProcessor"], ctas_per_sm)
+        dev_id = cupy.cuda.runtime.getDevice() if device_id is None else device_id
+        p = cupy.cuda.runtime.getDeviceProperties(dev_id)
+        name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        return cls(name, p["multiProcessorCount"], (p["major"], p["minor"]),
+                   p["l2CacheSize"], p["sharedMemPerMultiprocessor"],
+                   p["maxThreadsPerMultiProcessor"], ctas_per_sm)
 
     @property
     def resident_ctas(self) -> int:

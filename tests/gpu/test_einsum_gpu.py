@@ -1,0 +1,85 @@
+"""einsum on CuPy arrays: the CuPy backend against a float64 NumPy reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import skcontract
+
+# (subscripts, shapes): GEMM-class steps (on our kernels) and the other kinds (CuPy ops).
+CASES = [
+    ("ij,jk->ik", [(300, 200), (200, 170)]),
+    ("ij,jk->ik", [(2176, 256), (256, 1024)]),      # wave-quantized tile count
+    ("bij,bjk->bik", [(6, 65, 129), (6, 129, 33)]),
+    ("bhqd,bhkd->bhqk", [(2, 3, 64, 40), (2, 3, 80, 40)]),
+    ("ij,j->i", [(513, 257), (257,)]),
+    ("i,i->", [(4099,), (4099,)]),
+    ("ij,jk,kl->il", [(64, 96), (96, 32), (32, 80)]),
+    ("abcd,cdef->abef", [(6, 7, 8, 9), (8, 9, 5, 4)]),
+    ("ijk,jkl->il", [(16, 17, 18), (17, 18, 19)]),
+    ("i,j->ij", [(33,), (45,)]),
+    ("ij,ij->ij", [(31, 37), (31, 37)]),
+    ("ii->i", [(77, 77)]),
+    ("...ij,...jk->...ik", [(2, 3, 20, 30), (2, 3, 30, 10)]),
+]
+TOL = {"float16": 3e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5, "int32": 0}
+
+
+@pytest.mark.parametrize("dtype", list(TOL))
+@pytest.mark.parametrize("subscripts,shapes", CASES)
+def test_einsum_cupy_matches_float64_reference(subscripts, shapes, dtype):
+    import cupy
+    rng = np.random.default_rng(len(subscripts) + sum(map(len, shapes)))
+    ops = []
+    for s in shapes:
+        x = rng.integers(-3, 4, size=s) if dtype == "int32" else rng.standard_normal(s)
+        if dtype == "complex64":
+            x = x + 1j * rng.standard_normal(s)
+        ops.append(x.astype(dtype))
+    got = skcontract.einsum(subscripts, *[cupy.asarray(o) for o in ops])
+    assert isinstance(got, cupy.ndarray)
+    want_dtype = np.einsum(subscripts, *ops).dtype
+    assert got.dtype == want_dtype
+    ref = np.einsum(subscripts, *[o.astype(np.complex128 if dtype == "complex64"
+                                           else np.float64) for o in ops])
+    got = cupy.asnumpy(got).astype(ref.dtype)
+    if TOL[dtype] == 0:
+        assert np.array_equal(got, ref)
+    else:
+        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300)
+        assert err <= TOL[dtype], (subscripts, dtype, err)
+
+
+def test_contract_expression_on_gpu_reuses_the_plan():
+    import cupy
+    expr = skcontract.contract_expression("bij,bjk->bik", (4, 96, 64), (4, 64, 80),
+                                          backend="cupy")
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        a = rng.standard_normal((4, 96, 64)).astype(np.float32)
+        b = rng.standard_normal((4, 64, 80)).astype(np.float32)
+        out = cupy.full((4, 96, 80), cupy.nan, dtype=cupy.float32)
+        r = expr(cupy.asarray(a), cupy.asarray(b), out=out)
+        assert r is out
+        np.testing.assert_allclose(cupy.asnumpy(out), a.astype(np.float64) @ b, rtol=1e-4,
+                                   atol=1e-4)
+
+
+def test_numpy_inputs_stay_on_the_cpu_unless_asked():
+    import cupy
+    a = np.random.default_rng(2).standard_normal((40, 30))
+    assert isinstance(skcontract.einsum("ij,jk->ik", a, a.T), np.ndarray)
+    got = skcontract.einsum("ij,jk->ik", cupy.asarray(a), cupy.asarray(a.T), backend="cupy")
+    np.testing.assert_allclose(cupy.asnumpy(got), a @ a.T, rtol=1e-12)
+
+
+def test_demo_runs_on_the_gpu():
+    from skcontract.demo import run_demo
+    assert run_demo("cupy") == 0
+
+
+def test_float16_sums_accumulate_in_float32_on_the_gpu():
+    import cupy
+    ones = cupy.ones(5000, dtype=cupy.float16)
+    assert float(skcontract.einsum("i->", ones)) == 5000.0
+    assert float(skcontract.einsum("i,i->", ones, ones)) == 5000.0
