@@ -85,11 +85,28 @@ def _scheduler():
     return schedule_gemm
 
 
-def _base_spec(dtype: str, tile) -> specs.KernelSpec:
+def _bases(dtype: str) -> tuple:
     if dtype not in specs.HEURISTIC_TILES:
         raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
                         f"{', '.join(specs.HEURISTIC_TILES)})")
-    bases = specs.HEURISTIC_TILES[dtype]
+    return specs.HEURISTIC_TILES[dtype]
+
+
+def _match_base(bases, tile) -> specs.KernelSpec:
+    """The base whose (BM, BN[, BK]) is the schedule's tile."""
+    tile = tuple(int(t) for t in tile)
+    for b in bases:
+        if (b.bm, b.bn, b.bk)[:len(tile)] == tile:
+            return b
+    for b in bases:
+        if (b.bm, b.bn) == tile[:2]:
+            return b
+    raise RuntimeError(f"scheduler returned tile {tile}; kernels have "
+                       f"{[(b.bm, b.bn, b.bk) for b in bases]}")
+
+
+def _base_spec(dtype: str, tile) -> specs.KernelSpec:
+    bases = _bases(dtype)
     if tile is None:
         return bases[0]
     tile = tuple(int(t) for t in tile)
@@ -102,28 +119,48 @@ def _base_spec(dtype: str, tile) -> specs.KernelSpec:
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, mode, reduction,
               tile, grid, dev, schedule=None) -> LaunchPlan:
-    """Compile, schedule and upload for one problem (the cold path)."""
-    base = _base_spec(dtype, tile)
+    """Compile, schedule and upload for one problem (the cold path).
 
-    def spec_for(fixup):
-        return specs.specialise(base, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
+    ``tile=None`` lets the scheduler's cost model choose among every base of
+    ``HEURISTIC_TILES[dtype]``; the kernel is the base whose tile it returned. The schedule is
+    always built with the occupancy of the kernel that runs it (co-residency of waiting splits).
+    """
+    bases = _bases(dtype)
+    base = _base_spec(dtype, tile) if tile is not None or len(bases) == 1 else None
+
+    def spec_for(b, fixup):
+        return specs.specialise(b, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
                                 a_aligned=a_vec_ok, b_aligned=b_vec_ok)
+
+    def occupancy(b):
+        # Occupancy of the kernel that may wait decides how many CTAs can be resident.
+        return jit.get_kernel(spec_for(b, "atomic" if reduction == "atomic" else
+                                       "deterministic"), dev).occupancy
 
     if schedule is None:
         schedule_gemm = _scheduler()
-        # Occupancy of the kernel that may wait decides how many CTAs can be resident.
-        probe = jit.get_kernel(spec_for("atomic" if reduction == "atomic" else "deterministic"),
-                               dev)
-        device = _device_info(dev).with_occupancy(probe.occupancy)
-        kwargs = dict(batch=batch, device=device, mode=mode, tile=(base.bm, base.bn, base.bk),
-                      reduction=reduction)
-        if grid is not None:
-            kwargs["grid"] = grid
-        schedule = schedule_gemm(m, n, k, **kwargs)
+
+        def plan_with(b, tile_arg):
+            device = _device_info(dev).with_occupancy(occupancy(b))
+            kwargs = dict(batch=batch, device=device, mode=mode, tile=tile_arg,
+                          reduction=reduction, dtype=dtype)
+            if grid is not None:
+                kwargs["grid"] = grid
+            return schedule_gemm(m, n, k, **kwargs)
+
+        if base is None:  # auto over all tiles, with the first tile's occupancy
+            schedule = plan_with(bases[0], None)
+            base = _match_base(bases, schedule.tile)
+            if base is not bases[0] and occupancy(base) != occupancy(bases[0]):
+                schedule = plan_with(base, (base.bm, base.bn, base.bk))
+        else:
+            schedule = plan_with(base, (base.bm, base.bn, base.bk))
         if tuple(schedule.tile)[:2] != (base.bm, base.bn):
             raise RuntimeError(f"scheduler returned tile {schedule.tile}, kernel is "
                                f"{(base.bm, base.bn, base.bk)}")
-    kernel = jit.get_kernel(spec_for(fixup_for(schedule)), dev)
+    elif base is None:
+        base = _match_base(bases, schedule.tile)
+    kernel = jit.get_kernel(spec_for(base, fixup_for(schedule)), dev)
     plan = LaunchPlan(kernel, schedule, dev)
     summary = schedule.summary() if hasattr(schedule, "summary") else (
         f"grid={schedule.grid} rows={len(schedule.table)} reduction={schedule.reduction}")

@@ -217,15 +217,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract.kernels.jit")
     p.add_argument("--warm", choices=["all", "representative", "default-tiles"], default="all")
     p.add_argument("--jobs", type=int, default=8)
+    p.add_argument("--dtypes", default="", help="comma list of input dtypes (default: all)")
     args = p.parse_args(argv)
     if args.warm == "representative":
         todo = specs.representative_specs()
     else:
         todo = specs.all_specs()
         if args.warm == "default-tiles":
+            # every base the launcher can pick (auto plans over all of them)
             todo = [s for s in todo if any(
-                (s.dtype_in, s.bm, s.bn, s.bk) == (b[0].dtype_in, b[0].bm, b[0].bn, b[0].bk)
-                for b in specs.HEURISTIC_TILES.values())]
+                (s.dtype_in, s.bm, s.bn, s.bk) == (b.dtype_in, b.bm, b.bn, b.bk)
+                for bases in specs.HEURISTIC_TILES.values() for b in bases)]
+    if args.dtypes:
+        keep = set(args.dtypes.split(","))
+        todo = [s for s in todo if s.dtype_in in keep]
     lines = warm(todo, args.jobs)
     for line in lines:
         print(line)

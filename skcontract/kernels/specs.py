@@ -50,6 +50,7 @@ class KernelSpec:
     b_layout: str = "row"
     a_vec: int = 8
     b_vec: int = 8
+    min_blocks: int = 1  # __launch_bounds__ minimum CTAs per SM (caps registers per thread)
 
     def __post_init__(self):
         if self.dtype_in not in CXX_TYPES or self.dtype_out not in CXX_TYPES:
@@ -81,7 +82,7 @@ class KernelSpec:
         return np.dtype(self.dtype_acc).itemsize
 
     def _stage_bytes(self, rows: int, kcontig: bool) -> int:
-        pad = 16 // self.elem_bytes
+        pad = 8 if (self.elem_bytes == 8 and not kcontig) else 16 // self.elem_bytes
         cont, lines = (self.bk, rows) if kcontig else (rows, self.bk)
         return lines * (cont + pad) * self.elem_bytes
 
@@ -101,8 +102,6 @@ class KernelSpec:
 
     @property
     def acc_per_thread(self) -> int:
-        if self.mainloop == "ffma":
-            return (self.bm // 16) * (self.bn // 16)
         return self.bm * self.bn // self.threads
 
     @property
@@ -114,7 +113,8 @@ class KernelSpec:
     def name(self) -> str:
         return (f"{self.dtype_in}_{self.dtype_out}_{self.dtype_acc}_{self.bm}x{self.bn}x{self.bk}"
                 f"_s{self.stages}_w{self.warps_m}x{self.warps_n}_{self.mainloop}_{self.fixup}"
-                f"_{self.a_layout[0]}{self.b_layout[0]}_v{self.a_vec}x{self.b_vec}")
+                f"_{self.a_layout[0]}{self.b_layout[0]}_v{self.a_vec}x{self.b_vec}"
+                + (f"_mb{self.min_blocks}" if self.min_blocks != 1 else ""))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -149,6 +149,7 @@ class KernelSpec:
             f"  using TIn = {tin};\n  using TOut = {tout};\n  using Acc = {acc};\n"
             f"  static constexpr int BM = {self.bm}, BN = {self.bn}, BK = {self.bk};\n"
             f"  static constexpr int STAGES = {self.stages}, THREADS = {self.threads};\n"
+            f"  static constexpr int MIN_BLOCKS = {self.min_blocks};\n"
             f"  static constexpr int FIXUP = {FIXUP_CODES[self.fixup]};\n"
             f"  using LA = {la};\n  using LB = {lb};\n  using ML = {ml};\n}};\n")
 
@@ -161,10 +162,16 @@ HEURISTIC_TILES = {
                 KernelSpec("float16", "float16", "float32", 128, 256, 32, 3, 4, 4, "mma_sync")),
     "bfloat16": (KernelSpec("bfloat16", "bfloat16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),
                  KernelSpec("bfloat16", "bfloat16", "float32", 128, 256, 32, 3, 4, 4, "mma_sync")),
+    # exact fp32: 8x8 FFMA register tiles; 8x256 is the skinny (GEMV-like, M <= 8) tile
     "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
-                           a_vec=4, b_vec=4),),
-    "float64": (KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
-                           a_vec=2, b_vec=2),),
+                           a_vec=4, b_vec=4),
+                KernelSpec("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
+                           a_vec=4, b_vec=4)),
+    # fp64: DMMA 128x64 (8 warps of 32x32); skinny tile on DFMA
+    "float64": (KernelSpec("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync",
+                           a_vec=2, b_vec=2),
+                KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
+                           a_vec=2, b_vec=2)),
 }
 
 

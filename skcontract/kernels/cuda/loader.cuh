@@ -5,7 +5,8 @@
 //   KCONTIG = false: X(x, k) = ptr[k * ld + x]   (A column-major, B row-major)
 // The shared tile keeps the global contiguous dimension contiguous:
 //   KCONTIG: smem[x][BK + PAD]      else: smem[k][ROWS + PAD]
-// PAD is 16 bytes so ldmatrix rows and cp.async chunks hit distinct banks.
+// PAD is 16 bytes (64 for fp64 x-contiguous) so ldmatrix rows, DMMA fragments and cp.async
+// chunks hit distinct banks.
 // VEC elements are copied per cp.async (VEC * sizeof(T) in {4, 8, 16}); VEC == 1 with a 2-byte T
 // (a leading dimension that is not even) falls back to synchronous element loads.
 // Chunks that straddle the edge (x_end, k_end) are zero-filled through cp.async's src-size.
@@ -16,7 +17,10 @@ namespace skc {
 
 template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS>
 struct TileLoader {
-  static constexpr int PAD = 16 / (int)sizeof(T);
+  static constexpr bool KC = KCONTIG;
+  // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
+  // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct banks pairs.
+  static constexpr int PAD = (sizeof(T) == 8 && !KCONTIG) ? 8 : 16 / (int)sizeof(T);
   static constexpr int CONT = KCONTIG ? BK : ROWS;     // contiguous extent in smem
   static constexpr int LINES = KCONTIG ? ROWS : BK;    // strided extent
   static constexpr int LDS = CONT + PAD;               // smem leading dimension (elements)

@@ -1,6 +1,6 @@
 // sk_gemm.cuh: the persistent Stream-K GEMM kernel. One template, one instantiation per
 // KernelSpec; the host emits a Cfg struct (see skcontract/kernels/specs.py) naming:
-//   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, FIXUP, LA, LB (TileLoader), ML (mainloop).
+//   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, FIXUP, LA, LB (TileLoader), ML (mainloop).
 // Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
 // feeding ML::compute -> Fixup -> Epilogue.
 #pragma once
@@ -15,7 +15,7 @@
 namespace skc {
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS)
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
         typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
         const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,

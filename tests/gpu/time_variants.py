@@ -1,0 +1,111 @@
+"""Time kernel variants against cuBLAS in one run (not a pytest module).
+
+    python -m tests.gpu.time_variants [--dtypes float32,float64] [--variants]
+
+For each shape: cuBLAS (torch.matmul, CUDA-graph replay), ``gemm`` auto (tile chosen by the
+scheduler over HEURISTIC_TILES), and with ``--variants`` each candidate base forced alone.
+Prints one table: us and ratio cuBLAS / ours (>= 1: we are as fast), plus relative error.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+
+SHAPES = [(1024, 1024, 1024), (2304, 2304, 4096), (128, 128, 16384), (1, 8192, 8192),
+          (1000, 1000, 1000)]
+
+
+def variants(dtype):
+    from skcontract.kernels import specs
+    K = specs.KernelSpec
+    if dtype == "float32":
+        b = K("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma", a_vec=4, b_vec=4)
+        return {"f128s3": b, "f128s4": replace(b, stages=4), "f128mb2": replace(b, min_blocks=2),
+                "f8x256": K("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
+                            a_vec=4, b_vec=4)}
+    if dtype == "float64":
+        return {"d128x64s4": K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync",
+                               a_vec=2, b_vec=2),
+                "d128x64s3": K("float64", "float64", "float64", 128, 64, 16, 3, 4, 2, "mma_sync",
+                               a_vec=2, b_vec=2),
+                "d64x64s3": K("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
+                              a_vec=2, b_vec=2),
+                "d64x64s4": K("float64", "float64", "float64", 64, 64, 16, 4, 2, 2, "mma_sync",
+                              a_vec=2, b_vec=2),
+                "dffma8x256": K("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
+                                a_vec=2, b_vec=2)}
+    return {}
+
+
+def main(argv=None) -> int:
+    import cupy
+    import torch
+
+    from skcontract.bench.gemm import _calls_for, _device_time_us, _torch_graph_us
+    from skcontract.kernels import gemm as G
+    from skcontract.kernels import specs
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--dtypes", default="float32,float64")
+    p.add_argument("--variants", action="store_true")
+    p.add_argument("--shapes", default="")
+    p.add_argument("--reps", type=int, default=5)
+    args = p.parse_args(argv)
+    shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x")))
+                                             for s in args.shapes.split(",")]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    summary = {}
+    print(f"{'dtype':8s} {'shape':18s} {'kernel':12s} {'us':>9s} {'cublas':>9s} {'ratio':>6s} "
+          f"{'TF/s':>6s} {'err':>8s}  tile", flush=True)
+    for dtype in args.dtypes.split(","):
+        tdt = getattr(torch, dtype)
+        default = specs.HEURISTIC_TILES[dtype]
+        cands = {"auto": None}
+        if args.variants:
+            cands.update(variants(dtype))
+        for (m, n, k) in shapes:
+            gen = torch.Generator(device="cuda").manual_seed(1)
+            a = torch.randn((m, k), device="cuda", generator=gen, dtype=torch.float64).to(tdt)
+            b = torch.randn((k, n), device="cuda", generator=gen, dtype=torch.float64).to(tdt)
+            c = torch.empty((m, n), device="cuda", dtype=tdt)
+            ref = a.double() @ b.double()
+            flops = 2.0 * m * n * k
+            calls = _calls_for(flops)
+            cub = _torch_graph_us(lambda: torch.matmul(a, b, out=c), calls, args.reps)
+            cerr = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+            print(f"{dtype:8s} {m}x{n}x{k:<10d} {'cublas':12s} {cub:9.1f} {cub:9.1f} {1:6.2f} "
+                  f"{flops / cub / 1e6:6.1f} {cerr:8.1e}", flush=True)
+            for name, spec in cands.items():
+                specs.HEURISTIC_TILES[dtype] = default if spec is None else (spec,)
+                G.clear_plans()
+                try:
+                    def fn():
+                        G.gemm(a, b, c, mode="auto", reduction="deterministic")
+                    us = _device_time_us(fn, stream, calls, args.reps)
+                    c.fill_(float("nan"))
+                    with stream:
+                        fn()
+                    stream.synchronize()
+                    err = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
+                    plan = next(iter(G._PLANS.values()))
+                    tile = f"{plan.kernel.spec.name} occ={plan.kernel.occupancy} " \
+                           f"{plan.schedule.summary()}"
+                except Exception as e:  # noqa: BLE001
+                    us, err, tile = float("nan"), float("nan"), f"FAILED {type(e).__name__}: {e}"
+                r = cub / us if us == us else float("nan")
+                summary.setdefault((dtype, name), []).append(r)
+                print(f"{dtype:8s} {m}x{n}x{k:<10d} {name:12s} {us:9.1f} {cub:9.1f} {r:6.2f} "
+                      f"{flops / us / 1e6:6.1f} {err:8.1e}  {tile}", flush=True)
+            specs.HEURISTIC_TILES[dtype] = default
+    print("\ngeomean cuBLAS/ours over the shapes:")
+    for (dtype, name), rs in summary.items():
+        ok = [x for x in rs if x == x and x > 0]
+        g = math.exp(sum(map(math.log, ok)) / len(ok)) if ok else float("nan")
+        print(f"  {dtype:8s} {name:12s} {g:6.3f}  ({' '.join(f'{x:.2f}' for x in rs)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
