@@ -40,13 +40,13 @@ def _reference(a, b):
 
 
 def _check(dtype, batch, m, n, k, *, layout=("C", "C"), mode="stream_k",
-           reduction="deterministic", out_order="C", seed=0):
+           reduction="deterministic", out_order="C", seed=0, tile=None):
     shape_a = (batch, m, k) if batch > 1 else (m, k)
     shape_b = (batch, k, n) if batch > 1 else (k, n)
     a = rand(shape_a, dtype, layout[0], seed)
     b = rand(shape_b, dtype, layout[1], seed + 1)
     out = poisoned((batch, m, n) if batch > 1 else (m, n), a, out_order)
-    _gemm(a, b, out, mode=mode, reduction=reduction)
+    _gemm(a, b, out, mode=mode, reduction=reduction, tile=tile)
     err = rel_error(out, _reference(a, b))
     assert err <= TOL[dtype], (dtype, batch, m, n, k, layout, mode, reduction, err)
     return out
@@ -59,6 +59,23 @@ def _check(dtype, batch, m, n, k, *, layout=("C", "C"), mode="stream_k",
 def test_layouts_fixups_edges(dtype, layout, fix):
     for batch, m, n, k in EDGE_SHAPES:
         _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
+
+
+def _tiles(dtype):
+    from skcontract.kernels import specs
+    return [(b.bm, b.bn, b.bk) for b in specs.HEURISTIC_TILES[dtype]]
+
+
+@pytest.mark.parametrize("dtype,tile", [(d, t) for d in DTYPES for t in _tiles(d)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_tile(dtype, tile, layout):
+    """Every base tile the launcher may pick, forced, on every layout and fixup."""
+    for fix in [("stream_k", "deterministic"), ("stream_k", "atomic"), ("aligned", "deterministic"),
+                ("data_parallel", "deterministic")]:
+        for batch, m, n, k in [(1, 1, 300, 40), (1, 300, 1, 72), (1, 257, 383, 3000),
+                               (1, 7, 1000, 2000), (3, 130, 70, 900)]:
+            _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1],
+                   tile=tile)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -126,14 +143,15 @@ def test_deterministic_bitwise(dtype, mode):
     assert rel_error(out, _reference(a, b)) <= TOL[dtype]
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float64"])
-def test_worst_case_coresidency(dtype):
+@pytest.mark.parametrize("dtype,index", [(d, i) for d in ["float16", "float32", "float64"]
+                                         for i in range(len(_tiles(d)))])
+def test_worst_case_coresidency(dtype, index):
     """One tile, as many Stream-K units as can be resident, fewest iterations per split:
     the longest chain of waiting splits. Must complete (and be right)."""
     import cupy
     from skcontract.kernels import jit, specs
     from skcontract.kernels.gemm import _base_spec, _device_info
-    base = _base_spec(dtype, None)
+    base = _base_spec(dtype, _tiles(dtype)[index])
     kern = jit.get_kernel(specs.specialise(base, fixup="deterministic", a_layout="row",
                                            b_layout="row"))
     dev = _device_info(cupy.cuda.runtime.getDevice()).with_occupancy(kern.occupancy)

@@ -22,18 +22,20 @@ def variants(dtype):
     K = specs.KernelSpec
     if dtype == "float32":
         b = K("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma", a_vec=4, b_vec=4)
-        return {"f128s3": b, "f128s4": replace(b, stages=4), "f128mb2": replace(b, min_blocks=2),
-                "f8x256": K("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
-                            a_vec=4, b_vec=4)}
+        g = K("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma", a_vec=4, b_vec=4)
+        return {"f128s3": b, "f128mb2": replace(b, min_blocks=2), "f128s4": replace(b, stages=4),
+                "f128k32": replace(b, bk=32), "f128k32s4": replace(b, bk=32, stages=4),
+                "f8x256": g, "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8)}
     if dtype == "float64":
-        return {"d128x64s4": K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync",
-                               a_vec=2, b_vec=2),
-                "d128x64s3": K("float64", "float64", "float64", 128, 64, 16, 3, 4, 2, "mma_sync",
-                               a_vec=2, b_vec=2),
-                "d64x64s3": K("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
-                              a_vec=2, b_vec=2),
-                "d64x64s4": K("float64", "float64", "float64", 64, 64, 16, 4, 2, 2, "mma_sync",
-                              a_vec=2, b_vec=2),
+        d = K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync", a_vec=2, b_vec=2)
+        q = K("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync", a_vec=2,
+              b_vec=2)
+        return {"d128x64": d, "d128x64k4": replace(d, mma_k=4), "d128x64k8": replace(d, mma_k=8),
+                "d128x64k16": replace(d, mma_k=16), "d128x128k8": replace(q, mma_k=8),
+                "d128x128k16": replace(q, mma_k=16),
+                "d64x64k16": K("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
+                               a_vec=2, b_vec=2, mma_k=16),
+                "d128x64k16s3": replace(d, mma_k=16, stages=3),
                 "dffma8x256": K("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
                                 a_vec=2, b_vec=2)}
     return {}
@@ -52,7 +54,19 @@ def main(argv=None) -> int:
     p.add_argument("--variants", action="store_true")
     p.add_argument("--shapes", default="")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--only", default="", help="comma list of variant names")
+    p.add_argument("--modes", default="auto", help="comma list of gemm modes")
+    p.add_argument("--warm", type=int, default=0, help="compile the variants first, N jobs")
     args = p.parse_args(argv)
+    if args.warm and args.variants:
+        from skcontract.kernels import jit
+        todo = [specs.specialise(v, fixup=fx, a_layout="row", b_layout="row")
+                for dt in args.dtypes.split(",") for n, v in variants(dt).items()
+                if not args.only or n in args.only.split(",")
+                for fx in ("none", "deterministic", "aligned")]
+        bad = [x for x in jit.warm(todo, args.warm) if x.startswith("FAIL")]
+        print(f"warmed {len(todo)} variant kernels, {len(bad)} failed", *bad[:3], sep="\n",
+              flush=True)
     shapes = SHAPES if not args.shapes else [tuple(map(int, s.split("x")))
                                              for s in args.shapes.split(",")]
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -64,7 +78,8 @@ def main(argv=None) -> int:
         default = specs.HEURISTIC_TILES[dtype]
         cands = {"auto": None}
         if args.variants:
-            cands.update(variants(dtype))
+            cands.update({n: v for n, v in variants(dtype).items()
+                          if not args.only or n in args.only.split(",")})
         for (m, n, k) in shapes:
             gen = torch.Generator(device="cuda").manual_seed(1)
             a = torch.randn((m, k), device="cuda", generator=gen, dtype=torch.float64).to(tdt)
@@ -77,12 +92,15 @@ def main(argv=None) -> int:
             cerr = float(torch.linalg.norm(c.double() - ref) / torch.linalg.norm(ref))
             print(f"{dtype:8s} {m}x{n}x{k:<10d} {'cublas':12s} {cub:9.1f} {cub:9.1f} {1:6.2f} "
                   f"{flops / cub / 1e6:6.1f} {cerr:8.1e}", flush=True)
-            for name, spec in cands.items():
+            for (name, spec), mode in [(c, md) for c in cands.items()
+                                       for md in args.modes.split(",")]:
+                if mode != "auto":
+                    name = f"{name}/{mode}"
                 specs.HEURISTIC_TILES[dtype] = default if spec is None else (spec,)
                 G.clear_plans()
                 try:
                     def fn():
-                        G.gemm(a, b, c, mode="auto", reduction="deterministic")
+                        G.gemm(a, b, c, mode=mode, reduction="deterministic")
                     us = _device_time_us(fn, stream, calls, args.reps)
                     c.fill_(float("nan"))
                     with stream:

@@ -1,6 +1,8 @@
 // mainloop_mma_sync.cuh: tensor-core mainloop through inline-PTX mma.sync (sm_80+).
 //   fp16 / bf16: mma.m16n8k16, fp32 accumulators, operands through ldmatrix(.trans)
-//   fp64       : DMMA mma.m8n8k4, fp64 accumulators, operands through scalar shared loads
+//   fp64       : DMMA mma.m8n8k4 (MainloopDmma) or, on sm_90, mma.m16n8k{4,8,16}.f64
+//                (MainloopDmma16; decomposed into m8n8k4 below sm_90), fp64 accumulators,
+//                operands through scalar shared loads
 // A mainloop provides: Acc, NACC (accumulators per thread), PAIR (adjacent columns per
 // accumulator group), zero(), compute(stageA, stageB, acc) for one BK slice, and coord(i, r, c)
 // (tile-relative row / column of accumulator i of this thread). The fixup and the epilogue
@@ -121,7 +123,8 @@ struct MainloopDmma {
                                                  Acc (&acc)[NACC]) {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-#pragma unroll
+    // Large warp tiles (64 accumulators) keep one k4 step of fragments live at a time.
+#pragma unroll (NACC > 32 ? 1 : BK / 4)
     for (int kk = 0; kk < BK; kk += 4) {
       double a[MI], b[NJ];
 #pragma unroll
@@ -137,6 +140,96 @@ struct MainloopDmma {
                        "{%0,%1}, {%2}, {%3}, {%0,%1};\n"
                        : "+d"(d[0]), "+d"(d[1]) : "d"(a[mi]), "d"(b[nj]));
         }
+    }
+  }
+};
+
+
+// m16n8k4 f64 step: a0 = A(g, t), a1 = A(g + 8, t); b = B(k = t, n = g);
+// d0,d1 = D(g, 2t + {0,1}), d2,d3 = D(g + 8, 2t + {0,1}).
+__device__ __forceinline__ void dmma_m16n8k4(double (&d)[4], double a0, double a1, double b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
+               "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(a0), "d"(a1), "d"(b));
+#else
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+               : "+d"(d[0]), "+d"(d[1]) : "d"(a0), "d"(b));
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+               : "+d"(d[2]), "+d"(d[3]) : "d"(a1), "d"(b));
+#endif
+}
+// m16n8k8 / m16n8k16 f64 (sm_90): a[i] = A(g + 8 (i % 2), t + 4 (i / 2)), b[i] = B(t + 4 i, g).
+template <int KI>
+__device__ __forceinline__ void dmma_m16n8(double (&d)[4], const double (&a)[KI / 2],
+                                           const double (&b)[KI / 4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (KI == 8) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    return;
+  } else if constexpr (KI == 16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]),
+                   "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    return;
+  }
+#endif
+#pragma unroll
+  for (int h = 0; h < KI / 4; ++h) dmma_m16n8k4(d, a[2 * h], a[2 * h + 1], b[h]);
+}
+
+// fp64 through m16n8k{KI} (KI = 4, 8 or 16); warp tile WM x WN of 16 x 8 blocks.
+// C frag: D(g + 8 (e / 2), 2t + e % 2) for accumulator e of a block.
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int KI, class LA, class LB>
+struct MainloopDmma16 {
+  using Acc = double;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 4;
+  static constexpr int PAIR = 2;
+  static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % KI == 0, "dmma16 tile shape");
+  static_assert(KI == 4 || KI == 8 || KI == 16, "m16n8k4 / k8 / k16");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0;
+  }
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
+    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
+  }
+  __device__ __forceinline__ static void compute(const double* As, const double* Bs,
+                                                 Acc (&acc)[NACC]) {
+    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = l / 4, t = l % 4;
+#pragma unroll (NACC > 32 ? 1 : BK / KI)
+    for (int kk = 0; kk < BK; kk += KI) {
+      double a[MI][KI / 2], b[NJ][KI / 4];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < KI / 2; ++i)
+          a[mi][i] = LA::at(As, wm * WM + mi * 16 + g + 8 * (i % 2), kk + t + 4 * (i / 2));
+#pragma unroll
+      for (int nj = 0; nj < NJ; ++nj)
+#pragma unroll
+        for (int i = 0; i < KI / 4; ++i) b[nj][i] = LB::at(Bs, wn * WN + nj * 8 + g, kk + t + 4 * i);
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int nj = 0; nj < NJ; ++nj)
+          dmma_m16n8<KI>(*reinterpret_cast<double(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[nj]);
     }
   }
 };
