@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .contract import contract_path, einsum
+from .schedule.device import DeviceInfo
 
 # (title, subscripts, operand shapes): small enough to run on a laptop CPU in a second.
 DEMO_CASES = (
@@ -27,16 +28,17 @@ def run_demo(backend: str | None = None) -> int:
     """Run every demo case; return 0 when each matches numpy.einsum in float64."""
     if backend is None:
         backend = "cupy" if gpu_available() else "numpy"
-    xp = np
+    xp, device = np, None
     if backend == "cupy":
         import cupy as xp
+        device = DeviceInfo.from_cupy()
     print(f"skcontract demo: backend = {backend}"
           + (" (GPU)" if backend == "cupy" else " (CPU: no GPU present)"))
     rng = np.random.default_rng(0)
     failures = 0
     for title, subscripts, shapes in DEMO_CASES:
         operands = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-        _, plan = contract_path(subscripts, *operands)
+        _, plan = contract_path(subscripts, *operands, device=device)
         got = einsum(subscripts, *[xp.asarray(o) for o in operands], backend=backend)
         got = got.get() if hasattr(got, "get") else np.asarray(got)
         ref = np.einsum(subscripts, *[o.astype(np.float64) for o in operands])

@@ -16,6 +16,7 @@ import cupy
 from ..kernels import specs
 from ..kernels.gemm import gemm
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
+from ..schedule.heuristics import EINSUM_REDUCTION
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -23,8 +24,6 @@ xp = cupy
 
 __all__ = ["NAME", "xp", "is_array", "asarray", "compile", "compute_dtype"]
 
-# The reduction mode of einsum's GEMM steps: bitwise reproducible, like numpy's results.
-EINSUM_REDUCTION = "deterministic"
 
 
 def is_array(x) -> bool:

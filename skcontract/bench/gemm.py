@@ -221,13 +221,22 @@ def summarize(rows):
                 "stream_k_vs_dp": _geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
                 "hybrid_vs_dp": _geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
                 "n": len(ks)}
+    for dt in sorted({k[5] for k in keys}):
+        ks = [k for k in keys if k[5] == dt]
+        out[f"all/{dt}"] = {
+            "auto_vs_cublas": _geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
+            "auto_vs_dp": _geomean([ratio(k, "auto", "data_parallel") for k in ks]),
+            "stream_k_vs_dp": _geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
+            "hybrid_vs_dp": _geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
+            "n": len(ks)}
     return out
 
 
 def write_markdown(path, doc, summary):
     lines = [f"# GEMM on {doc['device']} ({doc['date']}, commit {doc['commit']})", "",
              "Device time per call (us, CUDA-graph replay, median); speed-up = cuBLAS time / "
-             "ours (>1: we are faster). cuBLAS = torch.matmul.", "",
+             "ours (>1: we are faster). cuBLAS = torch.matmul.", ""] + (
+                 [doc["merged"], ""] if doc.get("merged") else []) + [
              "## Geomean speed-ups", "",
              "| class / dtype | n | auto vs cuBLAS | auto vs DP | stream_k vs DP | hybrid vs DP |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -300,6 +309,18 @@ def _write_all(args, rows, plot=True):
            "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
                                            "us", "call_us", "cublas_us", "tflops")}
                     for r in rows]}
+    if getattr(args, "merge", None):
+        old = json.loads(Path(args.merge).read_text())
+        measured = {r["dtype"] for r in doc["rows"]}
+        kept = [r for r in old["rows"] if r["dtype"] not in measured]
+        if kept:
+            kd = sorted({r["dtype"] for r in kept})
+            doc["merged"] = (f"Rows for {', '.join(sorted(measured))} measured in this run; rows "
+                             f"for {', '.join(kd)} kept from the run of {old.get('date')} "
+                             f"(commit {old.get('commit')}). Every ratio compares to cuBLAS "
+                             f"measured in the same run as the row.")
+            doc["rows"] = kept + doc["rows"]
+            rows = [dict(r) for r in kept] + list(rows)
     for r in doc["rows"]:  # strict JSON: NaN -> null
         for key, v in r.items():
             if isinstance(v, float) and v != v:
@@ -325,6 +346,8 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a few shapes per class")
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--dtypes", default="bfloat16,float16,float32,float64")
+    p.add_argument("--merge", default=None,
+                   help="an earlier JSON whose rows of the dtypes not measured now are kept")
     args = p.parse_args(argv)
 
     import cupy

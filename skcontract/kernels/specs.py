@@ -160,20 +160,23 @@ class KernelSpec:
 
 
 # ---- the heuristic's menu ----------------------------------------------------------------
-# One base configuration per input dtype (the fp16/bf16 list has a second, wider tile).
+# The bases auto may choose per input dtype (the scheduler's cost model picks among them).
 # Everything the launcher can pick is one of these with fixup / layouts / vector widths set.
 HEURISTIC_TILES = {
     # 128x256x32 3 stages 16 warps compiles but has not passed the GPU tests yet: not listed
     "float16": (KernelSpec("float16", "float16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
     "bfloat16": (KernelSpec("bfloat16", "bfloat16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
     # exact fp32: 8x8 FFMA register tiles; 8x256 is the skinny (GEMV-like, M <= 8) tile
-    "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
+    "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 32, 3, 2, 4, "ffma",
                            a_vec=4, b_vec=4),
                 KernelSpec("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
                            a_vec=4, b_vec=4)),
-    # fp64: DMMA 128x64 (8 warps of 32x32); skinny tile on DFMA
-    "float64": (KernelSpec("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync",
-                           a_vec=2, b_vec=2),
+    # fp64: DMMA m16n8k8 128x128 (8 warps of 64x32), m16n8k16 64x64 (4 warps of 32x32, two
+    # CTAs per SM), and the skinny tile on DFMA
+    "float64": (KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=8),
+                KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=16),
                 KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
                            a_vec=2, b_vec=2)),
 }

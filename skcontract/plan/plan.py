@@ -210,9 +210,11 @@ def attach_schedules(plan: Plan, device: Any = None) -> Plan:
         return plan
     dev = device if device is not None else plan.device
 
+    from ..schedule.heuristics import EINSUM_REDUCTION
+
     def one(step):
         try:
-            return fn(step, dev)
+            return fn(step, dev, reduction=EINSUM_REDUCTION)
         except (ValueError, NotImplementedError):
             return None
     return plan.with_schedules(one)

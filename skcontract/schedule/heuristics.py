@@ -198,3 +198,9 @@ def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:
     if tiles >= resident and tiles % resident >= resident / 2:
         return f"tail of {tiles % resident} tiles >= half a wave"
     return None
+
+
+EINSUM_REDUCTION = "deterministic"
+"""The fixup einsum's GEMM-class steps use: bitwise run-to-run reproducible, as numpy users
+expect. ``skcontract.kernels.gemm.gemm(reduction="atomic")`` is there for those who trade
+that for no workspace."""

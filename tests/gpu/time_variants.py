@@ -25,7 +25,7 @@ def variants(dtype):
         g = K("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma", a_vec=4, b_vec=4)
         return {"f128s3": b, "f128mb2": replace(b, min_blocks=2), "f128s4": replace(b, stages=4),
                 "f128k32": replace(b, bk=32), "f128k32s4": replace(b, bk=32, stages=4),
-                "f8x256": g, "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8)}
+                "f8x256": g, "f128k32mb2": replace(b, bk=32, min_blocks=2), "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8)}
     if dtype == "float64":
         d = K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync", a_vec=2, b_vec=2)
         q = K("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync", a_vec=2,
@@ -33,6 +33,9 @@ def variants(dtype):
         return {"d128x64": d, "d128x64k4": replace(d, mma_k=4), "d128x64k8": replace(d, mma_k=8),
                 "d128x64k16": replace(d, mma_k=16), "d128x128k8": replace(q, mma_k=8),
                 "d128x128k16": replace(q, mma_k=16),
+                "d128x128k8b32": replace(q, mma_k=8, bk=32),
+                "d128x128k8s4": replace(q, mma_k=8, stages=4),
+                "d128x128k16b32": replace(q, mma_k=16, bk=32),
                 "d64x64k16": K("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
                                a_vec=2, b_vec=2, mma_k=16),
                 "d128x64k16s3": replace(d, mma_k=16, stages=3),
