@@ -171,9 +171,9 @@ HEURISTIC_TILES = {
                            a_vec=4, b_vec=4),
                 KernelSpec("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
                            a_vec=4, b_vec=4)),
-    # fp64: DMMA m16n8k8 128x128 (8 warps of 64x32), m16n8k16 64x64 (4 warps of 32x32, two
+    # fp64: DMMA m16n8k8 128x128 (16 warps of 32x32), m16n8k16 64x64 (4 warps of 32x32, two
     # CTAs per SM), and the skinny tile on DFMA
-    "float64": (KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync",
+    "float64": (KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=8),
                 KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=16),

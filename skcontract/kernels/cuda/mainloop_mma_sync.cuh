@@ -152,11 +152,11 @@ __device__ __forceinline__ void dmma_m16n8k4(double (&d)[4], double a0, double a
   asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 "
                "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
                : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(a0), "d"(a1), "d"(b));
-#else
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-               : "+d"(d[0]), "+d"(d[1]) : "d"(a0), "d"(b));
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
-               : "+d"(d[2]), "+d"(d[3]) : "d"(a1), "d"(b));
+#else  // (not volatile: lets ptxas schedule the pair; sm_80 fallback)
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+      : "+d"(d[0]), "+d"(d[1]) : "d"(a0), "d"(b));
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+      : "+d"(d[2]), "+d"(d[3]) : "d"(a1), "d"(b));
 #endif
 }
 // m16n8k8 / m16n8k16 f64 (sm_90): a[i] = A(g + 8 (i % 2), t + 4 (i / 2)), b[i] = B(t + 4 i, g).
@@ -196,6 +196,13 @@ struct MainloopDmma16 {
   static constexpr int PAIR = 2;
   static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % KI == 0, "dmma16 tile shape");
   static_assert(KI == 4 || KI == 8 || KI == 16, "m16n8k4 / k8 / k16");
+  // k per step: KI on sm_90; below it the decomposition into m8n8k4 steps k by 4 (same sums,
+  // fewer live fragments).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  static constexpr int KS = 4;
+#else
+  static constexpr int KS = KI;
+#endif
 
   __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
 #pragma unroll
@@ -213,23 +220,23 @@ struct MainloopDmma16 {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int g = l / 4, t = l % 4;
-#pragma unroll (NACC > 32 ? 1 : BK / KI)
-    for (int kk = 0; kk < BK; kk += KI) {
-      double a[MI][KI / 2], b[NJ][KI / 4];
+#pragma unroll (NACC > 32 || THREADS > 256 ? 1 : BK / KS)
+    for (int kk = 0; kk < BK; kk += KS) {
+      double a[MI][KS / 2], b[NJ][KS / 4];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int i = 0; i < KI / 2; ++i)
+        for (int i = 0; i < KS / 2; ++i)
           a[mi][i] = LA::at(As, wm * WM + mi * 16 + g + 8 * (i % 2), kk + t + 4 * (i / 2));
 #pragma unroll
       for (int nj = 0; nj < NJ; ++nj)
 #pragma unroll
-        for (int i = 0; i < KI / 4; ++i) b[nj][i] = LB::at(Bs, wn * WN + nj * 8 + g, kk + t + 4 * i);
+        for (int i = 0; i < KS / 4; ++i) b[nj][i] = LB::at(Bs, wn * WN + nj * 8 + g, kk + t + 4 * i);
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int nj = 0; nj < NJ; ++nj)
-          dmma_m16n8<KI>(*reinterpret_cast<double(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[nj]);
+          dmma_m16n8<KS>(*reinterpret_cast<double(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[nj]);
     }
   }
 };
