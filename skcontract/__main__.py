@@ -31,6 +31,11 @@ def main(argv: list[str] | None = None) -> int:
         print(explain(args.subscripts, *shapes, shapes=True, draw=args.draw))
         return 0
     if args.what == "gemm":
+        from .demo import gpu_available
+        if not gpu_available():
+            print("bench gemm needs CuPy and an NVIDIA GPU (pip install -e '.[cuda13]')",
+                  file=sys.stderr)
+            return 2
         from .bench.gemm import main as bench_gemm
         return bench_gemm(args.rest)
     from .bench.overhead import main as bench_overhead
