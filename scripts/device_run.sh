@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash scripts/device_run.sh [tests|sanitize|bench|quick]...
+# Usage (on the device, repo root): bash scripts/device_run.sh [tests|sanitize|bench|quick|subset|variants]...
+#   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
+#   variants: tests.gpu.time_variants (candidate tiles vs cuBLAS on the fp32/fp64 subset shapes)
 set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
@@ -30,6 +32,12 @@ for step in $STEPS; do
     bench)
       timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;
+    subset)
+      timeout ${BENCH_S:-300} python3 -m skcontract.bench.gemm --dtypes float32,float64 --merge docs/benchmarks/gemm-h200.json --out "$OUT" > "$OUT/bench.log" 2>&1
+      echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -12 "$OUT/bench.log";;
+    variants)
+      timeout 300 python3 -m tests.gpu.time_variants --variants --warm 16 > "$OUT/variants.log" 2>&1
+      echo "variants rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/variants.log";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;
