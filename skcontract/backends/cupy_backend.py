@@ -1,10 +1,13 @@
 """The CuPy backend: a Plan's steps on the GPU.
 
 GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kernel
-(float16, bfloat16, float32, float64; see :mod:`skcontract.kernels.specs`) run on
-:func:`skcontract.kernels.gemm.gemm` under the scheduler's ``auto`` choice. Documented
-fallback, until the kernel-coverage issue: other dtypes (integers, bool, complex) and the
-other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
+(float16, bfloat16, float32, float64, int8; see :mod:`skcontract.kernels.specs`) run on
+:func:`skcontract.kernels.gemm.gemm` under the scheduler's ``auto`` choice. float32 stays
+exact (no tf32). int8 steps accumulate in int32 on tensor cores and are cast back to int8,
+which wraps exactly as numpy's int8 einsum does (sums are taken modulo 2^8 either way).
+Documented fallback, until the kernel-coverage issue: other dtypes (other integers, bool,
+complex) and the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast
+multiply, ``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -35,17 +38,20 @@ def asarray(x):
 
 
 def compute_dtype(dtype):
-    """float16 runs as float16 on the GPU (float32 accumulation inside the kernels)."""
+    """float16 runs as float16 on the GPU (float32 accumulation inside the kernels); int8
+    stays int8 (int32 accumulation inside the kernel)."""
     dt = cupy.dtype(dtype)
-    return dt if dt.name in specs.CXX_TYPES else _cpu_compute_dtype(dt)
+    return dt if dt.name in specs.INPUT_DTYPES else _cpu_compute_dtype(dt)
 
 
 def stream_k_matmul(x, y):
     """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels where a
     kernel exists for the dtype, else cupy.matmul."""
-    if x.dtype.name in specs.CXX_TYPES and x.dtype == y.dtype and x.ndim in (2, 3) \
+    if x.dtype.name in specs.INPUT_DTYPES and x.dtype == y.dtype and x.ndim in (2, 3) \
             and x.ndim == y.ndim:
-        return gemm(x, y, reduction=EINSUM_REDUCTION)
+        r = gemm(x, y, reduction=EINSUM_REDUCTION)
+        # int8: the kernel writes int32; the int8 cast wraps like numpy's int8 matmul
+        return r if r.dtype == x.dtype else r.astype(x.dtype)
     return cupy.matmul(x, y)
 
 

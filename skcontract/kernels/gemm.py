@@ -85,11 +85,8 @@ def _scheduler():
     return schedule_gemm
 
 
-def _bases(dtype: str) -> tuple:
-    if dtype not in specs.HEURISTIC_TILES:
-        raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
-                        f"{', '.join(specs.HEURISTIC_TILES)})")
-    return specs.HEURISTIC_TILES[dtype]
+def _bases(dtype: str, allow_tf32: bool = False) -> tuple:
+    return specs.bases_for(dtype, allow_tf32)
 
 
 def _match_base(bases, tile) -> specs.KernelSpec:
@@ -105,8 +102,8 @@ def _match_base(bases, tile) -> specs.KernelSpec:
                        f"{[(b.bm, b.bn, b.bk) for b in bases]}")
 
 
-def _base_spec(dtype: str, tile) -> specs.KernelSpec:
-    bases = _bases(dtype)
+def _base_spec(dtype: str, tile, allow_tf32: bool = False) -> specs.KernelSpec:
+    bases = _bases(dtype, allow_tf32)
     if tile is None:
         return bases[0]
     tile = tuple(int(t) for t in tile)
@@ -118,15 +115,18 @@ def _base_spec(dtype: str, tile) -> specs.KernelSpec:
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, mode, reduction,
-              tile, grid, dev, schedule=None) -> LaunchPlan:
+              tile, grid, dev, schedule=None, allow_tf32=False) -> LaunchPlan:
     """Compile, schedule and upload for one problem (the cold path).
 
     ``tile=None`` lets the scheduler's cost model choose among every base of
     ``HEURISTIC_TILES[dtype]``; the kernel is the base whose tile it returned. The schedule is
     always built with the occupancy of the kernel that runs it (co-residency of waiting splits).
+    ``allow_tf32`` with float32 plans over the tf32 bases (``HEURISTIC_TILES["tf32"]``); the
+    schedule's dtype stays float32 (accumulator and cost model).
     """
-    bases = _bases(dtype)
-    base = _base_spec(dtype, tile) if tile is not None or len(bases) == 1 else None
+    bases = _bases(dtype, allow_tf32)
+    base = (_base_spec(dtype, tile, allow_tf32) if tile is not None or len(bases) == 1
+            else None)
 
     def spec_for(b, fixup):
         return specs.specialise(b, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
@@ -177,8 +177,12 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="determi
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis"
     (passed to the scheduler). ``reduction``: "deterministic" (workspace + lock, bitwise
-    reproducible) or "atomic". ``allow_tf32`` is accepted for API stability; the float32
-    kernel is the exact FFMA one either way (tf32 is not implemented yet).
+    reproducible) or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
+    (``mma.m16n8k8.tf32``, operands rounded to a 10-bit mantissa, fp32 accumulation); by
+    default float32 is exact (FFMA). Other dtypes ignore it.
+    int8 operands accumulate in int32 (``mma.m16n8k32.s8``) and ``out`` is int32 (the default
+    output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be integers (applied in
+    int32, wrapping).
     ``schedule``: a ready Schedule-like object (table, cta_offsets, grid, tile, reduction),
     for tests and callers that cache their own; it bypasses the scheduler.
     """
@@ -209,17 +213,25 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="determi
                     tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream,
                     schedule=schedule)
     out_shape = (m, n) if len(a_shape) == 2 and len(b_shape) == 2 else (batch, m, n)
+    out_dt = specs.INPUT_DTYPES[a_dt][0] if a_dt in specs.INPUT_DTYPES else a_dt
+    if out_dt == "int32":
+        if alpha != int(alpha) or beta != int(beta) or not (
+                -2**31 <= int(alpha) < 2**31 and -2**31 <= int(beta) < 2**31):
+            raise ValueError(f"gemm: int8 operands need int32 alpha / beta (got {alpha}, "
+                             f"{beta})")
+        alpha, beta = int(alpha), int(beta)
     if out is None:
         if beta != 0:
             raise ValueError("gemm: beta != 0 needs out")
         if _is_torch(a):
             import torch
-            out = torch.empty(out_shape, dtype=a.dtype, device=a.device)
+            out = torch.empty(out_shape, dtype=getattr(torch, out_dt), device=a.device)
         else:
-            out = cupy.empty(out_shape, dtype=a.dtype)
+            out = cupy.empty(out_shape, dtype=out_dt)
     c_ptr, c_shape, c_str, c_dt = _describe(out)
-    if c_dt != a_dt:
-        raise TypeError(f"gemm: out dtype {c_dt} differs from the operands' {a_dt}")
+    if c_dt != out_dt:
+        raise TypeError(f"gemm: out dtype {c_dt} is not {out_dt}, the output dtype of "
+                        f"{a_dt} operands")
     if tuple(c_shape) != out_shape and not (len(c_shape) == 3 and c_shape == (batch, m, n)):
         raise ValueError(f"gemm: out has shape {c_shape}, expected {out_shape}")
     (_, _, _), (sbc, scm, scn) = _as3(tuple(c_shape), tuple(c_str))
@@ -247,13 +259,15 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="determi
 
     elem = specs.CXX_TYPES[a_dt][1] if a_dt in specs.CXX_TYPES else 0
     dev = cupy.cuda.runtime.getDevice()
+    tf32 = bool(allow_tf32) and a_dt == "float32"
     key = (dev, a_dt, batch, m, n, k, la, lb, _aligned(a_ptr, lda, sba, batch, elem),
            _aligned(b_ptr, ldb, sbb, batch, elem), mode, reduction,
-           None if tile is None else tuple(tile), grid, id(schedule) if schedule else None)
+           None if tile is None else tuple(tile), grid, id(schedule) if schedule else None, tf32)
     plan = _PLANS.get(key)
     if plan is None:
         plan = make_plan(a_dt, batch, m, n, k, la, lb, key[8], key[9], mode=mode,
-                         reduction=reduction, tile=tile, grid=grid, dev=dev, schedule=schedule)
+                         reduction=reduction, tile=tile, grid=grid, dev=dev, schedule=schedule,
+                         allow_tf32=tf32)
         if schedule is None:
             _PLANS[key] = plan
     if stream is None:

@@ -14,7 +14,7 @@ from .jit import CompiledKernel
 _REDUCTION_TO_FIXUP = {"deterministic": "deterministic", "atomic": "atomic",
                        "arrival": "aligned", "aligned": "aligned"}
 
-_ACC_NP = {"float32": np.float32, "float64": np.float64}
+_ACC_NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
 
 
 def fixup_for(schedule) -> str:

@@ -12,12 +12,23 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-# dtype name -> (C++ storage type, element bytes)
+# dtype name -> (C++ storage type, element bytes). int32 is only an output / accumulator type
+# (of int8 operands); the input dtypes with kernels are the keys of INPUT_DTYPES below.
 CXX_TYPES = {
     "float16": ("skc::half_t", 2),
     "bfloat16": ("skc::bfloat16_t", 2),
     "float32": ("float", 4),
     "float64": ("double", 8),
+    "int8": ("skc::int8_t", 1),
+    "int32": ("int", 4),
+}
+# operand dtype -> (output dtype of gemm() by default, accumulator dtype)
+INPUT_DTYPES = {
+    "float16": ("float16", "float32"),
+    "bfloat16": ("bfloat16", "float32"),
+    "float32": ("float32", "float32"),
+    "float64": ("float64", "float64"),
+    "int8": ("int32", "int32"),
 }
 MAINLOOPS = ("mma_sync", "ffma")
 FIXUPS = ("none", "atomic", "deterministic", "aligned")
@@ -52,6 +63,8 @@ class KernelSpec:
     b_vec: int = 8
     min_blocks: int = 1  # __launch_bounds__ minimum CTAs per SM (caps registers per thread)
     mma_k: int = 0  # fp64 mma_sync: 0 = m8n8k4; 4 / 8 / 16 = m16n8k{4,8,16} (sm_90)
+    # float32 + mma_sync = tf32 tensor cores (mma.m16n8k8.tf32, chosen only with
+    # gemm(allow_tf32=True)); int8 + mma_sync = mma.m16n8k32.s8 with int32 accumulators/output.
 
     def __post_init__(self):
         if self.dtype_in not in CXX_TYPES or self.dtype_out not in CXX_TYPES:
@@ -62,8 +75,17 @@ class KernelSpec:
             raise ValueError(f"unsupported layout in {self}")
         if self.mainloop == "ffma" and self.warps != 8:
             raise ValueError("the ffma mainloop runs 256 threads (8 warps)")
-        if self.mainloop == "mma_sync" and self.dtype_in == "float32":
-            raise ValueError("tf32 mma.sync is not implemented; use the ffma mainloop")
+        if self.dtype_in not in INPUT_DTYPES:
+            raise ValueError(f"no kernel takes {self.dtype_in} operands")
+        if self.dtype_in == "int8":
+            if (self.dtype_out, self.dtype_acc, self.mainloop) != ("int32", "int32", "mma_sync"):
+                raise ValueError("int8 operands run on mma_sync with int32 accumulators and "
+                                 "int32 output")
+        elif "int32" in (self.dtype_out, self.dtype_acc):
+            raise ValueError("int32 output / accumulators only with int8 operands")
+        if self.mainloop == "mma_sync" and self.dtype_in == "float32" and (
+                self.dtype_acc != "float32" or self.mma_k):
+            raise ValueError("tf32 mma.sync accumulates in float32 (m16n8k8 only)")
 
     # ---- derived ------------------------------------------------------------------------
     @property
@@ -82,8 +104,26 @@ class KernelSpec:
     def acc_bytes(self) -> int:
         return np.dtype(self.dtype_acc).itemsize
 
+    @property
+    def is_tf32(self) -> bool:
+        return self.dtype_in == "float32" and self.mainloop == "mma_sync"
+
+    def pad(self, kcontig: bool) -> int:
+        """Shared-memory row padding in elements (TileLoader's PAD): 16 bytes; fp64
+        x-contiguous 64 bytes; tf32 k-contiguous 8 floats (conflict-free 8-byte fragments)."""
+        if self.is_tf32 and kcontig:
+            return 8
+        return 8 if (self.elem_bytes == 8 and not kcontig) else 16 // self.elem_bytes
+
+    def loader_unroll(self, vec: int) -> int:
+        """TileLoader's UNROLL_ARG: 0 = fully unrolled; tf32 / int8 copies narrower than 16
+        bytes are unrolled by 4 (fully unrolled they spill on sm_80)."""
+        if (self.is_tf32 or self.dtype_in == "int8") and vec * self.elem_bytes < 16:
+            return 4
+        return 0
+
     def _stage_bytes(self, rows: int, kcontig: bool) -> int:
-        pad = 8 if (self.elem_bytes == 8 and not kcontig) else 16 // self.elem_bytes
+        pad = self.pad(kcontig)
         cont, lines = (self.bk, rows) if kcontig else (rows, self.bk)
         return lines * (cont + pad) * self.elem_bytes
 
@@ -136,13 +176,21 @@ class KernelSpec:
         acc = CXX_TYPES[self.dtype_acc][0]
         akc = "true" if self.a_kcontig else "false"
         bkc = "true" if self.b_kcontig else "false"
-        la = f"skc::TileLoader<{tin}, {self.bm}, {self.bk}, {akc}, {self.a_vec}, {self.threads}>"
-        lb = f"skc::TileLoader<{tin}, {self.bn}, {self.bk}, {bkc}, {self.b_vec}, {self.threads}>"
+        la = (f"skc::TileLoader<{tin}, {self.bm}, {self.bk}, {akc}, {self.a_vec}, {self.threads}, "
+              f"{self.pad(self.a_kcontig)}, {self.loader_unroll(self.a_vec)}>")
+        lb = (f"skc::TileLoader<{tin}, {self.bn}, {self.bk}, {bkc}, {self.b_vec}, {self.threads}, "
+              f"{self.pad(self.b_kcontig)}, {self.loader_unroll(self.b_vec)}>")
         if self.mainloop == "ffma":
             ml = f"skc::MainloopFfma<{tin}, {self.bm}, {self.bn}, {self.bk}, LA, LB>"
         elif self.dtype_in == "float64" and self.mma_k:
             ml = (f"skc::MainloopDmma16<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
                   f"{self.warps_n}, {self.mma_k}, LA, LB>")
+        elif self.dtype_in == "float32":
+            ml = (f"skc::MainloopTf32<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
+                  f"{self.warps_n}, LA, LB>")
+        elif self.dtype_in == "int8":
+            ml = (f"skc::MainloopImma<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
+                  f"{self.warps_n}, LA, LB>")
         elif self.dtype_in == "float64":
             ml = (f"skc::MainloopDmma<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
                   f"{self.warps_n}, LA, LB>")
@@ -162,6 +210,8 @@ class KernelSpec:
 # ---- the heuristic's menu ----------------------------------------------------------------
 # The bases auto may choose per input dtype (the scheduler's cost model picks among them).
 # Everything the launcher can pick is one of these with fixup / layouts / vector widths set.
+# Keys are operand dtypes, plus TF32 ("tf32"): float32 operands when gemm(allow_tf32=True).
+TF32 = "tf32"
 HEURISTIC_TILES = {
     # 128x256x32 3 stages 16 warps compiles but has not passed the GPU tests yet: not listed
     "float16": (KernelSpec("float16", "float16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
@@ -179,7 +229,22 @@ HEURISTIC_TILES = {
                            a_vec=2, b_vec=2, mma_k=16),
                 KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
                            a_vec=2, b_vec=2)),
+    # tf32 tensor cores (opt-in): mma.m16n8k8, 8 warps of 64x32, 3 stages (120 KiB smem)
+    TF32: (KernelSpec("float32", "float32", "float32", 128, 128, 32, 3, 2, 4, "mma_sync",
+                      a_vec=4, b_vec=4),),
+    # int8 -> int32: mma.m16n8k32.s8, 8 warps of 64x32, BK = 64 bytes (same smem as fp16)
+    "int8": (KernelSpec("int8", "int32", "int32", 128, 128, 64, 4, 2, 4, "mma_sync",
+                        a_vec=16, b_vec=16),),
 }
+
+
+def bases_for(dtype: str, allow_tf32: bool = False) -> tuple:
+    """The HEURISTIC_TILES bases gemm() plans over for ``dtype`` operands."""
+    key = TF32 if (allow_tf32 and dtype == "float32") else dtype
+    if key not in HEURISTIC_TILES or key == TF32 and dtype != "float32":
+        raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
+                        f"{', '.join(k for k in HEURISTIC_TILES if k != TF32)})")
+    return HEURISTIC_TILES[key]
 
 
 def full_vec(dtype: str) -> int:

@@ -43,3 +43,33 @@ def test_source_inlines_every_header():
     assert '#include "' not in src
     for h in jit.header_files():
         assert f"---- {h.name} ----" in src, h.name
+
+
+def test_tf32_and_int8_specs():
+    """tf32 (float32 on mma_sync) and int8 (int32 accumulators / output) are legal specs, in
+    the compiled lists, and chosen only where they should be."""
+    from skcontract.kernels import specs
+    tf32 = specs.HEURISTIC_TILES[specs.TF32][0]
+    assert tf32.is_tf32 and "MainloopTf32" in tf32.cfg_source()
+    i8 = specs.HEURISTIC_TILES["int8"][0]
+    assert (i8.dtype_out, i8.dtype_acc) == ("int32", "int32") and "MainloopImma" in i8.cfg_source()
+    assert specs.bases_for("float32") == specs.HEURISTIC_TILES["float32"]
+    assert all(b.mainloop == "ffma" for b in specs.bases_for("float32"))
+    assert specs.bases_for("float32", allow_tf32=True) == specs.HEURISTIC_TILES[specs.TF32]
+    assert specs.bases_for("float16", allow_tf32=True) == specs.HEURISTIC_TILES["float16"]
+    with pytest.raises(TypeError):
+        specs.bases_for("tf32")
+    with pytest.raises(TypeError):
+        specs.bases_for("int16")
+    with pytest.raises(ValueError):
+        specs.KernelSpec("int8", "int8", "int32")
+    with pytest.raises(ValueError):
+        specs.KernelSpec("int8", "int32", "int32", mainloop="ffma")
+    with pytest.raises(ValueError):
+        specs.KernelSpec("float16", "int32", "float32")
+    rep = specs.representative_specs()
+    for pred in (lambda s: s.is_tf32, lambda s: s.dtype_in == "int8"):
+        chosen = [s for s in rep if pred(s)]
+        assert {s.fixup for s in chosen} == set(specs.FIXUPS)
+        assert {(s.a_layout, s.b_layout) for s in chosen} == {
+            (a, b) for a in specs.LAYOUTS for b in specs.LAYOUTS}

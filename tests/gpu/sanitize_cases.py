@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
 
 
@@ -20,14 +22,28 @@ def main() -> int:
         ("float16", (200, 136, 2000), "aligned", "deterministic"),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
+        ("tf32", (130, 70, 1000), "stream_k", "deterministic"),
+        ("int8", (200, 136, 2000), "stream_k", "deterministic"),
     ]
     bad = 0
     for dtype, (m, n, k), mode, red in cases:
-        a, b = rand((m, k), dtype, "C", 1), rand((k, n), dtype, "F", 2)
-        out = poisoned((m, n), a)
-        gemm(a, b, out, mode=mode, reduction=red)
-        err = rel_error(out, cupy.matmul(to64(a), to64(b)))
-        ok = err <= TOL[dtype]
+        if dtype == "int8":
+            rs = cupy.random.RandomState(1)
+            a = rs.randint(-128, 128, size=(m, k)).astype(cupy.int8)
+            b = cupy.asfortranarray(rs.randint(-128, 128, size=(k, n)).astype(cupy.int8))
+            out = cupy.full((m, n), -559038737, cupy.int32)
+            gemm(a, b, out, mode=mode, reduction=red)
+            want = np.matmul(cupy.asnumpy(a).astype(np.int64), cupy.asnumpy(b).astype(np.int64))
+            err = float(np.count_nonzero(cupy.asnumpy(out).astype(np.int64) != want))
+            ok = err == 0
+        else:
+            tf32 = dtype == "tf32"
+            dt = "float32" if tf32 else dtype
+            a, b = rand((m, k), dt, "C", 1), rand((k, n), dt, "F", 2)
+            out = poisoned((m, n), a)
+            gemm(a, b, out, mode=mode, reduction=red, allow_tf32=tf32)
+            err = rel_error(out, cupy.matmul(to64(a), to64(b)))
+            ok = err <= (5e-3 if tf32 else TOL[dtype])
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)

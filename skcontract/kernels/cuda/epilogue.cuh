@@ -1,4 +1,5 @@
 // epilogue.cuh: C = alpha * acc + beta * C, converted to the output type, stored with bounds.
+// int32 accumulators (int8 operands): alpha / beta are int32 and the arithmetic wraps mod 2^32.
 // C is row-major with leading dimension ldc (the host transposes the problem for a
 // column-major output). beta == 0 never reads C, so a NaN-poisoned output is fully replaced.
 #pragma once
@@ -20,8 +21,8 @@ struct Epilogue {
       const int gr = s.m0 + r, gc = s.n0 + c;
       if (gr < s.m_end && gc < s.n_end) {
         TOut* p = C + (long long)gr * ldc + gc;
-        Acc v = alpha * acc[i];
-        if (beta != Acc(0)) v += beta * AccCvt<TOut, Acc>::to_acc(*p);
+        Acc v = acc_mul(alpha, acc[i]);
+        if (beta != Acc(0)) v = acc_add(v, acc_mul(beta, AccCvt<TOut, Acc>::to_acc(*p)));
         *p = AccCvt<TOut, Acc>::from_acc(v);
       }
     }

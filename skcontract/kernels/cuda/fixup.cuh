@@ -30,7 +30,7 @@ namespace skc {
 
 enum : int { FIXUP_NONE = 0, FIXUP_ATOMIC = 1, FIXUP_DETERMINISTIC = 2, FIXUP_ALIGNED = 3 };
 
-// 16-byte L2 (.cg) vector access to accumulators.
+// 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).
 template <class Acc> struct Vec16;
 template <> struct Vec16<float> {
   static constexpr int V = 4;
@@ -50,6 +50,18 @@ template <> struct Vec16<double> {
   }
   __device__ __forceinline__ static void store(double* p, const double* v) {
     asm volatile("st.global.cg.v2.f64 [%0], {%1,%2};\n" ::"l"(p), "d"(v[0]), "d"(v[1]) : "memory");
+  }
+};
+
+template <> struct Vec16<int> {  // int32 accumulators of the int8 mainloop
+  static constexpr int V = 4;
+  __device__ __forceinline__ static void load(const int* p, int* v) {
+    asm volatile("ld.global.cg.v4.s32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "l"(p));
+  }
+  __device__ __forceinline__ static void store(int* p, const int* v) {
+    asm volatile("st.global.cg.v4.s32 [%0], {%1,%2,%3,%4};\n"
+                 ::"l"(p), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
   }
 };
 
@@ -94,7 +106,7 @@ struct Fixup {
       Acc v[V];
       Vec16<Acc>::load(at(base, slot, g), v);
 #pragma unroll
-      for (int e = 0; e < V; ++e) acc[g * V + e] = v[e] + acc[g * V + e];
+      for (int e = 0; e < V; ++e) acc[g * V + e] = acc_add(v[e], acc[g * V + e]);
     }
   }
   __device__ __forceinline__ static void load_to(Acc* base, long long slot, Acc (&acc)[NACC]) {
@@ -144,7 +156,7 @@ struct Fixup {
           Acc v[V];
           Vec16<Acc>::load(at(ws, base + p, g), v);
 #pragma unroll
-          for (int e = 0; e < V; ++e) acc[g * V + e] = acc[g * V + e] + v[e];
+          for (int e = 0; e < V; ++e) acc[g * V + e] = acc_add(acc[g * V + e], v[e]);
         }
       }
       if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);

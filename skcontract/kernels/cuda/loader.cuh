@@ -7,20 +7,25 @@
 //   KCONTIG: smem[x][BK + PAD]      else: smem[k][ROWS + PAD]
 // PAD is 16 bytes (64 for fp64 x-contiguous) so ldmatrix rows, DMMA fragments and cp.async
 // chunks hit distinct banks.
-// VEC elements are copied per cp.async (VEC * sizeof(T) in {4, 8, 16}); VEC == 1 with a 2-byte T
-// (a leading dimension that is not even) falls back to synchronous element loads.
+// VEC elements are copied per cp.async (VEC * sizeof(T) in {4, 8, 16}); VEC == 1 with a 1- or
+// 2-byte T (a leading dimension that is not 4-byte aligned) falls back to synchronous element
+// loads.
 // Chunks that straddle the edge (x_end, k_end) are zero-filled through cp.async's src-size.
 #pragma once
 #include "sk_common.cuh"
 
 namespace skc {
 
-template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS>
+template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS, int PAD_ARG = -1,
+          int UNROLL_ARG = 0>
 struct TileLoader {
   static constexpr bool KC = KCONTIG;
   // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
   // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct banks pairs.
-  static constexpr int PAD = (sizeof(T) == 8 && !KCONTIG) ? 8 : 16 / (int)sizeof(T);
+  // PAD_ARG >= 0 overrides (the host passes KernelSpec.pad(); tf32 k-contiguous pads 8 floats
+  // so its 8-byte fragment loads are conflict-free).
+  static constexpr int PAD = PAD_ARG >= 0 ? PAD_ARG
+                             : (sizeof(T) == 8 && !KCONTIG) ? 8 : 16 / (int)sizeof(T);
   static constexpr int CONT = KCONTIG ? BK : ROWS;     // contiguous extent in smem
   static constexpr int LINES = KCONTIG ? ROWS : BK;    // strided extent
   static constexpr int LDS = CONT + PAD;               // smem leading dimension (elements)
@@ -32,6 +37,9 @@ struct TileLoader {
   static constexpr int CP_BYTES = VEC * (int)sizeof(T);
   static constexpr bool ASYNC = CP_BYTES == 4 || CP_BYTES == 8 || CP_BYTES == 16;
   static_assert(CONT % VEC == 0, "tile extent must be a multiple of the vector width");
+  // Chunks issued per unrolled group (UNROLL_ARG > 0 caps it: element-wise / 4-byte copies of
+  // the tf32 and int8 kernels would otherwise hold every address live at once and spill).
+  static constexpr int UNROLL = UNROLL_ARG > 0 && UNROLL_ARG < ITERS ? UNROLL_ARG : ITERS;
 
   // Element (x, k) of a stage, tile-relative.
   __device__ __forceinline__ static const T& at(const T* stage, int x, int k) {
@@ -42,7 +50,7 @@ struct TileLoader {
   __device__ __forceinline__ static void load(T* stage, const T* __restrict__ g, long long ld,
                                               int x0, int k0, int x_end, int k_end) {
     const int tid = threadIdx.x;
-#pragma unroll
+#pragma unroll (UNROLL)
     for (int it = 0; it < ITERS; ++it) {
       const int idx = tid + it * THREADS;
       if (TOTAL % THREADS == 0 || idx < TOTAL) {

@@ -3,6 +3,12 @@
 //   fp64       : DMMA mma.m8n8k4 (MainloopDmma) or, on sm_90, mma.m16n8k{4,8,16}.f64
 //                (MainloopDmma16; decomposed into m8n8k4 below sm_90), fp64 accumulators,
 //                operands through scalar shared loads
+//   tf32       : mma.m16n8k8.f32.tf32 (MainloopTf32, float32 operands only when the caller
+//                allows tf32), fp32 accumulators, operands through 32/64-bit shared loads and
+//                cvt.rna.tf32.f32
+//   int8       : mma.m16n8k32.s32.s8.s8 (MainloopImma), int32 accumulators (wrapping), k-
+//                contiguous operands through ldmatrix (b16 rows = pairs of int8 pairs),
+//                x-contiguous ones through byte loads packed into 32-bit registers
 // A mainloop provides: Acc, NACC (accumulators per thread), PAIR (adjacent columns per
 // accumulator group), zero(), compute(stageA, stageB, acc) for one BK slice, and coord(i, r, c)
 // (tile-relative row / column of accumulator i of this thread). The fixup and the epilogue
@@ -237,6 +243,176 @@ struct MainloopDmma16 {
 #pragma unroll
         for (int nj = 0; nj < NJ; ++nj)
           dmma_m16n8<KS>(*reinterpret_cast<double(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[nj]);
+    }
+  }
+};
+
+
+// ---- tf32: mma.m16n8k8.row.col.f32.tf32.tf32.f32 ------------------------------------------
+// Fragments (g = lane / 4, t = lane % 4): a0 = A(g, t), a1 = A(g + 8, t), a2 = A(g, t + 4),
+// a3 = A(g + 8, t + 4); b0 = B(k = t, n = g), b1 = B(t + 4, g); C as m16n8k16.
+// The k index of the fragment is permuted inside each k8 step, for A and B alike (fragment k
+// t -> 2t, t + 4 -> 2t + 1): the 8 products summed are the same, and a k-contiguous operand
+// then gives each thread its two k values as one 8-byte load (pitch BK + 8: conflict-free
+// per half warp). x-contiguous operands (pitch X + 4) are read as scalars: banks 8t + g.
+__device__ __forceinline__ unsigned to_tf32(float f) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// X(x, k) and X(x, k + 1) of a stage (k even), converted to tf32.
+template <class L>
+__device__ __forceinline__ void lds_tf32_pair(const float* stage, int x, int k, unsigned& lo,
+                                              unsigned& hi) {
+  if constexpr (L::KC) {
+    const float2 v = *reinterpret_cast<const float2*>(&L::at(stage, x, k));
+    lo = to_tf32(v.x);
+    hi = to_tf32(v.y);
+  } else {
+    lo = to_tf32(L::at(stage, x, k));
+    hi = to_tf32(L::at(stage, x, k + 1));
+  }
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB>
+struct MainloopTf32 {
+  using Acc = float;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 4;
+  static constexpr int PAIR = 2;
+  static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "tf32 tile shape");
+  static_assert(!LA::KC || LA::LDS % 2 == 0, "8-byte fragment loads need an even pitch");
+  static_assert(!LB::KC || LB::LDS % 2 == 0, "8-byte fragment loads need an even pitch");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
+  }
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
+    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
+  }
+  __device__ __forceinline__ static void compute(const float* As, const float* Bs,
+                                                 Acc (&acc)[NACC]) {
+    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int g = l / 4, t = l % 4;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      unsigned a[MI][4];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        const int x = wm * WM + mi * 16 + g;
+        lds_tf32_pair<LA>(As, x, kk + 2 * t, a[mi][0], a[mi][2]);
+        lds_tf32_pair<LA>(As, x + 8, kk + 2 * t, a[mi][1], a[mi][3]);
+      }
+#pragma unroll
+      for (int nj = 0; nj < NJ; ++nj) {
+        unsigned b0, b1;
+        lds_tf32_pair<LB>(Bs, wn * WN + nj * 8 + g, kk + 2 * t, b0, b1);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+          mma_tf32(*reinterpret_cast<float(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b0, b1);
+      }
+    }
+  }
+};
+
+// ---- int8: mma.m16n8k32.row.col.s32.s8.s8.s32 ----------------------------------------------
+// Fragments: register r of A holds A(g + 8 (r % 2), 4t + 16 (r / 2) + q) in byte q; register r
+// of B holds B(k = 4t + 16 r + q, n = g) in byte q; C as m16n8k16 (s32, wrapping).
+// In bytes that is the m16n8k16 b16 layout, so a k-contiguous stage (pitch BK + 16 bytes) is
+// read with the same ldmatrix (non-trans) addressing, k offsets counted in bytes. ldmatrix
+// cannot transpose bytes: an x-contiguous stage is read with byte loads packed per register.
+__device__ __forceinline__ void mma_s8(int (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                       unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// X(x, k .. k + 3) of an x-contiguous stage packed little-endian into one register.
+template <class L>
+__device__ __forceinline__ unsigned lds_s8x4(const int8_t* stage, int x, int k) {
+  const unsigned b0 = (unsigned char)L::at(stage, x, k);
+  const unsigned b1 = (unsigned char)L::at(stage, x, k + 1);
+  const unsigned b2 = (unsigned char)L::at(stage, x, k + 2);
+  const unsigned b3 = (unsigned char)L::at(stage, x, k + 3);
+  return b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB>
+struct MainloopImma {
+  using Acc = int;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 4;
+  static constexpr int PAIR = 2;
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "int8 mma.sync tile shape");
+  static_assert(!LA::KC || LA::LDS % 16 == 0, "ldmatrix rows need a 16-byte pitch");
+  static_assert(!LB::KC || LB::LDS % 16 == 0, "ldmatrix rows need a 16-byte pitch");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0;
+  }
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
+    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
+  }
+  __device__ __forceinline__ static void compute(const int8_t* As, const int8_t* Bs,
+                                                 Acc (&acc)[NACC]) {
+    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int j = l / 8, r8 = l % 8, g = l / 4, t = l % 4;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 32) {
+      unsigned a[MI][4];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        const int m = wm * WM + mi * 16;
+        if constexpr (LA::KC) {
+          ldmatrix_x4(a[mi], As + (m + r8 + (j % 2) * 8) * LA::LDS + kk + (j / 2) * 16);
+        } else {
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            a[mi][r] = lds_s8x4<LA>(As, m + g + 8 * (r % 2), kk + 4 * t + 16 * (r / 2));
+        }
+      }
+      // B fragments two n8 blocks at a time: b[0], b[1] for block nj, b[2], b[3] for nj + 1.
+#pragma unroll
+      for (int nj = 0; nj < NJ; nj += 2) {
+        const int n = wn * WN + nj * 8;
+        unsigned b[4];
+        if constexpr (LB::KC) {
+          ldmatrix_x4(b, Bs + (n + r8 + (j / 2) * 8) * LB::LDS + kk + (j % 2) * 16);
+        } else {
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            b[r] = lds_s8x4<LB>(Bs, n + g + 8 * (r / 2), kk + 4 * t + 16 * (r % 2));
+        }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          mma_s8(*reinterpret_cast<int(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[0], b[1]);
+          mma_s8(*reinterpret_cast<int(*)[4]>(&acc[(mi * NJ + nj + 1) * 4]), a[mi], b[2], b[3]);
+        }
+      }
     }
   }
 };

@@ -7,6 +7,7 @@ namespace skc {
 
 struct half_t { unsigned short x; };
 struct bfloat16_t { unsigned short x; };
+typedef signed char int8_t;  // int8 operands (mma m16n8k32 .s8); int32 accumulators / output
 
 // ---- conversions -----------------------------------------------------------------------
 template <class T> struct Cvt;
@@ -65,6 +66,19 @@ template <class T> struct AccCvt<T, double> {
   __device__ __forceinline__ static T from_acc(double v) { return Cvt<T>::from_f64(v); }
   __device__ __forceinline__ static double to_acc(T v) { return Cvt<T>::to_f64(v); }
 };
+template <> struct AccCvt<int, int> {
+  __device__ __forceinline__ static int from_acc(int v) { return v; }
+  __device__ __forceinline__ static int to_acc(int v) { return v; }
+};
+
+// Accumulator arithmetic of the fixup and the epilogue. Integers wrap modulo 2^32 (done in
+// unsigned arithmetic: signed overflow would be undefined behaviour), as the s32 mma does.
+__device__ __forceinline__ float acc_add(float a, float b) { return a + b; }
+__device__ __forceinline__ double acc_add(double a, double b) { return a + b; }
+__device__ __forceinline__ int acc_add(int a, int b) { return (int)((unsigned)a + (unsigned)b); }
+__device__ __forceinline__ float acc_mul(float a, float b) { return a * b; }
+__device__ __forceinline__ double acc_mul(double a, double b) { return a * b; }
+__device__ __forceinline__ int acc_mul(int a, int b) { return (int)((unsigned)a * (unsigned)b); }
 
 // ---- shared memory / async copy ------------------------------------------------------------
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
