@@ -1,0 +1,72 @@
+"""tf32 and int8 GEMM against cuBLAS in one run (device time by CUDA-graph replay).
+
+    python -m skcontract.bench.tf32_int8 [--out DIR]
+
+tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed. int8: ``gemm`` on
+int8 operands (int32 out) vs ``torch._int_mm`` (cuBLASLt int8). Writes tf32-int8-h200.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+from pathlib import Path
+
+from .gemm import _calls_for, _device_time_us, _torch_graph_us
+
+SHAPES = [(1024, 1024, 1024), (2176, 1024, 4096), (2304, 2304, 4096), (4096, 4096, 4096),
+          (256, 3584, 8192)]
+REPS = 7
+
+
+def _rows():
+    import cupy
+    import torch
+
+    from ..kernels.gemm import gemm
+
+    torch.backends.cuda.matmul.allow_tf32 = True
+    stream = cupy.cuda.Stream(non_blocking=True)
+    rs = cupy.random.RandomState(0)
+    for m, n, k in SHAPES:
+        flops = 2.0 * m * n * k
+        calls = _calls_for(flops)
+        a32 = rs.standard_normal((m, k), dtype=cupy.float32)
+        b32 = rs.standard_normal((k, n), dtype=cupy.float32)
+        out32 = cupy.empty((m, n), cupy.float32)
+        ours = _device_time_us(lambda: gemm(a32, b32, out32, allow_tf32=True), stream,
+                               calls, REPS)
+        ta, tb = torch.as_tensor(a32, device="cuda"), torch.as_tensor(b32, device="cuda")
+        peer = _torch_graph_us(lambda: torch.matmul(ta, tb), calls, REPS)
+        yield ("tf32", m, n, k, ours, peer, flops)
+        a8 = rs.randint(-128, 128, (m, k)).astype(cupy.int8)
+        b8 = rs.randint(-128, 128, (k, n)).astype(cupy.int8)
+        out8 = cupy.empty((m, n), cupy.int32)
+        ours = _device_time_us(lambda: gemm(a8, b8, out8), stream, calls, REPS)
+        ta8 = torch.as_tensor(a8, device="cuda")
+        tb8 = torch.as_tensor(cupy.asfortranarray(b8), device="cuda")  # cuBLASLt wants B col-major
+        peer = _torch_graph_us(lambda: torch._int_mm(ta8, tb8), calls, REPS)
+        yield ("int8", m, n, k, ours, peer, flops)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m skcontract.bench.tf32_int8")
+    p.add_argument("--out", default="docs/benchmarks")
+    args = p.parse_args(argv)
+    lines = [f"# tf32 and int8 GEMM on the H200 ({datetime.date.today()}, commit "
+             f"{os.environ.get('SKCONTRACT_COMMIT', 'unknown')})", "",
+             "Device time (us, CUDA-graph replay, median of 7); ratio = peer / ours "
+             "(>1: we are faster). Peer: torch.matmul with TF32 allowed; torch._int_mm.", "",
+             "| dtype | m | n | k | ours us | peer us | ratio | ours TFLOP/s (TOP/s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for dt, m, n, k, ours, peer, flops in _rows():
+        lines.append(f"| {dt} | {m} | {n} | {k} | {ours:.1f} | {peer:.1f} | {peer / ours:.2f} "
+                     f"| {flops / ours / 1e6:.0f} |")
+        print(lines[-1], flush=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "tf32-int8-h200.md").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
