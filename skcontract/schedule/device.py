@@ -43,20 +43,31 @@ class DeviceInfo:
 
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":
+        """The H200 preset, with the cost model measured on it (heuristics.MEASURED_H200_COST)."""
+        from .heuristics import MEASURED_H200_COST
+
         return cls("NVIDIA H200 (preset)", H200_SMS, (9, 0), H200_L2_BYTES,
-                   H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm)
+                   H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm,
+                   cost=MEASURED_H200_COST)
 
     @classmethod
     def from_cupy(cls, device_id: int | None = None, ctas_per_sm: int = 1) -> "DeviceInfo":
-        """Read a live device through CuPy (raises ImportError without CuPy)."""
+        """Read a live device through CuPy (raises ImportError without CuPy).
+
+        A device whose name contains "H200" or "H100" (heuristics.MEASURED_COST_DEVICE_NAMES)
+        gets the cost model measured on the H200; any other keeps ``cost=None`` (the guesses).
+        """
         import cupy
+
+        from .heuristics import MEASURED_COST_DEVICE_NAMES, MEASURED_H200_COST
 
         dev_id = cupy.cuda.runtime.getDevice() if device_id is None else device_id
         p = cupy.cuda.runtime.getDeviceProperties(dev_id)
         name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
+        cost = MEASURED_H200_COST if any(t in name for t in MEASURED_COST_DEVICE_NAMES) else None
         return cls(name, p["multiProcessorCount"], (p["major"], p["minor"]),
                    p["l2CacheSize"], p["sharedMemPerMultiprocessor"],
-                   p["maxThreadsPerMultiProcessor"], ctas_per_sm)
+                   p["maxThreadsPerMultiProcessor"], ctas_per_sm, cost=cost)
 
     @property
     def resident_ctas(self) -> int:

@@ -8,10 +8,13 @@ evaluated per CTA on the actual split table (so it sees exactly the decompositio
 kernel will run), and the launch's time is ``a`` plus the slowest CTA (or, when the grid
 is larger than the resident CTAs, the sum over waves of each wave's slowest CTA).
 
-All four constants below are **initial guesses** derived from the H200 ceilings in
-GPU_WORKFLOW.md (bf16 ~790 TFLOP/s over 132 SMs, L2 ~10 TB/s); they are to be measured on
-the device and stored with the device description (``DeviceInfo(cost=CostModel(...))``).
-Only their ratios matter for choosing a mode.
+The four constants below (COST_A_US ...) are **initial guesses** derived from the H200
+ceilings in GPU_WORKFLOW.md (bf16 ~790 TFLOP/s over 132 SMs, L2 ~10 TB/s): DEFAULT_COST, used
+for devices nothing was measured on. Constants measured on a device are stored with it
+(``DeviceInfo(cost=CostModel(...))``): :data:`MEASURED_H200_COST`, fitted by
+:mod:`skcontract.schedule.calibrate`, is the H200's (and is used for any device whose name
+contains "H200" or "H100" and that carries no cost of its own). Only the ratios of the
+constants matter for choosing a mode.
 """
 from __future__ import annotations
 
@@ -102,19 +105,72 @@ def tile_candidates(dtype) -> tuple:
 
 @dataclass(frozen=True)
 class CostModel:
-    """The four constants of the cost model, in microseconds (see the module docstring)."""
+    """The constants of the cost model, in microseconds (see the module docstring).
+
+    ``slowdown`` and ``tile_efficiency`` optionally override :data:`DTYPE_SLOWDOWN` and
+    :data:`TILE_EFFICIENCY` for this device, as tuples so the model stays hashable:
+    ``slowdown = (("float32", 9.1), ...)``, ``tile_efficiency = (("float64", 64, 64, 1.3),
+    ...)`` (a dtype of ``None`` applies to every dtype). Entries not given use the guesses.
+    """
 
     a: float = COST_A_US
     b: float = COST_B_US
     c: float = COST_C_US
     d: float = COST_D_US
+    slowdown: tuple = ()
+    tile_efficiency: tuple = ()
+
+    def dtype_slowdown(self, dtype) -> float:
+        name = str(dtype)
+        for dt, v in self.slowdown:
+            if dt == name:
+                return float(v)
+        return DTYPE_SLOWDOWN.get(name, 1.0)
+
+    def efficiency(self, bm: int, bn: int, dtype=None) -> float:
+        name = None if dtype is None else str(dtype)
+        for key in (name, None):
+            for dt, m, n, v in self.tile_efficiency:
+                if dt == key and (m, n) == (bm, bn):
+                    return float(v)
+        return tile_efficiency(bm, bn)
 
 
 DEFAULT_COST = CostModel()
+"""The initial guesses: used for devices without measured constants."""
+
+MEASURED_H200_COST = CostModel(
+    a=19.0355, b=0.0, c=1.39959, d=1.117,
+    slowdown=(("float32", 4.5835), ("float64", 5.0627)),
+    tile_efficiency=(("float32", 8, 256, 2.8331), ("float64", 8, 256, 4.7558),
+                     ("float64", 64, 64, 0.9124)))
+"""The cost model measured on the H200 (fitted 2026-11-30 data, on the tree of this change).
+
+Source: docs/benchmarks/gemm-h200.json (measured 2026-11-30 at commit 4ec94df; 216 rows of
+forced data_parallel / stream_k / hybrid, fp16 / bf16 / fp32 / fp64), fitted by
+``python -m skcontract.schedule.calibrate``: each row's schedule rebuilt as the GPU built it
+(132 SMs, 1 resident CTA per SM, see calibrate.ASSUMED_OCCUPANCY), squared log error of
+predicted vs measured time minimised by alternating critical-CTA selection and
+non-negative Gauss-Newton steps. Fit error: median |log error| 0.067 (guesses: 1.34), max
+1.28 (the 2-k-iteration batched shape, whose per-tile epilogue the model does not have).
+Reading: a k-iteration of 128x128x64 fp16 takes 1.4 us on one SM (our mma_sync kernels, ~4x
+below cuBLAS), a launch ~19 us of fixed cost, merging a peer's partial ~1.1 us, and writing a
+partial costs nothing measurable (it overlaps). fp32 (FFMA) / fp64 (DMMA) iterations are
+4.6x / 5.1x an fp16 one; the 8x256 skinny tiles and the fp64 64x64 DMMA tile have their own
+measured efficiencies. The report: docs/benchmarks/cost-model-h200.md."""
+MEASURED_COST_DEVICE_NAMES = ("H200", "H100")
+"""A device whose name contains one of these (and that carries no ``cost`` of its own) uses
+:data:`MEASURED_H200_COST` (H100 and H200 share the SM; H200 only adds HBM bandwidth)."""
 
 
 def cost_of(device) -> CostModel:
-    return getattr(device, "cost", None) or DEFAULT_COST
+    cost = getattr(device, "cost", None)
+    if cost is not None:
+        return cost
+    name = str(getattr(device, "name", ""))
+    if any(tag in name for tag in MEASURED_COST_DEVICE_NAMES):
+        return MEASURED_H200_COST
+    return DEFAULT_COST
 
 
 def tile_efficiency(bm: int, bn: int) -> float:
@@ -130,7 +186,7 @@ def iteration_cost(tile, dtype, model: CostModel) -> float:
     """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM."""
     bm, bn, bk = tile
     vol = bm * bn * bk / float(np.prod(REF_TILE))
-    return model.c * vol * tile_efficiency(bm, bn) * DTYPE_SLOWDOWN.get(str(dtype), 1.0)
+    return model.c * vol * model.efficiency(bm, bn, dtype) * model.dtype_slowdown(dtype)
 
 
 def fixup_costs(tile, acc_dtype, model: CostModel) -> tuple[float, float]:
@@ -186,17 +242,19 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
 
 
 def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:
-    """CUTLASS's rules: returns the reason DP is chosen outright, or None (use the model).
+    """Rules that choose data-parallel outright: returns the reason, or None (use the model).
 
-    exact waves, at most MIN_ITERS_PER_SPLIT k-iterations, or a tail of at least half a
-    wave after one or more full waves -> data-parallel.
+    Kept from CUTLASS because the H200 measurements agree (docs/benchmarks/cost-model-h200.md):
+    at most MIN_ITERS_PER_SPLIT k-iterations per tile (nothing to split: every mode measured
+    the same), and exact waves (stream_k / hybrid measured within noise of DP). CUTLASS's
+    third rule, "a tail of at least half a wave -> DP", is *not* applied: on the H200 every
+    shape it covered (tail-half-full, 3200^3, 2000x3000x5000, 4096^3) measured stream_k
+    1.08-1.32x faster than data-parallel; the calibrated model judges those shapes instead.
     """
     if iters_per_tile <= MIN_ITERS_PER_SPLIT:
         return f"<= {MIN_ITERS_PER_SPLIT} k-iterations per tile"
     if tiles % resident == 0:
         return f"exact waves ({tiles // resident} x {resident} tiles)"
-    if tiles >= resident and tiles % resident >= resident / 2:
-        return f"tail of {tiles % resident} tiles >= half a wave"
     return None
 
 

@@ -52,12 +52,19 @@ def rows(corpus: dict, device: DeviceInfo, dtype: str = "float16"):
                        speedup=dp.predicted_time_us / s.predicted_time_us)
 
 
+def _cost_source(device: DeviceInfo) -> str:
+    from .heuristics import DEFAULT_COST, cost_of
+    if cost_of(device) is DEFAULT_COST:
+        return "the initial guesses of heuristics.py"
+    return "constants measured on the device, see docs/benchmarks/cost-model-h200.md"
+
+
 def markdown(corpus: dict, device: DeviceInfo, dtype: str = "float16") -> str:
     out = [f"auto's choices on {device.name} ({device.resident_ctas} resident CTAs), "
            f"{dtype} operands, tile forced. eff = predicted wave efficiency "
            "(busy SM time / (resident CTAs x makespan)); waves = longest CTA in full-tile "
-           "units; speed-up = predicted DP time / predicted auto time (cost-model "
-           "constants are initial guesses, see heuristics.py).", "",
+           "units; speed-up = predicted DP time / predicted auto time (cost model: "
+           f"{_cost_source(device)}).", "",
            "| class | shape (b x) M x N x K | tile | auto mode | grid | waves | eff | "
            "DP grid | DP waves | DP eff | pred. speed-up |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
