@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+NARROW_COPY_UNROLL = 4
+"""Unroll factor of the shared-memory loader's element-wise (misaligned) copies."""
+
 # dtype name -> (C++ storage type, element bytes). int32 is only an output / accumulator type
 # (of int8 operands); the input dtypes with kernels are the keys of INPUT_DTYPES below.
 CXX_TYPES = {
@@ -116,11 +119,10 @@ class KernelSpec:
         return 8 if (self.elem_bytes == 8 and not kcontig) else 16 // self.elem_bytes
 
     def loader_unroll(self, vec: int) -> int:
-        """TileLoader's UNROLL_ARG: 0 = fully unrolled; tf32 / int8 copies narrower than 16
-        bytes are unrolled by 4 (fully unrolled they spill on sm_80)."""
-        if (self.is_tf32 or self.dtype_in == "int8") and vec * self.elem_bytes < 16:
-            return 4
-        return 0
+        """TileLoader's UNROLL_ARG: 0 = fully unrolled; copies narrower than 16 bytes (the
+        misaligned fallback) are unrolled by NARROW_COPY_UNROLL: fully unrolled, their many
+        in-flight element copies spill registers on sm_80 (`compile_check --all`)."""
+        return NARROW_COPY_UNROLL if vec * self.elem_bytes < 16 else 0
 
     def _stage_bytes(self, rows: int, kcontig: bool) -> int:
         pad = self.pad(kcontig)
