@@ -27,6 +27,45 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
 
+// The accumulators of a WARPS_M x WARPS_N grid of warps, each owning a WM x WN tile of
+// m16n8 mma blocks. fp16/bf16 (k16), tf32 (k8), int8 (k32) and sm_90's fp64 (k4/k8/k16)
+// share this C fragment: accumulator e of block (mi, nj) is C(g + 8 (e / 2), 2t + e % 2).
+template <class AccT, int BM, int BN, int WARPS_M, int WARPS_N>
+struct MmaM16N8Accumulators {
+  using Acc = AccT;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int MI = WM / 16, NJ = WN / 8;
+  static constexpr int NACC = MI * NJ * 4;
+  static constexpr int PAIR = 2;
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = Acc(0);
+  }
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
+    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
+    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
+  }
+};
+
+// What a mainloop deriving from MmaM16N8Accumulators names from it (dependent base).
+#define SKC_M16N8_ACCUMULATORS(ACC)                                                  \
+  using Base = MmaM16N8Accumulators<ACC, BM, BN, WARPS_M, WARPS_N>;                  \
+  using Acc = typename Base::Acc;                                                    \
+  using Base::THREADS;                                                               \
+  using Base::WM;                                                                    \
+  using Base::WN;                                                                    \
+  using Base::MI;                                                                    \
+  using Base::NJ;                                                                    \
+  using Base::NACC;                                                                  \
+  using Base::PAIR;                                                                  \
+  using Base::zero;                                                                  \
+  using Base::coord;
+
 template <class T> struct MmaOp;
 template <> struct MmaOp<half_t> {
   __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
@@ -50,27 +89,9 @@ template <> struct MmaOp<bfloat16_t> {
 // 16-bit operands, m16n8k16. LA / LB are the TileLoader types (they fix the smem layout).
 template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB,
           bool A_KC, bool B_KC>
-struct MainloopMma16 {
-  using Acc = float;
-  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  static constexpr int MI = WM / 16, NJ = WN / 8;
-  static constexpr int NACC = MI * NJ * 4;
-  static constexpr int PAIR = 2;
+struct MainloopMma16 : MmaM16N8Accumulators<float, BM, BN, WARPS_M, WARPS_N> {
+  SKC_M16N8_ACCUMULATORS(float)
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "mma.sync tile shape");
-
-  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
-  }
-
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
-    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
-    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
-  }
 
   __device__ __forceinline__ static void compute(const T* As, const T* Bs, Acc (&acc)[NACC]) {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
@@ -150,7 +171,6 @@ struct MainloopDmma {
   }
 };
 
-
 // m16n8k4 f64 step: a0 = A(g, t), a1 = A(g + 8, t); b = B(k = t, n = g);
 // d0,d1 = D(g, 2t + {0,1}), d2,d3 = D(g + 8, 2t + {0,1}).
 __device__ __forceinline__ void dmma_m16n8k4(double (&d)[4], double a0, double a1, double b) {
@@ -193,13 +213,8 @@ __device__ __forceinline__ void dmma_m16n8(double (&d)[4], const double (&a)[KI 
 // fp64 through m16n8k{KI} (KI = 4, 8 or 16); warp tile WM x WN of 16 x 8 blocks.
 // C frag: D(g + 8 (e / 2), 2t + e % 2) for accumulator e of a block.
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int KI, class LA, class LB>
-struct MainloopDmma16 {
-  using Acc = double;
-  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  static constexpr int MI = WM / 16, NJ = WN / 8;
-  static constexpr int NACC = MI * NJ * 4;
-  static constexpr int PAIR = 2;
+struct MainloopDmma16 : MmaM16N8Accumulators<double, BM, BN, WARPS_M, WARPS_N> {
+  SKC_M16N8_ACCUMULATORS(double)
   static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % KI == 0, "dmma16 tile shape");
   static_assert(KI == 4 || KI == 8 || KI == 16, "m16n8k4 / k8 / k16");
   // k per step: KI on sm_90; below it the decomposition into m8n8k4 steps k by 4 (same sums,
@@ -210,17 +225,6 @@ struct MainloopDmma16 {
   static constexpr int KS = KI;
 #endif
 
-  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] = 0.0;
-  }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
-    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
-    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
-  }
   __device__ __forceinline__ static void compute(const double* As, const double* Bs,
                                                  Acc (&acc)[NACC]) {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
@@ -246,7 +250,6 @@ struct MainloopDmma16 {
     }
   }
 };
-
 
 // ---- tf32: mma.m16n8k8.row.col.f32.tf32.tf32.f32 ------------------------------------------
 // Fragments (g = lane / 4, t = lane % 4): a0 = A(g, t), a1 = A(g + 8, t), a2 = A(g, t + 4),
@@ -282,28 +285,12 @@ __device__ __forceinline__ void lds_tf32_pair(const float* stage, int x, int k, 
 }
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB>
-struct MainloopTf32 {
-  using Acc = float;
-  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  static constexpr int MI = WM / 16, NJ = WN / 8;
-  static constexpr int NACC = MI * NJ * 4;
-  static constexpr int PAIR = 2;
+struct MainloopTf32 : MmaM16N8Accumulators<float, BM, BN, WARPS_M, WARPS_N> {
+  SKC_M16N8_ACCUMULATORS(float)
   static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "tf32 tile shape");
   static_assert(!LA::KC || LA::LDS % 2 == 0, "8-byte fragment loads need an even pitch");
   static_assert(!LB::KC || LB::LDS % 2 == 0, "8-byte fragment loads need an even pitch");
 
-  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] = 0.f;
-  }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
-    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
-    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
-  }
   __device__ __forceinline__ static void compute(const float* As, const float* Bs,
                                                  Acc (&acc)[NACC]) {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
@@ -354,28 +341,12 @@ __device__ __forceinline__ unsigned lds_s8x4(const int8_t* stage, int x, int k) 
 }
 
 template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB>
-struct MainloopImma {
-  using Acc = int;
-  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
-  static constexpr int MI = WM / 16, NJ = WN / 8;
-  static constexpr int NACC = MI * NJ * 4;
-  static constexpr int PAIR = 2;
+struct MainloopImma : MmaM16N8Accumulators<int, BM, BN, WARPS_M, WARPS_N> {
+  SKC_M16N8_ACCUMULATORS(int)
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "int8 mma.sync tile shape");
   static_assert(!LA::KC || LA::LDS % 16 == 0, "ldmatrix rows need a 16-byte pitch");
   static_assert(!LB::KC || LB::LDS % 16 == 0, "ldmatrix rows need a 16-byte pitch");
 
-  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] = 0;
-  }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
-    r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;
-    c = wn * WN + nj * 8 + (lane % 4) * 2 + (e % 2);
-  }
   __device__ __forceinline__ static void compute(const int8_t* As, const int8_t* Bs,
                                                  Acc (&acc)[NACC]) {
     const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
