@@ -50,6 +50,18 @@ def _shaper(term, order, shape_in, shape_out):
     return lambda x: x.transpose(p).reshape(reshape)
 
 
+def _binary(fa, fb, op, post) -> Callable:
+    """``post(op(fa(x), fb(y)))``, skipping the views and the post-step that are None."""
+    def run(x, y):
+        if fa is not None:
+            x = fa(x)
+        if fb is not None:
+            y = fb(y)
+        r = op(x, y)
+        return r if post is None else post(r)
+    return run
+
+
 def _gemm(step: Step, ops: ArrayOps) -> Callable:
     a, b = step.inputs
     bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
@@ -63,15 +75,7 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
 
     if fa is None and fb is None and reshape is None:
         return matmul
-
-    def run(x, y):
-        if fa is not None:
-            x = fa(x)
-        if fb is not None:
-            y = fb(y)
-        r = matmul(x, y)
-        return r if reshape is None else r.reshape(reshape)
-    return run
+    return _binary(fa, fb, matmul, None if reshape is None else lambda r: r.reshape(reshape))
 
 
 def _broadcast(step: Step, ops: ArrayOps) -> Callable:
@@ -88,14 +92,7 @@ def _broadcast(step: Step, ops: ArrayOps) -> Callable:
     multiply = xp.multiply
     scalar = not step.output  # 0-d products come back as scalars: keep arrays
 
-    def run(x, y):
-        if fa is not None:
-            x = fa(x)
-        if fb is not None:
-            y = fb(y)
-        r = multiply(x, y)
-        return xp.asarray(r) if scalar else r
-    return run
+    return _binary(fa, fb, multiply, xp.asarray if scalar else None)
 
 
 def _unary(step: Step, ops: ArrayOps) -> Callable:

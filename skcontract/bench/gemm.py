@@ -210,25 +210,21 @@ def summarize(rows):
             return None
         return b["us"] / a["us"]
 
-    for cls_ in sorted({k[0] for k in keys}):
-        for dt in sorted({k[5] for k in keys}):
-            ks = [k for k in keys if k[0] == cls_ and k[5] == dt]
-            if not ks:
-                continue
-            out[f"{cls_}/{dt}"] = {
-                "auto_vs_cublas": _geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
+    def summary(ks):
+        return {"auto_vs_cublas": _geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
                 "auto_vs_dp": _geomean([ratio(k, "auto", "data_parallel") for k in ks]),
                 "stream_k_vs_dp": _geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
                 "hybrid_vs_dp": _geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
                 "n": len(ks)}
-    for dt in sorted({k[5] for k in keys}):
-        ks = [k for k in keys if k[5] == dt]
-        out[f"all/{dt}"] = {
-            "auto_vs_cublas": _geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
-            "auto_vs_dp": _geomean([ratio(k, "auto", "data_parallel") for k in ks]),
-            "stream_k_vs_dp": _geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
-            "hybrid_vs_dp": _geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
-            "n": len(ks)}
+
+    dtypes = sorted({k[5] for k in keys})
+    for cls_ in sorted({k[0] for k in keys}):
+        for dt in dtypes:
+            ks = [k for k in keys if k[0] == cls_ and k[5] == dt]
+            if ks:
+                out[f"{cls_}/{dt}"] = summary(ks)
+    for dt in dtypes:
+        out[f"all/{dt}"] = summary([k for k in keys if k[5] == dt])
     return out
 
 

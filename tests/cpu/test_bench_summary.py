@@ -1,0 +1,25 @@
+"""The GEMM benchmark's summary arithmetic (the GPU part runs only on the device)."""
+import math
+
+from skcontract.bench.gemm import summarize
+
+
+def _row(cls, dtype, mode, us):
+    return dict(**{"class": cls}, batch=1, m=256, n=256, k=256, dtype=dtype, mode=mode,
+                us=us)
+
+
+def test_summary_geomeans_are_speedups_per_class_and_overall():
+    rows = [_row("wave", "float16", "data_parallel", 40.0),
+            _row("wave", "float16", "stream_k", 20.0),
+            _row("wave", "float16", "hybrid", 40.0),
+            _row("wave", "float16", "auto", 20.0),
+            _row("wave", "float16", "cublas_torch", 10.0)]
+    other = [dict(r, m=512, **{"class": "exact"}) for r in rows]
+    other[3]["us"] = 80.0   # auto half as fast as DP on the second class
+    s = summarize(rows + other)
+    assert s["wave/float16"]["auto_vs_dp"] == 2.0
+    assert s["wave/float16"]["auto_vs_cublas"] == 0.5
+    assert s["exact/float16"]["auto_vs_dp"] == 0.5
+    assert math.isclose(s["all/float16"]["auto_vs_dp"], 1.0)
+    assert s["all/float16"]["stream_k_vs_dp"] == 2.0 and s["all/float16"]["n"] == 2
