@@ -133,9 +133,12 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, 
                                 a_aligned=a_vec_ok, b_aligned=b_vec_ok)
 
     def occupancy(b):
-        # Occupancy of the kernel that may wait decides how many CTAs can be resident.
-        return jit.get_kernel(spec_for(b, "atomic" if reduction == "atomic" else
-                                       "deterministic"), dev).occupancy
+        # Occupancy of the kernel that may wait decides how many CTAs can be resident; auto
+        # with "deterministic" may return an "arrival" (aligned-fixup) schedule: take the lower.
+        if reduction == "atomic":
+            return jit.get_kernel(spec_for(b, "atomic"), dev).occupancy
+        fixups = ("aligned",) if reduction == "arrival" else ("deterministic", "aligned")
+        return min(jit.get_kernel(spec_for(b, f), dev).occupancy for f in fixups)
 
     if schedule is None:
         schedule_gemm = _scheduler()
@@ -177,7 +180,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="determi
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis"
     (passed to the scheduler). ``reduction``: "deterministic" (workspace + lock, bitwise
-    reproducible) or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
+    reproducible; auto may pick the arrival protocol's shared sum, the same sums in the same
+    order, for few tiles with many peers), "arrival" (a slot per split; the peers share the
+    final sum when every CTA is resident) or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
     (``mma.m16n8k8.tf32``, operands rounded to a 10-bit mantissa, fp32 accumulation); by
     default float32 is exact (FFMA). Other dtypes ignore it.
     int8 operands accumulate in int32 (``mma.m16n8k32.s8``) and ``out`` is int32 (the default

@@ -50,7 +50,8 @@ class LaunchPlan:
         self.staging_elems = tiles * slot if spec.fixup == "atomic" else 0
         self.num_locks = tiles
         self.acc_np = _ACC_NP[spec.dtype_acc]
-        if spec.fixup == "deterministic" and self.grid > kernel.occupancy * _sm_count(device_id):
+        waits = getattr(schedule, "waits", spec.fixup == "deterministic")
+        if waits and self.grid > kernel.occupancy * _sm_count(device_id):
             raise RuntimeError(
                 f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
                 f"for {spec.name}; waiting splits could deadlock")

@@ -345,8 +345,12 @@ def hytis_small_tiles(bm: int, bn: int) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------------------------------
 # The split table
 # ---------------------------------------------------------------------------------------
-def build_table(raw: RawSplits, bk: int, reduction: str) -> tuple[np.ndarray, np.ndarray]:
-    """(table, cta_offsets) of :mod:`.table` from splits already ordered by CTA."""
+def build_table(raw: RawSplits, bk: int, reduction: str,
+                shared_sum: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(table, cta_offsets) of :mod:`.table` from splits already ordered by CTA.
+
+    ``shared_sum`` (``arrival`` only): mark the splits of multi-split tiles FLAG_SHARED_SUM,
+    so that their peers share the final sum (the caller guarantees co-residency)."""
     ts = raw.tiles
     tile = raw.tile
     kk = ts.kk[tile]
@@ -372,6 +376,8 @@ def build_table(raw: RawSplits, bk: int, reduction: str) -> tuple[np.ndarray, np
         raise ValueError(f"unknown reduction {reduction!r}")
     flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == kk, T.FLAG_FINAL, 0)
              | np.where(ts.small[tile], T.FLAG_SMALL, 0))
+    if shared_sum and reduction == ARRIVAL:
+        flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
     table = np.empty((len(tile), T.NUM_COLUMNS), dtype=np.int32)
     table[:, T.BATCH] = ts.batch[tile]
     table[:, T.M0] = ts.m0[tile]

@@ -11,6 +11,9 @@ real workspace, real locks / arrival counters, and concurrently running CTAs:
 * ``atomic`` partials are added into the (zeroed) output in the order the interleaving
   produces, so results vary with the seed at the rounding level; ``deterministic`` and
   ``arrival`` results are bitwise identical under every interleaving;
+* ``arrival`` rows flagged SHARED_SUM wait for every peer's arrival before the shared sum
+  (a CTA that arrived stays resident, spinning), so a co-residency or ordering mistake
+  shows up as a deadlock here too;
 * the protocol is checked as it runs (:class:`ProtocolViolation`): a waiter may only
   proceed when the lock says exactly its K0 elements were folded in *and* the workspace
   really holds ``[0, K0)`` of that tile; slots are never overwritten while in use; at the
@@ -30,7 +33,7 @@ import heapq
 import numpy as np
 
 from . import table as T
-from .heuristics import cost_of, fixup_costs, iteration_cost
+from .heuristics import SHARED_SUM_PASS_TILES, cost_of, fixup_costs, iteration_cost
 from .types import ARRIVAL, ATOMIC, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
 
 
@@ -83,6 +86,7 @@ class _Machine:
         self.adds = np.zeros(nfix, dtype=np.int64)
         self.ws: dict[int, np.ndarray] = {}
         self.ws_owner: dict[int, tuple[int, int]] = {}   # slot -> (tile, k covered)
+        self.arrived: set[int] = set()   # shared-sum rows that arrived and now wait
 
     def row(self, r):
         t = self.t[r]
@@ -151,6 +155,8 @@ class _Machine:
                 self.ws_owner[slot] = (tile, k1)
                 self.locks[tile] = k1
             return True
+        if red == ARRIVAL and flags & T.FLAG_SHARED_SUM:
+            return self._shared_sum(r, partial)
         if red == ARRIVAL:
             if slot in self.ws_owner:
                 raise ProtocolViolation(f"row {r}: slot {slot} written twice")
@@ -173,6 +179,38 @@ class _Machine:
                 self.locks[tile] = 0
             return True
         raise ProtocolViolation(f"unknown reduction {red!r}")
+
+    def _shared_sum(self, r, partial) -> bool:
+        """Store, arrive, wait for all PEERS arrivals, sum a share, arrive again; the
+        split that sees 2 * PEERS - 1 writes the tile (sums in SPLIT order, as the GPU)."""
+        l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
+        if r not in self.arrived:
+            if slot in self.ws_owner:
+                raise ProtocolViolation(f"row {r}: slot {slot} written twice")
+            self.ws[slot] = partial.copy()
+            self.ws_owner[slot] = (tile, split)
+            self.locks[tile] += 1
+            self.arrived.add(r)
+        if self.locks[tile] < peers:
+            return False
+        base = slot - split
+        for i in range(peers):
+            if self.ws_owner.get(base + i) != (tile, i):
+                raise ProtocolViolation(
+                    f"row {r}: split {split} of tile {tile} passed its wait but split {i}'s "
+                    "partial is not in the workspace")
+        self.arrived.discard(r)
+        old = self.locks[tile]
+        self.locks[tile] = old + 1
+        if old == 2 * peers - 1:
+            total = self.ws[base]
+            for i in range(1, peers):
+                total = total + self.ws[base + i]
+            for i in range(peers):
+                del self.ws[base + i], self.ws_owner[base + i]
+            self._out(l, m0, n0, bm, bn, total)
+            self.locks[tile] = 0
+        return True
 
     def check_end(self):
         if np.any(self.locks != 0):
@@ -267,6 +305,10 @@ def _deadlock_message(s, mach, running, ptr, pending) -> str:
     for c in running[:8]:
         r = ptr[c]
         tile, k0 = int(t[r, T.TILE]), int(t[r, T.K0])
+        if t[r, T.FLAGS] & T.FLAG_SHARED_SUM:
+            lines.append(f"  CTA {c} row {r}: counter[{tile}] == {mach.locks[tile]}, needs all "
+                         f"{int(t[r, T.PEERS])} peers to arrive (shared sum)")
+            continue
         prod = np.nonzero((t[:, T.TILE] == tile) & (t[:, T.K1] == k0))[0]
         where = ""
         if len(prod):
@@ -287,7 +329,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     """Start / compute end / wait end / end of every split, in k-iterations of ``s.tile``.
 
     Costs follow :mod:`.heuristics` (fixup b and d converted to iterations). Deterministic
-    waiters wait for the end of their predecessor split (SPLIT - 1) of the same tile.
+    waiters wait for the end of their predecessor split (SPLIT - 1) of the same tile;
+    shared-sum splits wait until every peer of their tile has computed its partial.
     CTAs beyond ``resident`` start when a slot frees (in index order).
     """
     t = s.table
@@ -310,8 +353,15 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     final = (t[:, T.FLAGS] & T.FLAG_FINAL) != 0
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
     multi = peers > 1
-    fix = np.where(multi & ~final, b_i, 0.0) + np.where(multi & final, d_i * (peers - 1), 0.0)
+    shared = (t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
+    fix = (np.where(multi & (~final | shared), b_i, 0.0)
+           + np.where(multi & final & ~shared, d_i * (peers - 1), 0.0)
+           + np.where(shared, d_i * (SHARED_SUM_PASS_TILES + final), 0.0))
     waits = multi & ~first & (s.reduction == DETERMINISTIC)
+    # a shared-sum split waits until every peer of its tile has computed its partial
+    tile_rows = {}
+    for i in np.nonzero(shared)[0].tolist():
+        tile_rows.setdefault(int(t[i, T.TILE]), []).append(i)
     pred = {}
     if waits.any():
         key = {(int(tl), int(sp)): i for i, (tl, sp) in
@@ -319,7 +369,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
         for i in np.nonzero(waits)[0].tolist():
             pred[i] = key[(int(t[i, T.TILE]), int(t[i, T.SPLIT]) - 1)]
     start = np.zeros(n)
-    cend = np.zeros(n)
+    cend = np.full(n, np.nan)
     wend = np.zeros(n)
     end = np.full(n, np.nan)
     offs = s.cta_offsets
@@ -349,8 +399,15 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
                     if np.isnan(end[pred[i]]):
                         break
                     ready = end[pred[i]]
-                start[i] = now[c]
-                cend[i] = start[i] + dur[i]
+                if np.isnan(cend[i]):
+                    start[i] = now[c]
+                    cend[i] = start[i] + dur[i]
+                    progress = True
+                if shared[i]:
+                    peer_ends = cend[tile_rows[int(t[i, T.TILE])]]
+                    if np.isnan(peer_ends).any():
+                        break
+                    ready = float(peer_ends.max())
                 wend[i] = max(cend[i], ready)
                 end[i] = wend[i] + fix[i]
                 now[c] = end[i]

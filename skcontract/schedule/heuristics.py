@@ -45,6 +45,11 @@ COST_C_US = 0.35
 COST_D_US = 0.5
 """d: reading and adding one peer's partial tile, charged to the final split per peer."""
 
+SHARED_SUM_PASS_TILES = 1.0
+"""Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
+of every peer's slot), charged at d per tile; the split that runs the epilogue reads one more
+(the summed slot)."""
+
 REF_TILE = (128, 128, 64)
 """The tile that COST_C_US is quoted for; other tiles scale by volume and efficiency."""
 
@@ -220,8 +225,11 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     final = (table[:, T.FLAGS] & T.FLAG_FINAL) != 0
     multi = peers > 1
     compute = c * iters
-    fix = (np.where(small, b_sm, b_big) * (multi & ~final)
-           + np.where(small, d_sm, d_big) * (peers - 1) * (multi & final))
+    shared = (table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
+    d = np.where(small, d_sm, d_big)
+    chain = (peers - 1) * (multi & final & ~shared)          # one CTA merges every peer
+    pooled = (SHARED_SUM_PASS_TILES + final) * shared        # everybody reads a share
+    fix = np.where(small, b_sm, b_big) * (multi & (~final | shared)) + d * (chain + pooled)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
     per_cta_compute = np.bincount(cta, weights=compute, minlength=grid)
     per_cta = per_cta_compute + np.bincount(cta, weights=fix, minlength=grid)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import decompose as D
 from .applicability import can_apply_stream_k, kind_name
+from .check import tiles_visited_in_one_order
 from .device import DeviceInfo
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, predict, rule_mode,
                          selection_key, tile_candidates)
@@ -54,6 +55,10 @@ class _Builder:
 
     def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None):
         table, offsets = D.build_table(raw, tile[2], reduction)
+        if reduction == ARRIVAL and raw.grid <= self.device.resident_ctas and \
+                tiles_visited_in_one_order(table, raw.cta):
+            # every CTA resident and no conflicting visit orders: the peers share the sum
+            table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=True)
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device)
         note = "; ".join(x for x in (reason, raw.note) if x)
@@ -68,22 +73,23 @@ class _Builder:
         g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
         return self.finish(DATA_PARALLEL, tile, D.data_parallel(ts, tile[2], g), ATOMIC, reason)
 
-    def _wait_check(self, grid):
-        if self.reduction == DETERMINISTIC and grid > self.device.resident_ctas:
+    def _wait_check(self, grid, reduction=None):
+        if (reduction or self.reduction) == DETERMINISTIC and grid > self.device.resident_ctas:
             raise ValueError(
                 f"grid={grid} exceeds the {self.device.resident_ctas} resident CTAs of "
                 f"{self.device.name} and deterministic fixup waits on locks: that could "
                 "deadlock (use reduction='atomic' or a smaller grid)")
 
-    def stream_k(self, tile, grid, reason=""):
+    def stream_k(self, tile, grid, reason="", reduction=None):
+        red = reduction or self.reduction
         ts = self.tiles(tile)
         p = int(ts.iters(tile[2]).max())
         opts = [grid] if grid is not None else _sk_grid_options(ts.n, p, self.device.resident_ctas)
         best = None
         for g in opts:
-            self._wait_check(g)
-            s = self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups),
-                            self.reduction, reason)
+            self._wait_check(g, red)
+            s = self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups), red,
+                            reason)
             if best is None or s.predicted_time_us < best.predicted_time_us:
                 best = s
         return best
@@ -272,6 +278,13 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
                 continue  # degenerated to DP, already listed
             built.append((s, ""))
             allowed.append(s)
+        if STREAM_K in modes and reduction == DETERMINISTIC and ts.n < resident:
+            # few tiles, many peers each: the deterministic chain merges them one by one,
+            # the shared sum (same sums, same order) in one parallel pass
+            s = b.stream_k(t, grid, reduction=ARRIVAL)
+            if s.mode == STREAM_K:
+                built.append((s, "shared sum"))
+                allowed.append(s)
     best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
     dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and s.tile == best.tile)
     if best.mode == DATA_PARALLEL:
@@ -295,7 +308,9 @@ def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo 
     ``mode``: "auto" (default), "data_parallel", "split_k", "stream_k", "hybrid",
     "aligned" or "hytis". ``tile``: (BM, BN, BK), default chosen by auto. ``grid``: the
     number of persistent CTAs (default: the device's resident CTAs, or fewer). ``reduction``:
-    "atomic" or "deterministic" (aligned always uses its arrival counter). ``dtype``: the
+    "atomic", "deterministic" or "arrival" (per-split slots; the peers share the final sum
+    when the grid is resident; aligned always uses it; auto with "deterministic" also weighs
+    stream_k with "arrival" for fewer tiles than resident CTAs). ``dtype``: the
     operand dtype (for the accumulator and the cost model). ``options``: ``splits`` (S of
     split_k / aligned), ``groups`` (Stream-K groups, <= 8), ``swizzle`` (log2 band width),
     ``raster`` ("M" / "N"), ``small_tile`` (HyTiS), and the applicability facts of

@@ -19,7 +19,8 @@ M0, N0     first row / column of the output tile
 BM, BN     tile extent clipped to the matrix (HyTiS rows may carry a smaller tile shape)
 K0, K1     the split's reduction range ``[K0, K1)`` in elements, a multiple of BK at K0
 FLAGS      bit FIRST (K0 == 0), bit FINAL (K1 == K), bit SMALL (a HyTiS latency-tile row:
-           run it with the schedule's ``small_tile`` shape instead of ``tile``)
+           run it with the schedule's ``small_tile`` shape instead of ``tile``), bit
+           SHARED_SUM (``arrival`` rows whose peers share the final sum, see below)
 TILE       fixup index of the tile (lock / arrival counter), -1 when the tile has one split
 SLOT       workspace slot this split writes (deterministic: one per tile, shared by its
            splits; aligned: one per split), -1 when it writes none
@@ -33,9 +34,19 @@ Fixup protocols keyed by these columns (STREAM_K.md section 3):
   waits until ``lock == K0``; a non-final split adds (or, if FIRST, stores) into
   workspace[SLOT] and publishes ``lock = K1``; the FINAL split adds workspace[SLOT] into its
   accumulators, runs the epilogue and resets ``lock = 0``.
-* ``aligned``: every split stores into its own workspace[SLOT], then increments
-  counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its tile in SPLIT
-  order, runs the epilogue and resets the counter to 0.
+* ``aligned`` (reduction ``arrival``): every split stores into its own workspace[SLOT], then
+  increments counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its
+  tile in SPLIT order, runs the epilogue and resets the counter to 0. Nobody waits.
+* ``arrival`` with FLAG_SHARED_SUM (the scheduler sets it when every CTA is resident): the
+  peers *share* that sum instead of leaving it to one CTA. Each split stores its slot,
+  increments counter[TILE] and waits until it reads ``>= PEERS``; split ``s`` then sums, in
+  SPLIT order, its share ``[s, s + 1) * SLOT_ELEMS / PEERS`` of the PEERS slots into the
+  tile's first slot ``SLOT - SPLIT`` and increments the counter again; the split that sees
+  ``2 * PEERS - 1`` loads the summed slot, runs the epilogue and resets the counter to 0.
+  The sums are the deterministic protocol's, bit for bit ((s0 + s1) + s2 ...), but the
+  chain of PEERS serial merges becomes one parallel pass. Everybody waits, so it needs all
+  CTAs resident and every CTA to visit its tiles in one global order (stream-k walks are
+  descending), which :func:`..check.validate_schedule` checks.
 * ``atomic``: each split adds into the (zeroed) output or an fp32/fp64 staging buffer.
   TILE is still filled in (it identifies the tile's splits) but no lock is allocated
   (``Schedule.num_locks == 0``) and SLOT is -1; a tile with PEERS == 1 simply stores.
@@ -52,6 +63,7 @@ NUM_COLUMNS = 12
 FLAG_FIRST = 1
 FLAG_FINAL = 2
 FLAG_SMALL = 4  # added with the scheduler (issue 3); the columns are unchanged
+FLAG_SHARED_SUM = 8  # arrival rows whose peers share the final sum (parallel split reduction)
 
 COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "slot",
                 "peers", "split")

@@ -37,9 +37,13 @@ K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
 ATOMIC = "atomic"
 DETERMINISTIC = "deterministic"
 ARRIVAL = "arrival"
-REDUCTIONS = (ATOMIC, DETERMINISTIC)
+REDUCTIONS = (ATOMIC, DETERMINISTIC, ARRIVAL)
 """Reduction modes a caller may ask for. ``aligned`` always uses ``"arrival"`` (per-split
-workspace slots and a tile-arrival counter), which ``s.reduction`` then reports."""
+workspace slots and a tile-arrival counter), which ``s.reduction`` then reports. ``arrival``
+with the other K-splitting modes gives every split its own slot; when the grid fits in the
+resident CTAs the peers share the final sum (FLAG_SHARED_SUM, a parallel split reduction).
+``deterministic`` and ``arrival`` are both bitwise reproducible and sum in the same order, so
+auto with ``deterministic`` also weighs ``arrival`` (see the scheduler)."""
 
 # GEMM-class step kinds (plan.classify's Kind names) that the scheduler handles.
 GEMM_KINDS = frozenset({"GEMM", "GEMV", "BATCHED_GEMM", "GROUPED_GEMM", "CONV", "DOT"})
@@ -289,10 +293,17 @@ class Schedule:
         return self.reduction == ATOMIC and self.num_fixup_tiles > 0
 
     @property
+    def shared_sum(self) -> bool:
+        """Whether the peers of a tile share its final sum (arrival + FLAG_SHARED_SUM)."""
+        return bool(np.any(self.table[:, T.FLAGS] & T.FLAG_SHARED_SUM))
+
+    @property
     def waits(self) -> bool:
-        """Whether some split spins on a lock (only the deterministic protocol waits)."""
-        return self.reduction == DETERMINISTIC and bool(
-            np.any((self.table[:, T.FLAGS] & T.FLAG_FIRST) == 0))
+        """Whether some split spins on a lock or counter (deterministic non-first splits,
+        and every split of a shared-sum tile)."""
+        if self.reduction == DETERMINISTIC:
+            return bool(np.any((self.table[:, T.FLAGS] & T.FLAG_FIRST) == 0))
+        return self.shared_sum
 
     # -- rows --------------------------------------------------------------------------
     def cta_of_rows(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  schedule_gemm, schedule_problem, schedule_step,
                                  validate_schedule)
 from skcontract.schedule import table as T
+from skcontract.schedule.check import InvalidSchedule
 from skcontract.schedule.heuristics import tile_candidates
 from skcontract.schedule.swizzle import tile_order
 
@@ -46,7 +47,8 @@ dims = st.integers(1, 3000)
 
 @settings(max_examples=160, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=dims, n=dims, k=st.integers(1, 4000), batch=st.integers(1, 8),
-       mode=st.sampled_from(MODES + ("auto",)), reduction=st.sampled_from(["atomic", "deterministic"]),
+       mode=st.sampled_from(MODES + ("auto",)),
+       reduction=st.sampled_from(["atomic", "deterministic", "arrival"]),
        tile=st.sampled_from(TILES), grid=st.sampled_from([None, 1, 7, 66, 132]),
        sms=st.sampled_from([132, 8]))
 def test_table_invariants(m, n, k, batch, mode, reduction, tile, grid, sms):
@@ -326,7 +328,7 @@ def test_schedule_is_immutable():
     (1536, 1408, 1024),  # exactly one wave
     (3072, 2816, 512),   # exactly four waves
 ])
-@pytest.mark.parametrize("reduction", ["atomic", "deterministic"])
+@pytest.mark.parametrize("reduction", ["atomic", "deterministic", "arrival"])
 def test_edge_cases(shape, mode, reduction):
     s = schedule_gemm(*shape, mode=mode, tile=(128, 128, 64), reduction=reduction)
     validate_schedule(s)
@@ -367,3 +369,48 @@ def test_problem_validation():
         schedule_gemm(10, 10, 10, reduction="nope")
     with pytest.raises(ValueError):
         schedule_gemm(10, 10, 10, tile=(0, 1, 1))
+
+
+# ---------------------------------------------------------------------------------------
+# shared sum: arrival tables whose peers share the final sum
+# ---------------------------------------------------------------------------------------
+def test_shared_sum_flag_only_when_every_cta_is_resident():
+    s = schedule_gemm(128, 128, 16384, mode="stream_k", tile=(64, 64, 16), reduction="arrival",
+                      dtype="float64")
+    multi = s.table[:, T.PEERS] > 1
+    assert s.shared_sum and s.waits and s.grid <= H200.resident_ctas
+    assert np.array_equal((s.table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0, multi)
+    validate_schedule(s)
+    # aligned with more units than resident CTAs: nobody may wait, so the last arrival sums
+    big = schedule_gemm(4096, 4096, 8192, mode="aligned", splits=2, tile=(128, 128, 64))
+    assert big.grid > H200.resident_ctas and not big.shared_sum and not big.waits
+    validate_schedule(big)
+
+
+def test_auto_deterministic_weighs_the_shared_sum():
+    """One tile with many peers: the deterministic chain merges 100+ partials one after the
+    other, the shared sum in one pass; auto picks it. Many tiles: the chain stays."""
+    one = schedule_gemm(128, 128, 16384, dtype="float64", reduction="deterministic")
+    assert (one.mode, one.reduction) == ("stream_k", "arrival") and one.shared_sum
+    chain = [c for c in one.candidates if c.mode == "stream_k" and c.note != "shared sum"
+             and c.tile == one.tile]
+    assert chain and min(c.predicted_time_us for c in chain) > one.predicted_time_us
+    many = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64), reduction="deterministic")
+    assert many.reduction == "deterministic"
+
+
+def test_shared_sum_conflicting_tile_orders_are_rejected():
+    # one CTA runs both splits of a tile: with the shared sum it would wait for itself
+    s = schedule_gemm(100, 100, 4000, mode="split_k", splits=2, grid=1, tile=(128, 128, 64),
+                      reduction="arrival")
+    assert s.num_fixup_tiles == 1 and not s.shared_sum  # the scheduler does not flag it
+    t = s.table.copy()
+    t[t[:, T.PEERS] > 1, T.FLAGS] |= T.FLAG_SHARED_SUM
+    with pytest.raises(InvalidSchedule, match="conflicting orders"):
+        validate_schedule(dataclasses.replace(s, table=t))
+    ok = schedule_gemm(128, 256, 8192, mode="stream_k", tile=(64, 64, 16), reduction="arrival",
+                       dtype="float64", grid=20)
+    assert ok.shared_sum
+    validate_schedule(ok)
+    with pytest.raises(InvalidSchedule, match="resident"):
+        validate_schedule(dataclasses.replace(ok, device=toy(4)))

@@ -29,13 +29,13 @@ def int_operands(rng, batch, m, n, k):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=st.integers(1, 80), n=st.integers(1, 80), k=st.integers(1, 300),
        batch=st.integers(1, 3), mode=st.sampled_from(MODES + ("auto",)),
-       reduction=st.sampled_from(["atomic", "deterministic"]),
+       reduction=st.sampled_from(["atomic", "deterministic", "arrival"]),
        tile=st.sampled_from(SMALL_TILES), sms=st.integers(1, 9), cps=st.integers(1, 2),
        grid=st.sampled_from([None, 1, 3, 5]), seed=st.integers(0, 2**16))
 def test_emulated_result_equals_reference(m, n, k, batch, mode, reduction, tile, sms, cps,
                                          grid, seed):
     dev = toy(sms, cps)
-    if grid is not None and grid > dev.resident_ctas and reduction == "deterministic":
+    if grid is not None and grid > dev.resident_ctas and reduction != "atomic":
         grid = dev.resident_ctas
     s = schedule_gemm(m, n, k, batch=batch, device=dev, mode=mode, tile=tile, grid=grid,
                       reduction=reduction, dtype="float64")
@@ -216,3 +216,38 @@ def test_timeline_hides_waits_with_backward_walk():
     tl = timeline(s)
     assert np.all(tl["end"] >= tl["wait_end"]) and np.all(tl["wait_end"] >= tl["compute_end"])
     assert float(tl["end"].max()) < 90  # faster than one DP tile (90 k-iterations)
+
+
+@pytest.mark.parametrize("groups", [None, 2])
+def test_shared_sum_is_the_deterministic_chain_bit_for_bit(groups):
+    dev = toy(9)
+    m, n, k = 32, 32, 2000  # 4 tiles over 9 CTAs
+    kw = dict(device=dev, mode="stream_k", tile=(16, 16, 8), dtype="float64", groups=groups)
+    shared = schedule_gemm(m, n, k, reduction="arrival", **kw)
+    chain = schedule_gemm(m, n, k, reduction="deterministic", grid=shared.grid, **kw)
+    assert shared.shared_sum and np.array_equal(shared.table[:, T.K0], chain.table[:, T.K0])
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    want = emulate(chain, a, b).tobytes()
+    for sd in range(6):
+        assert emulate(shared, a, b, seed=sd).tobytes() == want
+    np.testing.assert_allclose(emulate(shared, a, b), a @ b, rtol=1e-12, atol=1e-10)
+
+
+def test_shared_sum_without_co_residency_is_reported_as_deadlock():
+    s = schedule_gemm(64, 64, 4000, device=toy(9), mode="stream_k", tile=(16, 16, 8),
+                      reduction="arrival", dtype="float64")
+    a, b = operands_for(s)
+    np.testing.assert_array_equal(emulate(s, a, b), a @ b)
+    with pytest.raises(ScheduleDeadlock, match="shared sum"):
+        emulate(s, a, b, resident=2)
+
+
+def test_timeline_shared_sum_waits_for_the_slowest_peer():
+    s = schedule_gemm(64, 64, 4000, device=toy(9), mode="stream_k", tile=(16, 16, 8),
+                      reduction="arrival", dtype="float64")
+    tl = timeline(s)
+    tiles = s.table[:, T.TILE]
+    for tile in set(tiles.tolist()) - {-1}:
+        rows = tiles == tile
+        assert np.all(tl["wait_end"][rows] >= tl["compute_end"][rows].max())

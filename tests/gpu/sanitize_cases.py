@@ -22,6 +22,8 @@ def main() -> int:
         ("float16", (200, 136, 2000), "aligned", "deterministic"),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
+        ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum
+        ("float64", (70, 90, 3000), "stream_k", "arrival"),
         ("tf32", (130, 70, 1000), "stream_k", "deterministic"),
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),
     ]

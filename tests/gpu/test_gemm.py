@@ -55,7 +55,7 @@ def _check(dtype, batch, m, n, k, *, layout=("C", "C"), mode="stream_k",
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("fix", [("stream_k", "deterministic"), ("stream_k", "atomic"),
-                                 ("aligned", "deterministic")])
+                                 ("stream_k", "arrival"), ("aligned", "deterministic")])
 def test_layouts_fixups_edges(dtype, layout, fix):
     for batch, m, n, k in EDGE_SHAPES:
         _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
@@ -80,7 +80,7 @@ def test_every_tile(dtype, tile, layout):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("reduction", ["deterministic", "atomic"])
+@pytest.mark.parametrize("reduction", ["deterministic", "atomic", "arrival"])
 def test_modes(dtype, mode, reduction):
     for batch, m, n, k in [(1, 300, 500, 2048), (1, 1000, 1000, 1000), (1, 128, 128, 8192),
                            (2, 256, 384, 1536), (1, 33, 2000, 4096)]:
@@ -143,17 +143,50 @@ def test_deterministic_bitwise(dtype, mode):
     assert rel_error(out, _reference(a, b)) <= TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shared_sum_equals_deterministic_chain(dtype):
+    """Same splits: the arrival protocol's shared sum is the deterministic chain bit for bit
+    (both sum the partials in SPLIT order), and it is the sum, not a copy of one partial."""
+    m, n, k = 128, 128, 20000
+    a, b = rand((m, k), dtype, "C", 14), rand((k, n), dtype, "C", 15)
+    outs = {}
+    for red in ("deterministic", "arrival"):
+        out = poisoned((m, n), a)
+        _gemm(a, b, out, mode="stream_k", reduction=red, grid=40)
+        outs[red] = as_bytes(out)
+        assert rel_error(out, _reference(a, b)) <= TOL[dtype]
+    assert outs["deterministic"] == outs["arrival"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_auto_picks_shared_sum_for_one_tile(dtype):
+    """auto with deterministic on a strong-scaling shape runs the arrival shared sum."""
+    import cupy
+    from skcontract.kernels import gemm as G
+    m, n, k = 128, 128, 16384
+    a, b = rand((m, k), dtype, "C", 16), rand((k, n), dtype, "C", 17)
+    out = poisoned((m, n), a)
+    _gemm(a, b, out)
+    plan = next(p for key, p in G._PLANS.items() if key[2:6] == (1, m, n, k) and key[1] == dtype)
+    assert plan.schedule.reduction == "arrival" and plan.schedule.shared_sum
+    assert plan.kernel.spec.fixup == "aligned"
+    assert rel_error(out, _reference(a, b)) <= TOL[dtype]
+    cupy.cuda.runtime.deviceSynchronize()
+
+
 @pytest.mark.parametrize("dtype,index", [(d, i) for d in ["float16", "float32", "float64"]
                                          for i in range(len(_tiles(d)))])
-def test_worst_case_coresidency(dtype, index):
+@pytest.mark.parametrize("reduction", ["deterministic", "arrival"])
+def test_worst_case_coresidency(dtype, index, reduction):
     """One tile, as many Stream-K units as can be resident, fewest iterations per split:
-    the longest chain of waiting splits. Must complete (and be right)."""
+    the longest chain of waiting splits (deterministic), or every resident CTA waiting for
+    all the others (arrival's shared sum). Must complete (and be right)."""
     import cupy
     from skcontract.kernels import jit, specs
     from skcontract.kernels.gemm import _base_spec, _device_info
     base = _base_spec(dtype, _tiles(dtype)[index])
-    kern = jit.get_kernel(specs.specialise(base, fixup="deterministic", a_layout="row",
-                                           b_layout="row"))
+    fixup = "aligned" if reduction == "arrival" else reduction
+    kern = jit.get_kernel(specs.specialise(base, fixup=fixup, a_layout="row", b_layout="row"))
     dev = _device_info(cupy.cuda.runtime.getDevice()).with_occupancy(kern.occupancy)
     resident = dev.resident_ctas
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
@@ -161,8 +194,9 @@ def test_worst_case_coresidency(dtype, index):
     k = base.bk * MIN_ITERS_PER_SPLIT * resident
     a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
     sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=(base.bm, base.bn, base.bk),
-                          grid=resident, reduction="deterministic")
+                          grid=resident, reduction=reduction)
     assert sched.grid == resident and len(sched.table) >= resident
+    assert sched.waits
     out = poisoned((m, n), a)
     _gemm(a, b, out, schedule=sched)
     cupy.cuda.runtime.deviceSynchronize()

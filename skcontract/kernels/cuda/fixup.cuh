@@ -16,6 +16,10 @@
 // FIXUP_ALIGNED       : each split stores its own workspace[SLOT] and bumps counter[TILE]; the
 //                       last arrival sums the PEERS slots SLOT - SPLIT ... in SPLIT order.
 //                       (Assumes a tile's slots are consecutive in SPLIT order.)
+//   + SHARED_SUM rows : the peers share that sum (all CTAs resident, table.py): each waits
+//                       for counter >= PEERS, sums its 1/PEERS share of the slot vectors in
+//                       SPLIT order into the first slot, bumps the counter again; the split
+//                       that sees 2 PEERS - 1 loads the summed slot and resets the counter.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then __syncthreads; the
 // publisher does __syncthreads, then one thread fences and releases.
 #pragma once
@@ -65,12 +69,14 @@ template <> struct Vec16<int> {  // int32 accumulators of the int8 mainloop
   }
 };
 
-__device__ __forceinline__ void spin_until_equal(const unsigned* p, unsigned want, int tile) {
+// Spin (thread 0) until *p == want (AT_LEAST: *p >= want), then synchronise the CTA.
+template <bool AT_LEAST = false>
+__device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int tile) {
   if (threadIdx.x == 0) {
 #ifdef SKCONTRACT_DEBUG_SPIN
     long long n = 0;
 #endif
-    while (ld_acquire_gpu(p) != want) {
+    for (unsigned v = ld_acquire_gpu(p); AT_LEAST ? v < want : v != want; v = ld_acquire_gpu(p)) {
 #ifdef SKCONTRACT_DEBUG_SPIN
       if (++n > SKCONTRACT_SPIN_LIMIT) {
         printf("skcontract: CTA %d gave up waiting on tile %d (lock %u, want %u)\n",
@@ -113,18 +119,59 @@ struct Fixup {
 #pragma unroll
     for (int g = 0; g < NACC / V; ++g) Vec16<Acc>::load(at(base, slot, g), &acc[g * V]);
   }
-  // Arrive on counter[tile]; true in every thread of the CTA that arrived last.
-  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int peers, int* flag) {
+  // Arrive on counter[tile]; true in every thread of the CTA whose arrival is number `last`.
+  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last_arrival,
+                                                     int* flag) {
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();  // release this CTA's partials (made visible to thread 0 by the barrier)
       const unsigned old = atomicAdd(counter, 1u);
-      const int last = old == (unsigned)(peers - 1);
+      const int last = old == (unsigned)last_arrival;
       if (last) __threadfence();  // acquire the peers' partials
       *flag = last;
     }
     __syncthreads();
     return *flag != 0;
+  }
+
+  // SHARED_SUM rows of the aligned protocol (see the header). The sum of each vector runs in
+  // SPLIT order, acc_add(prefix, next): bit for bit the deterministic chain's. Loads of
+  // SUM_BATCH peers are issued before they are added, to keep several L2 reads in flight
+  // (fewer for 512-thread CTAs, whose 128-register cap leaves no room for more).
+  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 4;
+  __device__ __forceinline__ static bool shared_sum(const Split& s, Acc (&acc)[NACC], Acc* ws,
+                                                    unsigned* counter, int* flag) {
+    store(ws, s.slot, acc);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      atomicAdd(counter, 1u);
+    }
+    spin_until<true>(counter, (unsigned)s.peers, s.tile);
+    const long long base = (long long)s.slot - s.split;
+    const long long nvec = SLOT / V;
+    const long long lo = nvec * s.split / s.peers, hi = nvec * (s.split + 1) / s.peers;
+    Acc* first = ws + base * SLOT;
+    for (long long v = lo + threadIdx.x; v < hi; v += THREADS) {
+      Acc sum[V];
+      Vec16<Acc>::load(first + v * V, sum);
+      for (int p0 = 1; p0 < s.peers; p0 += SUM_BATCH) {
+        Acc part[SUM_BATCH][V];
+#pragma unroll
+        for (int j = 0; j < SUM_BATCH; ++j)
+          if (p0 + j < s.peers) Vec16<Acc>::load(first + (p0 + j) * SLOT + v * V, part[j]);
+#pragma unroll
+        for (int j = 0; j < SUM_BATCH; ++j)
+          if (p0 + j < s.peers)
+#pragma unroll
+            for (int e = 0; e < V; ++e) sum[e] = acc_add(sum[e], part[j][e]);
+      }
+      Vec16<Acc>::store(first + v * V, sum);
+    }
+    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return false;
+    load_to(ws, base, acc);
+    if (threadIdx.x == 0) atomicExch(counter, 0u);
+    return true;
   }
 
   // Returns true when this CTA holds the complete tile in acc and must run the epilogue.
@@ -133,7 +180,7 @@ struct Fixup {
     if (FIXUP == FIXUP_NONE || s.owns_tile()) return true;
     if (FIXUP == FIXUP_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
-      if (!s.first()) spin_until_equal(lock, (unsigned)s.k0, s.tile);
+      if (!s.first()) spin_until(lock, (unsigned)s.k0, s.tile);
       if (!s.final_()) {
         if (!s.first()) add_from(ws, s.slot, acc);
         store(ws, s.slot, acc);
@@ -146,8 +193,9 @@ struct Fixup {
       if (threadIdx.x == 0) atomicExch(lock, 0u);
       return true;
     } else if (FIXUP == FIXUP_ALIGNED) {
+      if (s.shared_sum()) return shared_sum(s, acc, ws, locks + s.tile, flag);
       store(ws, s.slot, acc);
-      if (!arrive_last(locks + s.tile, s.peers, flag)) return false;
+      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
       const long long base = (long long)s.slot - s.split;
       load_to(ws, base, acc);
       for (int p = 1; p < s.peers; ++p) {
@@ -169,7 +217,7 @@ struct Fixup {
         for (int e = 0; e < V; ++e) atomicAdd(p + e, acc[g * V + e]);
       }
       __threadfence();
-      if (!arrive_last(locks + s.tile, s.peers, flag)) return false;
+      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
       Acc zero[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) zero[e] = Acc(0);

@@ -8,12 +8,13 @@ namespace skc {
 
 enum : int { COL_BATCH = 0, COL_M0, COL_N0, COL_BM, COL_BN, COL_K0, COL_K1, COL_FLAGS, COL_TILE,
              COL_SLOT, COL_PEERS, COL_SPLIT, NUM_COLUMNS };
-enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2 };
+enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2, FLAG_SMALL = 4, FLAG_SHARED_SUM = 8 };
 
 struct Split {
   int batch, m0, n0, m_end, n_end, k0, k1, flags, tile, slot, peers, split;
   __device__ __forceinline__ bool first() const { return flags & FLAG_FIRST; }
   __device__ __forceinline__ bool final_() const { return flags & FLAG_FINAL; }
+  __device__ __forceinline__ bool shared_sum() const { return flags & FLAG_SHARED_SUM; }
   // A split that is both first and final owns its tile: no fixup.
   __device__ __forceinline__ bool owns_tile() const { return (flags & 3) == 3 || tile < 0; }
 };
