@@ -157,8 +157,8 @@ def validate_schedule(s: Schedule, *, min_iters: int = MIN_ITERS_PER_SPLIT) -> N
 
 def _check_shared_sum(s: Schedule, t, multi, cta) -> None:
     """FLAG_SHARED_SUM: arrival only, on every split of a multi-split tile or on none, with
-    every CTA resident and no cycle in the order CTAs visit tiles (every split waits for all
-    its peers, so CTA x visiting tiles u then v while CTA y visits v then u deadlocks)."""
+    every CTA resident. (A CTA arrives on all its tiles before it waits on any, so the order
+    CTAs visit tiles in does not matter; residency does.)"""
     shared = (t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
     if not shared.any():
         return
@@ -169,41 +169,3 @@ def _check_shared_sum(s: Schedule, t, multi, cta) -> None:
     if s.grid > s.device.resident_ctas:
         _fail(f"shared-sum splits wait for all peers but grid {s.grid} > resident CTAs "
               f"{s.device.resident_ctas}")
-    if not tiles_visited_in_one_order(t, cta):
-        _fail("shared-sum schedule: CTAs visit tiles in conflicting orders (would deadlock)")
-
-
-def tiles_visited_in_one_order(table, cta) -> bool:
-    """Whether one global order of the fixup tiles agrees with the order every CTA visits its
-    multi-split tiles in (no CTA visits a tile twice). With every CTA resident, this is what
-    makes "wait for all peers" deadlock-free: by induction along that order, every tile's
-    peers all reach it."""
-    rows = np.nonzero(table[:, T.TILE] >= 0)[0]  # table order = each CTA's execution order
-    if len(rows) == 0:
-        return True
-    same_cta = cta[rows[1:]] == cta[rows[:-1]]
-    edges = set(zip(table[rows[:-1], T.TILE][same_cta].tolist(),
-                    table[rows[1:], T.TILE][same_cta].tolist()))
-    return not _has_cycle(int(table[:, T.TILE].max()) + 1, edges)
-
-
-def _has_cycle(n: int, edges) -> bool:
-    """Kahn's algorithm on the graph 'some CTA visits tile u just before tile v'."""
-    succ = [[] for _ in range(n)]
-    indeg = np.zeros(n, dtype=np.int64)
-    for u, v in edges:
-        if u == v:
-            return True
-        succ[u].append(v)
-        indeg[v] += 1
-    ready = [i for i in range(n) if indeg[i] == 0]
-    seen = 0
-    while ready:
-        u = ready.pop()
-        seen += 1
-        for v in succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                ready.append(v)
-    return seen != n
-

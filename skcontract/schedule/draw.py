@@ -86,8 +86,15 @@ def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None
             ax.add_patch(Rectangle((tl["wait_end"][i], y - h / 2),
                                    tl["end"][i] - tl["wait_end"][i], h,
                                    facecolor="0.15", edgecolor="none"))
+        if tl["sum_end"][i] == tl["sum_end"][i]:  # a shared sum after the CTA's last row
+            ax.add_patch(Rectangle((tl["sum_wait"][i], y - h / 4),
+                                   tl["sum_start"][i] - tl["sum_wait"][i], h / 2,
+                                   facecolor="red", edgecolor="none"))
+            ax.add_patch(Rectangle((tl["sum_start"][i], y - h / 2),
+                                   tl["sum_end"][i] - tl["sum_start"][i], h,
+                                   facecolor="0.15", edgecolor="none"))
     nrows = s.grid if max_ctas is None else min(s.grid, max_ctas)
-    makespan = float(np.nanmax(tl["end"])) if len(t) else 1.0
+    makespan = float(np.nanmax(np.concatenate([tl["end"], tl["sum_end"]]))) if len(t) else 1.0
     ax.set_ylim(nrows - 0.5, -0.5)
     ax.set_xlim(0, xmax if xmax is not None else makespan * 1.02)
     ax.axvline(makespan, color="black", linestyle="--", linewidth=0.8)
@@ -96,7 +103,9 @@ def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None
     ax.set_ylabel("CTA (persistent work unit)")
     ax.set_title(title if title is not None else _title(s), fontsize=9)
     if legend:
-        ax.legend(handles=legend_handles(np.any(tl["wait_end"] > tl["compute_end"] + 1e-9)),
+        waited = np.any(tl["wait_end"] > tl["compute_end"] + 1e-9) or np.any(
+            tl["sum_start"] > tl["sum_wait"] + 1e-9)
+        ax.legend(handles=legend_handles(waited),
                   loc="upper center", bbox_to_anchor=(0.5, -0.12 if nrows > 12 else -0.3),
                   fontsize=7, ncol=2, frameon=False)
     return ax

@@ -11,9 +11,9 @@ real workspace, real locks / arrival counters, and concurrently running CTAs:
 * ``atomic`` partials are added into the (zeroed) output in the order the interleaving
   produces, so results vary with the seed at the rounding level; ``deterministic`` and
   ``arrival`` results are bitwise identical under every interleaving;
-* ``arrival`` rows flagged SHARED_SUM wait for every peer's arrival before the shared sum
-  (a CTA that arrived stays resident, spinning), so a co-residency or ordering mistake
-  shows up as a deadlock here too;
+* ``arrival`` rows flagged SHARED_SUM store and arrive where they are computed; after its
+  last row the CTA walks them again and waits for every peer's arrival before the shared
+  sum (spinning, resident), so a co-residency mistake shows up as a deadlock here too;
 * the protocol is checked as it runs (:class:`ProtocolViolation`): a waiter may only
   proceed when the lock says exactly its K0 elements were folded in *and* the workspace
   really holds ``[0, K0)`` of that tile; slots are never overwritten while in use; at the
@@ -86,7 +86,6 @@ class _Machine:
         self.adds = np.zeros(nfix, dtype=np.int64)
         self.ws: dict[int, np.ndarray] = {}
         self.ws_owner: dict[int, tuple[int, int]] = {}   # slot -> (tile, k covered)
-        self.arrived: set[int] = set()   # shared-sum rows that arrived and now wait
 
     def row(self, r):
         t = self.t[r]
@@ -107,7 +106,8 @@ class _Machine:
     def fixup(self, r, partial) -> bool:
         """Do split r's fixup; False when it must wait (lock not ready)."""
         done = self._fixup(r, partial)
-        if done and self.t[r, T.FLAGS] & T.FLAG_FINAL:
+        shared = self.t[r, T.FLAGS] & T.FLAG_SHARED_SUM
+        if done and self.t[r, T.FLAGS] & T.FLAG_FINAL and not shared:
             l, m0, n0, bm, bn = self.row(r)[:5]
             self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
         return done
@@ -156,7 +156,7 @@ class _Machine:
                 self.locks[tile] = k1
             return True
         if red == ARRIVAL and flags & T.FLAG_SHARED_SUM:
-            return self._shared_sum(r, partial)
+            return self._arrive_shared(r, partial)
         if red == ARRIVAL:
             if slot in self.ws_owner:
                 raise ProtocolViolation(f"row {r}: slot {slot} written twice")
@@ -180,17 +180,20 @@ class _Machine:
             return True
         raise ProtocolViolation(f"unknown reduction {red!r}")
 
-    def _shared_sum(self, r, partial) -> bool:
-        """Store, arrive, wait for all PEERS arrivals, sum a share, arrive again; the
-        split that sees 2 * PEERS - 1 writes the tile (sums in SPLIT order, as the GPU)."""
+    def _arrive_shared(self, r, partial) -> bool:
+        """Shared-sum split, where it is computed: store the slot and arrive (no wait)."""
+        tile, slot, split = (int(self.t[r, c]) for c in (T.TILE, T.SLOT, T.SPLIT))
+        if slot in self.ws_owner:
+            raise ProtocolViolation(f"row {r}: slot {slot} written twice")
+        self.ws[slot] = partial.copy()
+        self.ws_owner[slot] = (tile, split)
+        self.locks[tile] += 1
+        return True
+
+    def finish_shared(self, r) -> bool:
+        """After the CTA's last row: wait for all PEERS arrivals, sum a share, arrive again;
+        the split that sees 2 * PEERS - 1 writes the tile. False while it must wait."""
         l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
-        if r not in self.arrived:
-            if slot in self.ws_owner:
-                raise ProtocolViolation(f"row {r}: slot {slot} written twice")
-            self.ws[slot] = partial.copy()
-            self.ws_owner[slot] = (tile, split)
-            self.locks[tile] += 1
-            self.arrived.add(r)
         if self.locks[tile] < peers:
             return False
         base = slot - split
@@ -199,7 +202,6 @@ class _Machine:
                 raise ProtocolViolation(
                     f"row {r}: split {split} of tile {tile} passed its wait but split {i}'s "
                     "partial is not in the workspace")
-        self.arrived.discard(r)
         old = self.locks[tile]
         self.locks[tile] = old + 1
         if old == 2 * peers - 1:
@@ -209,6 +211,7 @@ class _Machine:
             for i in range(peers):
                 del self.ws[base + i], self.ws_owner[base + i]
             self._out(l, m0, n0, bm, bn, total)
+            self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
             self.locks[tile] = 0
         return True
 
@@ -260,6 +263,8 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
     pending = _dispatch_order(s.grid, dispatch, rng)
     pending.reverse()  # pop() from the end
     ptr = {}
+    deferred = {}  # per CTA: its shared-sum rows, finished after its last row
+    shared_rows = (s.table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
     partial = {}
     running: list[int] = []
     blocked: set[int] = set()
@@ -270,13 +275,23 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
                 continue
             running.append(c)
             ptr[c] = int(offs[c])
+            deferred[c] = [r for r in range(offs[c], offs[c + 1]) if shared_rows[r]]
         if not running:
             break
         runnable = [c for c in running if c not in blocked]
         if not runnable:
-            raise ScheduleDeadlock(_deadlock_message(s, mach, running, ptr, pending))
+            raise ScheduleDeadlock(_deadlock_message(s, mach, running, ptr, pending, deferred))
         c = runnable[int(rng.integers(len(runnable)))]
         r = ptr[c]
+        if r >= offs[c + 1]:  # the CTA's second walk: finish its shared sums
+            if not mach.finish_shared(deferred[c][0]):
+                blocked.add(c)
+                continue
+            blocked.clear()
+            deferred[c].pop(0)
+            if not deferred[c]:
+                running.remove(c)
+            continue
         if c not in partial:
             partial[c] = mach.compute(r)
             continue
@@ -286,7 +301,7 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
         del partial[c]
         blocked.clear()
         ptr[c] = r + 1
-        if ptr[c] == offs[c + 1]:
+        if ptr[c] == offs[c + 1] and not deferred[c]:
             running.remove(c)
     mach.check_end()
     out = mach.c
@@ -298,12 +313,12 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
     return res[0] if squeeze else res
 
 
-def _deadlock_message(s, mach, running, ptr, pending) -> str:
+def _deadlock_message(s, mach, running, ptr, pending, deferred) -> str:
     t = s.table
     cta_of = s.cta_of_rows()
     lines = [f"schedule deadlocks: all {len(running)} resident CTAs wait"]
     for c in running[:8]:
-        r = ptr[c]
+        r = ptr[c] if ptr[c] < s.cta_offsets[c + 1] else deferred[c][0]
         tile, k0 = int(t[r, T.TILE]), int(t[r, T.K0])
         if t[r, T.FLAGS] & T.FLAG_SHARED_SUM:
             lines.append(f"  CTA {c} row {r}: counter[{tile}] == {mach.locks[tile]}, needs all "
@@ -329,8 +344,10 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     """Start / compute end / wait end / end of every split, in k-iterations of ``s.tile``.
 
     Costs follow :mod:`.heuristics` (fixup b and d converted to iterations). Deterministic
-    waiters wait for the end of their predecessor split (SPLIT - 1) of the same tile;
-    shared-sum splits wait until every peer of their tile has computed its partial.
+    waiters wait for the end of their predecessor split (SPLIT - 1) of the same tile.
+    Shared-sum splits end with their arrival; after the CTA's last row each one waits
+    (``sum_wait`` .. ``sum_start``) for its tile's last arrival and sums its share
+    (``sum_start`` .. ``sum_end``).
     CTAs beyond ``resident`` start when a slot frees (in index order).
     """
     t = s.table
@@ -354,14 +371,9 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
     multi = peers > 1
     shared = (t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
-    fix = (np.where(multi & (~final | shared), b_i, 0.0)
-           + np.where(multi & final & ~shared, d_i * (peers - 1), 0.0)
-           + np.where(shared, d_i * (SHARED_SUM_PASS_TILES + final), 0.0))
+    fix = (np.where(multi & ~final | shared, b_i, 0.0)
+           + np.where(multi & final & ~shared, d_i * (peers - 1), 0.0))
     waits = multi & ~first & (s.reduction == DETERMINISTIC)
-    # a shared-sum split waits until every peer of its tile has computed its partial
-    tile_rows = {}
-    for i in np.nonzero(shared)[0].tolist():
-        tile_rows.setdefault(int(t[i, T.TILE]), []).append(i)
     pred = {}
     if waits.any():
         key = {(int(tl), int(sp)): i for i, (tl, sp) in
@@ -399,15 +411,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
                     if np.isnan(end[pred[i]]):
                         break
                     ready = end[pred[i]]
-                if np.isnan(cend[i]):
-                    start[i] = now[c]
-                    cend[i] = start[i] + dur[i]
-                    progress = True
-                if shared[i]:
-                    peer_ends = cend[tile_rows[int(t[i, T.TILE])]]
-                    if np.isnan(peer_ends).any():
-                        break
-                    ready = float(peer_ends.max())
+                start[i] = now[c]
+                cend[i] = start[i] + dur[i]
                 wend[i] = max(cend[i], ready)
                 end[i] = wend[i] + fix[i]
                 now[c] = end[i]
@@ -416,5 +421,31 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
                 progress = True
         if not progress:
             raise ScheduleDeadlock("timeline: circular waits in the split table")
+    sum_wait, sum_start, sum_end = _shared_sum_pass(t, offs, shared, final, end, now,
+                                                    d_i * SHARED_SUM_PASS_TILES, d_i)
     return {"start": start, "compute_end": cend, "wait_end": wend, "end": end,
+            "sum_wait": sum_wait, "sum_start": sum_start, "sum_end": sum_end,
             "cta": s.cta_of_rows(), "cta_start": cta_start}
+
+
+def _shared_sum_pass(t, offs, shared, final, arrive, now, pass_cost, load_cost):
+    """After its last row a CTA walks its shared-sum rows: wait for the tile's last arrival,
+    sum its share (pass_cost), and the final split also loads the sum (load_cost). Returns
+    (wait start, sum start, sum end) per row, NaN for other rows."""
+    n = len(t)
+    sum_wait, sum_start, sum_end = (np.full(n, np.nan) for _ in range(3))
+    if not shared.any():
+        return sum_wait, sum_start, sum_end
+    last_arrival = {}
+    for i in np.nonzero(shared)[0].tolist():
+        tile = int(t[i, T.TILE])
+        last_arrival[tile] = max(last_arrival.get(tile, 0.0), float(arrive[i]))
+    for c in range(len(offs) - 1):
+        clock = float(now[c])
+        for i in range(int(offs[c]), int(offs[c + 1])):
+            if shared[i]:
+                sum_wait[i] = clock
+                sum_start[i] = max(clock, last_arrival[int(t[i, T.TILE])])
+                clock = sum_start[i] + pass_cost[i] + load_cost[i] * final[i]
+                sum_end[i] = clock
+    return sum_wait, sum_start, sum_end

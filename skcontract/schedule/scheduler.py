@@ -13,7 +13,6 @@ import numpy as np
 
 from . import decompose as D
 from .applicability import can_apply_stream_k, kind_name
-from .check import tiles_visited_in_one_order
 from .device import DeviceInfo
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, predict, rule_mode,
                          selection_key, tile_candidates)
@@ -54,11 +53,9 @@ class _Builder:
         return self._ts[key]
 
     def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None):
-        table, offsets = D.build_table(raw, tile[2], reduction)
-        if reduction == ARRIVAL and raw.grid <= self.device.resident_ctas and \
-                tiles_visited_in_one_order(table, raw.cta):
-            # every CTA resident and no conflicting visit orders: the peers share the sum
-            table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=True)
+        # arrival tables whose CTAs are all resident let the peers share the final sum
+        shared = reduction == ARRIVAL and raw.grid <= self.device.resident_ctas
+        table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device)
         note = "; ".join(x for x in (reason, raw.note) if x)

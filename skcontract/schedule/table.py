@@ -38,15 +38,15 @@ Fixup protocols keyed by these columns (STREAM_K.md section 3):
   increments counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its
   tile in SPLIT order, runs the epilogue and resets the counter to 0. Nobody waits.
 * ``arrival`` with FLAG_SHARED_SUM (the scheduler sets it when every CTA is resident): the
-  peers *share* that sum instead of leaving it to one CTA. Each split stores its slot,
-  increments counter[TILE] and waits until it reads ``>= PEERS``; split ``s`` then sums, in
-  SPLIT order, its share ``[s, s + 1) * SLOT_ELEMS / PEERS`` of the PEERS slots into the
-  tile's first slot ``SLOT - SPLIT`` and increments the counter again; the split that sees
-  ``2 * PEERS - 1`` loads the summed slot, runs the epilogue and resets the counter to 0.
-  The sums are the deterministic protocol's, bit for bit ((s0 + s1) + s2 ...), but the
-  chain of PEERS serial merges becomes one parallel pass. Everybody waits, so it needs all
-  CTAs resident and every CTA to visit its tiles in one global order (stream-k walks are
-  descending), which :func:`..check.validate_schedule` checks.
+  peers *share* that sum instead of leaving it to one CTA. Each split stores its slot and
+  increments counter[TILE] where it is computed (no wait). After its last row the CTA walks
+  its SHARED_SUM rows again: it waits until counter[TILE] reads ``>= PEERS``, sums its share
+  ``[s, s + 1) * SLOT_ELEMS / PEERS`` of the PEERS slots (a fixed order: bitwise
+  reproducible) into the tile's first slot ``SLOT - SPLIT`` and increments the counter
+  again; the split that sees ``2 * PEERS - 1`` loads the summed slot, runs the epilogue and
+  resets the counter to 0. One parallel pass instead of a chain of PEERS serial merges.
+  Since a CTA arrives on all its tiles before it waits on any, only co-residency is needed
+  (:func:`..check.validate_schedule` checks it), not an order of visits.
 * ``atomic``: each split adds into the (zeroed) output or an fp32/fp64 staging buffer.
   TILE is still filled in (it identifies the tile's splits) but no lock is allocated
   (``Schedule.num_locks == 0``) and SLOT is -1; a tile with PEERS == 1 simply stores.

@@ -399,18 +399,25 @@ def test_auto_deterministic_weighs_the_shared_sum():
     assert many.reduction == "deterministic"
 
 
-def test_shared_sum_conflicting_tile_orders_are_rejected():
-    # one CTA runs both splits of a tile: with the shared sum it would wait for itself
+def test_shared_sum_needs_residency_not_an_order_of_visits():
+    """A CTA arrives on all its tiles before it waits: even one CTA running both splits of a
+    tile is fine. Only a grid larger than the resident CTAs is refused."""
+    from skcontract.schedule.emulate import emulate
     s = schedule_gemm(100, 100, 4000, mode="split_k", splits=2, grid=1, tile=(128, 128, 64),
-                      reduction="arrival")
-    assert s.num_fixup_tiles == 1 and not s.shared_sum  # the scheduler does not flag it
-    t = s.table.copy()
-    t[t[:, T.PEERS] > 1, T.FLAGS] |= T.FLAG_SHARED_SUM
-    with pytest.raises(InvalidSchedule, match="conflicting orders"):
-        validate_schedule(dataclasses.replace(s, table=t))
+                      reduction="arrival", dtype="float64")
+    assert s.num_fixup_tiles == 1 and s.shared_sum and s.grid == 1
+    validate_schedule(s)
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(-3, 4, (100, 4000)).astype(float), rng.integers(-3, 4, (4000, 100)).astype(float)
+    np.testing.assert_array_equal(emulate(s, a, b), a @ b)
     ok = schedule_gemm(128, 256, 8192, mode="stream_k", tile=(64, 64, 16), reduction="arrival",
                        dtype="float64", grid=20)
     assert ok.shared_sum
     validate_schedule(ok)
     with pytest.raises(InvalidSchedule, match="resident"):
         validate_schedule(dataclasses.replace(ok, device=toy(4)))
+    t = ok.table.copy()
+    t[:, T.FLAGS] |= T.FLAG_SHARED_SUM  # also on single-split tiles: refused
+    if np.any(ok.table[:, T.PEERS] == 1):
+        with pytest.raises(InvalidSchedule, match="exactly"):
+            validate_schedule(dataclasses.replace(ok, table=t))

@@ -16,10 +16,12 @@
 // FIXUP_ALIGNED       : each split stores its own workspace[SLOT] and bumps counter[TILE]; the
 //                       last arrival sums the PEERS slots SLOT - SPLIT ... in SPLIT order.
 //                       (Assumes a tile's slots are consecutive in SPLIT order.)
-//   + SHARED_SUM rows : the peers share that sum (all CTAs resident, table.py): each waits
-//                       for counter >= PEERS, sums its 1/PEERS share of the slot vectors in
-//                       SPLIT order into the first slot, bumps the counter again; the split
-//                       that sees 2 PEERS - 1 loads the summed slot and resets the counter.
+//   + SHARED_SUM rows : the peers share that sum (all CTAs resident, table.py): each stores
+//                       its slot and arrives where it is computed; after its last split the
+//                       CTA walks its shared rows again: waits for counter >= PEERS, sums its
+//                       1/PEERS share of the slot vectors over the peers (fixed order) into
+//                       the first slot, bumps the counter again; the split that sees
+//                       2 PEERS - 1 loads the summed slot and resets the counter.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then __syncthreads; the
 // publisher does __syncthreads, then one thread fences and releases.
 #pragma once
@@ -134,44 +136,83 @@ struct Fixup {
     return *flag != 0;
   }
 
-  // SHARED_SUM rows of the aligned protocol (see the header). The sum of each vector runs in
-  // SPLIT order, acc_add(prefix, next): bit for bit the deterministic chain's. Loads of
-  // SUM_BATCH peers are issued before they are added, to keep several L2 reads in flight
-  // (fewer for 512-thread CTAs, whose 128-register cap leaves no room for more).
-  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 4;
-  __device__ __forceinline__ static bool shared_sum(const Split& s, Acc (&acc)[NACC], Acc* ws,
-                                                    unsigned* counter, int* flag) {
+  // SHARED_SUM rows of the aligned protocol, in two parts. arrive_shared runs where the split
+  // is computed (store the slot, arrive; never waits). finish_shared runs after the CTA has
+  // arrived on every one of its tiles, so every wait is for arrivals that need no waiting:
+  // with every CTA resident, no cycle is possible whatever order CTAs visit tiles in.
+  __device__ __forceinline__ static void arrive_shared(const Split& s, const Acc (&acc)[NACC],
+                                                       Acc* ws, unsigned* locks) {
     store(ws, s.slot, acc);
     __syncthreads();
     if (threadIdx.x == 0) {
       __threadfence();
-      atomicAdd(counter, 1u);
+      atomicAdd(locks + s.tile, 1u);
     }
+  }
+
+  // Wait for every peer, sum this split's share of the tile into its first slot, arrive
+  // again; true (acc = the tile's sum) in the CTA that arrived last. `scratch`: at least
+  // THREADS * V accumulators of shared memory (the pipeline stages, idle by now).
+  __device__ __forceinline__ static bool finish_shared(const Split& s, Acc (&acc)[NACC],
+                                                       Acc* ws, unsigned* locks, int* flag,
+                                                       Acc* scratch) {
+    unsigned* counter = locks + s.tile;
     spin_until<true>(counter, (unsigned)s.peers, s.tile);
-    const long long base = (long long)s.slot - s.split;
-    const long long nvec = SLOT / V;
-    const long long lo = nvec * s.split / s.peers, hi = nvec * (s.split + 1) / s.peers;
-    Acc* first = ws + base * SLOT;
-    for (long long v = lo + threadIdx.x; v < hi; v += THREADS) {
+    sum_share(s, ws + ((long long)s.slot - s.split) * SLOT, scratch);
+    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return false;
+    load_to(ws, (long long)s.slot - s.split, acc);
+    if (threadIdx.x == 0) atomicExch(counter, 0u);
+    return true;
+  }
+
+  // This split's share [lo, hi) of the slot's 16-byte vectors, summed over the PEERS slots
+  // starting at `first` and written back into `first`. A share narrower than the CTA splits
+  // the peers into GROUPS consecutive runs (one thread per vector and run, SUM_BATCH loads
+  // in flight each), then adds the runs in order through shared memory: a fixed order, so
+  // results are bitwise reproducible, with PEERS / GROUPS dependent L2 round trips instead
+  // of PEERS.
+  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 4;  // 512 threads: 128-register cap
+  __device__ __forceinline__ static void sum_share(const Split& s, Acc* first, Acc* scratch) {
+    constexpr int NVEC = (int)(SLOT / V);
+    const int lo = (int)((long long)NVEC * s.split / s.peers);
+    const int share = (int)((long long)NVEC * (s.split + 1) / s.peers) - lo;
+    if (share <= 0) return;
+    const int groups = share >= THREADS ? 1 : min(s.peers, THREADS / share);
+    for (int idx = threadIdx.x; idx < share * groups; idx += THREADS) {
+      const int i = idx % share, g = idx / share;
+      const int p0 = s.peers * g / groups, p1 = s.peers * (g + 1) / groups;
+      Acc* at_v = first + (long long)(lo + i) * V;
       Acc sum[V];
-      Vec16<Acc>::load(first + v * V, sum);
-      for (int p0 = 1; p0 < s.peers; p0 += SUM_BATCH) {
+      Vec16<Acc>::load(at_v + (long long)p0 * SLOT, sum);
+      for (int p = p0 + 1; p < p1; p += SUM_BATCH) {
         Acc part[SUM_BATCH][V];
 #pragma unroll
         for (int j = 0; j < SUM_BATCH; ++j)
-          if (p0 + j < s.peers) Vec16<Acc>::load(first + (p0 + j) * SLOT + v * V, part[j]);
+          if (p + j < p1) Vec16<Acc>::load(at_v + (long long)(p + j) * SLOT, part[j]);
 #pragma unroll
         for (int j = 0; j < SUM_BATCH; ++j)
-          if (p0 + j < s.peers)
+          if (p + j < p1)
 #pragma unroll
             for (int e = 0; e < V; ++e) sum[e] = acc_add(sum[e], part[j][e]);
       }
-      Vec16<Acc>::store(first + v * V, sum);
+      if (groups == 1) {
+        Vec16<Acc>::store(at_v, sum);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) scratch[idx * V + e] = sum[e];
+      }
     }
-    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return false;
-    load_to(ws, base, acc);
-    if (threadIdx.x == 0) atomicExch(counter, 0u);
-    return true;
+    if (groups == 1) return;
+    __syncthreads();
+    for (int i = threadIdx.x; i < share; i += THREADS) {
+      Acc sum[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) sum[e] = scratch[i * V + e];
+      for (int g = 1; g < groups; ++g)
+#pragma unroll
+        for (int e = 0; e < V; ++e) sum[e] = acc_add(sum[e], scratch[(g * share + i) * V + e]);
+      Vec16<Acc>::store(first + (long long)(lo + i) * V, sum);
+    }
   }
 
   // Returns true when this CTA holds the complete tile in acc and must run the epilogue.
@@ -193,7 +234,10 @@ struct Fixup {
       if (threadIdx.x == 0) atomicExch(lock, 0u);
       return true;
     } else if (FIXUP == FIXUP_ALIGNED) {
-      if (s.shared_sum()) return shared_sum(s, acc, ws, locks + s.tile, flag);
+      if (s.shared_sum()) {  // the sum comes after the CTA's last split (finish_shared)
+        arrive_shared(s, acc, ws, locks);
+        return false;
+      }
       store(ws, s.slot, acc);
       if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
       const long long base = (long long)s.slot - s.split;

@@ -2,7 +2,8 @@
 // KernelSpec; the host emits a Cfg struct (see skcontract/kernels/specs.py) naming:
 //   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, FIXUP, LA, LB (TileLoader), ML (mainloop).
 // Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
-// feeding ML::compute -> Fixup -> Epilogue.
+// feeding ML::compute -> Fixup -> Epilogue; with the aligned fixup, a second walk over the
+// rows finishes the shared sums (fixup.cuh) once the CTA has arrived on all its tiles.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -75,6 +76,19 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       Epilogue<ML, typename Cfg::TOut>::run(s, acc, C + (long long)s.batch * batch_c, ldc,
                                             alpha, beta);
   });
+  if constexpr (Cfg::FIXUP == FIXUP_ALIGNED) {
+    // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
+    static_assert(STAGES * (LA::STAGE_BYTES + LB::STAGE_BYTES) >= Cfg::THREADS * 16,
+                  "the shared sum's scratch lives in the pipeline stages");
+    for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
+      if (!s.shared_sum()) return;
+      Acc acc[ML::NACC];
+      if (Fixup<ML, Cfg::FIXUP>::finish_shared(s, acc, ws, locks, &flag,
+                                               reinterpret_cast<Acc*>(smem_raw)))
+        Epilogue<ML, typename Cfg::TOut>::run(s, acc, C + (long long)s.batch * batch_c, ldc,
+                                              alpha, beta);
+    });
+  }
 }
 
 }  // namespace skc
