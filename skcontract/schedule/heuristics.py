@@ -45,6 +45,12 @@ COST_C_US = 0.35
 COST_D_US = 0.5
 """d: reading and adding one peer's partial tile, charged to the final split per peer."""
 
+SHARED_SUM_MIN_PEERS = 8
+"""auto weighs the shared sum only for tiles with at least this many splits: with few peers
+the deterministic chain is short and overlaps other work, and the shared sum's barrier costs
+more (H200, 2026-11-30: 1x8192x8192 fp32, 4 peers: chain 87.2 us, shared 91.4 us;
+128x128x16384, 64-128 peers: chain 85 us, shared 28-40 us)."""
+
 SHARED_SUM_PASS_TILES = 1.0
 """Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
 of every peer's slot), charged at d per tile; the split that runs the epilogue reads one more
@@ -65,6 +71,10 @@ TILE_EFFICIENCY = {(128, 256): 0.92, (256, 128): 0.92, (128, 128): 1.0, (64, 256
                    (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45}
 """Time per unit of tile volume relative to 128x128 (bigger tiles reuse operands more).
 Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``."""
+BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05}
+"""Time per unit of volume of a (dtype, BM, BN, BK) kernel relative to the same tile's other
+BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30,
+``tests.gpu.time_variants``). It exists for its finer k-iteration (strong scaling)."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 
@@ -191,7 +201,8 @@ def iteration_cost(tile, dtype, model: CostModel) -> float:
     """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM."""
     bm, bn, bk = tile
     vol = bm * bn * bk / float(np.prod(REF_TILE))
-    return model.c * vol * model.efficiency(bm, bn, dtype) * model.dtype_slowdown(dtype)
+    return (model.c * vol * model.efficiency(bm, bn, dtype) * model.dtype_slowdown(dtype)
+            * BK_EFFICIENCY.get((str(dtype), bm, bn, bk), 1.0))
 
 
 def fixup_costs(tile, acc_dtype, model: CostModel) -> tuple[float, float]:

@@ -14,8 +14,9 @@ import numpy as np
 from . import decompose as D
 from .applicability import can_apply_stream_k, kind_name
 from .device import DeviceInfo
-from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, predict, rule_mode,
-                         selection_key, tile_candidates)
+from . import table as T
+from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, predict,
+                         rule_mode, selection_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC, GEMM_KINDS,
                     HYBRID, HYTIS, MODES, REDUCTIONS, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule, accumulator_dtype)
@@ -279,7 +280,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
             # few tiles, many peers each: the deterministic chain merges them one by one,
             # the shared sum (same sums, same order) in one parallel pass
             s = b.stream_k(t, grid, reduction=ARRIVAL)
-            if s.mode == STREAM_K:
+            if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum"))
                 allowed.append(s)
     best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
