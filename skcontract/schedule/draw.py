@@ -94,7 +94,7 @@ def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None
                                    tl["sum_end"][i] - tl["sum_start"][i], h,
                                    facecolor="0.15", edgecolor="none"))
     nrows = s.grid if max_ctas is None else min(s.grid, max_ctas)
-    makespan = float(np.nanmax(np.concatenate([tl["end"], tl["sum_end"]]))) if len(t) else 1.0
+    makespan = _makespan(tl) if len(t) else 1.0
     ax.set_ylim(nrows - 0.5, -0.5)
     ax.set_xlim(0, xmax if xmax is not None else makespan * 1.02)
     ax.axvline(makespan, color="black", linestyle="--", linewidth=0.8)
@@ -109,6 +109,11 @@ def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None
                   loc="upper center", bbox_to_anchor=(0.5, -0.12 if nrows > 12 else -0.3),
                   fontsize=7, ncol=2, frameon=False)
     return ax
+
+
+def _makespan(tl) -> float:
+    """End of the last split or shared sum of a timeline."""
+    return float(np.nanmax(np.concatenate([tl["end"], tl["sum_end"]])))
 
 
 def draw_schedule(schedule, path_or_ax=None, *, max_ctas: int | None = None,
@@ -136,7 +141,7 @@ def draw_schedule(schedule, path_or_ax=None, *, max_ctas: int | None = None,
     fig = Figure(figsize=(5.2 * len(schedules), height))
     axes = fig.subplots(1, len(schedules), squeeze=False)
     if xmax is None and len(schedules) > 1:
-        xmax = max(float(np.nanmax(timeline(s)["end"])) for s in schedules) * 1.02
+        xmax = max(_makespan(timeline(s)) for s in schedules) * 1.02
     for s, ax in zip(schedules, axes[0]):
         draw_on_axes(s, ax, max_ctas=max_ctas, title=title, xmax=xmax, legend=legend)
     fig.tight_layout()
