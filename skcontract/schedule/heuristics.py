@@ -227,8 +227,12 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     bk = tile[2]
     iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk)
     small = (table[:, T.FLAGS] & T.FLAG_SMALL) != 0
-    c_big = iteration_cost(tile, dtype, model)
-    c_small = iteration_cost(small_tile, dtype, model) if small_tile is not None else c_big
+    # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
+    # share its math units, so each of them takes ctas_per_sm times as long.
+    share = max(1, int(getattr(device, "ctas_per_sm", 1)))
+    c_big = iteration_cost(tile, dtype, model) * share
+    c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
+               else c_big)
     b_big, d_big = fixup_costs(tile, acc_dtype, model)
     b_sm, d_sm = fixup_costs(small_tile, acc_dtype, model) if small_tile is not None else (b_big, d_big)
     c = np.where(small, c_small, c_big)
