@@ -34,6 +34,23 @@ INPUT_DTYPES = {
     "int8": ("int32", "int32"),
 }
 MAINLOOPS = ("mma_sync", "ffma")
+# fp64 m16n8k8 fragment paths (KernelSpec.frag): "scalar" = MainloopDmma16's 8-byte loads;
+# "vec" = MainloopDmmaVec (fragments permuted inside each k8 step so that they load as
+# 16-byte pairs); "vecdb" = "vec" with the next k8 step's fragments loaded before this
+# step's mma.
+FRAGS = ("scalar", "vec", "vecdb")
+# Pitches (doubles) of the "vec" stages, for conflict-free fragment loads (MainloopDmmaVec in
+# mainloop_mma_sync.cuh says why): k-contiguous VEC_KC_PITCH_REM (mod VEC_KC_PITCH_MOD);
+# x-contiguous 2 (mod 4), which VEC_XC_PAD_BYTES of padding gives for any extent that is a
+# multiple of 4 (the scalar path pads x-contiguous fp64 by 64 bytes instead).
+VEC_KC_PITCH_MOD, VEC_KC_PITCH_REM = 16, 8
+VEC_XC_PAD_BYTES = 16
+# fp32 FFMA inner loops (KernelSpec.ffma): "kslice" = MainloopFfma (4-wide k slices read
+# straight from the stages); "kmajor" = MainloopFfmaKMajor (per single k, 8 + 8 values from
+# k-major shared memory, next k's fragments loaded ahead; k-contiguous stages transposed into
+# a scratch after the stages). "kmajor" is 128x128 float32 only.
+FFMA_PATHS = ("kslice", "kmajor")
+KMAJOR_TILE = (128, 128)
 FIXUPS = ("none", "atomic", "deterministic", "aligned")
 LAYOUTS = ("row", "col")
 FIXUP_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "aligned": 3}
@@ -66,6 +83,8 @@ class KernelSpec:
     b_vec: int = 8
     min_blocks: int = 1  # __launch_bounds__ minimum CTAs per SM (caps registers per thread)
     mma_k: int = 0  # fp64 mma_sync: 0 = m8n8k4; 4 / 8 / 16 = m16n8k{4,8,16} (sm_90)
+    frag: str = "scalar"  # fp64 mma_k=8 fragment path (FRAGS); "vec"/"vecdb" need mma_k=8
+    ffma: str = "kslice"  # fp32 FFMA inner loop (FFMA_PATHS); "kmajor" = MainloopFfmaKMajor
     # float32 + mma_sync = tf32 tensor cores (mma.m16n8k8.tf32, chosen only with
     # gemm(allow_tf32=True)); int8 + mma_sync = mma.m16n8k32.s8 with int32 accumulators/output.
 
@@ -89,6 +108,16 @@ class KernelSpec:
         if self.mainloop == "mma_sync" and self.dtype_in == "float32" and (
                 self.dtype_acc != "float32" or self.mma_k):
             raise ValueError("tf32 mma.sync accumulates in float32 (m16n8k8 only)")
+        if self.frag not in FRAGS:
+            raise ValueError(f"unsupported frag {self.frag!r} (have {FRAGS})")
+        if self.frag != "scalar" and (self.dtype_in, self.mainloop, self.mma_k) != (
+                "float64", "mma_sync", 8):
+            raise ValueError("frag='vec'/'vecdb' is the fp64 mma_sync m16n8k8 path (mma_k=8)")
+        if self.ffma not in FFMA_PATHS:
+            raise ValueError(f"unsupported ffma {self.ffma!r} (have {FFMA_PATHS})")
+        if self.ffma == "kmajor" and (self.dtype_in, self.mainloop, (self.bm, self.bn)) != (
+                "float32", "ffma", KMAJOR_TILE):
+            raise ValueError("ffma='kmajor' is the float32 ffma mainloop on 128x128 tiles")
 
     # ---- derived ------------------------------------------------------------------------
     @property
@@ -113,9 +142,15 @@ class KernelSpec:
 
     def pad(self, kcontig: bool) -> int:
         """Shared-memory row padding in elements (TileLoader's PAD): 16 bytes; fp64
-        x-contiguous 64 bytes; tf32 k-contiguous 8 floats (conflict-free 8-byte fragments)."""
+        x-contiguous 64 bytes; tf32 k-contiguous 8 floats (conflict-free 8-byte fragments);
+        fp64 "vec" fragments: k-contiguous pitch 8 (mod 16) doubles, x-contiguous 16 bytes
+        (see VEC_KC_PITCH_MOD)."""
         if self.is_tf32 and kcontig:
             return 8
+        if self.frag != "scalar":
+            if kcontig:
+                return (VEC_KC_PITCH_REM - self.bk) % VEC_KC_PITCH_MOD
+            return VEC_XC_PAD_BYTES // self.elem_bytes
         return 8 if (self.elem_bytes == 8 and not kcontig) else 16 // self.elem_bytes
 
     def loader_unroll(self, vec: int) -> int:
@@ -141,7 +176,16 @@ class KernelSpec:
     def smem_bytes(self) -> int:
         """Dynamic shared memory; the kernel traps if the launch gives less."""
         return self.stages * (self._stage_bytes(self.bm, self.a_kcontig)
-                              + self._stage_bytes(self.bn, self.b_kcontig))
+                              + self._stage_bytes(self.bn, self.b_kcontig)) + self.scratch_bytes
+
+    @property
+    def scratch_bytes(self) -> int:
+        """Mainloop scratch after the stages (ML::SCRATCH_BYTES): "kmajor" transposes each
+        k-contiguous operand into a [BK][X] k-major buffer."""
+        if self.ffma != "kmajor":
+            return 0
+        rows = self.bm * self.a_kcontig + self.bn * self.b_kcontig
+        return rows * self.bk * self.elem_bytes
 
     @property
     def acc_per_thread(self) -> int:
@@ -158,7 +202,9 @@ class KernelSpec:
                 f"_s{self.stages}_w{self.warps_m}x{self.warps_n}_{self.mainloop}_{self.fixup}"
                 f"_{self.a_layout[0]}{self.b_layout[0]}_v{self.a_vec}x{self.b_vec}"
                 + (f"_mb{self.min_blocks}" if self.min_blocks != 1 else "")
-                + (f"_k{self.mma_k}" if self.mma_k else ""))
+                + (f"_k{self.mma_k}" if self.mma_k else "")
+                + (f"_{self.frag}" if self.frag != "scalar" else "")
+                + (f"_{self.ffma}" if self.ffma != "kslice" else ""))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -178,12 +224,19 @@ class KernelSpec:
         acc = CXX_TYPES[self.dtype_acc][0]
         akc = "true" if self.a_kcontig else "false"
         bkc = "true" if self.b_kcontig else "false"
+        # kmajor: TileLoader's LINE_STEP (fewer registers held per split, see loader.cuh)
+        step = ", true" if self.ffma == "kmajor" else ""
         la = (f"skc::TileLoader<{tin}, {self.bm}, {self.bk}, {akc}, {self.a_vec}, {self.threads}, "
-              f"{self.pad(self.a_kcontig)}, {self.loader_unroll(self.a_vec)}>")
+              f"{self.pad(self.a_kcontig)}, {self.loader_unroll(self.a_vec)}{step}>")
         lb = (f"skc::TileLoader<{tin}, {self.bn}, {self.bk}, {bkc}, {self.b_vec}, {self.threads}, "
-              f"{self.pad(self.b_kcontig)}, {self.loader_unroll(self.b_vec)}>")
-        if self.mainloop == "ffma":
+              f"{self.pad(self.b_kcontig)}, {self.loader_unroll(self.b_vec)}{step}>")
+        if self.ffma == "kmajor":
+            ml = f"skc::MainloopFfmaKMajor<{self.bm}, {self.bn}, {self.bk}, LA, LB>"
+        elif self.mainloop == "ffma":
             ml = f"skc::MainloopFfma<{tin}, {self.bm}, {self.bn}, {self.bk}, LA, LB>"
+        elif self.frag != "scalar":
+            ml = (f"skc::MainloopDmmaVec<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
+                  f"{self.warps_n}, LA, LB, {'true' if self.frag == 'vecdb' else 'false'}>")
         elif self.dtype_in == "float64" and self.mma_k:
             ml = (f"skc::MainloopDmma16<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, "
                   f"{self.warps_n}, {self.mma_k}, LA, LB>")
@@ -220,6 +273,10 @@ HEURISTIC_TILES = {
     "bfloat16": (KernelSpec("bfloat16", "bfloat16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
     # exact fp32: 8x8 FFMA register tiles; 8x256 is the skinny (GEMV-like, M <= 8) tile
     "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 32, 3, 2, 4, "ffma",
+                           a_vec=4, b_vec=4),
+                # BK = 16: twice the k-iterations, so strong-scaling shapes split over twice
+                # the CTAs at MIN_ITERS_PER_SPLIT (~5% slower per FLOP: heuristics.BK_EFFICIENCY)
+                KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
                            a_vec=4, b_vec=4),
                 KernelSpec("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
                            a_vec=4, b_vec=4)),

@@ -73,3 +73,34 @@ def test_tf32_and_int8_specs():
         assert {s.fixup for s in chosen} == set(specs.FIXUPS)
         assert {(s.a_layout, s.b_layout) for s in chosen} == {
             (a, b) for a in specs.LAYOUTS for b in specs.LAYOUTS}
+
+
+def test_fp64_vec_fragment_specs():
+    """KernelSpec.frag: "scalar" (default) keeps the existing names and pads; "vec" / "vecdb"
+    (MainloopDmmaVec) need fp64 mma_k=8, pad for their conflict-free 16-byte fragment loads and
+    compile without spills (the transposed row/row, the row-permuted x-contiguous A and the
+    scalar k-contiguous A fragment paths, one each; the none fixup keeps fixup.cuh out)."""
+    from dataclasses import replace
+
+    from skcontract.kernels import compile_check, specs
+    assert all(b.frag == "scalar" and not b.name.endswith(("_vec", "_vecdb"))
+               for bases in specs.HEURISTIC_TILES.values() for b in bases)
+    w16 = specs.KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=8, frag="vec")
+    assert w16.name.endswith("_k8_vec") and "MainloopDmmaVec" in w16.cfg_source()
+    assert "MainloopDmma16" in replace(w16, frag="scalar").cfg_source()
+    for bk in (16, 32):  # pitches: k-contiguous 8 (mod 16), x-contiguous 2 (mod 4) doubles
+        s = replace(w16, bk=bk)
+        assert (s.bk + s.pad(True)) % 16 == 8 and (s.bm + s.pad(False)) % 4 == 2
+    for bad in (dict(mma_k=16), dict(mma_k=0), dict(frag="vector")):
+        with pytest.raises(ValueError):
+            replace(w16, **bad)
+    with pytest.raises(ValueError):
+        specs.KernelSpec("float32", "float32", "float32", frag="vec")
+    todo = [specs.specialise(w16, fixup="none", a_layout="row", b_layout="row"),
+            specs.specialise(w16, fixup="none", a_layout="row", b_layout="col"),
+            specs.specialise(replace(w16, warps_m=2, frag="vecdb"), fixup="none",
+                             a_layout="row", b_layout="row")]
+    results = compile_check.check(todo, verbose=False)
+    bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
+    assert not bad, "\n".join(bad)

@@ -25,7 +25,8 @@ def variants(dtype):
         g = K("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma", a_vec=4, b_vec=4)
         return {"f128s3": b, "f128mb2": replace(b, min_blocks=2), "f128s4": replace(b, stages=4),
                 "f128k32": replace(b, bk=32), "f128k32s4": replace(b, bk=32, stages=4),
-                "f8x256": g, "f128k32mb2": replace(b, bk=32, min_blocks=2), "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8)}
+                "f8x256": g, "f128k32mb2": replace(b, bk=32, min_blocks=2), "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8),
+                **kmajor_variants()}
     if dtype == "float64":
         d = K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync", a_vec=2, b_vec=2)
         q = K("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync", a_vec=2,
@@ -43,8 +44,40 @@ def variants(dtype):
                                a_vec=2, b_vec=2, mma_k=16),
                 "d128x64k16s3": replace(d, mma_k=16, stages=3),
                 "dffma8x256": K("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
-                                a_vec=2, b_vec=2)}
+                                a_vec=2, b_vec=2),
+                **vec_variants()}
     return {}
+
+
+def kmajor_variants():
+    """fp32 FFMA read k-major (KernelSpec.ffma "kmajor", MainloopFfmaKMajor): 128x128 with
+    BK 16 / 32 ("fk128k16", "fk128k32"), 3 or 4 ("s4") stages, 1 or 2 ("mb2": 128-register
+    cap) CTAs per SM. Two CTAs also need shared memory for two (<= ~113 KiB each): BK = 32
+    has it with 3 stages only when both operands are x-contiguous (A col-major, B row-major)
+    and with 4 stages never, hence also "fk128k32s2mb2" (2 stages, <= 104 KiB)."""
+    from skcontract.kernels import specs
+    base = specs.KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
+                            a_vec=4, b_vec=4, ffma="kmajor")
+    out = {f"fk128k{bk}{'s4' if st == 4 else ''}{'mb2' if mb == 2 else ''}":
+           replace(base, bk=bk, stages=st, min_blocks=mb)
+           for bk in (16, 32) for st in (3, 4) for mb in (1, 2)}
+    out["fk128k32s2mb2"] = replace(base, bk=32, stages=2, min_blocks=2)
+    return out
+
+
+def vec_variants():
+    """fp64 m16n8k8 with 16-byte fragment loads (KernelSpec.frag "vec"; "vecdb" also loads the
+    next k8 step's fragments before this step's mma): 16 warps of 32x32 (128 registers: no
+    room for two fragment sets, so no "db") and 8 warps of 64x32 (255 registers), 128x128x16
+    3 stages; b32s2: BK = 32 with 2 stages (the 8 (mod 16) pitch, 32 + 8 doubles, leaves no
+    shared memory for 3)."""
+    from skcontract.kernels import specs
+    w16 = specs.KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=8, frag="vec")
+    w8 = replace(w16, warps_m=2)
+    return {"dvec128x128w16k8": w16, "dvec128x128w8k8": w8,
+            "dvec128x128w8k8db": replace(w8, frag="vecdb"),
+            "dvec128x128w8k8b32s2": replace(w8, bk=32, stages=2)}
 
 
 def main(argv=None) -> int:

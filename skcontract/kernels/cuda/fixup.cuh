@@ -151,18 +151,27 @@ struct Fixup {
   }
 
   // Wait for every peer, sum this split's share of the tile into its first slot, arrive
-  // again; true (acc = the tile's sum) in the CTA that arrived last. `scratch`: at least
-  // THREADS * V accumulators of shared memory (the pipeline stages, idle by now).
-  __device__ __forceinline__ static bool finish_shared(const Split& s, Acc (&acc)[NACC],
-                                                       Acc* ws, unsigned* locks, int* flag,
-                                                       Acc* scratch) {
+  // again; the CTA that arrived last passes the tile's sum to emit(i, value) for each of its
+  // accumulators i, one 16-byte group at a time (fenced, so the compiler does not load the
+  // whole tile into registers: this runs after the main walk, and 128-register kernels
+  // spilled when it held a full accumulator array), then resets the counter. `scratch`: at
+  // least THREADS * V accumulators of shared memory (the pipeline stages, idle by now).
+  template <class Emit>
+  __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
+                                                       int* flag, Acc* scratch, Emit&& emit) {
     unsigned* counter = locks + s.tile;
     spin_until<true>(counter, (unsigned)s.peers, s.tile);
     sum_share(s, ws + ((long long)s.slot - s.split) * SLOT, scratch);
-    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return false;
-    load_to(ws, (long long)s.slot - s.split, acc);
+    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
+#pragma unroll
+    for (int g = 0; g < NACC / V; ++g) {
+      Acc v[V];
+      Vec16<Acc>::load(at(ws, (long long)s.slot - s.split, g), v);
+#pragma unroll
+      for (int e = 0; e < V; ++e) emit(g * V + e, v[e]);
+      asm volatile("" ::: "memory");
+    }
     if (threadIdx.x == 0) atomicExch(counter, 0u);
-    return true;
   }
 
   // This split's share [lo, hi) of the slot's 16-byte vectors, summed over the PEERS slots

@@ -17,7 +17,7 @@
 namespace skc {
 
 template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS, int PAD_ARG = -1,
-          int UNROLL_ARG = 0>
+          int UNROLL_ARG = 0, bool LINE_STEP_ARG = false>
 struct TileLoader {
   static constexpr bool KC = KCONTIG;
   // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
@@ -40,6 +40,12 @@ struct TileLoader {
   // Chunks issued per unrolled group (UNROLL_ARG > 0 caps it: element-wise / 4-byte copies of
   // the tf32 and int8 kernels would otherwise hold every address live at once and spill).
   static constexpr int UNROLL = UNROLL_ARG > 0 && UNROLL_ARG < ITERS ? UNROLL_ARG : ITERS;
+  // LINE_STEP_ARG (with THREADS a multiple of CHUNKS_PER_LINE): every chunk of a thread has
+  // the column of its first chunk and a line a constant step further, instead of dividing
+  // each chunk index; fewer per-chunk indices stay in registers through the split, which the
+  // k-major FFMA mainloop needs under its 128-register cap. The same chunks either way; off
+  // by default because it reshuffles the register allocation of the other kernels.
+  static constexpr bool LINE_STEP = LINE_STEP_ARG && THREADS % CHUNKS_PER_LINE == 0;
 
   // Element (x, k) of a stage, tile-relative.
   __device__ __forceinline__ static const T& at(const T* stage, int x, int k) {
@@ -54,8 +60,9 @@ struct TileLoader {
     for (int it = 0; it < ITERS; ++it) {
       const int idx = tid + it * THREADS;
       if (TOTAL % THREADS == 0 || idx < TOTAL) {
-        const int line = idx / CHUNKS_PER_LINE;
-        const int c = (idx % CHUNKS_PER_LINE) * VEC;
+        const int line = LINE_STEP ? tid / CHUNKS_PER_LINE + it * (THREADS / CHUNKS_PER_LINE)
+                                   : idx / CHUNKS_PER_LINE;
+        const int c = (LINE_STEP ? tid : idx) % CHUNKS_PER_LINE * VEC;
         int gl, gc, rem;
         bool valid;
         if (KCONTIG) { gl = x0 + line; gc = k0 + c; valid = gl < x_end; rem = k_end - gc; }

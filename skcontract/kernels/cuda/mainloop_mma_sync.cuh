@@ -2,7 +2,9 @@
 //   fp16 / bf16: mma.m16n8k16, fp32 accumulators, operands through ldmatrix(.trans)
 //   fp64       : DMMA mma.m8n8k4 (MainloopDmma) or, on sm_90, mma.m16n8k{4,8,16}.f64
 //                (MainloopDmma16; decomposed into m8n8k4 below sm_90), fp64 accumulators,
-//                operands through scalar shared loads
+//                operands through scalar shared loads; MainloopDmmaVec: m16n8k8 with k (and,
+//                x-contiguous, the fragment rows) permuted per k8 step so fragments load as
+//                16-byte pairs, optionally double-buffered across k8 steps
 //   tf32       : mma.m16n8k8.f32.tf32 (MainloopTf32, float32 operands only when the caller
 //                allows tf32), fp32 accumulators, operands through 32/64-bit shared loads and
 //                cvt.rna.tf32.f32
@@ -247,6 +249,159 @@ struct MainloopDmma16 : MmaM16N8Accumulators<double, BM, BN, WARPS_M, WARPS_N> {
 #pragma unroll
         for (int nj = 0; nj < NJ; ++nj)
           dmma_m16n8<KS>(*reinterpret_cast<double(*)[4]>(&acc[(mi * NJ + nj) * 4]), a[mi], b[nj]);
+    }
+  }
+};
+
+// fp64 m16n8k8 with 16-byte fragment loads (KernelSpec.frag "vec" / "vecdb").
+// DMMA reads its A fragment from 4 consecutive doubles a0..a3 = (row g, k t), (g + 8, t),
+// (g, t + 4), (g + 8, t + 4) and its B fragment from b0, b1 = (k t, col g), (t + 4, g); one
+// ld.shared.v2.f64 fills 2 consecutive doubles. Inside each k8 step, for both operands alike
+// (the same 8 products are summed), k t -> physical 2t and t + 4 -> 2t + 1, so a k-contiguous
+// B stage gives (b0, b1) in one load; an x-contiguous A stage also has its fragment rows
+// permuted, g -> 2g and g + 8 -> 2g + 1 (coord() maps them back), giving (a0, a1) and
+// (a2, a3) in one load each. A k-contiguous A stage stays 4 scalar loads: its pair would be
+// (a0, a2), and the shuffle into a0..a3 order costs more than it saves (ptxas copied the
+// fragment per DMMA and spilled).
+// P feeds DMMA's A fragment, Q its B fragment: P = A, Q = B, except A row-major with B
+// row-major (A k-, B x-contiguous), which runs C^T = B^T A^T (P = B, Q = A) so that both load
+// in pairs. Below sm_90 dmma_m16n8<8> runs k4 halves h from (a[2h], a[2h + 1], b[h]): each
+// lane's P and Q values share the physical k 2t + h, so the sums are unchanged.
+// Pitches (KernelSpec.pad), with 16 lanes per wavefront for 8-byte loads and 8 for 16-byte
+// ones: k-contiguous 8 (mod 16) doubles puts row g + 1 four 16-byte bank groups after row g
+// (Q pairs conflict-free; P scalars, on even words only, take 2 wavefronts per half warp, the
+// fewest possible); x-contiguous 2 (mod 4) puts k line 2t at 4t or 12t (mod 16) bank pairs
+// (P pairs and Q scalars conflict-free; the scalar path's 8 (mod 16) would stack those lines).
+// DB: the next k8 step's fragments are loaded before this step's mma (BK unrolled, two
+// fragment sets live); otherwise, as MainloopDmma16, large tiles keep one step live.
+template <bool C, class T, class F> struct Select { using type = T; };
+template <class T, class F> struct Select<false, T, F> { using type = F; };
+
+// One 8-byte shared load the compiler may not merge with its neighbour into a 16-byte one
+// (a merged (a0, a2) load needs register copies into DMMA's a0..a3 order).
+__device__ __forceinline__ double lds_f64(const double* p) {
+  double v;
+  asm volatile("ld.shared.f64 %0, [%1];\n" : "=d"(v) : "r"(smem_addr(p)));
+  return v;
+}
+__device__ __forceinline__ void lds_f64x2(const double* p, double& lo, double& hi) {
+  const double2 v = *reinterpret_cast<const double2*>(p);
+  lo = v.x;
+  hi = v.y;
+}
+
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB, bool DB>
+struct MainloopDmmaVec {
+  using Acc = double;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;
+  static constexpr int KI = 8;                                 // k per mma (m16n8k8)
+  static constexpr int STEPS = BK / KI;
+  static constexpr bool TRANS = LA::KC && !LB::KC;             // C^T = B^T A^T
+  using LP = typename Select<TRANS, LB, LA>::type;             // feeds DMMA's A fragment
+  using LQ = typename Select<TRANS, LA, LB>::type;             // feeds DMMA's B fragment
+  static constexpr int WP = TRANS ? WN : WM, WQ = TRANS ? WM : WN;  // warp extents
+  static constexpr int PI = WP / 16, QJ = WQ / 8;              // m16n8 blocks per warp
+  static constexpr int NACC = PI * QJ * 4;
+  static constexpr int PAIR = TRANS ? 1 : 2;                   // accumulators e, e + 1: columns
+  static constexpr bool P_ROWPERM = !LP::KC;                   // fragment row g -> 2g
+  static constexpr int KC_PITCH_MOD = 16, KC_PITCH_REM = 8;    // k-contiguous: 8 (mod 16)
+  static constexpr int XC_PITCH_MOD = 4, XC_PITCH_REM = 2;     // x-contiguous: 2 (mod 4)
+  static_assert(WP % 16 == 0 && WQ % 8 == 0 && BK % KI == 0, "dmma vec tile shape");
+  static_assert(LA::KC ? LA::LDS % KC_PITCH_MOD == KC_PITCH_REM
+                       : LA::LDS % XC_PITCH_MOD == XC_PITCH_REM, "A pitch: bank conflicts");
+  static_assert(LB::KC ? LB::LDS % KC_PITCH_MOD == KC_PITCH_REM
+                       : LB::LDS % XC_PITCH_MOD == XC_PITCH_REM, "B pitch: bank conflicts");
+
+  __device__ __forceinline__ static void zero(Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] = 0.0;
+  }
+  // Accumulator e of block (pi, qj): DMMA's D(g + 8 (e / 2), 2t + e % 2), P row through the
+  // row permutation; (P x, Q x) is (row, column) of C, or (column, row) when TRANS.
+  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wp = TRANS ? warp % WARPS_N : warp / WARPS_N;
+    const int wq = TRANS ? warp / WARPS_N : warp % WARPS_N;
+    const int pi = i / (QJ * 4), qj = (i / 4) % QJ, e = i % 4;
+    const int px = wp * WP + pi * 16 + (P_ROWPERM ? 2 * g + e / 2 : g + 8 * (e / 2));
+    const int qx = wq * WQ + qj * 8 + 2 * t + e % 2;
+    r = TRANS ? qx : px;
+    c = TRANS ? px : qx;
+  }
+
+  struct Frags {
+    double p[PI][4], q[QJ][2];
+  };
+  // Fragments of the k8 step whose lane k pair starts at k (= step base + 2t); xp / xq: this
+  // lane's first P row / Q row.
+  __device__ __forceinline__ static void load(Frags& f, const double* Ps, const double* Qs,
+                                              int xp, int xq, int k) {
+#pragma unroll
+    for (int pi = 0; pi < PI; ++pi) {
+      const int x = xp + pi * 16;
+      if constexpr (P_ROWPERM) {
+        lds_f64x2(&LP::at(Ps, x, k), f.p[pi][0], f.p[pi][1]);
+        lds_f64x2(&LP::at(Ps, x, k + 1), f.p[pi][2], f.p[pi][3]);
+      } else {
+        f.p[pi][0] = lds_f64(&LP::at(Ps, x, k));
+        f.p[pi][1] = lds_f64(&LP::at(Ps, x + 8, k));
+        f.p[pi][2] = lds_f64(&LP::at(Ps, x, k + 1));
+        f.p[pi][3] = lds_f64(&LP::at(Ps, x + 8, k + 1));
+      }
+    }
+#pragma unroll
+    for (int qj = 0; qj < QJ; ++qj) {
+      const int x = xq + qj * 8;
+      if constexpr (LQ::KC) {
+        lds_f64x2(&LQ::at(Qs, x, k), f.q[qj][0], f.q[qj][1]);
+      } else {
+        f.q[qj][0] = LQ::at(Qs, x, k);
+        f.q[qj][1] = LQ::at(Qs, x, k + 1);
+      }
+    }
+  }
+  __device__ __forceinline__ static void mma(const Frags& f, Acc (&acc)[NACC]) {
+#pragma unroll
+    for (int pi = 0; pi < PI; ++pi)
+#pragma unroll
+      for (int qj = 0; qj < QJ; ++qj)
+        dmma_m16n8<KI>(*reinterpret_cast<double(*)[4]>(&acc[(pi * QJ + qj) * 4]), f.p[pi],
+                       f.q[qj]);
+  }
+
+  __device__ __forceinline__ static void compute(const double* As, const double* Bs,
+                                                 Acc (&acc)[NACC]) {
+    // sm_90: %tid.x through volatile asm, so the lane offsets below are recomputed per BK tile
+    // instead of being hoisted out of the persistent loop and held through fixup and epilogue
+    // (16 warps, deterministic fixup: 16-32 bytes of spills otherwise). sm_80's ptxas spills
+    // more with it, so it keeps threadIdx.x.
+    unsigned tid = threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+#endif
+    const int warp = tid / 32, l = tid % 32;
+    const int g = l / 4, t = l % 4;
+    const int wp = TRANS ? warp % WARPS_N : warp / WARPS_N;
+    const int wq = TRANS ? warp / WARPS_N : warp % WARPS_N;
+    const double* Ps = TRANS ? Bs : As;
+    const double* Qs = TRANS ? As : Bs;
+    const int xp = wp * WP + (P_ROWPERM ? 2 * g : g), xq = wq * WQ + g;
+    if constexpr (DB) {
+      Frags f[2];
+      load(f[0], Ps, Qs, xp, xq, 2 * t);
+#pragma unroll
+      for (int s = 0; s < STEPS; ++s) {
+        if (s + 1 < STEPS) load(f[(s + 1) % 2], Ps, Qs, xp, xq, (s + 1) * KI + 2 * t);
+        mma(f[s % 2], acc);
+      }
+    } else {
+#pragma unroll (NACC > 32 || THREADS > 256 ? 1 : STEPS)
+      for (int kk = 0; kk < BK; kk += KI) {
+        Frags f;
+        load(f, Ps, Qs, xp, xq, kk + 2 * t);
+        mma(f, acc);
+      }
     }
   }
 };

@@ -10,10 +10,18 @@
 #include "loader.cuh"
 #include "mainloop_mma_sync.cuh"
 #include "mainloop_ffma.cuh"
+#include "mainloop_ffma_kmajor.cuh"
 #include "fixup.cuh"
 #include "epilogue.cuh"
 
 namespace skc {
+
+// Shared memory a mainloop needs after the pipeline stages (ML::SCRATCH_BYTES; 0 when a
+// mainloop does not declare it), passed to its compute() as a 4th argument when nonzero.
+template <class ML, class = void> struct MainloopScratch { static constexpr int BYTES = 0; };
+template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))> {
+  static constexpr int BYTES = ML::SCRATCH_BYTES;
+};
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
@@ -31,16 +39,20 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   constexpr int STAGES = Cfg::STAGES, BK = Cfg::BK;
   static_assert(STAGES >= 2, "at least two pipeline stages");
   static_assert(ML::THREADS == Cfg::THREADS, "mainloop thread count");
+  constexpr int STAGES_BYTES = STAGES * (LA::STAGE_BYTES + LB::STAGE_BYTES);
+  constexpr int SCRATCH_BYTES = MainloopScratch<ML>::BYTES;
+  static_assert(SCRATCH_BYTES == 0 || STAGES_BYTES % 16 == 0, "16-byte aligned scratch");
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int flag;
   {  // The host computes the shared-memory size from the spec: check it agrees.
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-    if (dyn < (unsigned)(STAGES * (LA::STAGE_BYTES + LB::STAGE_BYTES))) __trap();
+    if (dyn < (unsigned)(STAGES_BYTES + SCRATCH_BYTES)) __trap();
   }
   TIn* sA = reinterpret_cast<TIn*>(smem_raw);
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
+  unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
   for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
     const TIn* gA = A + (long long)s.batch * batch_a;
@@ -66,7 +78,11 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
         LB::load(sB + write_stage * LB::STAGE_ELEMS, gB, ldb, s.n0, s.k0 + nk * BK, s.n_end, s.k1);
       }
       cp_async_commit();
-      ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
+      if constexpr (SCRATCH_BYTES > 0)
+        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
+                    scratch);
+      else
+        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
       read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
       write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }
@@ -78,15 +94,15 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   });
   if constexpr (Cfg::FIXUP == FIXUP_ALIGNED) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
-    static_assert(STAGES * (LA::STAGE_BYTES + LB::STAGE_BYTES) >= Cfg::THREADS * 16,
+    static_assert(STAGES_BYTES >= Cfg::THREADS * 16,
                   "the shared sum's scratch lives in the pipeline stages");
     for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
       if (!s.shared_sum()) return;
-      Acc acc[ML::NACC];
-      if (Fixup<ML, Cfg::FIXUP>::finish_shared(s, acc, ws, locks, &flag,
-                                               reinterpret_cast<Acc*>(smem_raw)))
-        Epilogue<ML, typename Cfg::TOut>::run(s, acc, C + (long long)s.batch * batch_c, ldc,
-                                              alpha, beta);
+      typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
+      Fixup<ML, Cfg::FIXUP>::finish_shared(
+          s, ws, locks, &flag, reinterpret_cast<Acc*>(smem_raw), [&](int i, Acc v) {
+            Epilogue<ML, typename Cfg::TOut>::store_one(s, i, v, Cb, ldc, alpha, beta);
+          });
     });
   }
 }

@@ -37,14 +37,22 @@ __device__ __forceinline__ Split load_split(const int* __restrict__ table, int r
   return s;
 }
 
+__device__ __forceinline__ int ld_nc_volatile(const int* p) {
+  int v;
+  asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 // The persistent loop: Body is called once per split, in table order.
 template <class Body>
 __device__ __forceinline__ void for_each_split(const int* __restrict__ table,
                                                const int* __restrict__ cta_offsets, int M, int N,
                                                Body&& body) {
   const int begin = __ldg(cta_offsets + blockIdx.x);
-  const int end = __ldg(cta_offsets + blockIdx.x + 1);
-  for (int row = begin; row < end; ++row) body(load_split(table, row, M, N));
+  // The end is re-read after each split (an L1 hit) instead of living in a register through
+  // the body, whose peak (fixup workspace loads) spilled 128-register kernels.
+  for (int row = begin; row < ld_nc_volatile(cta_offsets + blockIdx.x + 1); ++row)
+    body(load_split(table, row, M, N));
 }
 
 }  // namespace skc
