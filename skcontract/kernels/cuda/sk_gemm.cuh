@@ -54,7 +54,7 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
-  for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
+  for_each_split<(Cfg::THREADS > 256)>(table, cta_offsets, M, N, [&](const Split& s) {
     const TIn* gA = A + (long long)s.batch * batch_a;
     const TIn* gB = B + (long long)s.batch * batch_b;
     Acc acc[ML::NACC];
@@ -96,7 +96,7 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,
                   "the shared sum's scratch lives in the pipeline stages");
-    for_each_split(table, cta_offsets, M, N, [&](const Split& s) {
+    for_each_split<(Cfg::THREADS > 256)>(table, cta_offsets, M, N, [&](const Split& s) {
       if (!s.shared_sum()) return;
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
       Fixup<ML, Cfg::FIXUP>::finish_shared(
