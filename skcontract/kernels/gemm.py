@@ -180,8 +180,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction="determi
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis"
     (passed to the scheduler). ``reduction``: "deterministic" (workspace + lock, bitwise
-    reproducible; auto may pick the arrival protocol's shared sum, the same sums in the same
-    order, for few tiles with many peers), "arrival" (a slot per split; the peers share the
+    reproducible; auto may pick the arrival protocol's shared sum, also bitwise reproducible,
+    for few tiles with many peers), "arrival" (a slot per split; the peers share the
     final sum when every CTA is resident) or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
     (``mma.m16n8k8.tf32``, operands rounded to a 10-bit mantissa, fp32 accumulation); by
     default float32 is exact (FFMA). Other dtypes ignore it.

@@ -278,7 +278,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
             allowed.append(s)
         if STREAM_K in modes and reduction == DETERMINISTIC and ts.n < resident:
             # few tiles, many peers each: the deterministic chain merges them one by one,
-            # the shared sum (same sums, same order) in one parallel pass
+            # the shared sum (also bitwise reproducible) in one parallel pass
             s = b.stream_k(t, grid, reduction=ARRIVAL)
             if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum"))

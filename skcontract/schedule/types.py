@@ -42,8 +42,9 @@ REDUCTIONS = (ATOMIC, DETERMINISTIC, ARRIVAL)
 workspace slots and a tile-arrival counter), which ``s.reduction`` then reports. ``arrival``
 with the other K-splitting modes gives every split its own slot; when the grid fits in the
 resident CTAs the peers share the final sum (FLAG_SHARED_SUM, a parallel split reduction).
-``deterministic`` and ``arrival`` are both bitwise reproducible and sum in the same order, so
-auto with ``deterministic`` also weighs ``arrival`` (see the scheduler)."""
+``deterministic`` and ``arrival`` are both bitwise reproducible (fixed summation orders,
+though not the same grouping), so auto with ``deterministic`` also weighs ``arrival`` (see the
+scheduler)."""
 
 # GEMM-class step kinds (plan.classify's Kind names) that the scheduler handles.
 GEMM_KINDS = frozenset({"GEMM", "GEMV", "BATCHED_GEMM", "GROUPED_GEMM", "CONV", "DOT"})
