@@ -40,6 +40,16 @@ def _sk_grid_options(n_tiles: int, per_tile: int, resident: int) -> list[int]:
     return sorted(o for o in opts if 1 <= o <= resident)
 
 
+def _join(*reasons) -> str:
+    """The non-empty reasons, '; '-separated."""
+    return "; ".join(r for r in reasons if r)
+
+
+def _cheapest(schedules) -> Schedule:
+    """The schedule with the lowest predicted time (the first of equals)."""
+    return min(schedules, key=lambda s: s.predicted_time_us)
+
+
 class _Builder:
     def __init__(self, problem: GemmProblem, device: DeviceInfo, reduction: str,
                  groups, swizzle, raster, small_tile):
@@ -59,7 +69,7 @@ class _Builder:
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device)
-        note = "; ".join(x for x in (reason, raw.note) if x)
+        note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
@@ -83,14 +93,10 @@ class _Builder:
         ts = self.tiles(tile)
         p = int(ts.iters(tile[2]).max())
         opts = [grid] if grid is not None else _sk_grid_options(ts.n, p, self.device.resident_ctas)
-        best = None
         for g in opts:
             self._wait_check(g, red)
-            s = self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups), red,
-                            reason)
-            if best is None or s.predicted_time_us < best.predicted_time_us:
-                best = s
-        return best
+        return _cheapest(self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups),
+                                     red, reason) for g in opts)
 
     def hybrid(self, tile, grid, reason=""):
         ts = self.tiles(tile)
@@ -98,7 +104,7 @@ class _Builder:
         self._wait_check(g)
         raw = D.hybrid(ts, tile[2], g, self.groups)
         if isinstance(raw, str):
-            return self.dp(tile, grid, "; ".join(x for x in (reason, raw + " -> data_parallel") if x))
+            return self.dp(tile, grid, _join(reason, raw + " -> data_parallel"))
         return self.finish(HYBRID, tile, raw, self.reduction, reason)
 
     def split_k(self, tile, grid, splits, reason=""):
@@ -114,9 +120,9 @@ class _Builder:
         best = None
         for s_count in opts:
             if min(s_count, smax) <= 1:
-                return self.dp(tile, grid, "; ".join(x for x in (
+                return self.dp(tile, grid, _join(
                     reason, f"split_k: P={p} < {2 * MIN_ITERS_PER_SPLIT} k-iterations, no split"
-                    " -> data_parallel") if x))
+                    " -> data_parallel"))
             g = grid if grid is not None else min(ts.n * min(s_count, smax),
                                                   self.device.resident_ctas)
             self._wait_check(g)
@@ -138,18 +144,14 @@ class _Builder:
             opts = [s for s in allowed if s <= MAX_SPLIT_K]
         else:
             opts = [min([s for s in allowed if s > 1] or [1])]
-        best = None
-        for s_count in opts:
+        def build(s_count):
             raw = D.aligned(ts, tile[2], s_count)
-            if raw.splits_per_tile == 1:
-                sched = self.dp(tile, None, "; ".join(x for x in (
-                    reason, f"aligned: no S > 1 divides P={p} with >= {MIN_ITERS_PER_SPLIT} "
-                    "k-iterations -> data_parallel") if x))
-            else:
-                sched = self.finish(ALIGNED, tile, raw, ARRIVAL, reason)
-            if best is None or sched.predicted_time_us < best.predicted_time_us:
-                best = sched
-        return best
+            if raw.splits_per_tile > 1:
+                return self.finish(ALIGNED, tile, raw, ARRIVAL, reason)
+            return self.dp(tile, None, _join(
+                reason, f"aligned: no S > 1 divides P={p} with >= {MIN_ITERS_PER_SPLIT} "
+                "k-iterations -> data_parallel"))
+        return _cheapest(build(s_count) for s_count in opts)
 
     def hytis(self, tile, grid, reason=""):
         ts = self.tiles(tile)
@@ -160,12 +162,12 @@ class _Builder:
         for sm in smalls:
             raw = D.hytis(ts, tile[2], g, sm)
             if isinstance(raw, str):
-                return self.dp(tile, grid, "; ".join(x for x in (reason, raw + " -> data_parallel") if x))
+                return self.dp(tile, grid, _join(reason, raw + " -> data_parallel"))
             s = self.finish(HYTIS, tile, raw, ATOMIC, reason, small=(sm[0], sm[1], tile[2]))
             if best is None or s.predicted_time_us < best.predicted_time_us:
                 best = s
         if best is None:
-            return self.dp(tile, grid, "; ".join(x for x in (reason, "hytis: no smaller tile -> data_parallel") if x))
+            return self.dp(tile, grid, _join(reason, "hytis: no smaller tile -> data_parallel"))
         return best
 
     def build(self, mode, tile, grid, splits, reason=""):
