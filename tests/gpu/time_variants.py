@@ -26,7 +26,7 @@ def variants(dtype):
         return {"f128s3": b, "f128mb2": replace(b, min_blocks=2), "f128s4": replace(b, stages=4),
                 "f128k32": replace(b, bk=32), "f128k32s4": replace(b, bk=32, stages=4),
                 "f8x256": g, "f128k32mb2": replace(b, bk=32, min_blocks=2), "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8),
-                **kmajor_variants()}
+                **kmajor_variants(), **gemv_variants("float32")}
     if dtype == "float64":
         d = K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync", a_vec=2, b_vec=2)
         q = K("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync", a_vec=2,
@@ -45,8 +45,21 @@ def variants(dtype):
                 "d128x64k16s3": replace(d, mma_k=16, stages=3),
                 "dffma8x256": K("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
                                 a_vec=2, b_vec=2),
-                **vec_variants()}
+                **vec_variants(), **gemv_variants("float64")}
     return {}
+
+
+def gemv_variants(dtype):
+    """One-row tiles for M = 1 (no padded rows): each thread owns one row x 16 bytes of
+    columns, so it reads B once and the broadcast A once per 4 k (1x1024 fp32, 1x512 fp64)."""
+    from skcontract.kernels import specs
+    vec = 16 // specs.CXX_TYPES[dtype][1]
+    bn = 256 * vec
+    g = specs.KernelSpec(dtype, dtype, dtype, 1, bn, 8, 4, 1, 8, "ffma", a_vec=vec, b_vec=vec)
+    p = "g" if dtype == "float32" else "dg"
+    return {f"{p}1x{bn}k8s4": g, f"{p}1x{bn}k8s6": replace(g, stages=6),
+            f"{p}1x{bn}k16s3": replace(g, bk=16, stages=3),
+            f"{p}1x{bn}k8s3mb2": replace(g, stages=3, min_blocks=2)}
 
 
 def kmajor_variants():
