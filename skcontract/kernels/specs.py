@@ -271,7 +271,8 @@ HEURISTIC_TILES = {
     # 128x256x32 3 stages 16 warps compiles but has not passed the GPU tests yet: not listed
     "float16": (KernelSpec("float16", "float16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
     "bfloat16": (KernelSpec("bfloat16", "bfloat16", "float32", 128, 128, 32, 4, 2, 4, "mma_sync"),),
-    # exact fp32: 8x8 FFMA register tiles; 8x256 is the skinny (GEMV-like, M <= 8) tile
+    # exact fp32: 8x8 FFMA register tiles; 8x256 is the skinny (GEMV-like, M <= 8) tile,
+    # 1x1024 the one-row one
     "float32": (KernelSpec("float32", "float32", "float32", 128, 128, 32, 3, 2, 4, "ffma",
                            a_vec=4, b_vec=4),
                 # BK = 16: twice the k-iterations, so strong-scaling shapes split over twice
@@ -279,14 +280,23 @@ HEURISTIC_TILES = {
                 KernelSpec("float32", "float32", "float32", 128, 128, 16, 3, 2, 4, "ffma",
                            a_vec=4, b_vec=4),
                 KernelSpec("float32", "float32", "float32", 8, 256, 16, 4, 2, 4, "ffma",
+                           a_vec=4, b_vec=4),
+                # M = 1 (GEMV): one row, 4 columns a thread, so B streams through shared
+                # memory once with 16-byte reads and no padded rows (1x8192x8192 on the H200,
+                # 2026-11-30: 74.8 us vs 87.4 us for 8x256; cuBLAS 65.3). BK = 8: a
+                # column-major B's [1024][BK + 4] stages must fit 4 deep
+                KernelSpec("float32", "float32", "float32", 1, 1024, 8, 4, 1, 8, "ffma",
                            a_vec=4, b_vec=4)),
     # fp64: DMMA m16n8k8 128x128 (16 warps of 32x32), m16n8k16 64x64 (4 warps of 32x32, two
-    # CTAs per SM), and the skinny tile on DFMA
+    # CTAs per SM), and the skinny (8x256) and one-row (1x512) tiles on DFMA
     "float64": (KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=8),
                 KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=16),
                 KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
+                           a_vec=2, b_vec=2),
+                # M = 1: one row, 2 columns a thread (136.3 vs 142.9 us; cuBLAS 125.4)
+                KernelSpec("float64", "float64", "float64", 1, 512, 8, 4, 1, 8, "ffma",
                            a_vec=2, b_vec=2)),
     # tf32 tensor cores (opt-in): mma.m16n8k8, 8 warps of 64x32, 3 stages (120 KiB smem)
     TF32: (KernelSpec("float32", "float32", "float32", 128, 128, 32, 3, 2, 4, "mma_sync",

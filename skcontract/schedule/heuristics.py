@@ -68,9 +68,13 @@ DTYPE_SLOWDOWN = {
 """Per-iteration time of a dtype relative to fp16 (GPU_WORKFLOW.md ceilings)."""
 
 TILE_EFFICIENCY = {(128, 256): 0.92, (256, 128): 0.92, (128, 128): 1.0, (64, 256): 1.1,
-                   (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45}
+                   (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45,
+                   (1, 1024): 15.0, (1, 512): 17.8}
 """Time per unit of tile volume relative to 128x128 (bigger tiles reuse operands more).
-Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``."""
+Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``. The one-row GEMV tiles are memory
+bound: their entries are the H200's measured ones (MEASURED_H200_COST) scaled by the slope's
+value for 8x256 over the measured 8x256 one, so that unmeasured devices also keep them to
+M = 1."""
 BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05}
 """Time per unit of volume of a (dtype, BM, BN, BK) kernel relative to the same tile's other
 BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30,
@@ -158,7 +162,8 @@ MEASURED_H200_COST = CostModel(
     a=19.0355, b=0.0, c=1.39959, d=1.117,
     slowdown=(("float32", 4.5835), ("float64", 5.0627)),
     tile_efficiency=(("float32", 8, 256, 2.8331), ("float64", 8, 256, 4.7558),
-                     ("float64", 64, 64, 1.0)))
+                     ("float64", 64, 64, 1.0), ("float32", 1, 1024, 18.5),
+                     ("float64", 1, 512, 36.0)))
 """The cost model measured on the H200 (fitted 2026-11-30 data, on the tree of this change).
 
 Source: docs/benchmarks/gemm-h200.json (measured 2026-11-30 at commit 4ec94df; 216 rows of
@@ -173,6 +178,12 @@ below cuBLAS), a launch ~19 us of fixed cost, merging a peer's partial ~1.1 us, 
 partial costs nothing measurable (it overlaps). fp32 (FFMA) / fp64 (DMMA) iterations are
 4.6x / 5.1x an fp16 one; the 8x256 skinny tiles and the fp64 64x64 DMMA tile have their own
 measured efficiencies. The report: docs/benchmarks/cost-model-h200.md.
+
+Added by hand since: the one-row GEMV tiles (fp32 1x1024, fp64 1x512), whose efficiency
+makes the model reproduce their measured time at 1x8192x8192 (H200, 2026-11-30, same run as
+the 8x256 tile: fp32 74.8 vs 87.4 us, fp64 136.3 vs 142.9 us; each 8x256 time minus ``a``,
+scaled by the ratio of modelled volume); the model then keeps them to M = 1, where they read
+B once instead of once per row.
 
 Adjusted by hand since: fp64 64x64 efficiency 0.9124 -> 1.0. The fit ran with one CTA per SM
 while the 64x64 kernel holds two; with the cost of CTAs sharing an SM now in :func:`predict`,

@@ -26,7 +26,9 @@ def variants(dtype):
         return {"f128s3": b, "f128mb2": replace(b, min_blocks=2), "f128s4": replace(b, stages=4),
                 "f128k32": replace(b, bk=32), "f128k32s4": replace(b, bk=32, stages=4),
                 "f8x256": g, "f128k32mb2": replace(b, bk=32, min_blocks=2), "f8x256k32": replace(g, bk=32), "f8x256s8": replace(g, stages=8),
-                **kmajor_variants(), **gemv_variants("float32")}
+                **kmajor_variants(), **gemv_variants("float32"),
+                "f256x128k16": replace(b, bm=256, bk=16), "f256x128k8s4": replace(b, bm=256, bk=8, stages=4),
+                "f128x256k16": replace(b, bn=256, bk=16)}
     if dtype == "float64":
         d = K("float64", "float64", "float64", 128, 64, 16, 4, 4, 2, "mma_sync", a_vec=2, b_vec=2)
         q = K("float64", "float64", "float64", 128, 128, 16, 3, 2, 4, "mma_sync", a_vec=2,
@@ -45,8 +47,24 @@ def variants(dtype):
                 "d128x64k16s3": replace(d, mma_k=16, stages=3),
                 "dffma8x256": K("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
                                 a_vec=2, b_vec=2),
-                **vec_variants(), **gemv_variants("float64")}
+                **vec_variants(), **gemv_variants("float64"), **narrow_variants()}
     return {}
+
+
+def narrow_variants():
+    """fp64 128x64 tiles as cuBLAS runs them on the H200 (ncu, 2026-11-30): 4 warps of 64x32
+    with two CTAs per SM ("w2x2 ... mb2", cuBLAS' 2304^2 x 4096 kernel), or 8 warps of 32x32
+    with BK 32 ("w4x2b32", its 1024^3 kernel); scalar or 16-byte ("vec") fragments."""
+    from skcontract.kernels import specs
+    n = specs.KernelSpec("float64", "float64", "float64", 128, 64, 16, 3, 2, 2, "mma_sync",
+                         a_vec=2, b_vec=2, mma_k=8, min_blocks=2)
+    w8 = replace(n, bk=32, warps_m=4, min_blocks=1)
+    return {"d128x64w2x2k8mb2": n, "d128x64w2x2k16mb2": replace(n, mma_k=16),
+            "dvec128x64w2x2mb2": replace(n, frag="vec"),
+            "dvec128x64w2x2mb2db": replace(n, frag="vecdb"),
+            "dvec128x64w2x2b32s2mb2": replace(n, frag="vec", bk=32, stages=2),
+            "d128x64w4x2k16b32": replace(w8, mma_k=16),
+            "dvec128x64w4x2b32": replace(w8, frag="vec")}
 
 
 def gemv_variants(dtype):

@@ -11,6 +11,9 @@
 // 2-byte T (a leading dimension that is not 4-byte aligned) falls back to synchronous element
 // loads.
 // Chunks that straddle the edge (x_end, k_end) are zero-filled through cp.async's src-size.
+// Interior k-tiles (the whole tile inside the operand: most of them) take load_interior(),
+// which has no per-chunk index arithmetic or predicates: a thread's chunks are a fixed
+// number of lines apart, so each is its first chunk's address plus a multiple of one stride.
 #pragma once
 #include "sk_common.cuh"
 
@@ -47,9 +50,35 @@ struct TileLoader {
   // by default because it reshuffles the register allocation of the other kernels.
   static constexpr bool LINE_STEP = LINE_STEP_ARG && THREADS % CHUNKS_PER_LINE == 0;
 
+  // load_interior() applies: whole 16/8/4-byte chunks, every thread the same count, and a
+  // thread's chunks in one column (THREADS a multiple of the chunks per line). Not with
+  // LINE_STEP: the k-major FFMA kernel's 128-register cap has no room for the interior
+  // path's per-split pointers (it spills on sm_80).
+  static constexpr bool INTERIOR_PATH = ASYNC && !LINE_STEP_ARG && TOTAL % THREADS == 0 &&
+                                        THREADS % CHUNKS_PER_LINE == 0;
+  static constexpr int LINES_PER_PASS = THREADS / CHUNKS_PER_LINE;
+
   // Element (x, k) of a stage, tile-relative.
   __device__ __forceinline__ static const T& at(const T* stage, int x, int k) {
     return KCONTIG ? stage[x * LDS + k] : stage[k * LDS + x];
+  }
+
+  // This thread's first chunk of the k-tile at k0 in a tile whose x origin is x0.
+  __device__ __forceinline__ static const T* interior_src(const T* __restrict__ g, long long ld,
+                                                          int x0, int k0) {
+    const int line = threadIdx.x / CHUNKS_PER_LINE, c = threadIdx.x % CHUNKS_PER_LINE * VEC;
+    return KCONTIG ? g + (long long)(x0 + line) * ld + (k0 + c)
+                   : g + (long long)(k0 + line) * ld + (x0 + c);
+  }
+  // Load a k-tile that lies wholly inside the operand (x0 + ROWS <= x_end, k0 + BK <= k_end);
+  // src = interior_src(g, ld, x0, k0).
+  __device__ __forceinline__ static void load_interior(T* stage, const T* src, long long ld) {
+    static_assert(INTERIOR_PATH, "load_interior needs whole chunks in fixed columns");
+    T* dst = stage + threadIdx.x / CHUNKS_PER_LINE * LDS + threadIdx.x % CHUNKS_PER_LINE * VEC;
+    const long long step = (long long)LINES_PER_PASS * ld;  // global lines are ld apart
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      cp_async_full<CP_BYTES>(dst + it * LINES_PER_PASS * LDS, src + it * step);
   }
 
   // Load the tile whose origin is (x0, k0); elements with x >= x_end or k >= k_end read as 0.

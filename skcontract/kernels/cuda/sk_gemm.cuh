@@ -60,12 +60,40 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     Acc acc[ML::NACC];
     ML::zero(acc);
     const int ktiles = (s.k1 - s.k0 + BK - 1) / BK;
+    // k-tiles wholly inside an operand (the tile inside it along x, before the split's k
+    // end) load without per-chunk predicates; the edge ones zero-fill.
+    const int kfull = (s.k1 - s.k0) / BK;
+    const bool a_inside = s.m0 + Cfg::BM <= s.m_end, b_inside = s.n0 + Cfg::BN <= s.n_end;
+    // the thread's first chunk of k-tile 0 and the step from one k-tile to the next
+    const TIn* a_src = LA::interior_src(gA, lda, s.m0, s.k0);
+    const TIn* b_src = LB::interior_src(gB, ldb, s.n0, s.k0);
+    const long long a_kstep = LA::KC ? BK : BK * lda, b_kstep = LB::KC ? BK : BK * ldb;
+    auto load_k_tile = [&](int stage, int kt) {
+      const int k0 = s.k0 + kt * BK;
+      TIn* a_stage = sA + stage * LA::STAGE_ELEMS;
+      TIn* b_stage = sB + stage * LB::STAGE_ELEMS;
+      if constexpr (LA::INTERIOR_PATH) {
+        if (a_inside && kt < kfull) {
+          LA::load_interior(a_stage, a_src + kt * a_kstep, lda);
+        } else {
+          LA::load(a_stage, gA, lda, s.m0, k0, s.m_end, s.k1);
+        }
+      } else {
+        LA::load(a_stage, gA, lda, s.m0, k0, s.m_end, s.k1);
+      }
+      if constexpr (LB::INTERIOR_PATH) {
+        if (b_inside && kt < kfull) {
+          LB::load_interior(b_stage, b_src + kt * b_kstep, ldb);
+        } else {
+          LB::load(b_stage, gB, ldb, s.n0, k0, s.n_end, s.k1);
+        }
+      } else {
+        LB::load(b_stage, gB, ldb, s.n0, k0, s.n_end, s.k1);
+      }
+    };
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
-      if (st < ktiles) {
-        LA::load(sA + st * LA::STAGE_ELEMS, gA, lda, s.m0, s.k0 + st * BK, s.m_end, s.k1);
-        LB::load(sB + st * LB::STAGE_ELEMS, gB, ldb, s.n0, s.k0 + st * BK, s.n_end, s.k1);
-      }
+      if (st < ktiles) load_k_tile(st, st);
       cp_async_commit();
     }
     int read_stage = 0, write_stage = STAGES - 1;
@@ -73,10 +101,7 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       cp_async_wait<STAGES - 2>();
       __syncthreads();
       const int nk = kt + STAGES - 1;
-      if (nk < ktiles) {
-        LA::load(sA + write_stage * LA::STAGE_ELEMS, gA, lda, s.m0, s.k0 + nk * BK, s.m_end, s.k1);
-        LB::load(sB + write_stage * LB::STAGE_ELEMS, gB, ldb, s.n0, s.k0 + nk * BK, s.n_end, s.k1);
-      }
+      if (nk < ktiles) load_k_tile(write_stage, nk);
       cp_async_commit();
       if constexpr (SCRATCH_BYTES > 0)
         ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,

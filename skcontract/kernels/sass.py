@@ -1,0 +1,148 @@
+"""Read a kernel's machine code without a GPU: compile a KernelSpec through NVRTC to a cubin,
+disassemble it with ``nvdisasm`` and count the instructions of its inner loops.
+
+    python -m skcontract.kernels.sass '<KernelSpec as JSON>' [--arch sm_90a] [--dump FILE]
+    python -m skcontract.kernels.sass --variant tests.gpu.time_variants:float64:dvec128x64w2x2mb2
+
+For each loop (a backward branch) that holds math instructions (DMMA / HMMA / IMMA / FFMA /
+DFMA) it prints the loop's size, the count of each opcode and the instructions per math
+instruction: the number that ncu's "issued instructions" divides into. ``nvdisasm`` comes
+with the CUDA toolkit or the ``nvidia-cuda-nvdisasm`` wheel; this is a developer tool, not
+a dependency.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import jit, specs
+
+MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "FFMA", "DFMA")
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
+                   r"(.*?);")
+_TARGET = re.compile(r"`\(\.L_x_(\d+)\)|0x([0-9a-f]+)")
+_LABEL = re.compile(r"^\.L_x_(\d+):")
+
+
+def find_nvdisasm() -> str:
+    path = shutil.which("nvdisasm")
+    if path:
+        return path
+    for site in map(Path, sys.path):
+        for cand in site.glob("nvidia/cu*/bin/nvdisasm"):
+            return str(cand)
+    raise FileNotFoundError("nvdisasm not found: install the CUDA toolkit or "
+                            "`pip install nvidia-cuda-nvdisasm`")
+
+
+def cubin_of(spec: specs.KernelSpec, arch: str) -> bytes:
+    from cuda.bindings import nvrtc
+
+    src = jit.render_source(spec).encode()
+    err, prog = nvrtc.nvrtcCreateProgram(src, f"{spec.name}.cu".encode(), 0, [], [])
+    nvrtc.nvrtcAddNameExpression(prog, spec.name_expression.encode())
+    opts = [o.encode() for o in jit.compile_options(arch)]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        raise RuntimeError(f"{spec.name} does not compile:\n{log.decode(errors='replace')}")
+    _, size = nvrtc.nvrtcGetCUBINSize(prog)
+    buf = b" " * size
+    nvrtc.nvrtcGetCUBIN(prog, buf)
+    nvrtc.nvrtcDestroyProgram(prog)
+    return buf
+
+
+def disassemble(cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([find_nvdisasm(), "-c", f.name], check=True,
+                              capture_output=True, text=True).stdout
+
+
+def parse(sass: str):
+    """[(address, opcode, full text)] and {label number: address}."""
+    instrs, labels, pending = [], {}, []
+    for line in sass.splitlines():
+        lab = _LABEL.match(line.strip())
+        if lab:
+            pending.append(int(lab.group(1)))
+            continue
+        m = _LINE.search(line)
+        if m:
+            addr = int(m.group(1), 16)
+            for p in pending:
+                labels[p] = addr
+            pending = []
+            instrs.append((addr, m.group(3), line.strip()))
+    return instrs, labels
+
+
+def loops(instrs, labels):
+    """(start, end) address ranges of backward branches, innermost first."""
+    out = []
+    for addr, op, text in instrs:
+        if op != "BRA":
+            continue
+        t = _TARGET.search(text.split("BRA", 1)[1])
+        if not t:
+            continue
+        target = labels.get(int(t.group(1))) if t.group(1) else int(t.group(2), 16)
+        if target is not None and target <= addr:
+            out.append((target, addr))
+    return sorted(set(out), key=lambda r: r[1] - r[0])
+
+
+def report(spec: specs.KernelSpec, arch: str = "sm_90a", dump: str | None = None) -> str:
+    sass = disassemble(cubin_of(spec, arch))
+    if dump:
+        Path(dump).write_text(sass)
+    instrs, labels = parse(sass)
+    lines = [f"{spec.name} ({arch}): {len(instrs)} instructions"]
+    for start, end in loops(instrs, labels):
+        body = [op for a, op, _ in instrs if start <= a <= end]
+        hist = collections.Counter(body)
+        math = sum(hist[o] for o in MATH_OPCODES)
+        if not math:
+            continue
+        top = " ".join(f"{o}:{c}" for o, c in hist.most_common(12))
+        lines.append(f"  loop {start:#x}-{end:#x}: {len(body)} instr, {math} math, "
+                     f"{len(body) / math:.2f} per math | {top}")
+    return "\n".join(lines)
+
+
+def _variant(ref: str) -> specs.KernelSpec:
+    import importlib
+
+    module, dtype, name = ref.split(":")
+    return importlib.import_module(module).variants(dtype)[name]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("spec", nargs="?", help="KernelSpec fields as JSON")
+    p.add_argument("--variant", help="module:dtype:name of a variants() entry")
+    p.add_argument("--fixup", default="deterministic")
+    p.add_argument("--layouts", default="row,row", help="A,B layouts")
+    p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--dump", help="write the whole disassembly here")
+    args = p.parse_args(argv)
+    spec = _variant(args.variant) if args.variant else specs.KernelSpec(**json.loads(args.spec))
+    la, lb = args.layouts.split(",")
+    spec = specs.specialise(spec, fixup=args.fixup, a_layout=la, b_layout=lb)
+    print(report(spec, args.arch, args.dump))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
