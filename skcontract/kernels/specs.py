@@ -323,20 +323,25 @@ def full_vec(dtype: str) -> int:
 def specialise(base: KernelSpec, *, fixup: str, a_layout: str, b_layout: str,
                a_aligned: bool = True, b_aligned: bool = True) -> KernelSpec:
     v = full_vec(base.dtype_in)
+    # An x-contiguous operand copies along the tile's rows (A: BM, B: BN): a vector wider
+    # than the one-row GEMV tile's single row would straddle tiles, so it copies elements.
+    a_fits = a_layout == "row" or base.bm % v == 0
+    b_fits = b_layout == "col" or base.bn % v == 0
     return replace(base, fixup=fixup, a_layout=a_layout, b_layout=b_layout,
-                   a_vec=v if a_aligned else 1, b_vec=v if b_aligned else 1)
+                   a_vec=v if a_aligned and a_fits else 1, b_vec=v if b_aligned and b_fits else 1)
 
 
 def all_specs() -> list[KernelSpec]:
     """Every spec the launcher can choose (the compile check's full list)."""
-    out = []
+    out = {}  # by name: the one-row tiles specialise aligned and misaligned alike
     for bases in HEURISTIC_TILES.values():
         for base in bases:
             for fx, la, lb, aa, ba in itertools.product(FIXUPS, LAYOUTS, LAYOUTS, (True, False),
                                                         (True, False)):
-                out.append(specialise(base, fixup=fx, a_layout=la, b_layout=lb,
-                                      a_aligned=aa, b_aligned=ba))
-    return out
+                spec = specialise(base, fixup=fx, a_layout=la, b_layout=lb, a_aligned=aa,
+                                  b_aligned=ba)
+                out.setdefault(spec.name, spec)
+    return list(out.values())
 
 
 def representative_specs() -> list[KernelSpec]:

@@ -64,7 +64,10 @@ def narrow_variants():
             "dvec128x64w2x2mb2db": replace(n, frag="vecdb"),
             "dvec128x64w2x2b32s2mb2": replace(n, frag="vec", bk=32, stages=2),
             "d128x64w4x2k16b32": replace(w8, mma_k=16),
-            "dvec128x64w4x2b32": replace(w8, frag="vec")}
+            "dvec128x64w4x2b32": replace(w8, frag="vec"),
+            "dvec128x64w4x2b16s4": replace(w8, frag="vec", bk=16, stages=4),
+            "dvec128x64w4x2b32db": replace(w8, frag="vecdb"),
+            "dvec128x64w4x2b32s2mb2": replace(w8, frag="vec", stages=2, min_blocks=2)}
 
 
 def gemv_variants(dtype):

@@ -50,12 +50,13 @@ struct TileLoader {
   // by default because it reshuffles the register allocation of the other kernels.
   static constexpr bool LINE_STEP = LINE_STEP_ARG && THREADS % CHUNKS_PER_LINE == 0;
 
-  // load_interior() applies: whole 16/8/4-byte chunks, every thread the same count, and a
-  // thread's chunks in one column (THREADS a multiple of the chunks per line). Not with
-  // LINE_STEP: the k-major FFMA kernel's 128-register cap has no room for the interior
-  // path's per-split pointers (it spills on sm_80).
-  static constexpr bool INTERIOR_PATH = ASYNC && !LINE_STEP_ARG && TOTAL % THREADS == 0 &&
-                                        THREADS % CHUNKS_PER_LINE == 0;
+  // load_interior() applies: 16-byte chunks, every thread the same count, and a thread's
+  // chunks in one column (THREADS a multiple of the chunks per line). Narrower chunks (a
+  // misaligned operand) keep the predicated path: the interior one's per-split pointers
+  // spilled the 16-warp fp64 kernel's registers there. Not with LINE_STEP either: the
+  // k-major FFMA kernel's 128-register cap has no room for them (it spills on sm_80).
+  static constexpr bool INTERIOR_PATH = CP_BYTES == 16 && !LINE_STEP_ARG &&
+                                        TOTAL % THREADS == 0 && THREADS % CHUNKS_PER_LINE == 0;
   static constexpr int LINES_PER_PASS = THREADS / CHUNKS_PER_LINE;
 
   // Element (x, k) of a stage, tile-relative.
