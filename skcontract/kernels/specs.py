@@ -287,10 +287,12 @@ HEURISTIC_TILES = {
                 # column-major B's [1024][BK + 4] stages must fit 4 deep
                 KernelSpec("float32", "float32", "float32", 1, 1024, 8, 4, 1, 8, "ffma",
                            a_vec=4, b_vec=4)),
-    # fp64: DMMA m16n8k8 128x128 (16 warps of 32x32), m16n8k16 64x64 (4 warps of 32x32, two
-    # CTAs per SM), and the skinny (8x256) and one-row (1x512) tiles on DFMA
-    "float64": (KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
-                           a_vec=2, b_vec=2, mma_k=8),
+    # fp64: DMMA m16n8k8 128x64x32 (8 warps of 32x32, 16-byte "vec" fragments: cuBLAS' own
+    # 1024^3 configuration, 1.1-1.25x the former 128x128 16-warp base on the corpus subset,
+    # H200 2026-11-30), m16n8k16 64x64 (4 warps of 32x32, two CTAs per SM), and the skinny
+    # (8x256) and one-row (1x512) tiles on DFMA
+    "float64": (KernelSpec("float64", "float64", "float64", 128, 64, 32, 3, 4, 2, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=8, frag="vec"),
                 KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=16),
                 KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",

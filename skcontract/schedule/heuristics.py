@@ -162,7 +162,8 @@ MEASURED_H200_COST = CostModel(
     a=19.0355, b=0.0, c=1.39959, d=1.117,
     slowdown=(("float32", 4.5835), ("float64", 5.0627)),
     tile_efficiency=(("float32", 8, 256, 2.8331), ("float64", 8, 256, 4.7558),
-                     ("float64", 64, 64, 1.0), ("float32", 1, 1024, 18.5),
+                     ("float64", 64, 64, 1.0), ("float64", 128, 64, 0.87),
+                     ("float32", 1, 1024, 18.5),
                      ("float64", 1, 512, 36.0)))
 """The cost model measured on the H200 (fitted 2026-11-30 data, on the tree of this change).
 
@@ -184,6 +185,9 @@ makes the model reproduce their measured time at 1x8192x8192 (H200, 2026-11-30, 
 the 8x256 tile: fp32 74.8 vs 87.4 us, fp64 136.3 vs 142.9 us; each 8x256 time minus ``a``,
 scaled by the ratio of modelled volume); the model then keeps them to M = 1, where they read
 B once instead of once per row.
+
+Also added by hand: the fp64 128x64x32 "vec" base (0.87, from its 2304^2 x 4096
+data-parallel time, 1000.8 us over 5 waves of 128 k-iterations).
 
 Adjusted by hand since: fp64 64x64 efficiency 0.9124 -> 1.0. The fit ran with one CTA per SM
 while the 64x64 kernel holds two; with the cost of CTAs sharing an SM now in :func:`predict`,

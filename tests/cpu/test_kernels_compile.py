@@ -83,7 +83,11 @@ def test_fp64_vec_fragment_specs():
     from dataclasses import replace
 
     from skcontract.kernels import compile_check, specs
-    assert all(b.frag == "scalar" and not b.name.endswith(("_vec", "_vecdb"))
+    vec_bases = [b for bases in specs.HEURISTIC_TILES.values() for b in bases
+                 if b.frag != "scalar"]
+    # the fp64 128x64x32 base is the one on 16-byte fragments; the names say which
+    assert [(b.dtype_in, b.bm, b.bn, b.bk) for b in vec_bases] == [("float64", 128, 64, 32)]
+    assert all(b.name.endswith("_vec") == (b.frag == "vec")
                for bases in specs.HEURISTIC_TILES.values() for b in bases)
     w16 = specs.KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=8, frag="vec")
