@@ -103,8 +103,8 @@ def test_fp64_vec_fragment_specs():
         specs.KernelSpec("float32", "float32", "float32", frag="vec")
     todo = [specs.specialise(w16, fixup="none", a_layout="row", b_layout="row"),
             specs.specialise(w16, fixup="none", a_layout="row", b_layout="col"),
-            specs.specialise(replace(w16, warps_m=2, frag="vecdb"), fixup="none",
-                             a_layout="row", b_layout="row")]
+            specs.specialise(replace(w16, bn=64, bk=32, warps_n=2, frag="vecdb"),
+                             fixup="none", a_layout="row", b_layout="row")]
     results = compile_check.check(todo, verbose=False)
     bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
     assert not bad, "\n".join(bad)

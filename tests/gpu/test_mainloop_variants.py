@@ -14,10 +14,13 @@ from __future__ import annotations
 import pytest
 
 from .helpers import TOL, poisoned, rand, rel_error, to64
-from .time_variants import kmajor_variants, vec_variants
+from .time_variants import kmajor_variants, narrow_variants, vec_variants
 
 VARIANTS = {("float32", n): v for n, v in kmajor_variants().items()}
 VARIANTS.update({("float64", n): v for n, v in vec_variants().items()})
+# 128x64x32 on 16-byte fragments: plain, double-buffered (the kernel's stepped k-loop), BK 16
+VARIANTS.update({("float64", n): v for n, v in narrow_variants().items()
+                 if n.startswith("dvec128x64w4x2")})
 LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
 FIXES = [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
          ("stream_k", "atomic"), ("stream_k", "arrival"), ("aligned", "deterministic")]
