@@ -273,8 +273,7 @@ struct MainloopDmma16 : MmaM16N8Accumulators<double, BM, BN, WARPS_M, WARPS_N> {
 // fewest possible); x-contiguous 2 (mod 4) puts k line 2t at 4t or 12t (mod 16) bank pairs
 // (P pairs and Q scalars conflict-free; the scalar path's 8 (mod 16) would stack those lines).
 // DB: the next k8 step's fragments are loaded before this step's mma (BK unrolled, two
-// fragment sets live), across k-tiles too (STEPPED: the kernel drives the steps);
-// otherwise, as MainloopDmma16, large tiles keep one step live.
+// fragment sets live); otherwise, as MainloopDmma16, large tiles keep one step live.
 template <bool C, class T, class F> struct Select { using type = T; };
 template <class T, class F> struct Select<false, T, F> { using type = F; };
 
@@ -369,20 +368,6 @@ struct MainloopDmmaVec {
       for (int qj = 0; qj < QJ; ++qj)
         dmma_m16n8<KI>(*reinterpret_cast<double(*)[4]>(&acc[(pi * QJ + qj) * 4]), f.p[pi],
                        f.q[qj]);
-  }
-
-  // Stepped interface (DB only): the kernel's loop (sk_gemm.cuh, StagePipeline) loads the
-  // next k-tile's first step across the barrier, so its latency hides behind this tile's last
-  // mma instead of stalling every warp at the start of each k-tile.
-  static constexpr bool STEPPED = DB;
-  __device__ __forceinline__ static void load_step(Frags& f, const double* As, const double* Bs,
-                                                   int step) {
-    const int warp = threadIdx.x / 32, l = threadIdx.x % 32;
-    const int g = l / 4, t = l % 4;
-    const int wp = TRANS ? warp % WARPS_N : warp / WARPS_N;
-    const int wq = TRANS ? warp / WARPS_N : warp % WARPS_N;
-    load(f, TRANS ? Bs : As, TRANS ? As : Bs, wp * WP + (P_ROWPERM ? 2 * g : g), wq * WQ + g,
-         step * KI + 2 * t);
   }
 
   __device__ __forceinline__ static void compute(const double* As, const double* Bs,

@@ -23,13 +23,6 @@ template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))
   static constexpr int BYTES = ML::SCRATCH_BYTES;
 };
 
-// A mainloop that declares STEPPED = true exposes Frags, STEPS, load_step() and mma(); the
-// kernel then runs its steps itself (stepped_k_loop). Others run compute() per k-tile.
-template <class ML, class = void> struct IsStepped { static constexpr bool value = false; };
-template <class ML> struct IsStepped<ML, decltype(void(ML::STEPPED))> {
-  static constexpr bool value = ML::STEPPED;
-};
-
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
@@ -104,50 +97,19 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       cp_async_commit();
     }
     int read_stage = 0, write_stage = STAGES - 1;
-    if constexpr (IsStepped<ML>::value) {
-      // Fragments double-buffered across k-tiles: the barrier that makes k-tile kt + 1
-      // visible comes before k-tile kt's last mma, which then covers the loads of kt + 1's
-      // first step. The stage a load overwrites was last read before the previous barrier.
-      static_assert(ML::STEPS % 2 == 0, "fragment buffers alternate: an even step count");
-      typename ML::Frags f[2];
+    for (int kt = 0; kt < ktiles; ++kt) {
       cp_async_wait<STAGES - 2>();
       __syncthreads();
-      if (ktiles > 0) ML::load_step(f[0], sA, sB, 0);
-      for (int kt = 0; kt < ktiles; ++kt) {
-        const int nk = kt + STAGES - 1;
-        if (nk < ktiles) load_k_tile(write_stage, nk);
-        cp_async_commit();
-        const TIn* a_stage = sA + read_stage * LA::STAGE_ELEMS;
-        const TIn* b_stage = sB + read_stage * LB::STAGE_ELEMS;
-#pragma unroll
-        for (int st = 0; st + 1 < ML::STEPS; ++st) {
-          ML::load_step(f[(st + 1) % 2], a_stage, b_stage, st + 1);
-          ML::mma(f[st % 2], acc);
-        }
-        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (kt + 1 < ktiles)
-          ML::load_step(f[ML::STEPS % 2], sA + read_stage * LA::STAGE_ELEMS,
-                        sB + read_stage * LB::STAGE_ELEMS, 0);
-        ML::mma(f[(ML::STEPS - 1) % 2], acc);
-      }
-    } else {
-      for (int kt = 0; kt < ktiles; ++kt) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        const int nk = kt + STAGES - 1;
-        if (nk < ktiles) load_k_tile(write_stage, nk);
-        cp_async_commit();
-        if constexpr (SCRATCH_BYTES > 0)
-          ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
-                      scratch);
-        else
-          ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
-        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-      }
+      const int nk = kt + STAGES - 1;
+      if (nk < ktiles) load_k_tile(write_stage, nk);
+      cp_async_commit();
+      if constexpr (SCRATCH_BYTES > 0)
+        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
+                    scratch);
+      else
+        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
+      read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+      write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();
     __syncthreads();  // the next split's prologue overwrites the stages
