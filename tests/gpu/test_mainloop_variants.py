@@ -18,7 +18,7 @@ from .time_variants import kmajor_variants, narrow_variants, vec_variants
 
 VARIANTS = {("float32", n): v for n, v in kmajor_variants().items()}
 VARIANTS.update({("float64", n): v for n, v in vec_variants().items()})
-# 128x64x32 on 16-byte fragments: plain, double-buffered (the kernel's stepped k-loop), BK 16
+# 128x64x32 on 16-byte fragments: plain, double-buffered within the k-tile, BK 16
 VARIANTS.update({("float64", n): v for n, v in narrow_variants().items()
                  if n.startswith("dvec128x64w4x2")})
 LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]

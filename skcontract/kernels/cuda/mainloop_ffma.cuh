@@ -51,7 +51,8 @@ struct MainloopFfma {
   static constexpr int TN = BN / TX;
   static constexpr int GA = TM < 4 ? TM : 4, GB = TN < 4 ? TN : 4;
   static constexpr int NACC = TM * TN;
-  static constexpr int PAIR = 1;
+  // an x-contiguous B gives each thread runs of GB consecutive columns (j, j + 1 pair up)
+  static constexpr int PAIR = (!LB::KC && GB % 2 == 0) ? 2 : 1;
   static constexpr bool A_KC = LA::KC, B_KC = LB::KC;
   static_assert(TY * TM == BM && TX * TY == THREADS && TN * TX == BN && TN >= 1,
                 "ffma tile shape");

@@ -11,8 +11,9 @@
 //   int8       : mma.m16n8k32.s32.s8.s8 (MainloopImma), int32 accumulators (wrapping), k-
 //                contiguous operands through ldmatrix (b16 rows = pairs of int8 pairs),
 //                x-contiguous ones through byte loads packed into 32-bit registers
-// A mainloop provides: Acc, NACC (accumulators per thread), PAIR (adjacent columns per
-// accumulator group), zero(), compute(stageA, stageB, acc) for one BK slice, and coord(i, r, c)
+// A mainloop provides: Acc, NACC (accumulators per thread), PAIR (2: accumulators i and
+// i + PAIR_STRIDE, i / PAIR_STRIDE even, are columns c (even) and c + 1 of one row; PAIR_STRIDE
+// defaults to 1), zero(), compute(stageA, stageB, acc) for one BK slice, and coord(i, r, c)
 // (tile-relative row / column of accumulator i of this thread). The fixup and the epilogue
 // only use that interface, so a wgmma mainloop can slot in later.
 #pragma once
@@ -303,7 +304,8 @@ struct MainloopDmmaVec {
   static constexpr int WP = TRANS ? WN : WM, WQ = TRANS ? WM : WN;  // warp extents
   static constexpr int PI = WP / 16, QJ = WQ / 8;              // m16n8 blocks per warp
   static constexpr int NACC = PI * QJ * 4;
-  static constexpr int PAIR = TRANS ? 1 : 2;                   // accumulators e, e + 1: columns
+  // column pairs: e, e + 1 (D's 2t, 2t + 1); transposed, e, e + 2 (P rows 2g, 2g + 1)
+  static constexpr int PAIR = 2, PAIR_STRIDE = TRANS ? 2 : 1;
   static constexpr bool P_ROWPERM = !LP::KC;                   // fragment row g -> 2g
   static constexpr int KC_PITCH_MOD = 16, KC_PITCH_REM = 8;    // k-contiguous: 8 (mod 16)
   static constexpr int XC_PITCH_MOD = 4, XC_PITCH_REM = 2;     // x-contiguous: 2 (mod 4)
