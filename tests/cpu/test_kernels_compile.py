@@ -108,3 +108,36 @@ def test_fp64_vec_fragment_specs():
     results = compile_check.check(todo, verbose=False)
     bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
     assert not bad, "\n".join(bad)
+
+
+def test_one_row_tiles_copy_x_contiguous_operands_by_element():
+    """A 16-byte vector along a one-row tile's single row would straddle tiles: specialise()
+    gives x-contiguous operands of such tiles element copies, aligned or not, and
+    all_specs() lists each resulting kernel once."""
+    from skcontract.kernels import specs
+    gemv = next(b for b in specs.HEURISTIC_TILES["float32"] if b.bm == 1)
+    col_a = specs.specialise(gemv, fixup="none", a_layout="col", b_layout="row")
+    row_a = specs.specialise(gemv, fixup="none", a_layout="row", b_layout="row")
+    assert (col_a.a_vec, col_a.b_vec) == (1, 4) and (row_a.a_vec, row_a.b_vec) == (4, 4)
+    assert specs.specialise(gemv, fixup="none", a_layout="col", b_layout="row",
+                            a_aligned=False) == col_a
+    names = [s.name for s in specs.all_specs()]
+    assert len(names) == len(set(names)) and col_a.name in names
+
+
+def test_sass_loop_report_parses_a_listing():
+    """skcontract.kernels.sass finds backward branches and counts the math in their bodies
+    (a hand-written listing in nvdisasm's format; no nvdisasm needed)."""
+    from skcontract.kernels import sass
+    listing = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDS.128 R4, [R2] ;
+        /*0020*/                   DMMA.16x8x8 R8, R4, R6, R8 ;
+        /*0030*/                   DMMA.16x8x8 R12, R4, R6, R12 ;
+        /*0040*/               @P0 BRA `(.L_x_1) ;
+        /*0050*/                   EXIT ;
+"""
+    instrs, labels = sass.parse(listing)
+    assert [op for _, op, _ in instrs] == ["MOV", "LDS", "DMMA", "DMMA", "BRA", "EXIT"]
+    assert labels == {1: 0x10} and sass.loops(instrs, labels) == [(0x10, 0x40)]

@@ -421,3 +421,17 @@ def test_shared_sum_needs_residency_not_an_order_of_visits():
     if np.any(ok.table[:, T.PEERS] == 1):
         with pytest.raises(InvalidSchedule, match="exactly"):
             validate_schedule(dataclasses.replace(ok, table=t))
+
+
+@pytest.mark.parametrize("dtype,gemv_tile", [("float32", (1, 1024, 8)),
+                                             ("float64", (1, 512, 8))])
+def test_auto_keeps_one_row_tiles_to_m_1(dtype, gemv_tile):
+    """The one-row GEMV tiles read B once per row of the tile: auto (H200 model) picks them
+    for a wide M = 1 product and the 8x256 skinny tile once M >= 2 (where one row per tile
+    would stream B M times)."""
+    dev = DeviceInfo.h200()
+    one = schedule_gemm(1, 8192, 8192, device=dev, dtype=dtype, mode="auto")
+    assert tuple(one.tile) == gemv_tile
+    for m in (2, 4, 8):
+        s = schedule_gemm(m, 8192, 8192, device=dev, dtype=dtype, mode="auto")
+        assert tuple(s.tile) == (8, 256, 16), (m, s.tile)
