@@ -20,7 +20,7 @@ VARIANTS = {("float32", n): v for n, v in kmajor_variants().items()}
 VARIANTS.update({("float64", n): v for n, v in vec_variants().items()})
 # 128x64x32 on 16-byte fragments: plain, double-buffered within the k-tile, BK 16
 VARIANTS.update({("float64", n): v for n, v in narrow_variants().items()
-                 if n.startswith("dvec128x64w4x2")})
+                 if n in ("dvec128x64w4x2b32", "dvec128x64w4x2b32db", "dvec128x64w4x2b16s4")})
 LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
 FIXES = [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
          ("stream_k", "atomic"), ("stream_k", "arrival"), ("aligned", "deterministic")]
