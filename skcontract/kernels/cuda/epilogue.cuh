@@ -1,7 +1,8 @@
 // epilogue.cuh: C = alpha * acc + beta * C, converted to the output type, stored with bounds.
 // int32 accumulators (int8 operands): alpha / beta are int32 and the arithmetic wraps mod 2^32.
 // C is row-major with leading dimension ldc (the host transposes the problem for a
-// column-major output). Column pairs of the mainloop's fragment go out as one vector store. beta == 0 never reads C, so a NaN-poisoned output is fully replaced.
+// column-major output). beta == 0 never reads C, so a NaN-poisoned output is fully replaced.
+// Column pairs of the mainloop's fragment go out as one vector store.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"

@@ -74,12 +74,12 @@ struct TileLoader {
   // Load a k-tile that lies wholly inside the operand (x0 + ROWS <= x_end, k0 + BK <= k_end);
   // src = interior_src(g, ld, x0, k0).
   __device__ __forceinline__ static void load_interior(T* stage, const T* src, long long ld) {
-    static_assert(INTERIOR_PATH, "load_interior needs whole chunks in fixed columns");
+    static_assert(INTERIOR_PATH, "load_interior needs 16-byte chunks in fixed columns");
     T* dst = stage + threadIdx.x / CHUNKS_PER_LINE * LDS + threadIdx.x % CHUNKS_PER_LINE * VEC;
     const long long step = (long long)LINES_PER_PASS * ld;  // global lines are ld apart
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      cp_async_full<CP_BYTES>(dst + it * LINES_PER_PASS * LDS, src + it * step);
+      cp_async_16(dst + it * LINES_PER_PASS * LDS, src + it * step);
   }
 
   // Load the tile whose origin is (x0, k0); elements with x >= x_end or k >= k_end read as 0.

@@ -97,16 +97,9 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, int src_byt
                  "l"(src), "n"(BYTES), "r"(src_bytes));
   }
 }
-// A whole chunk, no zero-fill (the caller knows it lies inside the operand).
-template <int BYTES>
-__device__ __forceinline__ void cp_async_full(void* dst, const void* src) {
-  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async size");
-  if (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "n"(BYTES));
-  }
+// A whole 16-byte chunk, no zero-fill (the caller knows it lies inside the operand).
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
