@@ -1,7 +1,8 @@
 """Compile KernelSpecs through NVRTC with no GPU (CI's check).
 
 ``python -m skcontract.kernels.compile_check`` compiles the representative specs for sm_90a
-and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()).
+and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()), each
+for the targets it is offered on (``KernelSpec.min_cc``).
 Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
 in parallel. ``--ptxas-options=-v`` is read for registers and spills; a spill, a ptxas error
 or a crash fails the spec and names it. Exit status 0 only if every spec passed.
@@ -93,7 +94,8 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
 def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.0,
           verbose: bool = True) -> list[Result]:
     jobs = jobs or max(1, os.cpu_count() or 1)
-    work = [(s, a) for s in spec_list for a in archs]
+    work = [(s, a) for s in spec_list for a in archs
+            if specs.offered_on(s, specs.ARCH_CC.get(a))]
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         results = list(ex.map(lambda sa: _run_subprocess(sa[0], sa[1], timeout), work))
     if verbose:

@@ -85,8 +85,18 @@ def _scheduler():
     return schedule_gemm
 
 
-def _bases(dtype: str, allow_tf32: bool = False) -> tuple:
-    return specs.bases_for(dtype, allow_tf32)
+def _bases(dtype: str, allow_tf32: bool = False, dev: int | None = None) -> tuple:
+    """The bases offered on device ``dev`` (None: every base)."""
+    cc = None
+    if dev is not None:
+        major, minor = _device_info(dev).compute_capability
+        cc = 10 * major + minor
+    return specs.bases_for(dtype, allow_tf32, cc)
+
+
+def _selection_key(schedule) -> float:
+    from skcontract.schedule.heuristics import selection_key
+    return selection_key(schedule.mode, schedule.predicted_time_us)
 
 
 def _match_base(bases, tile) -> specs.KernelSpec:
@@ -102,8 +112,9 @@ def _match_base(bases, tile) -> specs.KernelSpec:
                        f"{[(b.bm, b.bn, b.bk) for b in bases]}")
 
 
-def _base_spec(dtype: str, tile, allow_tf32: bool = False) -> specs.KernelSpec:
-    bases = _bases(dtype, allow_tf32)
+def _base_spec(dtype: str, tile, allow_tf32: bool = False,
+               dev: int | None = None) -> specs.KernelSpec:
+    bases = _bases(dtype, allow_tf32, dev)
     if tile is None:
         return bases[0]
     tile = tuple(int(t) for t in tile)
@@ -124,8 +135,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, 
     ``allow_tf32`` with float32 plans over the tf32 bases (``HEURISTIC_TILES["tf32"]``); the
     schedule's dtype stays float32 (accumulator and cost model).
     """
-    bases = _bases(dtype, allow_tf32)
-    base = (_base_spec(dtype, tile, allow_tf32) if tile is not None or len(bases) == 1
+    bases = _bases(dtype, allow_tf32, dev)
+    base = (_base_spec(dtype, tile, allow_tf32, dev) if tile is not None or len(bases) == 1
             else None)
 
     def spec_for(b, fixup):
@@ -151,11 +162,17 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, 
                 kwargs["grid"] = grid
             return schedule_gemm(m, n, k, **kwargs)
 
-        if base is None:  # auto over all tiles, with the first tile's occupancy
+        if base is None:  # auto over the scheduler's tiles, with the first tile's occupancy
             schedule = plan_with(bases[0], None)
             base = _match_base(bases, schedule.tile)
             if base is not bases[0] and occupancy(base) != occupancy(bases[0]):
                 schedule = plan_with(base, (base.bm, base.bn, base.bk))
+            # bases that share an SM are planned at their own occupancy and compete on the
+            # predicted time (the scheduler's tile candidates leave them out)
+            for b in filter(specs.shares_sm, bases):
+                s = plan_with(b, (b.bm, b.bn, b.bk))
+                if _selection_key(s) < _selection_key(schedule):
+                    schedule, base = s, b
         else:
             schedule = plan_with(base, (base.bm, base.bn, base.bk))
         if tuple(schedule.tile)[:2] != (base.bm, base.bn):

@@ -54,6 +54,8 @@ KMAJOR_TILE = (128, 128)
 FIXUPS = ("none", "atomic", "deterministic", "aligned")
 LAYOUTS = ("row", "col")
 FIXUP_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "aligned": 3}
+# compute capability of each compile target (KernelSpec.min_cc is compared with it)
+ARCH_CC = {"sm_80": 80, "sm_90a": 90}
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class KernelSpec:
     mma_k: int = 0  # fp64 mma_sync: 0 = m8n8k4; 4 / 8 / 16 = m16n8k{4,8,16} (sm_90)
     frag: str = "scalar"  # fp64 mma_k=8 fragment path (FRAGS); "vec"/"vecdb" need mma_k=8
     ffma: str = "kslice"  # fp32 FFMA inner loop (FFMA_PATHS); "kmajor" = MainloopFfmaKMajor
+    # lowest compute capability (major * 10 + minor) the launcher offers this base on; the
+    # compile check builds it only for the ARCH_CC targets at or above it
+    min_cc: int = 0
     # float32 + mma_sync = tf32 tensor cores (mma.m16n8k8.tf32, chosen only with
     # gemm(allow_tf32=True)); int8 + mma_sync = mma.m16n8k32.s8 with int32 accumulators/output.
 
@@ -113,6 +118,8 @@ class KernelSpec:
         if self.frag != "scalar" and (self.dtype_in, self.mainloop, self.mma_k) != (
                 "float64", "mma_sync", 8):
             raise ValueError("frag='vec'/'vecdb' is the fp64 mma_sync m16n8k8 path (mma_k=8)")
+        if int(self.min_cc) != self.min_cc or self.min_cc < 0:
+            raise ValueError(f"min_cc must be a compute capability like 90, got {self.min_cc!r}")
         if self.ffma not in FFMA_PATHS:
             raise ValueError(f"unsupported ffma {self.ffma!r} (have {FFMA_PATHS})")
         if self.ffma == "kmajor" and (self.dtype_in, self.mainloop, (self.bm, self.bn)) != (
@@ -293,6 +300,12 @@ HEURISTIC_TILES = {
     # (8x256) and one-row (1x512) tiles on DFMA
     "float64": (KernelSpec("float64", "float64", "float64", 128, 64, 32, 3, 4, 2, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=8, frag="vec"),
+                # the same tile as 4 warps of 64x32 (a quarter less shared-memory traffic per
+                # DMMA) with two CTAs per SM: cuBLAS's 2304^2 x 4096 configuration, 0.80x
+                # cuBLAS there vs 0.73x for the base (H200, 2026-11-30); the launcher plans it
+                # at its own occupancy (SHARES_SM). Hopper only: on sm_80 (m8n8k4) it spills
+                KernelSpec("float64", "float64", "float64", 128, 64, 16, 3, 2, 2, "mma_sync",
+                           a_vec=2, b_vec=2, mma_k=8, frag="vecdb", min_blocks=2, min_cc=90),
                 KernelSpec("float64", "float64", "float64", 64, 64, 16, 3, 2, 2, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=16),
                 KernelSpec("float64", "float64", "float64", 8, 256, 16, 4, 2, 4, "ffma",
@@ -309,13 +322,27 @@ HEURISTIC_TILES = {
 }
 
 
-def bases_for(dtype: str, allow_tf32: bool = False) -> tuple:
-    """The HEURISTIC_TILES bases gemm() plans over for ``dtype`` operands."""
+def offered_on(spec: KernelSpec, cc: int | None) -> bool:
+    """Whether the launcher offers ``spec`` on compute capability ``cc`` (None: any)."""
+    return cc is None or cc >= spec.min_cc
+
+
+def shares_sm(spec: KernelSpec) -> bool:
+    """A base built to share its SM with another CTA of itself (``min_blocks > 1``). Its
+    speed comes from two CTAs overlapping their pipelines, which the cost model only sees at
+    the kernel's own occupancy: the launcher plans it there, apart from the other bases, and
+    the scheduler's own tile candidates leave it out."""
+    return spec.min_blocks > 1
+
+
+def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None) -> tuple:
+    """The HEURISTIC_TILES bases gemm() plans over for ``dtype`` operands on compute
+    capability ``cc`` (None: every base)."""
     key = TF32 if (allow_tf32 and dtype == "float32") else dtype
     if key not in HEURISTIC_TILES or key == TF32 and dtype != "float32":
         raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
                         f"{', '.join(k for k in HEURISTIC_TILES if k != TF32)})")
-    return HEURISTIC_TILES[key]
+    return tuple(b for b in HEURISTIC_TILES[key] if offered_on(b, cc))
 
 
 def full_vec(dtype: str) -> int:

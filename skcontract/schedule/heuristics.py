@@ -75,10 +75,17 @@ Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``. The one-row GEMV tiles ar
 bound: their entries are the H200's measured ones (MEASURED_H200_COST) scaled by the slope's
 value for 8x256 over the measured 8x256 one, so that unmeasured devices also keep them to
 M = 1."""
-BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05}
+BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05, ("float64", 128, 64, 16): 0.96}
 """Time per unit of volume of a (dtype, BM, BN, BK) kernel relative to the same tile's other
 BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30,
-``tests.gpu.time_variants``). It exists for its finer k-iteration (strong scaling)."""
+``tests.gpu.time_variants``). It exists for its finer k-iteration (strong scaling).
+
+fp64 128x64x16 is the two-CTA-per-SM base (4 warps of 64x32): in steady state 0.91x the
+base's time (2304^2 x 4096, 882 vs 970 us, H200 2026-11-30), but its pipeline fill and its
+twice-as-many fixups are not in the model, which at 0.91 predicts it ahead on 1024^3 and
+1000^3 too, where it measured level or 3% behind (51.9 vs 51.6 us, 52.7 vs 51.3) and on
+128^2 x 16384 behind by 21%. 0.96 is the middle of the range (0.94 - 0.99) over which the
+model orders all four shapes as measured."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 
@@ -110,11 +117,11 @@ def selection_key(mode: str, time_us: float) -> float:
 
 def tile_candidates(dtype) -> tuple:
     """The (BM, BN, BK) tiles auto may choose for ``dtype`` operands."""
-    from ..kernels.specs import HEURISTIC_TILES  # pure data: no CuPy import
+    from ..kernels.specs import HEURISTIC_TILES, shares_sm  # pure data: no CuPy import
 
     name = str(dtype)
-    if name in HEURISTIC_TILES:
-        return tuple((b.bm, b.bn, b.bk) for b in HEURISTIC_TILES[name])
+    if name in HEURISTIC_TILES:  # less the SM-sharing bases, which the launcher plans apart
+        return tuple((b.bm, b.bn, b.bk) for b in HEURISTIC_TILES[name] if not shares_sm(b))
     if name in ("float32", "complex64", "int32"):
         return TILE_CANDIDATES_WITHOUT_KERNEL["float32"]
     if name in ("float64", "complex128", "int64"):
@@ -249,13 +256,15 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk)
     small = (table[:, T.FLAGS] & T.FLAG_SMALL) != 0
     # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
-    # share its math units, so each of them takes ctas_per_sm times as long.
+    # share its math units, so each of them takes ctas_per_sm times as long. They share its
+    # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
     c_big = iteration_cost(tile, dtype, model) * share
     c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
                else c_big)
-    b_big, d_big = fixup_costs(tile, acc_dtype, model)
-    b_sm, d_sm = fixup_costs(small_tile, acc_dtype, model) if small_tile is not None else (b_big, d_big)
+    b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model))
+    b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model))
+                  if small_tile is not None else (b_big, d_big))
     c = np.where(small, c_small, c_big)
     peers = table[:, T.PEERS].astype(np.int64)
     final = (table[:, T.FLAGS] & T.FLAG_FINAL) != 0

@@ -85,9 +85,11 @@ def test_fp64_vec_fragment_specs():
     from skcontract.kernels import compile_check, specs
     vec_bases = [b for bases in specs.HEURISTIC_TILES.values() for b in bases
                  if b.frag != "scalar"]
-    # the fp64 128x64x32 base is the one on 16-byte fragments; the names say which
-    assert [(b.dtype_in, b.bm, b.bn, b.bk) for b in vec_bases] == [("float64", 128, 64, 32)]
-    assert all(b.name.endswith("_vec") == (b.frag == "vec")
+    # the fp64 128x64 bases are the ones on 16-byte fragments (BK 32: 8 warps; BK 16: 4 warps,
+    # two CTAs per SM, next-step fragments loaded ahead); the names say which
+    assert [(b.dtype_in, b.bm, b.bn, b.bk, b.frag) for b in vec_bases] == [
+        ("float64", 128, 64, 32, "vec"), ("float64", 128, 64, 16, "vecdb")]
+    assert all(b.name.endswith(f"_{b.frag}") == (b.frag != "scalar")
                for bases in specs.HEURISTIC_TILES.values() for b in bases)
     w16 = specs.KernelSpec("float64", "float64", "float64", 128, 128, 16, 3, 4, 4, "mma_sync",
                            a_vec=2, b_vec=2, mma_k=8, frag="vec")
@@ -141,3 +143,20 @@ def test_sass_loop_report_parses_a_listing():
     instrs, labels = sass.parse(listing)
     assert [op for _, op, _ in instrs] == ["MOV", "LDS", "DMMA", "DMMA", "BRA", "EXIT"]
     assert labels == {1: 0x10} and sass.loops(instrs, labels) == [(0x10, 0x40)]
+
+
+def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on():
+    """KernelSpec.min_cc: the fp64 two-CTA base (Hopper only) is compiled for sm_90a, not
+    sm_80, by the compile check; min_cc must be a compute capability."""
+    from dataclasses import replace
+
+    from skcontract.kernels import compile_check, specs
+    base = next(b for b in specs.HEURISTIC_TILES["float64"] if b.min_cc == 90)
+    spec = specs.specialise(base, fixup="none", a_layout="row", b_layout="col")
+    results = compile_check.check([spec], verbose=False)
+    assert [(r.arch, r.ok) for r in results] == [("sm_90a", True)]
+    assert specs.offered_on(spec, 90) and not specs.offered_on(spec, 80)
+    assert specs.offered_on(spec, None)
+    for bad in (-1, 9.5):
+        with pytest.raises(ValueError, match="min_cc"):
+            replace(base, min_cc=bad)

@@ -13,7 +13,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  validate_schedule)
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
-from skcontract.schedule.heuristics import tile_candidates
+from skcontract.schedule.heuristics import selection_key, tile_candidates
 from skcontract.schedule.swizzle import tile_order
 
 H200 = DeviceInfo.h200()
@@ -435,3 +435,36 @@ def test_auto_keeps_one_row_tiles_to_m_1(dtype, gemv_tile):
     for m in (2, 4, 8):
         s = schedule_gemm(m, 8192, 8192, device=dev, dtype=dtype, mode="auto")
         assert tuple(s.tile) == (8, 256, 16), (m, s.tile)
+
+
+def _fp64_128x64(m, n, k, tile, occupancy):
+    dev = DeviceInfo.h200().with_occupancy(occupancy)
+    s = schedule_gemm(m, n, k, device=dev, tile=tile, dtype="float64", reduction="deterministic")
+    return selection_key(s.mode, s.predicted_time_us)
+
+
+@pytest.mark.parametrize("shape,two_cta_wins", [((2304, 2304, 4096), True),
+                                                ((1024, 1024, 1024), False),
+                                                ((1000, 1000, 1000), False),
+                                                ((128, 128, 16384), False)])
+def test_model_orders_the_two_cta_fp64_base_as_measured(shape, two_cta_wins):
+    """The fp64 128x64x16 base runs two CTAs per SM; the launcher plans it at occupancy 2
+    against the 128x64x32 base at 1. The model (H200) must order them as the H200 measured
+    (heuristics.BK_EFFICIENCY): ahead on the 5-wave 2304^2 x 4096, not on the 1-wave cubes nor
+    on the two-tile strong-scaling shape (where its twice-as-many fixups share the SM)."""
+    two = _fp64_128x64(*shape, (128, 64, 16), 2)
+    one = _fp64_128x64(*shape, (128, 64, 32), 1)
+    assert (two < one) == two_cta_wins, (two, one)
+
+
+def test_sm_sharing_bases_are_planned_apart():
+    """Bases built for two CTAs per SM (min_blocks > 1) are not the scheduler's candidates
+    (the launcher plans them at their own occupancy) and are offered from their min_cc on."""
+    from skcontract.kernels import specs
+    shared = [b for b in specs.HEURISTIC_TILES["float64"] if specs.shares_sm(b)]
+    assert [(b.bm, b.bn, b.bk, b.min_cc) for b in shared] == [(128, 64, 16, 90)]
+    assert (128, 64, 16) not in tile_candidates("float64")
+    assert (128, 64, 32) in tile_candidates("float64")
+    assert shared[0] in specs.bases_for("float64", cc=90)
+    assert shared[0] not in specs.bases_for("float64", cc=80)
+    assert specs.bases_for("float64") == specs.HEURISTIC_TILES["float64"]

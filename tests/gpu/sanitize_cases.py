@@ -15,7 +15,7 @@ def main() -> int:
     import cupy
 
     from skcontract.kernels.gemm import gemm
-    cases = [  # dtype, (m, n, k), mode, reduction[, tile]
+    cases = [  # dtype, (m, n, k), mode, reduction[, tile[, (A order, B order)]]
         ("float16", (200, 136, 2000), "data_parallel", "deterministic"),
         ("float16", (200, 136, 2000), "stream_k", "deterministic"),
         ("float16", (200, 136, 2000), "stream_k", "atomic"),
@@ -24,14 +24,20 @@ def main() -> int:
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum
         ("float64", (70, 90, 3000), "stream_k", "arrival"),
-        ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 32)),  # interior
+        # interior k-tiles; the edge tiles' windows shifted back inside (k-contiguous A, B)
+        ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 32)),
+        # the same through x-contiguous operands (shifted by whole 16-byte chunks)
+        ("float64", (300, 202, 1000), "stream_k", "deterministic", (128, 64, 32), ("F", "C")),
+        ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 16)),  # 2 CTAs/SM
         ("float32", (1, 8192, 2048), "stream_k", "arrival", (1, 1024, 8)),  # one-row GEMV
         ("float64", (1, 1024, 3000), "stream_k", "deterministic", (1, 512, 8)),
         ("tf32", (130, 70, 1000), "stream_k", "deterministic"),
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),
     ]
     bad = 0
-    for dtype, (m, n, k), mode, red, *tile in cases:
+    for dtype, (m, n, k), mode, red, *rest in cases:
+        tile = rest[0] if rest else None
+        a_order, b_order = rest[1] if len(rest) > 1 else ("C", "F")
         if dtype == "int8":
             rs = cupy.random.RandomState(1)
             a = rs.randint(-128, 128, size=(m, k)).astype(cupy.int8)
@@ -44,10 +50,10 @@ def main() -> int:
         else:
             tf32 = dtype == "tf32"
             dt = "float32" if tf32 else dtype
-            a, b = rand((m, k), dt, "C", 1), rand((k, n), dt, "F", 2)
+            a, b = rand((m, k), dt, a_order, 1), rand((k, n), dt, b_order, 2)
             out = poisoned((m, n), a)
             gemm(a, b, out, mode=mode, reduction=red, allow_tf32=tf32,
-                 tile=tile[0] if tile else None)
+                 tile=tile)
             err = rel_error(out, cupy.matmul(to64(a), to64(b)))
             ok = err <= (5e-3 if tf32 else TOL[dtype])
         bad += not ok

@@ -1,7 +1,9 @@
 // epilogue.cuh: C = alpha * acc + beta * C, converted to the output type, stored with bounds.
 // int32 accumulators (int8 operands): alpha / beta are int32 and the arithmetic wraps mod 2^32.
 // C is row-major with leading dimension ldc (the host transposes the problem for a
-// column-major output). beta == 0 never reads C, so a NaN-poisoned output is fully replaced.
+// column-major output). Accumulator coordinates are relative to the split's window origin
+// (mw, nw); only the tile's own [m0, m_end) x [n0, n_end) is stored. beta == 0 never reads
+// C, so a NaN-poisoned output is fully replaced.
 // Column pairs of the mainloop's fragment go out as one vector store.
 #pragma once
 #include "sk_common.cuh"
@@ -18,19 +20,26 @@ template <class ML> struct PairStride<ML, decltype(void(ML::PAIR_STRIDE))> {
 };
 template <class T> struct alignas(2 * sizeof(T)) Pair { T v[2]; };
 
-template <class ML, class TOut>
+// SHIFT_M / SHIFT_N: whether the kernel may shift its windows along M / N (sk_gemm.cuh,
+// window_origin); a kernel that never does skips the lower-bound compares.
+template <class ML, class TOut, bool SHIFT_M = true, bool SHIFT_N = true>
 struct Epilogue {
   using Acc = typename ML::Acc;
   static constexpr int STRIDE = PairStride<ML>::value;
   static constexpr bool PAIRED = ML::PAIR == 2 && ML::NACC % (2 * STRIDE) == 0;
+  // lo <= x < hi: the split's own rows / columns of its window (x >= lo holds unless shifted)
+  template <bool SHIFTED>
+  __device__ __forceinline__ static bool inside(int x, int lo, int hi) {
+    return (!SHIFTED || x >= lo) && x < hi;
+  }
   // Accumulator i (the mainloop's register order) of this thread, with value `a`.
   __device__ __forceinline__ static void store_one(const Split& s, int i, Acc a,
                                                    TOut* __restrict__ C, long long ldc,
                                                    Acc alpha, Acc beta) {
     int r, c;
     ML::coord(i, r, c);
-    const int gr = s.m0 + r, gc = s.n0 + c;
-    if (gr < s.m_end && gc < s.n_end) {
+    const int gr = s.mw + r, gc = s.nw + c;
+    if (inside<SHIFT_M>(gr, s.m0, s.m_end) && inside<SHIFT_N>(gc, s.n0, s.n_end)) {
       TOut* p = C + (long long)gr * ldc + gc;
       Acc v = acc_mul(alpha, a);
       if (beta != Acc(0)) v = acc_add(v, acc_mul(beta, AccCvt<TOut, Acc>::to_acc(*p)));
@@ -44,9 +53,9 @@ struct Epilogue {
                                                     Acc alpha, Acc beta) {
     int r, c;
     ML::coord(i, r, c);
-    const int gr = s.m0 + r, gc = s.n0 + c;
+    const int gr = s.mw + r, gc = s.nw + c;
     TOut* p = C + (long long)gr * ldc + gc;
-    if (gr < s.m_end && gc + 1 < s.n_end &&
+    if (inside<SHIFT_M>(gr, s.m0, s.m_end) && inside<SHIFT_N>(gc, s.n0, s.n_end - 1) &&
         (reinterpret_cast<unsigned long long>(p) & (sizeof(Pair<TOut>) - 1)) == 0) {
       Acc v0 = acc_mul(alpha, a0), v1 = acc_mul(alpha, a1);
       if (beta != Acc(0)) {

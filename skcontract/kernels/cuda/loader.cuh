@@ -38,6 +38,7 @@ struct TileLoader {
   static constexpr int TOTAL = CHUNKS_PER_LINE * LINES;
   static constexpr int ITERS = (TOTAL + THREADS - 1) / THREADS;
   static constexpr int CP_BYTES = VEC * (int)sizeof(T);
+  static constexpr int CHUNK_ELEMS = VEC;
   static constexpr bool ASYNC = CP_BYTES == 4 || CP_BYTES == 8 || CP_BYTES == 16;
   static_assert(CONT % VEC == 0, "tile extent must be a multiple of the vector width");
   // Chunks issued per unrolled group (UNROLL_ARG > 0 caps it: element-wise / 4-byte copies of

@@ -23,6 +23,23 @@ template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))
   static constexpr int BYTES = ML::SCRATCH_BYTES;
 };
 
+// Origin of the window a split computes along one operand's x (M for A, N for B): the
+// tile's x0, except for an edge tile (overhanging x_end) of an operand at least a tile
+// wide, whose window is shifted back to end at x_end. Then every k-tile lies inside the
+// operand and loads through load_interior() (1000^3 fp64: 23 of 128 tiles otherwise zero-fill
+// through the predicated path on every k-tile, and the wave waits for them). The shifted-in
+// lines belong to the neighbouring tile; the epilogue does not store them. An x-contiguous
+// operand shifts only by whole 16-byte chunks (cp.async alignment), else stays put.
+template <class L, int X>
+__device__ __forceinline__ int window_origin(int x0, int x_end) {
+  if constexpr (!L::INTERIOR_PATH) {
+    return x0;
+  } else {
+    const int w = x_end - X;
+    return x0 + X > x_end && w >= 0 && (L::KC || w % L::CHUNK_ELEMS == 0) ? w : x0;
+  }
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
@@ -43,6 +60,10 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   constexpr int SCRATCH_BYTES = MainloopScratch<ML>::BYTES;
   static_assert(SCRATCH_BYTES == 0 || STAGES_BYTES % 16 == 0, "16-byte aligned scratch");
 
+  // Register-bound kernels (512 threads: a 128-register cap; or 128+ accumulator registers a
+  // thread) re-read the split loop's end rather than hold it (sk_scheduler.cuh says why).
+  constexpr bool TIGHT_REGISTERS = Cfg::THREADS > 256 || ML::NACC * sizeof(Acc) >= 512;
+
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ int flag;
   {  // The host computes the shared-memory size from the spec: check it agrees.
@@ -54,7 +75,14 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
-  for_each_split<(Cfg::THREADS > 256)>(table, cta_offsets, M, N, [&](const Split& s) {
+  using Epi = Epilogue<ML, typename Cfg::TOut, LA::INTERIOR_PATH, LB::INTERIOR_PATH>;
+  auto windowed = [](Split s) {
+    s.mw = window_origin<LA, Cfg::BM>(s.m0, s.m_end);
+    s.nw = window_origin<LB, Cfg::BN>(s.n0, s.n_end);
+    return s;
+  };
+  for_each_split<TIGHT_REGISTERS>(table, cta_offsets, M, N, [&](const Split& row) {
+    const Split s = windowed(row);
     const TIn* gA = A + (long long)s.batch * batch_a;
     const TIn* gB = B + (long long)s.batch * batch_b;
     Acc acc[ML::NACC];
@@ -63,10 +91,10 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     // k-tiles wholly inside an operand (the tile inside it along x, before the split's k
     // end) load without per-chunk predicates; the edge ones zero-fill.
     const int kfull = (s.k1 - s.k0) / BK;
-    const bool a_inside = s.m0 + Cfg::BM <= s.m_end, b_inside = s.n0 + Cfg::BN <= s.n_end;
+    const bool a_inside = s.mw + Cfg::BM <= s.m_end, b_inside = s.nw + Cfg::BN <= s.n_end;
     // the thread's first chunk of k-tile 0 and the step from one k-tile to the next
-    const TIn* a_src = LA::interior_src(gA, lda, s.m0, s.k0);
-    const TIn* b_src = LB::interior_src(gB, ldb, s.n0, s.k0);
+    const TIn* a_src = LA::interior_src(gA, lda, s.mw, s.k0);
+    const TIn* b_src = LB::interior_src(gB, ldb, s.nw, s.k0);
     const long long a_kstep = LA::KC ? BK : BK * lda, b_kstep = LB::KC ? BK : BK * ldb;
     auto load_k_tile = [&](int stage, int kt) {
       const int k0 = s.k0 + kt * BK;
@@ -76,19 +104,19 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
         if (a_inside && kt < kfull) {
           LA::load_interior(a_stage, a_src + kt * a_kstep, lda);
         } else {
-          LA::load(a_stage, gA, lda, s.m0, k0, s.m_end, s.k1);
+          LA::load(a_stage, gA, lda, s.mw, k0, s.m_end, s.k1);
         }
       } else {
-        LA::load(a_stage, gA, lda, s.m0, k0, s.m_end, s.k1);
+        LA::load(a_stage, gA, lda, s.mw, k0, s.m_end, s.k1);
       }
       if constexpr (LB::INTERIOR_PATH) {
         if (b_inside && kt < kfull) {
           LB::load_interior(b_stage, b_src + kt * b_kstep, ldb);
         } else {
-          LB::load(b_stage, gB, ldb, s.n0, k0, s.n_end, s.k1);
+          LB::load(b_stage, gB, ldb, s.nw, k0, s.n_end, s.k1);
         }
       } else {
-        LB::load(b_stage, gB, ldb, s.n0, k0, s.n_end, s.k1);
+        LB::load(b_stage, gB, ldb, s.nw, k0, s.n_end, s.k1);
       }
     };
 #pragma unroll
@@ -114,19 +142,20 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     cp_async_wait<0>();
     __syncthreads();  // the next split's prologue overwrites the stages
     if (Fixup<ML, Cfg::FIXUP>::run(s, acc, ws, staging, locks, &flag))
-      Epilogue<ML, typename Cfg::TOut>::run(s, acc, C + (long long)s.batch * batch_c, ldc,
+      Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc,
                                             alpha, beta);
   });
   if constexpr (Cfg::FIXUP == FIXUP_ALIGNED) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,
                   "the shared sum's scratch lives in the pipeline stages");
-    for_each_split<(Cfg::THREADS > 256)>(table, cta_offsets, M, N, [&](const Split& s) {
-      if (!s.shared_sum()) return;
+    for_each_split<TIGHT_REGISTERS>(table, cta_offsets, M, N, [&](const Split& row) {
+      if (!row.shared_sum()) return;
+      const Split s = windowed(row);  // the window its accumulators were computed over
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
       Fixup<ML, Cfg::FIXUP>::finish_shared(
           s, ws, locks, &flag, reinterpret_cast<Acc*>(smem_raw), [&](int i, Acc v) {
-            Epilogue<ML, typename Cfg::TOut>::store_one(s, i, v, Cb, ldc, alpha, beta);
+            Epi::store_one(s, i, v, Cb, ldc, alpha, beta);
           });
     });
   }

@@ -12,6 +12,10 @@ enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2, FLAG_SMALL = 4, FLAG_SHARED_SUM = 8
 
 struct Split {
   int batch, m0, n0, m_end, n_end, k0, k1, flags, tile, slot, peers, split;
+  // Origin of the window the mainloop computes: the tile's, unless the kernel shifts an edge
+  // tile back inside the operands (sk_gemm.cuh, window_origin); the epilogue stores only
+  // [m0, m_end) x [n0, n_end) of it.
+  int mw, nw;
   __device__ __forceinline__ bool first() const { return flags & FLAG_FIRST; }
   __device__ __forceinline__ bool final_() const { return flags & FLAG_FINAL; }
   __device__ __forceinline__ bool shared_sum() const { return flags & FLAG_SHARED_SUM; }
@@ -34,6 +38,8 @@ __device__ __forceinline__ Split load_split(const int* __restrict__ table, int r
   s.slot = __ldg(r + COL_SLOT);
   s.peers = __ldg(r + COL_PEERS);
   s.split = __ldg(r + COL_SPLIT);
+  s.mw = s.m0;
+  s.nw = s.n0;
   return s;
 }
 
