@@ -27,10 +27,21 @@ struct Epilogue {
   using Acc = typename ML::Acc;
   static constexpr int STRIDE = PairStride<ML>::value;
   static constexpr bool PAIRED = ML::PAIR == 2 && ML::NACC % (2 * STRIDE) == 0;
-  // lo <= x < hi: the split's own rows / columns of its window (x >= lo holds unless shifted)
-  template <bool SHIFTED>
-  __device__ __forceinline__ static bool inside(int x, int lo, int hi) {
-    return (!SHIFTED || x >= lo) && x < hi;
+  // Global row / column of window coordinate r / c, and whether the split stores it (its
+  // own rows / columns of the window). Unshifted kernels keep the plain upper bounds: the
+  // FFMA kernel's code grew 10% (and ran 7% slower) with the lower ones folded in.
+  __device__ __forceinline__ static int row(const Split& s, int r) {
+    return (SHIFT_M ? s.mw : s.m0) + r;
+  }
+  __device__ __forceinline__ static int col(const Split& s, int c) {
+    return (SHIFT_N ? s.nw : s.n0) + c;
+  }
+  // gr's row, and columns gc .. gc + width - 1, are the split's own
+  __device__ __forceinline__ static bool owned(const Split& s, int gr, int gc, int width) {
+    bool ok = gr < s.m_end && gc + width - 1 < s.n_end;
+    if constexpr (SHIFT_M) ok = ok && gr >= s.m0;
+    if constexpr (SHIFT_N) ok = ok && gc >= s.n0;
+    return ok;
   }
   // Accumulator i (the mainloop's register order) of this thread, with value `a`.
   __device__ __forceinline__ static void store_one(const Split& s, int i, Acc a,
@@ -38,8 +49,8 @@ struct Epilogue {
                                                    Acc alpha, Acc beta) {
     int r, c;
     ML::coord(i, r, c);
-    const int gr = s.mw + r, gc = s.nw + c;
-    if (inside<SHIFT_M>(gr, s.m0, s.m_end) && inside<SHIFT_N>(gc, s.n0, s.n_end)) {
+    const int gr = row(s, r), gc = col(s, c);
+    if (owned(s, gr, gc, 1)) {
       TOut* p = C + (long long)gr * ldc + gc;
       Acc v = acc_mul(alpha, a);
       if (beta != Acc(0)) v = acc_add(v, acc_mul(beta, AccCvt<TOut, Acc>::to_acc(*p)));
@@ -53,9 +64,9 @@ struct Epilogue {
                                                     Acc alpha, Acc beta) {
     int r, c;
     ML::coord(i, r, c);
-    const int gr = s.mw + r, gc = s.nw + c;
+    const int gr = row(s, r), gc = col(s, c);
     TOut* p = C + (long long)gr * ldc + gc;
-    if (inside<SHIFT_M>(gr, s.m0, s.m_end) && inside<SHIFT_N>(gc, s.n0, s.n_end - 1) &&
+    if (owned(s, gr, gc, 2) &&
         (reinterpret_cast<unsigned long long>(p) & (sizeof(Pair<TOut>) - 1)) == 0) {
       Acc v0 = acc_mul(alpha, a0), v1 = acc_mul(alpha, a1);
       if (beta != Acc(0)) {

@@ -306,6 +306,8 @@ struct MainloopDmmaVec {
   static constexpr int NACC = PI * QJ * 4;
   // column pairs: e, e + 1 (D's 2t, 2t + 1); transposed, e, e + 2 (P rows 2g, 2g + 1)
   static constexpr int PAIR = 2, PAIR_STRIDE = TRANS ? 2 : 1;
+  // edge tiles shift their window inside the operands (sk_gemm.cuh, window_origin)
+  static constexpr bool SHIFT_WINDOWS = true;
   static constexpr bool P_ROWPERM = !LP::KC;                   // fragment row g -> 2g
   static constexpr int KC_PITCH_MOD = 16, KC_PITCH_REM = 8;    // k-contiguous: 8 (mod 16)
   static constexpr int XC_PITCH_MOD = 4, XC_PITCH_REM = 2;     // x-contiguous: 2 (mod 4)

@@ -23,6 +23,12 @@ template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))
   static constexpr int BYTES = ML::SCRATCH_BYTES;
 };
 
+// Whether a mainloop shifts edge windows (ML::SHIFT_WINDOWS; off unless it says so).
+template <class ML, class = void> struct ShiftsWindows { static constexpr bool value = false; };
+template <class ML> struct ShiftsWindows<ML, decltype(void(ML::SHIFT_WINDOWS))> {
+  static constexpr bool value = ML::SHIFT_WINDOWS;
+};
+
 // Origin of the window a split computes along one operand's x (M for A, N for B): the
 // tile's x0, except for an edge tile (overhanging x_end) of an operand at least a tile
 // wide, whose window is shifted back to end at x_end. Then every k-tile lies inside the
@@ -30,9 +36,12 @@ template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))
 // through the predicated path on every k-tile, and the wave waits for them). The shifted-in
 // lines belong to the neighbouring tile; the epilogue does not store them. An x-contiguous
 // operand shifts only by whole 16-byte chunks (cp.async alignment), else stays put.
-template <class L, int X>
+// Opt-in per mainloop (SHIFT_WINDOWS): the fp64 DMMA "vec" kernels, where it was measured
+// (1000^3: 55.8 -> 50.7 us); the exact-fp32 FFMA kernel measured 7% slower with it on every
+// shape (its epilogue's extra bounds, H200 2026-11-30), and the others were not measured.
+template <class L, int X, bool ENABLED>
 __device__ __forceinline__ int window_origin(int x0, int x_end) {
-  if constexpr (!L::INTERIOR_PATH) {
+  if constexpr (!ENABLED || !L::INTERIOR_PATH) {
     return x0;
   } else {
     const int w = x_end - X;
@@ -75,10 +84,12 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
-  using Epi = Epilogue<ML, typename Cfg::TOut, LA::INTERIOR_PATH, LB::INTERIOR_PATH>;
+  constexpr bool SHIFT = ShiftsWindows<ML>::value;
+  using Epi = Epilogue<ML, typename Cfg::TOut, SHIFT && LA::INTERIOR_PATH,
+                       SHIFT && LB::INTERIOR_PATH>;
   auto windowed = [](Split s) {
-    s.mw = window_origin<LA, Cfg::BM>(s.m0, s.m_end);
-    s.nw = window_origin<LB, Cfg::BN>(s.n0, s.n_end);
+    s.mw = window_origin<LA, Cfg::BM, SHIFT>(s.m0, s.m_end);
+    s.nw = window_origin<LB, Cfg::BN, SHIFT>(s.n0, s.n_end);
     return s;
   };
   for_each_split<TIGHT_REGISTERS>(table, cta_offsets, M, N, [&](const Split& row) {
