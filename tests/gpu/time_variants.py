@@ -66,6 +66,8 @@ def narrow_variants():
             "d128x64w4x2k16b32": replace(w8, mma_k=16),
             "dvec128x64w4x2b32": replace(w8, frag="vec"),
             "dvec128x64w4x2b16s4": replace(w8, frag="vec", bk=16, stages=4),
+            "dvec128x64w4x2b16s6": replace(w8, frag="vec", bk=16, stages=6),
+            "dvec128x64w4x2b16s6db": replace(w8, frag="vecdb", bk=16, stages=6),
             "dvec128x64w4x2b64s2": replace(w8, frag="vec", bk=64, stages=2),
             "dvec128x64w4x2b32db": replace(w8, frag="vecdb")}
 
