@@ -75,12 +75,19 @@ struct TileLoader {
   // Load a k-tile that lies wholly inside the operand (x0 + ROWS <= x_end, k0 + BK <= k_end);
   // src = interior_src(g, ld, x0, k0).
   __device__ __forceinline__ static void load_interior(T* stage, const T* src, long long ld) {
+    load_interior_part(stage, src, ld, 0, 1);
+  }
+  // Part `part` of `parts` of load_interior()'s copies (a thread's chunks it with
+  // it * parts / ITERS == part), for mainloops that spread a k-tile's copies over their k
+  // steps; part and parts are compile-time once the caller's loop is unrolled.
+  __device__ __forceinline__ static void load_interior_part(T* stage, const T* src, long long ld,
+                                                            int part, int parts) {
     static_assert(INTERIOR_PATH, "load_interior needs 16-byte chunks in fixed columns");
     T* dst = stage + threadIdx.x / CHUNKS_PER_LINE * LDS + threadIdx.x % CHUNKS_PER_LINE * VEC;
     const long long step = (long long)LINES_PER_PASS * ld;  // global lines are ld apart
 #pragma unroll
     for (int it = 0; it < ITERS; ++it)
-      cp_async_16(dst + it * LINES_PER_PASS * LDS, src + it * step);
+      if (it * parts / ITERS == part) cp_async_16(dst + it * LINES_PER_PASS * LDS, src + it * step);
   }
 
   // Load the tile whose origin is (x0, k0); elements with x >= x_end or k >= k_end read as 0.

@@ -374,8 +374,21 @@ struct MainloopDmmaVec {
                        f.q[qj]);
   }
 
+  // The next k-tile's copies go out a part per k8 step (SPREADS_LOADS: between(s) after step
+  // s's fragment loads, before its mma): the global loads stream through the k-tile instead
+  // of leaving in one burst after the barrier (fp64 1024^3 0.78 -> 0.86x cuBLAS). Not with
+  // DB nor 512 threads: the two-CTA kernel (255 registers) and the 16-warp one (128) spill
+  // with the copies' addresses live. Measured
+  // on the other mainloops too (H200, 2026-11-30) and left off there: exact fp32 3% slower,
+  // tf32 up to 12% slower, fp16 / bf16 / int8 no better.
+  static constexpr bool SPREADS_LOADS = !DB && THREADS <= 256;
   __device__ __forceinline__ static void compute(const double* As, const double* Bs,
                                                  Acc (&acc)[NACC]) {
+    compute(As, Bs, acc, NoLoads{});
+  }
+  template <class Between>
+  __device__ __forceinline__ static void compute(const double* As, const double* Bs,
+                                                 Acc (&acc)[NACC], Between&& between) {
     // sm_90: %tid.x through volatile asm, so the lane offsets below are recomputed per BK tile
     // instead of being hoisted out of the persistent loop and held through fixup and epilogue
     // (16 warps, deterministic fixup: 16-32 bytes of spills otherwise). sm_80's ptxas spills
@@ -404,6 +417,7 @@ struct MainloopDmmaVec {
       for (int kk = 0; kk < BK; kk += KI) {
         Frags f;
         load(f, Ps, Qs, xp, xq, kk + 2 * t);
+        between(kk / KI);
         mma(f, acc);
       }
     }

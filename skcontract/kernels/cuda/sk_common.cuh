@@ -5,6 +5,12 @@
 
 namespace skc {
 
+// A mainloop's compute(As, Bs, acc, between) calls between(step) once per k step; sk_gemm
+// issues the next k-tile's copies there (SPREADS_LOADS). The plain compute passes this.
+struct NoLoads {
+  __device__ __forceinline__ void operator()(int) const {}
+};
+
 struct half_t { unsigned short x; };
 struct bfloat16_t { unsigned short x; };
 typedef signed char int8_t;  // int8 operands (mma m16n8k32 .s8); int32 accumulators / output

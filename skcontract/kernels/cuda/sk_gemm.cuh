@@ -39,6 +39,12 @@ template <class ML> struct ShiftsWindows<ML, decltype(void(ML::SHIFT_WINDOWS))> 
 // Opt-in per mainloop (SHIFT_WINDOWS): the fp64 DMMA "vec" kernels, where it was measured
 // (1000^3: 55.8 -> 50.7 us); the exact-fp32 FFMA kernel measured 7% slower with it on every
 // shape (its epilogue's extra bounds, H200 2026-11-30), and the others were not measured.
+// Whether a mainloop takes the next k-tile's copies between its k steps (ML::SPREADS_LOADS).
+template <class ML, class = void> struct SpreadsLoads { static constexpr bool value = false; };
+template <class ML> struct SpreadsLoads<ML, decltype(void(ML::SPREADS_LOADS))> {
+  static constexpr bool value = ML::SPREADS_LOADS;
+};
+
 template <class L, int X, bool ENABLED>
 __device__ __forceinline__ int window_origin(int x0, int x_end) {
   if constexpr (!ENABLED || !L::INTERIOR_PATH) {
@@ -85,6 +91,7 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
   constexpr bool SHIFT = ShiftsWindows<ML>::value;
+  constexpr bool SPREAD = SpreadsLoads<ML>::value && LA::INTERIOR_PATH && LB::INTERIOR_PATH;
   using Epi = Epilogue<ML, typename Cfg::TOut, SHIFT && LA::INTERIOR_PATH,
                        SHIFT && LB::INTERIOR_PATH>;
   auto windowed = [](Split s) {
@@ -140,6 +147,26 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       cp_async_wait<STAGES - 2>();
       __syncthreads();
       const int nk = kt + STAGES - 1;
+      if constexpr (SPREAD) {
+        // interior k-tiles: a part of the copies after each k step's fragment loads
+        const bool spread = nk < ktiles && a_inside && b_inside && nk < kfull;
+        if (nk < ktiles && !spread) load_k_tile(write_stage, nk);
+        TIn* a_stage = sA + write_stage * LA::STAGE_ELEMS;
+        TIn* b_stage = sB + write_stage * LB::STAGE_ELEMS;
+        const TIn* a_next = a_src + nk * a_kstep;
+        const TIn* b_next = b_src + nk * b_kstep;
+        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
+                    [&](int step) {
+                      if (spread) {
+                        LA::load_interior_part(a_stage, a_next, lda, step, ML::STEPS);
+                        LB::load_interior_part(b_stage, b_next, ldb, step, ML::STEPS);
+                      }
+                    });
+        cp_async_commit();
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+        continue;
+      }
       if (nk < ktiles) load_k_tile(write_stage, nk);
       cp_async_commit();
       if constexpr (SCRATCH_BYTES > 0)
