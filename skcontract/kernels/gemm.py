@@ -170,6 +170,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, 
             # bases that share an SM are planned at their own occupancy and compete on the
             # predicted time (the scheduler's tile candidates leave them out)
             for b in filter(specs.shares_sm, bases):
+                if specs.aligned_only(b) and not (a_vec_ok and b_vec_ok):
+                    continue
                 s = plan_with(b, (b.bm, b.bn, b.bk))
                 if _selection_key(s) < _selection_key(schedule):
                     schedule, base = s, b

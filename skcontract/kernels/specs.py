@@ -335,6 +335,13 @@ def shares_sm(spec: KernelSpec) -> bool:
     return spec.min_blocks > 1
 
 
+def aligned_only(spec: KernelSpec) -> bool:
+    """Whether ``spec``'s base runs 16-byte aligned operands only: the SM-sharing bases, whose
+    255 registers spill in misaligned specializations (element-wise copies); the launcher
+    plans misaligned operands on the other bases."""
+    return shares_sm(spec)
+
+
 def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None) -> tuple:
     """The HEURISTIC_TILES bases gemm() plans over for ``dtype`` operands on compute
     capability ``cc`` (None: every base)."""
@@ -367,6 +374,8 @@ def all_specs() -> list[KernelSpec]:
         for base in bases:
             for fx, la, lb, aa, ba in itertools.product(FIXUPS, LAYOUTS, LAYOUTS, (True, False),
                                                         (True, False)):
+                if aligned_only(base) and not (aa and ba):
+                    continue
                 spec = specialise(base, fixup=fx, a_layout=la, b_layout=lb, a_aligned=aa,
                                   b_aligned=ba)
                 out.setdefault(spec.name, spec)

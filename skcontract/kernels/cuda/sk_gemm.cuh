@@ -23,6 +23,13 @@ template <class ML> struct MainloopScratch<ML, decltype(void(ML::SCRATCH_BYTES))
   static constexpr int BYTES = ML::SCRATCH_BYTES;
 };
 
+// Whether a mainloop takes the next k-tile's copies between its k steps (ML::SPREADS_LOADS:
+// compute(As, Bs, acc, between) calls between(step) once per k step; off unless it says so).
+template <class ML, class = void> struct SpreadsLoads { static constexpr bool value = false; };
+template <class ML> struct SpreadsLoads<ML, decltype(void(ML::SPREADS_LOADS))> {
+  static constexpr bool value = ML::SPREADS_LOADS;
+};
+
 // Whether a mainloop shifts edge windows (ML::SHIFT_WINDOWS; off unless it says so).
 template <class ML, class = void> struct ShiftsWindows { static constexpr bool value = false; };
 template <class ML> struct ShiftsWindows<ML, decltype(void(ML::SHIFT_WINDOWS))> {
@@ -38,13 +45,8 @@ template <class ML> struct ShiftsWindows<ML, decltype(void(ML::SHIFT_WINDOWS))> 
 // operand shifts only by whole 16-byte chunks (cp.async alignment), else stays put.
 // Opt-in per mainloop (SHIFT_WINDOWS): the fp64 DMMA "vec" kernels, where it was measured
 // (1000^3: 55.8 -> 50.7 us); the exact-fp32 FFMA kernel measured 7% slower with it on every
-// shape (its epilogue's extra bounds, H200 2026-11-30), and the others were not measured.
-// Whether a mainloop takes the next k-tile's copies between its k steps (ML::SPREADS_LOADS).
-template <class ML, class = void> struct SpreadsLoads { static constexpr bool value = false; };
-template <class ML> struct SpreadsLoads<ML, decltype(void(ML::SPREADS_LOADS))> {
-  static constexpr bool value = ML::SPREADS_LOADS;
-};
-
+// shape (its epilogue's extra bounds) and fp16 / bf16 no different (H200 2026-11-30); tf32 and
+// int8 were not measured.
 template <class L, int X, bool ENABLED>
 __device__ __forceinline__ int window_origin(int x0, int x_end) {
   if constexpr (!ENABLED || !L::INTERIOR_PATH) {
@@ -163,25 +165,22 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
                       }
                     });
         cp_async_commit();
-        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-        write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-        continue;
+      } else {
+        if (nk < ktiles) load_k_tile(write_stage, nk);
+        cp_async_commit();
+        if constexpr (SCRATCH_BYTES > 0)
+          ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
+                      scratch);
+        else
+          ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
       }
-      if (nk < ktiles) load_k_tile(write_stage, nk);
-      cp_async_commit();
-      if constexpr (SCRATCH_BYTES > 0)
-        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
-                    scratch);
-      else
-        ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc);
       read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
       write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();
     __syncthreads();  // the next split's prologue overwrites the stages
     if (Fixup<ML, Cfg::FIXUP>::run(s, acc, ws, staging, locks, &flag))
-      Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc,
-                                            alpha, beta);
+      Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
   });
   if constexpr (Cfg::FIXUP == FIXUP_ALIGNED) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
