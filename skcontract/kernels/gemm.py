@@ -168,10 +168,9 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec_ok, b_vec_ok, *, 
             if base is not bases[0] and occupancy(base) != occupancy(bases[0]):
                 schedule = plan_with(base, (base.bm, base.bn, base.bk))
             # bases that share an SM are planned at their own occupancy and compete on the
-            # predicted time (the scheduler's tile candidates leave them out)
-            for b in filter(specs.shares_sm, bases):
-                if specs.aligned_only(b) and not (a_vec_ok and b_vec_ok):
-                    continue
+            # predicted time (the scheduler's tile candidates leave them out); aligned
+            # operands only
+            for b in filter(specs.shares_sm, bases) if a_vec_ok and b_vec_ok else ():
                 s = plan_with(b, (b.bm, b.bn, b.bk))
                 if _selection_key(s) < _selection_key(schedule):
                     schedule, base = s, b

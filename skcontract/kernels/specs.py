@@ -331,15 +331,10 @@ def shares_sm(spec: KernelSpec) -> bool:
     """A base built to share its SM with another CTA of itself (``min_blocks > 1``). Its
     speed comes from two CTAs overlapping their pipelines, which the cost model only sees at
     the kernel's own occupancy: the launcher plans it there, apart from the other bases, and
-    the scheduler's own tile candidates leave it out."""
+    the scheduler's own tile candidates leave it out. It runs 16-byte aligned operands only
+    (its 255 registers spill in misaligned specializations' element-wise copies): the
+    launcher plans misaligned operands on the other bases."""
     return spec.min_blocks > 1
-
-
-def aligned_only(spec: KernelSpec) -> bool:
-    """Whether ``spec``'s base runs 16-byte aligned operands only: the SM-sharing bases, whose
-    255 registers spill in misaligned specializations (element-wise copies); the launcher
-    plans misaligned operands on the other bases."""
-    return shares_sm(spec)
 
 
 def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None) -> tuple:
@@ -374,7 +369,7 @@ def all_specs() -> list[KernelSpec]:
         for base in bases:
             for fx, la, lb, aa, ba in itertools.product(FIXUPS, LAYOUTS, LAYOUTS, (True, False),
                                                         (True, False)):
-                if aligned_only(base) and not (aa and ba):
+                if shares_sm(base) and not (aa and ba):
                     continue
                 spec = specialise(base, fixup=fx, a_layout=la, b_layout=lb, a_aligned=aa,
                                   b_aligned=ba)

@@ -167,9 +167,8 @@ def test_sm_sharing_bases_specialise_aligned_only():
     compile check and the launcher can reach) lists only its 16-byte aligned ones."""
     from skcontract.kernels import specs
     base = next(b for b in specs.HEURISTIC_TILES["float64"] if specs.shares_sm(b))
-    assert specs.aligned_only(base)
     mine = [s for s in specs.all_specs()
             if (s.dtype_in, s.bm, s.bn, s.bk, s.min_blocks) == ("float64", 128, 64, 16, 2)]
     assert len(mine) == len(specs.FIXUPS) * len(specs.LAYOUTS) ** 2
     assert all(s.a_vec == 2 and s.b_vec == 2 for s in mine)
-    assert not specs.aligned_only(specs.HEURISTIC_TILES["float64"][0])
+    assert not specs.shares_sm(specs.HEURISTIC_TILES["float64"][0])
