@@ -14,7 +14,8 @@ from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
 from .scheduler import schedule_gemm, schedule_problem, schedule_step
 from .types import (ALIGNED, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
-                    SPLIT_K, STREAM_K, Candidate, GemmProblem, ProtocolViolation, Schedule,
+                    SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, ProtocolViolation, Reduction,
+                    Schedule, TileOption,
                     ScheduleDeadlock, ScheduleError, Split, conv_problem, grouped_problem)
 
 
@@ -29,6 +30,7 @@ __all__ = [
     "schedule_gemm", "schedule_problem", "schedule_step", "emulate", "timeline",
     "draw_schedule", "can_apply_stream_k", "validate_schedule", "DeviceInfo", "CostModel",
     "GemmProblem", "grouped_problem", "conv_problem", "Schedule", "Split", "Candidate",
+    "TileOption", "Mode", "Reduction",
     "ScheduleError", "ScheduleDeadlock", "ProtocolViolation", "InvalidSchedule",
     "MIN_ITERS_PER_SPLIT", "MODES", "DATA_PARALLEL", "SPLIT_K", "STREAM_K", "HYBRID",
     "ALIGNED", "HYTIS", "ATOMIC", "DETERMINISTIC",

@@ -8,17 +8,18 @@ real workspace, real locks / arrival counters, and concurrently running CTAs:
 * at every step one running CTA is picked at random (seeded) and advances by one action
   (compute a split's partial, or do its fixup); a CTA whose lock is not ready yields and
   stays resident, exactly like a spinning CTA on the GPU;
-* ``atomic`` partials are added into the (zeroed) output in the order the interleaving
-  produces, so results vary with the seed at the rounding level; ``deterministic`` and
-  ``arrival`` results are bitwise identical under every interleaving;
+* ``atomic`` partials are added into the tile's zero-kept staging slot in the order the
+  interleaving produces (so results vary with the seed at the rounding level) and the last
+  arrival on the tile's counter writes it; ``deterministic`` and ``arrival`` results are
+  bitwise identical under every interleaving;
 * ``arrival`` rows flagged SHARED_SUM store and arrive where they are computed; after its
   last row the CTA walks them again and waits for every peer's arrival before the shared
   sum (spinning, resident), so a co-residency mistake shows up as a deadlock here too;
 * the protocol is checked as it runs (:class:`ProtocolViolation`): a waiter may only
   proceed when the lock says exactly its K0 elements were folded in *and* the workspace
   really holds ``[0, K0)`` of that tile; slots are never overwritten while in use; at the
-  end every lock and counter is 0, every workspace slot is free, and every output element
-  was finalised by exactly one FINAL split;
+  end every lock and counter is 0, every workspace and staging slot is free, and every
+  output element was written by exactly one epilogue;
 * if every resident CTA is blocked, :class:`ScheduleDeadlock` is raised (never a hang),
   naming the waiters and where their producers are.
 
@@ -81,9 +82,8 @@ class _Machine:
         self.c = [np.zeros(s.problem.shape(l)[:2], dtype=acc) for l in range(s.problem.batch)]
         self.final_count = [np.zeros(s.problem.shape(l)[:2], dtype=np.int32)
                             for l in range(s.problem.batch)]
-        nfix = s.num_fixup_tiles
-        self.locks = np.zeros(nfix, dtype=np.int64)
-        self.adds = np.zeros(nfix, dtype=np.int64)
+        self.locks = np.zeros(s.num_fixup_tiles, dtype=np.int64)
+        self.staging: dict[int, np.ndarray] = {}         # tile -> partial sum (atomic)
         self.ws: dict[int, np.ndarray] = {}
         self.ws_owner: dict[int, tuple[int, int]] = {}   # slot -> (tile, k covered)
 
@@ -97,22 +97,13 @@ class _Machine:
         l, m0, n0, bm, bn, k0, k1, *_ = self.row(r)
         return self.a[l][m0:m0 + bm, k0:k1] @ self.b[l][k0:k1, n0:n0 + bn]
 
-    def _out(self, l, m0, n0, bm, bn, value, add=False):
-        if add:
-            self.c[l][m0:m0 + bm, n0:n0 + bn] += value
-        else:
-            self.c[l][m0:m0 + bm, n0:n0 + bn] = value
+    def _out(self, l, m0, n0, bm, bn, value):
+        """The epilogue: write the tile's complete sum."""
+        self.c[l][m0:m0 + bm, n0:n0 + bn] = value
+        self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
 
     def fixup(self, r, partial) -> bool:
         """Do split r's fixup; False when it must wait (lock not ready)."""
-        done = self._fixup(r, partial)
-        shared = self.t[r, T.FLAGS] & T.FLAG_SHARED_SUM
-        if done and self.t[r, T.FLAGS] & T.FLAG_FINAL and not shared:
-            l, m0, n0, bm, bn = self.row(r)[:5]
-            self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
-        return done
-
-    def _fixup(self, r, partial) -> bool:
         l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
         first, final = bool(flags & T.FLAG_FIRST), bool(flags & T.FLAG_FINAL)
         red = self.s.reduction
@@ -124,8 +115,14 @@ class _Machine:
         if tile < 0:
             raise ProtocolViolation(f"row {r}: a tile with {peers} splits has no fixup index")
         if red == ATOMIC:
-            self._out(l, m0, n0, bm, bn, partial, add=True)
-            self.adds[tile] += 1
+            if slot != -1:
+                raise ProtocolViolation(f"row {r}: an atomic split has workspace slot {slot}")
+            self.staging[tile] = self.staging.get(tile, 0) + partial
+            old = self.locks[tile]
+            self.locks[tile] = old + 1
+            if old == peers - 1:  # the last arrival: read, re-zero, reset, epilogue
+                self._out(l, m0, n0, bm, bn, self.staging.pop(tile))
+                self.locks[tile] = 0
             return True
         if red == DETERMINISTIC:
             if not first and self.locks[tile] != k0:
@@ -211,7 +208,6 @@ class _Machine:
             for i in range(peers):
                 del self.ws[base + i], self.ws_owner[base + i]
             self._out(l, m0, n0, bm, bn, total)
-            self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
             self.locks[tile] = 0
         return True
 
@@ -221,18 +217,12 @@ class _Machine:
             raise ProtocolViolation(f"locks/counters not reset to 0 at the end: {bad}")
         if self.ws_owner:
             raise ProtocolViolation(f"workspace slots still in use: {sorted(self.ws_owner)[:5]}")
+        if self.staging:
+            raise ProtocolViolation(f"staging slots not re-zeroed: {sorted(self.staging)[:5]}")
         for l, fc in enumerate(self.final_count):
             if fc.size and (fc.min() != 1 or fc.max() != 1):
                 raise ProtocolViolation(
                     f"batch {l}: output elements finalised {fc.min()}..{fc.max()} times, not once")
-        if self.s.reduction == ATOMIC and len(self.adds):
-            t = self.t
-            multi = t[:, T.TILE] >= 0
-            want = np.zeros(len(self.adds), dtype=np.int64)
-            np.add.at(want, t[multi, T.TILE], 1)
-            if np.any(want != self.adds):
-                raise ProtocolViolation("atomic fixup: some partials were never added")
-
 
 def _dispatch_order(grid: int, dispatch: str, rng) -> list[int]:
     if dispatch == "in_order":
@@ -354,7 +344,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     n = len(t)
     model = cost_of(s.device)
     bk = s.tile[2]
-    c_big = iteration_cost(s.tile, s.problem.dtype, model)
+    c_big = iteration_cost(s.tile, s.problem.dtype, model, s.tile_efficiency)
     iters = -(-(t[:, T.K1].astype(np.int64) - t[:, T.K0]) // bk)
     small = (t[:, T.FLAGS] & T.FLAG_SMALL) != 0
     w = np.ones(n)

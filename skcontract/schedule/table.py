@@ -2,12 +2,12 @@
 
 A Schedule is data. The host builds it once per (problem, device); the CPU emulator and
 the GPU kernels both walk the same table, so there is no second copy of the decomposition
-arithmetic anywhere (ARCHITECTURE.md, "the schedule is data").
+arithmetic anywhere (docs/design/architecture.md, "the schedule is data").
 
 Layout (numpy int32, C-contiguous, shape ``(num_splits, NUM_COLUMNS)``):
 
 * rows are grouped by CTA; inside a CTA they are in the order that CTA executes them
-  (splits that only publish come before splits that wait, STREAM_K.md section 3);
+  (splits that only publish come before splits that wait);
 * ``cta_offsets`` (int32, shape ``(grid + 1,)``) is the CSR index: CTA ``c`` executes rows
   ``cta_offsets[c] : cta_offsets[c + 1]``.
 
@@ -23,20 +23,22 @@ FLAGS      bit FIRST (K0 == 0), bit FINAL (K1 == K), bit SMALL (a HyTiS latency-
            SHARED_SUM (``arrival`` rows whose peers share the final sum, see below)
 TILE       fixup index of the tile (lock / arrival counter), -1 when the tile has one split
 SLOT       workspace slot this split writes (deterministic: one per tile, shared by its
-           splits; aligned: one per split), -1 when it writes none
+           splits; arrival: one per split), -1 when it writes none
 PEERS      number of splits of this tile
 SPLIT      index of this split inside its tile, in k order (0 .. PEERS-1)
 ========== ===============================================================================
 
-Fixup protocols keyed by these columns (STREAM_K.md section 3):
+Fixup protocols keyed by these columns, one per reduction mode. The kernels
+(``fixup.cuh``) and the CPU emulator (:mod:`.emulate`) run these same steps; a tile with
+PEERS == 1 (TILE == -1) simply stores its result under every protocol.
 
 * ``deterministic``: lock[TILE] counts K *elements* already folded in. A non-first split
   waits until ``lock == K0``; a non-final split adds (or, if FIRST, stores) into
   workspace[SLOT] and publishes ``lock = K1``; the FINAL split adds workspace[SLOT] into its
   accumulators, runs the epilogue and resets ``lock = 0``.
-* ``aligned`` (reduction ``arrival``): every split stores into its own workspace[SLOT], then
-  increments counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its
-  tile in SPLIT order, runs the epilogue and resets the counter to 0. Nobody waits.
+* ``arrival``: every split stores into its own workspace[SLOT], then increments
+  counter[TILE]; the split that sees ``PEERS - 1`` sums the PEERS slots of its tile in
+  SPLIT order, runs the epilogue and resets the counter to 0. Nobody waits.
 * ``arrival`` with FLAG_SHARED_SUM (the scheduler sets it when every CTA is resident): the
   peers *share* that sum instead of leaving it to one CTA. Each split stores its slot and
   increments counter[TILE] where it is computed (no wait). After its last row the CTA walks
@@ -47,23 +49,49 @@ Fixup protocols keyed by these columns (STREAM_K.md section 3):
   resets the counter to 0. One parallel pass instead of a chain of PEERS serial merges.
   Since a CTA arrives on all its tiles before it waits on any, only co-residency is needed
   (:func:`..check.validate_schedule` checks it), not an order of visits.
-* ``atomic``: each split adds into the (zeroed) output or an fp32/fp64 staging buffer.
-  TILE is still filled in (it identifies the tile's splits) but no lock is allocated
-  (``Schedule.num_locks == 0``) and SLOT is -1; a tile with PEERS == 1 simply stores.
+* ``atomic``: each split adds its partial tile into staging[TILE] (fp32 / fp64 / int32
+  accumulators, zero at the start of every launch) with device atomics, then increments
+  counter[TILE]; the split that sees ``PEERS - 1`` loads the sum, stores zeros back into
+  staging[TILE], resets the counter to 0 and runs the epilogue. Nobody waits; the order of
+  the additions varies from run to run. SLOT is -1.
 
-Notes (scheduler, issue 3): in ``deterministic`` mode every split of a fixup tile carries
-the tile's SLOT, including the FINAL split, which only *reads* it. In ``aligned`` mode the
-PEERS slots of a tile are contiguous: ``SLOT - SPLIT`` is the first. For a grouped GEMM,
-BATCH is the group index; K (for FINAL) is that group's K.
+Every protocol leaves its locks, counters and staging slots at zero when the launch ends,
+so buffers are zeroed once when allocated and never before a launch.
+
+In ``deterministic`` mode every split of a fixup tile carries the tile's SLOT, including the
+FINAL split, which only *reads* it. In ``arrival`` mode the PEERS slots of a tile are
+contiguous: ``SLOT - SPLIT`` is the first. For a grouped GEMM, BATCH is the group index; K
+(for FINAL) is that group's K.
+
+This module is the one definition of the columns, the flags and the protocol codes; the
+kernels' ``sk_scheduler.cuh`` / ``fixup.cuh`` spell the same names as C++ enums, and
+``tests/cpu/test_table_protocol.py`` checks that they agree. The protocols themselves are
+described in docs/design/stream_k.md.
 """
-
-BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(12)
-NUM_COLUMNS = 12
-
-FLAG_FIRST = 1
-FLAG_FINAL = 2
-FLAG_SMALL = 4  # added with the scheduler (issue 3); the columns are unchanged
-FLAG_SHARED_SUM = 8  # arrival rows whose peers share the final sum (parallel split reduction)
 
 COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "slot",
                 "peers", "split")
+"""The columns in order; ``sk_scheduler.cuh`` names them ``COL_<NAME>``."""
+NUM_COLUMNS = len(COLUMN_NAMES)
+BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(NUM_COLUMNS)
+
+FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8}
+"""The FLAGS bits; ``sk_scheduler.cuh`` names them ``FLAG_<NAME>``."""
+FLAG_FIRST = FLAGS_BY_NAME["first"]
+FLAG_FINAL = FLAGS_BY_NAME["final"]
+FLAG_SMALL = FLAGS_BY_NAME["small"]
+FLAG_SHARED_SUM = FLAGS_BY_NAME["shared_sum"]
+
+PROTOCOL_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "arrival": 3}
+"""A kernel's fixup protocol (its ``REDUCTION`` template constant): ``none`` for tables whose
+every tile has one split, else the schedule's reduction mode. ``fixup.cuh`` names them
+``REDUCTION_<NAME>``."""
+
+
+def protocol(table, reduction) -> str:
+    """The protocol a kernel needs to run ``table`` under ``reduction``: ``"none"`` when no
+    tile has more than one split (TILE is -1 on every row)."""
+    tiles = table[:, TILE]
+    if len(tiles) == 0 or int(tiles.max()) < 0:
+        return "none"
+    return str(reduction)

@@ -6,7 +6,9 @@ kernels) walks that table and nothing else.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import NamedTuple
 
 import numpy as np
@@ -18,33 +20,83 @@ from . import table as T
 from .device import DeviceInfo
 
 # ---------------------------------------------------------------------------------------
-# Modes and reductions (plain strings so that ``s.mode == "stream_k"`` reads naturally)
+# The vocabulary: decomposition modes and reduction modes (one name per idea)
 # ---------------------------------------------------------------------------------------
-DATA_PARALLEL = "data_parallel"
-SPLIT_K = "split_k"
-STREAM_K = "stream_k"
-HYBRID = "hybrid"
-ALIGNED = "aligned"
-HYTIS = "hytis"
+class _Name(str, Enum):
+    """A str enum that prints as its value, so ``s.mode == "stream_k"`` and f-strings read
+    naturally."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __hash__(self) -> int:  # equal to its value, so it hashes like it too
+        return hash(self.value)
+
+    def __repr__(self) -> str:  # reads as the string it equals
+        return repr(self.value)
+
+
+class Mode(_Name):
+    """How a schedule cuts the (tile x k-iteration) space (docs/design/stream_k.md)."""
+
+    DATA_PARALLEL = "data_parallel"
+    SPLIT_K = "split_k"
+    STREAM_K = "stream_k"
+    HYBRID = "hybrid"
+    ALIGNED = "aligned"      # the aligned split: S equal k-ranges per tile, one CTA each
+    HYTIS = "hytis"
+
+
+class Reduction(_Name):
+    """How the partial sums of a tile's splits merge (the fixup protocol)."""
+
+    ATOMIC = "atomic"                # red.add into a zero-kept staging slot + arrival counter
+    DETERMINISTIC = "deterministic"  # workspace slot + lock, merged in k order
+    ARRIVAL = "arrival"              # a slot per split + arrival counter; summed in split order
+
+
+DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS = Mode
+ATOMIC, DETERMINISTIC, ARRIVAL = Reduction
 AUTO = "auto"
 
-MODES = (DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS)
+MODES = tuple(Mode)
 """Every mode a Schedule can report in ``s.mode``."""
 
 K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
-"""Modes that cut the reduction (K) and therefore need a fixup (STREAM_K.md section 5)."""
+"""Modes that cut the reduction (K) and therefore need a fixup."""
 
-ATOMIC = "atomic"
-DETERMINISTIC = "deterministic"
-ARRIVAL = "arrival"
-REDUCTIONS = (ATOMIC, DETERMINISTIC, ARRIVAL)
-"""Reduction modes a caller may ask for. ``aligned`` always uses ``"arrival"`` (per-split
-workspace slots and a tile-arrival counter), which ``s.reduction`` then reports. ``arrival``
-with the other K-splitting modes gives every split its own slot; when the grid fits in the
-resident CTAs the peers share the final sum (FLAG_SHARED_SUM, a parallel split reduction).
-``deterministic`` and ``arrival`` are both bitwise reproducible (fixed summation orders,
-though not the same grouping), so auto with ``deterministic`` also weighs ``arrival`` (see the
-scheduler)."""
+REDUCTIONS = tuple(Reduction)
+"""Reduction modes a caller may ask for. The aligned split always uses ``arrival``, which
+``s.reduction`` then reports. ``arrival`` with the other K-splitting modes gives every split
+its own slot; when the grid fits in the resident CTAs the peers share the final sum
+(FLAG_SHARED_SUM, a parallel split reduction). ``deterministic`` and ``arrival`` are both
+bitwise reproducible (fixed summation orders, though not the same grouping), so auto with
+``deterministic`` also weighs ``arrival`` (see the scheduler)."""
+
+
+def as_mode(mode) -> Mode | str:
+    """``mode`` as a :class:`Mode` (or ``"auto"``); ValueError naming the choices."""
+    if mode == AUTO:
+        return AUTO
+    try:
+        return Mode(mode)
+    except ValueError:
+        raise ValueError(f"mode must be 'auto' or one of "
+                         f"{', '.join(repr(m.value) for m in Mode)}, got {mode!r}") from None
+
+
+def as_reduction(reduction) -> Reduction:
+    """``reduction`` as a :class:`Reduction`; ValueError naming the choices."""
+    try:
+        return Reduction(reduction)
+    except ValueError:
+        raise ValueError(f"reduction must be one of "
+                         f"{', '.join(repr(r.value) for r in Reduction)}, got "
+                         f"{reduction!r}") from None
+
 
 # GEMM-class step kinds (plan.classify's Kind names) that the scheduler handles.
 GEMM_KINDS = frozenset({"GEMM", "GEMV", "BATCHED_GEMM", "GROUPED_GEMM", "CONV", "DOT"})
@@ -192,10 +244,35 @@ class Split(NamedTuple):
 
 
 @dataclass(frozen=True)
+class TileOption:
+    """A tile the scheduler may plan with, as the kernel catalogue describes it.
+
+    ``ctas_per_sm``: CTAs of that kernel resident on one SM (its declared occupancy; the
+    schedule's grid and co-residency use it). ``efficiency``: its cost-model time per unit
+    of tile volume relative to the reference tile (None: the cost model's own estimate for
+    the shape). ``small_tiles``: (BM, BN) latency tiles the same launch can also run, which
+    HyTiS needs; a kernel that runs one tile shape per launch offers none.
+    """
+
+    tile: tuple
+    ctas_per_sm: int = 1
+    efficiency: float | None = None
+    small_tiles: tuple | None = None
+
+    def __post_init__(self):
+        tile = tuple(int(x) for x in self.tile)
+        if len(tile) != 3 or min(tile) < 1:
+            raise ValueError(f"tile must be (BM, BN, BK) of positive ints, got {self.tile!r}")
+        if int(self.ctas_per_sm) != self.ctas_per_sm or self.ctas_per_sm < 1:
+            raise ValueError(f"ctas_per_sm must be a positive int, got {self.ctas_per_sm!r}")
+        object.__setattr__(self, "tile", tile)
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One (mode, tile, grid) option auto considered, with the cost model's view of it."""
 
-    mode: str
+    mode: Mode
     tile: tuple
     grid: int
     predicted_time_us: float
@@ -228,10 +305,10 @@ class Schedule:
 
     problem: GemmProblem
     device: DeviceInfo
-    mode: str
+    mode: Mode
     tile: tuple
     grid: int
-    reduction: str
+    reduction: Reduction
     table: np.ndarray
     cta_offsets: np.ndarray
     reason: str = ""
@@ -244,8 +321,11 @@ class Schedule:
     predicted_efficiency: float = float("nan")
     waves: float = float("nan")
     candidates: tuple = field(default=())
+    tile_efficiency: float | None = None  # the kernel's own cost-model efficiency, if given
 
     def __post_init__(self):
+        object.__setattr__(self, "mode", Mode(self.mode))
+        object.__setattr__(self, "reduction", Reduction(self.reduction))
         object.__setattr__(self, "table", _readonly(self.table).reshape(-1, T.NUM_COLUMNS))
         object.__setattr__(self, "cta_offsets", _readonly(self.cta_offsets))
         object.__setattr__(self, "tile", tuple(int(x) for x in self.tile))
@@ -276,8 +356,19 @@ class Schedule:
 
     @property
     def num_locks(self) -> int:
-        """32-bit locks (deterministic) / arrival counters (aligned), zeroed once ever."""
-        return 0 if self.reduction == ATOMIC else self.num_fixup_tiles
+        """32-bit locks (deterministic) / arrival counters (arrival, atomic), one per tile
+        with several splits; zeroed once when allocated, left at zero by every launch."""
+        return self.num_fixup_tiles
+
+    @property
+    def staging_slots(self) -> int:
+        """Zero-kept slots of BM x BN accumulators the atomic protocol adds into."""
+        return self.num_fixup_tiles if self.reduction == ATOMIC else 0
+
+    @property
+    def protocol(self) -> str:
+        """The fixup protocol a kernel runs this schedule with (:func:`.table.protocol`)."""
+        return T.protocol(self.table, self.reduction)
 
     @property
     def acc_dtype(self) -> str:
@@ -285,13 +376,10 @@ class Schedule:
 
     @property
     def workspace_bytes(self) -> int:
+        """Bytes of workspace and staging slots a launch of this schedule uses."""
         bm, bn, _ = self.tile
-        return self.workspace_slots * bm * bn * np.dtype(self.acc_dtype).itemsize
-
-    @property
-    def needs_zeroed_output(self) -> bool:
-        """Atomic fixup adds partials into C (or a staging buffer) that must start at 0."""
-        return self.reduction == ATOMIC and self.num_fixup_tiles > 0
+        slots = self.workspace_slots + self.staging_slots
+        return slots * bm * bn * np.dtype(self.acc_dtype).itemsize
 
     @property
     def shared_sum(self) -> bool:
@@ -305,6 +393,13 @@ class Schedule:
         if self.reduction == DETERMINISTIC:
             return bool(np.any((self.table[:, T.FLAGS] & T.FLAG_FIRST) == 0))
         return self.shared_sum
+
+    def digest(self) -> str:
+        """A short hash of the split table and CTA offsets: two schedules with the same
+        digest, grid and tile launch the same work."""
+        h = hashlib.sha256(self.table.tobytes())
+        h.update(self.cta_offsets.tobytes())
+        return h.hexdigest()[:16]
 
     # -- rows --------------------------------------------------------------------------
     def cta_of_rows(self) -> np.ndarray:

@@ -1,27 +1,31 @@
-// fixup.cuh: merging the partial tiles of Stream-K splits (STREAM_K.md section 3).
+// fixup.cuh: merging the partial tiles of Stream-K splits. One protocol per reduction mode,
+// the same steps the CPU emulator runs (skcontract/schedule/table.py lists them; the design
+// and the deadlock-freedom argument are in docs/design/stream_k.md).
 //
 // Accumulators are moved in the mainloop's own register order ("fragment order"): element
 // group g of thread t of a slot lives at slot * SLOT + (g * THREADS + t) * V, V = 16 bytes of
 // accumulators. Every split of one tile runs the same kernel, so no coordinates are needed and
 // every access is a coalesced 16-byte load or store. Workspace accesses bypass L1 (.cg).
 //
-// FIXUP_NONE          : every row owns its tile (data-parallel tables).
-// FIXUP_ATOMIC        : each split red.adds into staging[TILE] (kept zeroed), then bumps
-//                       counter[TILE]; the last arrival reads the sum, re-zeroes the staging
-//                       slot, resets the counter and runs the epilogue. Nobody waits; the
-//                       order of the adds varies, so results may differ run to run.
-// FIXUP_DETERMINISTIC : lock[TILE] counts K elements folded in; a non-first split waits for
-//                       lock == K0; non-final splits store / add into workspace[SLOT] and
-//                       publish lock = K1; the final split adds the workspace and resets lock.
-// FIXUP_ALIGNED       : each split stores its own workspace[SLOT] and bumps counter[TILE]; the
-//                       last arrival sums the PEERS slots SLOT - SPLIT ... in SPLIT order.
-//                       (Assumes a tile's slots are consecutive in SPLIT order.)
-//   + SHARED_SUM rows : the peers share that sum (all CTAs resident, table.py): each stores
-//                       its slot and arrives where it is computed; after its last split the
-//                       CTA walks its shared rows again: waits for counter >= PEERS, sums its
-//                       1/PEERS share of the slot vectors over the peers (fixed order) into
-//                       the first slot, bumps the counter again; the split that sees
-//                       2 PEERS - 1 loads the summed slot and resets the counter.
+// REDUCTION_NONE          : every row owns its tile (data-parallel tables).
+// REDUCTION_ATOMIC        : each split red.adds into staging[TILE] (kept zeroed), then bumps
+//                           counter[TILE]; the last arrival reads the sum, re-zeroes the
+//                           staging slot, resets the counter and runs the epilogue. Nobody
+//                           waits; the order of the adds varies, so results may differ run to
+//                           run.
+// REDUCTION_DETERMINISTIC : lock[TILE] counts K elements folded in; a non-first split waits
+//                           for lock == K0; non-final splits store / add into workspace[SLOT]
+//                           and publish lock = K1; the final split adds the workspace and
+//                           resets the lock.
+// REDUCTION_ARRIVAL       : each split stores its own workspace[SLOT] and bumps counter[TILE];
+//                           the last arrival sums the PEERS slots SLOT - SPLIT ... in SPLIT
+//                           order (a tile's slots are consecutive in SPLIT order).
+//   + SHARED_SUM rows     : the peers share that sum (all CTAs resident): each stores its slot
+//                           and arrives where it is computed; after its last split the CTA
+//                           walks its shared rows again: waits for counter >= PEERS, sums its
+//                           1/PEERS share of the slot vectors over the peers (fixed order)
+//                           into the first slot, bumps the counter again; the split that sees
+//                           2 PEERS - 1 loads the summed slot and resets the counter.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then __syncthreads; the
 // publisher does __syncthreads, then one thread fences and releases.
 #pragma once
@@ -34,7 +38,8 @@
 
 namespace skc {
 
-enum : int { FIXUP_NONE = 0, FIXUP_ATOMIC = 1, FIXUP_DETERMINISTIC = 2, FIXUP_ALIGNED = 3 };
+// The protocol codes of skcontract/schedule/table.py (PROTOCOL_CODES); a CPU test checks them.
+enum : int { REDUCTION_NONE = 0, REDUCTION_ATOMIC = 1, REDUCTION_DETERMINISTIC = 2, REDUCTION_ARRIVAL = 3 };
 
 // 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).
 template <class Acc> struct Vec16;
@@ -92,7 +97,7 @@ __device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int
   __syncthreads();
 }
 
-template <class ML, int FIXUP>
+template <class ML, int REDUCTION>
 struct Fixup {
   using Acc = typename ML::Acc;
   static constexpr int NACC = ML::NACC, THREADS = ML::THREADS;
@@ -227,8 +232,8 @@ struct Fixup {
   // Returns true when this CTA holds the complete tile in acc and must run the epilogue.
   __device__ __forceinline__ static bool run(const Split& s, Acc (&acc)[NACC], Acc* ws,
                                              Acc* staging, unsigned* locks, int* flag) {
-    if (FIXUP == FIXUP_NONE || s.owns_tile()) return true;
-    if (FIXUP == FIXUP_DETERMINISTIC) {
+    if (REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
+    if (REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
       if (!s.first()) spin_until(lock, (unsigned)s.k0, s.tile);
       if (!s.final_()) {
@@ -242,7 +247,7 @@ struct Fixup {
       __syncthreads();  // every thread has read the workspace before the lock is reset
       if (threadIdx.x == 0) atomicExch(lock, 0u);
       return true;
-    } else if (FIXUP == FIXUP_ALIGNED) {
+    } else if (REDUCTION == REDUCTION_ARRIVAL) {
       if (s.shared_sum()) {  // the sum comes after the CTA's last split (finish_shared)
         arrive_shared(s, acc, ws, locks);
         return false;
@@ -262,7 +267,7 @@ struct Fixup {
       }
       if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
       return true;
-    } else {  // FIXUP_ATOMIC
+    } else {  // REDUCTION_ATOMIC
 #pragma unroll
       for (int g = 0; g < NACC / V; ++g) {
         Acc* p = at(staging, s.tile, g);

@@ -1,6 +1,6 @@
 // sk_gemm.cuh: the persistent Stream-K GEMM kernel. One template, one instantiation per
 // KernelSpec; the host emits a Cfg struct (see skcontract/kernels/specs.py) naming:
-//   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, FIXUP, LA, LB (TileLoader), ML (mainloop).
+//   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, REDUCTION, LA, LB (TileLoader), ML (mainloop).
 // Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
 // feeding ML::compute -> Fixup -> Epilogue; with the aligned fixup, a second walk over the
 // rows finishes the shared sums (fixup.cuh) once the CTA has arrived on all its tiles.
@@ -179,10 +179,10 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     }
     cp_async_wait<0>();
     __syncthreads();  // the next split's prologue overwrites the stages
-    if (Fixup<ML, Cfg::FIXUP>::run(s, acc, ws, staging, locks, &flag))
+    if (Fixup<ML, Cfg::REDUCTION>::run(s, acc, ws, staging, locks, &flag))
       Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
   });
-  if constexpr (Cfg::FIXUP == FIXUP_ALIGNED) {
+  if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,
                   "the shared sum's scratch lives in the pipeline stages");
@@ -190,7 +190,7 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       if (!row.shared_sum()) return;
       const Split s = windowed(row);  // the window its accumulators were computed over
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
-      Fixup<ML, Cfg::FIXUP>::finish_shared(
+      Fixup<ML, Cfg::REDUCTION>::finish_shared(
           s, ws, locks, &flag, reinterpret_cast<Acc*>(smem_raw), [&](int i, Acc v) {
             Epi::store_one(s, i, v, Cb, ldc, alpha, beta);
           });

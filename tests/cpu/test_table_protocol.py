@@ -1,0 +1,57 @@
+"""The split table's one Python definition (schedule/table.py) and the kernels' C++ enums
+name the same columns, flags and protocol codes; every schedule's protocol is one the
+kernels run."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from skcontract.schedule import schedule_gemm
+from skcontract.schedule import table as T
+
+CUDA = Path(__file__).resolve().parents[2] / "skcontract" / "kernels" / "cuda"
+
+
+def _enum(text: str, prefix: str) -> dict[str, int]:
+    """``NAME = value`` pairs of the C++ enum whose names start with ``prefix`` (implicit
+    values count up from the previous one, as in C++)."""
+    body = re.search(r"enum\s*:\s*int\s*\{([^}]*\b" + prefix + r"[^}]*)\}", text).group(1)
+    out, value = {}, -1
+    for item in body.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, _, expr = (x.strip() for x in item.partition("="))
+        value = int(expr) if expr else value + 1
+        out[name] = value
+    return out
+
+
+def test_columns_match_the_kernel_scheduler():
+    cols = _enum((CUDA / "sk_scheduler.cuh").read_text(), "COL_")
+    want = {f"COL_{n.upper()}": i for i, n in enumerate(T.COLUMN_NAMES)}
+    want["NUM_COLUMNS"] = T.NUM_COLUMNS
+    assert cols == want
+
+
+def test_flags_match_the_kernel_scheduler():
+    flags = _enum((CUDA / "sk_scheduler.cuh").read_text(), "FLAG_")
+    assert flags == {f"FLAG_{n.upper()}": v for n, v in T.FLAGS_BY_NAME.items()}
+
+
+def test_protocol_codes_match_the_fixup():
+    codes = _enum((CUDA / "fixup.cuh").read_text(), "REDUCTION_")
+    assert codes == {f"REDUCTION_{n.upper()}": v for n, v in T.PROTOCOL_CODES.items()}
+
+
+@pytest.mark.parametrize("mode,reduction", [("data_parallel", "deterministic"),
+                                            ("stream_k", "atomic"),
+                                            ("stream_k", "deterministic"),
+                                            ("stream_k", "arrival"),
+                                            ("aligned", "arrival")])
+def test_every_schedule_names_a_protocol_the_kernels_run(mode, reduction):
+    s = schedule_gemm(512, 384, 4096, mode=mode, reduction=reduction, tile=(128, 128, 32))
+    want = "none" if mode == "data_parallel" else reduction
+    assert s.protocol == want and s.protocol in T.PROTOCOL_CODES
