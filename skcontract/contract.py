@@ -21,7 +21,8 @@ import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .parse import parse_equation, split_operands
-from .plan import Plan, attach_schedules, build_plan
+from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
+from .plan import Plan, build_plan
 from .schedule.device import DeviceInfo
 
 __all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression"]
@@ -78,7 +79,7 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend):
     device = _device_for(backend)
     plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device)
     if backend != "numpy":
-        plan = attach_schedules(plan, device)
+        plan = schedule_plan(plan, device)
     bk = get_backend(backend)
     return plan, bk.compile(plan), plan_allocates(plan)
 
@@ -194,13 +195,17 @@ def _shapes_and_dtype(subscripts, operands_or_shapes, shapes: bool, dtype):
 
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
-                  memory_limit=None, dtype=None, device=None):
+                  memory_limit=None, dtype=None, device=None, mode="auto",
+                  reduction=DEFAULT_REDUCTION):
     """Plan a contraction without running it: returns ``(path, plan)``.
 
     ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
     frozen :class:`~skcontract.plan.Plan` that prints as a table of its steps. With
     ``shapes=True`` the operands are shapes. ``dtype`` defaults to the operands' result
-    type (float64 for shapes); ``device`` (a DeviceInfo) defaults to the H200 preset.
+    type (float64 for shapes); ``device`` (a DeviceInfo) defaults to the GPU holding CuPy
+    operands, else the H200 preset. Each GEMM-class step shows the schedule our kernels run
+    it with on that device; ``mode`` and ``reduction`` force the scheduler's choices there
+    (as :func:`skcontract.kernels.gemm.gemm` takes them).
 
     >>> path, plan = contract_path('bij,bjk->bik', (4, 8, 16), (4, 16, 32), shapes=True)
     >>> path
@@ -212,9 +217,10 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     (8, 32, 16, 4, 'ATOMIC')
     """
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
-    dev = device if device is not None else DeviceInfo.h200()
-    plan = _make_plan(subscripts, shp, res, optimize, memory_limit, dev)
-    plan = attach_schedules(plan, dev)
+    if device is None:
+        device = _device_for("numpy" if shapes else backend_for(operands_or_shapes))
+    plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
+    plan = schedule_plan(plan, device, mode=mode, reduction=reduction)
     return [tuple(p) for p in plan.path], plan
 
 
@@ -280,11 +286,15 @@ class ContractExpression:
 
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
-                        backend=None, device=None) -> ContractExpression:
+                        backend=None, device=None, mode="auto",
+                        reduction=DEFAULT_REDUCTION) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``dtype`` fixes the operands' dtype (arrays must cast to it safely); None accepts any
-    numeric dtype per call (the plan's reduction facts then describe float64).
+    numeric dtype per call (the plan's reduction facts and schedules then describe float64;
+    on the GPU another dtype's steps are scheduled on their first call). ``mode`` and
+    ``reduction`` force the scheduler's choices for the GEMM-class steps (see
+    :func:`contract_path`); the expression's repr shows the schedules that launch.
 
     >>> import numpy as np
     >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
@@ -301,5 +311,5 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     dev = device if device is not None else _device_for(backend)
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit, dev)
-    plan = attach_schedules(plan, dev)
+    plan = schedule_plan(plan, dev, mode=mode, reduction=reduction)
     return ContractExpression(plan, dtype, backend)

@@ -5,8 +5,12 @@ from .contract import contract_path
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
-            optimize="auto", dtype=None):
+            optimize="auto", dtype=None, mode="auto", reduction="deterministic"):
     """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
+
+    The schedules are the ones our GPU kernels run on ``device`` (default: the GPU holding
+    CuPy operands, else the H200 preset); ``mode`` / ``reduction`` force the scheduler's
+    choices as :func:`skcontract.contract_path` does.
 
     The picture has one panel per GEMM-class step: one row per CTA, k-iterations on the x
     axis, splits coloured by tile, waits for a fixup marked (see docs/schedules.md).
@@ -17,7 +21,8 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     ('GEMM', 'stream_k')
     """
     _, plan = contract_path(subscripts, *operands_or_shapes, shapes=shapes,
-                            optimize=optimize, dtype=dtype, device=device)
+                            optimize=optimize, dtype=dtype, device=device, mode=mode,
+                            reduction=reduction)
     if draw is not None:
         scheduled = [s for s in plan.steps if getattr(s, "schedule", None) is not None]
         if not scheduled:

@@ -1,13 +1,15 @@
 """The CuPy backend: a Plan's steps on the GPU.
 
 GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kernel
-(float16, bfloat16, float32, float64, int8; see :mod:`skcontract.kernels.specs`) run on
-:func:`skcontract.kernels.gemm.gemm` under the scheduler's ``auto`` choice. float32 stays
-exact (no tf32). int8 steps accumulate in int32 on tensor cores and are cast back to int8,
-which wraps exactly as numpy's int8 einsum does (sums are taken modulo 2^8 either way).
-Documented fallback, until the kernel-coverage issue: other dtypes (other integers, bool,
-complex) and the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast
-multiply, ``sum``).
+(float16, bfloat16, float32, float64, int8; see :mod:`skcontract.kernels.catalogue`) run on
+:func:`skcontract.kernels.gemm.gemm` with the schedule their plan step carries: the plan is
+resolved for the device once (:func:`skcontract.kernels.resolve.schedule_plan`), so what
+the plan shows is what launches. float32 stays exact (no tf32). int8 steps accumulate in
+int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
+does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
+integers, bool, complex), steps whose operands arrive in another dtype than planned, and
+the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply,
+``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -16,17 +18,16 @@ from __future__ import annotations
 
 import cupy
 
-from ..kernels import specs
+from ..kernels import catalogue
 from ..kernels.gemm import gemm
+from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from ..schedule.heuristics import EINSUM_REDUCTION
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
 xp = cupy
 
 __all__ = ["NAME", "xp", "is_array", "asarray", "compile", "compute_dtype"]
-
 
 
 def is_array(x) -> bool:
@@ -41,18 +42,31 @@ def compute_dtype(dtype):
     """float16 runs as float16 on the GPU (float32 accumulation inside the kernels); int8
     stays int8 (int32 accumulation inside the kernel)."""
     dt = cupy.dtype(dtype)
-    return dt if dt.name in specs.INPUT_DTYPES else _cpu_compute_dtype(dt)
+    return dt if dt.name in catalogue.INPUT_DTYPES else _cpu_compute_dtype(dt)
 
 
-def stream_k_matmul(x, y):
-    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels where a
-    kernel exists for the dtype, else cupy.matmul."""
-    if x.dtype.name in specs.INPUT_DTYPES and x.dtype == y.dtype and x.ndim in (2, 3) \
-            and x.ndim == y.ndim:
-        r = gemm(x, y, reduction=EINSUM_REDUCTION)
-        # int8: the kernel writes int32; the int8 cast wraps like numpy's int8 matmul
-        return r if r.dtype == x.dtype else r.astype(x.dtype)
-    return cupy.matmul(x, y)
+def _stream_k_matmul(x, y, resolved: Resolved | None = None):
+    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels with the step's
+    schedule when the operands have the planned dtype; resolved on first use for another
+    dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul."""
+    name = x.dtype.name
+    if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim:
+        return cupy.matmul(x, y)
+    if resolved is not None and resolved.schedule.problem.dtype != name:
+        resolved = None
+    r = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION)
+    # int8: the kernel writes int32; the int8 cast wraps like numpy's int8 matmul
+    return r if r.dtype == x.dtype else r.astype(x.dtype)
+
+
+def matmul_for(step):
+    """The batched matrix product that runs ``step``, bound to the step's schedule."""
+    s = step.schedule
+    if s is None:
+        return _stream_k_matmul
+    cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
+    resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
+    return lambda x, y: _stream_k_matmul(x, y, resolved)
 
 
 def _sum(x, axis):
@@ -62,7 +76,7 @@ def _sum(x, axis):
     return cupy.sum(x, axis=axis)
 
 
-OPS = ArrayOps(cupy, stream_k_matmul, _sum, cupy.any)
+OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any)
 
 
 def compile(plan):

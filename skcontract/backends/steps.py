@@ -25,7 +25,7 @@ class ArrayOps(NamedTuple):
     """What a backend brings: its array module and its batched matrix product."""
 
     xp: Any
-    matmul: Callable  # matmul(x, y) on (..., M, K) x (..., K, N) arrays
+    matmul_for: Callable  # matmul_for(step) -> matmul(x, y) on (..., M, K) x (..., K, N)
     sum: Callable     # sum(x, axis=tuple) keeping numpy's result dtype for x's dtype
     any: Callable     # logical-or reduction, for bool operands
 
@@ -71,7 +71,7 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
     reshape = None if flat == out_shape else out_shape
-    matmul = ops.matmul
+    matmul = ops.matmul_for(step)
 
     if fa is None and fb is None and reshape is None:
         return matmul

@@ -2,27 +2,51 @@
 
 :class:`LaunchPlan` is everything fixed for one (problem, layout, schedule): the compiled
 kernel, the table and CTA offsets on the device (uploaded once), buffer sizes. ``plan.launch``
-binds pointers and launches; that is the whole warm path.
+binds pointers and launches; that is the whole warm path. The plan launches the schedule it
+is given and nothing else; :func:`record_launches` lets a caller see what ran.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import NamedTuple
+
 import numpy as np
 
+from ..schedule.table import NUM_COLUMNS
 from . import workspace
 from .jit import CompiledKernel
 
-_REDUCTION_TO_FIXUP = {"deterministic": "deterministic", "atomic": "atomic",
-                       "arrival": "aligned", "aligned": "aligned"}
-
 _ACC_NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
+_RECORDERS: list[list] = []
+_SMS: dict = {}
 
 
-def fixup_for(schedule) -> str:
-    """The kernel fixup a schedule's table needs ('none' when every tile has one split)."""
-    tiles = schedule.table[:, 8]  # TILE column
-    if len(tiles) == 0 or int(tiles.max()) < 0:
-        return "none"
-    return _REDUCTION_TO_FIXUP[schedule.reduction]
+class Launch(NamedTuple):
+    """What one launch ran (see :func:`record_launches`)."""
+
+    kernel: str
+    grid: int
+    tile: tuple
+    mode: str
+    reduction: str
+    digest: str
+
+
+@contextmanager
+def record_launches():
+    """Collect a :class:`Launch` for every kernel launched inside the ``with`` block.
+
+    >>> with record_launches() as launches:
+    ...     pass
+    >>> launches
+    []
+    """
+    log: list = []
+    _RECORDERS.append(log)
+    try:
+        yield log
+    finally:
+        _RECORDERS.remove(log)
 
 
 class LaunchPlan:
@@ -32,26 +56,25 @@ class LaunchPlan:
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int):
         import cupy
 
-        self.kernel = kernel
-        self.schedule = schedule
-        self.device_id = device_id
-        table = np.ascontiguousarray(schedule.table, dtype=np.int32)
-        offsets = np.ascontiguousarray(schedule.cta_offsets, dtype=np.int32)
-        if table.ndim != 2 or table.shape[1] != 12:
-            raise ValueError("split table must be (rows, 12) int32")
-        self.table = cupy.asarray(table if len(table) else np.zeros((1, 12), np.int32))
-        self.offsets = cupy.asarray(offsets)
-        self.grid = int(schedule.grid)
         spec = kernel.spec
-        slots = int(table[:, 9].max()) + 1 if len(table) and table[:, 9].max() >= 0 else 0
-        tiles = int(table[:, 8].max()) + 1 if len(table) and table[:, 8].max() >= 0 else 0
-        slot = spec.bm * spec.bn
-        self.ws_elems = slots * slot if spec.fixup in ("deterministic", "aligned") else 0
-        self.staging_elems = tiles * slot if spec.fixup == "atomic" else 0
-        self.num_locks = tiles
+        if spec.protocol != schedule.protocol:
+            raise ValueError(f"kernel {spec.name} runs the {spec.protocol!r} protocol; the "
+                             f"schedule needs {schedule.protocol!r}")
+        if tuple(schedule.tile) != (spec.bm, spec.bn, spec.bk):
+            raise ValueError(f"kernel {spec.name} has tile {(spec.bm, spec.bn, spec.bk)}; the "
+                             f"schedule's is {tuple(schedule.tile)}")
+        self.kernel, self.schedule, self.device_id = kernel, schedule, device_id
+        table = schedule.table if len(schedule.table) else np.zeros((1, NUM_COLUMNS), np.int32)
+        self.table = cupy.asarray(table)
+        self.offsets = cupy.asarray(schedule.cta_offsets)
+        self.grid = int(schedule.grid)
+        slot = spec.slot_elems
+        self.ws_elems = schedule.workspace_slots * slot
+        self.staging_elems = schedule.staging_slots * slot
+        self.num_locks = schedule.num_locks
         self.acc_np = _ACC_NP[spec.dtype_acc]
-        waits = getattr(schedule, "waits", spec.fixup == "deterministic")
-        if waits and self.grid > kernel.occupancy * _sm_count(device_id):
+        resident = kernel.occupancy * _sm_count(device_id)
+        if schedule.waits and self.grid > resident:
             raise RuntimeError(
                 f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
                 f"for {spec.name}; waiting splits could deadlock")
@@ -69,9 +92,12 @@ class LaunchPlan:
                 np.int64(sc), acc(alpha), acc(beta))
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
-
-
-_SMS: dict = {}
+        if _RECORDERS:
+            s = self.schedule
+            rec = Launch(spec.name, self.grid, tuple(s.tile), str(s.mode), str(s.reduction),
+                         s.digest())
+            for log in _RECORDERS:
+                log.append(rec)
 
 
 def _sm_count(device_id: int) -> int:

@@ -12,8 +12,9 @@ size-1 axes, takes diagonals of repeated labels and sums labels needed nowhere e
 Then the path's pairwise steps follow; every one has been classified (see
 :mod:`skcontract.plan.classify`).
 
-The schedule hook: ``Step.schedule`` is None until :func:`attach_schedules` (or
-``Plan.with_schedules(fn)``) fills it for the GEMM-class steps.
+The schedule hook: ``Step.schedule`` is None until ``Plan.with_schedules(fn)`` fills it for
+the GEMM-class steps (:func:`skcontract.kernels.resolve.schedule_plan` does, with the
+schedules the GPU kernels run).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .classify import (GEMM_KINDS, Kind, ReductionClass, accumulator_dtype, choo
                        classify_groups, pair_groups, reduction_class)
 from .path import find_path
 
-__all__ = ["Step", "Plan", "build_plan", "attach_schedules"]
+__all__ = ["Step", "Plan", "build_plan"]
 
 
 def _term(labels: Sequence[str]) -> str:
@@ -191,33 +192,6 @@ class Plan:
 
     def __repr__(self) -> str:
         return self.table()
-
-
-def attach_schedules(plan: Plan, device: Any = None) -> Plan:
-    """Fill ``Step.schedule`` from ``skcontract.schedule.schedule_step(step, device)``.
-
-    The single hook between plans and the Stream-K scheduler: returns ``plan`` unchanged
-    while the scheduler package does not define ``schedule_step``. A step the scheduler
-    rejects (ValueError/NotImplementedError, e.g. a dtype it has no kernel for) keeps
-    ``schedule=None``: the plan stays valid for the NumPy backend.
-    """
-    try:
-        from .. import schedule as _schedule
-    except ImportError:  # pragma: no cover - the package always ships it
-        return plan
-    fn = getattr(_schedule, "schedule_step", None)
-    if fn is None:
-        return plan
-    dev = device if device is not None else plan.device
-
-    from ..schedule.heuristics import EINSUM_REDUCTION
-
-    def one(step):
-        try:
-            return fn(step, dev, reduction=EINSUM_REDUCTION)
-        except (ValueError, NotImplementedError):
-            return None
-    return plan.with_schedules(one)
 
 
 def _reduction_facts(has_reduction: bool, dtype, device):

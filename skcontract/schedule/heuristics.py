@@ -1,4 +1,4 @@
-"""Named constants and the cost model behind ``mode="auto"`` (STREAM_K.md section 6).
+"""Named constants and the cost model behind ``mode="auto"``.
 
 The model is the Stream-K paper's: a work unit's time is
 
@@ -8,12 +8,10 @@ evaluated per CTA on the actual split table (so it sees exactly the decompositio
 kernel will run), and the launch's time is ``a`` plus the slowest CTA (or, when the grid
 is larger than the resident CTAs, the sum over waves of each wave's slowest CTA).
 
-The four constants below (COST_A_US ...) are **initial guesses** derived from the H200
-ceilings in GPU_WORKFLOW.md (bf16 ~790 TFLOP/s over 132 SMs, L2 ~10 TB/s): DEFAULT_COST, used
-for devices nothing was measured on. Constants measured on a device are stored with it
-(``DeviceInfo(cost=CostModel(...))``): :data:`MEASURED_H200_COST`, fitted by
-:mod:`skcontract.schedule.calibrate`, is the H200's (and is used for any device whose name
-contains "H200" or "H100" and that carries no cost of its own). Only the ratios of the
+Constants measured on a device are stored with it (``DeviceInfo(cost=CostModel(...))``):
+:data:`MEASURED_H200_COST` is the H200's (and is used for any device whose name contains
+"H200" or "H100" and that carries no cost of its own); :data:`DEFAULT_COST` holds estimates
+from the H200's ceilings for devices nothing was measured on. Only the ratios of the
 constants matter for choosing a mode.
 """
 from __future__ import annotations
@@ -29,12 +27,12 @@ MIN_ITERS_PER_SPLIT = 8
 Split boundaries closer than this to a tile edge are moved onto the edge."""
 
 MAX_STREAM_K_GROUPS = 8
-"""Stream-K groups (L2 locality) are at most this many (STREAM_K.md section 4)."""
+"""Stream-K groups (L2 locality) are at most this many."""
 
 MAX_SPLIT_K = 16
 """Largest S auto tries for split_k / aligned."""
 
-# -- cost model constants (microseconds), initial guesses -------------------------------
+# -- cost model constants (microseconds): estimates for devices nothing was measured on --
 COST_A_US = 4.0
 """a: fixed cost of a launch (launch latency, prologue, first loads)."""
 COST_B_US = 0.5
@@ -48,8 +46,7 @@ COST_D_US = 0.5
 SHARED_SUM_MIN_PEERS = 8
 """auto weighs the shared sum only for tiles with at least this many splits: with few peers
 the deterministic chain is short and overlaps other work, and the shared sum's barrier costs
-more (H200, 2026-11-30: 1x8192x8192 fp32, 4 peers: chain 87.2 us, shared 91.4 us;
-128x128x16384, 64-128 peers: chain 85 us, shared 28-40 us)."""
+more than it saves (measurements: docs/benchmarks/log.md)."""
 
 SHARED_SUM_PASS_TILES = 1.0
 """Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
@@ -65,38 +62,25 @@ DTYPE_SLOWDOWN = {
     "float64": 13.4,   # ~59 TFLOP/s measured
     "int32": 15.5, "int64": 30.0, "complex64": 62.0, "complex128": 53.6,
 }
-"""Per-iteration time of a dtype relative to fp16 (GPU_WORKFLOW.md ceilings)."""
+"""Per-iteration time of a dtype relative to fp16 (from the H200's peak rates)."""
 
 TILE_EFFICIENCY = {(128, 256): 0.92, (256, 128): 0.92, (128, 128): 1.0, (64, 256): 1.1,
                    (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45,
                    (1, 1024): 15.0, (1, 512): 17.8}
 """Time per unit of tile volume relative to 128x128 (bigger tiles reuse operands more).
 Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``. The one-row GEMV tiles are memory
-bound: their entries are the H200's measured ones (MEASURED_H200_COST) scaled by the slope's
-value for 8x256 over the measured 8x256 one, so that unmeasured devices also keep them to
-M = 1."""
-BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05, ("float64", 128, 64, 16): 0.96}
-"""Time per unit of volume of a (dtype, BM, BN, BK) kernel relative to the same tile's other
-BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30,
-``tests.gpu.time_variants``). It exists for its finer k-iteration (strong scaling).
-
-fp64 128x64x16 is the two-CTA-per-SM base (4 warps of 64x32): in steady state 0.91x the
-base's time (2304^2 x 4096, 882 vs 970 us, H200 2026-11-30), but its pipeline fill and its
-twice-as-many fixups are not in the model, which at 0.91 predicts it ahead on 1024^3 and
-1000^3 too, where it measured level or 3% behind (51.9 vs 51.6 us, 52.7 vs 51.3) and on
-128^2 x 16384 behind by 21%. 0.96 is the middle of the range (0.94 - 0.99) over which the
-model orders all four shapes as measured."""
+bound, hence their large entries."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 
-TILE_CANDIDATES_WITHOUT_KERNEL = {
+DESIGN_TILES = {
     "16bit": ((128, 128, 64), (128, 256, 64)),
     "float32": ((128, 128, 64), (128, 256, 64), (128, 128, 32), (64, 128, 32)),
     "float64": ((128, 128, 64), (128, 256, 64), (64, 128, 32), (64, 64, 32)),
 }
-"""Tiles auto plans with for dtypes that have no GPU kernel yet (their GPU steps fall back to
-CuPy; the schedule shows what a kernel would do). Dtypes with kernels use the kernels' own
-tiles, :data:`skcontract.kernels.specs.HEURISTIC_TILES`, so plan and launch agree."""
+"""Tiles the scheduler plans with when its caller passes none: a design study of what
+Stream-K would do. The GPU engine passes the kernel catalogue's own tiles instead
+(:func:`skcontract.kernels.resolve.resolve_gemm`), so plan and launch agree."""
 
 HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
 """HyTiS latency tile = (BM / fm, BN / fn) for these (fm, fn); BK unchanged; >= 16."""
@@ -116,17 +100,13 @@ def selection_key(mode: str, time_us: float) -> float:
 
 
 def tile_candidates(dtype) -> tuple:
-    """The (BM, BN, BK) tiles auto may choose for ``dtype`` operands."""
-    from ..kernels.specs import HEURISTIC_TILES, shares_sm  # pure data: no CuPy import
-
+    """The design-study (BM, BN, BK) tiles for ``dtype`` operands (:data:`DESIGN_TILES`)."""
     name = str(dtype)
-    if name in HEURISTIC_TILES:  # less the SM-sharing bases, which the launcher plans apart
-        return tuple((b.bm, b.bn, b.bk) for b in HEURISTIC_TILES[name] if not shares_sm(b))
     if name in ("float32", "complex64", "int32"):
-        return TILE_CANDIDATES_WITHOUT_KERNEL["float32"]
+        return DESIGN_TILES["float32"]
     if name in ("float64", "complex128", "int64"):
-        return TILE_CANDIDATES_WITHOUT_KERNEL["float64"]
-    return TILE_CANDIDATES_WITHOUT_KERNEL["16bit"]
+        return DESIGN_TILES["float64"]
+    return DESIGN_TILES["16bit"]
 
 
 @dataclass(frozen=True)
@@ -165,42 +145,14 @@ class CostModel:
 DEFAULT_COST = CostModel()
 """The initial guesses: used for devices without measured constants."""
 
-MEASURED_H200_COST = CostModel(
-    a=19.0355, b=0.0, c=1.39959, d=1.117,
-    slowdown=(("float32", 4.5835), ("float64", 5.0627)),
-    tile_efficiency=(("float32", 8, 256, 2.8331), ("float64", 8, 256, 4.7558),
-                     ("float64", 64, 64, 1.0), ("float64", 128, 64, 0.87),
-                     ("float32", 1, 1024, 18.5),
-                     ("float64", 1, 512, 36.0)))
-"""The cost model measured on the H200 (fitted 2026-11-30 data, on the tree of this change).
-
-Source: docs/benchmarks/gemm-h200.json (measured 2026-11-30 at commit 4ec94df; 216 rows of
-forced data_parallel / stream_k / hybrid, fp16 / bf16 / fp32 / fp64), fitted by
-``python -m skcontract.schedule.calibrate``: each row's schedule rebuilt as the GPU built it
-(132 SMs, 1 resident CTA per SM, see calibrate.ASSUMED_OCCUPANCY), squared log error of
-predicted vs measured time minimised by alternating critical-CTA selection and
-non-negative Gauss-Newton steps. Fit error: median |log error| 0.067 (guesses: 1.34), max
-1.28 (the 2-k-iteration batched shape, whose per-tile epilogue the model does not have).
-Reading: a k-iteration of 128x128x64 fp16 takes 1.4 us on one SM (our mma_sync kernels, ~4x
-below cuBLAS), a launch ~19 us of fixed cost, merging a peer's partial ~1.1 us, and writing a
-partial costs nothing measurable (it overlaps). fp32 (FFMA) / fp64 (DMMA) iterations are
-4.6x / 5.1x an fp16 one; the 8x256 skinny tiles and the fp64 64x64 DMMA tile have their own
-measured efficiencies. The report: docs/benchmarks/cost-model-h200.md.
-
-Added by hand since: the one-row GEMV tiles (fp32 1x1024, fp64 1x512), whose efficiency
-makes the model reproduce their measured time at 1x8192x8192 (H200, 2026-11-30, same run as
-the 8x256 tile: fp32 74.8 vs 87.4 us, fp64 136.3 vs 142.9 us; each 8x256 time minus ``a``,
-scaled by the ratio of modelled volume); the model then keeps them to M = 1, where they read
-B once instead of once per row.
-
-Also added by hand: the fp64 128x64x32 "vec" base (0.87, from its 2304^2 x 4096
-data-parallel time, 1000.8 us over 5 waves of 128 k-iterations).
-
-Adjusted by hand since: fp64 64x64 efficiency 0.9124 -> 1.0. The fit ran with one CTA per SM
-while the 64x64 kernel holds two; with the cost of CTAs sharing an SM now in :func:`predict`,
-1.0 makes auto pick what the H200 measured fastest (2026-11-30, same run: 2304^2 x 4096
-128x128 1188 us vs 64x64 1258 us; 1024^3 64x64 66.8 vs 128x128 72.1 us; 1000^3 67.3 vs
-70.9 us)."""
+MEASURED_H200_COST = CostModel(a=19.0355, b=0.0, c=1.39959, d=1.117,
+                               slowdown=(("float32", 4.5835), ("float64", 5.0627)))
+"""The cost model fitted to the H200 (``python -m tools.calibrate``; the data, the fit and
+its error: docs/benchmarks/cost-model-h200.md). Reading: a k-iteration of 128x128x64 fp16
+takes ``c`` on one SM, a launch ``a`` of fixed cost, merging a peer's partial ``d``, and
+writing a partial overlaps with other work (``b`` = 0). fp32 (FFMA) / fp64 (DMMA)
+iterations cost ``slowdown`` times an fp16 one. The kernels' own tile efficiencies live
+with their entries in the kernel catalogue."""
 MEASURED_COST_DEVICE_NAMES = ("H200", "H100")
 """A device whose name contains one of these (and that carries no ``cost`` of its own) uses
 :data:`MEASURED_H200_COST` (H100 and H200 share the SM; H200 only adds HBM bandwidth)."""
@@ -225,12 +177,13 @@ def tile_efficiency(bm: int, bn: int) -> float:
     return 1.0 + SMALL_TILE_EFFICIENCY_SLOPE * np.log2(ratio)
 
 
-def iteration_cost(tile, dtype, model: CostModel) -> float:
-    """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM."""
+def iteration_cost(tile, dtype, model: CostModel, efficiency: float | None = None) -> float:
+    """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM.
+    ``efficiency``: the kernel's own (its catalogue entry's); None: the model's estimate."""
     bm, bn, bk = tile
     vol = bm * bn * bk / float(np.prod(REF_TILE))
-    return (model.c * vol * model.efficiency(bm, bn, dtype) * model.dtype_slowdown(dtype)
-            * BK_EFFICIENCY.get((str(dtype), bm, bn, bk), 1.0))
+    eff = model.efficiency(bm, bn, dtype) if efficiency is None else efficiency
+    return model.c * vol * eff * model.dtype_slowdown(dtype)
 
 
 def fixup_costs(tile, acc_dtype, model: CostModel) -> tuple[float, float]:
@@ -248,8 +201,9 @@ class Prediction:
 
 
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
-            dtype, acc_dtype, device) -> Prediction:
-    """Evaluate the cost model on a split table (vectorised)."""
+            dtype, acc_dtype, device, efficiency: float | None = None) -> Prediction:
+    """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
+    :func:`iteration_cost` (for the big tile)."""
     model = cost_of(device)
     resident = device.resident_ctas
     bk = tile[2]
@@ -259,7 +213,7 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     # share its math units, so each of them takes ctas_per_sm times as long. They share its
     # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
-    c_big = iteration_cost(tile, dtype, model) * share
+    c_big = iteration_cost(tile, dtype, model, efficiency) * share
     c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
                else c_big)
     b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model))
@@ -309,9 +263,3 @@ def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:
     if tiles % resident == 0:
         return f"exact waves ({tiles // resident} x {resident} tiles)"
     return None
-
-
-EINSUM_REDUCTION = "deterministic"
-"""The fixup einsum's GEMM-class steps use: bitwise run-to-run reproducible, as numpy users
-expect. ``skcontract.kernels.gemm.gemm(reduction="atomic")`` is there for those who trade
-that for no workspace."""

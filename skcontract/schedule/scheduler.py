@@ -9,6 +9,8 @@ it is impossible, in which case the fallback and its reason are recorded on ``s.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import decompose as D
@@ -18,15 +20,34 @@ from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, predict,
                          rule_mode, selection_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC, GEMM_KINDS,
-                    HYBRID, HYTIS, MODES, REDUCTIONS, SPLIT_K, STREAM_K, Candidate,
-                    GemmProblem, Schedule, accumulator_dtype)
+                    HYBRID, HYTIS, SPLIT_K, STREAM_K, Candidate, GemmProblem, Schedule,
+                    TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
 
 
-def _check_tile(tile):
-    t = tuple(int(x) for x in tile)
-    if len(t) != 3 or min(t) < 1:
-        raise ValueError(f"tile must be (BM, BN, BK) of positive ints, got {tile!r}")
-    return t
+NO_SECOND_TILE = "the kernels run one tile shape per launch"
+"""Why HyTiS is not offered for tile options that name no small tiles (the GPU's)."""
+
+
+def _options(tiles, tile, dtype, device) -> list[TileOption]:
+    """The tile options to plan with: ``tiles`` (TileOptions or (BM, BN, BK) tuples; default
+    the design-study menu at the device's occupancy), narrowed to ``tile`` when it is given
+    (a (BM, BN) or (BM, BN, BK) prefix)."""
+    if tiles is None:
+        tiles = tile_candidates(dtype) if tile is None else [tile]
+    opts = [t if isinstance(t, TileOption) else TileOption(t, device.ctas_per_sm)
+            for t in tiles]
+    if tile is not None:
+        want = tuple(int(x) for x in tile)
+        if len(want) not in (2, 3) or min(want) < 1:
+            raise ValueError(f"tile must be (BM, BN, BK) of positive ints, got {tile!r}")
+        match = [o for o in opts if o.tile[:len(want)] == want]
+        if not match:
+            raise ValueError(f"no tile {want} among the candidates "
+                             f"{[o.tile for o in opts]}")
+        opts = match
+    if not opts:
+        raise ValueError("no tile to plan with")
+    return opts
 
 
 def _sk_grid_options(n_tiles: int, per_tile: int, resident: int) -> list[int]:
@@ -51,9 +72,12 @@ def _cheapest(schedules) -> Schedule:
 
 
 class _Builder:
-    def __init__(self, problem: GemmProblem, device: DeviceInfo, reduction: str,
-                 groups, swizzle, raster, small_tile):
-        self.problem, self.device, self.reduction = problem, device, reduction
+    """Builds schedules of one problem for one tile option, at that option's occupancy."""
+
+    def __init__(self, problem: GemmProblem, device: DeviceInfo, option: TileOption,
+                 reduction, groups, swizzle, raster, small_tile):
+        self.problem, self.reduction, self.option = problem, reduction, option
+        self.device = device.with_occupancy(option.ctas_per_sm)
         self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
         self._ts = {}
 
@@ -67,13 +91,14 @@ class _Builder:
         # arrival tables whose CTAs are all resident let the peers share the final sum
         shared = reduction == ARRIVAL and raw.grid <= self.device.resident_ctas
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
+        eff = self.option.efficiency
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
-                       self.problem.acc_dtype, self.device)
+                       self.problem.acc_dtype, self.device, eff)
         note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
-                        pred.efficiency, pred.waves)
+                        pred.efficiency, pred.waves, tile_efficiency=eff)
 
     # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
@@ -153,10 +178,17 @@ class _Builder:
                 "k-iterations -> data_parallel"))
         return _cheapest(build(s_count) for s_count in opts)
 
-    def hytis(self, tile, grid, reason=""):
+    def hytis(self, tile, grid, reason="", forced=False):
         ts = self.tiles(tile)
         g = grid if grid is not None else self.device.resident_ctas
+        if self.option.small_tiles == ():
+            if forced:
+                raise ValueError(f"mode='hytis' re-tiles the last wave with a smaller tile, "
+                                 f"but {NO_SECOND_TILE}")
+            return self.dp(tile, grid, _join(reason, f"hytis: {NO_SECOND_TILE} -> "
+                                             "data_parallel"))
         smalls = [tuple(self.small_tile[:2])] if self.small_tile is not None else \
+            list(self.option.small_tiles) if self.option.small_tiles is not None else \
             D.hytis_small_tiles(tile[0], tile[1])
         best = None
         for sm in smalls:
@@ -182,7 +214,7 @@ class _Builder:
         if mode == ALIGNED:
             return self.aligned(tile, grid, splits, reason)
         if mode == HYTIS:
-            return self.hytis(tile, grid, reason)
+            return self.hytis(tile, grid, reason, forced=reason.startswith("forced"))
         raise ValueError(f"unknown mode {mode!r}")
 
 
@@ -191,12 +223,11 @@ def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) ->
     cands = tuple(
         Candidate(c.mode, c.tile, c.grid, c.predicted_time_us, c.predicted_efficiency, c.waves,
                   c.predicted_time_us / t0, c is best, note) for c, note in built)
-    from dataclasses import replace
     return replace(best, reason=reason, candidates=cands)
 
 
 def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
-                     mode: str = AUTO, tile=None, grid: int | None = None,
+                     mode: str = AUTO, tile=None, tiles=None, grid: int | None = None,
                      reduction: str = ATOMIC, splits: int | None = None,
                      groups: int | None = None, swizzle: int | None = None,
                      raster: str | None = None, small_tile=None, kind=None,
@@ -204,16 +235,16 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
                      fragment_accumulators: bool = False, acc_dtype=None) -> Schedule:
     """Schedule any GemmProblem (GEMM, batched, grouped, GEMV, implicit-GEMM conv).
 
-    See :func:`schedule_gemm` for the arguments. Extra facts for :func:`can_apply_stream_k`:
+    See :func:`schedule_gemm` for the arguments. ``tiles``: the candidates, as
+    :class:`~skcontract.schedule.TileOption` values (each planned at its own occupancy and
+    priced with its own efficiency) or (BM, BN, BK) tuples; default: the design-study menu of
+    :func:`.heuristics.tile_candidates`. Extra facts for :func:`can_apply_stream_k`:
     ``kind`` (defaults to the problem's), ``associative``, ``fused_consumer``,
-    ``acc_dtype``; ``fragment_accumulators=True`` (wgmma accumulators that cannot be
-    addressed element-wise) restricts auto to the aligned split (seed 000).
+    ``acc_dtype``; ``fragment_accumulators=True`` (accumulators that cannot be addressed
+    element-wise) restricts auto to the aligned split.
     """
     device = device if device is not None else DeviceInfo.h200()
-    if mode != AUTO and mode not in MODES:
-        raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    mode, reduction = as_mode(mode), as_reduction(reduction)
     if grid is not None and (int(grid) != grid or grid < 1):
         raise ValueError(f"grid must be a positive int, got {grid!r}")
     if splits is not None and (int(splits) != splits or splits < 1):
@@ -224,33 +255,45 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     acc = str(acc_dtype) if acc_dtype is not None else accumulator_dtype(problem.dtype)
     facts = dict(associative=associative, acc_dtype=acc, ragged_k=problem.ragged_k,
                  fused_consumer=fused_consumer, device=device)
-    tiles = [_check_tile(tile)] if tile is not None else list(tile_candidates(problem.dtype))
-    b = _Builder(problem, device, reduction, groups, swizzle, raster, small_tile)
-    resident = device.resident_ctas
-
+    builders = [_Builder(problem, device, o, reduction, groups, swizzle, raster, small_tile)
+                for o in _options(tiles, tile, problem.dtype, device)]
     if mode != AUTO:
-        red = ARRIVAL if mode == ALIGNED else reduction
-        ok, why = can_apply_stream_k(kind, reduction=red, **facts)
-        built = []
-        for t in tiles:
-            if mode in (SPLIT_K, STREAM_K, HYBRID, ALIGNED) and not ok:
-                ts = b.tiles(t)
-                fallback = HYTIS if ts.n % (grid or resident) else DATA_PARALLEL
-                s = b.build(fallback, t, grid, None, f"{mode} not applicable ({why}) -> {fallback}")
-            else:
-                s = b.build(mode, t, grid, splits, f"forced {mode}")
-            built.append((s, ""))
-        best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
-        reason = best.reason
-        if len(tiles) > 1:
-            reason += f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} by cost model"
-        return _finalise(best, built, reason)
+        return _forced(mode, builders, grid, splits, kind, facts)
+    return _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
 
+
+def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
+    """The forced ``mode`` on every tile option; the cheapest option wins."""
+    red = ARRIVAL if mode == ALIGNED else builders[0].reduction
+    ok, why = can_apply_stream_k(kind, reduction=red, **facts)
+    built = []
+    for b in builders:
+        t = b.option.tile
+        if mode in (SPLIT_K, STREAM_K, HYBRID, ALIGNED) and not ok:
+            fallback = HYTIS if b.tiles(t).n % (grid or b.device.resident_ctas) else \
+                DATA_PARALLEL
+            s = b.build(fallback, t, grid, None, f"{mode} not applicable ({why}) -> {fallback}")
+        else:
+            s = b.build(mode, t, grid, splits, f"forced {mode}")
+        built.append((s, ""))
+    best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
+    reason = best.reason
+    if len(builders) > 1:
+        reason += f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} by cost model"
+    return _finalise(best, built, reason)
+
+
+def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts) -> Schedule:
+    """Every mode the rules allow on every tile option; the cheapest (with MODE_PREFERENCE's
+    nudge) wins."""
     ok, why = can_apply_stream_k(kind, reduction=reduction, **facts)
     built: list[tuple[Schedule, str]] = []
     allowed: list[Schedule] = []
     rules: dict = {}
-    for t in tiles:
+    no_hytis = ""
+    for b in builders:
+        t = b.option.tile
+        resident = b.device.resident_ctas
         ts = b.tiles(t)
         p = int(ts.iters(t[2]).max())
         dp = b.dp(t, grid)
@@ -266,6 +309,8 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
                 ([SPLIT_K] if ts.n < resident else [])
             if rule:
                 built[-1] = (dp, f"rule: {rule}")
+        elif ts.n % g and b.option.small_tiles == ():
+            modes, no_hytis = [], f"hytis not offered: {NO_SECOND_TILE}"
         else:
             modes = [HYTIS] if ts.n % g else []
         for md in modes:
@@ -295,6 +340,8 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
         reason = f"auto: {best.mode} predicted x{speed:.2f} vs data_parallel"
     if not ok:
         reason += f"; stream-k not applicable: {why}"
+        if no_hytis and best.mode == DATA_PARALLEL:
+            reason += f"; {no_hytis}"
     if best.reason:
         reason += f"; {best.reason}"
     return _finalise(best, built, reason)
@@ -339,7 +386,6 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
     dtype = getattr(step, "dtype", "float16")
     dtype = getattr(dtype, "name", dtype) if not isinstance(dtype, str) else dtype
     if groups:
-        from .types import grouped_problem
         problem = grouped_problem(groups, dtype=dtype)
     else:
         problem = GemmProblem(int(step.m), int(step.n), int(step.k),

@@ -8,7 +8,8 @@ import pytest
 
 from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
-from skcontract.plan import GEMM_KINDS, attach_schedules, build_plan, Kind, Plan, ReductionClass, Step, accumulator_dtype
+from skcontract.kernels.resolve import schedule_plan
+from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, ReductionClass, Step, accumulator_dtype
 from skcontract.plan.classify import classify_groups, view_ok
 from skcontract.schedule.device import DeviceInfo
 
@@ -225,21 +226,21 @@ def test_ellipsis_labels_print_as_greek():
     assert "α" in plan.steps[0].subscripts
 
 
-def test_attach_schedules_uses_the_scheduler_when_present():
-    import skcontract.schedule as sched
+def test_schedule_plan_resolves_gemm_steps_on_the_kernels():
+    """Every GEMM-class step gets the schedule of the kernel that runs it (a catalogue tile);
+    plans are values, so the original keeps None."""
+    from skcontract.kernels.catalogue import bases_for
 
     plan = build_plan(parse_equation("ij,jk->ik", [(256, 512), (512, 128)]), np.float32,
                       device=DeviceInfo.h200())
+    scheduled = schedule_plan(plan, DeviceInfo.h200())
+    s = scheduled.steps[0].schedule
     assert plan.steps[0].schedule is None
-    attached = attach_schedules(plan)
-    if getattr(sched, "schedule_step", None) is None:
-        assert attached is plan
-    else:
-        assert attached.steps[0].schedule is not None
-        assert str(attached).splitlines()[2].split()[-1] != "-"
+    assert s is not None and s.tile in [b.tile for b in bases_for("float32")]
+    assert s.summary() in scheduled.table()
 
 
-def test_attach_schedules_tolerates_unschedulable_dtypes():
+def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
     plan = build_plan(parse_equation("ij,jk->ik", [(8, 4), (4, 8)]), np.bool_,
                       device=DeviceInfo.h200())
-    attach_schedules(plan)  # must not raise, whatever the scheduler supports
+    assert schedule_plan(plan, DeviceInfo.h200()).steps[0].schedule is None

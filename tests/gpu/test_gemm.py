@@ -26,7 +26,7 @@ EDGE_SHAPES = [  # (batch, m, n, k)
     (1, 1024, 768, 256),    # many tiles
     (3, 130, 70, 900),      # batched
 ]
-MODES = ["data_parallel", "stream_k", "hybrid", "split_k", "aligned", "hytis", "auto"]
+MODES = ["data_parallel", "stream_k", "hybrid", "split_k", "aligned", "auto"]
 
 
 def _gemm(*args, **kwargs):
@@ -61,21 +61,50 @@ def test_layouts_fixups_edges(dtype, layout, fix):
         _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
 
 
+def _entries(dtype):
+    from skcontract.kernels.catalogue import bases_for
+    return bases_for(dtype, cc=90)
+
+
 def _tiles(dtype):
-    from skcontract.kernels import specs
-    return [(b.bm, b.bn, b.bk) for b in specs.HEURISTIC_TILES[dtype]]
+    return [b.tile for b in _entries(dtype)]
 
 
-@pytest.mark.parametrize("dtype,tile", [(d, t) for d in DTYPES for t in _tiles(d)])
+@pytest.mark.parametrize("dtype,entry", [(d, e) for d in DTYPES for e in _entries(d)],
+                         ids=lambda x: getattr(x, "name", x))
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_every_tile(dtype, tile, layout):
-    """Every base tile the launcher may pick, forced, on every layout and fixup."""
+def test_every_tile(dtype, entry, layout):
+    """Every catalogue entry the launcher may pick, forced, on every layout and fixup; an
+    entry that runs 16-byte aligned operands only refuses the others with ValueError."""
     for fix in [("stream_k", "deterministic"), ("stream_k", "atomic"), ("aligned", "deterministic"),
                 ("data_parallel", "deterministic")]:
         for batch, m, n, k in [(1, 1, 300, 40), (1, 300, 1, 72), (1, 257, 383, 3000),
-                               (1, 7, 1000, 2000), (3, 130, 70, 900)]:
-            _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1],
-                   tile=tile)
+                               (1, 7, 1000, 2000), (3, 130, 70, 900), (1, 256, 384, 3072)]:
+            try:
+                _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1],
+                       tile=entry.tile)
+            except ValueError as e:  # only for entries that need aligned operands
+                assert entry.vec16_only and "kernel with tile" in str(e), e
+
+
+def test_vec16_only_entry_refuses_misaligned_operands():
+    """The fp64 two-CTA entry runs 16-byte aligned operands only: forced on a misaligned
+    one, gemm says so instead of running a kernel that was never checked for it."""
+    entry = next(e for e in _entries("float64") if e.vec16_only)
+    a = rand((256, 1001), "float64", "C", 3)   # rows of 1001 doubles: not 16-byte multiples
+    b = rand((1001, 384), "float64", "C", 4)
+    out = poisoned((256, 384), a)
+    with pytest.raises(ValueError, match="kernel with tile"):
+        _gemm(a, b, out, tile=entry.tile)
+    _gemm(a, b, out)  # auto plans on the other entries
+    assert rel_error(out, _reference(a, b)) <= TOL["float64"]
+
+
+def test_hytis_is_refused_on_the_gpu():
+    """The kernels run one tile shape per launch, so HyTiS's second tile does not exist."""
+    a, b = rand((2176, 256), "float16", "C", 1), rand((256, 1024), "float16", "C", 2)
+    with pytest.raises(ValueError, match="one tile shape per launch"):
+        _gemm(a, b, poisoned((2176, 1024), a), mode="hytis")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -170,7 +199,7 @@ def test_auto_picks_shared_sum_for_one_tile(dtype):
     _gemm(a, b, out)
     plan = next(p for key, p in G._PLANS.items() if key[2:6] == (1, m, n, k) and key[1] == dtype)
     assert plan.schedule.reduction == "arrival" and plan.schedule.shared_sum
-    assert plan.kernel.spec.fixup == "aligned"
+    assert plan.kernel.spec.protocol == "arrival"
     assert rel_error(out, _reference(a, b)) <= TOL[dtype]
     cupy.cuda.runtime.deviceSynchronize()
 
@@ -184,18 +213,19 @@ def test_worst_case_coresidency(dtype, index, reduction):
     all the others (arrival's shared sum). Must complete (and be right)."""
     import cupy
     from skcontract.kernels import jit, specs
-    from skcontract.kernels.gemm import _base_spec, _device_info
-    base = _base_spec(dtype, _tiles(dtype)[index])
-    fixup = "aligned" if reduction == "arrival" else reduction
-    kern = jit.get_kernel(specs.specialise(base, fixup=fixup, a_layout="row", b_layout="row"))
-    dev = _device_info(cupy.cuda.runtime.getDevice()).with_occupancy(kern.occupancy)
-    resident = dev.resident_ctas
+    from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
+    base = _entries(dtype)[index]
+    kern = jit.get_kernel(specs.specialise(base, protocol=reduction, a_layout="row",
+                                           b_layout="row"))
+    assert kern.occupancy >= base.ctas_per_sm
+    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
+    resident = dev.resident_ctas
     m, n = base.bm, base.bn
     k = base.bk * MIN_ITERS_PER_SPLIT * resident
     a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
-    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=(base.bm, base.bn, base.bk),
-                          grid=resident, reduction=reduction)
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=base.tile,
+                          grid=resident, reduction=reduction, dtype=dtype)
     assert sched.grid == resident and len(sched.table) >= resident
     assert sched.waits
     out = poisoned((m, n), a)
@@ -206,13 +236,13 @@ def test_worst_case_coresidency(dtype, index, reduction):
 
 def test_hand_built_data_parallel_table():
     """The kernel walks any table: a 2-CTA DP table built here by hand."""
-    import cupy
-    from types import SimpleNamespace
+    from skcontract.schedule import DeviceInfo, GemmProblem, Schedule
     m, n, k = 256, 128, 96
     rows = [[0, 0, 0, 128, 128, 0, k, 3, -1, -1, 1, 0],
             [0, 128, 0, 128, 128, 0, k, 3, -1, -1, 1, 0]]
-    sched = SimpleNamespace(table=np.array(rows, np.int32), cta_offsets=np.array([0, 1, 2], np.int32),
-                            grid=2, tile=(128, 128, 32), reduction="deterministic")
+    sched = Schedule(GemmProblem(m, n, k, dtype="float16"), DeviceInfo.h200(), "data_parallel",
+                     (128, 128, 32), 2, "deterministic", np.array(rows, np.int32),
+                     np.array([0, 1, 2], np.int32))
     a, b = rand((m, k), "float16", "C", 14), rand((k, n), "float16", "C", 15)
     out = poisoned((m, n), a)
     _gemm(a, b, out, schedule=sched)

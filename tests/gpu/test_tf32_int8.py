@@ -93,12 +93,12 @@ def test_tf32_is_used_only_when_allowed():
     g.clear_plans()
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k")
-    assert _last_plan_spec().mainloop == "ffma"
+    assert _last_plan_spec().base.FAMILY == "Ffma"
     assert rel_error(out, ref) <= TOL["float32"]
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k", allow_tf32=True)
     spec = _last_plan_spec()
-    assert spec.mainloop == "mma_sync" and spec.dtype_in == "float32", spec.name
+    assert spec.base.FAMILY == "Tf32" and spec.dtype_in == "float32", spec.name
     err = rel_error(out, ref)
     assert TF32_VISIBLE < err <= TOL_TF32, err
     # and back: the plan cache keys on allow_tf32
@@ -108,7 +108,7 @@ def test_tf32_is_used_only_when_allowed():
 
 
 @pytest.mark.parametrize("mode", ["auto", "data_parallel", "stream_k", "hybrid", "split_k",
-                                  "aligned", "hytis"])
+                                  "aligned"])
 @pytest.mark.parametrize("reduction", ["deterministic", "atomic"])
 def test_tf32_modes(mode, reduction):
     for batch, m, n, k in [(1, 300, 500, 2048), (1, 1000, 1000, 1000), (1, 128, 128, 8192),
@@ -219,7 +219,7 @@ def test_int8_layouts_fixups_edges(layout, fix):
 
 
 @pytest.mark.parametrize("mode", ["auto", "data_parallel", "stream_k", "hybrid", "split_k",
-                                  "aligned", "hytis"])
+                                  "aligned"])
 @pytest.mark.parametrize("reduction", ["deterministic", "atomic"])
 def test_int8_modes(mode, reduction):
     # K <= 8192: |sum| <= 128 * 128 * 8192 = 2^27, no int32 overflow
@@ -307,13 +307,14 @@ def test_int8_bitwise(mode, reduction):
 @pytest.mark.parametrize("kind", ["tf32", "int8"])
 def test_worst_case_coresidency(kind):
     import cupy
-    from skcontract.kernels import jit, specs
-    from skcontract.kernels.gemm import _device_info
+    from skcontract.kernels import catalogue, jit, specs
+    from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
-    base = specs.HEURISTIC_TILES[kind][0]
-    kern = jit.get_kernel(specs.specialise(base, fixup="deterministic", a_layout="row",
+    base = catalogue.CATALOGUE[kind][0]
+    kern = jit.get_kernel(specs.specialise(base, protocol="deterministic", a_layout="row",
                                            b_layout="row"))
-    dev = _device_info(cupy.cuda.runtime.getDevice()).with_occupancy(kern.occupancy)
+    assert kern.occupancy >= base.ctas_per_sm
+    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
     resident = dev.resident_ctas
     m, n = base.bm, base.bn
     k = base.bk * MIN_ITERS_PER_SPLIT * resident

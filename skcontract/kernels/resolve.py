@@ -1,0 +1,104 @@
+"""Resolve a GEMM-class problem for a device: the schedule that will launch, and its kernel.
+
+This is the one place where the kernel catalogue meets the scheduler: the catalogue's entries
+go to :func:`skcontract.schedule.schedule_problem` as tile options (tile, occupancy,
+efficiency), and the tile it chooses maps back to its entry. The GPU backend resolves each
+step once when a plan is compiled; the plan carries the schedule, and the launcher launches
+exactly that schedule. Pure Python: no CuPy import, so plans for a GPU can be shown anywhere.
+
+>>> from skcontract.schedule import DeviceInfo, GemmProblem
+>>> r = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float16"), DeviceInfo.h200())
+>>> r.base.FAMILY, r.schedule.tile, str(r.schedule.mode)
+('Mma16', (128, 128, 32), 'hybrid')
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
+from .catalogue import INPUT_DTYPES, KernelBase, bases_for
+from .specs import VEC16_BYTES
+
+DEFAULT_REDUCTION = "deterministic"
+"""The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
+numpy users expect (auto may pick the arrival protocol's shared sum, also reproducible)."""
+
+
+class Resolved(NamedTuple):
+    """A schedule and the catalogue entry whose kernel runs it."""
+
+    schedule: Schedule
+    base: KernelBase
+
+
+def compute_capability(device: DeviceInfo) -> int:
+    major, minor = device.compute_capability
+    return 10 * major + minor
+
+
+def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
+                 reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
+                 vec16: bool = True, **options) -> Resolved:
+    """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
+
+    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK); ``allow_tf32``: float32 on
+    the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
+    left out otherwise). Other ``options`` (grid, splits, groups, ...) go to the scheduler.
+    TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
+    """
+    bases = bases_for(problem.dtype, allow_tf32, compute_capability(device), vec16)
+    if tile is not None:
+        want = tuple(int(t) for t in tile)
+        bases = tuple(b for b in bases if b.tile[:len(want)] == want)
+        if not bases:
+            have = [b.tile for b in bases_for(problem.dtype, allow_tf32,
+                                              compute_capability(device), vec16)]
+            raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have {have}")
+    by_tile = {b.tile: b for b in bases}
+    schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
+                                tiles=[b.option() for b in bases], **options)
+    return Resolved(schedule, by_tile[schedule.tile])
+
+
+def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) -> KernelBase:
+    """The catalogue entry that runs ``schedule`` (the one with its tile)."""
+    bases = bases_for(dtype, allow_tf32, cc)
+    for b in bases:
+        if b.tile == tuple(schedule.tile):
+            return b
+    raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} on compute "
+                     f"capability {cc} (have {[b.tile for b in bases]})")
+
+
+def step_operands(step) -> tuple[tuple[str, str], bool]:
+    """The (A, B) layouts a plan step's matrix product sees, and whether both operands are
+    16-byte aligned, for the views the array backends make of contiguous operands (a copy
+    where the plan says ``needs_copy`` is C-contiguous)."""
+    a_row = step.needs_copy[0] or step.layouts[0] == "MK"
+    b_row = step.needs_copy[1] or step.layouts[1] == "KN"
+    elem = step.dtype.itemsize
+    lds = (step.k if a_row else step.m, step.n if b_row else step.k)
+    batch_strides = (step.m * step.k, step.k * step.n) if step.batch > 1 else (0, 0)
+    vec16 = all((x * elem) % VEC16_BYTES == 0 for x in lds + batch_strides)
+    return ("row" if a_row else "col", "row" if b_row else "col"), vec16
+
+
+def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
+    """The schedule and entry the GPU runs a plan step with; None when the step is not
+    GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it)."""
+    dtype = step.dtype.name
+    if not step.is_gemm_class or dtype not in INPUT_DTYPES:
+        return None
+    _, vec16 = step_operands(step)
+    problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
+    return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name, **options)
+
+
+def schedule_plan(plan, device: DeviceInfo, **options):
+    """``plan`` with each GEMM-class step's ``schedule`` set to the one the GPU runs it with
+    on ``device`` (None for steps no kernel takes). ``options`` (mode, reduction, tile,
+    grid, ...) apply to every step."""
+    def one(step):
+        r = resolve_step(step, device, **options)
+        return None if r is None else r.schedule
+    return plan.with_schedules(one)

@@ -1,0 +1,107 @@
+"""The kernel catalogue meets the scheduler (skcontract.kernels.resolve): every candidate is
+a catalogue entry planned at its own occupancy and priced with its own efficiency, and the
+tile the scheduler picks maps back to the entry that runs it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skcontract.kernels import catalogue
+from skcontract.kernels.resolve import resolve_gemm, step_operands
+from skcontract.schedule import DeviceInfo, GemmProblem
+from skcontract.schedule.heuristics import selection_key
+
+H200 = DeviceInfo.h200()
+
+
+def _resolve(m, n, k, dtype, **kw):
+    return resolve_gemm(GemmProblem(m, n, k, dtype=dtype), H200, **kw)
+
+
+@pytest.mark.parametrize("dtype,gemv_tile", [("float32", (1, 1024, 8)),
+                                             ("float64", (1, 512, 8))])
+def test_auto_keeps_one_row_tiles_to_m_1(dtype, gemv_tile):
+    """The one-row GEMV tiles read B once per row of the tile: auto (H200 model) picks them
+    for a wide M = 1 product and the 8x256 skinny tile once M >= 2 (where one row per tile
+    would stream B M times)."""
+    assert _resolve(1, 8192, 8192, dtype).schedule.tile == gemv_tile
+    for m in (2, 4, 8):
+        assert _resolve(m, 8192, 8192, dtype).schedule.tile == (8, 256, 16), m
+
+
+@pytest.mark.parametrize("shape,two_cta_wins", [((2304, 2304, 4096), True),
+                                                ((1024, 1024, 1024), False),
+                                                ((1000, 1000, 1000), False),
+                                                ((128, 128, 16384), False)])
+def test_model_orders_the_two_cta_fp64_entry_as_measured(shape, two_cta_wins):
+    """The fp64 128x64x16 entry runs two CTAs per SM, the 128x64x32 one a single CTA; each is
+    planned at its own occupancy with its own efficiency, and the model (H200) orders them
+    as the H200 measured: the two-CTA entry ahead on the 5-wave 2304^2 x 4096 only."""
+    def key(tile):
+        s = _resolve(*shape, "float64", tile=tile).schedule
+        return selection_key(s.mode, s.predicted_time_us)
+    assert (key((128, 64, 16)) < key((128, 64, 32))) == two_cta_wins
+
+
+def test_each_entry_is_planned_at_its_own_occupancy():
+    for entry in catalogue.all_bases():
+        if entry.dtype == "int8" or entry.FAMILY == "Tf32":
+            continue
+        r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile,
+                     allow_tf32=entry.FAMILY == "Tf32")
+        assert r.base is entry
+        assert r.schedule.device.ctas_per_sm == entry.ctas_per_sm
+        assert r.schedule.grid <= H200.sms * entry.ctas_per_sm
+        assert r.schedule.tile_efficiency == entry.efficiency
+
+
+def test_vec16_only_entries_need_aligned_operands_and_hopper():
+    shared = [b for b in catalogue.CATALOGUE["float64"] if b.vec16_only]
+    assert [(b.tile, b.ctas_per_sm, b.min_cc) for b in shared] == [((128, 64, 16), 2, 90)]
+    assert shared[0] in catalogue.bases_for("float64", cc=90)
+    assert shared[0] not in catalogue.bases_for("float64", cc=80)
+    assert shared[0] not in catalogue.bases_for("float64", cc=90, vec16=False)
+    r = _resolve(2304, 2304, 4096, "float64", vec16=False)
+    assert not r.base.vec16_only
+
+
+def test_hytis_is_not_offered_for_the_kernels():
+    """The kernels run one tile shape per launch: auto never picks hytis for them, a forced
+    hytis is refused, and a step that cannot split K says why it stays data-parallel."""
+    for dtype in ("float16", "float32", "float64"):
+        assert _resolve(2176, 1024, 4096, dtype).schedule.mode != "hytis"
+    with pytest.raises(ValueError, match="one tile shape per launch"):
+        _resolve(2176, 1024, 4096, "float16", mode="hytis")
+    s = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float16"), H200,
+                     associative=False).schedule
+    assert s.mode == "data_parallel" and "one tile shape per launch" in s.reason
+
+
+def test_unknown_dtype_and_tile_are_clear_errors():
+    with pytest.raises(TypeError, match="unsupported dtype 'complex64'"):
+        _resolve(64, 64, 64, "complex64")
+    with pytest.raises(ValueError, match="no float16 kernel with tile"):
+        _resolve(64, 64, 64, "float16", tile=(64, 64, 32))
+
+
+def test_catalogue_entries_check_their_family_constraints():
+    with pytest.raises(ValueError, match="8 warps"):
+        catalogue.Ffma("float32", 128, 128, 32, 3, 2, 2)
+    with pytest.raises(ValueError, match="mma_k == 8"):
+        catalogue.Dmma("float64", 128, 64, 32, 3, 4, 2, mma_k=16, frag="vec")
+    with pytest.raises(ValueError, match="takes"):
+        catalogue.Mma16("float32", 128, 128, 32, 4, 2, 4)
+    tiles = [(b.dtype, b.tile) for b in catalogue.all_bases() if b.FAMILY != "Tf32"]
+    assert len(tiles) == len(set(tiles)), "one entry per (dtype, tile): the tile names it"
+
+
+def test_step_operands_follow_the_plan_layouts():
+    from skcontract.kernels.resolve import schedule_plan
+    from skcontract.contract import contract_path
+
+    _, plan = contract_path("ij,kj->ik", (256, 1001), (384, 1001), shapes=True,
+                            dtype=np.float64)
+    step = plan.steps[0]
+    assert step_operands(step) == (("row", "col"), False)  # rows of 1001 doubles
+    s = schedule_plan(plan, H200).steps[0].schedule
+    assert s.tile != (128, 64, 16)  # the vec16-only entry is not planned

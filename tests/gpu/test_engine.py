@@ -1,0 +1,111 @@
+"""The engine's promises on the GPU: what a plan shows is what launches; each catalogue entry
+has the occupancy it declares; fixup buffers stay clean across streams and CUDA graphs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import skcontract
+
+from .helpers import TOL, poisoned, rand, rel_error, to64
+
+GPU_MODES = ["auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned"]
+SHAPES = [(2176, 1024, 512), (256, 256, 8192), (1, 4096, 4096), (8, 4096, 2048)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("mode", GPU_MODES)
+@pytest.mark.parametrize("reduction", ["deterministic", "arrival", "atomic"])
+def test_the_schedule_shown_is_the_schedule_launched(dtype, mode, reduction):
+    """For every mode: the schedule in ``explain`` and in a ContractExpression's plan is the
+    one the launcher runs (kernel tile, grid and split-table digest), and the result is
+    right."""
+    import cupy
+    from skcontract.kernels.launch import record_launches
+
+    for m, n, k in SHAPES:
+        a = rand((m, k), dtype, "C", m + k)
+        b = rand((k, n), dtype, "C", n + k)
+        plan = skcontract.explain("ij,jk->ik", a, b, mode=mode, reduction=reduction)
+        expr = skcontract.contract_expression("ij,jk->ik", (m, k), (k, n), dtype=dtype,
+                                              backend="cupy", mode=mode, reduction=reduction)
+        shown = plan.steps[0].schedule
+        assert shown is not None
+        assert expr.plan.steps[0].schedule.digest() == shown.digest()
+        assert shown.summary() in repr(expr)
+        with record_launches() as launches:
+            got = expr(a, b)
+        cupy.cuda.runtime.deviceSynchronize()
+        assert [(x.tile, x.grid, x.digest) for x in launches] == \
+            [(tuple(shown.tile), shown.grid, shown.digest())], (m, n, k)
+        assert rel_error(got, cupy.matmul(to64(a), to64(b))) <= TOL[dtype]
+
+
+def test_einsum_launches_the_plan_of_contract_path():
+    """A plain einsum call on CuPy arrays runs what contract_path prints for them."""
+    import cupy
+    from skcontract.kernels.launch import record_launches
+
+    a, b = rand((8, 300, 520), "float32", "C", 1), rand((8, 520, 130), "float32", "C", 2)
+    _, plan = skcontract.contract_path("bij,bjk->bik", a, b)
+    with record_launches() as launches:
+        skcontract.einsum("bij,bjk->bik", a, b)
+    cupy.cuda.runtime.deviceSynchronize()
+    s = plan.steps[0].schedule
+    assert [(x.grid, x.digest) for x in launches] == [(s.grid, s.digest())]
+
+
+def test_every_entry_has_the_occupancy_it_declares():
+    """Every catalogue entry offered on this GPU, in every specialisation the launcher can
+    build: the compiled kernel fits at least ``ctas_per_sm`` CTAs per SM (the schedules'
+    co-residency rests on it), and exactly that many for row-major 16-byte aligned operands
+    under the einsum's protocol (so schedules use the GPU as planned)."""
+    import cupy
+    from skcontract.kernels import jit, specs
+
+    cc = int(cupy.cuda.Device().compute_capability)
+    short = []
+    for spec in specs.all_specs():
+        if not spec.base.offered_on(cc):
+            continue
+        occ = jit.get_kernel(spec).occupancy
+        if occ < spec.ctas_per_sm:
+            short.append((spec.name, occ))
+    assert not short, short
+    for base in {s.base for s in specs.all_specs() if s.base.offered_on(cc)}:
+        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="row")
+        assert jit.get_kernel(spec).occupancy == base.ctas_per_sm, base.name
+
+
+@pytest.mark.parametrize("reduction", ["deterministic", "arrival", "atomic"])
+def test_fixup_buffers_stay_clean_on_two_streams_and_in_a_graph(reduction):
+    """Locks, counters and staging slots are zero after every launch: the same Stream-K
+    schedule runs back to back on two streams and replays from a CUDA graph, each result
+    right (a lock left set would hang or corrupt the next launch)."""
+    import cupy
+    from skcontract.kernels.gemm import gemm
+
+    m, n, k = 256, 256, 8192
+    a, b = rand((m, k), "float32", "C", 3), rand((k, n), "float32", "C", 4)
+    ref = cupy.matmul(to64(a), to64(b))
+    s1, s2 = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
+    outs = [poisoned((m, n), a) for _ in range(4)]
+    for i, out in enumerate(outs):
+        gemm(a, b, out, mode="stream_k", reduction=reduction, stream=(s1, s2)[i % 2])
+    s1.synchronize()
+    s2.synchronize()
+    for out in outs:
+        assert rel_error(out, ref) <= TOL["float32"]
+    out = poisoned((m, n), a)
+    gemm(a, b, out, mode="stream_k", reduction=reduction, stream=s1)  # plan and buffers
+    s1.synchronize()
+    out[...] = np.nan
+    with s1:
+        s1.begin_capture()
+        gemm(a, b, out, mode="stream_k", reduction=reduction, stream=s1)
+        graph = s1.end_capture()
+    for _ in range(3):
+        out[...] = np.nan
+        graph.launch(s1)
+        s1.synchronize()
+        assert rel_error(out, ref) <= TOL["float32"]
