@@ -8,7 +8,8 @@ Three buffers per (device, stream, accumulator dtype), grown on demand and kept:
 * ``locks``    : uint32 locks / arrival counters, allocated zeroed once; every protocol
   resets them to 0 before the launch ends, so no per-launch initialisation.
 
-A pool is never shared across streams or devices (a known failure class, STREAM_K.md 7).
+A pool is never shared across streams or devices: two launches in flight on different
+streams must not share locks or slots (docs/design/stream_k.md).
 If a kernel is aborted (a trap in a debug build) call :func:`reset` to re-zero.
 """
 from __future__ import annotations

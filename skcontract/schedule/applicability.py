@@ -1,4 +1,5 @@
-"""When Stream-K (any K-splitting mode) applies, and what replaces it (STREAM_K.md section 5).
+"""When Stream-K (any K-splitting mode) applies, and what replaces it
+(docs/design/stream_k.md).
 
 A pairwise step may cut its reduction across CTAs only if all hold:
 

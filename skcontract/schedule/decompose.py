@@ -1,4 +1,4 @@
-"""The decompositions: one function per mode, all vectorised numpy (STREAM_K.md section 2).
+"""The decompositions: one function per mode, all vectorised numpy (docs/design/stream_k.md).
 
 Every mode works on a :class:`TileSpace` (the output tiles of all batch entries / groups in
 rasterised order) and returns a :class:`RawSplits`: for each split its CTA, its tile and its

@@ -58,8 +58,8 @@ REF_TILE = (128, 128, 64)
 
 DTYPE_SLOWDOWN = {
     "float16": 1.0, "bfloat16": 1.0, "int8": 0.5, "uint8": 0.5,
-    "float32": 15.5,   # no TF32: ~51 TFLOP/s measured vs ~790 bf16
-    "float64": 13.4,   # ~59 TFLOP/s measured
+    "float32": 15.5,   # exact fp32 (no tf32) peaks near 51 TFLOP/s against bf16's 790
+    "float64": 13.4,   # fp64 peaks near 59 TFLOP/s
     "int32": 15.5, "int64": 30.0, "complex64": 62.0, "complex128": 53.6,
 }
 """Per-iteration time of a dtype relative to fp16 (from the H200's peak rates)."""
@@ -251,12 +251,11 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
 def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:
     """Rules that choose data-parallel outright: returns the reason, or None (use the model).
 
-    Kept from CUTLASS because the H200 measurements agree (docs/benchmarks/cost-model-h200.md):
-    at most MIN_ITERS_PER_SPLIT k-iterations per tile (nothing to split: every mode measured
-    the same), and exact waves (stream_k / hybrid measured within noise of DP). CUTLASS's
-    third rule, "a tail of at least half a wave -> DP", is *not* applied: on the H200 every
-    shape it covered (tail-half-full, 3200^3, 2000x3000x5000, 4096^3) measured stream_k
-    1.08-1.32x faster than data-parallel; the calibrated model judges those shapes instead.
+    Kept from CUTLASS because the H200 agrees (docs/benchmarks/cost-model-h200.md): at most
+    MIN_ITERS_PER_SPLIT k-iterations per tile (nothing to split: every mode runs alike), and
+    exact waves (stream_k / hybrid are no faster than DP). CUTLASS's third rule, "a tail of
+    at least half a wave -> DP", is *not* applied: on the H200 stream_k beats data-parallel
+    on the shapes it covers, so the calibrated model judges them instead.
     """
     if iters_per_tile <= MIN_ITERS_PER_SPLIT:
         return f"<= {MIN_ITERS_PER_SPLIT} k-iterations per tile"

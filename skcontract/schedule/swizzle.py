@@ -1,4 +1,4 @@
-"""Tile rasterisation with swizzle (STREAM_K.md section 4), vectorised.
+"""Tile rasterisation with swizzle (docs/design/stream_k.md, groups and swizzle), vectorised.
 
 Tiles are walked in bands ``2**log_swz`` tiles wide along the *minor* dimension; inside a
 band the index cycles fastest across the band and then steps along the *major* dimension.
