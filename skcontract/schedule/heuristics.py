@@ -12,7 +12,7 @@ The four constants below (COST_A_US ...) are **initial guesses** derived from th
 ceilings in GPU_WORKFLOW.md (bf16 ~790 TFLOP/s over 132 SMs, L2 ~10 TB/s): DEFAULT_COST, used
 for devices nothing was measured on. Constants measured on a device are stored with it
 (``DeviceInfo(cost=CostModel(...))``): :data:`MEASURED_H200_COST`, fitted by
-:mod:`skcontract.schedule.calibrate`, is the H200's (and is used for any device whose name
+:mod:`tools.calibrate`, is the H200's (and is used for any device whose name
 contains "H200" or "H100" and that carries no cost of its own). Only the ratios of the
 constants matter for choosing a mode.
 """
@@ -176,7 +176,7 @@ MEASURED_H200_COST = CostModel(
 
 Source: docs/benchmarks/gemm-h200.json (measured 2026-11-30 at commit 4ec94df; 216 rows of
 forced data_parallel / stream_k / hybrid, fp16 / bf16 / fp32 / fp64), fitted by
-``python -m skcontract.schedule.calibrate``: each row's schedule rebuilt as the GPU built it
+``python -m tools.calibrate``: each row's schedule rebuilt as the GPU built it
 (132 SMs, 1 resident CTA per SM, see calibrate.ASSUMED_OCCUPANCY), squared log error of
 predicted vs measured time minimised by alternating critical-CTA selection and
 non-negative Gauss-Newton steps. Fit error: median |log error| 0.067 (guesses: 1.34), max

@@ -1,6 +1,6 @@
 """Fit the cost model's constants to measured GEMM times.
 
-    python -m skcontract.schedule.calibrate [--json docs/benchmarks/gemm-h200.json]
+    python -m tools.calibrate [--json docs/benchmarks/gemm-h200.json]
 
 For every row of the benchmark JSON whose mode is ``data_parallel``, ``stream_k`` or
 ``hybrid`` it rebuilds the schedule the GPU ran: the same call as
@@ -25,18 +25,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from . import table as T
-from .device import DeviceInfo
-from .heuristics import (DEFAULT_COST, REF_TILE, CostModel, fixup_costs, iteration_cost,
-                         tile_efficiency)
-from .scheduler import schedule_gemm
+from skcontract.kernels.specs import HEURISTIC_TILES
+from skcontract.schedule import table as T
+from skcontract.schedule.device import DeviceInfo
+from skcontract.schedule.heuristics import (DEFAULT_COST, REF_TILE, CostModel, fixup_costs,
+                                            iteration_cost, tile_efficiency)
+from skcontract.schedule.scheduler import schedule_gemm
 
-DEFAULT_JSON = os.path.join("docs", "benchmarks", "gemm-h200.json")
+DEFAULT_JSON = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "gemm-h200.json"
 FORCED_MODES = ("data_parallel", "stream_k", "hybrid")
 """Modes whose rows are fitted (``auto`` rows are checks: they ran one of these schedules)."""
 
@@ -79,8 +80,6 @@ def measurement_device(dtype: str, occupancy: dict | None = None,
 
 def kernel_tile(dtype: str):
     """The tile make_plan forces (single base), or None (auto over the bases)."""
-    from ..kernels.specs import HEURISTIC_TILES  # pure data: no CuPy import
-
     bases = HEURISTIC_TILES[dtype]
     return (bases[0].bm, bases[0].bn, bases[0].bk) if len(bases) == 1 else None
 

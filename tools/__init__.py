@@ -1,0 +1,6 @@
+"""Developer tools of the skcontract checkout, each run as ``python -m tools.<name>`` from the
+repository root. The library imports none of them, and the wheel does not ship them.
+
+* :mod:`.calibrate` - fit the cost model's constants to a GEMM benchmark JSON
+* :mod:`.cost_report` - auto's choices for the benchmark corpus, as a markdown table
+"""
