@@ -3,4 +3,6 @@ repository root. The library imports none of them, and the wheel does not ship t
 
 * :mod:`.calibrate` - fit the cost model's constants to a GEMM benchmark JSON
 * :mod:`.cost_report` - auto's choices for the benchmark corpus, as a markdown table
+* :mod:`.compile_check` - NVRTC compile of every kernel spec with no GPU (CI)
+* :mod:`.sass` - a kernel spec's machine code and the instruction counts of its inner loops
 """

@@ -4,8 +4,9 @@
 * :mod:`.jit` - source rendering (headers inlined), cache key, CuPy compile, per-device memo
 * :mod:`.launch` / :mod:`.workspace` - split-table upload, fixup buffers per (device, stream)
 * :mod:`.gemm` - ``gemm(a, b, out=None, ...)`` (``from skcontract.kernels.gemm import gemm``)
-* :mod:`.compile_check` - NVRTC compile of every spec with no GPU (CI)
 
-Importing this package does not import CuPy.
+Importing this package does not import CuPy. The developer tools that compile or disassemble
+these kernels live in the repository's ``tools/`` (``python -m tools.compile_check``,
+``python -m tools.sass``), outside the package.
 """
 from .specs import KernelSpec  # noqa: F401

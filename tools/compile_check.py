@@ -1,6 +1,6 @@
 """Compile KernelSpecs through NVRTC with no GPU (CI's check).
 
-``python -m skcontract.kernels.compile_check`` compiles the representative specs for sm_90a
+``python -m tools.compile_check`` compiles the representative specs for sm_90a
 and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()), each
 for the targets it is offered on (``KernelSpec.min_cc``).
 Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
@@ -18,10 +18,13 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
-from . import jit, specs
+from skcontract.kernels import jit, specs
 
 ARCHS = ("sm_90a", "sm_80")
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout holding tools/ and skcontract/: each compile subprocess imports both from it."""
 _SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _REG_RE = re.compile(r"Used (\d+) registers")
 
@@ -66,11 +69,13 @@ def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
 
 def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result:
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "skcontract.kernels.compile_check", "--one",
+    cmd = [sys.executable, "-m", "tools.compile_check", "--one",
            json.dumps(spec.to_dict()), "--arch", arch]
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ))
+                              cwd=ROOT, env=env)
     except subprocess.TimeoutExpired:
         return Result(spec.name, arch, False, None, None, time.perf_counter() - t0,
                       f"timed out after {timeout}s")
@@ -109,7 +114,7 @@ def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m skcontract.kernels.compile_check")
+    p = argparse.ArgumentParser(prog="python -m tools.compile_check")
     p.add_argument("--all", action="store_true", help="every spec the launcher can choose")
     p.add_argument("--arch", action="append", help="target(s); default sm_90a and sm_80")
     p.add_argument("--jobs", type=int, default=None)
