@@ -5,4 +5,7 @@ repository root. The library imports none of them, and the wheel does not ship t
 * :mod:`.cost_report` - auto's choices for the benchmark corpus, as a markdown table
 * :mod:`.compile_check` - NVRTC compile of every kernel spec with no GPU (CI)
 * :mod:`.sass` - a kernel spec's machine code and the instruction counts of its inner loops
+* :mod:`.sanitize_cases` - small GEMMs per fixup protocol for compute-sanitizer (GPU)
+* :mod:`.ncu_cases` - one launch per case inside a profiler range, for Nsight Compute (GPU)
+* :mod:`.time_layouts` - gemm per operand layout against cuBLAS (GPU)
 """
