@@ -5,8 +5,8 @@
 * :mod:`.launch` / :mod:`.workspace` - split-table upload, fixup buffers per (device, stream)
 * :mod:`.gemm` - ``gemm(a, b, out=None, ...)`` (``from skcontract.kernels.gemm import gemm``)
 
-Importing this package does not import CuPy. The developer tools that compile or disassemble
-these kernels live in the repository's ``tools/`` (``python -m tools.compile_check``,
-``python -m tools.sass``), outside the package.
+Importing this package does not import CuPy. The developer tools that compile, disassemble or
+warm these kernels live in the repository's ``tools/`` (``python -m tools.compile_check``,
+``tools.sass``, ``tools.warm_kernels``), outside the package.
 """
 from .specs import KernelSpec  # noqa: F401
