@@ -77,8 +77,8 @@ value for 8x256 over the measured 8x256 one, so that unmeasured devices also kee
 M = 1."""
 BK_EFFICIENCY = {("float32", 128, 128, 16): 1.05, ("float64", 128, 64, 16): 0.96}
 """Time per unit of volume of a (dtype, BM, BN, BK) kernel relative to the same tile's other
-BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30,
-``tests.gpu.time_variants``). It exists for its finer k-iteration (strong scaling).
+BK: the fp32 128x128x16 FFMA kernel, 69.6 vs 66.2 us at 1024^3 on the H200 (2026-11-30).
+It exists for its finer k-iteration (strong scaling).
 
 fp64 128x64x16 is the two-CTA-per-SM base (4 warps of 64x32): in steady state 0.91x the
 base's time (2304^2 x 4096, 882 vs 970 us, H200 2026-11-30), but its pipeline fill and its
