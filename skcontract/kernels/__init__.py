@@ -4,8 +4,11 @@
 * :mod:`.jit` - source rendering (headers inlined), cache key, CuPy compile, per-device memo
 * :mod:`.launch` / :mod:`.workspace` - split-table upload, fixup buffers per (device, stream)
 * :mod:`.gemm` - ``gemm(a, b, out=None, ...)`` (``from skcontract.kernels.gemm import gemm``)
-* :mod:`.compile_check` - NVRTC compile of every spec with no GPU (CI)
+* :mod:`.operands` - ``describe(x)``: pointer, shape, strides, dtype and device of a CUDA
+  array (CuPy, ``__cuda_array_interface__`` or DLPack), without importing torch
 
-Importing this package does not import CuPy.
+Importing this package does not import CuPy. The developer tools that compile, disassemble or
+warm these kernels live in the repository's ``tools/`` (``python -m tools.compile_check``,
+``tools.sass``, ``tools.warm_kernels``), outside the package.
 """
 from .specs import KernelSpec  # noqa: F401

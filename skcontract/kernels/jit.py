@@ -208,31 +208,3 @@ def warm(spec_list, jobs: int = 8) -> list[str]:
     with ctx.Pool(jobs) as pool:
         return pool.map(_warm_one, [s.to_dict() for s in spec_list], chunksize=1)
 
-
-def main(argv=None) -> int:
-    import argparse
-
-    from . import specs
-
-    p = argparse.ArgumentParser(prog="python -m skcontract.kernels.jit")
-    p.add_argument("--warm", choices=["all", "representative", "default-tiles"], default="all")
-    p.add_argument("--jobs", type=int, default=8)
-    p.add_argument("--dtypes", default="", help="comma list of input dtypes (default: all)")
-    args = p.parse_args(argv)
-    if args.warm == "representative":
-        todo = specs.representative_specs()
-    else:
-        todo = specs.all_specs()  # every catalogue entry's specs ("default-tiles": the same)
-    if args.dtypes:
-        keep = set(args.dtypes.split(","))
-        todo = [s for s in todo if s.dtype_in in keep]
-    lines = warm(todo, args.jobs)
-    for line in lines:
-        print(line)
-    bad = [x for x in lines if x.startswith("FAIL")]
-    print(f"warmed {len(lines) - len(bad)}/{len(lines)} kernels")
-    return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,12 @@
 """CPU compile check of the GPU kernels (no GPU needed): NVRTC for sm_90a and sm_80.
 
 Compiles the representative spec set (every dtype, mainloop, fixup, layout and vector width
-at least once); ``python -m skcontract.kernels.compile_check --all`` compiles every spec the
+at least once); ``python -m tools.compile_check --all`` compiles every spec the
 launcher can choose.
 """
 import pytest
+
+from tools import compile_check, sass
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
 
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.skipif(not _nvrtc_works(), reason="libnvrtc not loadabl
 
 
 def test_representative_specs_compile_without_spills():
-    from skcontract.kernels import compile_check, specs
+    from skcontract.kernels import specs
     results = compile_check.check(specs.representative_specs(), verbose=False)
     bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
     assert not bad, "\n".join(bad)
@@ -82,7 +84,7 @@ def test_fp64_vec_fragment_specs():
     scalar k-contiguous A fragment paths, one each; the none fixup keeps fixup.cuh out)."""
     from dataclasses import replace
 
-    from skcontract.kernels import compile_check, specs
+    from skcontract.kernels import specs
     vec_bases = [b for bases in specs.HEURISTIC_TILES.values() for b in bases
                  if b.frag != "scalar"]
     # the fp64 128x64 bases are the ones on 16-byte fragments (BK 32: 8 warps; BK 16: 4 warps,
@@ -128,9 +130,8 @@ def test_one_row_tiles_copy_x_contiguous_operands_by_element():
 
 
 def test_sass_loop_report_parses_a_listing():
-    """skcontract.kernels.sass finds backward branches and counts the math in their bodies
+    """tools.sass finds backward branches and counts the math in their bodies
     (a hand-written listing in nvdisasm's format; no nvdisasm needed)."""
-    from skcontract.kernels import sass
     listing = """
         /*0000*/                   MOV R1, c[0x0][0x28] ;
 .L_x_1:
@@ -150,7 +151,7 @@ def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on():
     sm_80, by the compile check; min_cc must be a compute capability."""
     from dataclasses import replace
 
-    from skcontract.kernels import compile_check, specs
+    from skcontract.kernels import specs
     base = next(b for b in specs.HEURISTIC_TILES["float64"] if b.min_cc == 90)
     spec = specs.specialise(base, fixup="none", a_layout="row", b_layout="col")
     results = compile_check.check([spec], verbose=False)

@@ -1,11 +1,11 @@
-"""Pictures of schedules, the corpus report."""
+"""Pictures of schedules, the corpus report (tools.cost_report)."""
 import builtins
 import json
-import os
 
 import pytest
 
-from skcontract.schedule import draw_schedule, schedule_gemm
+from skcontract.schedule import DeviceInfo, draw_schedule, schedule_gemm
+from tools.cost_report import corpus_shapes, load_corpus, main, markdown
 
 
 def test_draw_writes_a_png(tmp_path):
@@ -24,7 +24,6 @@ def test_draw_on_an_axes_and_waits_marked():
     from matplotlib.figure import Figure
 
     import dataclasses
-    from skcontract.schedule import DeviceInfo
     from skcontract.schedule.heuristics import DEFAULT_COST
     # the guessed constants charge writing a partial (b > 0), so a waiter outlasts its
     # publisher's compute; the H200's measured b is 0 (writes overlap), which leaves no wait
@@ -50,24 +49,21 @@ def test_draw_without_matplotlib_says_how_to_install(monkeypatch):
         draw_schedule(schedule_gemm(256, 256, 256), None)
 
 
-CORPUS = "/work/shared/bench/corpus.json"
-
-
-@pytest.mark.skipif(not os.path.exists(CORPUS), reason="benchmark corpus not available")
 def test_report_covers_every_gemm_shape():
-    from skcontract.schedule.report import corpus_shapes, markdown
-    from skcontract.schedule import DeviceInfo
-
-    with open(CORPUS) as f:
-        corpus = json.load(f)
+    corpus = load_corpus()  # the package's own corpus, the default of --corpus
     text = markdown(corpus, DeviceInfo.h200())
     n = len(list(corpus_shapes(corpus)))
     assert text.count("\n| ") == 2 * n + 2  # two tiles per shape + header + separator
     assert "| exact-waves | 1536 x 1408 x 4096 | 128x128x64 | data_parallel |" in text
 
 
-def test_report_parses_batched_entries():
-    from skcontract.schedule.report import corpus_shapes
+def test_report_reads_the_corpus_given(tmp_path, capsys):
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps({"gemm": [{"class": "one", "shapes": [[256, 256, 256]]}]}))
+    main(["--corpus", str(path)])
+    assert capsys.readouterr().out.count("| one | 256 x 256 x 256 |") == 2
 
+
+def test_report_parses_batched_entries():
     corpus = {"gemm": [{"class": "b", "shapes": [{"batch": 4, "mnk": [8, 9, 10]}, [1, 2, 3]]}]}
     assert list(corpus_shapes(corpus)) == [("b", 4, 8, 9, 10), ("b", 1, 1, 2, 3)]

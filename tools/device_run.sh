@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash scripts/device_run.sh [tests|sanitize|bench|quick|subset|variants]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|quick|subset]...
+#   smoke   : tools.sanitize_cases without the sanitizer
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
-#   variants: tests.gpu.time_variants (candidate tiles vs cuBLAS on the fp32/fp64 subset shapes)
 set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
@@ -13,20 +13,20 @@ STEPS=${*:-tests sanitize bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
 t0=$(date +%s)
-timeout ${WARM_S:-150} python3 -m skcontract.kernels.jit --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
+timeout ${WARM_S:-150} python3 -m tools.warm_kernels --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
 echo "warm rc=$? $(tail -1 "$OUT/warm.log") ($(( $(date +%s) - t0 ))s)"
 for step in $STEPS; do
   t0=$(date +%s)
   case $step in
     smoke)
-      timeout 120 python3 -m tests.gpu.sanitize_cases > "$OUT/smoke.log" 2>&1
+      timeout 120 python3 -m tools.sanitize_cases > "$OUT/smoke.log" 2>&1
       echo "smoke rc=$?"; cat "$OUT/smoke.log" | tail -15;;
     tests)
       timeout ${TESTS_S:-300} python3 -m pytest -q --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
     sanitize)
       for tool in memcheck racecheck; do
-        timeout ${SAN_S:-90} compute-sanitizer --tool $tool --error-exitcode 9 python3 -m tests.gpu.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
+        timeout ${SAN_S:-90} compute-sanitizer --tool $tool --error-exitcode 9 python3 -m tools.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
         echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
       done;;
     bench)
@@ -35,9 +35,6 @@ for step in $STEPS; do
     subset)
       timeout ${BENCH_S:-300} python3 -m skcontract.bench.gemm --dtypes float32,float64 --merge docs/benchmarks/gemm-h200.json --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -12 "$OUT/bench.log";;
-    variants)
-      timeout 300 python3 -m tests.gpu.time_variants --variants --warm 16 > "$OUT/variants.log" 2>&1
-      echo "variants rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/variants.log";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;

@@ -1,11 +1,13 @@
 """Compile KernelSpecs through NVRTC with no GPU (CI's check).
 
-``python -m skcontract.kernels.compile_check`` compiles the representative specs for sm_90a
+``python -m tools.compile_check`` compiles the representative specs for sm_90a
 and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()), each
 for the targets it is offered on (``KernelSpec.min_cc``).
 Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
-in parallel. ``--ptxas-options=-v`` is read for registers and spills; a spill, a ptxas error
-or a crash fails the spec and names it. Exit status 0 only if every spec passed.
+in parallel. ``--ptxas-options=-v`` is read for registers, shared memory and spills; a
+spill, a ptxas error, a crash, or (on sm_90a) registers and shared memory that leave room for
+fewer CTAs per SM than the catalogue entry declares (``ctas_per_sm``) fail the spec and name
+it. Exit status 0 only if every spec passed.
 """
 from __future__ import annotations
 
@@ -18,12 +20,42 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
-from . import jit, specs
+from skcontract.kernels import jit, specs
 
 ARCHS = ("sm_90a", "sm_80")
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout holding tools/ and skcontract/: each compile subprocess imports both from it."""
 _SPILL_RE = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _REG_RE = re.compile(r"Used (\d+) registers")
+_SMEM_RE = re.compile(r"(\d+) bytes smem")
+
+
+@dataclass(frozen=True)
+class SmLimits:
+    """What one SM offers resident CTAs (the CUDA occupancy rules of one architecture)."""
+
+    registers: int = 65536
+    register_unit: int = 256        # registers are allocated per warp in these units
+    max_warps: int = 64
+    max_ctas: int = 32
+    smem_bytes: int = 233472        # shared memory per SM
+    smem_reserved_per_cta: int = 1024
+    smem_unit: int = 128
+
+
+SM_LIMITS = {"sm_90a": SmLimits(), "sm_80": SmLimits(smem_bytes=167936)}
+
+
+def occupancy(registers: int, threads: int, smem_bytes: int, arch: str = "sm_90a") -> int:
+    """CTAs of a kernel with these resources that fit on one SM of ``arch``."""
+    lim = SM_LIMITS[arch]
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // lim.register_unit) * lim.register_unit
+    by_regs = lim.registers // (per_warp * warps) if registers else lim.max_ctas
+    smem = -(-(smem_bytes + lim.smem_reserved_per_cta) // lim.smem_unit) * lim.smem_unit
+    return min(by_regs, lim.max_warps // warps, lim.smem_bytes // smem, lim.max_ctas)
 
 
 @dataclass
@@ -35,6 +67,7 @@ class Result:
     spill_bytes: int | None
     seconds: float
     message: str
+    occupancy: int | None = None
 
 
 def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
@@ -66,11 +99,13 @@ def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
 
 def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result:
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "skcontract.kernels.compile_check", "--one",
+    cmd = [sys.executable, "-m", "tools.compile_check", "--one",
            json.dumps(spec.to_dict()), "--arch", arch]
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ))
+                              cwd=ROOT, env=env)
     except subprocess.TimeoutExpired:
         return Result(spec.name, arch, False, None, None, time.perf_counter() - t0,
                       f"timed out after {timeout}s")
@@ -85,38 +120,46 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
     regs = [int(r) for r in _REG_RE.findall(log)]
     spills = [int(a) + int(b) for a, b in _SPILL_RE.findall(log)]
     spill = max(spills) if spills else None
-    ok = spill == 0
-    msg = "" if ok else ("register spills:\n" + log[-2000:] if spill else
-                         "no ptxas report in log:\n" + log[-2000:])
-    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg)
+    static = max([int(x) for x in _SMEM_RE.findall(log)] or [0])
+    occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
+    ok = spill == 0 and (arch != "sm_90a" or occ >= spec.ctas_per_sm)
+    if spill is None:
+        msg = "no ptxas report in log:\n" + log[-2000:]
+    elif spill:
+        msg = "register spills:\n" + log[-2000:]
+    elif not ok:
+        msg = (f"{max(regs)} registers and {spec.smem_bytes + static} bytes of shared memory "
+               f"fit {occ} CTAs per SM; the entry declares {spec.ctas_per_sm}")
+    else:
+        msg = ""
+    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg, occ)
 
 
 def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.0,
           verbose: bool = True) -> list[Result]:
     jobs = jobs or max(1, os.cpu_count() or 1)
-    work = [(s, a) for s in spec_list for a in archs
-            if specs.offered_on(s, specs.ARCH_CC.get(a))]
+    work = [(s, a) for s in spec_list for a in archs if s.base.offered_on(ARCH_CC.get(a))]
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         results = list(ex.map(lambda sa: _run_subprocess(sa[0], sa[1], timeout), work))
     if verbose:
         for r in results:
             status = "ok  " if r.ok else "FAIL"
             print(f"{status} {r.arch:7s} regs={r.registers} spill={r.spill_bytes} "
-                  f"{r.seconds:5.1f}s {r.spec}", flush=True)
+                  f"occ={r.occupancy} {r.seconds:5.1f}s {r.spec}", flush=True)
             if not r.ok:
                 print("     " + r.message.replace("\n", "\n     "), flush=True)
     return results
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m skcontract.kernels.compile_check")
+    p = argparse.ArgumentParser(prog="python -m tools.compile_check")
     p.add_argument("--all", action="store_true", help="every spec the launcher can choose")
     p.add_argument("--arch", action="append", help="target(s); default sm_90a and sm_80")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
-        spec = specs.KernelSpec(**json.loads(args.one))
+        spec = specs.KernelSpec.from_dict(json.loads(args.one))
         print(json.dumps(compile_one(spec, (args.arch or ["sm_90a"])[0])))
         return 0
     spec_list = specs.all_specs() if args.all else specs.representative_specs()

@@ -1,6 +1,6 @@
 """Time gemm per operand layout against cuBLAS (not a pytest module).
 
-    python -m tests.gpu.time_layouts [--dtypes float32] [--shapes 1024x1024x1024,...]
+    python -m tools.time_layouts [--dtypes float32] [--shapes 1024x1024x1024,...]
 
 For each shape: cuBLAS (torch.matmul, CUDA-graph replay) on row-major operands, then our
 ``gemm`` (auto) with A and B each row- or column-major (the kernel reads both without
@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from skcontract.bench.gemm import _calls_for, _device_time_us, _torch_graph_us
+from skcontract.kernels import gemm as G
+
 
 def main(argv=None) -> int:
     import cupy
     import torch
-
-    from skcontract.bench.gemm import _calls_for, _device_time_us, _torch_graph_us
-    from skcontract.kernels import gemm as G
 
     p = argparse.ArgumentParser()
     p.add_argument("--dtypes", default="float32")

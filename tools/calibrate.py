@@ -1,14 +1,12 @@
 """Fit the cost model's constants to measured GEMM times.
 
-    python -m skcontract.schedule.calibrate [--json docs/benchmarks/gemm-h200.json]
+    python -m tools.calibrate [--json docs/benchmarks/gemm-h200.json]
 
 For every row of the benchmark JSON whose mode is ``data_parallel``, ``stream_k`` or
-``hybrid`` it rebuilds the schedule the GPU ran: the same call as
-``skcontract.kernels.gemm.make_plan`` (``reduction="deterministic"``, the kernels' tiles of
-:data:`skcontract.kernels.specs.HEURISTIC_TILES`, the tile passed when there is a single base,
-chosen by the cost model in effect at measurement time -- :data:`heuristics.DEFAULT_COST`
--- when there are several) on a 132-SM CC 9.0 device with the occupancy of
-:data:`ASSUMED_OCCUPANCY`. Then it fits
+``hybrid`` it rebuilds the schedule the GPU ran: :func:`skcontract.kernels.resolve.resolve_gemm`
+(``reduction="deterministic"``, the catalogue's entries at their declared occupancy;
+``--occupancy DTYPE=N`` overrides) on a 132-SM CC 9.0 device under the cost model in effect
+at measurement time (:data:`heuristics.DEFAULT_COST`). Then it fits
 
     time = a + sum over waves of max over CTAs (c_g * k-iterations + b' * partials + d' * merges)
 
@@ -25,30 +23,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
-from . import table as T
-from .device import DeviceInfo
-from .heuristics import (DEFAULT_COST, REF_TILE, CostModel, fixup_costs, iteration_cost,
-                         tile_efficiency)
-from .scheduler import schedule_gemm
+from skcontract.kernels.catalogue import bases_for
+from skcontract.kernels.resolve import resolve_gemm
+from skcontract.schedule import GemmProblem, schedule_problem
+from skcontract.schedule import table as T
+from skcontract.schedule.device import DeviceInfo
+from skcontract.schedule.heuristics import (DEFAULT_COST, REF_TILE, CostModel, fixup_costs,
+                                            iteration_cost, tile_efficiency)
 
-DEFAULT_JSON = os.path.join("docs", "benchmarks", "gemm-h200.json")
+DEFAULT_JSON = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "gemm-h200.json"
 FORCED_MODES = ("data_parallel", "stream_k", "hybrid")
 """Modes whose rows are fitted (``auto`` rows are checks: they ran one of these schedules)."""
-
-ASSUMED_OCCUPANCY = {"float16": 1, "bfloat16": 1, "float32": 1, "float64": 1}
-"""CTAs per SM the GPU scheduled with when the JSON was measured.
-
-The JSON does not record it. The fp16/bf16 kernel *can* hold 2 CTAs per SM, but the auto rows
-of the JSON are only consistent with the schedules built for 1 (e.g. 1280x2560x4096: with 2,
-auto would have picked stream_k, measured 149 us; its auto row measured 196 us, the
-data-parallel time, which is what the rule "tail >= half a wave" gives for 132 resident
-CTAs), and a per-CTA model with 264 independent CTAs cannot tell 132 from 200 data-parallel
-tiles (measured 100 vs 197 us). ``--occupancy DTYPE=N`` overrides."""
 
 SM_COUNT = 132
 COMPUTE_CAPABILITY = (9, 0)
@@ -71,29 +61,24 @@ def _vol(tile) -> float:
 # ---------------------------------------------------------------------------------------
 def measurement_device(dtype: str, occupancy: dict | None = None,
                        cost: CostModel = DEFAULT_COST) -> DeviceInfo:
-    occ = (occupancy or ASSUMED_OCCUPANCY).get(dtype, 1)
-    d = DeviceInfo.h200(ctas_per_sm=occ)
+    d = DeviceInfo.h200(ctas_per_sm=(occupancy or {}).get(dtype, 1))
     return replace(d, name="NVIDIA H200 (as measured)", sms=SM_COUNT,
                    compute_capability=COMPUTE_CAPABILITY, cost=cost)
-
-
-def kernel_tile(dtype: str):
-    """The tile make_plan forces (single base), or None (auto over the bases)."""
-    from ..kernels.specs import HEURISTIC_TILES  # pure data: no CuPy import
-
-    bases = HEURISTIC_TILES[dtype]
-    return (bases[0].bm, bases[0].bn, bases[0].bk) if len(bases) == 1 else None
 
 
 def rebuild(row: dict, occupancy: dict | None = None, cost: CostModel = DEFAULT_COST,
             mode: str | None = None):
     """The schedule the GPU ran for ``row`` (or would run with ``cost`` / ``mode``)."""
     dt = row["dtype"]
-    return schedule_gemm(int(row["m"]), int(row["n"]), int(row["k"]),
-                         batch=int(row.get("batch", 1)),
-                         device=measurement_device(dt, occupancy, cost),
-                         mode=mode or row["mode"], tile=kernel_tile(dt),
-                         reduction="deterministic", dtype=dt)
+    problem = GemmProblem(int(row["m"]), int(row["n"]), int(row["k"]),
+                          batch=int(row.get("batch", 1)), dtype=dt)
+    device = measurement_device(dt, occupancy, cost)
+    if occupancy is None:  # the catalogue's entries at their declared occupancy
+        return resolve_gemm(problem, device, mode=mode or row["mode"]).schedule
+    options = [replace(b.option(), ctas_per_sm=occupancy.get(dt, b.ctas_per_sm))
+               for b in bases_for(dt)]
+    return schedule_problem(problem, device, mode=mode or row["mode"],
+                            reduction="deterministic", tiles=options)
 
 
 # ---------------------------------------------------------------------------------------
@@ -104,7 +89,7 @@ class Sample:
     """One measured schedule: per-CTA features and the time it took."""
 
     key: tuple                 # (class, batch, m, n, k, dtype, mode)
-    group: tuple               # (dtype class, tile): which c-coefficient it uses
+    group: tuple               # (dtype class, tile, efficiency): its c-coefficient
     dtype: str
     tile: tuple
     feats: np.ndarray          # (waves, resident, 3): partials * b-scale, merges * d-scale, iters
@@ -154,7 +139,8 @@ def samples_from_rows(rows, occupancy: dict | None = None, modes=FORCED_MODES) -
         if r["mode"] not in modes or not (r.get("us") or 0) > 0 or r["us"] != r["us"]:
             continue
         s = rebuild(r, occupancy)
-        out.append(Sample(row_key(r) + (r["mode"],), (dtype_class(r["dtype"]), s.tile),
+        out.append(Sample(row_key(r) + (r["mode"],),
+                          (dtype_class(r["dtype"]), s.tile, s.tile_efficiency),
                           r["dtype"], s.tile, cta_features(s), float(r["us"])))
     return out
 
@@ -163,8 +149,9 @@ def samples_from_rows(rows, occupancy: dict | None = None, modes=FORCED_MODES) -
 # The model as a vector of parameters: theta = (a, b, d, c_g for each group)
 # ---------------------------------------------------------------------------------------
 def group_coefficient(model: CostModel, group: tuple, dtype: str) -> float:
-    """c_g: the model's time of one k-iteration of the group's tile."""
-    return iteration_cost(group[1], dtype, model)
+    """c_g: the model's time of one k-iteration of the group's tile (at the kernel's own
+    efficiency, group[2], when it has one)."""
+    return iteration_cost(group[1], dtype, model, group[2])
 
 
 def theta_of(model: CostModel, groups: list, dtypes: dict) -> np.ndarray:
@@ -375,17 +362,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default=DEFAULT_JSON)
     ap.add_argument("--occupancy", action="append", default=[],
-                    help="DTYPE=N CTAs per SM the GPU scheduled with (default: "
-                         "ASSUMED_OCCUPANCY)")
+                    help="DTYPE=N CTAs per SM the GPU scheduled with (default: each "
+                         "catalogue entry's declared occupancy)")
     ap.add_argument("--eval", action="store_true",
                     help="also show auto's picks with the fitted model vs the JSON's auto")
     args = ap.parse_args(argv)
-    occ = dict(ASSUMED_OCCUPANCY)
+    occ = {}
     for o in args.occupancy:
         k, v = o.split("=")
         occ[k] = int(v)
     data, rows = load_rows(args.json)
-    samples = samples_from_rows(rows, occ)
+    samples = samples_from_rows(rows, occ or None)
     res = fit(samples)
     print(f"source: {args.json} (measured {data.get('date')}, commit {data.get('commit')}, "
           f"{data.get('device')}); {len(samples)} rows; occupancy {occ}")

@@ -1,6 +1,8 @@
 """A few small GEMMs per fixup protocol, for compute-sanitizer (memcheck / racecheck).
 
-Run: compute-sanitizer --tool memcheck python -m tests.gpu.sanitize_cases
+Run from the repository root (the cases reuse the GPU tests' helpers):
+
+    compute-sanitizer --tool memcheck python -m tools.sanitize_cases
 """
 from __future__ import annotations
 
@@ -8,13 +10,13 @@ import sys
 
 import numpy as np
 
+from skcontract.kernels.gemm import gemm
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
 
 
 def main() -> int:
     import cupy
 
-    from skcontract.kernels.gemm import gemm
     cases = [  # dtype, (m, n, k), mode, reduction[, tile[, (A order, B order)]]
         ("float16", (200, 136, 2000), "data_parallel", "deterministic"),
         ("float16", (200, 136, 2000), "stream_k", "deterministic"),

@@ -1,8 +1,8 @@
 """Read a kernel's machine code without a GPU: compile a KernelSpec through NVRTC to a cubin,
 disassemble it with ``nvdisasm`` and count the instructions of its inner loops.
 
-    python -m skcontract.kernels.sass '<KernelSpec as JSON>' [--arch sm_90a] [--dump FILE]
-    python -m skcontract.kernels.sass --variant tests.gpu.time_variants:float64:dvec128x64w2x2mb2
+    python -m tools.sass '<catalogue entry as JSON>' [--protocol P] [--layouts A,B] [--arch sm_90a]
+                         [--dump FILE]
 
 For each loop (a backward branch) that holds math instructions (DMMA / HMMA / IMMA / FFMA /
 DFMA) it prints the loop's size, the count of each opcode and the instructions per math
@@ -22,7 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import jit, specs
+from skcontract.kernels import jit, specs
+from skcontract.kernels.catalogue import KernelBase
 
 MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "FFMA", "DFMA")
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
@@ -121,25 +122,18 @@ def report(spec: specs.KernelSpec, arch: str = "sm_90a", dump: str | None = None
     return "\n".join(lines)
 
 
-def _variant(ref: str) -> specs.KernelSpec:
-    import importlib
-
-    module, dtype, name = ref.split(":")
-    return importlib.import_module(module).variants(dtype)[name]
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("spec", nargs="?", help="KernelSpec fields as JSON")
-    p.add_argument("--variant", help="module:dtype:name of a variants() entry")
-    p.add_argument("--fixup", default="deterministic")
+    p.add_argument("entry", help="a catalogue entry's fields as JSON "
+                                 "(KernelBase.to_dict(), with its 'family')")
+    p.add_argument("--protocol", default="deterministic")
     p.add_argument("--layouts", default="row,row", help="A,B layouts")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--dump", help="write the whole disassembly here")
     args = p.parse_args(argv)
-    spec = _variant(args.variant) if args.variant else specs.KernelSpec(**json.loads(args.spec))
+    entry = KernelBase.from_dict(json.loads(args.entry))
     la, lb = args.layouts.split(",")
-    spec = specs.specialise(spec, fixup=args.fixup, a_layout=la, b_layout=lb)
+    spec = specs.specialise(entry, protocol=args.protocol, a_layout=la, b_layout=lb)
     print(report(spec, args.arch, args.dump))
     return 0
 

@@ -1,23 +1,24 @@
 """Print auto's choices for the GEMM shapes of the benchmark corpus, as a markdown table.
 
-    python -m skcontract.schedule.report [--corpus PATH] [--dtype float16]
+    python -m tools.cost_report [--corpus PATH] [--dtype float16]
 
 For every "gemm" class shape (batched included) and each of the tiles 128x128x64 and
 128x256x64 (forced), it shows the mode, grid, waves and predicted wave efficiency auto
 chooses on DeviceInfo.h200(), next to data-parallel with the same tile, and the cost
-model's predicted speed-up over data-parallel. Predictions come from the named initial
-constants in heuristics.py, not from measurements.
+model's predicted speed-up over data-parallel. Predictions come from that device's cost
+model, not from measurements. The corpus defaults to the package's own
+``skcontract/bench/corpus.json`` (the one ``python -m skcontract bench gemm`` runs).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
+from importlib import resources
 
-from .device import DeviceInfo
-from .scheduler import schedule_gemm
+from skcontract.schedule.device import DeviceInfo
+from skcontract.schedule.heuristics import DEFAULT_COST, cost_of
+from skcontract.schedule.scheduler import schedule_gemm
 
-DEFAULT_CORPUS = os.path.join("shared", "bench", "corpus.json")
 TILES = ((128, 128, 64), (128, 256, 64))
 
 
@@ -33,13 +34,14 @@ def corpus_shapes(corpus: dict):
                 yield group["class"], 1, m, n, k
 
 
-def find_corpus(path: str | None) -> str:
-    cands = [path] if path else [DEFAULT_CORPUS, os.path.join("..", DEFAULT_CORPUS),
-                                 "/work/shared/bench/corpus.json"]
-    for c in cands:
-        if c and os.path.exists(c):
-            return c
-    raise FileNotFoundError("benchmark corpus not found; pass --corpus PATH")
+def load_corpus(path: str | None = None) -> dict:
+    """The corpus at ``path``, or the package's own ``skcontract/bench/corpus.json``."""
+    if path is None:
+        text = resources.files("skcontract.bench").joinpath("corpus.json").read_text()
+    else:
+        with open(path) as f:
+            text = f.read()
+    return json.loads(text)
 
 
 def rows(corpus: dict, device: DeviceInfo, dtype: str = "float16"):
@@ -53,7 +55,6 @@ def rows(corpus: dict, device: DeviceInfo, dtype: str = "float16"):
 
 
 def _cost_source(device: DeviceInfo) -> str:
-    from .heuristics import DEFAULT_COST, cost_of
     if cost_of(device) is DEFAULT_COST:
         return "the initial guesses of heuristics.py"
     return "constants measured on the device, see docs/benchmarks/cost-model-h200.md"
@@ -81,12 +82,11 @@ def markdown(corpus: dict, device: DeviceInfo, dtype: str = "float16") -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default=None)
+    ap.add_argument("--corpus", default=None, metavar="PATH",
+                    help="benchmark corpus JSON (default: skcontract/bench/corpus.json)")
     ap.add_argument("--dtype", default="float16")
     args = ap.parse_args(argv)
-    with open(find_corpus(args.corpus)) as f:
-        corpus = json.load(f)
-    print(markdown(corpus, DeviceInfo.h200(), args.dtype))
+    print(markdown(load_corpus(args.corpus), DeviceInfo.h200(), args.dtype))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,192 @@
+"""What a kernel launch needs to know about an operand, read without importing torch.
+
+:func:`describe` turns a CuPy array, any object with ``__cuda_array_interface__`` (CuPy,
+Numba, PyTorch) or any object with ``__dlpack__`` (PyTorch, JAX, ...) into an
+:class:`Operand`: the device address of its first element, its shape, its strides in
+elements, its dtype name and its CUDA device ordinal. Only CUDA memory is accepted.
+
+The CUDA array interface is read first; DLPack is the fallback for what the interface cannot
+express (PyTorch's bfloat16 tensors raise from it). The DLPack capsule is parsed with ctypes
+and left named ``dltensor``, so dropping it calls the producer's deleter as the protocol
+requires. CuPy is optional and imported inside functions only.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+_BFLOAT16 = "bfloat16"  # no NumPy dtype: named here, 2 bytes
+
+# DLPack's device types (dlpack.h DLDeviceType): the CUDA ones are accepted, the rest named
+# in the error.
+_KDLCUDA, _KDLCUDA_MANAGED = 2, 13
+_DL_DEVICES = {1: "kDLCPU", 2: "kDLCUDA", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan",
+               8: "kDLMetal", 9: "kDLVPI", 10: "kDLROCM", 11: "kDLROCMHost", 12: "kDLExtDev",
+               13: "kDLCUDAManaged", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon"}
+# DLPack's dtype codes (DLDataTypeCode) -> NumPy-style name prefix.
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A strided CUDA array: enough to launch a kernel on it, and nothing to keep it alive
+    (the caller holds the array while the operand is used)."""
+
+    ptr: int  # device address of element [0, 0, ...]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    dtype: str  # NumPy-style name; "bfloat16" for bf16
+    device_id: int  # CUDA device ordinal
+
+    def itemsize(self) -> int:
+        return 2 if self.dtype == _BFLOAT16 else np.dtype(self.dtype).itemsize
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.CFUNCTYPE(None, ctypes.c_void_p))]
+
+
+# Prototypes of their own, so that ctypes.pythonapi's shared attributes stay untouched.
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def describe(x) -> Operand:
+    """The :class:`Operand` of a CUDA array (CuPy, ``__cuda_array_interface__`` or
+    ``__dlpack__``); TypeError for anything else or for memory that is not CUDA device
+    memory."""
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        if isinstance(x, cupy.ndarray):
+            return _from_cupy(x)
+    op = _via_interface(x)
+    if op is not None:
+        return op
+    if hasattr(x, "__dlpack__"):
+        return _from_dlpack(x)
+    raise TypeError("describe expects a CuPy array or an object with __cuda_array_interface__ "
+                    f"or __dlpack__, got {_type_name(x)}")
+
+
+def _type_name(x) -> str:
+    t = type(x)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _elements(strides_bytes, itemsize: int) -> tuple[int, ...]:
+    if any(s % itemsize for s in strides_bytes):
+        raise ValueError(f"strides {tuple(strides_bytes)} bytes are not whole {itemsize}-byte "
+                         "elements")
+    return tuple(s // itemsize for s in strides_bytes)
+
+
+def _c_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _from_cupy(x) -> Operand:
+    return Operand(x.data.ptr, tuple(x.shape), _elements(x.strides, x.itemsize), x.dtype.name,
+                   x.device.id)
+
+
+def _via_interface(x) -> Operand | None:
+    """The operand through ``x.__cuda_array_interface__``; None when x has none, or has one
+    that cannot express it while ``__dlpack__`` can be tried."""
+    try:
+        return _from_interface(x, x.__cuda_array_interface__)
+    except AttributeError:  # no interface (PyTorch: a tensor not on a GPU)
+        return None
+    except (TypeError, ValueError):  # PyTorch's bfloat16 tensors raise from the interface
+        if hasattr(x, "__dlpack__"):
+            return None
+        raise
+
+
+def _from_interface(x, cai: dict) -> Operand:
+    if cai.get("mask") is not None:
+        raise TypeError("describe: masked __cuda_array_interface__ arrays are not supported")
+    dt = np.dtype(cai["typestr"])
+    if dt.kind not in "biufc" or dt.byteorder not in "=|":
+        raise TypeError(f"describe: unsupported __cuda_array_interface__ typestr "
+                        f"{cai['typestr']!r}")
+    shape = tuple(int(n) for n in cai["shape"])
+    strides = cai.get("strides")
+    strides = _c_strides(shape) if strides is None else _elements(strides, dt.itemsize)
+    ptr = int(cai["data"][0])
+    return Operand(ptr, shape, strides, dt.name, _interface_device(x, ptr))
+
+
+def _interface_device(x, ptr: int) -> int:
+    """The interface does not name the device: ``__dlpack_device__`` does where the object
+    has it, else CUDA's pointer attributes (through CuPy)."""
+    if hasattr(x, "__dlpack_device__"):
+        device_type, device_id = x.__dlpack_device__()
+        return _cuda_device(int(device_type), int(device_id))
+    try:
+        import cupy
+    except ImportError as e:
+        raise ImportError("describe needs CuPy to find the device of a "
+                          "__cuda_array_interface__ pointer") from e
+    if ptr == 0:  # an empty array: no allocation to ask about
+        return cupy.cuda.runtime.getDevice()
+    attrs = cupy.cuda.runtime.pointerGetAttributes(ptr)
+    if attrs.type not in (2, 3):  # cudaMemoryTypeDevice, cudaMemoryTypeManaged
+        raise TypeError(f"describe: pointer {ptr:#x} is not CUDA device memory "
+                        f"(cudaMemoryType {attrs.type})")
+    return attrs.device
+
+
+def _cuda_device(device_type: int, device_id: int) -> int:
+    if device_type not in (_KDLCUDA, _KDLCUDA_MANAGED):
+        name = _DL_DEVICES.get(device_type, "unknown")
+        raise TypeError(f"describe: the operand is on DLPack device {name} ({device_type}); "
+                        "only CUDA memory (kDLCUDA, kDLCUDAManaged) is accepted")
+    return device_id
+
+
+def _dl_dtype(dtype: _DLDataType) -> str:
+    prefix = _DL_CODES.get(dtype.code)
+    if prefix is None or dtype.lanes != 1:
+        raise TypeError(f"describe: unsupported DLPack dtype (code {dtype.code}, bits "
+                        f"{dtype.bits}, lanes {dtype.lanes})")
+    name = "bool" if prefix == "bool" else f"{prefix}{dtype.bits}"
+    if name != _BFLOAT16:
+        np.dtype(name)  # TypeError for a width NumPy does not have (e.g. float8)
+    return name
+
+
+def _from_dlpack(x) -> Operand:
+    capsule = x.__dlpack__()
+    if not _capsule_is_valid(capsule, b"dltensor"):
+        raise TypeError(f"describe: {_type_name(x)}.__dlpack__() did not return an unconsumed "
+                        "'dltensor' capsule")
+    t = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
+    device_id = _cuda_device(t.device.device_type, t.device.device_id)
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = (_c_strides(shape) if not t.strides
+               else tuple(t.strides[i] for i in range(t.ndim)))
+    return Operand((t.data or 0) + t.byte_offset, shape, strides, _dl_dtype(t.dtype), device_id)
