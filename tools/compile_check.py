@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skcontract.kernels import jit, specs
+from skcontract.kernels.catalogue import ARCH_CC
 
 ARCHS = ("sm_90a", "sm_80")
 ROOT = Path(__file__).resolve().parents[1]
