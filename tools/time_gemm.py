@@ -1,0 +1,47 @@
+"""Device time of ``gemm`` (auto) on a few shapes, for A/B runs of two trees (GPU).
+
+    PYTHONPATH=<tree> python -m tools.time_gemm --shapes 4x4096x4096,16x4096x4096 \\
+        --dtypes float32,float64 [--reps 15]
+
+Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
+of ``--reps``), the same timing helper the benchmark uses. It imports ``skcontract`` from
+whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
+device session compares them on the same machine state.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.time_gemm")
+    p.add_argument("--shapes", required=True, help="comma list of MxNxK")
+    p.add_argument("--dtypes", default="float32,float64")
+    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--tag", default="")
+    args = p.parse_args(argv)
+    import cupy
+
+    import skcontract
+    from skcontract.bench.gemm import _calls_for, _device_time_us
+    from skcontract.kernels.gemm import gemm
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for shape in args.shapes.split(","):
+        m, n, k = (int(x) for x in shape.split("x"))
+        for dtype in args.dtypes.split(","):
+            rs = cupy.random.RandomState(0)
+            a = rs.standard_normal((m, k)).astype(dtype)
+            b = rs.standard_normal((k, n)).astype(dtype)
+            c = cupy.empty((m, n), dtype=dtype)
+            calls = _calls_for(2.0 * m * n * k)
+            us = _device_time_us(lambda: gemm(a, b, c), stream, calls, args.reps)
+            print(json.dumps({"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
+                              "dtype": dtype, "us": us}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
