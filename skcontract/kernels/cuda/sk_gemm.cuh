@@ -10,7 +10,6 @@
 #include "loader.cuh"
 #include "mainloop_mma_sync.cuh"
 #include "mainloop_ffma.cuh"
-#include "mainloop_ffma_kmajor.cuh"
 #include "fixup.cuh"
 #include "epilogue.cuh"
 
