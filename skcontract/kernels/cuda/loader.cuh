@@ -1,4 +1,8 @@
 // loader.cuh: global -> shared operand loader (cp.async, predicated, any leading dimension).
+// TileLoader (Cfg::LA / Cfg::LB) fixes one operand's stage layout and copies k-tiles into it;
+// sk_gemm.cuh and the mainloops use KC, LDS, STAGE_ELEMS / STAGE_BYTES, CHUNK_ELEMS,
+// at(stage, x, k), load(), and, where INTERIOR_PATH, interior_src() / load_interior() /
+// load_interior_part().
 //
 // An operand is viewed as X(x, k): x runs over M (operand A) or N (operand B), k over K.
 //   KCONTIG = true : X(x, k) = ptr[x * ld + k]   (A row-major, B column-major)
@@ -24,7 +28,7 @@ template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS, int PAD
 struct TileLoader {
   static constexpr bool KC = KCONTIG;
   // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
-  // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct banks pairs.
+  // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct bank pairs.
   // PAD_ARG >= 0 overrides (the host passes KernelSpec.pad(); tf32 k-contiguous pads 8 floats
   // so its 8-byte fragment loads are conflict-free).
   static constexpr int PAD = PAD_ARG >= 0 ? PAD_ARG
@@ -47,8 +51,8 @@ struct TileLoader {
 
   // load_interior() applies: 16-byte chunks, every thread the same count, and a thread's
   // chunks in one column (THREADS a multiple of the chunks per line). Narrower chunks (a
-  // misaligned operand) keep the predicated path: the interior one's per-split pointers
-  // spilled the 16-warp fp64 kernel's registers there.
+  // misaligned operand) keep the predicated path: the interior path's per-split pointers
+  // would spill the register-bound fp64 kernels.
   static constexpr bool INTERIOR_PATH = CP_BYTES == 16 && TOTAL % THREADS == 0 &&
                                         THREADS % CHUNKS_PER_LINE == 0;
   static constexpr int LINES_PER_PASS = THREADS / CHUNKS_PER_LINE;
