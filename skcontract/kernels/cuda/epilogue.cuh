@@ -1,4 +1,7 @@
 // epilogue.cuh: C = alpha * acc + beta * C, converted to the output type, stored with bounds.
+// Epilogue<ML, TOut, SHIFT_M, SHIFT_N>: run() stores a thread's accumulators, store_one() one
+// of them (the arrival protocol's shared sums); both use only the mainloop's Acc, NACC,
+// coord(), PAIR and PAIR_STRIDE (sk_gemm.cuh).
 // int32 accumulators (int8 operands): alpha / beta are int32 and the arithmetic wraps mod 2^32.
 // C is row-major with leading dimension ldc (the host transposes the problem for a
 // column-major output). Accumulator coordinates are relative to the split's window origin
@@ -28,8 +31,8 @@ struct Epilogue {
   static constexpr int STRIDE = PairStride<ML>::value;
   static constexpr bool PAIRED = ML::PAIR == 2 && ML::NACC % (2 * STRIDE) == 0;
   // Global row / column of window coordinate r / c, and whether the split stores it (its
-  // own rows / columns of the window). Unshifted kernels keep the plain upper bounds: the
-  // FFMA kernel's code grew 10% (and ran 7% slower) with the lower ones folded in.
+  // own rows / columns of the window). Kernels that never shift check the upper bounds
+  // only: the lower-bound compares would cost them code and time for nothing.
   __device__ __forceinline__ static int row(const Split& s, int r) {
     return (SHIFT_M ? s.mw : s.m0) + r;
   }

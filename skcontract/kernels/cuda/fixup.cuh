@@ -141,7 +141,7 @@ struct Fixup {
     return *flag != 0;
   }
 
-  // SHARED_SUM rows of the aligned protocol, in two parts. arrive_shared runs where the split
+  // SHARED_SUM rows of the arrival protocol, in two parts. arrive_shared runs where the split
   // is computed (store the slot, arrive; never waits). finish_shared runs after the CTA has
   // arrived on every one of its tiles, so every wait is for arrivals that need no waiting:
   // with every CTA resident, no cycle is possible whatever order CTAs visit tiles in.

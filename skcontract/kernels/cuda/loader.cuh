@@ -1,4 +1,8 @@
 // loader.cuh: global -> shared operand loader (cp.async, predicated, any leading dimension).
+// TileLoader (Cfg::LA / Cfg::LB) fixes one operand's stage layout and copies k-tiles into it;
+// sk_gemm.cuh and the mainloops use KC, LDS, STAGE_ELEMS / STAGE_BYTES, CHUNK_ELEMS,
+// at(stage, x, k), load(), and, where INTERIOR_PATH, interior_src() / load_interior() /
+// load_interior_part().
 //
 // An operand is viewed as X(x, k): x runs over M (operand A) or N (operand B), k over K.
 //   KCONTIG = true : X(x, k) = ptr[x * ld + k]   (A row-major, B column-major)
@@ -20,11 +24,11 @@
 namespace skc {
 
 template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS, int PAD_ARG = -1,
-          int UNROLL_ARG = 0, bool LINE_STEP_ARG = false>
+          int UNROLL_ARG = 0>
 struct TileLoader {
   static constexpr bool KC = KCONTIG;
   // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
-  // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct banks pairs.
+  // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct bank pairs.
   // PAD_ARG >= 0 overrides (the host passes KernelSpec.pad(); tf32 k-contiguous pads 8 floats
   // so its 8-byte fragment loads are conflict-free).
   static constexpr int PAD = PAD_ARG >= 0 ? PAD_ARG
@@ -44,20 +48,13 @@ struct TileLoader {
   // Chunks issued per unrolled group (UNROLL_ARG > 0 caps it: element-wise / 4-byte copies of
   // the tf32 and int8 kernels would otherwise hold every address live at once and spill).
   static constexpr int UNROLL = UNROLL_ARG > 0 && UNROLL_ARG < ITERS ? UNROLL_ARG : ITERS;
-  // LINE_STEP_ARG (with THREADS a multiple of CHUNKS_PER_LINE): every chunk of a thread has
-  // the column of its first chunk and a line a constant step further, instead of dividing
-  // each chunk index; fewer per-chunk indices stay in registers through the split, which the
-  // k-major FFMA mainloop needs under its 128-register cap. The same chunks either way; off
-  // by default because it reshuffles the register allocation of the other kernels.
-  static constexpr bool LINE_STEP = LINE_STEP_ARG && THREADS % CHUNKS_PER_LINE == 0;
 
   // load_interior() applies: 16-byte chunks, every thread the same count, and a thread's
   // chunks in one column (THREADS a multiple of the chunks per line). Narrower chunks (a
-  // misaligned operand) keep the predicated path: the interior one's per-split pointers
-  // spilled the 16-warp fp64 kernel's registers there. Not with LINE_STEP either: the
-  // k-major FFMA kernel's 128-register cap has no room for them (it spills on sm_80).
-  static constexpr bool INTERIOR_PATH = CP_BYTES == 16 && !LINE_STEP_ARG &&
-                                        TOTAL % THREADS == 0 && THREADS % CHUNKS_PER_LINE == 0;
+  // misaligned operand) keep the predicated path: the interior path's per-split pointers
+  // would spill the register-bound fp64 kernels.
+  static constexpr bool INTERIOR_PATH = CP_BYTES == 16 && TOTAL % THREADS == 0 &&
+                                        THREADS % CHUNKS_PER_LINE == 0;
   static constexpr int LINES_PER_PASS = THREADS / CHUNKS_PER_LINE;
 
   // Element (x, k) of a stage, tile-relative.
@@ -98,9 +95,8 @@ struct TileLoader {
     for (int it = 0; it < ITERS; ++it) {
       const int idx = tid + it * THREADS;
       if (TOTAL % THREADS == 0 || idx < TOTAL) {
-        const int line = LINE_STEP ? tid / CHUNKS_PER_LINE + it * (THREADS / CHUNKS_PER_LINE)
-                                   : idx / CHUNKS_PER_LINE;
-        const int c = (LINE_STEP ? tid : idx) % CHUNKS_PER_LINE * VEC;
+        const int line = idx / CHUNKS_PER_LINE;
+        const int c = idx % CHUNKS_PER_LINE * VEC;
         int gl, gc, rem;
         bool valid;
         if (KCONTIG) { gl = x0 + line; gc = k0 + c; valid = gl < x_end; rem = k_end - gc; }

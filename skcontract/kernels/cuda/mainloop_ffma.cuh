@@ -1,4 +1,6 @@
-// mainloop_ffma.cuh: exact CUDA-core mainloop (fp32 FFMA / fp64 DFMA, no tf32 rounding).
+// mainloop_ffma.cuh: exact CUDA-core mainloop (MainloopFfma: fp32 FFMA / fp64 DFMA, no tf32
+// rounding). Implements the mainloop interface of sk_gemm.cuh (PAIR = 2 when B is
+// x-contiguous).
 //
 // THREADS = 256 arranged TY x TX (TY = BM / TM, TM = min(8, BM)); each thread owns a TM x TN
 // register tile (TN = BN / TX): 8 x 8 for the 128x128 tile, 8 x 1 for the 8x256 GEMV tile.

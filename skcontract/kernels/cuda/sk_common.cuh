@@ -1,4 +1,7 @@
-// sk_common.cuh: types, conversions and PTX helpers shared by every skcontract kernel.
+// sk_common.cuh: types, conversions and PTX helpers shared by every skcontract kernel:
+// half_t / bfloat16_t / int8_t storage types, Cvt / AccCvt conversions, acc_add / acc_mul
+// (wrapping for int32), cp.async, GPU-scope acquire / release, and NoLoads (the default
+// `between` of a mainloop's compute, sk_gemm.cuh).
 // No CUDA toolkit header is included: NVRTC compiles this with only its built-in headers,
 // so fp16 / bf16 are our own 16-bit storage types converted through PTX cvt.
 #pragma once
@@ -111,7 +114,7 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-// ---- GPU-scope synchronisation (docs/design/stream_k.md, memory ordering) -----------------
+// ---- GPU-scope synchronisation (docs/design/stream_k.md) -----------------------------------
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");

@@ -1,16 +1,37 @@
-// sk_gemm.cuh: the persistent Stream-K GEMM kernel. One template, one instantiation per
-// KernelSpec; the host emits a Cfg struct (see skcontract/kernels/specs.py) naming:
+// sk_gemm.cuh: the persistent Stream-K GEMM kernel (the entry header; jit.py inlines its
+// includes). One template, one instantiation per KernelSpec; the host emits a Cfg struct
+// (skcontract/kernels/specs.py) naming:
 //   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, REDUCTION, LA, LB (TileLoader), ML (mainloop).
 // Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
-// feeding ML::compute -> Fixup -> Epilogue; with the aligned fixup, a second walk over the
+// feeding ML::compute -> Fixup -> Epilogue; with the arrival protocol, a second walk over the
 // rows finishes the shared sums (fixup.cuh) once the CTA has arrived on all its tiles.
+// docs/design/stream_k.md and docs/design/kernels.md describe the design.
+//
+// The mainloop interface (ML), all that the kernel, the fixup and the epilogue use:
+//   Acc, THREADS, NACC          accumulator type, threads per CTA, accumulators per thread
+//   zero(acc)                   acc[0 .. NACC) = 0
+//   compute(As, Bs, acc)        acc += one BK slice of the A and B stages in shared memory
+//   coord(i, r, c)              tile-relative row / column of this thread's accumulator i
+//   PAIR, PAIR_STRIDE           PAIR == 2: accumulators i and i + PAIR_STRIDE (i / PAIR_STRIDE
+//                               even) are columns c (even) and c + 1 of one row (epilogue.cuh;
+//                               PAIR_STRIDE defaults to 1)
+// and optionally (each off when the mainloop does not declare it):
+//   SPREADS_LOADS, STEPS        compute(As, Bs, acc, between) calls between(s) once per k
+//                               step s < STEPS; the kernel issues the next k-tile's copies there
+//   SHIFT_WINDOWS               edge tiles compute over a window shifted inside the operands
+//                               (window_origin below)
+//   SCRATCH_BYTES               shared memory after the stages, passed as compute's 4th
+//                               argument (unsigned char*) when nonzero
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
 #include "loader.cuh"
-#include "mainloop_mma_sync.cuh"
+#include "mma_fragments.cuh"
+#include "mainloop_mma16.cuh"
+#include "mainloop_dmma.cuh"
+#include "mainloop_tf32.cuh"
+#include "mainloop_imma.cuh"
 #include "mainloop_ffma.cuh"
-#include "mainloop_ffma_kmajor.cuh"
 #include "fixup.cuh"
 #include "epilogue.cuh"
 
@@ -39,14 +60,13 @@ template <class ML> struct ShiftsWindows<ML, decltype(void(ML::SHIFT_WINDOWS))> 
 // Origin of the window a split computes along one operand's x (M for A, N for B): the
 // tile's x0, except for an edge tile (overhanging x_end) of an operand at least a tile
 // wide, whose window is shifted back to end at x_end. Then every k-tile lies inside the
-// operand and loads through load_interior() (1000^3 fp64: 23 of 128 tiles otherwise zero-fill
-// through the predicated path on every k-tile, and the wave waits for them). The shifted-in
-// lines belong to the neighbouring tile; the epilogue does not store them. An x-contiguous
-// operand shifts only by whole 16-byte chunks (cp.async alignment), else stays put.
-// Opt-in per mainloop (SHIFT_WINDOWS): the fp64 DMMA "vec" kernels, where it was measured
-// (1000^3: 55.8 -> 50.7 us); the exact-fp32 FFMA kernel measured 7% slower with it on every
-// shape (its epilogue's extra bounds) and fp16 / bf16 no different (H200 2026-11-30); tf32 and
-// int8 were not measured.
+// operand and loads through load_interior(), instead of the edge tiles zero-filling through
+// the predicated path on every k-tile while the rest of the wave waits for them. The
+// shifted-in lines belong to the neighbouring tile; the epilogue does not store them. An
+// x-contiguous operand shifts only by whole 16-byte chunks (cp.async alignment), else stays
+// put. Opt-in per mainloop (SHIFT_WINDOWS): the fp64 DMMA "vec" kernels gain from it; on the
+// FFMA kernel the epilogue's extra lower-bound checks cost more than it saves
+// (docs/design/kernels.md).
 template <class L, int X, bool ENABLED>
 __device__ __forceinline__ int window_origin(int x0, int x_end) {
   if constexpr (!ENABLED || !L::INTERIOR_PATH) {
