@@ -1,6 +1,7 @@
 // sk_scheduler.cuh: the device side of "the schedule is data".
 // A CTA walks rows cta_offsets[cta] .. cta_offsets[cta+1] of the split table written by
-// skcontract/schedule (table.py documents the columns). No decomposition arithmetic here.
+// skcontract/schedule (table.py documents the columns and is the one definition of the
+// enums below; a CPU test checks they agree). No decomposition arithmetic here.
 #pragma once
 #include "sk_common.cuh"
 
@@ -52,7 +53,7 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
 // The persistent loop: Body is called once per split, in table order. REREAD_END: the end is
 // re-read after each split (an L1 hit) instead of living in a register through the body,
 // whose peak (fixup workspace loads) spilled 128-register (512-thread) kernels; it costs the
-// others time (1x8192x8192 fp32: 91.2 vs 87.1 us), so only those kernels ask for it.
+// others time (docs/benchmarks/log.md), so only those kernels ask for it.
 template <bool REREAD_END = false, class Body>
 __device__ __forceinline__ void for_each_split(const int* __restrict__ table,
                                                const int* __restrict__ cta_offsets, int M, int N,
