@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|quick|subset]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|quick|subset|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
+#   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset)
+#   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
+#             carried) and this one, AB_SHAPES x AB_DTYPES, twice each
 set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
@@ -13,8 +16,11 @@ STEPS=${*:-tests sanitize bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
 t0=$(date +%s)
-timeout ${WARM_S:-150} python3 -m tools.warm_kernels --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
-echo "warm rc=$? $(tail -1 "$OUT/warm.log") ($(( $(date +%s) - t0 ))s)"
+if [ -z "${NO_WARM:-}" ]; then
+  timeout ${WARM_S:-240} python3 -m tools.warm_kernels --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
+  echo "warm rc=$? $(tail -1 "$OUT/warm.log") ($(( $(date +%s) - t0 ))s)"
+fi
+XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${JOBS:-8}")
 for step in $STEPS; do
   t0=$(date +%s)
   case $step in
@@ -22,7 +28,7 @@ for step in $STEPS; do
       timeout 120 python3 -m tools.sanitize_cases > "$OUT/smoke.log" 2>&1
       echo "smoke rc=$?"; cat "$OUT/smoke.log" | tail -15;;
     tests)
-      timeout ${TESTS_S:-300} python3 -m pytest -q --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
+      timeout ${TESTS_S:-300} python3 -m pytest -q $XDIST --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
     sanitize)
       for tool in memcheck racecheck; do
@@ -35,6 +41,22 @@ for step in $STEPS; do
     subset)
       timeout ${BENCH_S:-300} python3 -m skcontract.bench.gemm --dtypes float32,float64 --merge docs/benchmarks/gemm-h200.json --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -12 "$OUT/bench.log";;
+    half)
+      timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --dtypes bfloat16,float16 --merge "$OUT/gemm-h200.json" --out "$OUT" > "$OUT/bench-half.log" 2>&1
+      echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench-half.log";;
+    ab)
+      for i in 1 2; do
+        for tree in old new; do
+          pp=$PWD; [ $tree = old ] && pp=$PWD/.old:$PWD
+          PYTHONPATH=$pp timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}" >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
+        done
+      done
+      echo "ab rc=$? ($(( $(date +%s) - t0 ))s)"; cat "$OUT/ab.jsonl" | python3 -c "
+import json, sys, collections
+d = collections.defaultdict(list)
+for l in sys.stdin:
+    r = json.loads(l); d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
+for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}' for x in v))";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;

@@ -33,6 +33,8 @@ def main() -> int:
         ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 16)),  # 2 CTAs/SM
         ("float32", (1, 8192, 2048), "stream_k", "arrival", (1, 1024, 8)),  # one-row GEMV
         ("float64", (1, 1024, 3000), "stream_k", "deterministic", (1, 512, 8)),
+        ("float32", (6, 2048, 3000), "stream_k", "deterministic", (8, 256, 16)),  # 2 CTAs/SM
+        ("float64", (100, 300, 2000), "stream_k", "atomic", (64, 64, 16)),  # 2 CTAs/SM
         ("tf32", (130, 70, 1000), "stream_k", "deterministic"),
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),
     ]
