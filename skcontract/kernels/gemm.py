@@ -71,7 +71,8 @@ def _entry_for(schedule: Schedule, dtype, allow_tf32, dev, vec16):
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
-              reduction, tile, grid, dev, schedule=None, allow_tf32=False) -> LaunchPlan:
+              reduction, tile, grid, dev, schedule=None, allow_tf32=False,
+              stream=None) -> LaunchPlan:
     """Resolve (or take), specialise, compile and upload for one problem (the cold path).
 
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; else the
@@ -91,7 +92,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     kernel = jit.get_kernel(spec, dev)
-    plan = LaunchPlan(kernel, schedule, dev)
+    plan = LaunchPlan(kernel, schedule, dev, stream)
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "
                      f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"
@@ -200,13 +201,14 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     tf32 = bool(allow_tf32) and a_dt == "float32"
     key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, mode, reduction,
            None if tile is None else tuple(tile), grid, schedule, tf32)
+    if stream is None:
+        stream = cupy.cuda.get_current_stream()
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = make_plan(a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16,
                                        mode=mode, reduction=reduction, tile=tile, grid=grid,
-                                       dev=dev, schedule=schedule, allow_tf32=tf32)
-    if stream is None:
-        stream = cupy.cuda.get_current_stream()
+                                       dev=dev, schedule=schedule, allow_tf32=tf32,
+                                       stream=stream)
     plan.launch(a_ptr, b_ptr, C.ptr, m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta,
                 stream)
     return out

@@ -53,7 +53,7 @@ class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
                  "num_locks", "acc_np", "device_id")
 
-    def __init__(self, kernel: CompiledKernel, schedule, device_id: int):
+    def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy
 
         spec = kernel.spec
@@ -65,8 +65,14 @@ class LaunchPlan:
                              f"schedule's is {tuple(schedule.tile)}")
         self.kernel, self.schedule, self.device_id = kernel, schedule, device_id
         table = schedule.table if len(schedule.table) else np.zeros((1, NUM_COLUMNS), np.int32)
-        self.table = cupy.asarray(table)
-        self.offsets = cupy.asarray(schedule.cta_offsets)
+        # uploaded once, then read by launches on any stream: wait for the copies to land
+        # (unless the stream is being captured, where the copy is ordered in the graph)
+        stream = stream if stream is not None else cupy.cuda.get_current_stream()
+        with stream:
+            self.table = cupy.asarray(table)
+            self.offsets = cupy.asarray(schedule.cta_offsets)
+        if not stream.is_capturing():
+            stream.synchronize()
         self.grid = int(schedule.grid)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
@@ -82,7 +88,7 @@ class LaunchPlan:
     def launch(self, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
                stream) -> None:
         spec = self.kernel.spec
-        pool = workspace.get(self.device_id, stream.ptr, spec.dtype_acc,
+        pool = workspace.get(self.device_id, stream, spec.dtype_acc,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
                              num_locks=self.num_locks)
         acc = self.acc_np

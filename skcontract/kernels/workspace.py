@@ -40,22 +40,32 @@ def _grow(buf, n, dtype, zeroed):
     return cupy.zeros(n, dtype=dtype) if zeroed else cupy.empty(n, dtype=dtype)
 
 
-def get(device_id: int, stream_ptr: int, acc_dtype: str, *, workspace_elems: int,
+def get(device_id: int, stream, acc_dtype: str, *, workspace_elems: int,
         staging_elems: int, num_locks: int):
-    """Buffers big enough for one launch; the same objects on later calls when they fit."""
-    key = (device_id, stream_ptr, acc_dtype)
+    """Buffers big enough for one launch on ``stream``; the same objects on later calls when
+    they fit. A buffer grows on ``stream`` itself, so its zeroing is ordered before the
+    launch that needs it (a non-blocking stream does not wait for the default stream)."""
+    key = (device_id, stream.ptr, acc_dtype)
     pool = _POOLS.get(key)
     if pool is None:
         with _LOCK:
             pool = _POOLS.setdefault(key, Pool())
-    if pool.workspace is None or pool.workspace.size < workspace_elems:
-        pool.workspace = _grow(pool.workspace, workspace_elems, acc_dtype, False)
-    if pool.staging is None or pool.staging.size < staging_elems:
-        # Growing replaces the buffer: the old one was zero, the new one starts zero.
-        pool.staging = _grow(pool.staging, staging_elems, acc_dtype, True)
-    if pool.locks is None or pool.locks.size < num_locks:
-        pool.locks = _grow(pool.locks, num_locks, "uint32", True)
+    if _fits(pool.workspace, workspace_elems) and _fits(pool.staging, staging_elems) and \
+            _fits(pool.locks, num_locks):
+        return pool
+    with stream:
+        if not _fits(pool.workspace, workspace_elems):
+            pool.workspace = _grow(pool.workspace, workspace_elems, acc_dtype, False)
+        if not _fits(pool.staging, staging_elems):
+            # Growing replaces the buffer: the old one was zero, the new one starts zero.
+            pool.staging = _grow(pool.staging, staging_elems, acc_dtype, True)
+        if not _fits(pool.locks, num_locks):
+            pool.locks = _grow(pool.locks, num_locks, "uint32", True)
     return pool
+
+
+def _fits(buf, n: int) -> bool:
+    return buf is not None and buf.size >= n
 
 
 def reset() -> None:

@@ -90,6 +90,7 @@ def test_fixup_buffers_stay_clean_on_two_streams_and_in_a_graph(reduction):
     ref = cupy.matmul(to64(a), to64(b))
     s1, s2 = cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream(non_blocking=True)
     outs = [poisoned((m, n), a) for _ in range(4)]
+    cupy.cuda.runtime.deviceSynchronize()  # operands and poison are written on the null stream
     for i, out in enumerate(outs):
         gemm(a, b, out, mode="stream_k", reduction=reduction, stream=(s1, s2)[i % 2])
     s1.synchronize()
@@ -97,15 +98,16 @@ def test_fixup_buffers_stay_clean_on_two_streams_and_in_a_graph(reduction):
     for out in outs:
         assert rel_error(out, ref) <= TOL["float32"]
     out = poisoned((m, n), a)
+    cupy.cuda.runtime.deviceSynchronize()
     gemm(a, b, out, mode="stream_k", reduction=reduction, stream=s1)  # plan and buffers
     s1.synchronize()
-    out[...] = np.nan
     with s1:
         s1.begin_capture()
         gemm(a, b, out, mode="stream_k", reduction=reduction, stream=s1)
         graph = s1.end_capture()
     for _ in range(3):
         out[...] = np.nan
+        cupy.cuda.runtime.deviceSynchronize()
         graph.launch(s1)
         s1.synchronize()
         assert rel_error(out, ref) <= TOL["float32"]
