@@ -45,7 +45,7 @@ for step in $STEPS; do
       timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --dtypes bfloat16,float16 --merge "$OUT/gemm-h200.json" --out "$OUT" > "$OUT/bench-half.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench-half.log";;
     ab)
-      for i in 1 2; do
+      for i in $(seq ${AB_ROUNDS:-2}); do
         for tree in old new; do
           pp=$PWD; [ $tree = old ] && pp=$PWD/.old:$PWD
           PYTHONPATH=$pp timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}" >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
