@@ -18,7 +18,7 @@ DEMO_CASES = (
 def gpu_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device."""
     try:
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
         return cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # no CuPy, no driver, no device: all mean "run on the CPU"
         return False
@@ -30,7 +30,7 @@ def run_demo(backend: str | None = None) -> int:
         backend = "cupy" if gpu_available() else "numpy"
     xp, device = np, None
     if backend == "cupy":
-        import cupy as xp
+        import cupy as xp  # optional dependency: only the GPU path needs CuPy
         device = DeviceInfo.from_cupy()
     print(f"skcontract demo: backend = {backend}"
           + (" (GPU)" if backend == "cupy" else " (CPU: no GPU present)"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .contract import contract_path
+from .schedule.draw import draw_schedule
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
@@ -32,11 +33,10 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
 
 
 def _draw_steps(steps, path) -> None:
-    from .schedule.draw import draw_schedule
     try:
-        import matplotlib
+        import matplotlib  # optional dependency (the plot extra)
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional dependency (the plot extra)
     except ImportError as exc:  # optional dependency
         raise ImportError("explain(draw=...) needs matplotlib: "
                           "pip install 'skcontract[plot]'") from exc

@@ -43,6 +43,8 @@ from functools import lru_cache
 from types import MappingProxyType, ModuleType
 from typing import Iterable
 
+from ..plan.classify import Kind
+
 __all__ = ["BACKENDS", "get_backend", "backend_for", "plan_allocates"]
 
 #: backend name -> module path (read-only)
@@ -73,6 +75,4 @@ def backend_for(arrays: Iterable[object]) -> str:
 
 def plan_allocates(plan) -> bool:
     """Whether running ``plan`` creates a new array (else the result may view an input)."""
-    from ..plan.classify import Kind
-
     return any(s.kind is not Kind.UNARY or s.k_labels for s in plan.steps)

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..kernels.gemm import gemm
+
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 OUR_MODES = ("data_parallel", "stream_k", "hybrid", "auto")
 QUICK_CLASSES = {"wave-quantized": 3, "exact-waves": 2, "strong-scaling": 2, "decode-gemv": 1,
@@ -64,7 +66,7 @@ def _class_of(corpus, m, n, k):
 
 def _device_time_us(fn, stream, calls, reps):
     """Median per-call device time of ``fn`` (CUDA graph replay on ``stream``)."""
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     with stream:
         fn()  # warm: compile, allocate pools
@@ -107,7 +109,7 @@ def _call_time_us(fn, sync, calls=50):
 
 
 def _torch_graph_us(fn, calls, reps):
-    import torch
+    import torch  # the benchmark's peer; not a dependency of the library
 
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -137,10 +139,9 @@ def _calls_for(flops):
 
 
 def run_case(cls, batch, m, n, k, dtype, reps, log):
-    import cupy
-    import torch
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
 
-    from skcontract.kernels.gemm import gemm
 
     tdt = getattr(torch, TORCH_DTYPES[dtype])
     gen = torch.Generator(device="cuda").manual_seed(1234)
@@ -252,9 +253,9 @@ def write_markdown(path, doc, summary):
 
 def write_plot(path, rows):
     try:
-        import matplotlib
+        import matplotlib  # optional dependency (the plot extra)
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # optional dependency (the plot extra)
     except ImportError:
         return False
     dtypes = [d for d in ("bfloat16", "float16", "float32", "float64")
@@ -290,7 +291,7 @@ def write_plot(path, rows):
 
 
 def _write_all(args, rows, plot=True):
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     commit = os.environ.get("SKCONTRACT_COMMIT")
     if not commit:
@@ -346,8 +347,8 @@ def main(argv=None) -> int:
                    help="an earlier JSON whose rows of the dtypes not measured now are kept")
     args = p.parse_args(argv)
 
-    import cupy
-    import torch
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ import datetime
 import os
 from pathlib import Path
 
+from ..kernels.gemm import gemm
 from .gemm import _calls_for, _device_time_us, _torch_graph_us
 
 SHAPES = [(1024, 1024, 1024), (2176, 1024, 4096), (2304, 2304, 4096), (4096, 4096, 4096),
@@ -20,10 +21,9 @@ REPS = 7
 
 
 def _rows():
-    import cupy
-    import torch
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
 
-    from ..kernels.gemm import gemm
 
     torch.backends.cuda.matmul.allow_tf32 = True
     stream = cupy.cuda.Stream(non_blocking=True)

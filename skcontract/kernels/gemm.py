@@ -118,7 +118,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is (a plan's
     step carries one); it bypasses the scheduler.
     """
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     A, B = describe(a), describe(b)
     if A.dtype != B.dtype:
@@ -217,7 +217,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
 def _aligned_copy(x, base):
     """A C-contiguous copy of ``x`` (fresh allocations are 256-byte aligned); ValueError when
     its rows are still not a multiple of 16 bytes, which ``base`` needs."""
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     y = cupy.ascontiguousarray(x)
     if (y.shape[-1] * y.itemsize) % specs.VEC16_BYTES:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import re
 import sys
@@ -68,12 +69,12 @@ def compile_options(arch: str, *, debug: bool = False) -> tuple[str, ...]:
 
 def nvrtc_version() -> str:
     try:
-        from cuda.bindings import nvrtc
+        from cuda.bindings import nvrtc  # optional dependency: NVRTC for the version string
         _, major, minor = nvrtc.nvrtcVersion()
         return f"{major}.{minor}"
     except Exception:  # noqa: BLE001 - fall back to CuPy's view
         try:
-            import cupy
+            import cupy  # optional dependency: only the GPU path needs CuPy
             return ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
         except Exception:  # noqa: BLE001
             return "unknown"
@@ -81,7 +82,7 @@ def nvrtc_version() -> str:
 
 def cupy_version() -> str:
     try:
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
         return cupy.__version__
     except Exception:  # noqa: BLE001
         return "none"
@@ -148,7 +149,7 @@ _MEMO: dict = {}
 
 def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel:
     """Compile (or fetch) ``spec`` for the current CuPy device. Warm calls are a dict lookup."""
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     dev = device_id if device_id is not None else cupy.cuda.runtime.getDevice()
     debug = debug_spin_enabled()
@@ -168,7 +169,7 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
         function = module.get_function(spec.name_expression)
     if cdir is not None:
         _write_manifest(cdir, key, spec, options, arch)
-    from cupy.cuda import driver
+    from cupy.cuda import driver  # optional dependency: only the GPU path needs CuPy
     smem = spec.smem_bytes
     function.max_dynamic_shared_size_bytes = smem  # RawKernel: sets the CUfunction attribute
     # The underlying cupy.cuda.function.Function launches on an explicit stream.
@@ -202,8 +203,6 @@ def _warm_one(spec_dict) -> str:
 
 def warm(spec_list, jobs: int = 8) -> list[str]:
     """Compile specs into CuPy's disk cache in parallel processes (each a CUDA context)."""
-    import multiprocessing as mp
-
     ctx = mp.get_context("spawn")
     with ctx.Pool(jobs) as pool:
         return pool.map(_warm_one, [s.to_dict() for s in spec_list], chunksize=1)

@@ -54,7 +54,7 @@ class LaunchPlan:
                  "num_locks", "acc_np", "device_id")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
 
         spec = kernel.spec
         if spec.protocol != schedule.protocol:
@@ -109,6 +109,6 @@ class LaunchPlan:
 def _sm_count(device_id: int) -> int:
     n = _SMS.get(device_id)
     if n is None:
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
         n = _SMS[device_id] = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
     return n

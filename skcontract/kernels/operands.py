@@ -75,7 +75,7 @@ def describe(x) -> Operand:
     ``__dlpack__``); TypeError for anything else or for memory that is not CUDA device
     memory."""
     if type(x).__module__.split(".")[0] == "cupy":
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
 
         if isinstance(x, cupy.ndarray):
             return _from_cupy(x)
@@ -147,7 +147,7 @@ def _interface_device(x, ptr: int) -> int:
         device_type, device_id = x.__dlpack_device__()
         return _cuda_device(int(device_type), int(device_id))
     try:
-        import cupy
+        import cupy  # optional dependency: only the GPU path needs CuPy
     except ImportError as e:
         raise ImportError("describe needs CuPy to find the device of a "
                           "__cuda_array_interface__ pointer") from e

@@ -30,7 +30,7 @@ class Pool:
 
 
 def _grow(buf, n, dtype, zeroed):
-    import cupy
+    import cupy  # optional dependency: only the GPU path needs CuPy
 
     if buf is not None and buf.size >= n:
         return buf

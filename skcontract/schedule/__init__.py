@@ -10,6 +10,7 @@ See docs/schedules.md for the decompositions with pictures.
 from .applicability import can_apply_stream_k
 from .check import InvalidSchedule, validate_schedule
 from .device import DeviceInfo
+from .draw import draw_schedule
 from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
 from .scheduler import schedule_gemm, schedule_problem, schedule_step
@@ -17,13 +18,6 @@ from .types import (ALIGNED, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS
                     SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, ProtocolViolation, Reduction,
                     Schedule, TileOption,
                     ScheduleDeadlock, ScheduleError, Split, conv_problem, grouped_problem)
-
-
-def draw_schedule(schedule, path_or_ax=None, **kwargs):
-    """Draw a schedule (see :func:`skcontract.schedule.draw.draw_schedule`)."""
-    from .draw import draw_schedule as _draw
-
-    return _draw(schedule, path_or_ax, **kwargs)
 
 
 __all__ = [

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import table as T
-from .heuristics import HYTIS_MIN_TILE, MAX_STREAM_K_GROUPS, MIN_ITERS_PER_SPLIT
+from .heuristics import (HYTIS_MIN_TILE, HYTIS_SMALL_TILES, MAX_STREAM_K_GROUPS,
+                         MIN_ITERS_PER_SPLIT)
 from .swizzle import default_log_swizzle, default_raster, tile_order
 from .types import ARRIVAL, ATOMIC, DETERMINISTIC, GemmProblem
 
@@ -333,7 +334,6 @@ def hytis(ts: TileSpace, bk: int, grid: int, small: tuple[int, int]) -> RawSplit
 
 
 def hytis_small_tiles(bm: int, bn: int) -> list[tuple[int, int]]:
-    from .heuristics import HYTIS_SMALL_TILES
     out = []
     for fm, fn in HYTIS_SMALL_TILES:
         if bm % fm == 0 and bn % fn == 0 and bm // fm >= HYTIS_MIN_TILE \

@@ -5,6 +5,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .heuristics import MEASURED_COST_DEVICE_NAMES, MEASURED_H200_COST
+
 # Accumulator dtypes with a device-wide atomic add on compute capability >= 6.0
 # (red.global.add.{f32,f64,s32,u64}); fp16/bf16 pairs exist from 9.0 but we accumulate
 # those in fp32 anyway, so they never need one.
@@ -44,8 +46,6 @@ class DeviceInfo:
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":
         """The H200 preset, with the cost model measured on it (heuristics.MEASURED_H200_COST)."""
-        from .heuristics import MEASURED_H200_COST
-
         return cls("NVIDIA H200 (preset)", H200_SMS, (9, 0), H200_L2_BYTES,
                    H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm,
                    cost=MEASURED_H200_COST)
@@ -57,9 +57,7 @@ class DeviceInfo:
         A device whose name contains "H200" or "H100" (heuristics.MEASURED_COST_DEVICE_NAMES)
         gets the cost model measured on the H200; any other keeps ``cost=None`` (the guesses).
         """
-        import cupy
-
-        from .heuristics import MEASURED_COST_DEVICE_NAMES, MEASURED_H200_COST
+        import cupy  # optional: only a live device needs it
 
         dev_id = cupy.cuda.runtime.getDevice() if device_id is None else device_id
         p = cupy.cuda.runtime.getDeviceProperties(dev_id)

@@ -18,7 +18,7 @@ from .emulate import timeline
 
 def _mpl():
     try:
-        import matplotlib
+        import matplotlib  # optional dependency (the plot extra)
     except ImportError as e:  # pragma: no cover - exercised only without matplotlib
         raise ImportError("draw_schedule needs matplotlib: pip install 'skcontract[plot]' "
                           "(or pip install matplotlib)") from e
@@ -40,7 +40,7 @@ def _title(s) -> str:
 
 
 def legend_handles(waits: bool = True):
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # optional dependency (the plot extra)
 
     handles = [Patch(facecolor="0.75", label="data-parallel tile (one split)"),
                Patch(facecolor="0.75", edgecolor="black", hatch="////",
@@ -54,7 +54,7 @@ def legend_handles(waits: bool = True):
 def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None,
                  xmax: float | None = None, legend: bool = True):
     """Draw schedule ``s`` on a matplotlib Axes."""
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # optional dependency (the plot extra)
 
     tl = timeline(s)
     t = s.table
