@@ -213,8 +213,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     >>> s = plan.steps[0]
     >>> s.kind.name, s.batch_labels, s.m_labels, s.n_labels, s.k_labels
     ('BATCHED_GEMM', ('b',), ('i',), ('k',), ('j',))
-    >>> s.m, s.n, s.k, s.batch, s.reduction.name
-    (8, 32, 16, 4, 'ATOMIC')
+    >>> s.m, s.n, s.k, s.batch, s.merge.name
+    (8, 32, 16, 4, 'ATOMIC_CAPABLE')
     """
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
     if device is None:

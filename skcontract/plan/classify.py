@@ -32,8 +32,8 @@ import numpy as np
 
 from ..dtypes import accumulator_dtype
 
-__all__ = ["Kind", "ReductionClass", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
-           "reduction_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
+__all__ = ["Kind", "Merge", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
+           "merge_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
 
 
 class Kind(enum.Enum):
@@ -52,12 +52,13 @@ class Kind(enum.Enum):
 GEMM_KINDS = frozenset({Kind.GEMM, Kind.BATCHED_GEMM, Kind.GEMV, Kind.DOT})
 
 
-class ReductionClass(enum.Enum):
-    """How partial sums of one output element can be merged across CTAs on the device."""
+class Merge(enum.Enum):
+    """How a step's partial sums *can* merge across CTAs on the device: what its reduction
+    allows, not the fixup a schedule chose (that is ``Schedule.reduction``)."""
 
-    ATOMIC = "ATOMIC"                  # device atomic add exists for the accumulator dtype
-    WORKSPACE_ONLY = "WORKSPACE_ONLY"  # partials must go through a workspace (e.g. complex)
-    NONE = "NONE"                      # the step has no reduction
+    ATOMIC_CAPABLE = "atomic-capable"  # a device atomic add exists for the accumulator dtype
+    WORKSPACE_ONLY = "workspace-only"  # partials must go through a workspace (e.g. complex)
+    NONE = "none"                      # the step has no reduction
 
 
 def classify_groups(batch: int, m: int, n: int, k: int) -> Kind:
@@ -82,14 +83,15 @@ def compute_dtype(dtype) -> np.dtype:
     return dt
 
 
-def reduction_class(has_reduction: bool, dtype, device) -> ReductionClass:
-    """ATOMIC when ``device`` has an atomic add for the accumulator, else WORKSPACE_ONLY."""
+def merge_class(has_reduction: bool, dtype, device) -> Merge:
+    """ATOMIC_CAPABLE when ``device`` has an atomic add for the accumulator, else
+    WORKSPACE_ONLY; NONE for a step without a reduction."""
     if not has_reduction:
-        return ReductionClass.NONE
+        return Merge.NONE
     acc = accumulator_dtype(dtype)
     if acc is not None and device is not None and device.has_atomic(acc):
-        return ReductionClass.ATOMIC
-    return ReductionClass.WORKSPACE_ONLY
+        return Merge.ATOMIC_CAPABLE
+    return Merge.WORKSPACE_ONLY
 
 
 def pair_groups(a: Sequence[str], b: Sequence[str], keep: set | frozenset):

@@ -25,8 +25,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..parse import Equation
-from .classify import (GEMM_KINDS, Kind, ReductionClass, accumulator_dtype, choose_layout,
-                       classify_groups, pair_groups, reduction_class)
+from .classify import (GEMM_KINDS, Kind, Merge, accumulator_dtype, choose_layout,
+                       classify_groups, merge_class, pair_groups)
 from .path import find_path
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -66,7 +66,7 @@ class Step:
     dtype: np.dtype
     accumulator_dtype: np.dtype | None
     associative: bool
-    reduction: ReductionClass
+    merge: Merge
     needs_copy: tuple[bool, ...]
     layouts: tuple[str, ...]
     flops: int
@@ -76,11 +76,6 @@ class Step:
     @property
     def subscripts(self) -> str:
         return ",".join(_term(t) for t in self.inputs) + "->" + _term(self.output)
-
-    @property
-    def reduction_class(self) -> ReductionClass:
-        """Alias of ``reduction`` (the name the scheduler reads)."""
-        return self.reduction
 
     @property
     def acc_dtype(self) -> np.dtype | None:
@@ -103,11 +98,11 @@ class Step:
     def row(self) -> tuple[str, ...]:
         unary = self.kind is Kind.UNARY
         copy = ",".join(x for x, c in zip("AB", self.needs_copy) if c) or "-"
-        if self.reduction is ReductionClass.NONE:
+        if self.merge is Merge.NONE:
             red = "-"
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
-            red = f"sum{' assoc' if self.associative else ''} {acc} {self.reduction.value}"
+            red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
         sched = "-" if self.schedule is None else (
             self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
         return (str(self.index), self.subscripts, self.kind.value,
@@ -196,7 +191,7 @@ class Plan:
 
 def _reduction_facts(has_reduction: bool, dtype, device):
     acc = accumulator_dtype(dtype)
-    return acc, reduction_class(has_reduction, dtype, device)
+    return acc, merge_class(has_reduction, dtype, device)
 
 
 def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype, device):
@@ -216,7 +211,7 @@ def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype, device):
                 inputs=(tuple(term),), output=out, input_shapes=(tuple(shape),),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=(), m_labels=out,
                 n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
-                accumulator_dtype=acc, associative=True, reduction=red,
+                accumulator_dtype=acc, associative=True, merge=red,
                 needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
                 squeeze=squeeze)
     return step, out
@@ -237,7 +232,7 @@ def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype, device):
                 input_shapes=(tuple(sizes[x] for x in a), tuple(sizes[x] for x in b)),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=bo, m_labels=mo,
                 n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K, dtype=dtype,
-                accumulator_dtype=acc, associative=True, reduction=red,
+                accumulator_dtype=acc, associative=True, merge=red,
                 needs_copy=copies, layouts=layouts, flops=flops)
     return step, out
 

@@ -9,7 +9,7 @@ import pytest
 from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
 from skcontract.kernels.resolve import schedule_plan
-from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, ReductionClass, Step, accumulator_dtype
+from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Merge, Step, accumulator_dtype
 from skcontract.plan.classify import classify_groups, view_ok
 from skcontract.schedule.device import DeviceInfo
 
@@ -64,7 +64,7 @@ def test_step_sizes_and_problem():
     assert s.dtype == np.float32 and s.accumulator_dtype == np.float32
     assert s.flops == 2 * 4 * 8 * 32 * 16
     assert s.is_gemm_class
-    assert s.reduction_class is s.reduction and s.acc_dtype == s.accumulator_dtype
+    assert s.acc_dtype == s.accumulator_dtype
     assert s.output == ("b", "i", "k") and s.output_shape == (4, 8, 32)
     assert s.needs_copy == (False, False) and s.layouts == ("MK", "KN")
 
@@ -110,36 +110,36 @@ def test_view_ok_rule():
 
 
 @pytest.mark.parametrize("dtype,acc,cls", [
-    ("float16", "float32", ReductionClass.ATOMIC),
-    ("float32", "float32", ReductionClass.ATOMIC),
-    ("float64", "float64", ReductionClass.ATOMIC),
-    ("complex64", "complex64", ReductionClass.WORKSPACE_ONLY),
-    ("complex128", "complex128", ReductionClass.WORKSPACE_ONLY),
-    ("int8", "int32", ReductionClass.ATOMIC),
-    ("uint16", "uint32", ReductionClass.ATOMIC),
-    ("int32", "int32", ReductionClass.ATOMIC),
-    ("int64", "int64", ReductionClass.ATOMIC),
-    ("uint64", "uint64", ReductionClass.ATOMIC),
-    ("bool", "int32", ReductionClass.ATOMIC),
+    ("float16", "float32", Merge.ATOMIC_CAPABLE),
+    ("float32", "float32", Merge.ATOMIC_CAPABLE),
+    ("float64", "float64", Merge.ATOMIC_CAPABLE),
+    ("complex64", "complex64", Merge.WORKSPACE_ONLY),
+    ("complex128", "complex128", Merge.WORKSPACE_ONLY),
+    ("int8", "int32", Merge.ATOMIC_CAPABLE),
+    ("uint16", "uint32", Merge.ATOMIC_CAPABLE),
+    ("int32", "int32", Merge.ATOMIC_CAPABLE),
+    ("int64", "int64", Merge.ATOMIC_CAPABLE),
+    ("uint64", "uint64", Merge.ATOMIC_CAPABLE),
+    ("bool", "int32", Merge.ATOMIC_CAPABLE),
 ])
-def test_reduction_class(dtype, acc, cls):
+def test_merge_class(dtype, acc, cls):
     _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, dtype=dtype)
     s = plan.steps[0]
     assert s.accumulator_dtype == np.dtype(acc) == accumulator_dtype(dtype)
-    assert s.reduction is cls and s.associative
-    assert DeviceInfo.h200().has_atomic(acc) == (cls is ReductionClass.ATOMIC)
+    assert s.merge is cls and s.associative
+    assert DeviceInfo.h200().has_atomic(acc) == (cls is Merge.ATOMIC_CAPABLE)
     assert cls.value in str(plan)
 
 
 def test_no_reduction_steps():
     _, plan = contract_path("i,j->ij", (3,), (4,), shapes=True)
-    assert plan.steps[0].reduction is ReductionClass.NONE
+    assert plan.steps[0].merge is Merge.NONE
 
 
 def test_device_without_atomics():
     dev = dataclasses.replace(DeviceInfo.h200(), atomic_accumulators=frozenset())
     _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, device=dev)
-    assert plan.steps[0].reduction is ReductionClass.WORKSPACE_ONLY
+    assert plan.steps[0].merge is Merge.WORKSPACE_ONLY
     assert plan.device is dev
 
 

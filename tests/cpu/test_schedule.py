@@ -298,7 +298,7 @@ def test_schedule_step_and_summary():
     assert schedule_step(Other(), H200) is None
 
     class Ws(Step):
-        reduction_class = "WORKSPACE_ONLY"
+        merge = "WORKSPACE_ONLY"
 
     assert schedule_step(Ws(), H200, tile=(128, 128, 64), mode="stream_k").reduction == \
         "deterministic"
