@@ -102,6 +102,7 @@ def cta_features(s) -> np.ndarray:
     padded with zero CTAs to whole waves of ``device.resident_ctas``."""
     if s.small_tile is not None:
         raise ValueError("calibration does not handle HyTiS schedules (two tile sizes)")
+    s = s.expanded()
     t = s.table
     bk = s.tile[2]
     iters = -(-(t[:, T.K1].astype(np.int64) - t[:, T.K0]) // bk)

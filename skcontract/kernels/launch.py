@@ -51,7 +51,7 @@ def record_launches():
 
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
-                 "num_locks", "acc_np", "device_id")
+                 "num_locks", "acc_np", "device_id", "tile_order")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -74,6 +74,7 @@ class LaunchPlan:
         if not stream.is_capturing():
             stream.synchronize()
         self.grid = int(schedule.grid)
+        self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
         self.staging_elems = schedule.staging_slots * slot
@@ -94,8 +95,8 @@ class LaunchPlan:
         acc = self.acc_np
         args = (np.uint64(a_ptr), np.uint64(b_ptr), np.uint64(c_ptr), self.table, self.offsets,
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
-                np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa), np.int64(sb),
-                np.int64(sc), acc(alpha), acc(beta))
+                self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
+                np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
         if _RECORDERS:

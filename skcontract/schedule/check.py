@@ -25,6 +25,10 @@ def _fail(msg, rows=None):
 
 
 def validate_schedule(s: Schedule, *, min_iters: int = MIN_ITERS_PER_SPLIT) -> None:
+    """Raise InvalidSchedule unless the table (range rows written out) keeps every
+    invariant of :mod:`.table`."""
+    _check_ranges(s)
+    s = s.expanded()
     t = s.table.astype(np.int64)
     n = len(t)
     p = s.problem
@@ -153,6 +157,28 @@ def validate_schedule(s: Schedule, *, min_iters: int = MIN_ITERS_PER_SPLIT) -> N
     if s.reduction == DETERMINISTIC and waiter.any() and s.grid > s.device.resident_ctas:
         _fail(f"splits wait but grid {s.grid} > resident CTAs {s.device.resident_ctas}")
     _check_shared_sum(s, t, multi, cta)
+
+
+def _check_ranges(s: Schedule) -> None:
+    """Range rows: whole tiles of a uniform space, no fixup, positions inside the walk."""
+    t = s.table.astype(np.int64)
+    r = (t[:, T.FLAGS] & T.FLAG_RANGE) != 0
+    if not r.any():
+        return
+    if s.problem.groups is not None:
+        _fail("range rows in a grouped GEMM's table")
+    want = T.FLAG_FIRST | T.FLAG_FINAL | T.FLAG_RANGE
+    bad = r & ((t[:, T.FLAGS] != want) | (t[:, T.TILE] != -1) | (t[:, T.SLOT] != -1)
+               | (t[:, T.PEERS] != 1) | (t[:, T.K0] != 0) | (t[:, T.K1] != s.problem.k)
+               | (t[:, T.RANGE_COUNT] < 1))
+    if bad.any():
+        _fail("malformed range row", bad)
+    bm, bn = s.tile[:2]
+    n_tiles = s.problem.batch * (-(-s.problem.m // bm)) * (-(-s.problem.n // bn))
+    first = t[r, T.RANGE_FIRST]
+    last = first + (t[r, T.RANGE_COUNT] - 1) * t[r, T.RANGE_STRIDE]
+    if np.any(np.minimum(first, last) < 0) or np.any(np.maximum(first, last) >= n_tiles):
+        _fail("range row outside the tile walk")
 
 
 def _check_shared_sum(s: Schedule, t, multi, cta) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from . import table as T
 from .heuristics import (HYTIS_MIN_TILE, HYTIS_SMALL_TILES, MAX_STREAM_K_GROUPS,
                          MIN_ITERS_PER_SPLIT)
-from .swizzle import default_log_swizzle, default_raster, tile_order
+from .swizzle import default_log_swizzle, default_raster, tile_origins
 from .types import ARRIVAL, ATOMIC, DETERMINISTIC, GemmProblem
 
 
@@ -25,64 +25,116 @@ def cdiv(a, b):
 
 @dataclass(frozen=True)
 class TileSpace:
-    """Output tiles in execution (raster) order; int64 arrays of equal length."""
+    """The output tiles of a problem in execution (raster) order, batch-major.
 
-    batch: np.ndarray
-    m0: np.ndarray
-    n0: np.ndarray
-    bm: np.ndarray      # clipped extents
-    bn: np.ndarray
-    kk: np.ndarray      # K (elements) of the tile's batch entry / group
-    small: np.ndarray   # bool: HyTiS latency tile
+    A *uniform* space (one GEMM, or a batch of equal ones) keeps only its shape and computes
+    any tile's coordinates on demand (:func:`.swizzle.tile_origins`), so nothing here grows
+    with the tile count, and its tiles can be named by position in range rows. A *listed*
+    space (grouped GEMMs, HyTiS's re-tiled waves) keeps one array per field.
+    """
+
+    n: int
     log_swizzle: int = 0
     raster: str = "N"
+    shape: tuple | None = None     # uniform: (batch, m, n, k, bm, bn)
+    listed: dict | None = None     # listed: batch, m0, n0, bm, bn, kk, small arrays
 
     @property
-    def n(self) -> int:
-        return len(self.batch)
+    def uniform(self) -> bool:
+        return self.shape is not None
 
-    def iters(self, bk: int) -> np.ndarray:
-        return cdiv(self.kk, bk)
+    def coords(self, idx) -> dict:
+        """batch, m0, n0, bm, bn (clipped), kk (the tile's K) and small, for tiles ``idx``."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if self.listed is not None:
+            return {k: v[idx] for k, v in self.listed.items()}
+        _, m, n, k, bm, bn = self.shape
+        l, m0, n0, cbm, cbn = tile_origins(idx, m, n, bm, bn, self.log_swizzle, self.raster)
+        return dict(batch=l, m0=m0, n0=n0, bm=cbm, bn=cbn, kk=np.full(len(idx), k, np.int64),
+                    small=np.zeros(len(idx), dtype=bool))
 
-    def take(self, idx) -> "TileSpace":
-        return TileSpace(self.batch[idx], self.m0[idx], self.n0[idx], self.bm[idx],
-                         self.bn[idx], self.kk[idx], self.small[idx], self.log_swizzle,
-                         self.raster)
+    def iters(self, bk: int) -> int:
+        """k-iterations of the longest tile."""
+        if self.uniform:
+            return int(cdiv(self.shape[3], bk))
+        return int(cdiv(self.listed["kk"], bk).max()) if self.n else 0
+
+    def uniform_iters(self, bk: int) -> int:
+        """k-iterations of every tile; ValueError when tiles differ (ragged K)."""
+        if not self.uniform and self.n:
+            p = cdiv(self.listed["kk"], bk)
+            if p.min() != p.max():
+                raise ValueError("stream-k needs the same k-iteration count for every tile")
+        return self.iters(bk)
+
+    def listing(self, idx) -> "TileSpace":
+        """A listed space of the tiles ``idx`` (in that order)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        return TileSpace(len(idx), self.log_swizzle, self.raster, listed=self.coords(idx))
 
     @staticmethod
     def concat(parts: list["TileSpace"]) -> "TileSpace":
-        cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
-        return TileSpace(cat("batch"), cat("m0"), cat("n0"), cat("bm"), cat("bn"), cat("kk"),
-                         cat("small"), parts[0].log_swizzle, parts[0].raster)
+        fields = [p.coords(np.arange(p.n)) for p in parts]
+        listed = {k: np.concatenate([f[k] for f in fields]) for k in fields[0]}
+        return TileSpace(sum(p.n for p in parts), parts[0].log_swizzle, parts[0].raster,
+                         listed=listed)
 
 
 def tile_space(problem: GemmProblem, bm: int, bn: int, log_swizzle: int | None = None,
                raster: str | None = None) -> TileSpace:
     """All output tiles of ``problem``: batch-major, swizzled inside each batch entry."""
 
-    def one(m, n, k, l_values):
+    def one(m, n, k, batch):
         tm, tn = cdiv(m, bm), cdiv(n, bn)
         lsw = default_log_swizzle(tm, tn) if log_swizzle is None else log_swizzle
         ras = default_raster(tm, tn) if raster is None else raster
-        mi, ni = tile_order(tm, tn, lsw, ras)
-        m0, n0 = mi * bm, ni * bn
-        per = len(mi)
-        nl = len(l_values)
-        rep = lambda a: np.tile(a, nl)  # noqa: E731
-        ts = TileSpace(np.repeat(np.asarray(l_values, dtype=np.int64), per), rep(m0), rep(n0),
-                       rep(np.minimum(bm, m - m0)), rep(np.minimum(bn, n - n0)),
-                       np.full(per * nl, k, dtype=np.int64), np.zeros(per * nl, dtype=bool),
-                       lsw, ras)
-        return ts
+        return TileSpace(tm * tn * batch, lsw, ras, shape=(batch, m, n, k, bm, bn))
 
     if problem.groups is None:
-        return one(problem.m, problem.n, problem.k, range(problem.batch))
-    return TileSpace.concat([one(m, n, k, [l]) for l, (m, n, k) in enumerate(problem.groups)])
+        return one(problem.m, problem.n, problem.k, problem.batch)
+    parts = []
+    for l, (m, n, k) in enumerate(problem.groups):
+        part = one(m, n, k, 1)
+        c = part.coords(np.arange(part.n))
+        c["batch"] = np.full(part.n, l, np.int64)
+        parts.append(TileSpace(part.n, part.log_swizzle, part.raster, listed=c))
+    return TileSpace.concat(parts)
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Range rows before the table is built: CTA ``cta`` runs the whole tiles ``first +
+    j * stride`` (``j < count``) of a uniform tile space; ``seq`` places the row among the
+    CTA's other rows (smaller first)."""
+
+    cta: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    stride: np.ndarray
+    seq: np.ndarray
+
+    @staticmethod
+    def dealt(first: int, n: int, grid: int, seq: int) -> "Ranges":
+        """Tiles ``first .. first + n`` dealt round-robin to ``grid`` CTAs: one row each."""
+        c = np.arange(min(grid, n), dtype=np.int64)
+        return Ranges(c, first + c, cdiv(n - c, grid), np.full(len(c), grid, np.int64),
+                      np.full(len(c), seq, np.int64))
+
+    @staticmethod
+    def concat(parts: list["Ranges"]) -> "Ranges | None":
+        parts = [p for p in parts if p is not None and len(p.cta)]
+        if not parts:
+            return None
+        return Ranges(*(np.concatenate([getattr(p, f) for p in parts])
+                        for f in ("cta", "first", "count", "stride", "seq")))
 
 
 @dataclass(frozen=True)
 class RawSplits:
-    """Splits before the table is derived: CTA, tile index and k-iteration range."""
+    """Splits before the table is derived: for each listed split its CTA, its tile (an
+    index into ``rows_space``, default ``tiles``) and k-iteration range ``[kb, ke)``, with
+    ``seq`` ordering it among its CTA's rows (default: listing order); ``ranges`` the whole
+    tiles given as range rows (positions in ``tiles``, which is then uniform)."""
 
     tiles: TileSpace
     cta: np.ndarray
@@ -93,6 +145,9 @@ class RawSplits:
     note: str = ""
     splits_per_tile: int = 1
     groups: int = 1
+    seq: np.ndarray | None = None
+    ranges: Ranges | None = None
+    rows_space: TileSpace | None = None
 
 
 def _stable_by_cta(cta, tile, kb, ke):
@@ -100,14 +155,20 @@ def _stable_by_cta(cta, tile, kb, ke):
     return cta[o], tile[o], kb[o], ke[o]
 
 
+_NONE = np.zeros(0, np.int64)
+
+
 # ---------------------------------------------------------------------------------------
 # DATA_PARALLEL
 # ---------------------------------------------------------------------------------------
 def data_parallel(ts: TileSpace, bk: int, grid: int) -> RawSplits:
-    """One split per tile, tiles dealt to CTAs round-robin."""
+    """One split per tile, tiles dealt to CTAs round-robin (one range row per CTA)."""
+    if ts.uniform:
+        return RawSplits(ts, _NONE, _NONE, _NONE, _NONE, grid,
+                         ranges=Ranges.dealt(0, ts.n, grid, 0))
     pos = np.arange(ts.n, dtype=np.int64)
-    cta = pos % grid
-    return RawSplits(ts, *_stable_by_cta(cta, pos, np.zeros_like(pos), ts.iters(bk)), grid)
+    p = cdiv(ts.listed["kk"], bk)
+    return RawSplits(ts, *_stable_by_cta(pos % grid, pos, np.zeros_like(pos), p), grid)
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,6 +225,35 @@ def stream_k_walk(bounds: np.ndarray, per_tile: int):
     return unit, tile, kb, ke
 
 
+def stream_k_walk_compact(bounds: np.ndarray, per_tile: int):
+    """:func:`stream_k_walk` with each unit's whole tiles as one range: the partial head of
+    its last tile (listed, first), its whole tiles walked backwards (a range), the partial
+    tail of its first tile (listed, last). Returns the listed splits (unit, tile, kb, ke,
+    seq) and the ranges (unit, first tile, count) walked with stride -1."""
+    start, end = bounds[:-1], bounds[1:]
+    unit = np.arange(len(start), dtype=np.int64)
+    live = end > start
+    start, end, unit = start[live], end[live], unit[live]
+    t0, t1 = start // per_tile, (end - 1) // per_tile
+    kb0, ke1 = start - t0 * per_tile, end - t1 * per_tile   # k-range ends inside t0, t1
+    one = t0 == t1
+    head = ke1 < per_tile                                  # t1 is cut at its end
+    tail = (kb0 > 0) & ~one                                # t0 is cut at its start
+    lo = np.where(kb0 > 0, t0 + 1, t0)
+    hi = np.where(head, t1 - 1, t1)
+    whole = np.where(one & (head | (kb0 > 0)), 0, np.maximum(hi - lo + 1, 0))
+    single = one & (head | (kb0 > 0))                      # a unit inside one tile
+    listed_unit = np.concatenate([unit[head | single], unit[tail]])
+    listed_tile = np.concatenate([t1[head | single], t0[tail]])
+    listed_kb = np.concatenate([np.where(single, kb0, 0)[head | single], kb0[tail]])
+    listed_ke = np.concatenate([ke1[head | single], np.full(int(tail.sum()), per_tile)])
+    listed_seq = np.concatenate([np.zeros(int((head | single).sum()), np.int64),
+                                 np.full(int(tail.sum()), 2, np.int64)])
+    r = whole > 0
+    return ((listed_unit, listed_tile, listed_kb, listed_ke, listed_seq),
+            (unit[r], hi[r], whole[r]))
+
+
 def auto_groups(tiles: int, per_tile: int, units: int) -> int:
     """Largest G <= MAX_STREAM_K_GROUPS dividing both units and tiles that keeps
     >= MIN_ITERS_PER_SPLIT iterations per unit; 1 if none."""
@@ -174,40 +264,37 @@ def auto_groups(tiles: int, per_tile: int, units: int) -> int:
     return 1
 
 
-def _stream_k_part(sel: np.ndarray, per_tile: int, units: int, groups: int):
-    """Stream-K over tile indices ``sel`` (iteration-space order) with ``units`` CTAs in
-    ``groups`` groups: group j owns tiles sel[j::groups] (output_tile_id =
-    tile_in_group * G + j) and a contiguous block of the units."""
-    ctas, tiles, kbs, kes = [], [], [], []
+def _stream_k_part(n_tiles: int, per_tile: int, units: int, groups: int, compact: bool):
+    """Stream-K over tiles ``0 .. n_tiles`` (iteration-space order) with ``units`` CTAs in
+    ``groups`` groups: group j owns tiles j, j + G, ... (output_tile_id = tile_in_group * G
+    + j) and a contiguous block of the units. Returns the listed splits (cta, tile, kb, ke,
+    seq) and, when ``compact``, the whole tiles as :class:`Ranges` (else listed too)."""
+    listed, ranges = [], []
     base = 0
     for j in range(groups):
-        tj = sel[j::groups]
+        count = len(range(j, n_tiles, groups))
         uj = units // groups + (1 if j < units % groups else 0)
-        if len(tj) == 0 or uj == 0:
+        if count == 0 or uj == 0:
             base += uj
             continue
-        total = len(tj) * per_tile
-        used = stream_k_units(total, per_tile, uj)
-        unit, t, kb, ke = stream_k_walk(stream_k_boundaries(total, per_tile, used), per_tile)
-        ctas.append(unit + base)
-        tiles.append(tj[t])
-        kbs.append(kb)
-        kes.append(ke)
+        total = count * per_tile
+        bounds = stream_k_boundaries(total, per_tile, stream_k_units(total, per_tile, uj))
+        if compact:
+            (u, t, kb, ke, seq), (ru, rfirst, rcount) = stream_k_walk_compact(bounds, per_tile)
+            ranges.append(Ranges(ru + base, j + groups * rfirst, rcount,
+                                 np.full(len(ru), -groups, np.int64), np.ones(len(ru), np.int64)))
+        else:
+            u, t, kb, ke = stream_k_walk(bounds, per_tile)
+            seq = np.zeros(len(u), np.int64)
+        listed.append((u + base, j + groups * t, kb, ke, seq))
         base += uj
-    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
-    return cat(ctas), cat(tiles), cat(kbs), cat(kes)
-
-
-def _uniform_iters(ts: TileSpace, bk: int) -> int:
-    p = ts.iters(bk)
-    if len(p) and p.min() != p.max():
-        raise ValueError("stream-k needs the same k-iteration count for every tile")
-    return int(p[0]) if len(p) else 0
+    cols = [np.concatenate([x[i] for x in listed]) if listed else _NONE for i in range(5)]
+    return cols, Ranges.concat(ranges)
 
 
 def stream_k(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> RawSplits:
     """``grid`` units share the flattened (tile, k-iteration) space equally."""
-    p = _uniform_iters(ts, bk)
+    p = ts.uniform_iters(bk)
     total = ts.n * p
     used = stream_k_units(total, p, grid)
     note = ""
@@ -216,9 +303,8 @@ def stream_k(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> Ra
         grid = used
     g = auto_groups(ts.n, p, grid) if groups is None else max(1, min(groups, grid, ts.n,
                                                                      MAX_STREAM_K_GROUPS))
-    sel = np.arange(ts.n, dtype=np.int64)
-    cta, tile, kb, ke = _stream_k_part(sel, p, grid, g)
-    return RawSplits(ts, *_stable_by_cta(cta, tile, kb, ke), grid, note, groups=g)
+    (cta, tile, kb, ke, seq), ranges = _stream_k_part(ts.n, p, grid, g, ts.uniform)
+    return RawSplits(ts, cta, tile, kb, ke, grid, note, groups=g, seq=seq, ranges=ranges)
 
 
 # ---------------------------------------------------------------------------------------
@@ -226,7 +312,7 @@ def stream_k(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> Ra
 # ---------------------------------------------------------------------------------------
 def hybrid(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> RawSplits | str:
     """Returns the splits, or the reason the hybrid rule turns into plain DP."""
-    p = _uniform_iters(ts, bk)
+    p = ts.uniform_iters(bk)
     w, tail = divmod(ts.n, grid)
     if w == 0:  # no full wave: each unit would hold under one tile, which is stream_k
         return f"hybrid: {ts.n} tiles make no full wave of {grid} (stream_k's case)"
@@ -239,18 +325,20 @@ def hybrid(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> RawS
     used = stream_k_units(sk_n * p, p, grid)
     g = auto_groups(sk_n, p, used) if groups is None else max(1, min(groups, used, sk_n,
                                                                      MAX_STREAM_K_GROUPS))
-    sel = np.arange(sk_n, dtype=np.int64)
-    cta, tile, kb, ke = _stream_k_part(sel, p, used, g)
-    pos = np.arange(sk_n, ts.n, dtype=np.int64)
-    dp_cta = (pos - sk_n) % grid
-    cta = np.concatenate([cta, dp_cta])
-    tile = np.concatenate([tile, pos])
-    kb = np.concatenate([kb, np.zeros_like(pos)])
-    ke = np.concatenate([ke, np.full_like(pos, p)])
+    (cta, tile, kb, ke, seq), ranges = _stream_k_part(sk_n, p, used, g, ts.uniform)
+    if ts.uniform:  # the DP waves after the Stream-K rows of every CTA
+        ranges = Ranges.concat([ranges, Ranges.dealt(sk_n, ts.n - sk_n, grid, 3)])
+    else:
+        pos = np.arange(sk_n, ts.n, dtype=np.int64)
+        cta = np.concatenate([cta, (pos - sk_n) % grid])
+        tile = np.concatenate([tile, pos])
+        kb = np.concatenate([kb, np.zeros_like(pos)])
+        ke = np.concatenate([ke, np.full_like(pos, p)])
+        seq = np.concatenate([seq, np.full_like(pos, 3)])
     note = f"{dp_waves} DP wave(s) + stream-k over {sk_n} tiles"
     if used < grid:
         note += f" on {used} units"
-    return RawSplits(ts, *_stable_by_cta(cta, tile, kb, ke), grid, note, groups=g)
+    return RawSplits(ts, cta, tile, kb, ke, grid, note, groups=g, seq=seq, ranges=ranges)
 
 
 # ---------------------------------------------------------------------------------------
@@ -264,7 +352,7 @@ def split_k(ts: TileSpace, bk: int, splits: int, grid: int) -> RawSplits:
     """Every tile cut into S k-ranges ``[s P / S, (s + 1) P / S)``; the ``tiles * S`` units
     are dealt round-robin to ``grid`` CTAs; inside a CTA first splits (publish only) run
     before the others (which wait, in deterministic mode), each group in unit order."""
-    p = _uniform_iters(ts, bk)
+    p = ts.uniform_iters(bk)
     s_count = max(1, min(splits, max_splits(p)))
     units = ts.n * s_count
     grid = min(grid, units)
@@ -287,7 +375,7 @@ def aligned_splits(per_tile: int) -> list[int]:
 
 def aligned(ts: TileSpace, bk: int, splits: int) -> RawSplits:
     """``tiles * S`` CTAs, CTA ``bid`` owns tile ``bid / S``, k-range of ``s = bid % S``."""
-    p = _uniform_iters(ts, bk)
+    p = ts.uniform_iters(bk)
     allowed = aligned_splits(p)
     s_count = max(s for s in allowed if s <= max(1, splits))
     units = ts.n * s_count
@@ -310,27 +398,34 @@ def hytis(ts: TileSpace, bk: int, grid: int, small: tuple[int, int]) -> RawSplit
         return "hytis: no partial wave"
     sbm, sbn = small
     full = w * grid
-    tail_ts = ts.take(np.arange(full, ts.n))
-    cm, cn = cdiv(tail_ts.bm, sbm), cdiv(tail_ts.bn, sbn)
+    t = ts.coords(np.arange(full, ts.n))
+    cm, cn = cdiv(t["bm"], sbm), cdiv(t["bn"], sbn)
     cnt = cm * cn
-    parent = np.repeat(np.arange(tail_ts.n, dtype=np.int64), cnt)
+    parent = np.repeat(np.arange(tail, dtype=np.int64), cnt)
     j = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
     jm, jn = divmod(j, cn[parent])
-    m0 = tail_ts.m0[parent] + jm * sbm
-    n0 = tail_ts.n0[parent] + jn * sbn
-    small_ts = TileSpace(tail_ts.batch[parent], m0, n0,
-                         np.minimum(sbm, tail_ts.m0[parent] + tail_ts.bm[parent] - m0),
-                         np.minimum(sbn, tail_ts.n0[parent] + tail_ts.bn[parent] - n0),
-                         tail_ts.kk[parent], np.ones(len(parent), dtype=bool),
-                         ts.log_swizzle, ts.raster)
-    new = TileSpace.concat([ts.take(np.arange(full)), small_ts])
+    m0 = t["m0"][parent] + jm * sbm
+    n0 = t["n0"][parent] + jn * sbn
+    small_ts = TileSpace(len(parent), ts.log_swizzle, ts.raster, listed=dict(
+        batch=t["batch"][parent], m0=m0, n0=n0,
+        bm=np.minimum(sbm, t["m0"][parent] + t["bm"][parent] - m0),
+        bn=np.minimum(sbn, t["n0"][parent] + t["bn"][parent] - n0),
+        kk=t["kk"][parent], small=np.ones(len(parent), dtype=bool)))
+    note = (f"{full} big tiles in {w} full wave(s), {tail} tail tiles -> {small_ts.n} "
+            f"{sbm}x{sbn} tiles")
     if w == 0:
         grid = min(grid, small_ts.n)
+    pos = np.arange(small_ts.n, dtype=np.int64)
+    kb, ke = np.zeros_like(pos), cdiv(small_ts.listed["kk"], bk)
+    if ts.uniform:  # the full waves as range rows, the small tiles listed after them
+        return RawSplits(ts, *_stable_by_cta(pos % grid, pos, kb, ke), grid, note,
+                         seq=np.ones(len(pos), np.int64), rows_space=small_ts,
+                         ranges=Ranges.dealt(0, full, grid, 0) if full else None)
+    new = TileSpace.concat([ts.listing(np.arange(full)), small_ts])
     pos = np.arange(new.n, dtype=np.int64)
     cta = np.where(pos < full, pos % grid, (pos - full) % grid)
-    return RawSplits(new, *_stable_by_cta(cta, pos, np.zeros_like(pos), new.iters(bk)), grid,
-                     f"{full} big tiles in {w} full wave(s), {tail} tail tiles -> "
-                     f"{small_ts.n} {sbm}x{sbn} tiles")
+    return RawSplits(new, *_stable_by_cta(cta, pos, np.zeros_like(pos),
+                                          cdiv(new.listed["kk"], bk)), grid, note)
 
 
 def hytis_small_tiles(bm: int, bn: int) -> list[tuple[int, int]]:
@@ -347,23 +442,24 @@ def hytis_small_tiles(bm: int, bn: int) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------------------------------
 def build_table(raw: RawSplits, bk: int, reduction: str,
                 shared_sum: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(table, cta_offsets) of :mod:`.table` from splits already ordered by CTA.
+    """(table, cta_offsets) of :mod:`.table` from the listed splits and the range rows.
 
+    Rows are grouped by CTA and ordered inside it by ``seq``, then listing order.
     ``shared_sum`` (``arrival`` only): mark the splits of multi-split tiles FLAG_SHARED_SUM,
     so that their peers share the final sum (the caller guarantees co-residency)."""
-    ts = raw.tiles
-    tile = raw.tile
-    kk = ts.kk[tile]
+    space = raw.rows_space if raw.rows_space is not None else raw.tiles
+    tile = np.asarray(raw.tile, dtype=np.int64)
+    c = space.coords(tile)
     k0 = raw.kb * bk
-    k1 = np.minimum(raw.ke * bk, kk)
-    counts = np.bincount(tile, minlength=ts.n)
-    peers = counts[tile]
+    k1 = np.minimum(raw.ke * bk, c["kk"])
+    uniq, inv, counts = np.unique(tile, return_inverse=True, return_counts=True)
+    peers = counts[inv]
     order = np.lexsort((raw.kb, tile))
     st = tile[order]
     rank = np.empty(len(tile), dtype=np.int64)
     rank[order] = np.arange(len(tile)) - np.searchsorted(st, st, side="left")
     multi = counts > 1
-    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[tile]
+    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
     if reduction == ATOMIC:
         slot = np.full(len(tile), -1, dtype=np.int64)
     elif reduction == DETERMINISTIC:
@@ -371,26 +467,34 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     elif reduction == ARRIVAL:
         per = np.where(multi, counts, 0)
         base = np.cumsum(per) - per
-        slot = np.where(fix_id >= 0, base[tile] + rank, -1)
+        slot = np.where(fix_id >= 0, base[inv] + rank, -1)
     else:
         raise ValueError(f"unknown reduction {reduction!r}")
-    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == kk, T.FLAG_FINAL, 0)
-             | np.where(ts.small[tile], T.FLAG_SMALL, 0))
+    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == c["kk"], T.FLAG_FINAL, 0)
+             | np.where(c["small"], T.FLAG_SMALL, 0))
     if shared_sum and reduction == ARRIVAL:
         flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
-    table = np.empty((len(tile), T.NUM_COLUMNS), dtype=np.int32)
-    table[:, T.BATCH] = ts.batch[tile]
-    table[:, T.M0] = ts.m0[tile]
-    table[:, T.N0] = ts.n0[tile]
-    table[:, T.BM] = ts.bm[tile]
-    table[:, T.BN] = ts.bn[tile]
-    table[:, T.K0] = k0
-    table[:, T.K1] = k1
-    table[:, T.FLAGS] = flags
-    table[:, T.TILE] = fix_id
-    table[:, T.SLOT] = slot
-    table[:, T.PEERS] = peers
-    table[:, T.SPLIT] = rank
+    listed = np.stack([c["batch"], c["m0"], c["n0"], c["bm"], c["bn"], k0, k1, flags, fix_id,
+                       slot, peers, rank], axis=1) if len(tile) else \
+        np.zeros((0, T.NUM_COLUMNS), np.int64)
+    cta = np.asarray(raw.cta, dtype=np.int64)
+    seq = raw.seq if raw.seq is not None else np.zeros(len(cta), np.int64)
+    r = raw.ranges
+    if r is not None and len(r.cta):
+        if not raw.tiles.uniform:
+            raise ValueError("range rows need a uniform tile space")
+        n = len(r.cta)
+        rows = np.zeros((n, T.NUM_COLUMNS), np.int64)
+        rows[:, T.RANGE_FIRST], rows[:, T.RANGE_COUNT] = r.first, r.count
+        rows[:, T.RANGE_STRIDE] = r.stride
+        rows[:, T.K1] = raw.tiles.shape[3]
+        rows[:, T.FLAGS] = T.FLAG_FIRST | T.FLAG_FINAL | T.FLAG_RANGE
+        rows[:, T.TILE], rows[:, T.SLOT], rows[:, T.PEERS] = -1, -1, 1
+        listed = np.concatenate([listed, rows])
+        cta = np.concatenate([cta, r.cta])
+        seq = np.concatenate([seq, r.seq])
+    order = np.lexsort((np.arange(len(cta)), seq, cta))
+    table = listed[order].astype(np.int32)
     offsets = np.zeros(raw.grid + 1, dtype=np.int64)
-    np.cumsum(np.bincount(raw.cta, minlength=raw.grid), out=offsets[1:])
+    np.cumsum(np.bincount(cta, minlength=raw.grid), out=offsets[1:])
     return table, offsets.astype(np.int32)

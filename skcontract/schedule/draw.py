@@ -56,6 +56,7 @@ def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None
     """Draw schedule ``s`` on a matplotlib Axes."""
     from matplotlib.patches import Rectangle  # optional dependency (the plot extra)
 
+    s = s.expanded()
     tl = timeline(s)
     t = s.table
     cta = tl["cta"]

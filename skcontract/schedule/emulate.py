@@ -244,6 +244,7 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
     hardware's block scheduler in practice, "reverse" or "random" to probe co-residency
     assumptions). Raises :class:`ScheduleDeadlock` / :class:`ProtocolViolation`.
     """
+    s = s.expanded()
     a_list, b_list, squeeze = _operands(s, a, b)
     acc = accumulation_dtype(*[x.dtype for x in a_list + b_list])
     mach = _Machine(s, a_list, b_list, acc)
@@ -340,6 +341,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     (``sum_start`` .. ``sum_end``).
     CTAs beyond ``resident`` start when a slot frees (in index order).
     """
+    s = s.expanded()
     t = s.table
     n = len(t)
     model = cost_of(s.device)

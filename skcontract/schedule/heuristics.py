@@ -220,10 +220,12 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model))
                   if small_tile is not None else (b_big, d_big))
     c = np.where(small, c_small, c_big)
+    # a range row stands for RANGE_COUNT whole tiles of one split each
+    tiles = np.where(table[:, T.FLAGS] & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
     peers = table[:, T.PEERS].astype(np.int64)
     final = (table[:, T.FLAGS] & T.FLAG_FINAL) != 0
     multi = peers > 1
-    compute = c * iters
+    compute = c * iters * tiles
     shared = (table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
     d = np.where(small, d_sm, d_big)
     chain = (peers - 1) * (multi & final & ~shared)          # one CTA merges every peer

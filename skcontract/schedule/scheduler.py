@@ -116,7 +116,7 @@ class _Builder:
     def stream_k(self, tile, grid, reason="", reduction=None):
         red = reduction or self.reduction
         ts = self.tiles(tile)
-        p = int(ts.iters(tile[2]).max())
+        p = ts.iters(tile[2])
         opts = [grid] if grid is not None else _sk_grid_options(ts.n, p, self.device.resident_ctas)
         for g in opts:
             self._wait_check(g, red)
@@ -134,7 +134,7 @@ class _Builder:
 
     def split_k(self, tile, grid, splits, reason=""):
         ts = self.tiles(tile)
-        p = int(ts.iters(tile[2]).max())
+        p = ts.iters(tile[2])
         smax = D.max_splits(p)
         if splits is not None:
             opts = [splits]
@@ -159,7 +159,7 @@ class _Builder:
 
     def aligned(self, tile, grid, splits, reason=""):
         ts = self.tiles(tile)
-        p = int(ts.iters(tile[2]).max())
+        p = ts.iters(tile[2])
         allowed = D.aligned_splits(p)
         if splits is not None:
             opts = [splits]
@@ -295,7 +295,7 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
         t = b.option.tile
         resident = b.device.resident_ctas
         ts = b.tiles(t)
-        p = int(ts.iters(t[2]).max())
+        p = ts.iters(t[2])
         dp = b.dp(t, grid)
         built.append((dp, ""))
         allowed.append(dp)

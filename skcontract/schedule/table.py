@@ -20,13 +20,24 @@ BM, BN     tile extent clipped to the matrix (HyTiS rows may carry a smaller til
 K0, K1     the split's reduction range ``[K0, K1)`` in elements, a multiple of BK at K0
 FLAGS      bit FIRST (K0 == 0), bit FINAL (K1 == K), bit SMALL (a HyTiS latency-tile row:
            run it with the schedule's ``small_tile`` shape instead of ``tile``), bit
-           SHARED_SUM (``arrival`` rows whose peers share the final sum, see below)
+           SHARED_SUM (``arrival`` rows whose peers share the final sum, see below), bit
+           RANGE (a range row, below)
 TILE       fixup index of the tile (lock / arrival counter), -1 when the tile has one split
 SLOT       workspace slot this split writes (deterministic: one per tile, shared by its
            splits; arrival: one per split), -1 when it writes none
 PEERS      number of splits of this tile
 SPLIT      index of this split inside its tile, in k order (0 .. PEERS-1)
 ========== ===============================================================================
+
+Range rows (FLAG_RANGE) keep the table's size independent of the problem's: one row stands
+for COUNT whole tiles that each have a single split (FIRST | FINAL, no fixup), the tiles at
+positions ``FIRST_TILE + j * STRIDE`` (``j < COUNT``) of the tile walk: batch-major, each
+batch entry's tiles in the schedule's swizzled raster order (:mod:`.swizzle`). Their columns
+are RANGE_FIRST (M0), RANGE_COUNT (N0), RANGE_STRIDE (BM, possibly negative), K0 = 0,
+K1 = K, TILE = SLOT = -1, PEERS = 1, SPLIT = 0, BATCH = BN = 0. A CTA runs them in place in
+its row order; a data-parallel schedule is one range row per CTA. Grouped GEMMs and HyTiS's
+re-tiled waves list their tiles instead. ``Schedule.expanded()`` gives the equivalent table
+without range rows (what the emulator, the checks and the pictures read).
 
 Fixup protocols keyed by these columns, one per reduction mode. The kernels
 (``fixup.cuh``) and the CPU emulator (:mod:`.emulate`) run these same steps; a tile with
@@ -75,12 +86,27 @@ COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "s
 NUM_COLUMNS = len(COLUMN_NAMES)
 BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(NUM_COLUMNS)
 
-FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8}
+FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8, "range": 16}
 """The FLAGS bits; ``sk_scheduler.cuh`` names them ``FLAG_<NAME>``."""
 FLAG_FIRST = FLAGS_BY_NAME["first"]
 FLAG_FINAL = FLAGS_BY_NAME["final"]
 FLAG_SMALL = FLAGS_BY_NAME["small"]
 FLAG_SHARED_SUM = FLAGS_BY_NAME["shared_sum"]
+FLAG_RANGE = FLAGS_BY_NAME["range"]
+
+RANGE_FIRST, RANGE_COUNT, RANGE_STRIDE = M0, N0, BM
+"""The columns a range row keeps its tiles in; ``sk_scheduler.cuh`` names them
+``COL_RANGE_FIRST`` / ``COL_RANGE_COUNT`` / ``COL_RANGE_STRIDE``."""
+RANGE_COLUMNS = {"range_first": RANGE_FIRST, "range_count": RANGE_COUNT,
+                 "range_stride": RANGE_STRIDE}
+
+RASTER_M_BIT = 8
+"""A kernel receives the tile walk as one int: ``log_swizzle | (raster == "M") << 8``."""
+
+
+def tile_order_code(log_swizzle: int, raster: str) -> int:
+    """The tile walk as the kernels' ``tile_order`` argument (see RASTER_M_BIT)."""
+    return int(log_swizzle) | (int(raster == "M") << RASTER_M_BIT)
 
 PROTOCOL_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "arrival": 3}
 """A kernel's fixup protocol (its ``REDUCTION`` template constant): ``none`` for tables whose

@@ -7,7 +7,8 @@ kernels) walks that table and nothing else.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from enum import Enum
 from typing import NamedTuple
 
@@ -18,6 +19,7 @@ from ..dtypes import dtype_name
 
 from . import table as T
 from .device import DeviceInfo
+from .swizzle import tile_origins
 
 # ---------------------------------------------------------------------------------------
 # The vocabulary: decomposition modes and reduction modes (one name per idea)
@@ -334,13 +336,59 @@ class Schedule:
 
     # -- derived sizes ---------------------------------------------------------------
     @property
-    def num_splits(self) -> int:
+    def num_rows(self) -> int:
+        """Rows of the table as launched (a range row counts once)."""
         return len(self.table)
 
     @property
+    def num_splits(self) -> int:
+        """Splits, counting each tile of a range row."""
+        return int(self._tiles_per_row().sum())
+
+    @property
     def num_tiles(self) -> int:
-        """Output tiles (rows with SPLIT == 0)."""
-        return int(np.count_nonzero(self.table[:, T.SPLIT] == 0))
+        """Output tiles (splits with SPLIT == 0, each tile of a range row)."""
+        return int(self._tiles_per_row()[self.table[:, T.SPLIT] == 0].sum())
+
+    def _tiles_per_row(self) -> np.ndarray:
+        t = self.table
+        return np.where(t[:, T.FLAGS] & T.FLAG_RANGE, t[:, T.RANGE_COUNT], 1).astype(np.int64)
+
+    @property
+    def has_ranges(self) -> bool:
+        return bool(np.any(self.table[:, T.FLAGS] & T.FLAG_RANGE))
+
+    @property
+    def tile_order(self) -> int:
+        """The tile walk as the kernels take it (:func:`.table.tile_order_code`)."""
+        return T.tile_order_code(self.log_swizzle, self.raster)
+
+    @cached_property
+    def _expanded(self) -> "Schedule":
+        t, offs = self.table, self.cta_offsets
+        is_range = (t[:, T.FLAGS] & T.FLAG_RANGE) != 0
+        reps = self._tiles_per_row()
+        out = np.repeat(t, reps, axis=0).astype(np.int64)
+        j = np.arange(len(out)) - np.repeat(np.cumsum(reps) - reps, reps)
+        rr = np.repeat(is_range, reps)
+        if rr.any():
+            p = self.problem
+            tile = out[rr, T.RANGE_FIRST] + j[rr] * out[rr, T.RANGE_STRIDE]
+            l, m0, n0, bm, bn = tile_origins(tile, p.m, p.n, self.tile[0], self.tile[1],
+                                             self.log_swizzle, self.raster)
+            out[rr, T.BATCH], out[rr, T.M0], out[rr, T.N0] = l, m0, n0
+            out[rr, T.BM], out[rr, T.BN] = bm, bn
+            out[rr, T.FLAGS] &= ~T.FLAG_RANGE
+        cta = self.cta_of_rows()
+        counts = np.bincount(cta, weights=reps, minlength=self.grid).astype(np.int64)
+        offsets = np.zeros(self.grid + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return replace(self, table=out.astype(np.int32), cta_offsets=offsets.astype(np.int32))
+
+    def expanded(self) -> "Schedule":
+        """This schedule with every range row written out as one row per tile (what the
+        emulator, the checks and the pictures walk); itself when it has none."""
+        return self._expanded if self.has_ranges else self
 
     @property
     def num_fixup_tiles(self) -> int:
@@ -395,10 +443,15 @@ class Schedule:
         return self.shared_sum
 
     def digest(self) -> str:
-        """A short hash of the split table and CTA offsets: two schedules with the same
-        digest, grid and tile launch the same work."""
+        """A short hash of the split table, CTA offsets and tile walk: two schedules with the
+        same digest, grid and tile launch the same work."""
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> str:
         h = hashlib.sha256(self.table.tobytes())
         h.update(self.cta_offsets.tobytes())
+        h.update(str(self.tile_order).encode())
         return h.hexdigest()[:16]
 
     # -- rows --------------------------------------------------------------------------
@@ -407,6 +460,8 @@ class Schedule:
 
     def splits(self) -> list[Split]:
         """All splits, grouped by CTA, in the order each CTA executes them."""
+        if self.has_ranges:
+            return self.expanded().splits()
         t = self.table
         ctas = self.cta_of_rows().tolist()
         flags = t[:, T.FLAGS]
@@ -418,10 +473,6 @@ class Schedule:
                       cols[T.BN][i], cols[T.K0][i], cols[T.K1][i], first[i], final[i],
                       cols[T.TILE][i], cols[T.SLOT][i], cols[T.PEERS][i], cols[T.SPLIT][i],
                       small[i]) for i in range(len(t))]
-
-    def cta_splits(self, cta: int) -> list[Split]:
-        lo, hi = int(self.cta_offsets[cta]), int(self.cta_offsets[cta + 1])
-        return [s for s in self.splits()[lo:hi]]
 
     # -- text ----------------------------------------------------------------------------
     def summary(self) -> str:
@@ -443,7 +494,7 @@ class Schedule:
         p = self.problem
         shape = f"{p.batch}x" if p.batch > 1 else ""
         return (f"<Schedule {shape}{p.m}x{p.n}x{p.k} {p.dtype}: {self.summary()}; "
-                f"{self.num_splits} splits>")
+                f"{self.num_splits} splits in {self.num_rows} rows>")
 
     def describe(self) -> str:
         """Summary plus the candidate table auto evaluated."""

@@ -89,7 +89,7 @@ def test_fp64_vec_fragment_entries():
     vec = [b for b in C.all_bases() if isinstance(b, C.Dmma) and b.frag != "scalar"]
     assert [(b.tile, b.frag, b.ctas_per_sm) for b in vec] == [
         ((128, 64, 32), "vec", 1), ((128, 64, 16), "vecdb", 2)]
-    w16 = C.Dmma("float64", 128, 128, 16, 3, 4, 4, mma_k=8, frag="vec")
+    w16 = C.Dmma("float64", 128, 64, 16, 3, 4, 2, mma_k=8, frag="vec")
     spec = specs.specialise(w16, protocol="none", a_layout="row", b_layout="row")
     assert w16.name.endswith("_k8_vec") and "MainloopDmmaVec" in spec.cfg_source()
     scalar = specs.specialise(replace(w16, frag="scalar"), protocol="none", a_layout="row",
@@ -103,7 +103,7 @@ def test_fp64_vec_fragment_entries():
             replace(w16, **bad)
     todo = [specs.specialise(w16, protocol="none", a_layout="row", b_layout="row"),
             specs.specialise(w16, protocol="none", a_layout="row", b_layout="col"),
-            specs.specialise(replace(w16, bn=64, bk=32, warps_n=2, frag="vecdb"),
+            specs.specialise(replace(w16, bk=32, frag="vecdb"),
                              protocol="none", a_layout="row", b_layout="row")]
     results = compile_check.check(todo, verbose=False)
     bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]

@@ -105,3 +105,26 @@ def test_step_operands_follow_the_plan_layouts():
     assert step_operands(step) == (("row", "col"), False)  # rows of 1001 doubles
     s = schedule_plan(plan, H200).steps[0].schedule
     assert s.tile != (128, 64, 16)  # the vec16-only entry is not planned
+
+
+def test_plans_do_not_grow_with_the_problem():
+    """A (10^6, 10^6) x (10^6, 10^6) product: 61 million output tiles, planned as range rows
+    (a few per CTA) in well under a second and a few MB, whatever the dtype's entries."""
+    import time
+    import tracemalloc
+
+    from skcontract import contract_path
+
+    for dtype in (np.float16, np.float64):
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        _, plan = contract_path("ij,jk->ik", (10**6, 10**6), (10**6, 10**6), shapes=True,
+                                dtype=dtype)
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        s = plan.steps[0].schedule
+        bm, bn, _ = s.tile
+        assert s.num_tiles == (-(-10**6 // bm)) * (-(-10**6 // bn))
+        assert s.num_rows <= 4 * s.grid
+        assert seconds < 2.0 and peak < 50e6, (dtype, seconds, peak)

@@ -28,7 +28,7 @@ def check_public_contract(s):
     """Every split as the public contract describes it, cross-checked with the table."""
     p = s.problem
     rows = s.splits()
-    assert len(rows) == len(s.table)
+    assert len(rows) == len(s.expanded().table)
     ctas = [r.cta for r in rows]
     assert ctas == sorted(ctas) and (not ctas or (0 <= ctas[0] and ctas[-1] < s.grid))
     for r in rows[:: max(1, len(rows) // 50)]:
@@ -70,7 +70,7 @@ def test_table_invariants(m, n, k, batch, mode, reduction, tile, grid, sms):
         assert s.grid <= (grid or dev.resident_ctas)
     if s.waits:
         assert s.grid <= dev.resident_ctas
-    t = s.table
+    t = s.expanded().table
     iters = -(-(t[:, T.K1] - t[:, T.K0]) // tile[2])
     assert np.all(iters[t[:, T.PEERS] > 1] >= MIN_ITERS_PER_SPLIT)
     if s.mode == "data_parallel" or s.mode == "hytis":
@@ -100,20 +100,22 @@ def test_swizzle_bands():
 
 
 # ---------------------------------------------------------------------------------------
-# modes: the shapes STREAM_K.md describes
+# modes: the shapes docs/design/stream_k.md describes
 # ---------------------------------------------------------------------------------------
 def test_data_parallel_round_robin_and_wave_efficiency():
     s = schedule_gemm(2176, 1024, 4096, mode="data_parallel", tile=(128, 128, 64))
     assert s.grid == 132 and s.num_splits == 136
-    assert np.all(s.table[:, T.PEERS] == 1)
-    assert np.diff(s.cta_offsets).tolist() == [2] * 4 + [1] * 128
+    assert np.all(s.expanded().table[:, T.PEERS] == 1)
+    assert np.diff(s.expanded().cta_offsets).tolist() == [2] * 4 + [1] * 128
+    # launched as one range row per CTA: the table does not grow with the tiles
+    assert s.num_rows == 132 and np.all(s.table[:, T.FLAGS] & T.FLAG_RANGE)
     assert s.predicted_efficiency == pytest.approx(136 / (2 * 132))
     assert s.waves == pytest.approx(2.0)
 
 
 def test_stream_k_units_are_equal_ranges():
     s = schedule_gemm(2176, 1024, 4096, mode="stream_k", tile=(128, 128, 64), groups=1)
-    t = s.table
+    t = s.expanded().table
     per_cta = np.add.reduceat((t[:, T.K1] - t[:, T.K0]) // 64, s.cta_offsets[:-1])
     total = 136 * 64
     # equal shares u*T/g, boundaries moved by at most MIN/2 to keep >= MIN per split
@@ -139,7 +141,7 @@ def test_hybrid_has_dp_waves_after_two_tile_stream_k():
     s = schedule_gemm(4352, 1024, 4096, mode="hybrid", tile=(128, 128, 64), groups=1)
     # 272 tiles = 2 waves + 8: one DP wave, 140 tiles over 132 Stream-K units
     assert s.mode == "hybrid"
-    t = s.table
+    t = s.expanded().table
     dp = t[:, T.PEERS] == 1
     for c in range(s.grid):
         lo, hi = s.cta_offsets[c], s.cta_offsets[c + 1]
@@ -158,7 +160,7 @@ def test_split_k_and_aligned():
     s = schedule_gemm(256, 256, 4096, mode="split_k", tile=(128, 128, 64), splits=4,
                       reduction="deterministic")
     assert s.mode == "split_k" and s.splits_per_tile == 4 and s.num_splits == 16
-    assert np.all(s.table[:, T.PEERS] == 4)
+    assert np.all(s.expanded().table[:, T.PEERS] == 4)
     a = schedule_gemm(256, 256, 4096, mode="aligned", tile=(128, 128, 64), splits=4)
     assert a.mode == "aligned" and a.reduction == "arrival" and a.grid == 16
     assert a.workspace_slots == 16 and a.num_locks == 4
@@ -174,10 +176,10 @@ def test_hytis_retiles_the_partial_wave():
     s = schedule_gemm(2176, 1024, 4096, mode="hytis", tile=(128, 256, 64))
     # 68 big tiles < 132: all of it is the partial wave
     assert s.mode == "hytis" and s.small_tile is not None
-    small = (s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0
-    assert small.all() and np.all(s.table[:, T.PEERS] == 1)
+    small = (s.expanded().table[:, T.FLAGS] & T.FLAG_SMALL) != 0
+    assert small.all() and np.all(s.expanded().table[:, T.PEERS] == 1)
     s2 = schedule_gemm(4352, 1024, 4096, mode="hytis", tile=(128, 128, 64))
-    small = (s2.table[:, T.FLAGS] & T.FLAG_SMALL) != 0
+    small = (s2.expanded().table[:, T.FLAGS] & T.FLAG_SMALL) != 0
     assert np.count_nonzero(~small) == 264  # two full waves keep the big tile
     assert s2.workspace_slots == 0 and s2.num_locks == 0
     validate_schedule(s2)
@@ -187,8 +189,8 @@ def test_grouped_gemm_batch_is_group():
     p = grouped_problem([(300, 200, 512), (64, 1000, 512), (1, 77, 512)])
     s = schedule_problem(p, toy(16), tile=(64, 64, 32), mode="stream_k")
     validate_schedule(s)
-    assert set(s.table[:, T.BATCH].tolist()) == {0, 1, 2}
-    g1 = s.table[s.table[:, T.BATCH] == 1]
+    assert set(s.expanded().table[:, T.BATCH].tolist()) == {0, 1, 2}
+    g1 = s.expanded().table[s.expanded().table[:, T.BATCH] == 1]
     assert g1[:, T.M0].max() < 64 and (g1[:, T.N0] + g1[:, T.BN]).max() == 1000
     ragged = grouped_problem([(300, 200, 512), (64, 1000, 100)])
     r = schedule_problem(ragged, toy(16), tile=(64, 64, 32), mode="stream_k")
@@ -334,9 +336,9 @@ def test_edge_cases(shape, mode, reduction):
     validate_schedule(s)
     m, n, k = shape
     if k < 64:
-        assert np.all(s.table[:, T.PEERS] == 1) and np.all(s.table[:, T.K1] == k)
+        assert np.all(s.expanded().table[:, T.PEERS] == 1) and np.all(s.expanded().table[:, T.K1] == k)
     if m <= 128 and n <= 128 and s.mode != "hytis":
-        assert set(s.table[:, T.M0].tolist()) == {0}
+        assert set(s.expanded().table[:, T.M0].tolist()) == {0}
 
 
 def test_8192_cubed_table_builds_fast():
@@ -352,7 +354,7 @@ def test_8192_cubed_table_builds_fast():
 def test_min_iters_moves_boundaries_to_tile_edges():
     # P = 12 < 2 * MIN: interior boundaries cannot leave 8 on both sides -> whole tiles
     s = schedule_gemm(1000, 1000, 768, mode="stream_k", tile=(128, 128, 64))
-    t = s.table
+    t = s.expanded().table
     assert np.all(t[:, T.PEERS] == 1)
     # few iterations: grid shrinks so each unit keeps >= MIN iterations
     s = schedule_gemm(128, 128, 64 * 40, mode="stream_k", tile=(128, 128, 64), grid=132)
@@ -377,9 +379,9 @@ def test_problem_validation():
 def test_shared_sum_flag_only_when_every_cta_is_resident():
     s = schedule_gemm(128, 128, 16384, mode="stream_k", tile=(64, 64, 16), reduction="arrival",
                       dtype="float64")
-    multi = s.table[:, T.PEERS] > 1
+    multi = s.expanded().table[:, T.PEERS] > 1
     assert s.shared_sum and s.waits and s.grid <= H200.resident_ctas
-    assert np.array_equal((s.table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0, multi)
+    assert np.array_equal((s.expanded().table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0, multi)
     validate_schedule(s)
     # aligned with more units than resident CTAs: nobody may wait, so the last arrival sums
     big = schedule_gemm(4096, 4096, 8192, mode="aligned", splits=2, tile=(128, 128, 64))
@@ -416,9 +418,9 @@ def test_shared_sum_needs_residency_not_an_order_of_visits():
     validate_schedule(ok)
     with pytest.raises(InvalidSchedule, match="resident"):
         validate_schedule(dataclasses.replace(ok, device=toy(4)))
-    t = ok.table.copy()
+    t = ok.expanded().table.copy()
     t[:, T.FLAGS] |= T.FLAG_SHARED_SUM  # also on single-split tiles: refused
-    if np.any(ok.table[:, T.PEERS] == 1):
+    if np.any(ok.expanded().table[:, T.PEERS] == 1):
         with pytest.raises(InvalidSchedule, match="exactly"):
-            validate_schedule(dataclasses.replace(ok, table=t))
+            validate_schedule(dataclasses.replace(ok.expanded(), table=t))
 

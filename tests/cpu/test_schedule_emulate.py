@@ -148,7 +148,7 @@ def test_non_resident_producer_is_reported_as_deadlock():
 
 def test_circular_waits_are_reported_as_deadlock():
     s = lecture_schedule()
-    t = s.table.copy()
+    t = s.expanded().table.copy()
     # CTA 1 runs [publish tile 1, wait tile 0]; CTA 2 runs [publish tile 2, wait tile 1].
     # Reverse both CTAs so each waits before it publishes: CTA 2 waits on CTA 1 which
     # waits on CTA 0 (fine), but make CTA 0 also wait on CTA 2's tile by swapping rows.
@@ -183,7 +183,7 @@ def _cycle(t, o):
 
 def test_early_waiter_is_a_protocol_violation():
     s = lecture_schedule()
-    t = s.table.copy()
+    t = s.expanded().table.copy()
     # pretend the final split of tile 1 starts at k = 0: it would proceed while the
     # workspace holds nothing -> "proceeded early"
     r = int(np.nonzero((t[:, T.TILE] == 1) & (t[:, T.SPLIT] == 1))[0][0])
@@ -205,7 +205,7 @@ def test_locks_are_reset_and_slots_freed():
     s = lecture_schedule()
     a, b = operands_for(s)
     np.testing.assert_array_equal(emulate(s, a, b), a @ b)  # check_end ran inside
-    t = s.table.copy()
+    t = s.expanded().table.copy()
     t[t[:, T.SPLIT] == 1, T.FLAGS] &= ~T.FLAG_FINAL  # nobody resets the lock
     with pytest.raises(ProtocolViolation):
         emulate(dataclasses.replace(s, table=t), a, b)
@@ -247,7 +247,7 @@ def test_timeline_shared_sum_waits_for_the_slowest_peer():
     s = schedule_gemm(64, 64, 4000, device=toy(9), mode="stream_k", tile=(16, 16, 8),
                       reduction="arrival", dtype="float64")
     tl = timeline(s)
-    tiles = s.table[:, T.TILE]
+    tiles = s.expanded().table[:, T.TILE]
     for tile in set(tiles.tolist()) - {-1}:
         rows = tiles == tile
         assert np.all(tl["sum_start"][rows] >= tl["end"][rows].max())  # after the last arrival

@@ -24,6 +24,9 @@ def _enum(text: str, prefix: str) -> dict[str, int]:
         if not item:
             continue
         name, _, expr = (x.strip() for x in item.partition("="))
+        if expr and not expr.lstrip("-").isdigit():
+            out[name] = expr  # another enumerator's name
+            continue
         value = int(expr) if expr else value + 1
         out[name] = value
     return out
@@ -39,6 +42,16 @@ def test_columns_match_the_kernel_scheduler():
 def test_flags_match_the_kernel_scheduler():
     flags = _enum((CUDA / "sk_scheduler.cuh").read_text(), "FLAG_")
     assert flags == {f"FLAG_{n.upper()}": v for n, v in T.FLAGS_BY_NAME.items()}
+
+
+def test_range_columns_and_tile_order_match_the_kernel_scheduler():
+    text = (CUDA / "sk_scheduler.cuh").read_text()
+    cols = _enum(text, "COL_RANGE_")
+    named = _enum(text, "COL_")
+    assert {k: named[v] if isinstance(v, str) else v for k, v in cols.items()} == {
+        f"COL_{n.upper()}": c for n, c in T.RANGE_COLUMNS.items()}
+    assert _enum(text, "RASTER_M_BIT") == {"RASTER_M_BIT": T.RASTER_M_BIT}
+    assert T.tile_order_code(3, "M") == 3 | (1 << T.RASTER_M_BIT)
 
 
 def test_protocol_codes_match_the_fixup():

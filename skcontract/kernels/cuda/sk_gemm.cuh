@@ -82,7 +82,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
         typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
         const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
-        unsigned* locks, int M, int N, int K, long long lda, long long ldb, long long ldc,
+        unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
+        long long ldc,
         long long batch_a, long long batch_b, long long batch_c, typename Cfg::Acc alpha,
         typename Cfg::Acc beta) {
   using TIn = typename Cfg::TIn;
@@ -121,7 +122,8 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     s.nw = window_origin<LB, Cfg::BN, SHIFT>(s.n0, s.n_end);
     return s;
   };
-  for_each_split<TIGHT_REGISTERS>(table, cta_offsets, M, N, [&](const Split& row) {
+  for_each_split<Cfg::BM, Cfg::BN, TIGHT_REGISTERS>(table, cta_offsets, M, N, tile_order,
+                                                   [&](const Split& row) {
     const Split s = windowed(row);
     const TIn* gA = A + (long long)s.batch * batch_a;
     const TIn* gB = B + (long long)s.batch * batch_b;
@@ -206,7 +208,8 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,
                   "the shared sum's scratch lives in the pipeline stages");
-    for_each_split<TIGHT_REGISTERS>(table, cta_offsets, M, N, [&](const Split& row) {
+    for_each_split<Cfg::BM, Cfg::BN, TIGHT_REGISTERS, true>(table, cta_offsets, M, N,
+                                                            tile_order, [&](const Split& row) {
       if (!row.shared_sum()) return;
       const Split s = windowed(row);  // the window its accumulators were computed over
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;

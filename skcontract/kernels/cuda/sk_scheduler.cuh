@@ -1,7 +1,10 @@
 // sk_scheduler.cuh: the device side of "the schedule is data".
 // A CTA walks rows cta_offsets[cta] .. cta_offsets[cta+1] of the split table written by
 // skcontract/schedule (table.py documents the columns and is the one definition of the
-// enums below; a CPU test checks they agree). No decomposition arithmetic here.
+// enums below; a CPU test checks they agree). A range row stands for whole tiles named by
+// their position in the tile walk; decode_tile turns a position into the tile's origin with
+// the arithmetic of skcontract/schedule/swizzle.py (tile_coords), the one decoding the host
+// also does. No decomposition arithmetic here.
 #pragma once
 #include "sk_common.cuh"
 
@@ -9,7 +12,11 @@ namespace skc {
 
 enum : int { COL_BATCH = 0, COL_M0, COL_N0, COL_BM, COL_BN, COL_K0, COL_K1, COL_FLAGS, COL_TILE,
              COL_SLOT, COL_PEERS, COL_SPLIT, NUM_COLUMNS };
-enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2, FLAG_SMALL = 4, FLAG_SHARED_SUM = 8 };
+enum : int { FLAG_FIRST = 1, FLAG_FINAL = 2, FLAG_SMALL = 4, FLAG_SHARED_SUM = 8, FLAG_RANGE = 16 };
+enum : int { COL_RANGE_FIRST = COL_M0, COL_RANGE_COUNT = COL_N0, COL_RANGE_STRIDE = COL_BM };
+// The tile walk a kernel receives (table.tile_order_code): log2 of the swizzle band width in
+// the low bits, RASTER_M_BIT set when the walk runs along M.
+enum : int { RASTER_M_BIT = 8 };
 
 struct Split {
   int batch, m0, n0, m_end, n_end, k0, k1, flags, tile, slot, peers, split;
@@ -44,27 +51,87 @@ __device__ __forceinline__ Split load_split(const int* __restrict__ table, int r
   return s;
 }
 
+// Tile position t of the batch-major, swizzled walk over a tm x tn grid of tiles: its batch
+// entry and tile row / column.
+__device__ __forceinline__ void decode_tile(int t, int tm, int tn, int tile_order, int& batch,
+                                            int& mi, int& ni) {
+  const int per = tm * tn;
+  batch = t / per;
+  const int r = t - batch * per;
+  const bool along_m = (tile_order >> RASTER_M_BIT) & 1;
+  const int minor_count = along_m ? tn : tm, major_count = along_m ? tm : tn;
+  const int width = min(1 << (tile_order & ((1 << RASTER_M_BIT) - 1)), minor_count);
+  const int band_tiles = width * major_count, full_bands = minor_count / width;
+  const int band = r / band_tiles, in_band = r - band * band_tiles;
+  const int w = max(band < full_bands ? width : minor_count - full_bands * width, 1);
+  const int minor = band * width + in_band % w, major = in_band / w;
+  mi = along_m ? major : minor;
+  ni = along_m ? minor : major;
+}
+
+// Tile j of range row r: a whole tile, one split, no fixup.
+template <int BM, int BN>
+__device__ __forceinline__ Split range_tile(const int* __restrict__ r, int j, int M, int N,
+                                            int tile_order) {
+  const int t = __ldg(r + COL_RANGE_FIRST) + j * __ldg(r + COL_RANGE_STRIDE);
+  int batch, mi, ni;
+  decode_tile(t, (M + BM - 1) / BM, (N + BN - 1) / BN, tile_order, batch, mi, ni);
+  Split s;
+  s.batch = batch;
+  s.m0 = mi * BM;
+  s.n0 = ni * BN;
+  s.m_end = min(M, s.m0 + BM);
+  s.n_end = min(N, s.n0 + BN);
+  s.k0 = 0;
+  s.k1 = __ldg(r + COL_K1);
+  s.flags = FLAG_FIRST | FLAG_FINAL;
+  s.tile = -1;
+  s.slot = -1;
+  s.peers = 1;
+  s.split = 0;
+  s.mw = s.m0;
+  s.nw = s.n0;
+  return s;
+}
+
 __device__ __forceinline__ int ld_nc_volatile(const int* p) {
   int v;
   asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
 
-// The persistent loop: Body is called once per split, in table order. REREAD_END: the end is
-// re-read after each split (an L1 hit) instead of living in a register through the body,
-// whose peak (fixup workspace loads) spilled 128-register (512-thread) kernels; it costs the
-// others time (docs/benchmarks/log.md), so only those kernels ask for it.
-template <bool REREAD_END = false, class Body>
+// The persistent loop: Body is called once per split, in table order, a range row once per
+// tile (one call site, so the body is inlined once). REREAD_END: the end is re-read after
+// each split (an L1 hit) instead of living in a register through the body, whose peak (fixup
+// workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
+// (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed
+// rows only (the shared-sum pass, which has nothing to do for whole tiles).
+template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body>
 __device__ __forceinline__ void for_each_split(const int* __restrict__ table,
                                                const int* __restrict__ cta_offsets, int M, int N,
-                                               Body&& body) {
-  const int begin = __ldg(cta_offsets + blockIdx.x);
-  if constexpr (REREAD_END) {
-    for (int row = begin; row < ld_nc_volatile(cta_offsets + blockIdx.x + 1); ++row)
-      body(load_split(table, row, M, N));
-  } else {
-    const int end = __ldg(cta_offsets + blockIdx.x + 1);
-    for (int row = begin; row < end; ++row) body(load_split(table, row, M, N));
+                                               int tile_order, Body&& body) {
+  const int* end_at = cta_offsets + blockIdx.x + 1;
+  const int end = __ldg(end_at);
+  int j = 0;  // the next tile of the range row being walked
+  for (int row = __ldg(cta_offsets + blockIdx.x);
+       row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
+    const int* r = table + (long long)row * NUM_COLUMNS;
+    Split s;
+    if (__ldg(r + COL_FLAGS) & FLAG_RANGE) {
+      if (SKIP_RANGES) {
+        ++row;
+        continue;
+      }
+      s = range_tile<BM, BN>(r, j, M, N, tile_order);
+      if (++j == __ldg(r + COL_RANGE_COUNT)) {
+        j = 0;
+        ++row;
+      }
+    } else {
+      s = load_split(table, row, M, N);
+      ++row;
+    }
+    body(s);
   }
 }
 
