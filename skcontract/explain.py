@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from .contract import contract_path
+from .kernels.resolve import DEFAULT_REDUCTION
 from .schedule.draw import draw_schedule
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
-            optimize="auto", dtype=None, mode="auto", reduction="deterministic"):
+            optimize="auto", dtype=None, mode="auto", reduction=DEFAULT_REDUCTION):
     """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
 
     The schedules are the ones our GPU kernels run on ``device`` (default: the GPU holding

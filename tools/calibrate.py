@@ -6,7 +6,7 @@ For every row of the benchmark JSON whose mode is ``data_parallel``, ``stream_k`
 ``hybrid`` it rebuilds the schedule the GPU ran: :func:`skcontract.kernels.resolve.resolve_gemm`
 (``reduction="deterministic"``, the catalogue's entries at their declared occupancy;
 ``--occupancy DTYPE=N`` overrides) on a 132-SM CC 9.0 device under the cost model in effect
-at measurement time (:data:`heuristics.DEFAULT_COST`). Then it fits
+at measurement time (:data:`MEASURED_UNDER`). Then it fits
 
     time = a + sum over waves of max over CTAs (c_g * k-iterations + b' * partials + d' * merges)
 
@@ -33,8 +33,8 @@ from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import GemmProblem, schedule_problem
 from skcontract.schedule import table as T
 from skcontract.schedule.device import DeviceInfo
-from skcontract.schedule.heuristics import (DEFAULT_COST, REF_TILE, CostModel, fixup_costs,
-                                            iteration_cost, tile_efficiency)
+from skcontract.schedule.heuristics import (DEFAULT_COST, MEASURED_H200_COST, REF_TILE,
+                                            CostModel, fixup_costs, iteration_cost)
 
 DEFAULT_JSON = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "gemm-h200.json"
 FORCED_MODES = ("data_parallel", "stream_k", "hybrid")
@@ -59,14 +59,19 @@ def _vol(tile) -> float:
 # ---------------------------------------------------------------------------------------
 # Rebuilding what ran
 # ---------------------------------------------------------------------------------------
+MEASURED_UNDER = MEASURED_H200_COST
+"""The cost model in effect when docs/benchmarks/gemm-h200.json was measured: auto rows and
+every choice the launcher made (tiles, grids) came from it."""
+
+
 def measurement_device(dtype: str, occupancy: dict | None = None,
-                       cost: CostModel = DEFAULT_COST) -> DeviceInfo:
+                       cost: CostModel = MEASURED_UNDER) -> DeviceInfo:
     d = DeviceInfo.h200(ctas_per_sm=(occupancy or {}).get(dtype, 1))
     return replace(d, name="NVIDIA H200 (as measured)", sms=SM_COUNT,
                    compute_capability=COMPUTE_CAPABILITY, cost=cost)
 
 
-def rebuild(row: dict, occupancy: dict | None = None, cost: CostModel = DEFAULT_COST,
+def rebuild(row: dict, occupancy: dict | None = None, cost: CostModel = MEASURED_UNDER,
             mode: str | None = None):
     """The schedule the GPU ran for ``row`` (or would run with ``cost`` / ``mode``)."""
     dt = row["dtype"]

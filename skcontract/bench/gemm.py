@@ -347,7 +347,6 @@ def main(argv=None) -> int:
                    help="an earlier JSON whose rows of the dtypes not measured now are kept")
     args = p.parse_args(argv)
 
-    import cupy  # optional dependency: only the GPU path needs CuPy
     import torch  # the benchmark's peer; not a dependency of the library
 
     def log(msg):

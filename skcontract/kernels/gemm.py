@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule
 from . import jit, specs
-from .catalogue import INPUT_DTYPES, bases_for
+from .catalogue import INPUT_DTYPES
 from .launch import LaunchPlan
 from .operands import describe
-from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
+from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, entry_for,
+                      resolve_gemm)
 
 _PLANS: dict = {}
 _DEVICES: dict = {}
@@ -60,14 +61,20 @@ def device_info(dev: int) -> DeviceInfo:
     return info
 
 
-def _entry_for(schedule: Schedule, dtype, allow_tf32, dev, vec16):
-    """The catalogue entry that runs a caller's schedule (matched by its tile)."""
-    cc = compute_capability(device_info(dev))
-    for b in bases_for(dtype, allow_tf32, cc, vec16):
-        if b.tile == tuple(schedule.tile):
-            return b
-    raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} on this "
-                     f"device (have {[b.tile for b in bases_for(dtype, allow_tf32, cc)]})")
+def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> None:
+    """A caller's schedule must be one for these operands and this kernel."""
+    p = schedule.problem
+    if (p.batch, p.m, p.n, p.k) != (batch, m, n, k) or p.groups is not None:
+        raise ValueError(f"gemm: the schedule is for batch={p.batch} m={p.m} n={p.n} "
+                         f"k={p.k}; the operands are batch={batch} m={m} n={n} k={k}")
+    if base.dtype != dtype:
+        raise TypeError(f"gemm: the schedule's kernel takes {base.dtype}; the operands are "
+                        f"{dtype}")
+    if base.vec16_only and not vec16:
+        raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands")
+    if schedule.small_tile is not None:
+        raise ValueError("gemm: a HyTiS schedule needs a second tile shape in the launch, "
+                         "which the kernels do not run")
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
@@ -82,7 +89,9 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     if isinstance(schedule, Resolved):
         schedule, base = schedule
     elif schedule is not None:
-        base = _entry_for(schedule, dtype, allow_tf32, dev, vec16)
+        base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)))
+    if schedule is not None:
+        _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
     else:
         options = {} if grid is None else {"grid": grid}
         schedule, base = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
@@ -193,14 +202,17 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     b_vec16 = is_vec16(b_ptr, ldb, sbb, batch, elem)
     if isinstance(schedule, Resolved) and schedule.base.vec16_only and not (a_vec16 and b_vec16):
         # the plan assumed aligned operands: run it on aligned copies of the others
-        a2 = a if a_vec16 else _aligned_copy(a, schedule.base)
-        b2 = b if b_vec16 else _aligned_copy(b, schedule.base)
+        a2 = a if a_vec16 else _aligned_copy(a, la == "col", schedule.base)
+        b2 = b if b_vec16 else _aligned_copy(b, lb == "col", schedule.base)
         return gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
                     allow_tf32=allow_tf32)
-    dev = C.device_id
+    dev = cupy.cuda.runtime.getDevice()
+    if {A.device_id, B.device_id, C.device_id} != {dev}:
+        raise ValueError(f"gemm: operands on devices {A.device_id}, {B.device_id}, "
+                         f"{C.device_id}; the current device is {dev} (use cupy.cuda.Device)")
     tf32 = bool(allow_tf32) and a_dt == "float32"
     key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, mode, reduction,
-           None if tile is None else tuple(tile), grid, schedule, tf32)
+           None if tile is None else tuple(tile), grid, _schedule_key(schedule), tf32)
     if stream is None:
         stream = cupy.cuda.get_current_stream()
     plan = _PLANS.get(key)
@@ -214,15 +226,27 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out
 
 
-def _aligned_copy(x, base):
-    """A C-contiguous copy of ``x`` (fresh allocations are 256-byte aligned); ValueError when
-    its rows are still not a multiple of 16 bytes, which ``base`` needs."""
+def _schedule_key(schedule):
+    """What identifies a caller's schedule in the plan cache: its content, so that equal
+    schedules share one LaunchPlan and none is kept alive by identity."""
+    if schedule is None:
+        return None
+    s, base = schedule if isinstance(schedule, Resolved) else (schedule, None)
+    return (s.digest(), s.grid, tuple(s.tile), s.protocol, base)
+
+
+def _aligned_copy(x, col: bool, base):
+    """A copy of ``x`` in the same layout (``col``: column-major matrices), freshly allocated
+    (256-byte aligned); ValueError when its leading dimension is still not a multiple of 16
+    bytes, which ``base`` needs."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    y = cupy.ascontiguousarray(x)
-    if (y.shape[-1] * y.itemsize) % specs.VEC16_BYTES:
-        raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands; rows of "
-                         f"{y.shape[-1]} {y.dtype} elements are not")
+    y = cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2) if col else \
+        cupy.ascontiguousarray(x)
+    ld = y.shape[-2] if col else y.shape[-1]
+    if (ld * y.itemsize) % specs.VEC16_BYTES:
+        raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands; a "
+                         f"leading dimension of {ld} {y.dtype} elements is not")
     return y
 
 

@@ -13,11 +13,15 @@ exactly that schedule. Pure Python: no CuPy import, so plans for a GPU can be sh
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from .catalogue import INPUT_DTYPES, KernelBase, bases_for
-from .specs import VEC16_BYTES
+from .specs import LAYOUTS, VEC16_BYTES, specialise
+
+SMEM_RESERVED_PER_CTA = 1024
+"""Shared memory the hardware reserves per resident CTA (compute capability 8.0 and up)."""
 
 DEFAULT_REDUCTION = "deterministic"
 """The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
@@ -54,10 +58,23 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             have = [b.tile for b in bases_for(problem.dtype, allow_tf32,
                                               compute_capability(device), vec16)]
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have {have}")
+    options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
+                if (c := ctas_on(b, device)) > 0]
+    if not options_:
+        raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
+                         f"{device.name}")
     by_tile = {b.tile: b for b in bases}
     schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
-                                tiles=[b.option() for b in bases], **options)
+                                tiles=options_, **options)
     return Resolved(schedule, by_tile[schedule.tile])
+
+
+def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
+    """CTAs of ``base`` that fit on one SM of ``device``: its declared occupancy, fewer where
+    the device's shared memory holds fewer of its largest specialisation (0: none)."""
+    smem = max(specialise(base, protocol="none", a_layout=la, b_layout=lb).smem_bytes
+               for la in LAYOUTS for lb in LAYOUTS)
+    return min(base.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
 
 
 def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) -> KernelBase:
@@ -87,11 +104,13 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     """The schedule and entry the GPU runs a plan step with; None when the step is not
     GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it)."""
     dtype = step.dtype.name
-    if not step.is_gemm_class or dtype not in INPUT_DTYPES:
+    if not step.is_gemm_class or dtype not in INPUT_DTYPES or \
+            min(step.m, step.n, step.k, step.batch) == 0:  # empty: nothing to launch
         return None
     _, vec16 = step_operands(step)
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
-    return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name, **options)
+    return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
+                        associative=step.associative, **options)
 
 
 def schedule_plan(plan, device: DeviceInfo, **options):

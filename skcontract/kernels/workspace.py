@@ -2,7 +2,7 @@
 
 Three buffers per (device, stream, accumulator dtype), grown on demand and kept:
 
-* ``workspace``: partial tiles of the deterministic / aligned protocols (never needs init);
+* ``workspace``: partial tiles of the deterministic / arrival protocols (never needs init);
 * ``staging``  : partial sums of the atomic protocol, allocated zeroed once and kept zeroed
   by the kernel (the last arrival re-zeroes its slot);
 * ``locks``    : uint32 locks / arrival counters, allocated zeroed once; every protocol

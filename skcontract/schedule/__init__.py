@@ -14,7 +14,7 @@ from .draw import draw_schedule
 from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
 from .scheduler import schedule_gemm, schedule_problem, schedule_step
-from .types import (ALIGNED, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
+from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
                     SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, ProtocolViolation, Reduction,
                     Schedule, TileOption,
                     ScheduleDeadlock, ScheduleError, Split, conv_problem, grouped_problem)
@@ -27,5 +27,5 @@ __all__ = [
     "TileOption", "Mode", "Reduction",
     "ScheduleError", "ScheduleDeadlock", "ProtocolViolation", "InvalidSchedule",
     "MIN_ITERS_PER_SPLIT", "MODES", "DATA_PARALLEL", "SPLIT_K", "STREAM_K", "HYBRID",
-    "ALIGNED", "HYTIS", "ATOMIC", "DETERMINISTIC",
+    "ALIGNED", "HYTIS", "ATOMIC", "DETERMINISTIC", "ARRIVAL",
 ]

@@ -7,7 +7,7 @@ A pairwise step may cut its reduction across CTAs only if all hold:
    any contraction with a non-empty reduction index set);
 2. the reduction operator is associative (sum; max/min of tropical semirings);
 3. the fixup can merge: a device atomic for the accumulator type (ATOMIC mode), or a
-   workspace (DETERMINISTIC / aligned-arrival modes, always available);
+   workspace (the DETERMINISTIC and ARRIVAL reductions, always available);
 4. every tile has the same number of k-iterations (no ragged K) and tile counts are
    known at launch;
 5. the output goes to global memory with no fused consumer reading partial tiles.
@@ -35,7 +35,7 @@ def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
 
     ``acc_dtype`` defaults to the accumulator of ``dtype``. ``reduction`` is the fixup the
     caller wants: ``"atomic"`` needs a device atomic for the accumulator; ``"deterministic"``
-    and ``"arrival"`` (aligned) only need a workspace.
+    and ``"arrival"`` only need a workspace.
 
     >>> from skcontract.schedule import DeviceInfo
     >>> can_apply_stream_k("GEMM", dtype="float16", device=DeviceInfo.h200())

@@ -65,11 +65,10 @@ DTYPE_SLOWDOWN = {
 """Per-iteration time of a dtype relative to fp16 (from the H200's peak rates)."""
 
 TILE_EFFICIENCY = {(128, 256): 0.92, (256, 128): 0.92, (128, 128): 1.0, (64, 256): 1.1,
-                   (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45,
-                   (1, 1024): 15.0, (1, 512): 17.8}
+                   (128, 64): 1.15, (64, 128): 1.15, (64, 64): 1.45}
 """Time per unit of tile volume relative to 128x128 (bigger tiles reuse operands more).
-Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``. The one-row GEMV tiles are memory
-bound, hence their large entries."""
+Shapes not listed use ``SMALL_TILE_EFFICIENCY_SLOPE``; kernels bring their own (their
+catalogue entry's ``efficiency``)."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 

@@ -20,7 +20,8 @@ from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, predict,
                          rule_mode, selection_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC, GEMM_KINDS,
-                    HYBRID, HYTIS, SPLIT_K, STREAM_K, Candidate, GemmProblem, Schedule,
+                    HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
+                    GemmProblem, Schedule,
                     TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
 
 
@@ -202,7 +203,7 @@ class _Builder:
             return self.dp(tile, grid, _join(reason, "hytis: no smaller tile -> data_parallel"))
         return best
 
-    def build(self, mode, tile, grid, splits, reason=""):
+    def build(self, mode, tile, grid, splits, reason="", forced=False):
         if mode == DATA_PARALLEL:
             return self.dp(tile, grid, reason)
         if mode == STREAM_K:
@@ -214,7 +215,7 @@ class _Builder:
         if mode == ALIGNED:
             return self.aligned(tile, grid, splits, reason)
         if mode == HYTIS:
-            return self.hytis(tile, grid, reason, forced=reason.startswith("forced"))
+            return self.hytis(tile, grid, reason, forced=forced)
         raise ValueError(f"unknown mode {mode!r}")
 
 
@@ -269,12 +270,12 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     built = []
     for b in builders:
         t = b.option.tile
-        if mode in (SPLIT_K, STREAM_K, HYBRID, ALIGNED) and not ok:
+        if mode in K_SPLITTING_MODES and not ok:
             fallback = HYTIS if b.tiles(t).n % (grid or b.device.resident_ctas) else \
                 DATA_PARALLEL
             s = b.build(fallback, t, grid, None, f"{mode} not applicable ({why}) -> {fallback}")
         else:
-            s = b.build(mode, t, grid, splits, f"forced {mode}")
+            s = b.build(mode, t, grid, splits, f"forced {mode}", forced=True)
         built.append((s, ""))
     best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
     reason = best.reason

@@ -365,7 +365,7 @@ class Schedule:
 
     @cached_property
     def _expanded(self) -> "Schedule":
-        t, offs = self.table, self.cta_offsets
+        t = self.table
         is_range = (t[:, T.FLAGS] & T.FLAG_RANGE) != 0
         reps = self._tiles_per_row()
         out = np.repeat(t, reps, axis=0).astype(np.int64)
@@ -413,7 +413,7 @@ class Schedule:
         """Zero-kept slots of BM x BN accumulators the atomic protocol adds into."""
         return self.num_fixup_tiles if self.reduction == ATOMIC else 0
 
-    @property
+    @cached_property
     def protocol(self) -> str:
         """The fixup protocol a kernel runs this schedule with (:func:`.table.protocol`)."""
         return T.protocol(self.table, self.reduction)

@@ -128,3 +128,30 @@ def test_plans_do_not_grow_with_the_problem():
         assert s.num_tiles == (-(-10**6 // bm)) * (-(-10**6 // bn))
         assert s.num_rows <= 4 * s.grid
         assert seconds < 2.0 and peak < 50e6, (dtype, seconds, peak)
+
+
+def test_empty_steps_plan_no_launch():
+    from skcontract import contract_path
+
+    for shapes in [((0, 5), (5, 3)), ((4, 0), (0, 3)), ((4, 5), (5, 0))]:
+        _, plan = contract_path("ij,jk->ik", *shapes, shapes=True, dtype=np.float32)
+        assert plan.steps[0].schedule is None
+
+
+def test_occupancy_is_capped_by_the_devices_shared_memory():
+    """An entry declared for two CTAs per SM on Hopper gets one where the SM's shared memory
+    holds one (an A100-like device), and an entry whose stages do not fit is not offered."""
+    import dataclasses
+
+    from skcontract.kernels.resolve import ctas_on
+
+    a100 = dataclasses.replace(H200, name="A100-like", sms=108, compute_capability=(8, 0),
+                               smem_per_sm=164 * 1024)
+    skinny = next(b for b in catalogue.bases_for("float32") if b.tile == (8, 256, 16))
+    assert (ctas_on(skinny, H200), ctas_on(skinny, a100)) == (2, 1)
+    s = resolve_gemm(GemmProblem(8, 65536, 1024, dtype="float32"), a100,
+                     tile=(8, 256, 16)).schedule
+    assert s.device.ctas_per_sm == 1 and s.grid <= a100.sms
+    big = next(b for b in catalogue.bases_for("float64") if b.tile == (128, 64, 32))
+    assert ctas_on(big, a100) == 0
+    assert resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float64"), a100).base != big

@@ -13,7 +13,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  validate_schedule)
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
-from skcontract.schedule.heuristics import selection_key, tile_candidates
+from skcontract.schedule.heuristics import tile_candidates
 from skcontract.schedule.swizzle import tile_order
 
 H200 = DeviceInfo.h200()

@@ -111,3 +111,20 @@ def test_fixup_buffers_stay_clean_on_two_streams_and_in_a_graph(reduction):
         graph.launch(s1)
         s1.synchronize()
         assert rel_error(out, ref) <= TOL["float32"]
+
+
+def test_a_schedule_for_other_operands_is_refused():
+    """gemm(schedule=...) checks that the schedule is one for these operands."""
+    from skcontract.kernels.gemm import gemm
+    from skcontract.kernels.resolve import resolve_gemm
+    from skcontract.kernels.gemm import device_info
+    from skcontract.schedule import GemmProblem
+    import cupy
+
+    dev = device_info(cupy.cuda.runtime.getDevice())
+    r = resolve_gemm(GemmProblem(256, 256, 512, dtype="float32"), dev)
+    a, b = rand((256, 512), "float32", "C", 1), rand((512, 384), "float32", "C", 2)
+    with pytest.raises(ValueError, match="schedule is for"):
+        gemm(a, b, schedule=r)
+    with pytest.raises(TypeError, match="takes float32"):
+        gemm(a.astype("float64"), rand((512, 256), "float64", "C", 3), schedule=r)

@@ -6,8 +6,6 @@ column-major outputs, broadcast batches and a hand-built split table.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -119,7 +117,6 @@ def test_modes(dtype, mode, reduction):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unaligned_leading_dimensions(dtype):
     """Odd leading dimensions / offsets take the element-wise loader."""
-    import cupy
     m, n, k = 190, 170, 530
     a_full = rand((m, k + 3), dtype, "C", 3)
     b_full = rand((k + 1, n + 5), dtype, "C", 4)
@@ -131,7 +128,6 @@ def test_unaligned_leading_dimensions(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_alpha_beta_and_col_major_out(dtype):
-    import cupy
     m, n, k = 300, 200, 1500
     a, b = rand((m, k), dtype, "C", 5), rand((k, n), dtype, "C", 6)
     for order in ("C", "F"):
