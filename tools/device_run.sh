@@ -11,7 +11,9 @@ set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-export SKCONTRACT_COMMIT=${SKCONTRACT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
+# the device's copy of the checkout may carry stale git metadata: write the commit to .commit
+# (git-ignored: name it in the run's carry) before the run, or pass SKCONTRACT_COMMIT
+export SKCONTRACT_COMMIT=${SKCONTRACT_COMMIT:-$(cat .commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 STEPS=${*:-tests sanitize bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
