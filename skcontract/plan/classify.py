@@ -31,25 +31,10 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..dtypes import accumulator_dtype
+from ..kinds import GEMM_KINDS, Kind
 
 __all__ = ["Kind", "Merge", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
            "merge_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
-
-
-class Kind(enum.Enum):
-    """What kind of kernel a step needs."""
-
-    GEMM = "GEMM"                  # m, n, k non-trivial, no batch
-    BATCHED_GEMM = "BATCHED_GEMM"  # m, n, k and batch non-trivial
-    GEMV = "GEMV"                  # k and exactly one of m, n non-trivial (batch allowed)
-    DOT = "DOT"                    # only k (and maybe batch) non-trivial
-    OUTER = "OUTER"                # m and n non-trivial, no k (batch allowed)
-    ELEMENTWISE = "ELEMENTWISE"    # no k, at most one of m, n non-trivial
-    UNARY = "UNARY"                # one operand: diagonals, traces, sums, broadcast squeeze
-
-
-#: Kinds a (batched) GEMM kernel, and so the Stream-K scheduler, can run.
-GEMM_KINDS = frozenset({Kind.GEMM, Kind.BATCHED_GEMM, Kind.GEMV, Kind.DOT})
 
 
 class Merge(enum.Enum):

@@ -17,15 +17,8 @@ last wave, otherwise DATA_PARALLEL; when (1) fails the step is not GEMM-class at
 """
 from __future__ import annotations
 
-from .types import ARRIVAL, ATOMIC, DETERMINISTIC, GEMM_KINDS, accumulator_dtype
-
-_NO_REDUCTION_KINDS = frozenset({"OUTER", "ELEMENTWISE"})
-
-
-def kind_name(kind) -> str:
-    """'GEMM' from 'GEMM', 'gemm', Kind.GEMM (an enum) or anything with a ``name``."""
-    name = getattr(kind, "name", kind)
-    return str(name).upper()
+from ..kinds import GEMM_KINDS, kind_of
+from .types import ARRIVAL, ATOMIC, DETERMINISTIC, accumulator_dtype
 
 
 def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
@@ -43,8 +36,8 @@ def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
     >>> can_apply_stream_k("GEMM", acc_dtype="complex128", device=DeviceInfo.h200())[0]
     False
     """
-    k = kind_name(kind)
-    if k in _NO_REDUCTION_KINDS or k not in GEMM_KINDS:
+    k = kind_of(kind)
+    if k not in GEMM_KINDS:
         return False, f"{k} has no reduction over tiles"
     if not associative:
         return False, "the reduction operator is not associative"

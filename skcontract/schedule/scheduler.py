@@ -14,12 +14,13 @@ from dataclasses import replace
 import numpy as np
 
 from . import decompose as D
-from .applicability import can_apply_stream_k, kind_name
+from ..kinds import GEMM_KINDS, kind_of
+from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, predict,
                          rule_mode, selection_key, tile_candidates)
-from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC, GEMM_KINDS,
+from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule,
                     TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
@@ -252,7 +253,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
         raise ValueError(f"splits must be a positive int, got {splits!r}")
     if small_tile is not None:
         small_tile = tuple(int(x) for x in small_tile)
-    kind = kind_name(kind if kind is not None else problem.kind)
+    kind = kind_of(kind if kind is not None else problem.kind)
     acc = str(acc_dtype) if acc_dtype is not None else accumulator_dtype(problem.dtype)
     facts = dict(associative=associative, acc_dtype=acc, ragged_k=problem.ragged_k,
                  fused_consumer=fused_consumer, device=device)
@@ -381,7 +382,7 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
     deterministic fixup, NONE means the reduction cannot be split), ``associative``,
     ``acc_dtype``, ``fused_consumer``.
     """
-    kind = kind_name(step.kind)
+    kind = kind_of(step.kind)
     if kind not in GEMM_KINDS:
         return None
     groups = getattr(step, "groups", None)
@@ -394,7 +395,7 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
                               batch=int(getattr(step, "batch", 1) or 1), dtype=dtype)
     opts = dict(kind=kind)
     rc = getattr(step, "merge", None)
-    rc = kind_name(rc) if rc is not None else None
+    rc = str(getattr(rc, "name", rc)).upper() if rc is not None else None
     if rc == "WORKSPACE_ONLY":
         opts["reduction"] = DETERMINISTIC
     elif rc == "NONE":

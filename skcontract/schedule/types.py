@@ -16,6 +16,7 @@ import numpy as np
 
 from ..dtypes import accumulator_dtype as _accumulator_dtype
 from ..dtypes import dtype_name
+from ..kinds import Kind
 
 from . import table as T
 from .device import DeviceInfo
@@ -100,8 +101,6 @@ def as_reduction(reduction) -> Reduction:
                          f"{reduction!r}") from None
 
 
-# GEMM-class step kinds (plan.classify's Kind names) that the scheduler handles.
-GEMM_KINDS = frozenset({"GEMM", "GEMV", "BATCHED_GEMM", "GROUPED_GEMM", "CONV", "DOT"})
 
 
 class ScheduleError(RuntimeError):
@@ -177,14 +176,14 @@ class GemmProblem:
         return accumulator_dtype(self.dtype)
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Kind:
         if self.groups is not None:
-            return "GROUPED_GEMM"
+            return Kind.GROUPED_GEMM
         if self.batch > 1:
-            return "BATCHED_GEMM"
+            return Kind.BATCHED_GEMM
         if self.m == 1 or self.n == 1:
-            return "GEMV"
-        return "GEMM"
+            return Kind.GEMV
+        return Kind.GEMM
 
     @property
     def flops(self) -> int:
