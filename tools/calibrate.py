@@ -31,10 +31,9 @@ import numpy as np
 from skcontract.kernels.catalogue import bases_for
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import GemmProblem, schedule_problem
-from skcontract.schedule import table as T
 from skcontract.schedule.device import DeviceInfo
 from skcontract.schedule.heuristics import (DEFAULT_COST, MEASURED_H200_COST, REF_TILE,
-                                            CostModel, fixup_costs, iteration_cost)
+                                            CostModel, iteration_cost, row_costs)
 
 DEFAULT_JSON = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "gemm-h200.json"
 FORCED_MODES = ("data_parallel", "stream_k", "hybrid")
@@ -107,17 +106,11 @@ def cta_features(s) -> np.ndarray:
     padded with zero CTAs to whole waves of ``device.resident_ctas``."""
     if s.small_tile is not None:
         raise ValueError("calibration does not handle HyTiS schedules (two tile sizes)")
-    s = s.expanded()
-    t = s.table
-    bk = s.tile[2]
-    iters = -(-(t[:, T.K1].astype(np.int64) - t[:, T.K0]) // bk)
-    peers = t[:, T.PEERS].astype(np.int64)
-    final = (t[:, T.FLAGS] & T.FLAG_FINAL) != 0
-    multi = peers > 1
+    # the model's own terms (heuristics.row_costs) under unit constants: b and d come out
+    # as partial-tile counts scaled to a 128x128 fp32 tile, c as plain k-iterations
     unit = CostModel(a=0.0, b=1.0, c=1.0, d=1.0)
-    b_scale, d_scale = fixup_costs(s.tile, s.acc_dtype, unit)
-    part = b_scale * (multi & ~final)
-    merge = d_scale * (peers - 1) * (multi & final)
+    rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0)
+    part, merge, iters = rc.write, rc.d * (rc.chain + rc.pooled), rc.iters
     cta = np.repeat(np.arange(s.grid), np.diff(s.cta_offsets))
     f = np.stack([np.bincount(cta, weights=w.astype(float), minlength=s.grid)
                   for w in (part, merge, iters)], axis=1)

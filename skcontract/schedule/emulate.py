@@ -34,7 +34,7 @@ import heapq
 import numpy as np
 
 from . import table as T
-from .heuristics import SHARED_SUM_PASS_TILES, cost_of, fixup_costs, iteration_cost
+from .heuristics import cost_of, iteration_cost, row_costs
 from .types import ARRIVAL, ATOMIC, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
 
 
@@ -345,26 +345,14 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     t = s.table
     n = len(t)
     model = cost_of(s.device)
-    bk = s.tile[2]
     c_big = iteration_cost(s.tile, s.problem.dtype, model, s.tile_efficiency)
-    iters = -(-(t[:, T.K1].astype(np.int64) - t[:, T.K0]) // bk)
-    small = (t[:, T.FLAGS] & T.FLAG_SMALL) != 0
-    w = np.ones(n)
-    b_c, d_c = fixup_costs(s.tile, s.acc_dtype, model)
-    b_i = np.full(n, b_c / c_big)
-    d_i = np.full(n, d_c / c_big)
-    if s.small_tile is not None and small.any():
-        w[small] = iteration_cost(s.small_tile, s.problem.dtype, model) / c_big
-        b_s, d_s = fixup_costs(s.small_tile, s.acc_dtype, model)
-        b_i[small], d_i[small] = b_s / c_big, d_s / c_big
-    dur = iters * w
-    peers = t[:, T.PEERS]
-    final = (t[:, T.FLAGS] & T.FLAG_FINAL) != 0
+    rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.acc_dtype, model,
+                   s.tile_efficiency)
+    dur = rc.compute / c_big
+    fix = (rc.write + rc.d * rc.chain) / c_big
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
-    multi = peers > 1
+    multi = t[:, T.PEERS] > 1
     shared = (t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
-    fix = (np.where(multi & ~final | shared, b_i, 0.0)
-           + np.where(multi & final & ~shared, d_i * (peers - 1), 0.0))
     waits = multi & ~first & (s.reduction == DETERMINISTIC)
     pred = {}
     if waits.any():
@@ -413,17 +401,18 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
                 progress = True
         if not progress:
             raise ScheduleDeadlock("timeline: circular waits in the split table")
-    sum_wait, sum_start, sum_end = _shared_sum_pass(t, offs, shared, final, end, now,
-                                                    d_i * SHARED_SUM_PASS_TILES, d_i)
+    sum_wait, sum_start, sum_end = _shared_sum_pass(t, offs, shared, end, now,
+                                                    rc.d * rc.pooled / c_big)
     return {"start": start, "compute_end": cend, "wait_end": wend, "end": end,
             "sum_wait": sum_wait, "sum_start": sum_start, "sum_end": sum_end,
             "cta": s.cta_of_rows(), "cta_start": cta_start}
 
 
-def _shared_sum_pass(t, offs, shared, final, arrive, now, pass_cost, load_cost):
+def _shared_sum_pass(t, offs, shared, arrive, now, cost):
     """After its last row a CTA walks its shared-sum rows: wait for the tile's last arrival,
-    sum its share (pass_cost), and the final split also loads the sum (load_cost). Returns
-    (wait start, sum start, sum end) per row, NaN for other rows."""
+    then spend ``cost`` (its share of the sum, plus loading the summed slot for the split
+    that runs the epilogue). Returns (wait start, sum start, sum end) per row, NaN for other
+    rows."""
     n = len(t)
     sum_wait, sum_start, sum_end = (np.full(n, np.nan) for _ in range(3))
     if not shared.any():
@@ -438,6 +427,6 @@ def _shared_sum_pass(t, offs, shared, final, arrive, now, pass_cost, load_cost):
             if shared[i]:
                 sum_wait[i] = clock
                 sum_start[i] = max(clock, last_arrival[int(t[i, T.TILE])])
-                clock = sum_start[i] + pass_cost[i] + load_cost[i] * final[i]
+                clock = sum_start[i] + cost[i]
                 sum_end[i] = clock
     return sum_wait, sum_start, sum_end

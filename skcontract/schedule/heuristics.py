@@ -199,40 +199,74 @@ class Prediction:
     waves: float
 
 
-def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
-            dtype, acc_dtype, device, efficiency: float | None = None) -> Prediction:
-    """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
-    :func:`iteration_cost` (for the big tile)."""
-    model = cost_of(device)
-    resident = device.resident_ctas
+@dataclass(frozen=True)
+class RowCosts:
+    """The cost model's terms for each row of a split table: the one formula that the
+    prediction, the timeline pictures and the calibration's features all read.
+
+    A row computes ``iters`` k-iterations at ``c`` us each (a range row: all its tiles'),
+    writes a partial tile for ``write`` us (b: a non-final split of a shared tile, and every
+    split of a shared sum), and reads ``chain`` peers' partials (the one CTA that finishes a
+    tile merges them all) and ``pooled`` partial tiles (its share of a shared sum, plus the
+    summed slot for the split that runs the epilogue), ``d`` us each.
+    """
+
+    iters: np.ndarray
+    c: np.ndarray
+    write: np.ndarray
+    chain: np.ndarray
+    pooled: np.ndarray
+    d: np.ndarray
+
+    @property
+    def compute(self) -> np.ndarray:
+        return self.c * self.iters
+
+    @property
+    def fixup(self) -> np.ndarray:
+        return self.write + self.d * (self.chain + self.pooled)
+
+
+def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: CostModel,
+              efficiency: float | None = None, share: int = 1) -> RowCosts:
+    """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM."""
     bk = tile[2]
-    iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk)
-    small = (table[:, T.FLAGS] & T.FLAG_SMALL) != 0
-    # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
-    # share its math units, so each of them takes ctas_per_sm times as long. They share its
-    # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
-    share = max(1, int(getattr(device, "ctas_per_sm", 1)))
+    flags = table[:, T.FLAGS]
+    tiles = np.where(flags & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
+    iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk) * tiles
+    small = (flags & T.FLAG_SMALL) != 0
     c_big = iteration_cost(tile, dtype, model, efficiency) * share
     c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
                else c_big)
     b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model))
     b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model))
                   if small_tile is not None else (b_big, d_big))
-    c = np.where(small, c_small, c_big)
-    # a range row stands for RANGE_COUNT whole tiles of one split each
-    tiles = np.where(table[:, T.FLAGS] & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
     peers = table[:, T.PEERS].astype(np.int64)
-    final = (table[:, T.FLAGS] & T.FLAG_FINAL) != 0
+    final = (flags & T.FLAG_FINAL) != 0
     multi = peers > 1
-    compute = c * iters * tiles
-    shared = (table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
-    d = np.where(small, d_sm, d_big)
-    chain = (peers - 1) * (multi & final & ~shared)          # one CTA merges every peer
-    pooled = (SHARED_SUM_PASS_TILES + final) * shared        # everybody reads a share
-    fix = np.where(small, b_sm, b_big) * (multi & (~final | shared)) + d * (chain + pooled)
+    shared = (flags & T.FLAG_SHARED_SUM) != 0
+    return RowCosts(
+        iters=iters, c=np.where(small, c_small, c_big),
+        write=np.where(small, b_sm, b_big) * (multi & (~final | shared)),
+        chain=(peers - 1) * (multi & final & ~shared),
+        pooled=(SHARED_SUM_PASS_TILES + final) * shared,
+        d=np.where(small, d_sm, d_big))
+
+
+def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
+            dtype, acc_dtype, device, efficiency: float | None = None) -> Prediction:
+    """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
+    :func:`iteration_cost` (for the big tile)."""
+    model = cost_of(device)
+    resident = device.resident_ctas
+    # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
+    # share its math units, so each of them takes ctas_per_sm times as long. They share its
+    # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
+    share = max(1, int(getattr(device, "ctas_per_sm", 1)))
+    rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
-    per_cta_compute = np.bincount(cta, weights=compute, minlength=grid)
-    per_cta = per_cta_compute + np.bincount(cta, weights=fix, minlength=grid)
+    per_cta_compute = np.bincount(cta, weights=rc.compute, minlength=grid)
+    per_cta = per_cta_compute + np.bincount(cta, weights=rc.fixup, minlength=grid)
     if grid > resident:
         # CTAs beyond the resident ones start as earlier ones leave: charge each wave
         # of `resident` CTAs its slowest member.
@@ -244,7 +278,9 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     busy = float(per_cta_compute.sum())
     eff = busy / (resident * makespan) if makespan > 0 else 1.0
     # waves: the longest CTA in units of one full big tile's compute
+    bk = tile[2]
     p_max = -(-int(table[:, T.K1].max()) // bk) if len(table) else 1
+    c_big = iteration_cost(tile, dtype, model, efficiency) * share
     waves = makespan / (c_big * max(p_max, 1))
     return Prediction(model.a + makespan, min(eff, 1.0), waves)
 
