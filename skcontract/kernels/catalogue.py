@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
+from ..dtypes import accumulator_dtype
 from ..schedule.types import TileOption
 
 CXX_TYPES = {
@@ -49,13 +50,14 @@ CXX_TYPES = {
 """dtype name -> (C++ storage type, element bytes)."""
 
 INPUT_DTYPES = {
-    "float16": ("float16", "float32"),
-    "bfloat16": ("bfloat16", "float32"),
-    "float32": ("float32", "float32"),
-    "float64": ("float64", "float64"),
-    "int8": ("int32", "int32"),
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float64": "float64",
+    "int8": "int32",
 }
-"""Operand dtypes with kernels -> (output dtype of ``gemm()``, accumulator dtype)."""
+"""Operand dtypes with kernels -> the output dtype of ``gemm()``. Every kernel accumulates
+in :func:`skcontract.dtypes.accumulator_dtype` of its operands."""
 
 TF32 = "tf32"
 """The catalogue key of float32 operands on tf32 tensor cores (``gemm(allow_tf32=True)``)."""
@@ -145,11 +147,11 @@ class KernelBase:
 
     @property
     def dtype_out(self) -> str:
-        return INPUT_DTYPES[self.dtype][0]
+        return INPUT_DTYPES[self.dtype]
 
     @property
     def dtype_acc(self) -> str:
-        return INPUT_DTYPES[self.dtype][1]
+        return accumulator_dtype(self.dtype).name
 
     @property
     def name(self) -> str:

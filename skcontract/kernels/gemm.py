@@ -152,7 +152,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                     mode=mode, reduction=reduction, tile=tile, grid=grid,
                     allow_tf32=allow_tf32, stream=stream, schedule=schedule)
     out_shape = (m, n) if len(A.shape) == 2 and len(B.shape) == 2 else (batch, m, n)
-    out_dt = INPUT_DTYPES[a_dt][0]
+    out_dt = INPUT_DTYPES[a_dt]
     if out_dt == "int32":
         if alpha != int(alpha) or beta != int(beta) or not (
                 -2**31 <= int(alpha) < 2**31 and -2**31 <= int(beta) < 2**31):
