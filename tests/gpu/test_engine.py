@@ -41,6 +41,38 @@ def test_the_schedule_shown_is_the_schedule_launched(dtype, mode, reduction):
         assert rel_error(got, cupy.matmul(to64(a), to64(b))) <= TOL[dtype]
 
 
+@pytest.mark.parametrize("subscripts,shapes,dtype", [
+    ("bij,bjk->bik", [(6, 300, 520), (6, 520, 130)], "float32"),     # batched
+    ("ij,j->i", [(4096, 1536), (1536,)], "float64"),                    # GEMV
+    ("ij,kj->ik", [(300, 1001), (200, 1001)], "float64"),               # rows not vec16
+    ("ij,jk->ik", [(1000, 1000), (1000, 1000)], "int8"),                # int8 -> int32 kernel
+    ("abcd,cdef->abef", [(6, 7, 8, 9), (8, 9, 5, 4)], "float16"),       # folded labels
+])
+def test_every_step_kind_launches_what_its_plan_shows(subscripts, shapes, dtype):
+    """Each GEMM-class step of a contract expression on CuPy arrays launches the schedule its
+    plan step carries (digest and grid), one launch per such step."""
+    import cupy
+    from skcontract.kernels.launch import record_launches
+
+    rng = np.random.default_rng(7)
+    ops = [cupy.asarray((rng.integers(-3, 4, s) if dtype == "int8" else
+                         rng.standard_normal(s)).astype(dtype)) for s in shapes]
+    expr = skcontract.contract_expression(subscripts, *shapes, dtype=dtype, backend="cupy")
+    shown = [s.schedule for s in expr.plan.steps if s.schedule is not None]
+    assert shown
+    with record_launches() as launches:
+        got = expr(*ops)
+    cupy.cuda.runtime.deviceSynchronize()
+    assert [(x.grid, x.digest) for x in launches] == [(s.grid, s.digest()) for s in shown]
+    want = np.einsum(subscripts, *[cupy.asnumpy(o).astype(np.float64) for o in ops])
+    got = cupy.asnumpy(got).astype(np.float64)
+    if dtype == "int8":  # numpy's int8 einsum wraps; compare modulo 2^8
+        assert np.array_equal(got.astype(np.int64) % 256, want.astype(np.int64) % 256)
+    else:
+        err = np.linalg.norm(got - want) / np.linalg.norm(want)
+        assert err <= {"float16": 3e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
+
+
 def test_einsum_launches_the_plan_of_contract_path():
     """A plain einsum call on CuPy arrays runs what contract_path prints for them."""
     import cupy
