@@ -6,7 +6,7 @@ import sys
 
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
-from .demo import gpu_available, run_demo
+from . import demo as _demo
 from .explain import explain
 
 
@@ -27,14 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "demo":
-        return run_demo(args.backend)
+        return _demo.run_demo(args.backend)
     if args.command == "explain":
         shapes = [tuple(int(d) for d in s.lower().split("x")) if s != "scalar" else ()
                   for s in args.shapes]
         print(explain(args.subscripts, *shapes, shapes=True, draw=args.draw))
         return 0
     if args.what == "gemm":
-        if not gpu_available():
+        if not _demo.gpu_available():
             print("bench gemm needs CuPy and an NVIDIA GPU (pip install -e '.[cuda13]')",
                   file=sys.stderr)
             return 2
