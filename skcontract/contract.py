@@ -182,16 +182,31 @@ def _shapes_and_dtype(subscripts, operands_or_shapes, shapes: bool, dtype):
     else:
         ops = list(operands_or_shapes)
     if shapes:
-        try:
-            shp = tuple(tuple(int(d) for d in s) for s in ops)
-        except TypeError:
-            raise TypeError("with shapes=True every operand must be a shape (a sequence of "
-                            "ints)") from None
-        return subscripts, shp, np.dtype(dtype if dtype is not None else np.float64)
+        shp = tuple(_shape(s, i) for i, s in enumerate(ops))
+        res = np.dtype(dtype if dtype is not None else np.float64)
+        _check_numeric(res, "dtype=")
+        return subscripts, shp, res
     arrays = [x if hasattr(x, "shape") and hasattr(x, "dtype") else np.asarray(x)
               for x in ops]
     res = np.dtype(dtype) if dtype is not None else np.result_type(*[a.dtype for a in arrays])
     return subscripts, tuple(tuple(a.shape) for a in arrays), res
+
+
+def _shape(s, i: int) -> tuple[int, ...]:
+    """Operand ``i``'s shape given as a sequence of non-negative ints (numpy's rules: no
+    strings, no floats, no booleans)."""
+    if isinstance(s, (str, bytes)) or not hasattr(s, "__iter__"):
+        raise TypeError(f"with shapes=True every operand must be a shape (a tuple of ints); "
+                        f"operand {i} is {s!r}")
+    dims = []
+    for d in s:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"operand {i}'s shape {tuple(s)!r} has a dimension {d!r} that is "
+                            "not an int")
+        if d < 0:
+            raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a negative dimension")
+        dims.append(int(d))
+    return tuple(dims)
 
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
@@ -219,6 +234,7 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
     if device is None:
         device = _device_for("numpy" if shapes else backend_for(operands_or_shapes))
+    device = DeviceInfo.named(device)
     plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
     plan = schedule_plan(plan, device, mode=mode, reduction=reduction)
     return [tuple(p) for p in plan.path], plan
@@ -307,9 +323,10 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     ValueError: operand 2 has shape (5, 4), but the expression 'ij,jk,kl->il' was planned for (4, 5)
     """
     backend = backend or "numpy"
-    shp = tuple(tuple(int(d) for d in s) for s in shapes)
+    shp = tuple(_shape(s, i) for i, s in enumerate(shapes))
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
-    dev = device if device is not None else _device_for(backend)
+    _check_numeric(plan_dtype, "dtype=")
+    dev = DeviceInfo.named(device) if device is not None else _device_for(backend)
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit, dev)
     plan = schedule_plan(plan, dev, mode=mode, reduction=reduction)
     return ContractExpression(plan, dtype, backend)

@@ -1,6 +1,8 @@
 """`skcontract.explain`: a contraction's plan as text, and its schedules as a picture."""
 from __future__ import annotations
 
+import os
+
 from .contract import contract_path
 from .kernels.resolve import DEFAULT_REDUCTION
 from .schedule.draw import draw_schedule
@@ -25,6 +27,9 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     _, plan = contract_path(subscripts, *operands_or_shapes, shapes=shapes,
                             optimize=optimize, dtype=dtype, device=device, mode=mode,
                             reduction=reduction)
+    if draw is not None and not isinstance(draw, (str, os.PathLike)) and \
+            not hasattr(draw, "write"):
+        raise TypeError(f"draw must be a file path or a writable file, got {draw!r}")
     if draw is not None:
         scheduled = [s for s in plan.steps if getattr(s, "schedule", None) is not None]
         if not scheduled:

@@ -153,6 +153,9 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
     if re.search(r"\.\s+\.", subscripts):
         raise ValueError("einstein sum subscripts string contains a '.' that is not part of "
                          f"an ellipsis ('...'): spaces inside an ellipsis in {subscripts!r}")
+    if re.search(r"-(?!>)|(?<!-)>", subscripts):
+        raise ValueError("einstein sum subscript string does not contain proper '->' output "
+                         f"specified: a '-' or '>' not part of '->' in {subscripts!r}")
     subs = subscripts.replace(" ", "")
     n_arrow = subs.count("->")
     if n_arrow > 1 or (n_arrow == 0 and ("-" in subs or ">" in subs)):

@@ -62,7 +62,13 @@ def get_backend(name: str) -> ModuleType:
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; known backends: "
                          f"{', '.join(BACKENDS)}") from None
-    return importlib.import_module(path)
+    try:
+        return importlib.import_module(path)
+    except ImportError as e:
+        if name == "cupy" and e.name and e.name.split(".")[0] in ("cupy", "cupy_backends"):
+            raise ImportError("backend='cupy' needs CuPy and an NVIDIA GPU: "
+                              "pip install 'skcontract[cuda13]'") from e
+        raise
 
 
 def backend_for(arrays: Iterable[object]) -> str:

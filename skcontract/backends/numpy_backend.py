@@ -14,7 +14,17 @@ from .steps import ArrayOps, compile_plan
 
 NAME = "numpy"
 xp = np
-OPS = ArrayOps(np, lambda step: np.matmul, np.add.reduce, np.logical_or.reduce)
+
+
+def _sum(x, axis):
+    """np.add.reduce, starting object arrays from 0 as numpy.einsum does (a sum of strings
+    is a TypeError, not a concatenation)."""
+    if x.dtype == object:
+        return np.add.reduce(x, axis=axis, initial=0)
+    return np.add.reduce(x, axis=axis)
+
+
+OPS = ArrayOps(np, lambda step: np.matmul, _sum, np.logical_or.reduce)
 
 __all__ = ["NAME", "xp", "is_array", "asarray", "compile", "compute_dtype"]
 

@@ -39,7 +39,11 @@ def memory_arg(memory_limit: Any, sizes: Sequence[int]) -> int | None:
             return max(sizes, default=1)
         raise ValueError(f"memory_limit must be None, an int or 'max_input', got "
                          f"{memory_limit!r}")
-    limit = operator.index(memory_limit)
+    try:
+        limit = operator.index(memory_limit)
+    except TypeError:
+        raise TypeError(f"memory_limit must be None, an int or 'max_input', got "
+                        f"{memory_limit!r}") from None
     if limit == -1:
         return None
     if limit < 1:

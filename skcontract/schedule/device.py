@@ -16,6 +16,10 @@ H200_SMS = 132
 H200_L2_BYTES = 60 * 1024 * 1024
 H200_SMEM_PER_SM = 228 * 1024
 H200_MAX_THREADS_PER_SM = 2048
+H100_L2_BYTES = 50 * 1024 * 1024
+"""The H100 SXM differs from the H200 in memory (and its L2 here); SMs and SM are the same."""
+DEVICE_NAMES = ("h200", "h100", "gpu")
+"""Device names the public entry points accept besides a DeviceInfo."""
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,47 @@ class DeviceInfo:
     l2_bytes: int
     smem_per_sm: int
     max_threads_per_sm: int = 2048
-    # Resident CTAs per SM for the kernel configuration being scheduled. The launcher
-    # replaces it with the occupancy it queried for the real kernel (never assume).
+    # Resident CTAs per SM for the kernel configuration being scheduled (the scheduler sets
+    # it from each kernel's declared occupancy).
     ctas_per_sm: int = 1
     atomic_accumulators: frozenset = field(default=_ATOMIC_ACCUMULATORS)
     # Cost-model constants measured on this device (skcontract.schedule.heuristics.CostModel);
     # None uses the named initial guesses in heuristics.py.
     cost: object = None
+
+    def __post_init__(self):
+        for name in ("sms", "l2_bytes", "smem_per_sm", "max_threads_per_sm", "ctas_per_sm"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"DeviceInfo.{name} must be a positive int, got {v!r}")
+        cc = self.compute_capability
+        if not (isinstance(cc, tuple) and len(cc) == 2
+                and all(isinstance(x, (int, np.integer)) and x >= 0 for x in cc)):
+            raise ValueError(f"DeviceInfo.compute_capability must be (major, minor), got "
+                             f"{cc!r}")
+
+    @classmethod
+    def named(cls, device) -> "DeviceInfo":
+        """``device`` as a DeviceInfo: one itself, or a name: "h200" / "h100" (presets with
+        the H200's measured cost model), "gpu" (the current CUDA device, through CuPy).
+
+        >>> DeviceInfo.named("h100").name, DeviceInfo.named("h200").sms
+        ('NVIDIA H100 (preset)', 132)
+        """
+        if isinstance(device, cls):
+            return device
+        if not isinstance(device, str):
+            raise TypeError(f"device must be a DeviceInfo or one of {DEVICE_NAMES}, got "
+                            f"{type(device).__name__}")
+        key = device.lower()
+        if key == "h200":
+            return cls.h200()
+        if key == "h100":
+            return replace(cls.h200(), name="NVIDIA H100 (preset)", l2_bytes=H100_L2_BYTES)
+        if key == "gpu":
+            return cls.from_cupy()
+        raise ValueError(f"unknown device {device!r}; use a DeviceInfo or one of "
+                         f"{DEVICE_NAMES}")
 
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":

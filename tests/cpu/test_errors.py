@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from skcontract.contract import contract_expression, contract_path, einsum
+from skcontract.explain import explain
 
 A = np.random.default_rng(0).standard_normal((2, 3))
 B = np.random.default_rng(1).standard_normal((3, 4))
@@ -54,6 +55,8 @@ CASES = [
     ("bad-order", ("ij->ij", A), {"order": "X"}, ["'X'"]),
     ("bad-casting", ("ij->ij", A), {"casting": "foo"}, ["'foo'"]),
     ("bad-dtype", ("ij->ji", A), {"dtype": "foo"}, ["foo"]),
+    ("spaced-arrow", ("ij - > ji", A), {}, ["'->'"]),
+    ("object-strings-summed", ("i->", np.array(["a", "b"], dtype=object)), {}, ["str"]),
 ]
 
 
@@ -126,3 +129,53 @@ def test_expression_errors():
         expr(A.astype(np.float32), B.astype(np.float32), out=np.empty((4, 2), np.float32))
     with pytest.raises(TypeError, match="float16"):
         expr(A.astype(np.float32), B.astype(np.float32), out=np.empty((2, 4), np.float16))
+
+
+@pytest.mark.parametrize("call,error,needle", [
+    (lambda: contract_path("ij,jk->ik", (2, -3), (-3, 4), shapes=True), ValueError,
+     "negative dimension"),
+    (lambda: contract_path("ij,jk->ik", (2, 3.0), (3, 4), shapes=True), TypeError, "3.0"),
+    (lambda: contract_path("ij,jk->ik", "23", (3, 4), shapes=True), TypeError, "'23'"),
+    (lambda: contract_path("ij,jk->ik", (2, True), (3, 4), shapes=True), TypeError, "True"),
+    (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, dtype=str), TypeError,
+     "dtype"),
+    (lambda: contract_expression("ij,jk->ik", (2, 3), (3, 4), dtype=str), TypeError, "dtype"),
+    (lambda: contract_expression("ij,jk->ik", (2, -1), (3, 4)), ValueError, "negative"),
+    (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, memory_limit=2.5),
+     TypeError, "memory_limit"),
+    (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, device="a100"),
+     ValueError, "'h200', 'h100'"),
+    (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, device=3), TypeError,
+     "DeviceInfo"),
+    (lambda: explain("ij,jk->ik", (2, 3), (3, 4), shapes=True, draw=True), TypeError, "draw"),
+])
+def test_the_front_door_names_what_is_wrong(call, error, needle):
+    with pytest.raises(error, match=needle):
+        call()
+
+
+@pytest.mark.parametrize("field,value", [("sms", 0), ("sms", -1), ("ctas_per_sm", 0),
+                                         ("compute_capability", (9,)), ("smem_per_sm", 1.5)])
+def test_device_info_refuses_impossible_devices(field, value):
+    import dataclasses
+
+    from skcontract.schedule import DeviceInfo
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(DeviceInfo.h200(), **{field: value})
+
+
+def test_device_names():
+    from skcontract.schedule import DeviceInfo
+    _, plan = contract_path("ij,jk->ik", (256, 512), (512, 128), shapes=True, device="h100")
+    assert plan.device.name == "NVIDIA H100 (preset)"
+    assert DeviceInfo.named("H200") == DeviceInfo.h200()
+
+
+def test_cupy_backend_without_cupy_says_what_to_install():
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r"pip install 'skcontract\[cuda13\]'"):
+            einsum("ij,jk->ik", A, B, backend="cupy")
+    else:
+        pytest.skip("CuPy is installed here")
