@@ -173,7 +173,7 @@ def test_device_names():
 
 def test_cupy_backend_without_cupy_says_what_to_install():
     try:
-        import cupy  # noqa: F401
+        import cupy  # noqa: F401 - only whether it imports
     except ImportError:
         with pytest.raises(ImportError, match=r"pip install 'skcontract\[cuda13\]'"):
             einsum("ij,jk->ik", A, B, backend="cupy")
