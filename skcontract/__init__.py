@@ -5,10 +5,10 @@
 >>> bool(np.array_equal(skcontract.einsum("ij,jk->ik", a, b), a @ b))
 True
 """
+from ._version import __version__
 from .contract import contract_expression, contract_path, einsum
 from .explain import explain
 from .schedule.device import DeviceInfo
 
-__version__ = "0.1.0"
 __all__ = ["einsum", "contract_path", "contract_expression", "explain", "DeviceInfo",
            "__version__"]

@@ -1,43 +1,77 @@
-"""`python -m skcontract demo | explain | bench`."""
+"""`python -m skcontract demo | explain | bench`.
+
+User mistakes print one line and exit with status 2, as argparse's own do; every
+subcommand's ``--help`` works without a GPU.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
+import numpy as np
+
+from ._version import __version__
+from . import demo as _demo
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
-from . import demo as _demo
 from .explain import explain
+from .schedule.device import DEVICE_NAMES
+
+HELP = ("-h", "--help")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _shape(text: str) -> tuple[int, ...]:
+    """'128x64' -> (128, 64); 'scalar' -> ()."""
+    if text == "scalar":
+        return ()
+    try:
+        return tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape {text!r} is not like 128x64 (or 'scalar')") \
+            from None
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m skcontract",
                                      description="skcontract command line")
+    parser.add_argument("--version", action="version", version=f"skcontract {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run a few einsums, print their plans, check them")
     demo.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                       help="force a backend (default: the GPU when one is present)")
-    explain_cmd = sub.add_parser("explain", help="print the plan of an einsum over shapes")
-    explain_cmd.add_argument("subscripts")
-    explain_cmd.add_argument("shapes", nargs="+", help="operand shapes such as 128x64")
-    explain_cmd.add_argument("--draw", default=None, help="write a picture of the schedules")
-    bench = sub.add_parser("bench", help="run a benchmark on the GPU")
+    ex = sub.add_parser("explain", help="print the plan of an einsum over shapes")
+    ex.add_argument("subscripts")
+    ex.add_argument("shapes", nargs="+", type=_shape, help="operand shapes such as 128x64")
+    ex.add_argument("--dtype", default="float64", help="operand dtype (default float64)")
+    ex.add_argument("--device", default="h200", choices=DEVICE_NAMES,
+                    help="the GPU to plan for (default: the H200 preset)")
+    ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
+    ex.add_argument("--draw", default=None, help="write a picture of the schedules")
+    bench = sub.add_parser("bench", help="run a benchmark (gemm needs a GPU)")
     bench.add_argument("what", choices=["gemm", "overhead"])
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+    bench.add_argument("rest", nargs=argparse.REMAINDER,
+                       help="the benchmark's own arguments (see bench gemm --help)")
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "demo":
         return _demo.run_demo(args.backend)
     if args.command == "explain":
-        shapes = [tuple(int(d) for d in s.lower().split("x")) if s != "scalar" else ()
-                  for s in args.shapes]
-        print(explain(args.subscripts, *shapes, shapes=True, draw=args.draw))
+        try:
+            dtype = np.dtype(args.dtype)
+            print(explain(args.subscripts, *args.shapes, shapes=True, draw=args.draw,
+                          device=args.device, optimize=args.optimize, dtype=dtype))
+        except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
+            message = e.args[0] if isinstance(e, KeyError) and e.args else e
+            parser.exit(2, f"{parser.prog} explain: error: {message}\n")
         return 0
     if args.what == "gemm":
-        if not _demo.gpu_available():
-            print("bench gemm needs CuPy and an NVIDIA GPU (pip install -e '.[cuda13]')",
-                  file=sys.stderr)
-            return 2
+        if not _demo.gpu_available() and not set(HELP) & set(args.rest):
+            parser.exit(2, f"{parser.prog} bench gemm: error: needs CuPy and an NVIDIA GPU "
+                           "(pip install 'skcontract[cuda13]')\n")
         return bench_gemm(args.rest)
     return bench_overhead(args.rest)
 

@@ -7,7 +7,7 @@ Both sides plan once (``skcontract.contract_expression`` and
 same 8x8 float64 arrays, where the arithmetic is negligible and the time is the Python
 overhead of validating, binding and dispatching. The best of ``R`` repeats of ``N`` calls
 is reported; ratio = skcontract / opt_einsum (below 1.0: we are faster). The results are
-printed and written as a Markdown table (default ``docs/benchmarks/overhead-cpu.md``).
+printed, and written as a Markdown table when ``--out`` names a file.
 """
 from __future__ import annotations
 
@@ -113,7 +113,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=DEFAULT_REPEAT)
     ap.add_argument("--number", type=int, default=DEFAULT_NUMBER)
-    ap.add_argument("--out", default=DEFAULT_OUT, help="Markdown file ('' to skip)")
+    ap.add_argument("--out", default=None,
+                    help=f"also write the table to this Markdown file (the committed one is "
+                         f"{DEFAULT_OUT})")
     args = ap.parse_args(argv)
     for subscripts, shapes in CASES:
         check(subscripts, shapes)

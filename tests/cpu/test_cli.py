@@ -22,13 +22,67 @@ def test_explain_prints_the_plan_and_draws(tmp_path, capsys):
     assert png.stat().st_size > 10_000
 
 
-def test_explain_refuses_a_drawing_without_gemm(tmp_path):
-    with pytest.raises(ValueError, match="no GEMM-class step"):
-        main(["explain", "ii->i", "5x5", "--draw", str(tmp_path / "x.png")])
+@pytest.mark.parametrize("argv,needle", [
+    (["explain", "ii->i", "5x5", "--draw", "{tmp}/x.png"], "no GEMM-class step"),
+    (["explain", "ij,jk->ik", "128,64", "64,32"], "'128,64' is not like 128x64"),
+    (["explain", "ij,jk->ik", "128x64", "32x32"], "label 'j'"),
+    (["explain", "ij,jk->ik", "128x64"], "fewer operands"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--draw", "{tmp}/no/dir/x.png"],
+     "No such file"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--optimize", "nope"], "'nope'"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--dtype", "str"], "dtype"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--device", "a100"], "invalid choice"),
+])
+def test_user_mistakes_print_one_line_and_exit_2(argv, needle, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("python -m skcontract")
+
+
+def test_explain_takes_dtype_device_and_optimizer(capsys):
+    assert main(["explain", "ij,jk,kl->il", "64x32", "32x48", "48x16", "--dtype", "float16",
+                 "--device", "h100", "--optimize", "greedy"]) == 0
+    out = capsys.readouterr().out
+    assert "dtype float16" in out and "H100" in out and "sum assoc float32" in out
+
+
+def test_version(capsys):
+    import skcontract
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and skcontract.__version__ in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["explain", "--help"],
+                                  ["bench", "--help"], ["bench", "gemm", "--help"],
+                                  ["bench", "overhead", "--help"]])
+def test_every_help_works_without_a_gpu(argv, capsys, monkeypatch):
+    import skcontract.demo
+    monkeypatch.setattr(skcontract.demo, "gpu_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 0 and "usage:" in capsys.readouterr().out
 
 
 def test_bench_gemm_without_a_gpu_says_so(capsys, monkeypatch):
     import skcontract.demo
     monkeypatch.setattr(skcontract.demo, "gpu_available", lambda: False)
-    assert main(["bench", "gemm"]) == 2
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "gemm"])
+    assert exit_.value.code == 2
     assert "needs CuPy and an NVIDIA GPU" in capsys.readouterr().err
+
+
+def test_bench_overhead_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):
+    import skcontract.bench.overhead as overhead
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(overhead, "CASES", overhead.CASES[:1])
+    assert main(["bench", "overhead", "--repeat", "1", "--number", "1"]) == 0
+    assert list(tmp_path.iterdir()) == []
+    assert main(["bench", "overhead", "--repeat", "1", "--number", "1", "--out",
+                 "t.md"]) == 0
+    assert (tmp_path / "t.md").read_text().startswith("#")

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2] / "skcontract"
 
 LAYERS = {
     "skcontract.dtypes": 0, "skcontract.parse": 0, "skcontract.kinds": 0,
+    "skcontract._version": 0,
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3,
