@@ -308,9 +308,11 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
 
     ``dtype`` fixes the operands' dtype (arrays must cast to it safely); None accepts any
     numeric dtype per call (the plan's reduction facts and schedules then describe float64;
-    on the GPU another dtype's steps are scheduled on their first call). ``mode`` and
-    ``reduction`` force the scheduler's choices for the GEMM-class steps (see
-    :func:`contract_path`); the expression's repr shows the schedules that launch.
+    on the GPU another dtype's steps are scheduled on their first call). On the GPU the
+    GEMM-class steps are scheduled once, here, and the expression's repr shows the schedules
+    that launch; ``mode`` and ``reduction`` force the scheduler's choices (see
+    :func:`contract_path`). The NumPy backend runs no GPU schedule and plans none unless
+    ``device=`` asks to see one.
 
     >>> import numpy as np
     >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
@@ -328,5 +330,6 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     _check_numeric(plan_dtype, "dtype=")
     dev = DeviceInfo.named(device) if device is not None else _device_for(backend)
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit, dev)
-    plan = schedule_plan(plan, dev, mode=mode, reduction=reduction)
+    if backend != "numpy" or device is not None:  # the NumPy backend runs no schedule
+        plan = schedule_plan(plan, dev, mode=mode, reduction=reduction)
     return ContractExpression(plan, dtype, backend)

@@ -70,3 +70,15 @@ def test_optimize_and_plan():
     assert len(expr.plan.steps) == 2
     with pytest.raises(KeyError):
         contract_expression("ab,bc,cd->ad", (2, 30), (30, 40), (40, 3), optimize="nope")
+
+
+def test_the_numpy_backend_plans_no_gpu_schedule_unless_asked():
+    import time
+
+    from skcontract import contract_expression
+    t0 = time.perf_counter()
+    expr = contract_expression("ij,jk->ik", (10**6, 10**6), (10**6, 10**6))
+    assert time.perf_counter() - t0 < 0.5
+    assert expr.plan.steps[0].schedule is None
+    shown = contract_expression("ij,jk->ik", (256, 512), (512, 128), device="h200")
+    assert shown.plan.steps[0].schedule is not None
