@@ -6,9 +6,10 @@
 True
 """
 from ._version import __version__
-from .contract import contract_expression, contract_path, einsum
+from .contract import contract_expression, contract_path, einsum, tensordot, transpose
 from .explain import explain
 from .schedule.device import DeviceInfo
 
 __all__ = ["einsum", "contract_path", "contract_expression", "explain", "DeviceInfo",
+           "tensordot", "transpose",
            "__version__"]

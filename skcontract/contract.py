@@ -25,7 +25,8 @@ from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
 from .schedule.device import DeviceInfo
 
-__all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression"]
+__all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression",
+           "tensordot", "transpose"]
 
 _ORDERS = ("C", "F", "A", "K")
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -174,6 +175,49 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def tensordot(a, b, axes=2):
+    """``numpy.tensordot`` through :func:`einsum` (so GEMM-class contractions run on the
+    Stream-K kernels for CuPy arrays); with :func:`transpose` and :func:`einsum` it makes
+    skcontract an opt_einsum backend: ``opt_einsum.contract(..., backend="skcontract")``.
+
+    >>> import numpy as np
+    >>> a, b = np.arange(24.0).reshape(2, 3, 4), np.arange(12.0).reshape(4, 3)
+    >>> bool(np.array_equal(tensordot(a, b, axes=([1, 2], [1, 0])),
+    ...                     np.tensordot(a, b, axes=([1, 2], [1, 0]))))
+    True
+    """
+    na, nb = len(a.shape), len(b.shape)
+    if isinstance(axes, int):
+        if axes < 0 or axes > min(na, nb):
+            raise ValueError(f"tensordot: axes={axes} does not fit shapes {a.shape} and "
+                             f"{b.shape}")
+        ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+        if len(ax_a) != len(ax_b):
+            raise ValueError("tensordot: the two axes sequences differ in length")
+    ax_a = [x % na for x in ax_a]
+    ax_b = [x % nb for x in ax_b]
+    if na + nb - len(ax_a) > len(_LETTERS):
+        raise ValueError("tensordot: too many dimensions")
+    ta = list(_LETTERS[:na])
+    tb = list(_LETTERS[na:na + nb])
+    for i, j in zip(ax_a, ax_b):
+        tb[j] = ta[i]
+    out = [ta[i] for i in range(na) if i not in ax_a] + \
+        [tb[j] for j in range(nb) if j not in ax_b]
+    return einsum(f"{''.join(ta)},{''.join(tb)}->{''.join(out)}", a, b)
+
+
+def transpose(a, axes=None):
+    """``numpy.transpose`` for any array module's arrays (a view where the module gives
+    one)."""
+    return a.transpose(axes) if axes is not None else a.transpose()
 
 
 def _shapes_and_dtype(subscripts, operands_or_shapes, shapes: bool, dtype):
