@@ -9,6 +9,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,10 @@ import skcontract
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-DOCS = ["docs/einsum.md", "docs/schedules.md"]
+PAGES = ["README.md"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+                               if "benchmarks" not in p.parts)
+"""Every page a reader runs code from: README.md and docs/ (the benchmark records excepted)."""
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def _reraise(name):
@@ -61,7 +65,37 @@ def test_module_examples(name):
     assert result.failed == 0
 
 
-@pytest.mark.parametrize("page", DOCS)
-def test_docs_examples(page):
-    result = doctest.testfile(str(ROOT / page), module_relative=False, optionflags=FLAGS)
-    assert result.failed == 0
+def _blocks():
+    out = []
+    for page in PAGES:
+        for i, m in enumerate(BLOCK.finditer((ROOT / page).read_text())):
+            out.append(pytest.param(page, m.group(1), id=f"{page}[{i}]"))
+    return out
+
+
+BLOCKS = _blocks()
+
+
+def test_the_pages_code_blocks_are_collected():
+    pages = {p.values[0] for p in BLOCKS}
+    assert {"README.md", "docs/einsum.md", "docs/schedules.md"} <= pages
+
+
+@pytest.mark.parametrize("page,code", BLOCKS)
+def test_docs_code_blocks_run(page, code, tmp_path, monkeypatch):
+    """Each ```python block of the pages runs: as a doctest when it shows a session
+    (``>>>``), else as a script (in a scratch directory: blocks may write files). Blocks of
+    one page share their names, in page order, as a reader's session would."""
+    monkeypatch.chdir(tmp_path)
+    namespace = _PAGE_NAMESPACES.setdefault(page, {})
+    if ">>>" in code:
+        test = doctest.DocTestParser().get_doctest(code, namespace, page, page, 0)
+        runner = doctest.DocTestRunner(optionflags=FLAGS)
+        runner.run(test, clear_globs=False)
+        namespace.update(test.globs)  # a DocTest runs in a copy of the names it is given
+        assert runner.failures == 0, f"{page}: a doctest block failed (see the output above)"
+    else:
+        exec(compile(code, page, "exec"), namespace)
+
+
+_PAGE_NAMESPACES: dict = {}
