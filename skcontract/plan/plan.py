@@ -175,10 +175,13 @@ class Plan:
         rows = [_HEADER] + [s.row() for s in self.steps]
         widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        dev = getattr(self.device, "name", "none")
         head = (f"Plan {self.subscripts!r}: {len(self.equation.inputs)} operand(s) "
                 f"{', '.join(str(s) for s in self.equation.shapes)} -> "
-                f"{self.output_shape}, dtype {self.dtype.name}, device {dev}")
+                f"{self.output_shape}, dtype {self.dtype.name}")
+        if any(s.schedule is not None for s in self.steps):
+            dev = getattr(self.device, "name", "?")
+            head += (f"; schedules: what the GPU backend launches on {dev} (the NumPy "
+                     "backend runs none)")
         tail = (f"path {list(self.path)}; total FLOPs {self.flops:,}; largest intermediate "
                 f"{self.largest_intermediate:,} elements")
         return "\n".join([head, *lines, tail])

@@ -244,3 +244,13 @@ def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
     plan = build_plan(parse_equation("ij,jk->ik", [(8, 4), (4, 8)]), np.bool_,
                       device=DeviceInfo.h200())
     assert schedule_plan(plan, DeviceInfo.h200()).steps[0].schedule is None
+
+
+def test_a_plan_says_which_device_its_schedules_are_for():
+    from skcontract.contract import contract_expression
+
+    _, plan = contract_path("ij,jk->ik", (256, 512), (512, 128), shapes=True, device="h100")
+    head = str(plan).splitlines()[0]
+    assert "GPU backend launches on NVIDIA H100 (preset)" in head and "NumPy backend" in head
+    cpu_only = contract_expression("ij,jk->ik", (256, 512), (512, 128)).plan
+    assert "schedules" not in str(cpu_only).splitlines()[0]
