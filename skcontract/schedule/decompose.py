@@ -208,11 +208,13 @@ def stream_k_boundaries(total: int, per_tile: int, units: int) -> np.ndarray:
     return np.where(bad, b - r + best, b)
 
 
-def stream_k_walk(bounds: np.ndarray, per_tile: int):
-    """Splits of units ``[bounds[u], bounds[u+1])``: (unit, tile, kb, ke), each unit walking
-    its tiles backwards so that the split it only publishes (the head of its last tile)
-    comes first and the split that waits (the tail of its first tile) comes last."""
-    start, end = bounds[:-1], bounds[1:]
+def stream_k_walk(bounds: np.ndarray, per_tile: int, start=None, end=None):
+    """Splits of units ``[bounds[u], bounds[u+1])`` (or ``[start[u], end[u])``): (unit,
+    tile, kb, ke), each unit walking its tiles backwards so that the split it only publishes
+    (the head of its last tile) comes first and the split that waits (the tail of its first
+    tile) comes last."""
+    if start is None:
+        start, end = bounds[:-1], bounds[1:]
     nonempty = end > start
     t0 = start // per_tile
     t1 = np.where(nonempty, (end - 1) // per_tile, t0)
@@ -225,12 +227,12 @@ def stream_k_walk(bounds: np.ndarray, per_tile: int):
     return unit, tile, kb, ke
 
 
-def stream_k_walk_compact(bounds: np.ndarray, per_tile: int):
-    """:func:`stream_k_walk` with each unit's whole tiles as one range: the partial head of
-    its last tile (listed, first), its whole tiles walked backwards (a range), the partial
-    tail of its first tile (listed, last). Returns the listed splits (unit, tile, kb, ke,
-    seq) and the ranges (unit, first tile, count) walked with stride -1."""
-    start, end = bounds[:-1], bounds[1:]
+def stream_k_walk_compact(start: np.ndarray, end: np.ndarray, per_tile: int):
+    """:func:`stream_k_walk` for units ``[start, end)``, with each unit's whole tiles as one
+    range: the partial head of its last tile (listed, first), its whole tiles walked
+    backwards (a range), the partial tail of its first tile (listed, last). Returns the
+    listed splits (unit, tile, kb, ke, seq) and the ranges (unit, first tile, count) walked
+    with stride -1; units are indices into ``start``."""
     unit = np.arange(len(start), dtype=np.int64)
     live = end > start
     start, end, unit = start[live], end[live], unit[live]
@@ -269,27 +271,31 @@ def _stream_k_part(n_tiles: int, per_tile: int, units: int, groups: int, compact
     ``groups`` groups: group j owns tiles j, j + G, ... (output_tile_id = tile_in_group * G
     + j) and a contiguous block of the units. Returns the listed splits (cta, tile, kb, ke,
     seq) and, when ``compact``, the whole tiles as :class:`Ranges` (else listed too)."""
-    listed, ranges = [], []
+    starts, ends, group_of, cta_of = [], [], [], []
     base = 0
     for j in range(groups):
         count = len(range(j, n_tiles, groups))
         uj = units // groups + (1 if j < units % groups else 0)
-        if count == 0 or uj == 0:
-            base += uj
-            continue
-        total = count * per_tile
-        bounds = stream_k_boundaries(total, per_tile, stream_k_units(total, per_tile, uj))
-        if compact:
-            (u, t, kb, ke, seq), (ru, rfirst, rcount) = stream_k_walk_compact(bounds, per_tile)
-            ranges.append(Ranges(ru + base, j + groups * rfirst, rcount,
-                                 np.full(len(ru), -groups, np.int64), np.ones(len(ru), np.int64)))
-        else:
-            u, t, kb, ke = stream_k_walk(bounds, per_tile)
-            seq = np.zeros(len(u), np.int64)
-        listed.append((u + base, j + groups * t, kb, ke, seq))
+        if count and uj:
+            total = count * per_tile
+            b = stream_k_boundaries(total, per_tile, stream_k_units(total, per_tile, uj))
+            starts.append(b[:-1])
+            ends.append(b[1:])
+            group_of.append(np.full(len(b) - 1, j, np.int64))
+            cta_of.append(base + np.arange(len(b) - 1, dtype=np.int64))
         base += uj
-    cols = [np.concatenate([x[i] for x in listed]) if listed else _NONE for i in range(5)]
-    return cols, Ranges.concat(ranges)
+    if not starts:
+        return [_NONE] * 5, None
+    start, end = np.concatenate(starts), np.concatenate(ends)
+    group, cta = np.concatenate(group_of), np.concatenate(cta_of)
+    if compact:
+        (u, t, kb, ke, seq), (ru, rfirst, rcount) = stream_k_walk_compact(start, end, per_tile)
+        ranges = Ranges(cta[ru], group[ru] + groups * rfirst, rcount,
+                        np.full(len(ru), -groups, np.int64), np.ones(len(ru), np.int64))
+    else:
+        u, t, kb, ke = stream_k_walk(np.append(start, end[-1]), per_tile, start, end)
+        seq, ranges = np.zeros(len(u), np.int64), None
+    return [cta[u], group[u] + groups * t, kb, ke, seq], ranges
 
 
 def stream_k(ts: TileSpace, bk: int, grid: int, groups: int | None = None) -> RawSplits:
