@@ -50,7 +50,8 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None):
     schedule when the operands have the planned dtype; resolved on first use for another
     dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul."""
     name = x.dtype.name
-    if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim:
+    if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
+            x.size == 0 or y.size == 0:  # nothing to launch for empty operands
         return cupy.matmul(x, y)
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None

@@ -144,13 +144,6 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         raise ValueError(f"gemm: batch sizes {ba} and {bb} do not broadcast")
     sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
     lay_a, lay_b = _layout(m, k, sam, sak), _layout(k, n, sbk, sbn)
-    copy_a = lay_a is None or min(sam, sak, sba) < 0
-    copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
-    if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
-        return gemm(cupy.ascontiguousarray(a) if copy_a else a,
-                    cupy.ascontiguousarray(b) if copy_b else b, out, alpha=alpha, beta=beta,
-                    mode=mode, reduction=reduction, tile=tile, grid=grid,
-                    allow_tf32=allow_tf32, stream=stream, schedule=schedule)
     out_shape = (m, n) if len(A.shape) == 2 and len(B.shape) == 2 else (batch, m, n)
     out_dt = INPUT_DTYPES[a_dt]
     if out_dt == "int32":
@@ -179,6 +172,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if k == 0:
         out[...] = 0 if beta == 0 else out * beta
         return out
+    copy_a = lay_a is None or min(sam, sak, sba) < 0
+    copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
+    if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
+        return gemm(cupy.ascontiguousarray(a) if copy_a else a,
+                    cupy.ascontiguousarray(b) if copy_b else b, out, alpha=alpha, beta=beta,
+                    mode=mode, reduction=reduction, tile=tile, grid=grid,
+                    allow_tf32=allow_tf32, stream=stream, schedule=schedule)
 
     (la, lda), (lb, ldb) = lay_a, lay_b
     a_ptr, b_ptr = A.ptr, B.ptr

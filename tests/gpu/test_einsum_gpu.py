@@ -83,3 +83,20 @@ def test_float16_sums_accumulate_in_float32_on_the_gpu():
     ones = cupy.ones(5000, dtype=cupy.float16)
     assert float(skcontract.einsum("i->", ones)) == 5000.0
     assert float(skcontract.einsum("i,i->", ones, ones)) == 5000.0
+
+
+@pytest.mark.parametrize("shapes", [((0, 5), (5, 3)), ((4, 0), (0, 3)), ((4, 5), (5, 0)),
+                                    ((2, 0, 5), (2, 5, 3))])
+def test_zero_size_operands(shapes):
+    """Empty operands give numpy's result (zeros or an empty array), no launch."""
+    import cupy
+    sa, sb = shapes
+    sub = "bij,bjk->bik" if len(sa) == 3 else "ij,jk->ik"
+    a, b = np.ones(sa, np.float32), np.ones(sb, np.float32)
+    got = skcontract.einsum(sub, cupy.asarray(a), cupy.asarray(b))
+    want = np.einsum(sub, a, b)
+    assert got.shape == want.shape and np.array_equal(cupy.asnumpy(got), want)
+    from skcontract.kernels.gemm import gemm
+    if len(sa) == 2:
+        out = gemm(cupy.asarray(a), cupy.asarray(b))
+        assert np.array_equal(cupy.asnumpy(out), want)
