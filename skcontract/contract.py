@@ -14,6 +14,7 @@ takes a diagonal returns a new array, not a view.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -289,25 +290,50 @@ class ContractExpression:
 
     Built by :func:`contract_expression`. ``expr(*arrays, out=None)`` checks the number,
     shapes and dtypes of the arrays (ValueError / TypeError naming the operand) and runs
-    the plan. ``expr.plan`` is the Plan.
+    the plan, on the backend the expression was built for or, when none was named, on the
+    one the arrays live on (NumPy or CuPy arrays, as opt_einsum chooses). ``expr.plan`` is
+    the Plan of the named backend (NumPy's when none was named); ``expr.plan_for("cupy")``
+    the one a CuPy call runs, with the schedules it launches.
     """
 
-    __slots__ = ("plan", "_n", "_shapes", "_dtype", "_run", "_allocates", "_bk", "_dtypes")
+    __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
+                 "_prepared", "_dtypes")
 
-    def __init__(self, plan: Plan, dtype, backend: str):
-        bk = get_backend(backend)
-        self.plan = plan
+    def __init__(self, plan: Plan, dtype, backend: str | None, device=None, **options):
+        self._base = plan
+        self._backend = backend
+        self._device = device
+        self._options = options
         self._n = len(plan.input_shapes)
         self._shapes = plan.input_shapes
         self._dtype = None if dtype is None else np.dtype(dtype)
-        self._run = bk.compile(plan)
-        self._allocates = plan_allocates(plan)
-        self._bk = bk
-        self._dtypes: dict = {}  # operand dtypes -> (result dtype, compute dtype)
+        self._prepared: dict = {}  # backend -> (plan, module, run, allocates)
+        self._dtypes: dict = {}    # (backend, operand dtypes) -> (result, compute dtype)
+        if backend is not None:
+            self._prepare(backend)
 
-    def _resolve(self, arrays):
+    @property
+    def plan(self) -> Plan:
+        return self.plan_for(self._backend or "numpy")
+
+    def plan_for(self, backend: str) -> Plan:
+        """The plan a call on ``backend`` runs ('numpy' or 'cupy')."""
+        return self._prepare(backend)[0]
+
+    def _prepare(self, backend: str):
+        hit = self._prepared.get(backend)
+        if hit is None:
+            bk = get_backend(backend)
+            plan = self._base
+            if backend != "numpy" or self._device is not None:  # NumPy runs no schedule
+                dev = self._device if self._device is not None else _device_for(backend)
+                plan = schedule_plan(replace(plan, device=dev), dev, **self._options)
+            hit = self._prepared[backend] = (plan, bk, bk.compile(plan), plan_allocates(plan))
+        return hit
+
+    def _resolve(self, backend, bk, arrays):
         dts = tuple(a.dtype for a in arrays)
-        hit = self._dtypes.get(dts)
+        hit = self._dtypes.get((backend, dts))
         if hit is None:
             if self._dtype is None:
                 res = _result_dtype(arrays, None, "safe")
@@ -317,32 +343,33 @@ class ContractExpression:
                     if not np.can_cast(dt, res, "safe"):
                         raise TypeError(f"operand {i} has dtype {dt}, which cannot be cast "
                                         f"safely to the expression's dtype {res}")
-            hit = self._dtypes[dts] = (res, self._bk.compute_dtype(res))
+            hit = self._dtypes[(backend, dts)] = (res, bk.compute_dtype(res))
         return hit
 
     def __call__(self, *arrays, out=None):
         if len(arrays) != self._n:
-            raise ValueError(f"this expression ({self.plan.subscripts!r}) takes {self._n} "
+            raise ValueError(f"this expression ({self._base.subscripts!r}) takes {self._n} "
                              f"operands, got {len(arrays)}")
-        bk = self._bk
+        backend = self._backend or backend_for(arrays if out is None else [*arrays, out])
+        plan, bk, run, allocates = self._prepare(backend)
         is_array = bk.is_array
         if not all(is_array(a) for a in arrays):
             arrays = [bk.asarray(a) for a in arrays]
         for i, (a, shape) in enumerate(zip(arrays, self._shapes)):
             if a.shape != shape:
                 raise ValueError(f"operand {i} has shape {tuple(a.shape)}, but the "
-                                 f"expression {self.plan.subscripts!r} was planned for "
+                                 f"expression {plan.subscripts!r} was planned for "
                                  f"{shape}")
-        res, cd = self._resolve(arrays)
+        res, cd = self._resolve(backend, bk, arrays)
         if out is not None:
-            _check_out(out, bk, self.plan.output_shape, res, "safe")
-        r = self._run([a if a.dtype == cd else a.astype(cd) for a in arrays])
-        if out is None and self._allocates and r.dtype == res:
+            _check_out(out, bk, plan.output_shape, res, "safe")
+        r = run([a if a.dtype == cd else a.astype(cd) for a in arrays])
+        if out is None and allocates and r.dtype == res:
             return r[()] if r.ndim == 0 else r
-        return _finish(r, arrays, res, self._allocates, out, "K", "safe", bk.xp)
+        return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
 
     def __repr__(self) -> str:
-        return f"ContractExpression({self.plan.subscripts!r})\n{self.plan.table()}"
+        return f"ContractExpression({self._base.subscripts!r})\n{self.plan.table()}"
 
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
@@ -350,6 +377,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
                         reduction=DEFAULT_REDUCTION) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
+    ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on
+    the backend its arrays live on, planning that backend's schedules at its first call.
     ``dtype`` fixes the operands' dtype (arrays must cast to it safely); None accepts any
     numeric dtype per call (the plan's reduction facts and schedules then describe float64;
     on the GPU another dtype's steps are scheduled on their first call). On the GPU the
@@ -368,12 +397,10 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     ...
     ValueError: operand 2 has shape (5, 4), but the expression 'ij,jk,kl->il' was planned for (4, 5)
     """
-    backend = backend or "numpy"
     shp = tuple(_shape(s, i) for i, s in enumerate(shapes))
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     _check_numeric(plan_dtype, "dtype=")
-    dev = DeviceInfo.named(device) if device is not None else _device_for(backend)
-    plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit, dev)
-    if backend != "numpy" or device is not None:  # the NumPy backend runs no schedule
-        plan = schedule_plan(plan, dev, mode=mode, reduction=reduction)
-    return ContractExpression(plan, dtype, backend)
+    dev = DeviceInfo.named(device) if device is not None else None
+    plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
+                      dev if dev is not None else _device_for(backend or "numpy"))
+    return ContractExpression(plan, dtype, backend, dev, mode=mode, reduction=reduction)

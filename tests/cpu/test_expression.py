@@ -82,3 +82,17 @@ def test_the_numpy_backend_plans_no_gpu_schedule_unless_asked():
     assert expr.plan.steps[0].schedule is None
     shown = contract_expression("ij,jk->ik", (256, 512), (512, 128), device="h200")
     assert shown.plan.steps[0].schedule is not None
+
+
+def test_an_expression_without_a_backend_plans_each_on_first_use():
+    import numpy as np
+
+    from skcontract import contract_expression
+    expr = contract_expression("ij,jk->ik", (30, 20), (20, 10))
+    a, b = np.ones((30, 20)), np.ones((20, 10))
+    assert np.array_equal(expr(a, b), a @ b)
+    assert expr.plan is expr.plan_for("numpy") and expr.plan.steps[0].schedule is None
+    fixed = contract_expression("ij,jk->ik", (30, 20), (20, 10), backend="numpy",
+                                device="h100")
+    assert fixed.plan.steps[0].schedule is not None
+    assert "H100" in repr(fixed)

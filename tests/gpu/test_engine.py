@@ -160,3 +160,23 @@ def test_a_schedule_for_other_operands_is_refused():
         gemm(a, b, schedule=r)
     with pytest.raises(TypeError, match="takes float32"):
         gemm(a.astype("float64"), rand((512, 256), "float64", "C", 3), schedule=r)
+
+
+def test_an_expression_runs_where_its_arrays_live():
+    """contract_expression without a backend: CuPy arrays run on the GPU, with the schedules
+    of plan_for('cupy'); NumPy arrays on the CPU."""
+    import cupy
+    from skcontract.kernels.launch import record_launches
+
+    expr = skcontract.contract_expression("ij,jk->ik", (300, 520), (520, 130), dtype="float32")
+    a = np.random.default_rng(3).standard_normal((300, 520)).astype(np.float32)
+    b = np.random.default_rng(4).standard_normal((520, 130)).astype(np.float32)
+    with record_launches() as launches:
+        got = expr(cupy.asarray(a), cupy.asarray(b))
+    cupy.cuda.runtime.deviceSynchronize()
+    assert isinstance(got, cupy.ndarray)
+    s = expr.plan_for("cupy").steps[0].schedule
+    assert [(x.grid, x.digest) for x in launches] == [(s.grid, s.digest())]
+    np.testing.assert_allclose(cupy.asnumpy(got), a.astype(np.float64) @ b, rtol=1e-4,
+                               atol=1e-4)
+    assert isinstance(expr(a, b), np.ndarray)
