@@ -165,6 +165,13 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
     arrays = [bk.asarray(x) for x in ops]
+    if out is None and backend == "numpy" and any(_broadcast_axes(a) for a in arrays):
+        reduced = _without_broadcast_axes(subscripts, arrays)
+        if reduced is not None:
+            sub, small, expand = reduced
+            return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
+                                 optimize=optimize, memory_limit=memory_limit,
+                                 backend=backend), order)
     res = _result_dtype(arrays, dtype, casting)
     shapes = tuple(tuple(a.shape) for a in arrays)
     key = _optimize_key(optimize)
@@ -176,6 +183,57 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+
+
+def _broadcast_axes(a) -> list[int]:
+    """Axes along which ``a`` repeats itself (stride 0, more than one element)."""
+    return [ax for ax, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0 and n > 1]
+
+
+def _without_broadcast_axes(subscripts, arrays):
+    """The same contraction with every broadcast (stride-0) axis read once instead of
+    materialised or swept: ``(subscripts, arrays, expand)`` where ``expand(result, order)``
+    broadcasts the smaller result back to the full output; None when nothing can be dropped
+    (a label repeated within its operand, or more labels than letters)."""
+    eq = parse_equation(subscripts, [a.shape for a in arrays])
+    labels = list(dict.fromkeys([x for t in eq.inputs for x in t] + list(eq.output)))
+    if len(labels) > len(_LETTERS):
+        return None
+    terms = [list(t) for t in eq.inputs]
+    small = list(arrays)
+    dropped_out = set()
+    for i, a in enumerate(arrays):
+        index = [slice(None)] * a.ndim
+        keep = []
+        for ax, lab in enumerate(eq.inputs[i]):
+            if ax in _broadcast_axes(a) and eq.inputs[i].count(lab) == 1:
+                elsewhere = any(lab in terms[j] for j in range(len(terms)) if j != i)
+                if elsewhere or lab in eq.output:
+                    index[ax] = 0
+                    if not elsewhere:
+                        dropped_out.add(lab)
+                    continue
+            keep.append(lab)
+        if len(keep) != len(terms[i]):
+            terms[i] = keep
+            small[i] = a[tuple(index)]
+    still = {x for t in terms for x in t}
+    dropped_out = {x for x in dropped_out if x not in still}
+    if not any(s is not a for s, a in zip(small, arrays)):
+        return None
+    letter = dict(zip(labels, _LETTERS))
+    out_small = [x for x in eq.output if x not in dropped_out]
+    sub = ",".join("".join(letter[x] for x in t) for t in terms) + "->" + \
+        "".join(letter[x] for x in out_small)
+    full = tuple(eq.sizes[x] for x in eq.output)
+    where = [ax for ax, x in enumerate(eq.output) if x in dropped_out]
+
+    def expand(r, order):
+        if not where:
+            return r
+        r = np.broadcast_to(np.expand_dims(r, where), full)
+        return np.array(r, order="F" if order == "F" else "C")
+    return sub, small, expand
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

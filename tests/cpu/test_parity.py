@@ -340,3 +340,51 @@ def test_zero_size_operands():
     r = einsum("ij,jk->ik", np.ones((2, 0)), np.ones((0, 3)))
     np.testing.assert_array_equal(r, np.zeros((2, 3)))
     assert einsum("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3))).shape == (0, 3)
+
+
+BROADCAST_CASES = [
+    ("ij,jk->ik", [(1, 5), (5, 4)], [(3, 5), None]),
+    ("ij,ij->i", [(1, 6), (3, 6)], [(3, 6), None]),
+    ("ij,j->i", [(5, 1), (4,)], [(5, 4), None]),
+    ("ij,j->i", [(1, 4), (4,)], [(5, 4), None]),
+    ("bij,bjk->bik", [(1, 3, 4), (2, 4, 5)], [(2, 3, 4), None]),
+    ("ij->", [(1, 4)], [(3, 4)]),
+    ("ij->ji", [(3, 1)], [(3, 5)]),
+    ("ii->i", [(1, 1)], [(4, 4)]),
+    ("i->i", [()], [(5,)]),
+    ("...i,i->...", [(1, 1, 5), (5,)], [(2, 3, 5), None]),
+    ("ij,jk,kl->il", [(4, 1), (1, 5), (5, 2)], [(4, 6), (6, 5), None]),
+    ("ij,ij->ij", [(1, 3), (2, 1)], [(2, 3), (2, 3)]),
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes,broadcast", BROADCAST_CASES)
+@pytest.mark.parametrize("order", ["K", "C", "F"])
+def test_broadcast_operands_match_numpy(subscripts, shapes, broadcast, order):
+    """Operands with stride-0 axes (np.broadcast_to) give numpy's result, shape and dtype."""
+    rng = np.random.default_rng(len(subscripts))
+    ops = []
+    for s, b in zip(shapes, broadcast):
+        x = rng.standard_normal(s)
+        ops.append(np.broadcast_to(x, b) if b else x)
+    got = einsum(subscripts, *ops, order=order)
+    want = np.einsum(subscripts, *ops, order=order)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    if order == "F" and np.ndim(want) > 1:
+        assert np.asarray(got).flags.f_contiguous
+
+
+def test_broadcast_operands_are_read_once_not_materialised():
+    """A 4000 x 4000 operand broadcast from one row: the contraction reads the row once;
+    nothing near the broadcast's 128 MB is allocated."""
+    import tracemalloc
+
+    row, v = np.random.default_rng(1).standard_normal((2, 4000))
+    a = np.broadcast_to(row, (4000, 4000))
+    tracemalloc.start()
+    got = einsum("ij,j->i", a, v)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    np.testing.assert_allclose(got, np.full(4000, row @ v))
+    assert peak < 4e6, peak
