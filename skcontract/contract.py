@@ -191,47 +191,51 @@ def _broadcast_axes(a) -> list[int]:
 
 
 def _without_broadcast_axes(subscripts, arrays):
-    """The same contraction with every broadcast (stride-0) axis read once instead of
-    materialised or swept: ``(subscripts, arrays, expand)`` where ``expand(result, order)``
-    broadcasts the smaller result back to the full output; None when nothing can be dropped
-    (a label repeated within its operand, or more labels than letters)."""
+    """The same contraction with every broadcast axis read once instead of materialised or
+    swept: ``(subscripts, arrays, expand)`` where ``expand(result, order)`` broadcasts the
+    smaller result back to the full output; None when nothing can be dropped (or there are
+    more labels than letters).
+
+    An axis repeats its operand when its stride is 0 (np.broadcast_to) or its length is 1
+    while the label's size is larger (einsum's own broadcasting). Its label is dropped from
+    that operand when another operand spans it in full (the products do not depend on it)
+    or when it is an output label, which the result then gets back by broadcasting."""
     eq = parse_equation(subscripts, [a.shape for a in arrays])
     labels = list(dict.fromkeys([x for t in eq.inputs for x in t] + list(eq.output)))
     if len(labels) > len(_LETTERS):
         return None
-    terms = [list(t) for t in eq.inputs]
-    small = list(arrays)
-    dropped_out = set()
-    for i, a in enumerate(arrays):
-        index = [slice(None)] * a.ndim
-        keep = []
-        for ax, lab in enumerate(eq.inputs[i]):
-            if ax in _broadcast_axes(a) and eq.inputs[i].count(lab) == 1:
-                elsewhere = any(lab in terms[j] for j in range(len(terms)) if j != i)
-                if elsewhere or lab in eq.output:
-                    index[ax] = 0
-                    if not elsewhere:
-                        dropped_out.add(lab)
-                    continue
-            keep.append(lab)
-        if len(keep) != len(terms[i]):
-            terms[i] = keep
-            small[i] = a[tuple(index)]
-    still = {x for t in terms for x in t}
-    dropped_out = {x for x in dropped_out if x not in still}
-    if not any(s is not a for s, a in zip(small, arrays)):
+
+    def repeats(i, ax):
+        n, st = arrays[i].shape[ax], arrays[i].strides[ax]
+        return (st == 0 and n > 1) or (n == 1 and eq.sizes[eq.inputs[i][ax]] > 1)
+
+    full = [{lab for ax, lab in enumerate(t) if not repeats(i, ax)}
+            for i, t in enumerate(eq.inputs)]
+    terms, small = [], []
+    for i, (t, a) in enumerate(zip(eq.inputs, arrays)):
+        index, keep = [slice(None)] * a.ndim, []
+        for ax, lab in enumerate(t):
+            spanned = any(lab in full[j] for j in range(len(arrays)) if j != i)
+            if repeats(i, ax) and t.count(lab) == 1 and (spanned or lab in eq.output):
+                index[ax] = 0
+            else:
+                keep.append(lab)
+        terms.append(keep)
+        small.append(a[tuple(index)] if len(keep) != len(t) else a)
+    if all(s is a for s, a in zip(small, arrays)):
         return None
+    kept = {x for t in terms for x in t}
     letter = dict(zip(labels, _LETTERS))
-    out_small = [x for x in eq.output if x not in dropped_out]
+    out_small = [x for x in eq.output if x in kept]
     sub = ",".join("".join(letter[x] for x in t) for t in terms) + "->" + \
         "".join(letter[x] for x in out_small)
-    full = tuple(eq.sizes[x] for x in eq.output)
-    where = [ax for ax, x in enumerate(eq.output) if x in dropped_out]
+    full_shape = tuple(eq.sizes[x] for x in eq.output)
+    where = [ax for ax, x in enumerate(eq.output) if x not in kept]
 
     def expand(r, order):
         if not where:
             return r
-        r = np.broadcast_to(np.expand_dims(r, where), full)
+        r = np.broadcast_to(np.expand_dims(r, where), full_shape)
         return np.array(r, order="F" if order == "F" else "C")
     return sub, small, expand
 
