@@ -18,8 +18,8 @@ from ..kinds import GEMM_KINDS, kind_of
 from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
-from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, predict,
-                         rule_mode, selection_key, tile_candidates)
+from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, cost_of,
+                         iteration_cost, predict, rule_mode, selection_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule,
@@ -285,6 +285,20 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     return _finalise(best, built, reason)
 
 
+def _lower_bound(b: _Builder) -> float:
+    """A time no schedule of ``b``'s tile can beat: the launch cost plus its k-iterations
+    spread perfectly over the resident CTAs (a schedule's predicted time, and so its
+    selection key, is at least this). Only for the kernels' tile options on a uniform tile
+    space; others (HyTiS's smaller tiles, ragged K) get 0: never pruned."""
+    ts = b.tiles(b.option.tile)
+    if b.option.small_tiles != () or not ts.uniform:
+        return 0.0
+    model = cost_of(b.device)
+    c = iteration_cost(b.option.tile, b.problem.dtype, model, b.option.efficiency) * \
+        b.device.ctas_per_sm
+    return model.a + c * ts.n * ts.iters(b.option.tile[2]) / b.device.resident_ctas
+
+
 def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts) -> Schedule:
     """Every mode the rules allow on every tile option; the cheapest (with MODE_PREFERENCE's
     nudge) wins."""
@@ -293,11 +307,14 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
     allowed: list[Schedule] = []
     rules: dict = {}
     no_hytis = ""
+    best_key = float("inf")
     for b in builders:
         t = b.option.tile
         resident = b.device.resident_ctas
         ts = b.tiles(t)
         p = ts.iters(t[2])
+        if _lower_bound(b) >= best_key:
+            continue  # no schedule of this tile can beat the best one found
         dp = b.dp(t, grid)
         built.append((dp, ""))
         allowed.append(dp)
@@ -332,6 +349,7 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum"))
                 allowed.append(s)
+        best_key = min(selection_key(x.mode, x.predicted_time_us) for x in allowed)
     best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
     dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and s.tile == best.tile)
     if best.mode == DATA_PARALLEL:

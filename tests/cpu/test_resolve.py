@@ -130,6 +130,24 @@ def test_plans_do_not_grow_with_the_problem():
         assert seconds < 2.0 and peak < 50e6, (dtype, seconds, peak)
 
 
+def test_tiles_that_cannot_win_are_not_built():
+    """auto skips a tile option whose lower bound (its k-iterations spread perfectly over
+    the resident CTAs) cannot beat the best schedule found: for a (10^6)^2 product the
+    skinny and one-row fp32 tiles are never built, and the choice is the same as when every
+    option is built."""
+    from skcontract.schedule import schedule_problem
+
+    big = GemmProblem(10**6, 10**6, 10**6, dtype="float32")
+    r = resolve_gemm(big, H200)
+    built_tiles = {c.tile for c in r.schedule.candidates}
+    assert (8, 256, 16) not in built_tiles and (1, 1024, 8) not in built_tiles
+    one_by_one = [schedule_problem(big, H200, tiles=[b.option()], reduction="deterministic")
+                  for b in catalogue.bases_for("float32")]
+    best = min(one_by_one, key=lambda s: selection_key(s.mode, s.predicted_time_us))
+    assert (best.tile, best.mode, best.digest()) == (r.schedule.tile, r.schedule.mode,
+                                                      r.schedule.digest())
+
+
 def test_empty_steps_plan_no_launch():
     from skcontract import contract_path
 
