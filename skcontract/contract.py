@@ -22,6 +22,7 @@ import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .parse import parse_equation, split_operands
+from .interop import has_torch, run_on_torch
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
 from .schedule.device import DeviceInfo
@@ -161,6 +162,10 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     """
     _check_order_casting(order, casting)
     subscripts, ops = split_operands(operands)
+    if has_torch(ops, out):
+        return run_on_torch(ops, out, lambda arrays: einsum(
+            subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
+            memory_limit=memory_limit, backend=backend), dtype)
     if backend is None:
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
@@ -409,6 +414,8 @@ class ContractExpression:
         return hit
 
     def __call__(self, *arrays, out=None):
+        if has_torch(arrays, out):
+            return run_on_torch(arrays, out, lambda arrs: self(*arrs), self._dtype)
         if len(arrays) != self._n:
             raise ValueError(f"this expression ({self._base.subscripts!r}) takes {self._n} "
                              f"operands, got {len(arrays)}")

@@ -1,0 +1,69 @@
+"""torch tensors at the front door: torch in, torch out, on the tensors' device.
+
+:func:`skcontract.einsum` hands torch operands here. CPU tensors are viewed as NumPy arrays
+(no copy; bfloat16, which NumPy lacks, is computed in float32), CUDA tensors as CuPy arrays
+through DLPack (no copy); the result comes back as a torch tensor of torch's result dtype on
+the same device, shared with the array it was computed in. torch is imported only when a
+torch tensor arrives.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+
+def is_torch(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def has_torch(operands: Sequence[Any], out: Any = None) -> bool:
+    return any(is_torch(x) for x in operands) or (out is not None and is_torch(out))
+
+
+def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=None) -> Any:
+    """``compute(arrays)`` on NumPy / CuPy views of the torch ``operands``; the result as
+    a torch tensor of torch's result dtype (or ``dtype``), written into ``out`` when
+    given."""
+    import torch  # optional dependency: only torch callers reach this
+
+    tensors = [x if is_torch(x) else torch.as_tensor(x) for x in operands]
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise ValueError(f"einsum: operands on different devices {sorted(map(str, devices))}")
+    device = devices.pop()
+    res_dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        res_dtype = torch.promote_types(res_dtype, t.dtype)
+    if dtype is not None:
+        res_dtype = getattr(torch, np.dtype(dtype).name)
+    arrays = [_as_array(t.detach(), device) for t in tensors]
+    r = compute(arrays)
+    result = _as_tensor(r, device).to(res_dtype)
+    if out is not None:
+        if not is_torch(out):
+            raise TypeError(f"out must be a torch tensor for torch operands, got "
+                            f"{type(out).__name__}")
+        out.copy_(result)
+        return out
+    return result
+
+
+def _as_array(t, device):
+    import torch  # optional dependency: only torch callers reach this
+
+    if t.dtype == torch.bfloat16:  # neither NumPy nor CuPy has it: compute in float32
+        t = t.float()
+    if device.type == "cpu":
+        return t.numpy()
+    import cupy  # optional dependency: CUDA tensors run on the CuPy backend
+
+    return cupy.from_dlpack(t)
+
+
+def _as_tensor(r, device):
+    import torch  # optional dependency: only torch callers reach this
+
+    if device.type == "cpu":
+        return torch.from_numpy(np.asarray(r))
+    return torch.from_dlpack(r)

@@ -1,0 +1,41 @@
+"""torch tensors in, torch tensors out (the device machine has torch; CI's does not)."""
+from __future__ import annotations
+
+import pytest
+
+import skcontract
+
+torch = pytest.importorskip("torch")
+
+CASES = [("ij,jk->ik", [(30, 40), (40, 20)]), ("bij,bjk->bik", [(3, 8, 5), (3, 5, 6)]),
+         ("i,i->", [(17,), (17,)]), ("ij->j", [(6, 7)])]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("subscripts,shapes", CASES)
+def test_torch_in_torch_out(subscripts, shapes, dtype, device):
+    if device == "cuda" and dtype == "bfloat16":
+        pytest.skip("CuPy has no bfloat16 arrays: bf16 CUDA tensors wait for issue 12")
+    g = torch.Generator().manual_seed(len(subscripts))
+    ops = [torch.randn(s, generator=g).to(getattr(torch, dtype)).to(device) for s in shapes]
+    ops[0].requires_grad_(dtype != "bfloat16")
+    got = skcontract.einsum(subscripts, *ops)
+    want = torch.einsum(subscripts, *[o.detach().double() for o in ops])
+    assert isinstance(got, torch.Tensor)
+    assert got.device.type == device and got.dtype == getattr(torch, dtype)
+    assert got.shape == want.shape
+    tol = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2e-2}[dtype]
+    err = (got.double() - want).norm() / max(float(want.norm()), 1e-300)
+    assert float(err) <= tol
+
+
+def test_torch_out_and_expressions():
+    a, b = torch.randn(20, 30), torch.randn(30, 10)
+    out = torch.empty(20, 10)
+    assert skcontract.einsum("ij,jk->ik", a, b, out=out) is out
+    torch.testing.assert_close(out, a @ b)
+    expr = skcontract.contract_expression("ij,jk->ik", (20, 30), (30, 10))
+    got = expr(a.cuda(), b.cuda())
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    torch.testing.assert_close(got.cpu(), a @ b, rtol=1e-4, atol=1e-4)
