@@ -147,7 +147,9 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
     opt_einsum optimiser name, a ``PathOptimizer`` or an explicit path; ``memory_limit``
     bounds the largest intermediate as in opt_einsum; ``backend`` is 'numpy' or 'cupy'
-    (by default the operands' own).
+    (by default the operands' own). torch tensors come back as torch tensors on their device
+    (:mod:`skcontract.interop`); broadcast (stride-0) operands are read once, never
+    materialised.
 
     >>> import numpy as np
     >>> a = np.arange(6.0).reshape(2, 3); b = np.arange(12.0).reshape(3, 4)
