@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from skcontract.bench.timing import geomean
 from skcontract.kernels.catalogue import bases_for
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import GemmProblem, schedule_problem
@@ -296,11 +297,6 @@ def model_from_theta(theta, groups, dtypes, start: CostModel = DEFAULT_COST) -> 
 # ---------------------------------------------------------------------------------------
 # Evaluation: what auto picks with a model, and what that measured
 # ---------------------------------------------------------------------------------------
-def _geomean(xs):
-    xs = [x for x in xs if x and x == x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
 def evaluate(rows, model: CostModel, occupancy: dict | None = None) -> dict:
     """Per (shape, dtype): the mode auto picks with ``model``, and the measured time of the
     forced-mode row for that mode; the JSON's auto row for the old auto.
@@ -330,9 +326,9 @@ def evaluate(rows, model: CostModel, occupancy: dict | None = None) -> dict:
     for c in cases:
         classes.setdefault(c["cls"], []).append(c)
     summary = {cls: dict(n=len(cs),
-                         old=_geomean([c["dp_us"] / c["old_auto_us"] for c in cs]),
-                         new=_geomean([c["dp_us"] / c["new_auto_us"] for c in cs]),
-                         best=_geomean([c["dp_us"] / min(by[c["key"]][m]["us"]
+                         old=geomean([c["dp_us"] / c["old_auto_us"] for c in cs]),
+                         new=geomean([c["dp_us"] / c["new_auto_us"] for c in cs]),
+                         best=geomean([c["dp_us"] / min(by[c["key"]][m]["us"]
                                                          for m in FORCED_MODES) for c in cs]))
                for cls, cs in classes.items()}
     return dict(cases=cases, classes=summary)

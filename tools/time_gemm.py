@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     # imported here, after PYTHONPATH picked the tree to time, and with the benchmark's own
     # timing helpers (private, but present in every tree) so both trees time alike
     import skcontract
-    from skcontract.bench.gemm import _calls_for, _device_time_us
+    from skcontract.bench.timing import calls_for, device_time_us
     from skcontract.kernels.gemm import gemm
 
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -38,8 +38,8 @@ def main(argv=None) -> int:
             a = rs.standard_normal((m, k)).astype(dtype)
             b = rs.standard_normal((k, n)).astype(dtype)
             c = cupy.empty((m, n), dtype=dtype)
-            calls = _calls_for(2.0 * m * n * k)
-            us = _device_time_us(lambda: gemm(a, b, c), stream, calls, args.reps)
+            calls = calls_for(2.0 * m * n * k)
+            us = device_time_us(lambda: gemm(a, b, c), stream, calls, args.reps)
             print(json.dumps({"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
                               "dtype": dtype, "us": us}), flush=True)
     return 0

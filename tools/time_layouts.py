@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from skcontract.bench.gemm import _calls_for, _device_time_us, _torch_graph_us
+from skcontract.bench.timing import calls_for, device_time_us, torch_graph_us
 from skcontract.kernels import gemm as G
 
 
@@ -33,14 +33,14 @@ def main(argv=None) -> int:
             a = torch.randn((m, k), device="cuda", generator=gen, dtype=tdt)
             b = torch.randn((k, n), device="cuda", generator=gen, dtype=tdt)
             c = torch.empty((m, n), device="cuda", dtype=tdt)
-            calls = _calls_for(2.0 * m * n * k)
-            cub = _torch_graph_us(lambda: torch.matmul(a, b, out=c), calls, args.reps)
+            calls = calls_for(2.0 * m * n * k)
+            cub = torch_graph_us(lambda: torch.matmul(a, b, out=c), calls, args.reps)
             line = [f"{dtype} {shape}: cublas {cub:.1f} us"]
             for la in ("row", "col"):
                 for lb in ("row", "col"):
                     x = a if la == "row" else a.t().contiguous().t()
                     y = b if lb == "row" else b.t().contiguous().t()
-                    us = _device_time_us(lambda: G.gemm(x, y, c), stream, calls, args.reps)
+                    us = device_time_us(lambda: G.gemm(x, y, c), stream, calls, args.reps)
                     line.append(f"{la[0]}{lb[0]} {us:.1f} ({cub / us:.2f})")
             print("  ".join(line), flush=True)
     return 0

@@ -15,15 +15,14 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import math
 import os
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from ..kernels.gemm import gemm
+from .timing import (calls_for, call_time_us, device_name, device_time_us, geomean,
+                     run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 OUR_MODES = ("data_parallel", "stream_k", "hybrid", "auto")
@@ -64,80 +63,6 @@ def _class_of(corpus, m, n, k):
     return "fp32-fp64-subset"
 
 
-def _device_time_us(fn, stream, calls, reps):
-    """Median per-call device time of ``fn`` (CUDA graph replay on ``stream``)."""
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    with stream:
-        fn()  # warm: compile, allocate pools
-        stream.synchronize()
-        graph = None
-        try:
-            stream.begin_capture()
-            for _ in range(calls):
-                fn()
-            graph = stream.end_capture()
-        except Exception:  # noqa: BLE001 - capture unsupported: time back-to-back launches
-            try:
-                stream.end_capture()
-            except Exception:  # noqa: BLE001
-                pass
-            graph = None
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        times = []
-        for _ in range(reps):
-            start.record(stream)
-            if graph is not None:
-                graph.launch(stream)
-            else:
-                for _ in range(calls):
-                    fn()
-            stop.record(stream)
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls)
-        return statistics.median(times)
-
-
-def _call_time_us(fn, sync, calls=50):
-    fn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) * 1e6 / calls
-
-
-def _torch_graph_us(fn, calls, reps):
-    import torch  # the benchmark's peer; not a dependency of the library
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / calls)
-    return statistics.median(times)
-
-
-def _calls_for(flops):
-    # about 2 ms of work per replay at ~300 TFLOP/s, between 3 and 50 calls
-    return int(min(50, max(3, 2e-3 * 300e12 / max(flops, 1))))
-
-
 def run_case(cls, batch, m, n, k, dtype, reps, log):
     import cupy  # optional dependency: only the GPU path needs CuPy
     import torch  # the benchmark's peer; not a dependency of the library
@@ -152,11 +77,11 @@ def run_case(cls, batch, m, n, k, dtype, reps, log):
     c = torch.empty((batch, m, n) if batch > 1 else (m, n), device="cuda", dtype=tdt)
     torch.cuda.synchronize()
     flops = 2.0 * batch * m * n * k
-    calls = _calls_for(flops)
+    calls = calls_for(flops)
     rows = []
     # cuBLAS through torch (graph replay) and CuPy
-    cublas_us = _torch_graph_us(lambda: torch.matmul(a, b, out=c), calls, reps)
-    torch_call = _call_time_us(lambda: torch.matmul(a, b, out=c), torch.cuda.synchronize)
+    cublas_us = torch_graph_us(lambda: torch.matmul(a, b, out=c), calls, reps)
+    torch_call = call_time_us(lambda: torch.matmul(a, b, out=c), torch.cuda.synchronize)
     ref = torch.matmul(a.double(), b.double())
     cp_stream = cupy.cuda.Stream(non_blocking=True)
     cupy_us = float("nan")
@@ -164,7 +89,7 @@ def run_case(cls, batch, m, n, k, dtype, reps, log):
         ca, cb = cupy.asarray(a), cupy.asarray(b)
         cc = cupy.empty(tuple(c.shape), dtype=ca.dtype)
         try:
-            cupy_us = _device_time_us(lambda: cupy.matmul(ca, cb, out=cc), cp_stream, calls, reps)
+            cupy_us = device_time_us(lambda: cupy.matmul(ca, cb, out=cc), cp_stream, calls, reps)
         except Exception as e:  # noqa: BLE001
             log(f"   cupy.matmul failed: {e}")
     base = dict(**{"class": cls}, batch=batch, m=m, n=n, k=k, dtype=dtype)
@@ -176,9 +101,9 @@ def run_case(cls, batch, m, n, k, dtype, reps, log):
         def fn(mode=mode):
             gemm(a, b, c, mode=mode, reduction="deterministic")
         try:
-            us = _device_time_us(fn, cp_stream, calls, reps)
+            us = device_time_us(fn, cp_stream, calls, reps)
             with cp_stream:
-                call_us = _call_time_us(fn, cp_stream.synchronize)
+                call_us = call_time_us(fn, cp_stream.synchronize)
                 c.fill_(float("nan"))
                 cp_stream.synchronize()
                 fn()
@@ -190,11 +115,6 @@ def run_case(cls, batch, m, n, k, dtype, reps, log):
         rows.append(dict(base, mode=mode, us=us, call_us=call_us, cublas_us=cublas_us,
                          tflops=flops / us / 1e6 if us == us else None, rel_err=err))
     return rows
-
-
-def _geomean(xs):
-    xs = [x for x in xs if x and x == x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
 def summarize(rows):
@@ -212,10 +132,10 @@ def summarize(rows):
         return b["us"] / a["us"]
 
     def summary(ks):
-        return {"auto_vs_cublas": _geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
-                "auto_vs_dp": _geomean([ratio(k, "auto", "data_parallel") for k in ks]),
-                "stream_k_vs_dp": _geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
-                "hybrid_vs_dp": _geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
+        return {"auto_vs_cublas": geomean([ratio(k, "auto", "cublas_torch") for k in ks]),
+                "auto_vs_dp": geomean([ratio(k, "auto", "data_parallel") for k in ks]),
+                "stream_k_vs_dp": geomean([ratio(k, "stream_k", "data_parallel") for k in ks]),
+                "hybrid_vs_dp": geomean([ratio(k, "hybrid", "data_parallel") for k in ks]),
                 "n": len(ks)}
 
     dtypes = sorted({k[5] for k in keys})
@@ -291,18 +211,7 @@ def write_plot(path, rows):
 
 
 def _write_all(args, rows, plot=True):
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    commit = os.environ.get("SKCONTRACT_COMMIT")
-    if not commit:
-        try:
-            commit = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"],
-                                             text=True, stderr=subprocess.DEVNULL).strip()
-        except Exception:  # noqa: BLE001
-            commit = "unknown"
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    doc = {"date": _dt.date.today().isoformat(), "commit": commit, "device": name,
+    doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device_name(),
            "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
                                            "us", "call_us", "cublas_us", "tflops")}
                     for r in rows]}

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..kernels.gemm import gemm
-from .gemm import _calls_for, _device_time_us, _torch_graph_us
+from .timing import calls_for, device_time_us, torch_graph_us
 
 SHAPES = [(1024, 1024, 1024), (2176, 1024, 4096), (2304, 2304, 4096), (4096, 4096, 4096),
           (256, 3584, 8192)]
@@ -30,22 +30,22 @@ def _rows():
     rs = cupy.random.RandomState(0)
     for m, n, k in SHAPES:
         flops = 2.0 * m * n * k
-        calls = _calls_for(flops)
+        calls = calls_for(flops)
         a32 = rs.standard_normal((m, k), dtype=cupy.float32)
         b32 = rs.standard_normal((k, n), dtype=cupy.float32)
         out32 = cupy.empty((m, n), cupy.float32)
-        ours = _device_time_us(lambda: gemm(a32, b32, out32, allow_tf32=True), stream,
-                               calls, REPS)
+        ours = device_time_us(lambda: gemm(a32, b32, out32, allow_tf32=True), stream,
+                              calls, REPS)
         ta, tb = torch.as_tensor(a32, device="cuda"), torch.as_tensor(b32, device="cuda")
-        peer = _torch_graph_us(lambda: torch.matmul(ta, tb), calls, REPS)
+        peer = torch_graph_us(lambda: torch.matmul(ta, tb), calls, REPS)
         yield ("tf32", m, n, k, ours, peer, flops)
         a8 = rs.randint(-128, 128, (m, k)).astype(cupy.int8)
         b8 = rs.randint(-128, 128, (k, n)).astype(cupy.int8)
         out8 = cupy.empty((m, n), cupy.int32)
-        ours = _device_time_us(lambda: gemm(a8, b8, out8), stream, calls, REPS)
+        ours = device_time_us(lambda: gemm(a8, b8, out8), stream, calls, REPS)
         ta8 = torch.as_tensor(a8, device="cuda")
         tb8 = torch.as_tensor(cupy.asfortranarray(b8), device="cuda")  # cuBLASLt wants B col-major
-        peer = _torch_graph_us(lambda: torch._int_mm(ta8, tb8), calls, REPS)
+        peer = torch_graph_us(lambda: torch._int_mm(ta8, tb8), calls, REPS)
         yield ("int8", m, n, k, ours, peer, flops)
 
 

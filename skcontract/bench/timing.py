@@ -1,0 +1,129 @@
+"""How every benchmark times a call on the GPU, the same way for us and for the peers.
+
+Device time: the median over ``reps`` of a CUDA-graph replay of ``calls`` back-to-back
+calls, divided by ``calls`` (events around back-to-back launches when the call cannot be
+captured). Call time: host wall clock over many calls closed by one synchronise, which is
+what a Python caller feels.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess
+import time
+
+#: device work per graph replay the call count aims at (seconds)
+REPLAY_SECONDS = 2e-3
+#: throughput the call count is sized with (FLOP/s); only the number of calls depends on it
+SIZING_FLOPS = 300e12
+MIN_CALLS, MAX_CALLS = 3, 50
+#: calls averaged by call_time_us
+CALL_TIME_CALLS = 50
+
+
+def calls_for(flops: float) -> int:
+    """Calls per replay: about ``REPLAY_SECONDS`` of work, between MIN_CALLS and MAX_CALLS."""
+    return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * SIZING_FLOPS / max(flops, 1))))
+
+
+def device_time_us(fn, stream, calls: int, reps: int) -> float:
+    """Median per-call device time of ``fn`` (CUDA graph replay on the CuPy ``stream``)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    with stream:
+        fn()  # warm: compile, allocate pools
+        stream.synchronize()
+        graph = _capture(fn, stream, calls)
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        times = []
+        for _ in range(reps):
+            start.record(stream)
+            if graph is not None:
+                graph.launch(stream)
+            else:
+                for _ in range(calls):
+                    fn()
+            stop.record(stream)
+            stop.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3 / calls)
+        return statistics.median(times)
+
+
+def _capture(fn, stream, calls: int):
+    """A graph of ``calls`` calls of ``fn``, or None when ``fn`` cannot be captured."""
+    try:
+        stream.begin_capture()
+        for _ in range(calls):
+            fn()
+        return stream.end_capture()
+    except Exception:  # noqa: BLE001 - capture unsupported: the caller times launches
+        try:
+            stream.end_capture()
+        except Exception:  # noqa: BLE001 - capture already ended by the failure
+            pass
+        return None
+
+
+def call_time_us(fn, sync, calls: int = CALL_TIME_CALLS) -> float:
+    """Mean host wall time per call of ``fn`` over ``calls`` calls and one ``sync``."""
+    fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) * 1e6 / calls
+
+
+def torch_graph_us(fn, calls: int, reps: int) -> float:
+    """Median per-call device time of a torch call (torch's CUDA graph replay)."""
+    import torch  # the benchmarks' peer; not a dependency of the library
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / calls)
+    return statistics.median(times)
+
+
+def geomean(xs) -> float:
+    """Geometric mean of the positive finite values of ``xs`` (NaN when there are none)."""
+    xs = [x for x in xs if x and x == x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def run_commit() -> str:
+    """The commit measured: $SKCONTRACT_COMMIT, else git's short HEAD, else 'unknown'."""
+    commit = os.environ.get("SKCONTRACT_COMMIT")
+    if commit:
+        return commit
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True,
+                                       stderr=subprocess.DEVNULL).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def device_name() -> str:
+    """The current CUDA device's name."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
