@@ -12,12 +12,15 @@ import numpy as np
 
 from ._version import __version__
 from . import demo as _demo
+from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
 from .explain import explain
 from .schedule.device import DEVICE_NAMES
 
 HELP = ("-h", "--help")
+#: benchmarks that time the GPU, by name
+GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum}
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -47,8 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
-    bench = sub.add_parser("bench", help="run a benchmark (gemm needs a GPU)")
-    bench.add_argument("what", choices=["gemm", "overhead"])
+    bench = sub.add_parser("bench", help="run a benchmark (gemm and einsum need a GPU)")
+    bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"])
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")
     return parser
@@ -68,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
             message = e.args[0] if isinstance(e, KeyError) and e.args else e
             parser.exit(2, f"{parser.prog} explain: error: {message}\n")
         return 0
-    if args.what == "gemm":
+    if args.what in GPU_BENCHES:
         if not _demo.gpu_available() and not set(HELP) & set(args.rest):
-            parser.exit(2, f"{parser.prog} bench gemm: error: needs CuPy and an NVIDIA GPU "
-                           "(pip install 'skcontract[cuda13]')\n")
-        return bench_gemm(args.rest)
+            parser.exit(2, f"{parser.prog} bench {args.what}: error: needs CuPy and an NVIDIA "
+                           "GPU (pip install 'skcontract[cuda13]')\n")
+        return GPU_BENCHES[args.what](args.rest)
     return bench_overhead(args.rest)
 
 

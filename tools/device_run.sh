@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|quick|subset|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
+#   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset)
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
@@ -59,6 +60,9 @@ d = collections.defaultdict(list)
 for l in sys.stdin:
     r = json.loads(l); d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
 for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}' for x in v))";;
+    einsum)
+      timeout ${BENCH_S:-400} python3 -m skcontract.bench.einsum --out "$OUT" > "$OUT/bench-einsum.log" 2>&1
+      echo "bench einsum rc=$? ($(( $(date +%s) - t0 ))s)"; tail -30 "$OUT/bench-einsum.log";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;

@@ -59,7 +59,7 @@ def test_version(capsys):
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["explain", "--help"],
                                   ["bench", "--help"], ["bench", "gemm", "--help"],
-                                  ["bench", "overhead", "--help"]])
+                                  ["bench", "einsum", "--help"], ["bench", "overhead", "--help"]])
 def test_every_help_works_without_a_gpu(argv, capsys, monkeypatch):
     import skcontract.demo
     monkeypatch.setattr(skcontract.demo, "gpu_available", lambda: False)
@@ -68,13 +68,14 @@ def test_every_help_works_without_a_gpu(argv, capsys, monkeypatch):
     assert exit_.value.code == 0 and "usage:" in capsys.readouterr().out
 
 
-def test_bench_gemm_without_a_gpu_says_so(capsys, monkeypatch):
+@pytest.mark.parametrize("what", ["gemm", "einsum"])
+def test_gpu_benchmarks_without_a_gpu_say_so(what, capsys, monkeypatch):
     import skcontract.demo
     monkeypatch.setattr(skcontract.demo, "gpu_available", lambda: False)
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", "gemm"])
+        main(["bench", what])
     assert exit_.value.code == 2
-    assert "needs CuPy and an NVIDIA GPU" in capsys.readouterr().err
+    assert f"bench {what}: error: needs CuPy and an NVIDIA GPU" in capsys.readouterr().err
 
 
 def test_bench_overhead_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):
