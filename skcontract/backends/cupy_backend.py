@@ -2,7 +2,9 @@
 
 GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kernel
 (float16, bfloat16, float32, float64, int8; see :mod:`skcontract.kernels.catalogue`) run on
-:func:`skcontract.kernels.gemm.gemm` with the schedule their plan step carries: the plan is
+:func:`skcontract.kernels.gemm.gemm` with the schedule their plan step carries, or, when
+memory-bound (batches of dots, matrix-vector products), on
+:func:`skcontract.kernels.dot.matvec` (the Dot family): the plan is
 resolved for the device once (:func:`skcontract.kernels.resolve.schedule_plan`), so what
 the plan shows is what launches. float32 stays exact (no tf32). int8 steps accumulate in
 int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
@@ -19,6 +21,7 @@ from __future__ import annotations
 import cupy
 
 from ..kernels import catalogue
+from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
 from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
@@ -55,6 +58,11 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None):
         return cupy.matmul(x, y)
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None
+    if resolved is None or isinstance(resolved.base, catalogue.Dot):
+        r = matvec(x, y, resolved)  # memory-bound products: the Dot kernel
+        if r is not None:
+            return r
+        resolved = None  # strides without a Dot form: a GEMM kernel runs it
     r = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION)
     # int8: the kernel writes int32; the int8 cast wraps like numpy's int8 matmul
     return r if r.dtype == x.dtype else r.astype(x.dtype)

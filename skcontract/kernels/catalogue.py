@@ -37,6 +37,8 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ..dtypes import accumulator_dtype
+from ..schedule.device import DeviceInfo
+from ..schedule.heuristics import REF_TILE
 from ..schedule.types import TileOption
 
 CXX_TYPES = {
@@ -78,6 +80,20 @@ PAD_BYTES = 16
 """Default shared-memory row padding (one 16-byte chunk: conflict-free ldmatrix rows)."""
 TF32_KC_PAD = 8
 """tf32: k-contiguous stages are padded by 8 floats (conflict-free 8-byte fragments)."""
+VEC16_BYTES = 16
+"""Width of one vector copy (cp.async, or a Dot lane's load)."""
+
+DOT_WARPS = 8
+"""Warps of a Dot kernel's CTA."""
+DOT_UNROLL = 4
+"""16-byte loads a Dot lane keeps in flight per operand: 4 x 256 threads x 2 operands x 16 B
+is 32 KB a CTA, enough in flight for the copy bandwidth at DOT_CTAS_PER_SM CTAs an SM."""
+DOT_CTAS_PER_SM = 4
+"""Occupancy the Dot kernels are built for (64 registers a thread)."""
+DOT_COLS_BK = 64
+"""Rows of W in one k-iteration of the Dot "cols" tile (32 KB of fp32 columns)."""
+COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
+"""Device-to-device copy bandwidth measured on the H200 (the memory-bound kernels' floor)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +120,9 @@ class KernelBase:
 
     FAMILY: ClassVar[str] = ""
     DTYPES: ClassVar[tuple] = ()
+    ENTRY_HEADER: ClassVar[str] = "sk_gemm.cuh"
+    """The header whose kernel template the entry instantiates (jit.py inlines it)."""
+    KERNEL: ClassVar[str] = "skc::sk_gemm"
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -127,6 +146,37 @@ class KernelBase:
     def pad(self, kcontig: bool) -> int:
         """Shared-memory row padding in elements of a stage (TileLoader's PAD)."""
         return PAD_BYTES // self.elem_bytes
+
+    def cfg_lines(self, spec) -> str:
+        """The family's own lines of the spec's Cfg struct (sk_gemm.cuh: the TileLoaders
+        and the mainloop)."""
+        la = _loader(spec, self.bm, spec.a_kcontig, spec.a_vec)
+        lb = _loader(spec, self.bn, spec.b_kcontig, spec.b_vec)
+        return (f"  static constexpr int STAGES = {self.stages};\n"
+                f"  using LA = {la};\n  using LB = {lb};\n"
+                f"  using ML = {self.mainloop(la, lb)};\n")
+
+    def smem_bytes(self, spec) -> int:
+        """Dynamic shared memory of the spec's launch: the pipeline stages."""
+        def stage(rows: int, kcontig: bool) -> int:
+            cont, lines = (self.bk, rows) if kcontig else (rows, self.bk)
+            return lines * (cont + self.pad(kcontig)) * self.elem_bytes
+        return self.stages * (stage(self.bm, spec.a_kcontig) + stage(self.bn, spec.b_kcontig))
+
+    def slot_elems(self, spec) -> int:
+        """Accumulators in one workspace slot: one tile, in fragment order."""
+        return self.bm * self.bn
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        """The (A, B) layouts the entry is specialised for ("row": last index contiguous)."""
+        return (("row", "row"), ("row", "col"), ("col", "row"), ("col", "col"))
+
+    def vec_fits(self, layout: str, operand: str) -> bool:
+        """Whether a 16-byte vector of an operand in ``layout`` stays inside one tile."""
+        v = VEC16_BYTES // self.elem_bytes
+        if operand == "a":
+            return layout == "row" or self.bm % v == 0
+        return layout == "col" or self.bn % v == 0
 
     # -- derived ------------------------------------------------------------------------
     @property
@@ -283,12 +333,119 @@ class Imma(KernelBase):
                 f"{self.warps_n}, LA, LB>")
 
 
+@dataclass(frozen=True)
+class Dot(KernelBase):
+    """Memory-bound products, one 16-byte load per lane and operand (``sk_dot.cuh``).
+
+    ``bn == 1``: the "rows" shape, ``C[r] = sum_k X[r, k] Y[r, k]`` (batched dots and
+    matrix-vector products over contiguous rows; ``warps / bm`` warps share a row);
+    ``bn > 1``: the "cols" shape, ``C[c] = sum_k V[k] W[k, c]`` (a vector times a matrix
+    whose rows are contiguous; a tile is one warp's ``32 * 16 / elem`` columns and the
+    warps split k). ``stages`` is the unroll: 16-byte loads each lane has in flight per
+    operand. ``efficiency`` follows from the bytes a k-iteration reads
+    (:func:`memory_bound_efficiency`).
+    """
+
+    FAMILY: ClassVar[str] = "Dot"
+    DTYPES: ClassVar[tuple] = ("float16", "bfloat16", "float32", "float64")
+    ENTRY_HEADER: ClassVar[str] = "sk_dot.cuh"
+    KERNEL: ClassVar[str] = "skc::sk_dot"
+    SHAPES: ClassVar[dict] = {"rows": 0, "cols": 1}  # sk_dot.cuh's SHAPE_* codes
+
+    @property
+    def shape(self) -> str:
+        return "cols" if self.bn > 1 else "rows"
+
+    @property
+    def per_lane(self) -> int:
+        """Elements of one 16-byte load (a lane's accumulators)."""
+        return VEC16_BYTES // self.elem_bytes
+
+    def check(self):
+        per_lane = VEC16_BYTES // CXX_TYPES[self.dtype][1]
+        if self.shape == "rows":
+            if self.warps % self.bm:
+                raise ValueError("Dot rows: the warps must split evenly over the BM rows")
+            sweep = self.warps // self.bm * 32 * per_lane
+            if self.bk % sweep:
+                raise ValueError(f"Dot rows: BK must be a multiple of a sweep ({sweep})")
+        else:
+            if self.bm != 1 or self.bn != 32 * per_lane:
+                raise ValueError(f"Dot cols: the tile is 1 x {32 * per_lane} (one warp's "
+                                 "16-byte loads)")
+            if self.bk % (self.warps * self.stages):
+                raise ValueError("Dot cols: BK must be a multiple of warps x unroll")
+
+    def cfg_lines(self, spec) -> str:
+        return (f"  static constexpr int SHAPE = {self.SHAPES[self.shape]};\n"
+                f"  static constexpr int UNROLL = {self.stages};\n"
+                f"  static constexpr bool VEC_A = {_cxx_bool(spec.a_vec > 1)};\n"
+                f"  static constexpr bool VEC_B = {_cxx_bool(spec.b_vec > 1)};\n")
+
+    def smem_bytes(self, spec) -> int:
+        return 0  # static shared memory only
+
+    def slot_elems(self, spec) -> int:
+        return self.per_lane * self.threads
+
+    def vec_fits(self, layout, operand):
+        return True
+
+    def layouts(self):
+        # rows: X and Y both k-contiguous (A row-major, B column-major); cols: V a vector,
+        # W row-major
+        return (("row", "col"),) if self.shape == "rows" else (("row", "row"),)
+
+    def bytes_per_iteration(self) -> int:
+        """Operand bytes one k-iteration of a tile reads (rows: X and Y; cols: W)."""
+        if self.shape == "rows":
+            return 2 * self.bm * self.bk * self.elem_bytes
+        return self.bn * self.bk * self.elem_bytes
+
+
+def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
+    """The cost-model efficiency of a tile whose k-iteration reads ``bytes_per_iteration``
+    at one SM's share of the H200's copy bandwidth: the H200 model prices a k-iteration at
+    efficiency x volume x dtype slowdown x its reference tile's time, so the efficiency is
+    the ratio of the two times."""
+    h200 = DeviceInfo.h200()
+    seconds = bytes_per_iteration / (COPY_BANDWIDTH_BYTES_PER_S / h200.sms)
+    vol = tile[0] * tile[1] * tile[2] / float(REF_TILE[0] * REF_TILE[1] * REF_TILE[2])
+    return seconds * 1e6 / (h200.cost.c * vol * h200.cost.dtype_slowdown(dtype))
+
+
+def _dot(dtype: str, shape: str) -> Dot:
+    """The Dot entry of ``dtype`` and ``shape`` ("rows8": 8 rows a tile, a warp each;
+    "rows1": one row a tile, all warps; "cols")."""
+    per_lane, warps = VEC16_BYTES // CXX_TYPES[dtype][1], DOT_WARPS
+    if shape == "cols":
+        tile = (1, 32 * per_lane, DOT_COLS_BK)
+    else:
+        bm = 8 if shape == "rows8" else 1
+        tile = (bm, 1, warps // bm * 32 * per_lane * DOT_UNROLL)
+    base = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
+    eff = memory_bound_efficiency(dtype, tile, base.bytes_per_iteration())
+    return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM, efficiency=eff)
+
+
+def _cxx_bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _loader(spec, rows: int, kcontig: bool, vec: int) -> str:
+    """The TileLoader type of one operand of a GEMM-family spec."""
+    base = spec.base
+    return (f"skc::TileLoader<{CXX_TYPES[base.dtype][0]}, {rows}, {base.bk}, "
+            f"{_cxx_bool(kcontig)}, {vec}, {base.threads}, {base.pad(kcontig)}, "
+            f"{spec.loader_unroll(vec)}>")
+
+
 def _kc(loader: str) -> str:
     """'true' when a TileLoader type string is k-contiguous (its 4th template argument)."""
     return loader.split(",")[3].strip()
 
 
-FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma)}
+FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
@@ -321,6 +478,18 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
 """Every entry the launcher may choose, by operand dtype (and :data:`TF32`)."""
 
 
+DOT_SHAPES = ("rows8", "rows1", "cols")
+DOT_CATALOGUE: dict[str, tuple[Dot, ...]] = {
+    dt: tuple(_dot(dt, shape) for shape in DOT_SHAPES) for dt in Dot.DTYPES}
+"""The memory-bound entries by operand dtype: the tile options of a step that
+:mod:`.dot_forms` maps onto rows or columns (never offered for other GEMMs)."""
+
+
+def dot_bases(dtype: str, shape: str) -> tuple[Dot, ...]:
+    """The Dot entries of ``dtype`` for a "rows" or "cols" problem (empty: none)."""
+    return tuple(b for b in DOT_CATALOGUE.get(dtype, ()) if b.shape == shape)
+
+
 def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
               vec16: bool = True) -> tuple[KernelBase, ...]:
     """The entries offered for ``dtype`` operands on compute capability ``cc`` (None: any);
@@ -335,4 +504,5 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
 
 
 def all_bases() -> list[KernelBase]:
-    return [b for bases in CATALOGUE.values() for b in bases]
+    return [b for table in (CATALOGUE, DOT_CATALOGUE) for bases in table.values()
+            for b in bases]

@@ -51,7 +51,7 @@ def header_files() -> list[Path]:
 
 def render_source(spec: KernelSpec) -> str:
     """The whole translation unit for one spec: inlined headers + its Cfg struct."""
-    return (f"// skcontract kernel {spec.name}\n" + inline_headers() + "\n"
+    return (f"// skcontract kernel {spec.name}\n" + inline_headers(spec.entry_header) + "\n"
             + spec.cfg_source())
 
 

@@ -17,7 +17,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
-from .catalogue import INPUT_DTYPES, KernelBase, bases_for
+from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases
+from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
 
 SMEM_RESERVED_PER_CTA = 1024
@@ -69,6 +70,24 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     return Resolved(schedule, by_tile[schedule.tile])
 
 
+def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
+                reduction: str = DEFAULT_REDUCTION, **options) -> Resolved:
+    """The schedule the Dot kernel runs a memory-bound product with (``form``: a
+    :class:`.dot.DotForm`), and its entry: the entries of the form's shape are the tile
+    options, so rows that are few and long get one-row tiles split over k."""
+    bases = dot_bases(dtype, form.shape)
+    if not bases:
+        raise TypeError(f"dot: no {form.shape} kernel takes {dtype}")
+    options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
+                if (c := ctas_on(b, device)) > 0]
+    by_tile = {b.tile: b for b in bases}
+    kind = "DOT" if form.outputs == 1 else "GEMV"
+    schedule = schedule_problem(form.problem(dtype), device, mode=mode, reduction=reduction,
+                                tiles=options_, kind=kind, **options)
+    schedule = replace(schedule, reason=f"Dot {form.shape} kernel; {schedule.reason}")
+    return Resolved(schedule, by_tile[schedule.tile])
+
+
 def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
     """CTAs of ``base`` that fit on one SM of ``device``: its declared occupancy, fewer where
     the device's shared memory holds fewer of its largest specialisation (0: none)."""
@@ -78,8 +97,11 @@ def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
 
 
 def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) -> KernelBase:
-    """The catalogue entry that runs ``schedule`` (the one with its tile)."""
-    bases = bases_for(dtype, allow_tf32, cc)
+    """The catalogue entry that runs ``schedule`` (the one with its tile; a Dot entry for a
+    memory-bound schedule, whose problem is rows x 1 or 1 x columns)."""
+    p = schedule.problem
+    dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
+    bases = tuple(dots) + bases_for(dtype, allow_tf32, cc)
     for b in bases:
         if b.tile == tuple(schedule.tile):
             return b
@@ -100,13 +122,27 @@ def step_operands(step) -> tuple[tuple[str, str], bool]:
     return ("row" if a_row else "col", "row" if b_row else "col"), vec16
 
 
+def step_dot_form(step):
+    """The Dot form (:mod:`.dot`) of a plan step's product for the views the array backends
+    make of contiguous operands; None when it has none (a GEMM kernel runs it)."""
+    (la, lb), _ = step_operands(step)
+    m, n, k = step.m, step.n, step.k
+    xs = (m * k, k, 1) if la == "row" else (m * k, 1, m)
+    ys = (k * n, n, 1) if lb == "row" else (k * n, 1, k)
+    return dot_form(step.batch, m, n, k, xs, ys, (m * n, n, 1))
+
+
 def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     """The schedule and entry the GPU runs a plan step with; None when the step is not
-    GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it)."""
+    GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it).
+    Memory-bound steps with a Dot form run on the Dot kernel (:func:`resolve_dot`)."""
     dtype = step.dtype.name
     if not step.is_gemm_class or dtype not in INPUT_DTYPES or \
             min(step.m, step.n, step.k, step.batch) == 0:  # empty: nothing to launch
         return None
+    form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
+    if form is not None:
+        return resolve_dot(form, dtype, device, **options)
     _, vec16 = step_operands(step)
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
     return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,

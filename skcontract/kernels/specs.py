@@ -1,8 +1,9 @@
-"""KernelSpec: one catalogue entry specialised for a launch = one instantiation of
-``sk_gemm.cuh``.
+"""KernelSpec: one catalogue entry specialised for a launch = one instantiation of its
+family's kernel template (``sk_gemm.cuh``, or ``sk_dot.cuh`` for the Dot family).
 
 The host emits a tiny source: the inlined headers and a ``Cfg`` struct spelling out the
-spec; the kernel is fetched by the name expression ``skc::sk_gemm<Cfg_...>``. Every spec the
+spec; the kernel is fetched by the name expression ``skc::sk_gemm<Cfg_...>`` (the entry's
+``KERNEL``). Every spec the
 launcher can choose is enumerated by :func:`all_specs` (the compile check walks that list).
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schedule.table import PROTOCOL_CODES
-from .catalogue import CXX_TYPES, KernelBase, all_bases
+from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases
 
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
@@ -22,9 +23,8 @@ unrolled, their many in-flight copies spill registers on sm_80."""
 PROTOCOLS = tuple(PROTOCOL_CODES)
 """Fixup protocols a kernel is built for: "none" and the reduction modes."""
 LAYOUTS = ("row", "col")
-VEC16_BYTES = 16
-"""Width of one cp.async vector copy; an operand whose base address, leading dimension and
-batch stride are multiples of it is "vec16" and copies in 16-byte chunks."""
+# VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
+# stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
 
 def full_vec(dtype: str) -> int:
@@ -87,20 +87,19 @@ class KernelSpec:
         operands) are unrolled by NARROW_COPY_UNROLL."""
         return NARROW_COPY_UNROLL if vec * self.elem_bytes < VEC16_BYTES else 0
 
-    def _stage_bytes(self, rows: int, kcontig: bool) -> int:
-        cont, lines = (self.bk, rows) if kcontig else (rows, self.bk)
-        return lines * (cont + self.base.pad(kcontig)) * self.elem_bytes
-
     @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory; the kernel traps if the launch gives less."""
-        return self.stages * (self._stage_bytes(self.bm, self.a_kcontig)
-                              + self._stage_bytes(self.bn, self.b_kcontig))
+        """Dynamic shared memory; the GEMM kernel traps if the launch gives less."""
+        return self.base.smem_bytes(self)
 
     @property
     def slot_elems(self) -> int:
         """Accumulators in one workspace slot (one tile, fragment order)."""
-        return self.bm * self.bn
+        return self.base.slot_elems(self)
+
+    @property
+    def entry_header(self) -> str:
+        return self.base.ENTRY_HEADER
 
     @property
     def name(self) -> str:
@@ -124,27 +123,19 @@ class KernelSpec:
 
     @property
     def name_expression(self) -> str:
-        return f"skc::sk_gemm<{self.cfg_name}>"
-
-    def _loader(self, rows: int, kcontig: bool, vec: int) -> str:
-        return (f"skc::TileLoader<{CXX_TYPES[self.dtype_in][0]}, {rows}, {self.bk}, "
-                f"{'true' if kcontig else 'false'}, {vec}, {self.threads}, "
-                f"{self.base.pad(kcontig)}, {self.loader_unroll(vec)}>")
+        return f"{self.base.KERNEL}<{self.cfg_name}>"
 
     def cfg_source(self) -> str:
-        la = self._loader(self.bm, self.a_kcontig, self.a_vec)
-        lb = self._loader(self.bn, self.b_kcontig, self.b_vec)
         return (
             f"struct {self.cfg_name} {{\n"
             f"  using TIn = {CXX_TYPES[self.dtype_in][0]};\n"
             f"  using TOut = {CXX_TYPES[self.dtype_out][0]};\n"
             f"  using Acc = {CXX_TYPES[self.dtype_acc][0]};\n"
             f"  static constexpr int BM = {self.bm}, BN = {self.bn}, BK = {self.bk};\n"
-            f"  static constexpr int STAGES = {self.stages}, THREADS = {self.threads};\n"
+            f"  static constexpr int THREADS = {self.threads};\n"
             f"  static constexpr int MIN_BLOCKS = {self.ctas_per_sm};\n"
             f"  static constexpr int REDUCTION = {PROTOCOL_CODES[self.protocol]};\n"
-            f"  using LA = {la};\n  using LB = {lb};\n"
-            f"  using ML = {self.base.mainloop(la, lb)};\n}};\n")
+            f"{self.base.cfg_lines(self)}}};\n")
 
 
 def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
@@ -153,8 +144,7 @@ def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
     rows (A: BM, B: BN): a vector wider than a one-row tile would straddle tiles, so such an
     operand copies elements."""
     v = full_vec(base.dtype)
-    a_fits = a_layout == "row" or base.bm % v == 0
-    b_fits = b_layout == "col" or base.bn % v == 0
+    a_fits, b_fits = base.vec_fits(a_layout, "a"), base.vec_fits(b_layout, "b")
     return KernelSpec(base, protocol, a_layout, b_layout,
                       v if a_vec16 and a_fits else 1, v if b_vec16 and b_fits else 1)
 
@@ -163,8 +153,8 @@ def all_specs() -> list[KernelSpec]:
     """Every spec the launcher can choose (the compile check's full list)."""
     out = {}  # by name: the one-row tiles specialise vec16 and element-wise copies alike
     for base in all_bases():
-        for proto, la, lb, av, bv in itertools.product(PROTOCOLS, LAYOUTS, LAYOUTS,
-                                                       (True, False), (True, False)):
+        for proto, (la, lb), av, bv in itertools.product(PROTOCOLS, base.layouts(),
+                                                         (True, False), (True, False)):
             if base.vec16_only and not (av and bv):
                 continue
             spec = specialise(base, protocol=proto, a_layout=la, b_layout=lb, a_vec16=av,
@@ -181,11 +171,14 @@ def representative_specs() -> list[KernelSpec]:
     for base in all_bases():
         first_of_key = (base.FAMILY, base.dtype) not in seen_keys
         seen_keys.add((base.FAMILY, base.dtype))
+        own = base.layouts()
+        # entries of one layout pair (Dot) are cheap: each also runs its element-wise arrival
+        others = ("deterministic", "arrival") if len(own) == 1 else ("deterministic",)
         for i, proto in enumerate(PROTOCOLS):
-            if not first_of_key and proto != "deterministic":
+            if not first_of_key and proto not in others:
                 continue
-            la, lb = layouts[i % 4]
+            la, lb = layouts[i % 4] if len(own) == 4 else own[0]
             vec16 = proto != "arrival" or base.vec16_only
             out.append(specialise(base, protocol=proto, a_layout=la, b_layout=lb,
-                                  a_vec16=vec16, b_vec16=True))
+                                  a_vec16=vec16, b_vec16=vec16 or len(own) == 4))
     return out

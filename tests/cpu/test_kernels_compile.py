@@ -41,10 +41,15 @@ def test_spec_list_is_consistent():
 
 def test_source_inlines_every_header():
     from skcontract.kernels import jit, specs
-    src = jit.render_source(specs.representative_specs()[0])
-    assert '#include "' not in src
+    sources = {}
+    for spec in specs.representative_specs():
+        sources.setdefault(spec.entry_header, jit.render_source(spec))
+    assert set(sources) == {"sk_gemm.cuh", "sk_dot.cuh"}
+    for src in sources.values():
+        assert '#include "' not in src
     for h in jit.header_files():
-        assert f"---- {h.name} ----" in src, h.name
+        assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name
+    assert "---- mainloop_mma16.cuh ----" not in sources["sk_dot.cuh"]
 
 
 def test_tf32_and_int8_specs():

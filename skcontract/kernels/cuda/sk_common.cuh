@@ -14,6 +14,10 @@ struct NoLoads {
   __device__ __forceinline__ void operator()(int) const {}
 };
 
+// Conditional<B, T, F>::type is T when B, else F (NVRTC compiles without <type_traits>).
+template <bool B, class T, class F> struct Conditional { using type = T; };
+template <class T, class F> struct Conditional<false, T, F> { using type = F; };
+
 struct half_t { unsigned short x; };
 struct bfloat16_t { unsigned short x; };
 typedef signed char int8_t;  // int8 operands (mma m16n8k32 .s8); int32 accumulators / output

@@ -1,0 +1,99 @@
+"""Memory-bound matrix products on the Dot family (``sk_dot.cuh``): :func:`matvec` launches
+the :class:`~.forms.DotForm` of a batched product (:mod:`.forms` says which products have
+one); products that have none go to :func:`.gemm.gemm`.
+
+The scheduler plans a form as a GEMM of ``rows x 1`` (or ``1 x cols``) outputs over k, with
+the Dot entries' tiles as its options, so the same split table, Stream-K decomposition and
+fixup protocols run it (:func:`.resolve.resolve_dot`).
+"""
+from __future__ import annotations
+
+from . import jit
+from .catalogue import DOT_CATALOGUE, VEC16_BYTES
+from .forms import DotForm, dot_form
+from .launch import LaunchPlan
+from .resolve import DEFAULT_REDUCTION, Resolved, resolve_dot
+from .specs import specialise
+
+
+def _vec16(ptr: int, ld: int, sb: int, elem: int, rows: bool) -> bool:
+    """Whether an operand's 16-byte loads are aligned: its base, and (for a rows operand)
+    its row and batch strides."""
+    v = VEC16_BYTES
+    return ptr % v == 0 and (not rows or ((ld * elem) % v == 0 and (sb * elem) % v == 0))
+
+
+_PLANS: dict = {}
+
+
+def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolved | None,
+          dev: int, stream) -> LaunchPlan:
+    """The LaunchPlan of one form (cold path: resolve, specialise, compile, upload)."""
+    from .gemm import device_info  # the device's facts, read once
+    if resolved is None or resolved.schedule.problem != form.problem(dtype):
+        resolved = resolve_dot(form, dtype, device_info(dev), reduction=DEFAULT_REDUCTION)
+    schedule, base = resolved
+    la, lb = base.layouts()[0]
+    spec = specialise(base, protocol=schedule.protocol, a_layout=la, b_layout=lb,
+                      a_vec16=a_vec, b_vec16=b_vec)
+    kernel = jit.get_kernel(spec, dev)
+    jit.print_kernel(f"dot {dtype} {form} -> {spec.name}\n    schedule: {schedule.summary()}")
+    return LaunchPlan(kernel, schedule, dev, stream)
+
+
+def matvec(x, y, resolved: Resolved | None = None, out=None):
+    """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) arrays on the Dot kernel;
+    None when the product has no Dot form or its dtype no Dot kernel (the caller runs a
+    GEMM). ``resolved``: the schedule a plan step carries (re-resolved when the operands'
+    strides give another form). ``out``: a C-contiguous array of the result's shape and
+    dtype to write (else one is allocated)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    dtype = x.dtype.name
+    if dtype not in DOT_CATALOGUE or y.dtype != x.dtype or x.ndim != y.ndim or x.ndim not in (2, 3):
+        return None
+    item = x.itemsize
+    if x.ndim == 2:
+        (m, k), (n,) = x.shape, y.shape[1:]
+        batch, xs = 1, (0, x.strides[0] // item, x.strides[1] // item)
+        ys, shape = (0, y.strides[0] // item, y.strides[1] // item), (m, n)
+    else:
+        batch, m, k = x.shape
+        n = y.shape[2]
+        if y.shape[0] != batch:
+            return None
+        xs = tuple(s // item for s in x.strides)
+        ys = tuple(s // item for s in y.strides)
+        shape = (batch, m, n)
+    if min(batch, m, n, k) == 0:
+        return None
+    if out is not None and (out.shape != shape or out.dtype != x.dtype or
+                            not out.flags.c_contiguous):
+        raise ValueError(f"matvec: out must be a C-contiguous {x.dtype} array of shape "
+                         f"{shape}, got {out.dtype} {out.shape}")
+    cs = (m * n, n, 1)
+    form = dot_form(batch, m, n, k, xs, ys, cs)
+    if form is None:
+        return None
+    a, b = (y, x) if form.swap else (x, y)
+    a_ptr, b_ptr = a.data.ptr, b.data.ptr
+    rows = form.shape == "rows"
+    a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
+    b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
+    dev = x.device.id
+    stream = cupy.cuda.get_current_stream()
+    key = (dev, dtype, form, a_vec, b_vec,
+           None if resolved is None else (resolved.schedule.digest(), resolved.base))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream)
+    if out is None:
+        out = cupy.empty(shape, dtype=x.dtype)
+    mm, nn = (form.outputs, 1) if rows else (1, form.outputs)
+    plan.launch(a_ptr, b_ptr, out.data.ptr, mm, nn, form.k, form.lda, form.ldb, form.ldc,
+                form.sa, form.sb, form.sc, 1.0, 0.0, stream)
+    return out
+
+
+def clear_plans() -> None:
+    _PLANS.clear()
