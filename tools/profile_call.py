@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rs = cupy.random.RandomState(0)
     ops = [rs.standard_normal(s, dtype=cupy.float32).astype(args.dtype) for s in shapes]
-    expr = skcontract.contract_expression(args.expr, *shapes)
+    expr = skcontract.contract_expression(args.expr, *shapes, dtype=args.dtype)
     print(f"{args.expr} {args.shapes} {args.dtype}: einsum "
           f"{_per_call_us(lambda: skcontract.einsum(args.expr, *ops), args.calls):.1f} us, "
           f"expression {_per_call_us(lambda: expr(*ops), args.calls):.1f} us, "

@@ -51,31 +51,55 @@ def compute_dtype(dtype):
 def _stream_k_matmul(x, y, resolved: Resolved | None = None):
     """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels with the step's
     schedule when the operands have the planned dtype; resolved on first use for another
-    dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul."""
+    dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul.
+    Returns ``(result, binding)``: the binding repeats the launch for operands like these
+    (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
     name = x.dtype.name
     if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
             x.size == 0 or y.size == 0:  # nothing to launch for empty operands
-        return cupy.matmul(x, y)
+        return cupy.matmul(x, y), None
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None
     if resolved is None or isinstance(resolved.base, catalogue.Dot):
-        r = matvec(x, y, resolved)  # memory-bound products: the Dot kernel
+        r, binding = matvec(x, y, resolved, bind=True)  # memory-bound: the Dot kernel
         if r is not None:
-            return r
+            return r, binding
         resolved = None  # strides without a Dot form: a GEMM kernel runs it
-    r = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION)
-    # int8: the kernel writes int32; the int8 cast wraps like numpy's int8 matmul
-    return r if r.dtype == x.dtype else r.astype(x.dtype)
+    r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION, bind=True)
+    if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
+        return r.astype(x.dtype), None
+    return r, binding
+
+
+MAX_BINDINGS = 8
+"""Operand layouts (shapes, strides, alignment) a step remembers a launch for; a step whose
+operands keep changing layout takes the full path for the others."""
 
 
 def matmul_for(step):
-    """The batched matrix product that runs ``step``, bound to the step's schedule."""
+    """The batched matrix product that runs ``step``, bound to the step's schedule. A call
+    with operands laid out as an earlier call's (shapes, strides, dtypes, 16-byte alignment,
+    device) replays that call's launch: one dict lookup, one allocation, one launch."""
     s = step.schedule
-    if s is None:
-        return _stream_k_matmul
-    cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
-    resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
-    return lambda x, y: _stream_k_matmul(x, y, resolved)
+    resolved = None
+    if s is not None:
+        cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
+        resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
+    bindings: dict = {}
+    current_stream = cupy.cuda.get_current_stream
+
+    def matmul(x, y):
+        xd, yd = x.data, y.data
+        key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, xd.ptr & 15,
+               yd.ptr & 15, xd.device_id, yd.device_id)
+        hit = bindings.get(key)
+        if hit is not None:
+            return hit(x, y, current_stream())
+        r, binding = _stream_k_matmul(x, y, resolved)
+        if binding is not None and len(bindings) < MAX_BINDINGS:
+            bindings[key] = binding
+        return r
+    return matmul
 
 
 def _sum(x, axis):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import jit
 from .catalogue import DOT_CATALOGUE, VEC16_BYTES
 from .forms import DotForm, dot_form
-from .launch import LaunchPlan
+from .launch import Binding, LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, resolve_dot
 from .specs import specialise
 
@@ -41,17 +41,20 @@ def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolve
     return LaunchPlan(kernel, schedule, dev, stream)
 
 
-def matvec(x, y, resolved: Resolved | None = None, out=None):
+def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) arrays on the Dot kernel;
     None when the product has no Dot form or its dtype no Dot kernel (the caller runs a
     GEMM). ``resolved``: the schedule a plan step carries (re-resolved when the operands'
     strides give another form). ``out``: a C-contiguous array of the result's shape and
-    dtype to write (else one is allocated)."""
+    dtype to write (else one is allocated). ``bind=True``: returns ``(out, binding)`` as
+    :func:`.gemm.gemm` does (``(None, None)`` without a Dot form)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     dtype = x.dtype.name
-    if dtype not in DOT_CATALOGUE or y.dtype != x.dtype or x.ndim != y.ndim or x.ndim not in (2, 3):
-        return None
+    none = (None, None) if bind else None
+    if dtype not in DOT_CATALOGUE or y.dtype != x.dtype or x.ndim != y.ndim or \
+            x.ndim not in (2, 3):
+        return none
     item = x.itemsize
     if x.ndim == 2:
         (m, k), (n,) = x.shape, y.shape[1:]
@@ -61,12 +64,12 @@ def matvec(x, y, resolved: Resolved | None = None, out=None):
         batch, m, k = x.shape
         n = y.shape[2]
         if y.shape[0] != batch:
-            return None
+            return none
         xs = tuple(s // item for s in x.strides)
         ys = tuple(s // item for s in y.strides)
         shape = (batch, m, n)
     if min(batch, m, n, k) == 0:
-        return None
+        return none
     if out is not None and (out.shape != shape or out.dtype != x.dtype or
                             not out.flags.c_contiguous):
         raise ValueError(f"matvec: out must be a C-contiguous {x.dtype} array of shape "
@@ -74,7 +77,7 @@ def matvec(x, y, resolved: Resolved | None = None, out=None):
     cs = (m * n, n, 1)
     form = dot_form(batch, m, n, k, xs, ys, cs)
     if form is None:
-        return None
+        return none
     a, b = (y, x) if form.swap else (x, y)
     a_ptr, b_ptr = a.data.ptr, b.data.ptr
     rows = form.shape == "rows"
@@ -90,9 +93,11 @@ def matvec(x, y, resolved: Resolved | None = None, out=None):
     if out is None:
         out = cupy.empty(shape, dtype=x.dtype)
     mm, nn = (form.outputs, 1) if rows else (1, form.outputs)
-    plan.launch(a_ptr, b_ptr, out.data.ptr, mm, nn, form.k, form.lda, form.ldb, form.ldc,
-                form.sa, form.sb, form.sc, 1.0, 0.0, stream)
-    return out
+    args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, 1.0, 0.0)
+    plan.launch(a_ptr, b_ptr, out.data.ptr, *args, stream)
+    if not bind:
+        return out
+    return out, Binding(plan.bind(*args), form.swap, shape, x.dtype, cupy.empty)
 
 
 def clear_plans() -> None:

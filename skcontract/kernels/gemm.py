@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..schedule import DeviceInfo, GemmProblem, Schedule
 from . import jit, specs
 from .catalogue import INPUT_DTYPES
-from .launch import LaunchPlan
+from .launch import Binding, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, entry_for,
                       resolve_gemm)
@@ -110,7 +110,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
 
 
 def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_REDUCTION,
-         tile=None, grid=None, allow_tf32=False, stream=None, schedule=None):
+         tile=None, grid=None, allow_tf32=False, stream=None, schedule=None, bind=False):
     """``out = alpha * a @ b + beta * out`` on the GPU with a Stream-K family kernel.
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned" (passed to
@@ -126,6 +126,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     int32, wrapping). ``out`` is required for dtypes CuPy has no arrays of (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is (a plan's
     step carries one); it bypasses the scheduler.
+    ``bind=True`` (CuPy operands, ``out`` None): returns ``(out, binding)``, where
+    ``binding(a2, b2, stream)`` (a :class:`~.launch.Binding`) repeats this launch for
+    operands of the same shapes, strides, dtypes and 16-byte alignment with one packed
+    ``cuLaunchKernel``; None when the call copied an operand.
     """
     import cupy  # optional dependency: only the GPU path needs CuPy
 
@@ -168,13 +172,17 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if batch == 1:
         sbc = 0
     if m == 0 or n == 0 or batch == 0:
-        return out
+        return (out, None) if bind else out
     if k == 0:
         out[...] = 0 if beta == 0 else out * beta
-        return out
+        return (out, None) if bind else out
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
     if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
+        if bind:
+            return gemm(a, b, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
+                        tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream,
+                        schedule=schedule), None
         return gemm(cupy.ascontiguousarray(a) if copy_a else a,
                     cupy.ascontiguousarray(b) if copy_b else b, out, alpha=alpha, beta=beta,
                     mode=mode, reduction=reduction, tile=tile, grid=grid,
@@ -182,12 +190,14 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
 
     (la, lda), (lb, ldb) = lay_a, lay_b
     a_ptr, b_ptr = A.ptr, B.ptr
+    swapped = False
     if scn == 1 or n == 1:
         ldc = scm if m > 1 else 0
     elif scm == 1 or m == 1:
         if schedule is not None:
             raise ValueError("gemm: a given schedule needs a row-major out")
         # column-major out: out^T (n x m, row-major) = b^T a^T
+        swapped = True
         ldc = scn
         a_ptr, b_ptr = b_ptr, a_ptr
         sba, sbb = sbb, sba
@@ -204,8 +214,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         # the plan assumed aligned operands: run it on aligned copies of the others
         a2 = a if a_vec16 else _aligned_copy(a, la == "col", schedule.base)
         b2 = b if b_vec16 else _aligned_copy(b, lb == "col", schedule.base)
-        return gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
-                    allow_tf32=allow_tf32)
+        r = gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
+                 allow_tf32=allow_tf32)
+        return (r, None) if bind else r
     dev = cupy.cuda.runtime.getDevice()
     if {A.device_id, B.device_id, C.device_id} != {dev}:
         raise ValueError(f"gemm: operands on devices {A.device_id}, {B.device_id}, "
@@ -223,7 +234,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                                        stream=stream)
     plan.launch(a_ptr, b_ptr, C.ptr, m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta,
                 stream)
-    return out
+    if not bind:
+        return out
+    bound = plan.bind(m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta)
+    return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
 def _schedule_key(schedule):

@@ -7,6 +7,7 @@ is given and nothing else; :func:`record_launches` lets a caller see what ran.
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -15,6 +16,13 @@ import numpy as np
 from ..schedule.table import NUM_COLUMNS
 from . import workspace
 from .jit import CompiledKernel
+
+try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of the GPU extra)
+    from cuda.bindings.driver import CUresult as _CUresult
+    from cuda.bindings.driver import cuLaunchKernel as _launch_kernel
+    _SUCCESS = _CUresult.CUDA_SUCCESS
+except ImportError:  # pragma: no cover - the CPU-only install has no GPU to launch on
+    _launch_kernel = _SUCCESS = None
 
 _ACC_NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
 _RECORDERS: list[list] = []
@@ -86,6 +94,19 @@ class LaunchPlan:
                 f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
                 f"for {spec.name}; waiting splits could deadlock")
 
+    def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta) -> "BoundLaunch":
+        """This plan with every argument but the operand pointers fixed (a cached call's
+        warm path, :class:`BoundLaunch`)."""
+        return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta)
+
+    def record(self) -> None:
+        """Tell the :func:`record_launches` blocks that this plan launched."""
+        s = self.schedule
+        rec = Launch(self.kernel.spec.name, self.grid, tuple(s.tile), str(s.mode),
+                     str(s.reduction), s.digest())
+        for log in _RECORDERS:
+            log.append(rec)
+
     def launch(self, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
                stream) -> None:
         spec = self.kernel.spec
@@ -100,11 +121,65 @@ class LaunchPlan:
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
         if _RECORDERS:
-            s = self.schedule
-            rec = Launch(spec.name, self.grid, tuple(s.tile), str(s.mode), str(s.reduction),
-                         s.digest())
-            for log in _RECORDERS:
-                log.append(rec)
+            self.record()
+
+
+# Slots of the kernel arguments (sk_gemm / sk_dot share the signature) in BoundLaunch's
+# buffer: one 8-byte slot each, a 4-byte argument in the slot's low half (little-endian).
+_A, _B, _C, _TABLE, _OFFSETS, _WS, _STAGING, _LOCKS = range(8)
+_INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
+_INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
+_ALPHA, _BETA = 18, 19
+_NUM_ARGS = 20
+
+
+class BoundLaunch:
+    """A LaunchPlan with every argument but the operand pointers fixed: a call writes three
+    pointers (and the fixup pool's) into a packed argument buffer and launches it through
+    ``cuLaunchKernel`` (cuda.bindings), which costs less host time than a CuPy kernel call,
+    whose arguments are converted on every launch. Calls from several threads take turns
+    (the buffer is copied by the launch)."""
+
+    __slots__ = ("plan", "_buf", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
+                 "_threads", "_smem")
+
+    def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
+        self.plan = plan
+        buf = self._buf = np.zeros(_NUM_ARGS, np.uint64)
+        buf[_TABLE], buf[_OFFSETS] = plan.table.data.ptr, plan.offsets.data.ptr
+        as32 = buf.view(np.int32)
+        for slot, v in zip(_INT32_SLOTS, (m, n, k, int(plan.tile_order))):
+            as32[2 * slot] = v
+        buf.view(np.int64)[list(_INT64_SLOTS)] = (lda, ldb, ldc, sa, sb, sc)
+        acc = plan.acc_np
+        for slot, v in ((_ALPHA, alpha), (_BETA, beta)):
+            buf[slot:slot + 1].view(np.uint8)[:np.dtype(acc).itemsize] = \
+                np.array([v], acc).view(np.uint8)
+        self._ptrs = np.array([buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)], np.uint64)
+        self._addr = int(self._ptrs.ctypes.data)
+        self._func = int(plan.kernel.function.ptr)
+        self._threads = plan.kernel.spec.threads
+        self._smem = plan.kernel.spec.smem_bytes
+        self._lock = threading.Lock()
+        spec = plan.kernel.spec
+        self._pool_args = dict(workspace_elems=plan.ws_elems, staging_elems=plan.staging_elems,
+                               num_locks=plan.num_locks)
+        self._pool_args["acc_dtype"] = spec.dtype_acc
+
+    def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
+        plan = self.plan
+        pool = workspace.get(plan.device_id, stream, **self._pool_args)
+        with self._lock:
+            buf = self._buf
+            buf[_A], buf[_B], buf[_C] = a_ptr, b_ptr, c_ptr
+            buf[_WS], buf[_STAGING], buf[_LOCKS] = (pool.workspace.data.ptr,
+                                                     pool.staging.data.ptr, pool.locks.data.ptr)
+            (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
+                                    self._smem, stream.ptr, self._addr, 0)
+        if err != _SUCCESS:
+            raise RuntimeError(f"cuLaunchKernel of {plan.kernel.spec.name} failed: {err!r}")
+        if _RECORDERS:
+            plan.record()
 
 
 def _sm_count(device_id: int) -> int:
@@ -113,3 +188,21 @@ def _sm_count(device_id: int) -> int:
         import cupy  # optional dependency: only the GPU path needs CuPy
         n = _SMS[device_id] = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
     return n
+
+
+class Binding(NamedTuple):
+    """A call replayed on new operands with the same shapes, strides, dtypes and 16-byte
+    alignment as the call that made it: allocate the output, launch (the warm path of a
+    plan step; see :func:`skcontract.kernels.gemm.gemm`'s ``bind``)."""
+
+    launch: BoundLaunch
+    swapped: bool       # the kernel's A is the product's second operand
+    out_shape: tuple
+    out_dtype: object
+    empty: object       # cupy.empty
+
+    def __call__(self, x, y, stream):
+        out = self.empty(self.out_shape, self.out_dtype)
+        a, b = (y, x) if self.swapped else (x, y)
+        self.launch(a.data.ptr, b.data.ptr, out.data.ptr, stream)
+        return out
