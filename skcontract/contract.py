@@ -49,7 +49,26 @@ def _check_numeric(dt: np.dtype, what: str) -> None:
 
 
 def _result_dtype(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtype:
-    """numpy's rule: result_type of the operands, or ``dtype`` (each operand castable)."""
+    """numpy's rule: result_type of the operands, or ``dtype`` (each operand castable);
+    remembered per (operand dtypes, dtype, casting), as every call asks."""
+    key = (tuple(a.dtype for a in arrays), dtype, casting)
+    try:
+        return _RESULT_DTYPES[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable dtype= argument
+        return _result_dtype_of(arrays, dtype, casting)
+    if len(_RESULT_DTYPES) >= _RESULT_DTYPES_MAX:
+        _RESULT_DTYPES.clear()
+    res = _RESULT_DTYPES[key] = _result_dtype_of(arrays, dtype, casting)
+    return res
+
+
+_RESULT_DTYPES: dict = {}
+_RESULT_DTYPES_MAX = 4096
+
+
+def _result_dtype_of(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtype:
     if dtype is None:
         res = np.result_type(*[a.dtype for a in arrays])
         _check_numeric(res, "the operands' common type")
@@ -172,7 +191,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
     arrays = [bk.asarray(x) for x in ops]
-    if out is None and backend == "numpy" and any(_broadcast_axes(a) for a in arrays):
+    if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
+            any(_broadcast_axes(a) for a in arrays):
         reduced = _without_broadcast_axes(subscripts, arrays)
         if reduced is not None:
             sub, small, expand = reduced
@@ -412,7 +432,8 @@ class ContractExpression:
                     if not np.can_cast(dt, res, "safe"):
                         raise TypeError(f"operand {i} has dtype {dt}, which cannot be cast "
                                         f"safely to the expression's dtype {res}")
-            hit = self._dtypes[(backend, dts)] = (res, bk.compute_dtype(res))
+            cd = bk.compute_dtype(res)
+            hit = self._dtypes[(backend, dts)] = (res, cd, any(dt != cd for dt in dts))
         return hit
 
     def __call__(self, *arrays, out=None):
@@ -426,18 +447,22 @@ class ContractExpression:
         is_array = bk.is_array
         if not all(is_array(a) for a in arrays):
             arrays = [bk.asarray(a) for a in arrays]
+        if tuple(a.shape for a in arrays) != self._shapes:
+            self._check_shapes(arrays, plan)
+        res, cd, cast = self._resolve(backend, bk, arrays)
+        if out is not None:
+            _check_out(out, bk, plan.output_shape, res, "safe")
+        r = run([a if a.dtype == cd else a.astype(cd) for a in arrays] if cast else arrays)
+        if out is None and allocates and r.dtype == res:
+            return r[()] if r.ndim == 0 else r
+        return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
+
+    def _check_shapes(self, arrays, plan) -> None:
         for i, (a, shape) in enumerate(zip(arrays, self._shapes)):
             if a.shape != shape:
                 raise ValueError(f"operand {i} has shape {tuple(a.shape)}, but the "
                                  f"expression {plan.subscripts!r} was planned for "
                                  f"{shape}")
-        res, cd = self._resolve(backend, bk, arrays)
-        if out is not None:
-            _check_out(out, bk, plan.output_shape, res, "safe")
-        r = run([a if a.dtype == cd else a.astype(cd) for a in arrays])
-        if out is None and allocates and r.dtype == res:
-            return r[()] if r.ndim == 0 else r
-        return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
 
     def __repr__(self) -> str:
         return f"ContractExpression({self._base.subscripts!r})\n{self.plan.table()}"

@@ -14,11 +14,16 @@ import numpy as np
 
 
 def is_torch(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
+    module = type(x).__module__
+    return module == "torch" or module.startswith("torch.")
 
 
 def has_torch(operands: Sequence[Any], out: Any = None) -> bool:
-    return any(is_torch(x) for x in operands) or (out is not None and is_torch(out))
+    """Whether any operand (or ``out``) is a torch tensor (on every call: kept cheap)."""
+    for x in operands:
+        if is_torch(x):
+            return True
+    return out is not None and is_torch(out)
 
 
 def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=None) -> Any:

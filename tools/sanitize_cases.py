@@ -1,4 +1,5 @@
-"""A few small GEMMs per fixup protocol, for compute-sanitizer (memcheck / racecheck).
+"""A few small GEMMs and memory-bound products (the Dot kernel) per fixup protocol, for
+compute-sanitizer (memcheck / racecheck).
 
 Run from the repository root (the cases reuse the GPU tests' helpers):
 
@@ -10,8 +11,41 @@ import sys
 
 import numpy as np
 
-from skcontract.kernels.gemm import gemm
+from skcontract.kernels.dot import matvec
+from skcontract.kernels.forms import dot_form
+from skcontract.kernels.gemm import device_info, gemm
+from skcontract.kernels.resolve import resolve_dot
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
+
+DOT_CASES = [  # dtype, x shape, y shape, (x order, y order), mode, reduction
+    ("float32", (1, 300000), (300000, 1), ("C", "C"), "stream_k", "arrival"),      # shared sum
+    ("float16", (1, 300000), (300000, 1), ("C", "C"), "stream_k", "deterministic"),
+    ("float64", (1, 100000), (100000, 1), ("C", "C"), "stream_k", "atomic"),
+    ("float32", (777, 1001), (1001, 1), ("C", "C"), "stream_k", "deterministic"),  # rows
+    ("float16", (1, 5000), (5000, 700), ("C", "C"), "stream_k", "arrival"),        # cols
+    ("float32", (1, 5001), (5001, 333), ("C", "C"), "data_parallel", "deterministic"),
+    ("float64", (300, 2000), (2000, 1), ("F", "C"), "stream_k", "deterministic"),  # cols
+]
+
+
+def dot_cases() -> int:
+    """The Dot kernel's shapes and protocols; returns the number of failures."""
+    import cupy
+
+    bad = 0
+    for dtype, xs, ys, (xo, yo), mode, red in DOT_CASES:
+        x, y = rand(xs, dtype, xo, 3), rand(ys, dtype, yo, 4)
+        item = x.itemsize
+        form = dot_form(1, xs[0], ys[1], xs[1], (0,) + tuple(v // item for v in x.strides),
+                        (0,) + tuple(v // item for v in y.strides), (0, ys[1], 1))
+        resolved = resolve_dot(form, dtype, device_info(0), mode=mode, reduction=red)
+        out = matvec(x, y, resolved, out=poisoned((xs[0], ys[1]), x))
+        err = rel_error(out, cupy.matmul(to64(x), to64(y)))
+        ok = err <= TOL[dtype]
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} dot {dtype} {xs}x{ys} {form.shape} {mode} {red} "
+              f"err={err:.2e}", flush=True)
+    return bad
 
 
 def main() -> int:
@@ -63,6 +97,7 @@ def main() -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)
+    bad += dot_cases()
     return 1 if bad else 0
 
 

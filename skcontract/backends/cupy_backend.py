@@ -18,6 +18,8 @@ backend which computes it in float32.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import cupy
 
 from ..kernels import catalogue
@@ -41,6 +43,7 @@ def asarray(x):
     return x if type(x) is cupy.ndarray else cupy.asarray(x)
 
 
+@lru_cache(maxsize=None)
 def compute_dtype(dtype):
     """float16 runs as float16 on the GPU (float32 accumulation inside the kernels); int8
     stays int8 (int32 accumulation inside the kernel)."""

@@ -28,6 +28,8 @@ import enum
 from math import prod
 from typing import Mapping, Sequence
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..dtypes import accumulator_dtype
@@ -60,6 +62,7 @@ def classify_groups(batch: int, m: int, n: int, k: int) -> Kind:
     return Kind.ELEMENTWISE
 
 
+@lru_cache(maxsize=None)
 def compute_dtype(dtype) -> np.dtype:
     """The dtype a backend computes a step in: float16/bfloat16 go through float32."""
     dt = np.dtype(dtype)

@@ -7,6 +7,11 @@ sum of |products| (the reference computed on |operands|).
 
 Parity cases executed: MAX_EXAMPLES (property test) + len(FIXED) + len(DTYPES) * len(
 OPTIMIZE_NAMES) (the dtype x optimize grid); see ``test_case_count``.
+
+One test body, two array modules: every test that takes the ``xp`` fixture builds its
+operands with that module (NumPy here; ``tests/gpu/test_parity_gpu.py`` runs the same tests
+with CuPy, where a result is a CuPy array, 0-d for numpy's scalars) and compares with
+numpy.einsum on NumPy copies.
 """
 from __future__ import annotations
 
@@ -20,6 +25,23 @@ from skcontract.contract import einsum
 
 MAX_EXAMPLES = 1200
 
+
+@pytest.fixture(scope="module")
+def xp():
+    """The array module the operands live in (the GPU suite overrides it with CuPy)."""
+    return np
+
+
+def to_numpy(x):
+    """A NumPy copy of an operand or result of either module (scalars stay as they are)."""
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.generic) else x
+
+
+def numpy_type(xp, ref):
+    """The type ``xp``'s einsum returns where numpy returns ``ref``: the same for NumPy;
+    CuPy has no scalars, so its results are CuPy arrays (0-d for numpy's scalars)."""
+    return type(ref) if xp is np else xp.ndarray
+
 DTYPES = ["float16", "float32", "float64", "complex64", "complex128", "int8", "int16",
           "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
 OPTIMIZE_NAMES = [False, True, "auto", "greedy", "optimal", "dp", "branch-2", "branch-all",
@@ -30,14 +52,15 @@ LAYOUTS = ["C", "C", "F", "strided", "reversed", "broadcast"]
 RTOL = {"e": 4e-3, "f": 5e-5, "d": 1e-12, "F": 5e-5, "D": 1e-12}
 
 
-def random_array(rng, shape, dtype, layout="C"):
-    """Random non-zero values of ``dtype`` in ``shape``, laid out as ``layout``."""
+def random_array(rng, shape, dtype, layout="C", xp=np):
+    """Random non-zero values of ``dtype`` in ``shape``, laid out as ``layout``, in ``xp``
+    (the values come from ``rng`` whatever the module)."""
     dt = np.dtype(dtype)
     if layout == "broadcast" and any(d > 1 for d in shape):
         ax = next(i for i, d in enumerate(shape) if d > 1)
         small = list(shape)
         small[ax] = 1
-        return np.broadcast_to(random_array(rng, tuple(small), dt), shape)
+        return xp.broadcast_to(random_array(rng, tuple(small), dt, xp=xp), shape)
     if dt.kind == "f":
         a = rng.standard_normal(shape) + np.sign(rng.standard_normal(shape)) * 0.25
     elif dt.kind == "c":
@@ -48,23 +71,25 @@ def random_array(rng, shape, dtype, layout="C"):
         a = rng.integers(1, 4, size=shape)
     else:
         a = rng.random(shape) < 0.6
-    a = np.asarray(a).astype(dt)
+    a = xp.asarray(np.asarray(a).astype(dt))
     if layout == "F" and a.ndim:
-        return np.asfortranarray(a)
+        return xp.asfortranarray(a)
     if layout == "strided" and a.ndim:
         big = a
         for ax in range(a.ndim):
-            big = np.repeat(big, 2, axis=ax)
+            big = xp.repeat(big, 2, axis=ax)
         return big[(slice(None, None, 2),) * a.ndim]
     if layout == "reversed" and a.ndim:
-        return np.flip(np.flip(a).copy())
+        return xp.flip(xp.flip(a).copy())
     return a
 
 
-def check_close(got, ref, subscripts, operands):
-    """Assert ``got`` equals numpy's ``ref`` as a value of the same type, dtype and shape."""
-    assert type(got) is type(ref), (type(got), type(ref))
-    got_a, ref_a = np.asarray(got), np.asarray(ref)
+def check_close(got, ref, subscripts, operands, xp=np):
+    """Assert ``got`` equals numpy's ``ref`` as a value of the same type (``xp``'s, see
+    :func:`numpy_type`), dtype and shape."""
+    assert type(got) is numpy_type(xp, ref), (type(got), type(ref))
+    operands = [to_numpy(o) for o in operands]
+    got_a, ref_a = np.asarray(to_numpy(got)), np.asarray(ref)
     assert got_a.dtype == ref_a.dtype, (got_a.dtype, ref_a.dtype)
     assert got_a.shape == ref_a.shape
     dt = ref_a.dtype
@@ -166,14 +191,35 @@ def to_sublist(subscripts, operands):
 @settings(max_examples=MAX_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(einsum_cases())
-def test_parity_random(case):
+def test_parity_random(xp, case):
     subscripts, operands, _output, sublist, optimize = case
     ref = np.einsum(subscripts, *operands)
+    operands = [same_layout(xp, o) for o in operands]
     if sublist:
         got = einsum(*to_sublist(subscripts, operands), optimize=optimize)
     else:
         got = einsum(subscripts, *operands, optimize=optimize)
-    check_close(got, ref, subscripts, operands)
+    check_close(got, ref, subscripts, operands, xp)
+
+
+def same_layout(xp, a):
+    """``a`` (NumPy) in ``xp`` with the same strides: C, F, every-other-element, reversed
+    and broadcast layouts are rebuilt as random_array builds them."""
+    if xp is np:
+        return a
+    if 0 in a.strides and a.size > 1:
+        small = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
+        return xp.broadcast_to(same_layout(xp, np.ascontiguousarray(small)), a.shape)
+    if a.ndim and any(st < 0 for st in a.strides):
+        return xp.flip(xp.flip(xp.asarray(np.ascontiguousarray(a))).copy())
+    if a.ndim and not a.flags.c_contiguous and not a.flags.f_contiguous:
+        big = xp.asarray(np.ascontiguousarray(a))
+        for ax in range(a.ndim):
+            big = xp.repeat(big, 2, axis=ax)
+        return big[(slice(None, None, 2),) * a.ndim]
+    if a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous:
+        return xp.asfortranarray(xp.asarray(a))
+    return xp.asarray(a)
 
 
 FIXED = [
@@ -212,40 +258,42 @@ FIXED = [
 
 @pytest.mark.parametrize("dtype", ["float16", "float64", "complex64", "int8", "uint32", "bool"])
 @pytest.mark.parametrize("subscripts,shapes", FIXED)
-def test_parity_fixed(subscripts, shapes, dtype):
+def test_parity_fixed(xp, subscripts, shapes, dtype):
     rng = np.random.default_rng(7)
-    ops = [random_array(rng, s, dtype) for s in shapes]
-    check_close(einsum(subscripts, *ops), np.einsum(subscripts, *ops), subscripts, ops)
+    ops = [random_array(rng, s, dtype, xp=xp) for s in shapes]
+    ref = np.einsum(subscripts, *[to_numpy(o) for o in ops])
+    check_close(einsum(subscripts, *ops), ref, subscripts, ops, xp)
 
 
 @pytest.mark.parametrize("optimize", OPTIMIZE_NAMES)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_parity_dtype_optimize_grid(dtype, optimize):
+def test_parity_dtype_optimize_grid(xp, dtype, optimize):
     rng = np.random.default_rng(11)
     subscripts = "ab,bc,cd,da->ac"
-    ops = [random_array(rng, s, dtype, lay) for s, lay in
+    ops = [random_array(rng, s, dtype, lay, xp) for s, lay in
            zip([(3, 4), (4, 5), (5, 2), (2, 3)], ["C", "F", "strided", "broadcast"])]
-    check_close(einsum(subscripts, *ops, optimize=optimize), np.einsum(subscripts, *ops),
-                subscripts, ops)
+    ref = np.einsum(subscripts, *[to_numpy(o) for o in ops])
+    check_close(einsum(subscripts, *ops, optimize=optimize), ref, subscripts, ops, xp)
 
 
-def test_float16_accumulates_in_float32():
-    x = np.ones(5000, np.float16)
-    assert einsum("i->", x) == 5000
-    assert einsum("i,i->", x, x) == 5000
-    assert einsum("ij,jk->ik", np.ones((1, 5000), np.float16),
-                  np.ones((5000, 1), np.float16))[0, 0] == 5000
+def test_float16_accumulates_in_float32(xp):
+    x = xp.ones(5000, np.float16)
+    assert float(einsum("i->", x)) == 5000
+    assert float(einsum("i,i->", x, x)) == 5000
+    assert float(einsum("ij,jk->ik", xp.ones((1, 5000), np.float16),
+                        xp.ones((5000, 1), np.float16))[0, 0]) == 5000
 
 
-def test_integer_overflow_wraps_like_numpy():
+def test_integer_overflow_wraps_like_numpy(xp):
     a = np.full((2, 2), 100, np.int8)
-    assert einsum("ij,ij->", a, a) == np.einsum("ij,ij->", a, a)
+    assert int(einsum("ij,ij->", xp.asarray(a), xp.asarray(a))) == np.einsum("ij,ij->", a, a)
 
 
-def test_bool_is_or_of_and():
+def test_bool_is_or_of_and(xp):
     a = np.array([[True, False], [True, True]])
-    np.testing.assert_array_equal(einsum("ij,jk->ik", a, a), np.einsum("ij,jk->ik", a, a))
-    assert einsum("ij->", a).dtype == np.bool_
+    np.testing.assert_array_equal(to_numpy(einsum("ij,jk->ik", xp.asarray(a), xp.asarray(a))),
+                                  np.einsum("ij,jk->ik", a, a))
+    assert einsum("ij->", xp.asarray(a)).dtype == np.bool_
 
 
 def test_object_dtype():
@@ -267,79 +315,81 @@ def test_case_count():
 
 # --- out=, dtype=, casting=, order= -------------------------------------------------------
 
-def test_out_is_returned_and_filled():
+def test_out_is_returned_and_filled(xp):
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))
-    out = np.empty((4, 6))
-    r = einsum("ij,jk->ik", a, b, out=out)
+    out = xp.full((4, 6), np.nan)
+    r = einsum("ij,jk->ik", xp.asarray(a), xp.asarray(b), out=out)
     assert r is out
-    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(out), a @ b, rtol=1e-12)
 
 
-def test_out_non_contiguous_and_0d():
+def test_out_non_contiguous_and_0d(xp):
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 6))
-    out = np.zeros((12, 6))[::3]  # a strided view
+    xa, xb = xp.asarray(a), xp.asarray(b)
+    out = xp.zeros((12, 6))[::3]  # a strided view
     assert not out.flags.c_contiguous
-    assert einsum("ij,jk->ik", a, b, out=out) is out
-    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
-    tgt = np.zeros((6, 4)).T
-    einsum("ij,jk->ik", a, b[:, :6], out=tgt)
-    np.testing.assert_allclose(tgt, a @ b, rtol=1e-12)
-    s = np.zeros(())
-    assert einsum("i,i->", a[0], a[0], out=s) is s
-    assert s == pytest.approx(a[0] @ a[0])
+    assert einsum("ij,jk->ik", xa, xb, out=out) is out
+    np.testing.assert_allclose(to_numpy(out), a @ b, rtol=1e-12)
+    tgt = xp.zeros((6, 4)).T
+    einsum("ij,jk->ik", xa, xb[:, :6], out=tgt)
+    np.testing.assert_allclose(to_numpy(tgt), a @ b, rtol=1e-12)
+    s = xp.zeros(())
+    assert einsum("i,i->", xa[0], xa[0], out=s) is s
+    assert float(s) == pytest.approx(a[0] @ a[0])
 
 
 @pytest.mark.parametrize("casting,out_dtype", [("safe", np.complex128), ("same_kind", np.float32),
                                                ("unsafe", np.int64), ("safe", np.float64)])
-def test_out_casting_like_numpy(casting, out_dtype):
+def test_out_casting_like_numpy(xp, casting, out_dtype):
     a = np.random.default_rng(5).standard_normal((3, 3)) * 10
-    ours = np.empty((3,), out_dtype)
+    ours = xp.empty((3,), out_dtype)
     theirs = np.empty((3,), out_dtype)
-    einsum("ij->i", a, out=ours, casting=casting)
+    einsum("ij->i", xp.asarray(a), out=ours, casting=casting)
     np.einsum("ij->i", a, out=theirs, casting=casting)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(ours), theirs, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype,casting", [("float32", "same_kind"), ("float64", "safe"),
                                            ("complex64", "same_kind"), ("int16", "unsafe")])
-def test_dtype_like_numpy(dtype, casting):
+def test_dtype_like_numpy(xp, dtype, casting):
     a = np.random.default_rng(6).standard_normal((3, 4)) * 5
-    ours = einsum("ij,ij->i", a, a, dtype=dtype, casting=casting)
+    ours = einsum("ij,ij->i", xp.asarray(a), xp.asarray(a), dtype=dtype, casting=casting)
     theirs = np.einsum("ij,ij->i", a, a, dtype=dtype, casting=casting)
     assert ours.dtype == theirs.dtype
-    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1)
+    np.testing.assert_allclose(to_numpy(ours), theirs, rtol=1e-5, atol=1)
 
 
-def test_dtype_upcast_int_to_float():
+def test_dtype_upcast_int_to_float(xp):
     a = np.arange(6, dtype=np.int32).reshape(2, 3) + 1
-    r = einsum("ij->j", a, dtype=np.float64)
+    r = einsum("ij->j", xp.asarray(a), dtype=np.float64)
     assert r.dtype == np.float64
-    np.testing.assert_array_equal(r, np.einsum("ij->j", a, dtype=np.float64))
+    np.testing.assert_array_equal(to_numpy(r), np.einsum("ij->j", a, dtype=np.float64))
 
 
 @pytest.mark.parametrize("order,c,f", [("C", True, False), ("F", False, True)])
-def test_order(order, c, f):
-    a = np.random.default_rng(8).standard_normal((3, 4))
+def test_order(xp, order, c, f):
+    a = xp.asarray(np.random.default_rng(8).standard_normal((3, 4)))
     r = einsum("ij,jk->ik", a, a.T, order=order)
     assert (r.flags.c_contiguous, r.flags.f_contiguous) == (c, f)
     r = einsum("ij->ji", a, order=order)
     assert (r.flags.c_contiguous, r.flags.f_contiguous) == (c, f)
 
 
-def test_single_operand_result_is_a_new_array():
+def test_single_operand_result_is_a_new_array(xp):
     a = np.random.default_rng(9).standard_normal((3, 3))
+    xa = xp.asarray(a)
     for subscripts in ("ij->ji", "ii->i", "ij"):
-        r = einsum(subscripts, a)
-        assert not np.shares_memory(r, a)
-        np.testing.assert_array_equal(r, np.einsum(subscripts, a))
+        r = einsum(subscripts, xa)
+        assert not xp.shares_memory(r, xa)
+        np.testing.assert_array_equal(to_numpy(r), np.einsum(subscripts, a))
 
 
-def test_zero_size_operands():
-    r = einsum("ij,jk->ik", np.ones((2, 0)), np.ones((0, 3)))
-    np.testing.assert_array_equal(r, np.zeros((2, 3)))
-    assert einsum("ij,jk->ik", np.ones((0, 2)), np.ones((2, 3))).shape == (0, 3)
+def test_zero_size_operands(xp):
+    r = einsum("ij,jk->ik", xp.ones((2, 0)), xp.ones((0, 3)))
+    np.testing.assert_array_equal(to_numpy(r), np.zeros((2, 3)))
+    assert einsum("ij,jk->ik", xp.ones((0, 2)), xp.ones((2, 3))).shape == (0, 3)
 
 
 BROADCAST_CASES = [
@@ -360,19 +410,20 @@ BROADCAST_CASES = [
 
 @pytest.mark.parametrize("subscripts,shapes,broadcast", BROADCAST_CASES)
 @pytest.mark.parametrize("order", ["K", "C", "F"])
-def test_broadcast_operands_match_numpy(subscripts, shapes, broadcast, order):
-    """Operands with stride-0 axes (np.broadcast_to) give numpy's result, shape and dtype."""
+def test_broadcast_operands_match_numpy(xp, subscripts, shapes, broadcast, order):
+    """Operands with stride-0 axes (broadcast_to) give numpy's result, shape and dtype."""
     rng = np.random.default_rng(len(subscripts))
     ops = []
     for s, b in zip(shapes, broadcast):
-        x = rng.standard_normal(s)
-        ops.append(np.broadcast_to(x, b) if b else x)
+        x = xp.asarray(rng.standard_normal(s))
+        ops.append(xp.broadcast_to(x, b) if b else x)
     got = einsum(subscripts, *ops, order=order)
-    want = np.einsum(subscripts, *ops, order=order)
-    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    want = np.einsum(subscripts, *[to_numpy(o) for o in ops], order=order)
+    got_np = np.asarray(to_numpy(got))
+    assert got_np.shape == np.shape(want) and got_np.dtype == want.dtype
+    np.testing.assert_allclose(got_np, want, rtol=1e-12, atol=1e-12)
     if order == "F" and np.ndim(want) > 1:
-        assert np.asarray(got).flags.f_contiguous
+        assert got.flags.f_contiguous
 
 
 def test_broadcast_operands_are_read_once_not_materialised():
