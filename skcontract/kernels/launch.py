@@ -140,7 +140,7 @@ class BoundLaunch:
     whose arguments are converted on every launch. Calls from several threads take turns
     (the buffer is copied by the launch)."""
 
-    __slots__ = ("plan", "_buf", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
+    __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
                  "_threads", "_smem")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
@@ -155,6 +155,7 @@ class BoundLaunch:
         for slot, v in ((_ALPHA, alpha), (_BETA, beta)):
             buf[slot:slot + 1].view(np.uint8)[:np.dtype(acc).itemsize] = \
                 np.array([v], acc).view(np.uint8)
+        self._slots = memoryview(buf).cast("B").cast("Q")  # cheaper item writes than numpy's
         self._ptrs = np.array([buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)], np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
         self._func = int(plan.kernel.function.ptr)
@@ -170,10 +171,10 @@ class BoundLaunch:
         plan = self.plan
         pool = workspace.get(plan.device_id, stream, **self._pool_args)
         with self._lock:
-            buf = self._buf
-            buf[_A], buf[_B], buf[_C] = a_ptr, b_ptr, c_ptr
-            buf[_WS], buf[_STAGING], buf[_LOCKS] = (pool.workspace.data.ptr,
-                                                     pool.staging.data.ptr, pool.locks.data.ptr)
+            slots = self._slots
+            slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
+            slots[_WS], slots[_STAGING], slots[_LOCKS] = (
+                pool.workspace.data.ptr, pool.staging.data.ptr, pool.locks.data.ptr)
             (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                     self._smem, stream.ptr, self._addr, 0)
         if err != _SUCCESS:

@@ -207,7 +207,7 @@ def same_layout(xp, a):
     and broadcast layouts are rebuilt as random_array builds them."""
     if xp is np:
         return a
-    if 0 in a.strides and a.size > 1:
+    if any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides)):
         small = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
         return xp.broadcast_to(same_layout(xp, np.ascontiguousarray(small)), a.shape)
     if a.ndim and any(st < 0 for st in a.strides):
