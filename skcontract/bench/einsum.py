@@ -61,9 +61,16 @@ def output_shape(expr: str, shapes) -> tuple[int, ...]:
 
 
 def traffic_bytes(expr: str, shapes, itemsize: int) -> int:
-    """Bytes read and written when every operand is read once and the result written once."""
-    elements = sum(math.prod(s) for s in shapes) + math.prod(output_shape(expr, shapes))
-    return elements * itemsize
+    """Bytes read and written when every operand is read once and the result written once;
+    an operand with a repeated label is read along its diagonal only."""
+    eq = parse_equation(expr, shapes)
+    read = 0
+    for term, shape in zip(eq.inputs, shapes):
+        first = {}
+        for label, n in zip(term, shape):
+            first.setdefault(label, n)
+        read += math.prod(first.values())
+    return (read + math.prod(output_shape(expr, shapes))) * itemsize
 
 
 def gbps(nbytes: int, us: float | None) -> float | None:

@@ -38,6 +38,8 @@ def test_traffic_counts_operands_once_and_the_result_once():
     # 2 operands of 8192^2 float32 and an 8192-vector result
     assert bench.traffic_bytes("ij,ij->i", ((8192, 8192),) * 2, 4) == (2 * 8192**2 + 8192) * 4
     assert bench.traffic_bytes("i,i->", ((10,), (10,)), 2) == 21 * 2
+    # a diagonal reads n of the n x n elements
+    assert bench.traffic_bytes("ii->i", ((4096, 4096),), 4) == 2 * 4096 * 4
     assert bench.gbps(4_000_000, 1000.0) == 4.0   # 4 MB in 1 ms
     assert bench.gbps(10, None) is None
 
