@@ -141,7 +141,7 @@ class BoundLaunch:
     (the buffer is copied by the launch)."""
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
-                 "_threads", "_smem")
+                 "_threads", "_smem", "_pool", "_pool_key")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
         self.plan = plan
@@ -166,15 +166,20 @@ class BoundLaunch:
         self._pool_args = dict(workspace_elems=plan.ws_elems, staging_elems=plan.staging_elems,
                                num_locks=plan.num_locks)
         self._pool_args["acc_dtype"] = spec.dtype_acc
+        self._pool, self._pool_key = None, None
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
-        pool = workspace.get(plan.device_id, stream, **self._pool_args)
+        # the pool of this stream, fetched (and grown to fit) when the stream changes; a
+        # pool only grows, so it keeps fitting, and its ptrs follow its growth
+        key = (stream.ptr, workspace.generation())
+        if key != self._pool_key:
+            self._pool = workspace.get(plan.device_id, stream, **self._pool_args)
+            self._pool_key = key
         with self._lock:
             slots = self._slots
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
-            slots[_WS], slots[_STAGING], slots[_LOCKS] = (
-                pool.workspace.data.ptr, pool.staging.data.ptr, pool.locks.data.ptr)
+            slots[_WS], slots[_STAGING], slots[_LOCKS] = self._pool.ptrs
             (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                     self._smem, stream.ptr, self._addr, 0)
         if err != _SUCCESS:

@@ -21,12 +21,24 @@ _LOCK = threading.Lock()
 
 
 class Pool:
-    __slots__ = ("workspace", "staging", "locks")
+    """The three buffers of one (device, stream, accumulator dtype); ``ptrs`` holds their
+    device addresses (updated when a buffer grows), what a launch passes."""
+
+    __slots__ = ("workspace", "staging", "locks", "ptrs")
 
     def __init__(self):
         self.workspace = None
         self.staging = None
         self.locks = None
+        self.ptrs = (0, 0, 0)
+
+
+_GENERATION = [0]  # bumped by reset(): pools a caller kept are no longer valid
+
+
+def generation() -> int:
+    """Changes when :func:`reset` forgets the pools (a caller holding a Pool re-gets it)."""
+    return _GENERATION[0]
 
 
 def _grow(buf, n, dtype, zeroed):
@@ -61,6 +73,7 @@ def get(device_id: int, stream, acc_dtype: str, *, workspace_elems: int,
             pool.staging = _grow(pool.staging, staging_elems, acc_dtype, True)
         if not _fits(pool.locks, num_locks):
             pool.locks = _grow(pool.locks, num_locks, "uint32", True)
+        pool.ptrs = (pool.workspace.data.ptr, pool.staging.data.ptr, pool.locks.data.ptr)
     return pool
 
 
@@ -72,3 +85,4 @@ def reset() -> None:
     """Forget every pool (after an aborted launch left locks or staging dirty)."""
     with _LOCK:
         _POOLS.clear()
+        _GENERATION[0] += 1

@@ -98,10 +98,15 @@ def test_gemms_stay_on_the_gemm_entries():
 
 
 def test_dot_efficiency_prices_the_bytes_read():
-    f32 = {b.shape: b for b in catalogue.DOT_CATALOGUE["float32"]}
+    rows8, rows1, cols = catalogue.DOT_CATALOGUE["float32"]
     form = dot_form(1, 1, 1, 1 << 24, (0, 1 << 24, 1), (0, 1, 1), (0, 1, 1))
     r = resolve_dot(form, "float32", H200, mode="data_parallel")
     # one CTA reads 128 MiB alone: the model's time is at least that at one SM's bandwidth
     per_sm = catalogue.COPY_BANDWIDTH_BYTES_PER_S / H200.sms
     assert r.schedule.predicted_time_us > 0.9 * (2 * 4 * (1 << 24)) / per_sm * 1e6
-    assert f32["rows"].bytes_per_iteration() == 2 * 8 * 512 * 4
+    assert rows8.bytes_per_iteration() == 2 * 8 * 512 * 4
+    assert cols.bytes_per_iteration() == 128 * 64 * 4
+    # the same bytes cost the same model time whatever the tile's shape
+    per_byte = [b.efficiency * b.bm * b.bn * b.bk / b.bytes_per_iteration()
+                for b in (rows8, rows1, cols)]
+    assert max(per_byte) == pytest.approx(min(per_byte))
