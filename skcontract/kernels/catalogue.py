@@ -90,10 +90,6 @@ DOT_UNROLL = 4
 is 32 KB a CTA, enough in flight for the copy bandwidth at DOT_CTAS_PER_SM CTAs an SM."""
 DOT_CTAS_PER_SM = 4
 """Occupancy the Dot kernels are built for (64 registers a thread)."""
-DOT_ROWS1_SWEEPS = 2
-"""Sweeps of the CTA's warps over a row in one k-iteration of the one-row Dot tile (8 KB of
-each operand): small enough that one long dot splits into k-iterations for four CTAs on
-every SM, which its bandwidth needs (measurements: docs/benchmarks/log.md)."""
 DOT_COLS_BK = 64
 """Rows of W in one k-iteration of the Dot "cols" tile (32 KB of fp32 columns)."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -424,10 +420,9 @@ def _dot(dtype: str, shape: str) -> Dot:
     per_lane, warps = VEC16_BYTES // CXX_TYPES[dtype][1], DOT_WARPS
     if shape == "cols":
         tile = (1, 32 * per_lane, DOT_COLS_BK)
-    elif shape == "rows8":
-        tile = (8, 1, warps // 8 * 32 * per_lane * DOT_UNROLL)
     else:
-        tile = (1, 1, warps * 32 * per_lane * DOT_ROWS1_SWEEPS)
+        bm = 8 if shape == "rows8" else 1
+        tile = (bm, 1, warps // bm * 32 * per_lane * DOT_UNROLL)
     base = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
     eff = memory_bound_efficiency(dtype, tile, base.bytes_per_iteration())
     return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM, efficiency=eff)
