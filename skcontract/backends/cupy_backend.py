@@ -82,7 +82,8 @@ operands keep changing layout takes the full path for the others."""
 def matmul_for(step):
     """The batched matrix product that runs ``step``, bound to the step's schedule. A call
     with operands laid out as an earlier call's (shapes, strides, dtypes, 16-byte alignment,
-    device) replays that call's launch: one dict lookup, one allocation, one launch."""
+    their devices and the current one) replays that call's launch: one dict lookup, one
+    allocation, one launch."""
     s = step.schedule
     resolved = None
     if s is not None:
@@ -90,11 +91,12 @@ def matmul_for(step):
         resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
     bindings: dict = {}
     current_stream = cupy.cuda.get_current_stream
+    current_device = cupy.cuda.runtime.getDevice
 
     def matmul(x, y):
         xd, yd = x.data, y.data
         key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, xd.ptr & 15,
-               yd.ptr & 15, xd.device_id, yd.device_id)
+               yd.ptr & 15, xd.device_id, yd.device_id, current_device())
         hit = bindings.get(key)
         if hit is not None:
             return hit(x, y, current_stream())

@@ -9,7 +9,7 @@ fixup protocols run it (:func:`.resolve.resolve_dot`).
 from __future__ import annotations
 
 from . import jit
-from .catalogue import DOT_CATALOGUE, VEC16_BYTES
+from .catalogue import DOT_CATALOGUE, VEC16_BYTES, Dot
 from .forms import DotForm, dot_form
 from .launch import Binding, LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, resolve_dot
@@ -30,7 +30,8 @@ def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolve
           dev: int, stream) -> LaunchPlan:
     """The LaunchPlan of one form (cold path: resolve, specialise, compile, upload)."""
     from .gemm import device_info  # the device's facts, read once
-    if resolved is None or resolved.schedule.problem != form.problem(dtype):
+    if resolved is None or not isinstance(resolved.base, Dot) or \
+            resolved.schedule.problem != form.problem(dtype):
         resolved = resolve_dot(form, dtype, device_info(dev), reduction=DEFAULT_REDUCTION)
     schedule, base = resolved
     la, lb = base.layouts()[0]
@@ -52,10 +53,13 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
 
     dtype = x.dtype.name
     none = (None, None) if bind else None
+    replayable = out is None  # a replay allocates its output
     if dtype not in DOT_CATALOGUE or y.dtype != x.dtype or x.ndim != y.ndim or \
             x.ndim not in (2, 3):
         return none
     item = x.itemsize
+    if y.shape[-2] != x.shape[-1]:
+        raise ValueError(f"matvec: inner dimensions differ: x is {x.shape}, y is {y.shape}")
     if x.ndim == 2:
         (m, k), (n,) = x.shape, y.shape[1:]
         batch, xs = 1, (0, x.strides[0] // item, x.strides[1] // item)
@@ -83,7 +87,10 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     rows = form.shape == "rows"
     a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
     b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
-    dev = x.device.id
+    dev = cupy.cuda.runtime.getDevice()
+    if x.device.id != dev or y.device.id != dev or (out is not None and out.device.id != dev):
+        raise ValueError(f"matvec: operands on devices {x.device.id}, {y.device.id}; the "
+                         f"current device is {dev} (use cupy.cuda.Device)")
     stream = cupy.cuda.get_current_stream()
     key = (dev, dtype, form, a_vec, b_vec,
            None if resolved is None else (resolved.schedule.digest(), resolved.base))
@@ -97,7 +104,9 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     plan.launch(a_ptr, b_ptr, out.data.ptr, *args, stream)
     if not bind:
         return out
-    return out, Binding(plan.bind(*args), form.swap, shape, x.dtype, cupy.empty)
+    bound = plan.bind(*args) if replayable else None
+    return out, (None if bound is None else Binding(bound, form.swap, shape, x.dtype,
+                                                    cupy.empty))
 
 
 def clear_plans() -> None:

@@ -26,6 +26,11 @@ from typing import NamedTuple
 from ..schedule import GemmProblem
 
 
+MAX_K = 2**31 - 2**20
+"""Longest reduction a Dot form takes: the kernel's positions are 32-bit, and its unrolled
+loads reach up to a few thousand elements past a split's end (longer ones run as GEMMs)."""
+
+
 class DotForm(NamedTuple):
     """A product in the Dot kernel's terms (strides in elements; batch strides 0 for one
     batch entry). ``swap``: the kernel's A is the product's y (and B its x)."""
@@ -53,7 +58,7 @@ def dot_form(batch, m, n, k, xs, ys, cs) -> DotForm | None:
     (batch, m, n) with element strides ``xs``, ``ys``, ``cs`` (batch stride first); None when
     the product is not memory-bound (``m > 1`` and ``n > 1``) or its strides fit neither
     shape."""
-    if (m > 1 and n > 1) or min(batch, m, n, k) < 1:
+    if (m > 1 and n > 1) or min(batch, m, n, k) < 1 or k > MAX_K:
         return None
     if min(*xs, *ys, *cs) < 0:
         return None

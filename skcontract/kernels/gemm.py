@@ -126,13 +126,15 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     int32, wrapping). ``out`` is required for dtypes CuPy has no arrays of (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is (a plan's
     step carries one); it bypasses the scheduler.
-    ``bind=True`` (CuPy operands, ``out`` None): returns ``(out, binding)``, where
-    ``binding(a2, b2, stream)`` (a :class:`~.launch.Binding`) repeats this launch for
-    operands of the same shapes, strides, dtypes and 16-byte alignment with one packed
-    ``cuLaunchKernel``; None when the call copied an operand.
+    ``bind=True``: returns ``(out, binding)``, where ``binding(a2, b2, stream)`` (a
+    :class:`~.launch.Binding`) repeats this launch for operands of the same shapes,
+    strides, dtypes and 16-byte alignment with one packed ``cuLaunchKernel`` into a new
+    C-contiguous output; None when the call copied an operand, wrote a caller's ``out`` or
+    had ``beta != 0`` (a replay allocates its output).
     """
     import cupy  # optional dependency: only the GPU path needs CuPy
 
+    replayable = out is None and beta == 0
     A, B = describe(a), describe(b)
     if A.dtype != B.dtype:
         raise TypeError(f"gemm: operand dtypes differ ({A.dtype} vs {B.dtype})")
@@ -236,7 +238,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                 stream)
     if not bind:
         return out
-    bound = plan.bind(m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta)
+    bound = plan.bind(m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta) if replayable \
+        else None
+    if bound is None:
+        return out, None
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 

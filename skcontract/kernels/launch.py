@@ -94,9 +94,11 @@ class LaunchPlan:
                 f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
                 f"for {spec.name}; waiting splits could deadlock")
 
-    def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta) -> "BoundLaunch":
+    def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta) -> "BoundLaunch | None":
         """This plan with every argument but the operand pointers fixed (a cached call's
-        warm path, :class:`BoundLaunch`)."""
+        warm path, :class:`BoundLaunch`); None without cuda.bindings' launch."""
+        if _launch_kernel is None:
+            return None
         return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta)
 
     def record(self) -> None:
@@ -141,7 +143,7 @@ class BoundLaunch:
     (the buffer is copied by the launch)."""
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
-                 "_threads", "_smem", "_pool", "_pool_key")
+                 "_threads", "_smem", "_pool")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
         self.plan = plan
@@ -166,20 +168,22 @@ class BoundLaunch:
         self._pool_args = dict(workspace_elems=plan.ws_elems, staging_elems=plan.staging_elems,
                                num_locks=plan.num_locks)
         self._pool_args["acc_dtype"] = spec.dtype_acc
-        self._pool, self._pool_key = None, None
+        self._pool = (None, None)  # (stream handle, generation) and that stream's pool
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
         # the pool of this stream, fetched (and grown to fit) when the stream changes; a
-        # pool only grows, so it keeps fitting, and its ptrs follow its growth
+        # pool only grows, so it keeps fitting, and its ptrs follow its growth. The key and
+        # the pool are one tuple, read once: a call never pairs a stream with another's pool
         key = (stream.ptr, workspace.generation())
-        if key != self._pool_key:
-            self._pool = workspace.get(plan.device_id, stream, **self._pool_args)
-            self._pool_key = key
+        cached_key, pool = self._pool
+        if key != cached_key:
+            pool = workspace.get(plan.device_id, stream, **self._pool_args)
+            self._pool = (key, pool)
         with self._lock:
             slots = self._slots
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
-            slots[_WS], slots[_STAGING], slots[_LOCKS] = self._pool.ptrs
+            slots[_WS], slots[_STAGING], slots[_LOCKS] = pool.ptrs
             (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                     self._smem, stream.ptr, self._addr, 0)
         if err != _SUCCESS:

@@ -68,6 +68,9 @@ def test_products_without_a_form():
     assert dot_form(1, 7, 1, 5, (0, 10, 2), (0, 1, 1), (0, 1, 1)) is None
     # negative strides
     assert dot_form(1, 7, 1, 5, (0, 5, -1), (0, 1, 1), (0, 1, 1)) is None
+    # a reduction too long for the kernel's 32-bit positions
+    k = 2**31 - 1
+    assert dot_form(1, 1, 1, k, (0, k, 1), (0, 1, 1), (0, 1, 1)) is None
 
 
 @pytest.mark.parametrize("subscripts,shapes,shape,tile_rows", [

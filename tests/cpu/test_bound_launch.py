@@ -1,0 +1,87 @@
+"""BoundLaunch (the warm path's packed launch) without a GPU: the driver's launch and the
+fixup pools are stand-ins, so the test reads exactly what cuLaunchKernel would be handed."""
+import ctypes
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from skcontract.kernels import launch, workspace
+
+
+def _arr(ptr):
+    return SimpleNamespace(data=SimpleNamespace(ptr=ptr))
+
+
+def _plan(acc=np.float32):
+    spec = SimpleNamespace(threads=256, smem_bytes=1024, dtype_acc=np.dtype(acc).name,
+                           name="kernel")
+    kernel = SimpleNamespace(spec=spec, function=SimpleNamespace(ptr=0xF00))
+    return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
+                           acc_np=acc, kernel=kernel, ws_elems=10, staging_elems=0,
+                           num_locks=1, device_id=0, grid=7)
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    """Records, per launch, the 20 argument slots (as raw uint64) and the stream; pools are
+    per stream pointer, with addresses 100 * stream + 1, 2, 3."""
+    launches, pools = [], {}
+
+    def fake_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * 20).from_address(params)
+        slots = [ctypes.c_uint64.from_address(p).value for p in ptrs]
+        launches.append(SimpleNamespace(slots=slots, stream=stream, grid=gx, block=bx,
+                                        smem=smem, func=func))
+        return (0,)
+
+    def fake_get(device_id, stream, acc_dtype, **sizes):
+        s = stream.ptr
+        pools.setdefault(s, SimpleNamespace(ptrs=(100 * s + 1, 100 * s + 2, 100 * s + 3)))
+        return pools[s]
+
+    monkeypatch.setattr(launch, "_launch_kernel", fake_launch)
+    monkeypatch.setattr(launch, "_SUCCESS", 0)
+    monkeypatch.setattr(workspace, "get", fake_get)
+    return launches
+
+
+def _as(v, dtype):
+    return np.array([v], np.uint64).view(dtype)[0]
+
+
+@pytest.mark.parametrize("acc", [np.float32, np.float64, np.int32])
+def test_arguments_are_packed_as_the_kernel_signature_reads_them(driver, acc):
+    bound = launch.BoundLaunch(_plan(acc), 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)
+    bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))
+    (l,) = driver
+    s = l.slots
+    assert s[:8] == [0xA0, 0xB0, 0xC0, 0x1000, 0x2000, 901, 902, 903]
+    assert [int(_as(v, np.int32)) for v in s[8:12]] == [5, 6, 7, 3]  # low 4 bytes
+    assert [int(_as(v, np.int64)) for v in s[12:18]] == [11, 12, 13, 14, 15, 16]
+    assert [_as(v, acc) for v in s[18:20]] == [acc(2), acc(3)]
+    assert (l.stream, l.grid, l.block, l.smem, l.func) == (9, 7, 256, 1024, 0xF00)
+
+
+def test_each_launch_gets_its_own_streams_pool(driver):
+    bound = launch.BoundLaunch(_plan(), 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0)
+    for stream in (1, 2, 1, 1, 2):
+        bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=stream))
+    for l in driver:
+        assert l.slots[5:8] == [100 * l.stream + 1, 100 * l.stream + 2, 100 * l.stream + 3]
+
+
+def test_a_reset_pool_is_fetched_again(driver, monkeypatch):
+    bound = launch.BoundLaunch(_plan(), 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0)
+    bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=4))
+    monkeypatch.setattr(workspace, "get", lambda *a, **k: SimpleNamespace(ptrs=(7, 8, 9)))
+    bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=4))   # same stream, same generation
+    monkeypatch.setattr(workspace, "_GENERATION", [workspace.generation() + 1])
+    bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=4))   # after a reset
+    assert [l.slots[5:8] for l in driver] == [[401, 402, 403], [401, 402, 403], [7, 8, 9]]
+
+
+def test_no_binding_without_the_drivers_launch(monkeypatch):
+    monkeypatch.setattr(launch, "_launch_kernel", None)
+    plan = SimpleNamespace()
+    assert launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0) is None
