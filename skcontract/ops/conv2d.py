@@ -1,0 +1,224 @@
+"""``conv2d``: a 2-D convolution with ``torch.nn.functional.conv2d``'s semantics, as an
+implicit GEMM.
+
+    out = conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+
+``input`` is (N, C, H, W) or unbatched (C, H, W); ``weight`` is (K, C / groups, R, S);
+``bias`` is None or (K,). ``stride``, ``dilation`` and ``padding`` are ints or pairs;
+``padding`` may also be ``"valid"`` (none) or ``"same"`` (stride 1 only; an odd total is
+padded one more at the bottom / right, as torch does). The result has the input's dtype,
+its batching, and its memory format: a channels-last input (an NCHW-shaped array with NHWC
+strides) gives a channels-last output.
+
+The convolution is the GEMM :func:`conv_geometry` describes: M = N * P * Q output pixels,
+N = K / groups output channels, K = C / groups * R * S, one batch entry per group
+(:meth:`ConvGeometry.problem` is what the scheduler plans). On the CPU (NumPy arrays) the
+input windows are a strided view and the GEMM a batched ``matmul`` over the gathered
+columns; float16 is computed in float32. GPU arrays (CuPy, torch) raise
+NotImplementedError: the gather loader of the GPU kernels is not built yet.
+
+Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
+the dimension or argument for shapes, strides, padding, dilation and groups.
+
+>>> import numpy as np
+>>> x = np.arange(16.0).reshape(1, 1, 4, 4)
+>>> w = np.ones((1, 1, 2, 2))
+>>> conv2d(x, w)[0, 0]
+array([[10., 14., 18.],
+       [26., 30., 34.],
+       [42., 46., 50.]])
+>>> conv2d(x, w, padding="same").shape
+(1, 1, 4, 4)
+>>> conv2d(x, np.ones((1, 2, 2, 2)))
+Traceback (most recent call last):
+...
+ValueError: conv2d: weight of shape (1, 2, 2, 2) with groups=1 expects 2 input channels, but the input has 1 (input shape (1, 1, 4, 4))
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..schedule import GemmProblem
+
+__all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
+
+_FLOAT_KINDS = "fc"  # float and complex dtypes convolve; others raise TypeError
+
+
+class ConvGeometry(NamedTuple):
+    """A checked convolution: sizes, per-side padding (top, bottom, left, right), and the
+    output's spatial size P x Q."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    groups: int
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    p: int
+    q: int
+
+    def problem(self, dtype: str = "float16") -> GemmProblem:
+        """The implicit GEMM the scheduler plans: (N*P*Q) x (K/groups) x (C/groups*R*S),
+        one batch entry per group.
+
+        >>> conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1).problem()
+        GemmProblem(m=49, n=512, k=4608, batch=1, dtype='float16', groups=None)
+        """
+        return GemmProblem(max(self.n * self.p * self.q, 1), self.k // self.groups,
+                           max(self.c // self.groups * self.r * self.s, 1),
+                           batch=self.groups, dtype=dtype)
+
+
+def _pair(value, name: str, minimum: int) -> tuple[int, int]:
+    """An int or a pair of ints as a pair, each at least ``minimum``."""
+    vals = (value, value) if isinstance(value, (int, np.integer)) else value
+    try:
+        vals = tuple(vals)
+    except TypeError:
+        raise TypeError(f"conv2d: {name} must be an int or a pair of ints, got "
+                        f"{type(value).__name__}") from None
+    if len(vals) != 2 or not all(isinstance(v, (int, np.integer)) and
+                                 not isinstance(v, bool) for v in vals):
+        raise TypeError(f"conv2d: {name} must be an int or a pair of ints, got {value!r}")
+    if min(vals) < minimum:
+        what = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"conv2d: {name} must be {what}, got {value!r}")
+    return int(vals[0]), int(vals[1])
+
+
+def _padding(padding, stride, dilation, r, s) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) for an int, a pair, "valid" or "same"."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return 0, 0, 0, 0
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"conv2d: padding='same' needs stride 1, got stride "
+                                 f"{stride}")
+            th, tw = dilation[0] * (r - 1), dilation[1] * (s - 1)
+            return th // 2, th - th // 2, tw // 2, tw - tw // 2
+        raise ValueError(f"conv2d: padding must be 'valid', 'same', an int or a pair, got "
+                         f"{padding!r}")
+    ph, pw = _pair(padding, "padding", 0)
+    return ph, ph, pw, pw
+
+
+def conv_geometry(input_shape, weight_shape, stride=1, padding=0, dilation=1,
+                  groups=1) -> ConvGeometry:
+    """Check a convolution's shapes and arguments (torch's rules) and size its output.
+
+    ``input_shape`` is (N, C, H, W) or (C, H, W); ``weight_shape`` (K, C / groups, R, S).
+
+    >>> g = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    >>> (g.p, g.q), g.problem().m
+    ((56, 56), 100352)
+    """
+    input_shape, weight_shape = tuple(input_shape), tuple(weight_shape)
+    if len(input_shape) not in (3, 4):
+        raise ValueError(f"conv2d: input must be 3-D (C, H, W) or 4-D (N, C, H, W), got "
+                         f"shape {input_shape}")
+    if len(weight_shape) != 4:
+        raise ValueError(f"conv2d: weight must be 4-D (out_channels, in_channels / groups, "
+                         f"kH, kW), got shape {weight_shape}")
+    n, c, h, w = (1,) + input_shape if len(input_shape) == 3 else input_shape
+    k, cg, r, s = weight_shape
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
+        raise TypeError(f"conv2d: groups must be an int, got {groups!r}")
+    if groups < 1:
+        raise ValueError(f"conv2d: groups must be positive, got {groups}")
+    if k % groups:
+        raise ValueError(f"conv2d: out_channels ({k}, weight shape {weight_shape}) must be "
+                         f"divisible by groups={groups}")
+    if cg * groups != c:
+        raise ValueError(f"conv2d: weight of shape {weight_shape} with groups={groups} "
+                         f"expects {cg * groups} input channels, but the input has {c} "
+                         f"(input shape {input_shape})")
+    if min(r, s) < 1:
+        raise ValueError(f"conv2d: kernel size must be positive, got {r} x {s} (weight "
+                         f"shape {weight_shape})")
+    stride_ = _pair(stride, "stride", 1)
+    dilation_ = _pair(dilation, "dilation", 1)
+    pad = _padding(padding, stride_, dilation_, r, s)
+    hp, wp = h + pad[0] + pad[1], w + pad[2] + pad[3]
+    eh, ew = dilation_[0] * (r - 1) + 1, dilation_[1] * (s - 1) + 1
+    if eh > hp or ew > wp:
+        raise ValueError(f"conv2d: the dilated kernel ({eh} x {ew}) is larger than the "
+                         f"padded input ({hp} x {wp}; input shape {input_shape})")
+    p, q = (hp - eh) // stride_[0] + 1, (wp - ew) // stride_[1] + 1
+    return ConvGeometry(n, c, h, w, k, r, s, int(groups), stride_, dilation_, pad, p, q)
+
+
+def _check_arrays(input, weight, bias) -> None:
+    for name, a in (("input", input), ("weight", weight), ("bias", bias)):
+        if a is None:
+            continue
+        module = type(a).__module__
+        if module.startswith(("cupy", "torch")) or hasattr(a, "__cuda_array_interface__"):
+            raise NotImplementedError(
+                f"conv2d: {name} is a GPU array ({type(a).__name__}); conv2d runs on NumPy "
+                "arrays only so far (the GPU's implicit-GEMM gather is not built yet)")
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"conv2d: {name} must be a NumPy array, got {type(a).__name__}")
+    dt = input.dtype
+    if dt.kind not in _FLOAT_KINDS:
+        raise TypeError(f"conv2d: input dtype {dt} is not a floating or complex type")
+    for name, a in (("weight", weight), ("bias", bias)):
+        if a is not None and a.dtype != dt:
+            raise TypeError(f"conv2d: {name} dtype {a.dtype} differs from the input's {dt}")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 2-D convolution with torch.nn.functional.conv2d's semantics (see the module)."""
+    _check_arrays(input, weight, bias)
+    g = conv_geometry(input.shape, weight.shape, stride, padding, dilation, groups)
+    if bias is not None and bias.shape != (g.k,):
+        raise ValueError(f"conv2d: bias must have shape ({g.k},) for weight of shape "
+                         f"{weight.shape}, got {bias.shape}")
+    batched = input.ndim == 4
+    x = input if batched else input[None]
+    compute = np.float32 if input.dtype == np.float16 else input.dtype
+    out = _implicit_gemm(x.astype(compute, copy=False), weight.astype(compute, copy=False),
+                         g)
+    if bias is not None:
+        out += bias.astype(compute, copy=False)[None, :, None, None]
+    out = out.astype(input.dtype, copy=False)
+    if _channels_last(x):
+        out = np.ascontiguousarray(out.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    return out if batched else out[0]
+
+
+def _channels_last(x: np.ndarray) -> bool:
+    """NHWC strides (C fastest) on an NCHW-shaped array with more than one channel."""
+    n, c, h, w = x.shape
+    return c > 1 and x.strides[1] == x.itemsize and x.strides[3] == c * x.itemsize and \
+        x.strides[2] == w * c * x.itemsize
+
+
+def _implicit_gemm(x: np.ndarray, weight: np.ndarray, g: ConvGeometry) -> np.ndarray:
+    """(N, K, P, Q): per group, the windows of the padded input gathered into
+    (N*P*Q) x (C/groups*R*S) columns, times the filters as (C/groups*R*S) x (K/groups)."""
+    top, bottom, left, right = g.padding
+    if any(g.padding):
+        x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    sn, sc, sh, sw = x.strides
+    (st_h, st_w), (dil_h, dil_w) = g.stride, g.dilation
+    windows = as_strided(x, shape=(g.n, g.c, g.p, g.q, g.r, g.s),
+                         strides=(sn, sc, sh * st_h, sw * st_w, sh * dil_h, sw * dil_w),
+                         writeable=False)
+    cg, kg = g.c // g.groups, g.k // g.groups
+    # (groups, N*P*Q, Cg*R*S): the gather (a copy on the CPU)
+    cols = windows.reshape(g.n, g.groups, cg, g.p, g.q, g.r, g.s) \
+        .transpose(1, 0, 3, 4, 2, 5, 6).reshape(g.groups, g.n * g.p * g.q, cg * g.r * g.s)
+    filters = weight.reshape(g.groups, kg, cg * g.r * g.s).transpose(0, 2, 1)
+    out = np.matmul(cols, filters)  # (groups, N*P*Q, Kg)
+    return out.reshape(g.groups, g.n, g.p, g.q, kg).transpose(1, 0, 4, 2, 3) \
+        .reshape(g.n, g.k, g.p, g.q)
