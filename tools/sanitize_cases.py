@@ -11,8 +11,7 @@ import sys
 
 import numpy as np
 
-from skcontract.kernels.dot import matvec
-from skcontract.kernels.forms import dot_form
+from skcontract.kernels.dot import form_of, matvec
 from skcontract.kernels.gemm import device_info, gemm
 from skcontract.kernels.resolve import resolve_dot
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
@@ -35,9 +34,7 @@ def dot_cases() -> int:
     bad = 0
     for dtype, xs, ys, (xo, yo), mode, red in DOT_CASES:
         x, y = rand(xs, dtype, xo, 3), rand(ys, dtype, yo, 4)
-        item = x.itemsize
-        form = dot_form(1, xs[0], ys[1], xs[1], (0,) + tuple(v // item for v in x.strides),
-                        (0,) + tuple(v // item for v in y.strides), (0, ys[1], 1))
+        form, _ = form_of(x, y)
         resolved = resolve_dot(form, dtype, device_info(0), mode=mode, reduction=red)
         out = matvec(x, y, resolved, out=poisoned((xs[0], ys[1]), x))
         err = rel_error(out, cupy.matmul(to64(x), to64(y)))

@@ -15,8 +15,7 @@ import argparse
 import cupy
 
 from skcontract.bench.timing import device_time_us
-from skcontract.kernels.dot import matvec
-from skcontract.kernels.forms import dot_form
+from skcontract.kernels.dot import form_of, matvec
 from skcontract.kernels.gemm import device_info
 from skcontract.kernels.resolve import resolve_dot
 
@@ -46,17 +45,6 @@ def _operands(xs, ys, dtype, order):
     return x, rs.standard_normal(ys, dtype=cupy.float32).astype(dtype)
 
 
-def _form(x, y):
-    item = x.itemsize
-    xs = tuple(s // item for s in x.strides)
-    ys = tuple(s // item for s in y.strides)
-    if x.ndim == 2:
-        xs, ys = (0,) + xs, (0,) + ys
-    batch = x.shape[0] if x.ndim == 3 else 1
-    m, k, n = x.shape[-2], x.shape[-1], y.shape[-1]
-    return dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
@@ -70,7 +58,7 @@ def main(argv=None) -> int:
         copy_us = device_time_us(lambda: cupy.copyto(dst, src), stream, CALLS, args.reps)
         print(f"{name}: copy of {nbytes / 1e6:.0f} MB {copy_us:.1f} us "
               f"({2 * nbytes / copy_us / 1e3:.0f} GB/s read + write)", flush=True)
-        form = _form(x, y)
+        form, _ = form_of(x, y)
         for opts in SCHEDULES:
             try:
                 r = resolve_dot(form, dtype, device_info(0), **opts)

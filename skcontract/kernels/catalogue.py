@@ -83,6 +83,11 @@ TF32_KC_PAD = 8
 VEC16_BYTES = 16
 """Width of one vector copy (cp.async, or a Dot lane's load)."""
 
+
+def vec16_elems(dtype: str) -> int:
+    """Elements of ``dtype`` in one 16-byte vector."""
+    return VEC16_BYTES // CXX_TYPES[dtype][1]
+
 DOT_WARPS = 8
 """Warps of a Dot kernel's CTA."""
 DOT_UNROLL = 4
@@ -173,7 +178,7 @@ class KernelBase:
 
     def vec_fits(self, layout: str, operand: str) -> bool:
         """Whether a 16-byte vector of an operand in ``layout`` stays inside one tile."""
-        v = VEC16_BYTES // self.elem_bytes
+        v = vec16_elems(self.dtype)
         if operand == "a":
             return layout == "row" or self.bm % v == 0
         return layout == "col" or self.bn % v == 0
@@ -359,10 +364,10 @@ class Dot(KernelBase):
     @property
     def per_lane(self) -> int:
         """Elements of one 16-byte load (a lane's accumulators)."""
-        return VEC16_BYTES // self.elem_bytes
+        return vec16_elems(self.dtype)
 
     def check(self):
-        per_lane = VEC16_BYTES // CXX_TYPES[self.dtype][1]
+        per_lane = self.per_lane
         if self.shape == "rows":
             if self.warps % self.bm:
                 raise ValueError("Dot rows: the warps must split evenly over the BM rows")
@@ -417,7 +422,7 @@ def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float
 def _dot(dtype: str, shape: str) -> Dot:
     """The Dot entry of ``dtype`` and ``shape`` ("rows8": 8 rows a tile, a warp each;
     "rows1": one row a tile, all warps; "cols")."""
-    per_lane, warps = VEC16_BYTES // CXX_TYPES[dtype][1], DOT_WARPS
+    per_lane, warps = vec16_elems(dtype), DOT_WARPS
     if shape == "cols":
         tile = (1, 32 * per_lane, DOT_COLS_BK)
     else:

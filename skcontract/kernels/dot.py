@@ -42,6 +42,29 @@ def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolve
     return LaunchPlan(kernel, schedule, dev, stream)
 
 
+def form_of(x, y) -> tuple[DotForm, tuple] | None:
+    """The Dot form of ``x @ y`` for arrays (anything with shape, strides and itemsize) of
+    (batch, M, K) x (batch, K, N) or (M, K) x (K, N), with the C-contiguous output a call
+    writes, and that output's shape; None when it has none (or is empty)."""
+    item = x.itemsize
+    if x.ndim == 2:
+        (m, k), n = x.shape, y.shape[1]
+        batch, xs = 1, (0,) + tuple(v // item for v in x.strides)
+        ys, shape = (0,) + tuple(v // item for v in y.strides), (m, n)
+    else:
+        batch, m, k = x.shape
+        n = y.shape[2]
+        if y.shape[0] != batch:
+            return None
+        xs = tuple(v // item for v in x.strides)
+        ys = tuple(v // item for v in y.strides)
+        shape = (batch, m, n)
+    if min(batch, m, n, k) == 0:
+        return None
+    form = dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
+    return None if form is None else (form, shape)
+
+
 def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) arrays on the Dot kernel;
     None when the product has no Dot form or its dtype no Dot kernel (the caller runs a
@@ -57,34 +80,20 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     if dtype not in DOT_CATALOGUE or y.dtype != x.dtype or x.ndim != y.ndim or \
             x.ndim not in (2, 3):
         return none
-    item = x.itemsize
     if y.shape[-2] != x.shape[-1]:
         raise ValueError(f"matvec: inner dimensions differ: x is {x.shape}, y is {y.shape}")
-    if x.ndim == 2:
-        (m, k), (n,) = x.shape, y.shape[1:]
-        batch, xs = 1, (0, x.strides[0] // item, x.strides[1] // item)
-        ys, shape = (0, y.strides[0] // item, y.strides[1] // item), (m, n)
-    else:
-        batch, m, k = x.shape
-        n = y.shape[2]
-        if y.shape[0] != batch:
-            return none
-        xs = tuple(s // item for s in x.strides)
-        ys = tuple(s // item for s in y.strides)
-        shape = (batch, m, n)
-    if min(batch, m, n, k) == 0:
+    found = form_of(x, y)
+    if found is None:
         return none
+    form, shape = found
     if out is not None and (out.shape != shape or out.dtype != x.dtype or
                             not out.flags.c_contiguous):
         raise ValueError(f"matvec: out must be a C-contiguous {x.dtype} array of shape "
                          f"{shape}, got {out.dtype} {out.shape}")
-    cs = (m * n, n, 1)
-    form = dot_form(batch, m, n, k, xs, ys, cs)
-    if form is None:
-        return none
     a, b = (y, x) if form.swap else (x, y)
     a_ptr, b_ptr = a.data.ptr, b.data.ptr
     rows = form.shape == "rows"
+    item = x.itemsize
     a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
     b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
     dev = cupy.cuda.runtime.getDevice()

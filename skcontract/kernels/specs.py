@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schedule.table import PROTOCOL_CODES
-from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases
+from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases, vec16_elems
 
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
@@ -25,11 +25,6 @@ PROTOCOLS = tuple(PROTOCOL_CODES)
 LAYOUTS = ("row", "col")
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
-
-
-def full_vec(dtype: str) -> int:
-    """Elements of ``dtype`` in one 16-byte copy."""
-    return VEC16_BYTES // CXX_TYPES[dtype][1]
 
 
 @dataclass(frozen=True)
@@ -143,7 +138,7 @@ def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
     """The spec of ``base`` for one launch. An x-contiguous operand copies along the tile's
     rows (A: BM, B: BN): a vector wider than a one-row tile would straddle tiles, so such an
     operand copies elements."""
-    v = full_vec(base.dtype)
+    v = vec16_elems(base.dtype)
     a_fits, b_fits = base.vec_fits(a_layout, "a"), base.vec_fits(b_layout, "b")
     return KernelSpec(base, protocol, a_layout, b_layout,
                       v if a_vec16 and a_fits else 1, v if b_vec16 and b_fits else 1)

@@ -193,14 +193,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = out.astype(input.dtype, copy=False)
     if _channels_last(x):
         out = np.ascontiguousarray(out.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    else:
+        out = np.ascontiguousarray(out)
     return out if batched else out[0]
 
 
 def _channels_last(x: np.ndarray) -> bool:
-    """NHWC strides (C fastest) on an NCHW-shaped array with more than one channel."""
-    n, c, h, w = x.shape
-    return c > 1 and x.strides[1] == x.itemsize and x.strides[3] == c * x.itemsize and \
-        x.strides[2] == w * c * x.itemsize
+    """A dense NHWC layout (C fastest) that is not also dense NCHW (arrays whose H and W are
+    1 are both, and stay NCHW)."""
+    return x.transpose(0, 2, 3, 1).flags.c_contiguous and not x.flags.c_contiguous
 
 
 def _implicit_gemm(x: np.ndarray, weight: np.ndarray, g: ConvGeometry) -> np.ndarray:

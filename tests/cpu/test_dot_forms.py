@@ -5,6 +5,7 @@ import pytest
 
 from skcontract.contract import contract_path
 from skcontract.kernels import catalogue
+from skcontract.kernels.dot import form_of
 from skcontract.kernels.forms import DotForm, dot_form
 from skcontract.kernels.resolve import resolve_dot
 from skcontract.schedule import DeviceInfo
@@ -31,11 +32,6 @@ def _emulate(form: DotForm, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _strides(a):
-    s = tuple(v // a.itemsize for v in a.strides)
-    return s if a.ndim == 3 else (0,) + s
-
-
 CASES = [
     ((6, 1, 5), (6, 5, 1), "C", "C", "rows"),     # batched dots
     ((7, 5), (5, 1), "C", "C", "rows"),           # matrix-vector
@@ -53,10 +49,8 @@ def test_forms_address_the_same_elements_as_the_product(xs, ys, xo, yo, shape):
     y = np.asarray(rng.standard_normal(ys), order=yo)
     if yo == "F" and y.ndim == 2:
         y = np.asfortranarray(y)
-    batch = xs[0] if len(xs) == 3 else 1
-    m, k, n = xs[-2], xs[-1], ys[-1]
-    form = dot_form(batch, m, n, k, _strides(x), _strides(y), (m * n, n, 1))
-    assert form is not None and form.shape == shape
+    form, out_shape = form_of(x, y)
+    assert form.shape == shape and out_shape == np.matmul(x, y).shape
     ref = np.matmul(x, y).reshape(form.batch, form.outputs)
     np.testing.assert_allclose(_emulate(form, x, y), ref, rtol=1e-12)
 

@@ -84,16 +84,13 @@ MODES = [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
 @pytest.mark.parametrize("mode,reduction", MODES)
 @pytest.mark.parametrize("case", ["one long dot", "gemv rows", "vector x matrix, n-contiguous"])
 def test_every_mode_and_fixup(case, mode, reduction):
-    from skcontract.kernels.dot import dot_form, matvec
+    from skcontract.kernels.dot import form_of, matvec
     from skcontract.kernels.gemm import device_info
     from skcontract.kernels.resolve import resolve_dot
     dtype = "float32"
     xs, ys, xo, yo = CASES[case]
     x, y = _rand(xs, dtype, xo, 7), _rand(ys, dtype, yo, 8)
-    item = x.itemsize
-    form = dot_form(1, x.shape[0], y.shape[1], x.shape[1],
-                    (0,) + tuple(s // item for s in x.strides),
-                    (0,) + tuple(s // item for s in y.strides), (0, y.shape[1], 1))
+    form, _ = form_of(x, y)
     resolved = resolve_dot(form, dtype, device_info(0), mode=mode, reduction=reduction)
     r = matvec(x, y, resolved, out=_poisoned((x.shape[0], y.shape[1]), dtype))
     _check(r, x, y, dtype)
@@ -102,11 +99,11 @@ def test_every_mode_and_fixup(case, mode, reduction):
 @pytest.mark.parametrize("reduction", ["deterministic", "arrival"])
 def test_split_dots_are_bitwise_reproducible(reduction):
     import cupy
-    from skcontract.kernels.dot import dot_form, matvec
+    from skcontract.kernels.dot import form_of, matvec
     from skcontract.kernels.gemm import device_info
     from skcontract.kernels.resolve import resolve_dot
     x, y = _rand((1, 1 << 22), "float32", "C", 9), _rand((1 << 22, 1), "float32", "C", 10)
-    form = dot_form(1, 1, 1, 1 << 22, (0, 1 << 22, 1), (0, 1, 1), (0, 1, 1))
+    form, _ = form_of(x, y)
     resolved = resolve_dot(form, "float32", device_info(0), mode="stream_k",
                            reduction=reduction)
     assert resolved.schedule.num_fixup_tiles > 0
