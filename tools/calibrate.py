@@ -266,24 +266,31 @@ def fit(samples: list[Sample], start: CostModel = DEFAULT_COST,
                      after, it, samples)
 
 
+def _entry_efficiency(group) -> float:
+    """The catalogue efficiency a group's rows ran with (1 when the entry declares none)."""
+    return 1.0 if group[2] is None else float(group[2])
+
+
 def model_from_theta(theta, groups, dtypes, start: CostModel = DEFAULT_COST) -> CostModel:
     """Read a, b, c, d, DTYPE_SLOWDOWN and tile efficiencies back from the coefficients.
 
-    c is the 16-bit (slowdown 1) reference: taken from the 16-bit group whose tile has an
-    efficiency of 1 (128x128), rescaled to REF_TILE. A dtype's slowdown comes from its
-    128x128 group; the efficiency of its other tiles from their own coefficients."""
+    c is the 16-bit (slowdown 1) reference: taken from a 16-bit 128x128 group, rescaled to
+    REF_TILE and divided by its entry's efficiency (the portable entry's, 1, when its rows
+    are there). A dtype's slowdown comes from its 128x128 group; the efficiency of its other
+    tiles from their own coefficients."""
     a, b, d = (float(x) for x in theta[:3])
     coef = {g: float(theta[3 + i]) for i, g in enumerate(groups)}
     c = start.c
-    ref16 = [g for g in groups if g[0] == "16bit" and g[1][:2] == (128, 128)]
+    ref16 = sorted((g for g in groups if g[0] == "16bit" and g[1][:2] == (128, 128)),
+                   key=lambda g: _entry_efficiency(g) != 1.0)
     if ref16:
         g = ref16[0]
-        c = coef[g] / _vol(g[1])
+        c = coef[g] / (_vol(g[1]) * _entry_efficiency(g))
     slowdown, eff = [], []
     for dt in sorted({g[0] for g in groups} - {"16bit"}):
         base = [g for g in groups if g[0] == dt and g[1][:2] == (128, 128)]
         if base:
-            sd = coef[base[0]] / (c * _vol(base[0][1]))
+            sd = coef[base[0]] / (c * _vol(base[0][1]) * _entry_efficiency(base[0]))
         else:
             sd = start.dtype_slowdown(dt)
         slowdown.append((dt, round(sd, 4)))

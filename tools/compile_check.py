@@ -5,9 +5,10 @@ and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_spec
 for the targets it is offered on (``KernelSpec.min_cc``).
 Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
 in parallel. ``--ptxas-options=-v`` is read for registers, shared memory and spills; a
-spill, a ptxas error, a crash, or (on sm_90a) registers and shared memory that leave room for
-fewer CTAs per SM than the catalogue entry declares (``ctas_per_sm``) fail the spec and name
-it. Exit status 0 only if every spec passed.
+spill, a ptxas error, a crash, (on sm_90a) registers and shared memory that leave room for
+fewer CTAs per SM than the catalogue entry declares (``ctas_per_sm``), or a register count
+other than the one an entry's register split needs (``launch_registers``) fail the spec and
+name it. Exit status 0 only if every spec passed.
 """
 from __future__ import annotations
 
@@ -124,6 +125,11 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
     static = max([int(x) for x in _SMEM_RE.findall(log)] or [0])
     occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
     ok = spill == 0 and (arch != "sm_90a" or occ >= spec.ctas_per_sm)
+    want_regs = spec.base.launch_registers
+    if ok and want_regs is not None and max(regs) != want_regs:
+        return Result(spec.name, arch, False, max(regs), spill, dt,
+                      f"{max(regs)} registers; the kernel's register split needs {want_regs}",
+                      occ)
     if spill is None:
         msg = "no ptxas report in log:\n" + log[-2000:]
     elif spill:

@@ -49,10 +49,16 @@ def main() -> int:
     import cupy
 
     cases = [  # dtype, (m, n, k), mode, reduction[, tile[, (A order, B order)]]
-        ("float16", (200, 136, 2000), "data_parallel", "deterministic"),
-        ("float16", (200, 136, 2000), "stream_k", "deterministic"),
-        ("float16", (200, 136, 2000), "stream_k", "atomic"),
-        ("float16", (200, 136, 2000), "aligned", "deterministic"),
+        # the portable 16-bit mainloop (mma.sync), forced: auto picks Wgmma on sm_90
+        ("float16", (200, 136, 2000), "data_parallel", "deterministic", (128, 128, 32)),
+        ("float16", (200, 136, 2000), "stream_k", "deterministic", (128, 128, 32)),
+        ("float16", (200, 136, 2000), "stream_k", "atomic", (128, 128, 32)),
+        ("float16", (200, 136, 2000), "aligned", "deterministic", (128, 128, 32)),
+        # the Wgmma family (sm_90a): TMA ring, consumer-only fixups, both tiles and layouts
+        ("float16", (200, 136, 2000), "stream_k", "deterministic", (128, 128, 64)),
+        ("float16", (200, 136, 2000), "stream_k", "atomic", (128, 256, 64), ("C", "C")),
+        ("float16", (256, 256, 8192), "stream_k", "arrival", (128, 128, 64), ("F", "C")),
+        ("float16", (136, 264, 72), "data_parallel", "deterministic", (128, 256, 64), ("F", "F")),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum

@@ -19,6 +19,9 @@ Dmma      float64                DMMA m16n8k{8,16}, fp64 accumulators
 Ffma      float32, float64       CUDA-core FMA (exact fp32; skinny and one-row tiles)
 Tf32      float32 (opt-in)       mma.sync m16n8k8 tf32, fp32 accumulators
 Imma      int8                   mma.sync m16n8k32 s8, int32 accumulators and output
+Wgmma     float16, bfloat16      sm_90a: TMA loads, wgmma m64nNk16 from shared memory,
+                                 a producer warpgroup and two consumer warpgroups
+Dot       float16 ... float64    memory-bound products (batched dots, GEMV)
 ========  =====================  ===================================================
 
 ``ctas_per_sm`` is the occupancy an entry is built for: it is the kernel's
@@ -97,6 +100,15 @@ DOT_CTAS_PER_SM = 4
 """Occupancy the Dot kernels are built for (64 registers a thread)."""
 DOT_COLS_BK = 64
 """Rows of W in one k-iteration of the Dot "cols" tile (32 KB of fp32 columns)."""
+WGMMA_SWIZZLE_BYTES = 128
+"""Wgmma: a k-tile row is one 128-byte swizzle row (BK = 64 16-bit elements)."""
+MBARRIER_BYTES = 8
+WGMMA_FLAG_BYTES = 16
+"""Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
+WGMMA_SPLIT_REGISTERS = 168
+"""Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8 (sk_wgmma.cuh's split)."""
+WGMMA_ALIGN_BYTES = 1024
+"""Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
 """Device-to-device copy bandwidth measured on the H200 (the memory-bound kernels' floor)."""
 
@@ -128,6 +140,9 @@ class KernelBase:
     ENTRY_HEADER: ClassVar[str] = "sk_gemm.cuh"
     """The header whose kernel template the entry instantiates (jit.py inlines it)."""
     KERNEL: ClassVar[str] = "skc::sk_gemm"
+    TENSOR_MAPS: ClassVar[bool] = False
+    """Whether the kernel takes TMA descriptors of A and B after the common arguments
+    (:mod:`.tma`)."""
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -182,6 +197,12 @@ class KernelBase:
         if operand == "a":
             return layout == "row" or self.bm % v == 0
         return layout == "col" or self.bn % v == 0
+
+    @property
+    def launch_registers(self) -> int | None:
+        """Registers a thread the compiled kernel must have (None: any; the compile check
+        and the loader verify it)."""
+        return None
 
     # -- derived ------------------------------------------------------------------------
     @property
@@ -408,6 +429,54 @@ class Dot(KernelBase):
         return self.bn * self.bk * self.elem_bytes
 
 
+@dataclass(frozen=True)
+class Wgmma(KernelBase):
+    """fp16 / bf16 operands on sm_90a (``sk_wgmma.cuh``): TMA loads into a ring of ``stages``
+    shared-memory stages (128-byte swizzle), ``wgmma.mma_async`` m64nBNk16 from shared
+    memory, fp32 accumulators; one producer warpgroup and ``bm / 64`` consumer warpgroups
+    (``warps_m`` counts all of their warps, ``warps_n`` is 1). TMA needs 16-byte aligned
+    bases and strides (``vec16_only``); ``bk`` is one 128-byte swizzle row."""
+
+    FAMILY: ClassVar[str] = "Wgmma"
+    DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
+    ENTRY_HEADER: ClassVar[str] = "sk_wgmma.cuh"
+    KERNEL: ClassVar[str] = "skc::sk_wgmma"
+    TENSOR_MAPS: ClassVar[bool] = True
+
+    def check(self):
+        if self.bm != 128 or self.bn not in (128, 256):
+            raise ValueError("Wgmma tiles are 128 x 128 or 128 x 256 (two consumer "
+                             "warpgroups of wgmma m64n128 / m64n256)")
+        if self.bk * self.elem_bytes != WGMMA_SWIZZLE_BYTES:
+            raise ValueError(f"Wgmma: BK must fill one {WGMMA_SWIZZLE_BYTES}-byte swizzle row")
+        if self.warps != 4 * (self.bm // 64 + 1) or self.warps_n != 1:
+            raise ValueError("Wgmma: warps_m counts the consumer and producer warpgroups' warps")
+        if self.min_cc < 90 or not self.vec16_only:
+            raise ValueError("Wgmma entries need min_cc=90 and vec16_only=True (TMA)")
+
+    def cfg_lines(self, spec) -> str:
+        return (f"  static constexpr int STAGES = {self.stages};\n"
+                f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
+                f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
+                f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
+
+    def smem_bytes(self, spec) -> int:
+        """The stage ring, its full / empty mbarriers and the fixup's flag, plus the slack
+        that aligns the ring to the swizzle atom."""
+        ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
+        return ring + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES + WGMMA_ALIGN_BYTES
+
+    def vec_fits(self, layout, operand):
+        return True  # TMA boxes, not per-thread vectors
+
+    @property
+    def launch_registers(self) -> int | None:
+        """Registers a thread the compiled kernel must be launched with: the 128 x 256 tile
+        moves registers from the producer to the consumers (setmaxnreg), which never waits
+        only when the launch allocates the whole register file (sk_wgmma.cuh)."""
+        return WGMMA_SPLIT_REGISTERS if self.bn == 256 else None
+
+
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
     """The cost-model efficiency of a tile whose k-iteration reads ``bytes_per_iteration``
     at one SM's share of the H200's copy bandwidth: the H200 model prices a k-iteration at
@@ -450,13 +519,25 @@ def _kc(loader: str) -> str:
     return loader.split(",")[3].strip()
 
 
-FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Dot)}
+FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
+def _wgmma(dtype: str, bn: int, stages: int, efficiency: float) -> Wgmma:
+    return Wgmma(dtype, 128, bn, 64, stages, 12, 1, efficiency=efficiency, min_cc=90,
+                 vec16_only=True)
+
+
+WGMMA_EFFICIENCY = {128: 0.40, 256: 0.38}
+"""Wgmma entries' cost-model efficiency by tile width (not yet calibrated on the H200)."""
+
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
-    "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),),
-    "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),),
+    "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),
+                _wgmma("float16", 128, 6, WGMMA_EFFICIENCY[128]),
+                _wgmma("float16", 256, 4, WGMMA_EFFICIENCY[256])),
+    "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),
+                 _wgmma("bfloat16", 128, 6, WGMMA_EFFICIENCY[128]),
+                 _wgmma("bfloat16", 256, 4, WGMMA_EFFICIENCY[256])),
     "float32": (
         Ffma("float32", 128, 128, 32, 3, 2, 4),
         # a finer k-iteration: strong-scaling shapes split over twice the CTAs

@@ -178,6 +178,10 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     ptr = getattr(launcher, "ptr", None)
     if ptr is None:
         raise RuntimeError("cannot reach the CUfunction of the compiled kernel")
+    want_regs = spec.base.launch_registers
+    if want_regs is not None and function.num_regs != want_regs:
+        raise RuntimeError(f"kernel {spec.name} compiled to {function.num_regs} registers a "
+                           f"thread; its register split needs {want_regs}")
     occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")

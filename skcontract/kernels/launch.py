@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..schedule.table import NUM_COLUMNS
-from . import workspace
+from . import tma, workspace
 from .jit import CompiledKernel
 
 try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of the GPU extra)
@@ -59,7 +59,7 @@ def record_launches():
 
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
-                 "num_locks", "acc_np", "device_id", "tile_order")
+                 "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -88,6 +88,8 @@ class LaunchPlan:
         self.staging_elems = schedule.staging_slots * slot
         self.num_locks = schedule.num_locks
         self.acc_np = _ACC_NP[spec.dtype_acc]
+        self.batch = schedule.problem.batch
+        self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes A's and B's TMA maps
         resident = kernel.occupancy * _sm_count(device_id)
         if schedule.waits and self.grid > resident:
             raise RuntimeError(
@@ -120,10 +122,17 @@ class LaunchPlan:
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
                 self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
                 np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
+        if self.tensor_maps:
+            args += self.maps(a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb)
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
         if _RECORDERS:
             self.record()
+
+    def maps(self, a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb) -> tuple:
+        """The TMA descriptors of the operands (cached by :mod:`.tma`)."""
+        return tma.gemm_maps(self.kernel.spec, a_ptr, b_ptr, self.batch, m, n, k, lda, ldb,
+                             sa, sb)
 
 
 # Slots of the kernel arguments (sk_gemm / sk_dot share the signature) in BoundLaunch's
@@ -133,6 +142,7 @@ _INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
 _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
+_MAP_A, _MAP_B = 20, 21       # the TMA maps of kernels that take them (128 bytes each)
 
 
 class BoundLaunch:
@@ -143,7 +153,7 @@ class BoundLaunch:
     (the buffer is copied by the launch)."""
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
-                 "_threads", "_smem", "_pool")
+                 "_threads", "_smem", "_pool", "_maps", "_map_args", "_map_key")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
         self.plan = plan
@@ -158,7 +168,14 @@ class BoundLaunch:
             buf[slot:slot + 1].view(np.uint8)[:np.dtype(acc).itemsize] = \
                 np.array([v], acc).view(np.uint8)
         self._slots = memoryview(buf).cast("B").cast("Q")  # cheaper item writes than numpy's
-        self._ptrs = np.array([buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)], np.uint64)
+        ptrs = [buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)]
+        # TMA maps: two more arguments, written when the operand pointers change
+        self._maps = np.zeros(2, tma.TMA_MAP_DTYPE) if plan.tensor_maps else None
+        self._map_args = (m, n, k, lda, ldb, sa, sb)
+        self._map_key = None
+        if self._maps is not None:
+            ptrs += [self._maps.ctypes.data, self._maps.ctypes.data + tma.TMA_MAP_BYTES]
+        self._ptrs = np.array(ptrs, np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
         self._func = int(plan.kernel.function.ptr)
         self._threads = plan.kernel.spec.threads
@@ -184,6 +201,9 @@ class BoundLaunch:
             slots = self._slots
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
             slots[_WS], slots[_STAGING], slots[_LOCKS] = pool.ptrs
+            if self._maps is not None and self._map_key != (a_ptr, b_ptr):
+                self._maps[0], self._maps[1] = plan.maps(a_ptr, b_ptr, *self._map_args)
+                self._map_key = (a_ptr, b_ptr)
             (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                     self._smem, stream.ptr, self._addr, 0)
         if err != _SUCCESS:

@@ -9,7 +9,7 @@ exactly that schedule. Pure Python: no CuPy import, so plans for a GPU can be sh
 >>> from skcontract.schedule import DeviceInfo, GemmProblem
 >>> r = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float16"), DeviceInfo.h200())
 >>> r.base.FAMILY, r.schedule.tile, str(r.schedule.mode)
-('Mma16', (128, 128, 32), 'hybrid')
+('Wgmma', (128, 128, 64), 'hybrid')
 """
 from __future__ import annotations
 

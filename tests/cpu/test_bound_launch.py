@@ -19,7 +19,7 @@ def _plan(acc=np.float32):
     kernel = SimpleNamespace(spec=spec, function=SimpleNamespace(ptr=0xF00))
     return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
                            acc_np=acc, kernel=kernel, ws_elems=10, staging_elems=0,
-                           num_locks=1, device_id=0, grid=7)
+                           num_locks=1, device_id=0, grid=7, tensor_maps=False)
 
 
 @pytest.fixture
@@ -85,3 +85,37 @@ def test_no_binding_without_the_drivers_launch(monkeypatch):
     monkeypatch.setattr(launch, "_launch_kernel", None)
     plan = SimpleNamespace()
     assert launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0) is None
+
+
+def test_tensor_maps_follow_the_operand_pointers(driver):
+    """A kernel that takes TMA maps gets two more argument slots, pointing at 128 bytes
+    each; they are encoded (plan.maps) only when the operand pointers change."""
+    from skcontract.kernels import tma
+    encoded = []
+
+    def maps(a_ptr, b_ptr, *args):
+        encoded.append((a_ptr, b_ptr, args))
+        return tuple(np.frombuffer(bytes([p & 0xFF]) * tma.TMA_MAP_BYTES, tma.TMA_MAP_DTYPE)[0]
+                     for p in (a_ptr, b_ptr))
+
+    plan = _plan()
+    plan.tensor_maps, plan.maps = True, maps
+    bound = launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)
+    captured = []
+    real = launch._launch_kernel
+
+    def read_maps(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * 22).from_address(params)
+        captured.append([ctypes.string_at(ptrs[i], tma.TMA_MAP_BYTES) for i in (20, 21)])
+        return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
+
+    launch._launch_kernel = read_maps
+    try:
+        for a_ptr, b_ptr in [(0xA1, 0xB1), (0xA1, 0xB1), (0xA2, 0xB1)]:
+            bound(a_ptr, b_ptr, 0xC0, SimpleNamespace(ptr=9))
+    finally:
+        launch._launch_kernel = real
+    assert [e[:2] for e in encoded] == [(0xA1, 0xB1), (0xA2, 0xB1)]
+    assert encoded[0][2] == (5, 6, 7, 11, 12, 14, 15)  # m, n, k, lda, ldb, sa, sb
+    assert captured[0] == [b"\xa1" * 128, b"\xb1" * 128]
+    assert captured[2] == [b"\xa2" * 128, b"\xb1" * 128]

@@ -26,8 +26,9 @@
 //                           1/PEERS share of the slot vectors over the peers (fixed order)
 //                           into the first slot, bumps the counter again; the split that sees
 //                           2 PEERS - 1 loads the summed slot and resets the counter.
-// Ordering: the waiter spins in one thread with ld.acquire.gpu then __syncthreads; the
-// publisher does __syncthreads, then one thread fences and releases.
+// Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
+// (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
+// barrier, then one thread fences and releases.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -76,8 +77,15 @@ template <> struct Vec16<int> {  // int32 accumulators of the int8 mainloop
   }
 };
 
-// Spin (thread 0) until *p == want (AT_LEAST: *p >= want), then synchronise the CTA.
-template <bool AT_LEAST = false>
+// Which threads run a fixup and how they meet: the whole CTA (__syncthreads), or, in a
+// warp-specialised kernel, its first ML::THREADS threads through a named barrier (the Wgmma
+// family's consumers, sk_wgmma.cuh). Slots are indexed by threadIdx.x either way.
+struct CtaSync {
+  __device__ __forceinline__ static void sync() { __syncthreads(); }
+};
+
+// Spin (thread 0) until *p == want (AT_LEAST: *p >= want), then synchronise the group.
+template <bool AT_LEAST = false, class Sync = CtaSync>
 __device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int tile) {
   if (threadIdx.x == 0) {
 #ifdef SKCONTRACT_DEBUG_SPIN
@@ -94,10 +102,10 @@ __device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int
       __nanosleep(20);
     }
   }
-  __syncthreads();
+  Sync::sync();
 }
 
-template <class ML, int REDUCTION>
+template <class ML, int REDUCTION, class Sync = CtaSync>
 struct Fixup {
   using Acc = typename ML::Acc;
   static constexpr int NACC = ML::NACC, THREADS = ML::THREADS;
@@ -129,7 +137,7 @@ struct Fixup {
   // Arrive on counter[tile]; true in every thread of the CTA whose arrival is number `last`.
   __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last_arrival,
                                                      int* flag) {
-    __syncthreads();
+    Sync::sync();
     if (threadIdx.x == 0) {
       __threadfence();  // release this CTA's partials (made visible to thread 0 by the barrier)
       const unsigned old = atomicAdd(counter, 1u);
@@ -137,7 +145,7 @@ struct Fixup {
       if (last) __threadfence();  // acquire the peers' partials
       *flag = last;
     }
-    __syncthreads();
+    Sync::sync();
     return *flag != 0;
   }
 
@@ -148,7 +156,7 @@ struct Fixup {
   __device__ __forceinline__ static void arrive_shared(const Split& s, const Acc (&acc)[NACC],
                                                        Acc* ws, unsigned* locks) {
     store(ws, s.slot, acc);
-    __syncthreads();
+    Sync::sync();
     if (threadIdx.x == 0) {
       __threadfence();
       atomicAdd(locks + s.tile, 1u);
@@ -165,7 +173,7 @@ struct Fixup {
   __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
                                                        int* flag, Acc* scratch, Emit&& emit) {
     unsigned* counter = locks + s.tile;
-    spin_until<true>(counter, (unsigned)s.peers, s.tile);
+    spin_until<true, Sync>(counter, (unsigned)s.peers, s.tile);
     sum_share(s, ws + ((long long)s.slot - s.split) * SLOT, scratch);
     if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
 #pragma unroll
@@ -217,7 +225,7 @@ struct Fixup {
       }
     }
     if (groups == 1) return;
-    __syncthreads();
+    Sync::sync();
     for (int i = threadIdx.x; i < share; i += THREADS) {
       Acc sum[V];
 #pragma unroll
@@ -235,16 +243,16 @@ struct Fixup {
     if (REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
     if (REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
-      if (!s.first()) spin_until(lock, (unsigned)s.k0, s.tile);
+      if (!s.first()) spin_until<false, Sync>(lock, (unsigned)s.k0, s.tile);
       if (!s.final_()) {
         if (!s.first()) add_from(ws, s.slot, acc);
         store(ws, s.slot, acc);
-        __syncthreads();
+        Sync::sync();
         if (threadIdx.x == 0) { __threadfence(); st_release_gpu(lock, (unsigned)s.k1); }
         return false;
       }
       add_from(ws, s.slot, acc);
-      __syncthreads();  // every thread has read the workspace before the lock is reset
+      Sync::sync();  // every thread has read the workspace before the lock is reset
       if (threadIdx.x == 0) atomicExch(lock, 0u);
       return true;
     } else if (REDUCTION == REDUCTION_ARRIVAL) {

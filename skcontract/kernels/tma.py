@@ -1,0 +1,88 @@
+"""TMA descriptors (``CUtensorMap``) of the Wgmma family's operands, encoded on the host.
+
+A descriptor names an operand's base address, its extents and strides, and the box one TMA
+load brings into shared memory (128-byte swizzle, zero fill past the edges). The kernel takes
+it by value as a ``const __grid_constant__`` parameter (``hopper.cuh``, ``TmaMap``), so a
+launch passes its 128 bytes. Encoding costs host time (a driver call through cuda.bindings),
+and an expression's operands are often the same buffers call after call: descriptors are
+cached by everything they encode (:func:`operand_map`).
+
+Each operand is a 3-D tensor, innermost dimension first:
+K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the tile, 1);
+M- / N-major: (rows, K, batch), box (64, BK, 1), loaded once per 64 rows of the tile.
+A batch stride of 0 (a broadcast operand) is a batch extent of 1: the kernel reads batch 0.
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+import numpy as np
+
+TMA_MAP_BYTES = 128
+"""Size of a CUtensorMap."""
+MN_BOX = 64
+"""Rows of an M- / N-major box: 64 16-bit elements fill one 128-byte swizzle row."""
+ROW_ALIGN_BYTES = 16
+"""TMA strides are multiples of 16 bytes (so is a made-up stride of a size-1 dimension)."""
+MAP_CACHE_SIZE = 4096
+"""Descriptors kept (an entry is 128 bytes and its key)."""
+
+_TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+               "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
+"""A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
+
+
+def _round_up(x: int, to: int) -> int:
+    return -(-x // to) * to
+
+
+def operand_dims(rows: int, k: int, ld: int, batch: int, batch_stride: int, kmajor: bool,
+                 elem: int) -> tuple[tuple[int, int, int], tuple[int, int]]:
+    """Extents (innermost first) and the two outer strides in bytes of an operand with
+    ``rows`` rows (M of A, N of B) and ``k`` columns. ``ld`` 0 (one row or column) and a
+    batch stride of 0 become valid strides of size-1 dimensions."""
+    inner, outer = (k, rows) if kmajor else (rows, k)
+    ld_bytes = ld * elem if outer > 1 else _round_up(inner * elem, ROW_ALIGN_BYTES)
+    if batch <= 1 or batch_stride == 0:
+        batch, bs_bytes = 1, _round_up(ld_bytes * outer, ROW_ALIGN_BYTES)
+    else:
+        bs_bytes = batch_stride * elem
+    return (inner, outer, batch), (ld_bytes, bs_bytes)
+
+
+@lru_cache(maxsize=MAP_CACHE_SIZE)
+def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -> np.void:
+    """The 128-byte descriptor of a 3-D tensor at ``ptr`` (see :func:`operand_dims`) with
+    ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
+    driver refuses it."""
+    from cuda.bindings import driver  # GPU extra: only a launch on a Hopper GPU gets here
+
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), 3, ptr,
+        [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
+        [driver.cuuint32_t(b) for b in box], [driver.cuuint32_t(1)] * 3,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled({dtype}, dims={dims}, strides={strides}, "
+                           f"box={box}) failed: {err!r}")
+    raw = ctypes.string_at(tmap.getPtr(), TMA_MAP_BYTES)
+    return np.frombuffer(raw, TMA_MAP_DTYPE)[0]
+
+
+def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, lda: int,
+              ldb: int, sa: int, sb: int) -> tuple[np.void, np.void]:
+    """The descriptors of a Wgmma launch's A (m x k) and B (k x n) operands."""
+    elem, bk = spec.elem_bytes, spec.bk
+
+    def one(ptr, rows, tile_rows, ld, bs, kmajor):
+        dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
+        box = (bk, tile_rows, 1) if kmajor else (MN_BOX, bk, 1)
+        return operand_map(ptr, spec.dtype_in, dims, strides, box)
+
+    return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
+            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig))

@@ -1,0 +1,104 @@
+"""GPU correctness of the Wgmma family (sm_90a: TMA + wgmma, warp-specialised).
+
+Both tiles, both 16-bit dtypes, every operand layout, every fixup protocol and mode, edge
+shapes (one row, K shorter than a k-tile, ragged tiles), batches with broadcast operands,
+bitwise reproducibility, and auto's choice of the family on a Hopper GPU.
+"""
+from __future__ import annotations
+
+import pytest
+
+from .helpers import TOL, as_bytes, poisoned, rand, rel_error, to64
+
+cupy = pytest.importorskip("cupy")
+
+DTYPES = ["float16", "bfloat16"]
+LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
+TILES = [(128, 128, 64), (128, 256, 64)]
+# (batch, m, n, k): every extent a multiple of 8 elements, so that TMA's 16-byte strides hold
+SHAPES = [
+    (1, 8, 64, 64),          # one ragged tile, one k-tile
+    (1, 64, 128, 16),        # K shorter than a k-tile
+    (1, 136, 264, 72),       # ragged in M, N and K
+    (1, 1000, 1000, 1000),
+    (1, 256, 512, 8192),     # few tiles, long K: Stream-K splits and shared sums
+    (3, 200, 136, 520),      # batched
+]
+FIXUPS = [("stream_k", "deterministic"), ("stream_k", "atomic"), ("stream_k", "arrival"),
+          ("split_k", "deterministic"), ("hybrid", "arrival"), ("data_parallel", "deterministic")]
+
+
+def _on_hopper():
+    return cupy.cuda.Device().compute_capability == "90"
+
+
+pytestmark = pytest.mark.skipif(not _on_hopper(), reason="the Wgmma family needs sm_90a")
+
+
+def _gemm(*args, **kwargs):
+    from skcontract.kernels.gemm import gemm
+    return gemm(*args, **kwargs)
+
+
+def _run(dtype, batch, m, n, k, layout, tile, mode, reduction, out_order="C", seed=0):
+    from skcontract.kernels.launch import record_launches
+    a = rand((batch, m, k) if batch > 1 else (m, k), dtype, layout[0], seed)
+    b = rand((batch, k, n) if batch > 1 else (k, n), dtype, layout[1], seed + 1)
+    out = poisoned((batch, m, n) if batch > 1 else (m, n), a, out_order)
+    with record_launches() as launched:
+        _gemm(a, b, out, mode=mode, reduction=reduction, tile=tile)
+    assert [x.kernel.split("_")[0] for x in launched] == ["wgmma"], launched
+    ref = cupy.matmul(to64(a), to64(b))
+    return out, rel_error(out, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join(l))
+@pytest.mark.parametrize("fix", FIXUPS, ids=lambda f: "-".join(f))
+def test_layouts_modes_fixups(dtype, tile, layout, fix):
+    for batch, m, n, k in SHAPES:
+        _, err = _run(dtype, batch, m, n, k, layout, tile, *fix)
+        assert err <= TOL[dtype], (batch, m, n, k, err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_column_major_out_and_broadcast_batch(dtype):
+    _, err = _run(dtype, 1, 520, 264, 1024, ("C", "C"), TILES[0], "stream_k", "deterministic",
+                  out_order="F")
+    assert err <= TOL[dtype]
+    a = rand((200, 512), dtype, "C", 5)          # broadcast over the batch of b
+    b = rand((4, 512, 136), dtype, "C", 6)
+    out = poisoned((4, 200, 136), a)
+    _gemm(a, b, out, tile=TILES[0], mode="stream_k")
+    ref = cupy.matmul(to64(a)[None], to64(b))
+    assert rel_error(out, ref) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["deterministic", "arrival"])
+def test_bitwise_reproducible(dtype, reduction):
+    first = None
+    for _ in range(10):
+        out, err = _run(dtype, 1, 256, 512, 8192, ("C", "C"), TILES[1], "stream_k", reduction)
+        assert err <= TOL[dtype]
+        first = first if first is not None else as_bytes(out)
+        assert as_bytes(out) == first
+
+
+def test_auto_picks_wgmma_for_aligned_half_operands():
+    from skcontract.kernels.launch import record_launches
+    a, b = rand((4096, 4096), "float16", "C", 1), rand((4096, 4096), "float16", "C", 2)
+    with record_launches() as launched:
+        out = _gemm(a, b)
+    assert launched[0].kernel.startswith("wgmma_"), launched
+    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL["float16"]
+
+
+def test_misaligned_operands_stay_on_the_portable_family():
+    from skcontract.kernels.launch import record_launches
+    a, b = rand((300, 1001), "float16", "C", 3), rand((1001, 200), "float16", "C", 4)
+    with record_launches() as launched:
+        out = _gemm(a, b)
+    assert launched[0].kernel.startswith("mma16_"), launched
+    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL["float16"]
