@@ -107,6 +107,8 @@ WGMMA_FLAG_BYTES = 16
 """Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
 WGMMA_SPLIT_REGISTERS = 168
 """Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8 (sk_wgmma.cuh's split)."""
+WGMMA_EPI_PITCH = 40
+"""Wgmma: floats a row of the epilogue's staging buffer (sk_wgmma.cuh, EPI_PITCH)."""
 WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -461,10 +463,13 @@ class Wgmma(KernelBase):
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
 
     def smem_bytes(self, spec) -> int:
-        """The stage ring, its full / empty mbarriers and the fixup's flag, plus the slack
-        that aligns the ring to the swizzle atom."""
+        """The stage ring, the epilogue's fp32 staging (64 rows of WGMMA_EPI_PITCH floats a
+        consumer warpgroup), the ring's full / empty mbarriers and the fixup's flag, plus
+        the slack that aligns the ring to the swizzle atom."""
         ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
-        return ring + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES + WGMMA_ALIGN_BYTES
+        staging = (self.bm // 64) * 64 * WGMMA_EPI_PITCH * 4
+        return (ring + staging + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES
+                + WGMMA_ALIGN_BYTES)
 
     def vec_fits(self, layout, operand):
         return True  # TMA boxes, not per-thread vectors
@@ -528,8 +533,12 @@ def _wgmma(dtype: str, bn: int, stages: int, efficiency: float) -> Wgmma:
                  vec16_only=True)
 
 
-WGMMA_EFFICIENCY = {128: 0.40, 256: 0.38}
-"""Wgmma entries' cost-model efficiency by tile width (not yet calibrated on the H200)."""
+WGMMA_EFFICIENCY = {128: 0.37, 256: 0.345}
+"""Wgmma entries' cost-model efficiency by tile width: their data-parallel time against the
+Mma16 entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
+0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
+4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
+when every SM runs it."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),

@@ -43,6 +43,14 @@ COST_C_US = 0.35
 COST_D_US = 0.5
 """d: reading and adding one peer's partial tile, charged to the final split per peer."""
 
+STREAM_K_MAX_WAVES = 2
+"""auto offers pure Stream-K only up to this many waves of tiles (hybrid beyond): a CTA's
+Stream-K range is a run of consecutive tiles, so with many waves the resident CTAs work on
+tiles spread over the whole output instead of one wave's neighbouring panels, and the L2
+stops serving their shared A and B panels. Measured with the Wgmma kernel on the H200
+(docs/benchmarks/log.md): stream_k / hybrid 8192^3 2441 / 1750 us (15.5 waves), 3200^3
+128 / 116 us (4.7), 4096^3 223 / 222 us (3.9), 2000x3000x5000 150 / 148 us (1.5)."""
+
 SHARED_SUM_MIN_PEERS = 8
 """auto weighs the shared sum only for tiles with at least this many splits: with few peers
 the deterministic chain is short and overlaps other work, and the shared sum's barrier costs

@@ -18,7 +18,8 @@ from ..kinds import GEMM_KINDS, kind_of
 from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
-from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS, cost_of,
+from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
+                         STREAM_K_MAX_WAVES, cost_of,
                          iteration_cost, predict, rule_mode, selection_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
@@ -324,8 +325,9 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
         elif ok:
             rule = rule_mode(ts.n, p, resident)
             rules[t] = rule
-            modes = [] if rule else [STREAM_K] + ([HYBRID] if ts.n >= resident else []) + \
-                ([SPLIT_K] if ts.n < resident else [])
+            few_waves = ts.n <= STREAM_K_MAX_WAVES * resident
+            modes = [] if rule else ([STREAM_K] if few_waves else []) + \
+                ([HYBRID] if ts.n >= resident else []) + ([SPLIT_K] if ts.n < resident else [])
             if rule:
                 built[-1] = (dp, f"rule: {rule}")
         elif ts.n % g and b.option.small_tiles == ():

@@ -102,3 +102,19 @@ def test_misaligned_operands_stay_on_the_portable_family():
         out = _gemm(a, b)
     assert launched[0].kernel.startswith("mma16_"), launched
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL["float16"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_alpha_beta_and_unaligned_out(dtype, tile):
+    """The staged epilogue applies alpha and beta in fp32, and stores element by element
+    where a row of out is not 8-byte aligned (a view one column into a wider array)."""
+    m, n, k = 200, 130, 512
+    a, b = rand((m, k), dtype, "C", 7), rand((k, n), dtype, "C", 8)
+    wide = rand((m, n + 3), dtype, "C", 9)
+    out = wide[:, 1:n + 1]
+    before = to64(out).copy()
+    _gemm(a, b, out, alpha=0.5, beta=-1.5, tile=tile, mode="stream_k")
+    ref = 0.5 * cupy.matmul(to64(a), to64(b)) - 1.5 * before
+    assert rel_error(out, ref) <= TOL[dtype]
+    assert rel_error(wide[:, :1], to64(rand((m, n + 3), dtype, "C", 9))[:, :1]) == 0

@@ -16,7 +16,8 @@
 //
 // Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (128), BN, BK
 // (64: one 128-byte swizzle row of 16-bit elements), STAGES, THREADS (384), MIN_BLOCKS,
-// REDUCTION, A_KMAJOR, B_KMAJOR, ML (WgmmaTile below).
+// REDUCTION, A_KMAJOR, B_KMAJOR, ML (WgmmaTile below). Shared memory: the ring, the
+// epilogue's staging buffers (WgmmaEpilogue), the mbarriers and the fixup's flag.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -105,6 +106,93 @@ struct WgmmaOperand {
   }
 };
 
+// The tile's store, through shared memory: wgmma's fragments put a warp's pairs of columns
+// on 8 rows at once (16 useful bytes per 32-byte sector), so each consumer warpgroup stages
+// its 64 rows EPI_COLS columns at a time in fp32 (fragment pairs in, conflict-free with the
+// padded pitch), then writes them out a row segment per 8 lanes, 4 elements a lane, with
+// alpha / beta applied in fp32 as the portable epilogue does (epilogue.cuh). Rows and columns
+// past the split's tile are not stored; an unaligned row falls back to element stores.
+constexpr int EPI_COLS = 32;
+constexpr int EPI_PITCH = EPI_COLS + 8;  // floats: 4 rows of a half-warp's 8-byte writes
+                                         // land on distinct banks
+constexpr int EPI_VEC = 4;               // output elements a lane stores at once
+constexpr int EPI_BARRIER0 = 2;          // named barriers 2, 3: one per consumer warpgroup
+
+template <class TOut> struct alignas(EPI_VEC * sizeof(TOut)) OutVec { TOut v[EPI_VEC]; };
+
+template <int BN, class TOut>
+struct WgmmaEpilogue {
+  static constexpr int NACC = BN / 2;
+  static constexpr int GROUP_FLOATS = 64 * EPI_PITCH;  // one warpgroup's staging buffer
+  static constexpr int BYTES_PER_GROUP = GROUP_FLOATS * 4;
+
+  __device__ __forceinline__ static void group_sync(int wg) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(EPI_BARRIER0 + wg), "n"(WARPGROUP) : "memory");
+  }
+
+  __device__ __forceinline__ static void run(const Split& s, const float (&acc)[NACC],
+                                             float* staging, TOut* __restrict__ C,
+                                             long long ldc, float alpha, float beta) {
+    const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP, lane = t & 31;
+    float* buf = staging + wg * GROUP_FLOATS;
+    // fragment rows of this thread inside the warpgroup's 64 (coord() less the 64 * wg)
+    const int fr = 16 * (lt >> 5) + (lane >> 2), fc = 2 * (lane & 3);
+    const int row0 = s.m0 + 64 * wg;
+    // copy-out position: 8 lanes a row, EPI_VEC columns a lane
+    const int lanes_per_row = EPI_COLS / EPI_VEC, rows_per_pass = WARPGROUP / lanes_per_row;
+    const int orow = lt / lanes_per_row, ocol = (lt % lanes_per_row) * EPI_VEC;
+#pragma unroll
+    for (int chunk = 0; chunk < BN / EPI_COLS; ++chunk) {
+#pragma unroll
+      for (int j = 0; j < EPI_COLS / 8; ++j) {  // 8-column groups of the chunk: i = 4 g .. 4 g + 3
+        const int i = 4 * (chunk * (EPI_COLS / 8) + j);
+        float* p = buf + fr * EPI_PITCH + 8 * j + fc;
+        *reinterpret_cast<float2*>(p) = make_float2(acc[i], acc[i + 1]);
+        *reinterpret_cast<float2*>(p + 8 * EPI_PITCH) = make_float2(acc[i + 2], acc[i + 3]);
+      }
+      group_sync(wg);
+      const int gc = s.n0 + chunk * EPI_COLS + ocol;
+#pragma unroll
+      for (int pass = 0; pass < 64 / rows_per_pass; ++pass) {
+        const int r = pass * rows_per_pass + orow, gr = row0 + r;
+        if (gr < s.m_end && gc < s.n_end) {
+          const float4 v = *reinterpret_cast<const float4*>(buf + r * EPI_PITCH + ocol);
+          store(C + gr * ldc + gc, v, s.n_end - gc, alpha, beta);
+        }
+      }
+      group_sync(wg);  // the buffer is rewritten by the next chunk
+    }
+  }
+
+  // EPI_VEC outputs at p (those of them before the tile's end: `left` of them)
+  __device__ __forceinline__ static void store(TOut* p, float4 v, int left, float alpha,
+                                               float beta) {
+    float o[EPI_VEC] = {alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w};
+    const bool whole = left >= EPI_VEC &&
+        (reinterpret_cast<unsigned long long>(p) & (sizeof(OutVec<TOut>) - 1)) == 0;
+    if (whole) {
+      if (beta != 0.0f) {
+        const OutVec<TOut> old = *reinterpret_cast<const OutVec<TOut>*>(p);
+#pragma unroll
+        for (int e = 0; e < EPI_VEC; ++e) o[e] += beta * Cvt<TOut>::to_f32(old.v[e]);
+      }
+      OutVec<TOut> out;
+#pragma unroll
+      for (int e = 0; e < EPI_VEC; ++e) out.v[e] = Cvt<TOut>::from_f32(o[e]);
+      *reinterpret_cast<OutVec<TOut>*>(p) = out;
+    } else {
+#pragma unroll
+      for (int e = 0; e < EPI_VEC; ++e) {
+        if (e < left) {
+          float x = o[e];
+          if (beta != 0.0f) x += beta * Cvt<TOut>::to_f32(p[e]);
+          p[e] = Cvt<TOut>::from_f32(x);
+        }
+      }
+    }
+  }
+};
+
 // Named barrier 1 over the consumer warpgroups (barrier 0 is __syncthreads).
 template <int THREADS>
 struct ConsumerSync {
@@ -140,7 +228,10 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
   unsigned char* ring = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(smem_raw) + SWIZZLE_ATOM_BYTES - 1) &
       ~(unsigned long long)(SWIZZLE_ATOM_BYTES - 1));
-  unsigned long long* full = reinterpret_cast<unsigned long long*>(ring + STAGES * STAGE_BYTES);
+  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut>;
+  float* epi_staging = reinterpret_cast<float*>(ring + STAGES * STAGE_BYTES);
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(
+      ring + STAGES * STAGE_BYTES + ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP);
   unsigned long long* empty = full + STAGES;
   int* flag = reinterpret_cast<int*>(empty + STAGES);
   {  // The host computes the shared-memory size from the spec: check it agrees.
@@ -234,7 +325,7 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
       if (warp_leader) mbar_arrive(&empty[held]);
     }
     if (Fx::run(s, acc, ws, staging, locks, flag))
-      Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+      Store::run(s, acc, epi_staging, C + (long long)s.batch * batch_c, ldc, alpha, beta);
   });
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums, after the CTA's last split: the ring is idle (every load was consumed).
