@@ -435,7 +435,8 @@ class Dot(KernelBase):
 class Wgmma(KernelBase):
     """fp16 / bf16 operands on sm_90a (``sk_wgmma.cuh``): TMA loads into a ring of ``stages``
     shared-memory stages (128-byte swizzle), ``wgmma.mma_async`` m64nBNk16 from shared
-    memory, fp32 accumulators; one producer warpgroup and ``bm / 64`` consumer warpgroups
+    memory, fp32 accumulators; one producer warpgroup and ``bm / 64`` (1 or 2) consumer
+    warpgroups
     (``warps_m`` counts all of their warps, ``warps_n`` is 1). TMA needs 16-byte aligned
     bases and strides (``vec16_only``); ``bk`` is one 128-byte swizzle row."""
 
@@ -446,8 +447,8 @@ class Wgmma(KernelBase):
     TENSOR_MAPS: ClassVar[bool] = True
 
     def check(self):
-        if self.bm != 128 or self.bn not in (128, 256):
-            raise ValueError("Wgmma tiles are 128 x 128 or 128 x 256 (two consumer "
+        if self.bm not in (64, 128) or self.bn not in (128, 256):
+            raise ValueError("Wgmma tiles are 64 or 128 x 128 or 256 (one or two consumer "
                              "warpgroups of wgmma m64n128 / m64n256)")
         if self.bk * self.elem_bytes != WGMMA_SWIZZLE_BYTES:
             raise ValueError(f"Wgmma: BK must fill one {WGMMA_SWIZZLE_BYTES}-byte swizzle row")
@@ -479,7 +480,7 @@ class Wgmma(KernelBase):
         """Registers a thread the compiled kernel must be launched with: the 128 x 256 tile
         moves registers from the producer to the consumers (setmaxnreg), which never waits
         only when the launch allocates the whole register file (sk_wgmma.cuh)."""
-        return WGMMA_SPLIT_REGISTERS if self.bn == 256 else None
+        return WGMMA_SPLIT_REGISTERS if self.bn == 256 and self.bm == 128 else None
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
@@ -528,25 +529,30 @@ FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Do
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
-def _wgmma(dtype: str, bn: int, stages: int, efficiency: float) -> Wgmma:
-    return Wgmma(dtype, 128, bn, 64, stages, 12, 1, efficiency=efficiency, min_cc=90,
-                 vec16_only=True)
+def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1) -> Wgmma:
+    return Wgmma(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm,
+                 efficiency=WGMMA_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True)
 
 
-WGMMA_EFFICIENCY = {128: 0.37, 256: 0.345}
-"""Wgmma entries' cost-model efficiency by tile width: their data-parallel time against the
-Mma16 entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
+def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
+    """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes, and the 64-row
+    tiles for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half
+    the bytes; 64 x 128 runs two CTAs an SM."""
+    return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
+            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2))
+
+
+WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42}
+"""Wgmma entries' cost-model efficiency by tile: their data-parallel time against the Mma16
+entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
 4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
-when every SM runs it."""
+when every SM runs it. The 64-row tiles' values are estimates (one consumer warpgroup a
+CTA), not yet measured."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
-    "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),
-                _wgmma("float16", 128, 6, WGMMA_EFFICIENCY[128]),
-                _wgmma("float16", 256, 4, WGMMA_EFFICIENCY[256])),
-    "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),
-                 _wgmma("bfloat16", 128, 6, WGMMA_EFFICIENCY[128]),
-                 _wgmma("bfloat16", 256, 4, WGMMA_EFFICIENCY[256])),
+    "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),
+    "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16"),
     "float32": (
         Ffma("float32", 128, 128, 32, 3, 2, 4),
         # a finer k-iteration: strong-scaling shapes split over twice the CTAs

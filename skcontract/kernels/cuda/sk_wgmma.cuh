@@ -1,7 +1,7 @@
 // sk_wgmma.cuh: the Wgmma family's persistent Stream-K GEMM kernel for sm_90a (the entry
 // header of skcontract/kernels/catalogue.py's Wgmma entries; jit.py inlines its includes).
 //
-// The CTA is three warpgroups. The last is the producer: one thread walks the CTA's rows of
+// The CTA is BM / 64 consumer warpgroups and one producer warpgroup, the last. The producer: one thread walks the CTA's rows of
 // the split table (for_each_split, as every family does) and, for each k-tile, waits for a
 // free stage of the shared-memory ring and loads the A and B boxes into it with TMA
 // (128-byte swizzle, zero fill past the operands' edges), completing on the stage's `full`
@@ -252,9 +252,9 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
   }
   __syncthreads();
 
-  constexpr bool SPLIT_REGISTERS = ML::NACC >= 128;
-  static_assert(!SPLIT_REGISTERS || (Cfg::THREADS == 3 * WARPGROUP &&
-                                     PRODUCER_REGS + 2 * CONSUMER_REGS == 3 * 168),
+  // 256 threads (one consumer warpgroup) have 255 registers each without a split
+  constexpr bool SPLIT_REGISTERS = ML::NACC >= 128 && Cfg::THREADS == 3 * WARPGROUP;
+  static_assert(!SPLIT_REGISTERS || PRODUCER_REGS + 2 * CONSUMER_REGS == 3 * 168,
                 "the register split assumes two consumer warpgroups at 168 registers");
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
     if constexpr (SPLIT_REGISTERS) setmaxnreg_dec<PRODUCER_REGS>();
