@@ -4,9 +4,9 @@ import math
 from skcontract.bench.gemm import summarize
 
 
-def _row(cls, dtype, mode, us):
+def _row(cls, dtype, mode, us, cublas_us=10.0):
     return dict(**{"class": cls}, batch=1, m=256, n=256, k=256, dtype=dtype, mode=mode,
-                us=us)
+                us=us, cublas_us=cublas_us)
 
 
 def test_summary_geomeans_are_speedups_per_class_and_overall():
@@ -23,3 +23,16 @@ def test_summary_geomeans_are_speedups_per_class_and_overall():
     assert s["exact/float16"]["auto_vs_dp"] == 0.5
     assert math.isclose(s["all/float16"]["auto_vs_dp"], 1.0)
     assert s["all/float16"]["stream_k_vs_dp"] == 2.0 and s["all/float16"]["n"] == 2
+
+
+def test_each_row_is_compared_with_its_adjacent_cublas_time():
+    """The clock drifts between measurements: a row's speed-ups use the cuBLAS time taken
+    right before it, and mode-vs-mode ratios compare speed-ups, not raw times."""
+    rows = [_row("wave", "float16", "cublas_torch", 10.0),
+            _row("wave", "float16", "data_parallel", 20.0, cublas_us=10.0),
+            _row("wave", "float16", "stream_k", 22.0, cublas_us=11.0),  # a slower clock
+            _row("wave", "float16", "hybrid", 20.0),
+            _row("wave", "float16", "auto", 24.0, cublas_us=12.0)]
+    s = summarize(rows)["wave/float16"]
+    assert s["auto_vs_cublas"] == 0.5
+    assert s["auto_vs_dp"] == 1.0 and s["stream_k_vs_dp"] == 1.0
