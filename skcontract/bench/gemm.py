@@ -235,7 +235,8 @@ def _write_all(args, rows, plot=True):
             doc["merged"] = (f"Rows for {', '.join(sorted(measured))} measured in this run; rows "
                              f"for {', '.join(kd)} kept from the run of {old.get('date')} "
                              f"(commit {old.get('commit')}). Every ratio compares to cuBLAS "
-                             f"measured in the same run as the row.")
+                             f"measured in the same run as the row (for rows of this run, "
+                             f"right before the row).")
             doc["rows"] = kept + doc["rows"]
             rows = [dict(r) for r in kept] + list(rows)
     for r in doc["rows"]:  # strict JSON: NaN -> null
