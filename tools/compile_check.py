@@ -126,7 +126,7 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
     occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
     ok = spill == 0 and (arch != "sm_90a" or occ >= spec.ctas_per_sm)
     want_regs = spec.base.launch_registers
-    if ok and want_regs is not None and max(regs) != want_regs:
+    if ok and want_regs is not None and regs and max(regs) != want_regs:
         return Result(spec.name, arch, False, max(regs), spill, dt,
                       f"{max(regs)} registers; the kernel's register split needs {want_regs}",
                       occ)

@@ -59,6 +59,8 @@ def main() -> int:
         ("float16", (200, 136, 2000), "stream_k", "atomic", (128, 256, 64), ("C", "C")),
         ("float16", (256, 256, 8192), "stream_k", "arrival", (128, 128, 64), ("F", "C")),
         ("float16", (136, 264, 72), "data_parallel", "deterministic", (128, 256, 64), ("F", "F")),
+        # a shared sum in groups of peers, its scratch in the idle ring
+        ("float16", (64, 128, 16384), "stream_k", "arrival", (64, 128, 64), ("C", "C")),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum

@@ -20,7 +20,7 @@ Ffma      float32, float64       CUDA-core FMA (exact fp32; skinny and one-row t
 Tf32      float32 (opt-in)       mma.sync m16n8k8 tf32, fp32 accumulators
 Imma      int8                   mma.sync m16n8k32 s8, int32 accumulators and output
 Wgmma     float16, bfloat16      sm_90a: TMA loads, wgmma m64nNk16 from shared memory,
-                                 a producer warpgroup and two consumer warpgroups
+                                 a producer warpgroup and one or two consumer warpgroups
 Dot       float16 ... float64    memory-bound products (batched dots, GEMV)
 ========  =====================  ===================================================
 
@@ -106,9 +106,11 @@ MBARRIER_BYTES = 8
 WGMMA_FLAG_BYTES = 16
 """Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
 WGMMA_SPLIT_REGISTERS = 168
-"""Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8 (sk_wgmma.cuh's split)."""
+"""Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8: what a thread has at
+launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
 WGMMA_EPI_PITCH = 40
-"""Wgmma: floats a row of the epilogue's staging buffer (sk_wgmma.cuh, EPI_PITCH)."""
+"""Wgmma: floats a row of the epilogue's staging buffer (the kernel's Cfg::EPI_PITCH: 32
+columns, and 8 more than a multiple of 32 for conflict-free fragment writes)."""
 WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -461,6 +463,8 @@ class Wgmma(KernelBase):
         return (f"  static constexpr int STAGES = {self.stages};\n"
                 f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
+                f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
+                f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
 
     def smem_bytes(self, spec) -> int:
@@ -547,8 +551,8 @@ WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 1
 entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
 4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
-when every SM runs it. The 64-row tiles' values are estimates (one consumer warpgroup a
-CTA), not yet measured."""
+when every SM runs it. The 64-row tiles' 0.42 is an estimate (one consumer warpgroup a CTA;
+docs/benchmarks/log.md)."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),
@@ -591,6 +595,15 @@ def dot_bases(dtype: str, shape: str) -> tuple[Dot, ...]:
     return tuple(b for b in DOT_CATALOGUE.get(dtype, ()) if b.shape == shape)
 
 
+_WITHDRAWN: set = set()
+
+
+def withdraw(base: KernelBase) -> None:
+    """Offer ``base`` no more in this process (its kernel cannot be built as declared here,
+    e.g. :class:`~skcontract.kernels.jit.RegisterCountError`)."""
+    _WITHDRAWN.add(base)
+
+
 def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
               vec16: bool = True) -> tuple[KernelBase, ...]:
     """The entries offered for ``dtype`` operands on compute capability ``cc`` (None: any);
@@ -601,7 +614,7 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
         raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
                         f"{', '.join(k for k in CATALOGUE if k != TF32)})")
     return tuple(b for b in CATALOGUE[key]
-                 if b.offered_on(cc) and (vec16 or not b.vec16_only))
+                 if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
 def all_bases() -> list[KernelBase]:

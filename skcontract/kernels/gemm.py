@@ -16,9 +16,11 @@ schedule. A warm call is one dict lookup plus one launch.
 """
 from __future__ import annotations
 
+import warnings
+
 from ..schedule import DeviceInfo, GemmProblem, Schedule
 from . import jit, specs
-from .catalogue import INPUT_DTYPES
+from .catalogue import INPUT_DTYPES, withdraw
 from .launch import Binding, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, entry_for,
@@ -100,7 +102,15 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
                                       **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
-    kernel = jit.get_kernel(spec, dev)
+    try:
+        kernel = jit.get_kernel(spec, dev)
+    except jit.RegisterCountError as e:
+        # the documented fallback: plan again without the entry this compiler cannot build
+        withdraw(base)
+        warnings.warn(f"{e}; {base.name} is withdrawn for this process", RuntimeWarning)
+        return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
+                         mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
+                         allow_tf32=allow_tf32, stream=stream)
     plan = LaunchPlan(kernel, schedule, dev, stream)
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "

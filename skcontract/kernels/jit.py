@@ -134,6 +134,11 @@ def _write_manifest(path: Path, key: str, spec: KernelSpec, options, arch: str) 
     os.replace(tmp, target)  # atomic
 
 
+class RegisterCountError(RuntimeError):
+    """A kernel whose warpgroups trade registers compiled to another register count than
+    the trade assumes (a different compiler): launching it could wait forever."""
+
+
 class CompiledKernel:
     """A loaded kernel plus what the launcher needs about it."""
 
@@ -180,8 +185,8 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
         raise RuntimeError("cannot reach the CUfunction of the compiled kernel")
     want_regs = spec.base.launch_registers
     if want_regs is not None and function.num_regs != want_regs:
-        raise RuntimeError(f"kernel {spec.name} compiled to {function.num_regs} registers a "
-                           f"thread; its register split needs {want_regs}")
+        raise RegisterCountError(f"kernel {spec.name} compiled to {function.num_regs} "
+                                 f"registers a thread; its register split needs {want_regs}")
     occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")

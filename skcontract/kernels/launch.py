@@ -135,8 +135,9 @@ class LaunchPlan:
                              sa, sb)
 
 
-# Slots of the kernel arguments (sk_gemm / sk_dot share the signature) in BoundLaunch's
-# buffer: one 8-byte slot each, a 4-byte argument in the slot's low half (little-endian).
+# Slots of the kernel arguments (sk_gemm, sk_dot and sk_wgmma share the first 20) in
+# BoundLaunch's buffer: one 8-byte slot each, a 4-byte argument in the slot's low half
+# (little-endian); sk_wgmma's two TMA maps follow as pointers to 128 bytes each.
 _A, _B, _C, _TABLE, _OFFSETS, _WS, _STAGING, _LOCKS = range(8)
 _INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
 _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
@@ -174,7 +175,9 @@ class BoundLaunch:
         self._map_args = (m, n, k, lda, ldb, sa, sb)
         self._map_key = None
         if self._maps is not None:
-            ptrs += [self._maps.ctypes.data, self._maps.ctypes.data + tma.TMA_MAP_BYTES]
+            ptrs += [0] * (_MAP_B + 1 - _NUM_ARGS)
+            ptrs[_MAP_A] = self._maps.ctypes.data
+            ptrs[_MAP_B] = self._maps.ctypes.data + tma.TMA_MAP_BYTES
         self._ptrs = np.array(ptrs, np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
         self._func = int(plan.kernel.function.ptr)

@@ -19,6 +19,11 @@ from functools import lru_cache
 
 import numpy as np
 
+try:  # the driver's encoder (cuda-bindings is a dependency of the GPU extra)
+    from cuda.bindings import driver as _driver
+except ImportError:  # pragma: no cover - the CPU-only install encodes nothing
+    _driver = None
+
 TMA_MAP_BYTES = 128
 """Size of a CUtensorMap."""
 MN_BOX = 64
@@ -57,8 +62,9 @@ def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -
     """The 128-byte descriptor of a 3-D tensor at ``ptr`` (see :func:`operand_dims`) with
     ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
     driver refuses it."""
-    from cuda.bindings import driver  # GPU extra: only a launch on a Hopper GPU gets here
-
+    driver = _driver
+    if driver is None:
+        raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")
     err, tmap = driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), 3, ptr,
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],

@@ -49,7 +49,10 @@ Stream-K range is a run of consecutive tiles, so with many waves the resident CT
 tiles spread over the whole output instead of one wave's neighbouring panels, and the L2
 stops serving their shared A and B panels. Measured with the Wgmma kernel on the H200
 (docs/benchmarks/log.md): stream_k / hybrid 8192^3 2441 / 1750 us (15.5 waves), 3200^3
-128 / 116 us (4.7), 4096^3 223 / 222 us (3.9), 2000x3000x5000 150 / 148 us (1.5)."""
+128 / 116 us (4.7), 4096^3 223 / 222 us (3.9), 2000x3000x5000 150 / 148 us (1.5). The
+portable families, two to three times slower per tile, measured no such loss (fp16 on
+Mma16, exact waves: stream_k / DP 0.98), and the rule is not specific to a family: it
+applies wherever the mainloop outruns the L2's reuse."""
 
 SHARED_SUM_MIN_PEERS = 8
 """auto weighs the shared sum only for tiles with at least this many splits: with few peers

@@ -87,7 +87,7 @@ def test_no_binding_without_the_drivers_launch(monkeypatch):
     assert launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0) is None
 
 
-def test_tensor_maps_follow_the_operand_pointers(driver):
+def test_tensor_maps_follow_the_operand_pointers(driver, monkeypatch):
     """A kernel that takes TMA maps gets two more argument slots, pointing at 128 bytes
     each; they are encoded (plan.maps) only when the operand pointers change."""
     from skcontract.kernels import tma
@@ -105,16 +105,14 @@ def test_tensor_maps_follow_the_operand_pointers(driver):
     real = launch._launch_kernel
 
     def read_maps(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        ptrs = (ctypes.c_uint64 * 22).from_address(params)
-        captured.append([ctypes.string_at(ptrs[i], tma.TMA_MAP_BYTES) for i in (20, 21)])
+        ptrs = (ctypes.c_uint64 * (launch._MAP_B + 1)).from_address(params)
+        captured.append([ctypes.string_at(ptrs[i], tma.TMA_MAP_BYTES)
+                         for i in (launch._MAP_A, launch._MAP_B)])
         return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
 
-    launch._launch_kernel = read_maps
-    try:
-        for a_ptr, b_ptr in [(0xA1, 0xB1), (0xA1, 0xB1), (0xA2, 0xB1)]:
-            bound(a_ptr, b_ptr, 0xC0, SimpleNamespace(ptr=9))
-    finally:
-        launch._launch_kernel = real
+    monkeypatch.setattr(launch, "_launch_kernel", read_maps)
+    for a_ptr, b_ptr in [(0xA1, 0xB1), (0xA1, 0xB1), (0xA2, 0xB1)]:
+        bound(a_ptr, b_ptr, 0xC0, SimpleNamespace(ptr=9))
     assert [e[:2] for e in encoded] == [(0xA1, 0xB1), (0xA2, 0xB1)]
     assert encoded[0][2] == (5, 6, 7, 11, 12, 14, 15)  # m, n, k, lda, ldb, sa, sb
     assert captured[0] == [b"\xa1" * 128, b"\xb1" * 128]

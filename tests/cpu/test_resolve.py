@@ -3,6 +3,8 @@ a catalogue entry planned at its own occupancy and priced with its own efficienc
 tile the scheduler picks maps back to the entry that runs it."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -173,3 +175,35 @@ def test_occupancy_is_capped_by_the_devices_shared_memory():
     big = next(b for b in catalogue.bases_for("float64") if b.tile == (128, 64, 32))
     assert ctas_on(big, a100) == 0
     assert resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float64"), a100).base != big
+
+
+def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
+    """Aligned fp16 on compute capability 9.0 plans on Wgmma; an entry whose kernel compiles
+    to another register count than its split needs is withdrawn and the step planned again
+    on the others (gemm.make_plan, with the compiler and the upload stood in for)."""
+    from skcontract.kernels import gemm, jit
+
+    h200 = DeviceInfo.h200()
+    problem = GemmProblem(4096, 4096, 4096, dtype="float16")
+    first = resolve_gemm(problem, h200)
+    assert first.base.FAMILY == "Wgmma" and first.base.launch_registers == 168
+    built = []
+
+    def fake_kernel(spec, dev):
+        if spec.base.launch_registers is not None:
+            raise jit.RegisterCountError(f"kernel {spec.name} compiled to 170 registers")
+        built.append(spec)
+        return SimpleNamespace(spec=spec, occupancy=1)
+
+    monkeypatch.setattr(gemm, "device_info", lambda dev: h200)
+    monkeypatch.setattr(jit, "get_kernel", fake_kernel)
+    monkeypatch.setattr(gemm, "LaunchPlan", lambda kernel, schedule, dev, stream: (
+        kernel.spec, schedule))
+    monkeypatch.setattr(catalogue, "_WITHDRAWN", set())
+    with pytest.warns(RuntimeWarning, match="withdrawn"):
+        spec, schedule = gemm.make_plan("float16", 1, 4096, 4096, 4096, "row", "row", True,
+                                        True, mode="auto", reduction="deterministic",
+                                        tile=None, grid=None, dev=0)
+    assert spec.base.launch_registers is None and built == [spec]
+    assert first.base in catalogue._WITHDRAWN
+    assert first.base not in catalogue.bases_for("float16", cc=90)

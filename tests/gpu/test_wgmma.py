@@ -23,6 +23,8 @@ SHAPES = [
     (1, 1000, 1000, 1000),
     (1, 256, 512, 8192),     # few tiles, long K: Stream-K splits and shared sums
     (3, 200, 136, 520),      # batched
+    (1, 64, 128, 16384),     # one tile, many peers: the 64x128 tile's shared sum goes
+                             # through the ring as scratch (groups of peers)
 ]
 FIXUPS = [("stream_k", "deterministic"), ("stream_k", "atomic"), ("stream_k", "arrival"),
           ("split_k", "deterministic"), ("hybrid", "arrival"), ("data_parallel", "deterministic")]

@@ -85,7 +85,7 @@ struct CtaSync {
 };
 
 // Spin (thread 0) until *p == want (AT_LEAST: *p >= want), then synchronise the group.
-template <bool AT_LEAST = false, class Sync = CtaSync>
+template <class Sync = CtaSync, bool AT_LEAST = false>
 __device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int tile) {
   if (threadIdx.x == 0) {
 #ifdef SKCONTRACT_DEBUG_SPIN
@@ -134,7 +134,7 @@ struct Fixup {
 #pragma unroll
     for (int g = 0; g < NACC / V; ++g) Vec16<Acc>::load(at(base, slot, g), &acc[g * V]);
   }
-  // Arrive on counter[tile]; true in every thread of the CTA whose arrival is number `last`.
+  // Arrive on counter[tile]; true in every thread of the group whose arrival is number `last`.
   __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last_arrival,
                                                      int* flag) {
     Sync::sync();
@@ -173,7 +173,7 @@ struct Fixup {
   __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
                                                        int* flag, Acc* scratch, Emit&& emit) {
     unsigned* counter = locks + s.tile;
-    spin_until<true, Sync>(counter, (unsigned)s.peers, s.tile);
+    spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
     sum_share(s, ws + ((long long)s.slot - s.split) * SLOT, scratch);
     if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
 #pragma unroll
@@ -243,7 +243,7 @@ struct Fixup {
     if (REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
     if (REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
-      if (!s.first()) spin_until<false, Sync>(lock, (unsigned)s.k0, s.tile);
+      if (!s.first()) spin_until<Sync>(lock, (unsigned)s.k0, s.tile);
       if (!s.final_()) {
         if (!s.first()) add_from(ws, s.slot, acc);
         store(ws, s.slot, acc);
