@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from skcontract.kernels.launch import record_launches
+
 from .helpers import TOL, as_bytes, poisoned, rand, rel_error, to64
 
 cupy = pytest.importorskip("cupy")
@@ -43,7 +45,6 @@ def _gemm(*args, **kwargs):
 
 
 def _run(dtype, batch, m, n, k, layout, tile, mode, reduction, out_order="C", seed=0):
-    from skcontract.kernels.launch import record_launches
     a = rand((batch, m, k) if batch > 1 else (m, k), dtype, layout[0], seed)
     b = rand((batch, k, n) if batch > 1 else (k, n), dtype, layout[1], seed + 1)
     out = poisoned((batch, m, n) if batch > 1 else (m, n), a, out_order)
@@ -88,21 +89,15 @@ def test_bitwise_reproducible(dtype, reduction):
         assert as_bytes(out) == first
 
 
-def test_auto_picks_wgmma_for_aligned_half_operands():
-    from skcontract.kernels.launch import record_launches
-    a, b = rand((4096, 4096), "float16", "C", 1), rand((4096, 4096), "float16", "C", 2)
+@pytest.mark.parametrize("shape_a,shape_b,family", [
+    ((4096, 4096), (4096, 4096), "wgmma_"),   # aligned: auto picks the Hopper family
+    ((300, 1001), (1001, 200), "mma16_"),     # rows of 1001 halves: the portable family
+])
+def test_auto_family_follows_alignment(shape_a, shape_b, family):
+    a, b = rand(shape_a, "float16", "C", 1), rand(shape_b, "float16", "C", 2)
     with record_launches() as launched:
         out = _gemm(a, b)
-    assert launched[0].kernel.startswith("wgmma_"), launched
-    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL["float16"]
-
-
-def test_misaligned_operands_stay_on_the_portable_family():
-    from skcontract.kernels.launch import record_launches
-    a, b = rand((300, 1001), "float16", "C", 3), rand((1001, 200), "float16", "C", 4)
-    with record_launches() as launched:
-        out = _gemm(a, b)
-    assert launched[0].kernel.startswith("mma16_"), launched
+    assert launched[0].kernel.startswith(family), launched
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL["float16"]
 
 
