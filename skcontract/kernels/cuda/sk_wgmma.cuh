@@ -17,10 +17,9 @@
 //
 // Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
 // BN (128 or 256), BK (64: one 128-byte swizzle row of 16-bit elements), STAGES, THREADS
-// (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH and
-// SPLIT_REGS (the catalogue's copies of EPI_PITCH and of the register split below, checked
-// against them), ML (WgmmaTile below). Shared memory: the ring, the epilogue's staging
-// buffers (WgmmaEpilogue), the mbarriers and the fixup's flag.
+// (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH (the
+// epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch whose
+// warpgroups trade registers; 0: no trade), ML (WgmmaTile below). Shared memory: WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -34,29 +33,33 @@ constexpr int WARPGROUP = 128;
 constexpr int SWIZZLE_ROW_BYTES = 128;   // one row of a 128-byte-swizzled box
 constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
 constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
+constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
 constexpr int WGMMA_K = 16;
-// Register split of a 384-thread CTA whose consumers hold 128 accumulators each: the
-// producer gives registers back, the consumers take them (setmaxnreg). Both sums equal the
-// 168 registers a thread the launch allocates (65536 / 384, in units of 8), which the
-// compile check verifies, so an increase can never wait for registers no one frees.
+// setmaxnreg targets of the 128 x 256 tile's register split (Cfg::SPLIT_REGS): the producer
+// keeps what issuing TMA needs, the consumers hold 128 accumulators each.
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
-// fragment, pairs of adjacent columns.
+// fragment: accumulator i is row group_row + 8 ((i / 2) % 2), column 8 (i / 4) +
+// group_col + i % 2 of its warpgroup's rows, so pairs (i, i + 1) are adjacent columns.
 template <int BM, int BN>
 struct WgmmaTile {
   using Acc = float;
-  static constexpr int CONSUMER_GROUPS = BM / 64;
+  static constexpr int CONSUMER_GROUPS = BM / WGMMA_M;
   static constexpr int THREADS = CONSUMER_GROUPS * WARPGROUP;
   static constexpr int NACC = BN / 2;
   static constexpr int PAIR = 2;
-  static_assert(BM % 64 == 0 && BN % 64 == 0, "wgmma tiles are multiples of 64");
-  // fragment i of m64nNk16: rows lane / 4 (+ 8), columns 8 (i / 4) + 2 (lane % 4) (+ 1)
+  static_assert(BM % WGMMA_M == 0 && BN % 64 == 0, "wgmma tiles are multiples of 64");
+  // the first row and column of thread t's fragment inside its warpgroup's rows
+  __device__ __forceinline__ static int group_row(int t) {
+    return 16 * ((t >> 5) & 3) + ((t & 31) >> 2);
+  }
+  __device__ __forceinline__ static int group_col(int t) { return 2 * (t & 3); }
   __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int t = threadIdx.x, lane = t & 31;
-    r = 64 * (t / WARPGROUP) + 16 * ((t >> 5) & 3) + (lane >> 2) + 8 * ((i >> 1) & 1);
-    c = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+    const int t = threadIdx.x;
+    r = WGMMA_M * (t / WARPGROUP) + group_row(t) + 8 * ((i >> 1) & 1);
+    c = 8 * (i >> 2) + group_col(t) + (i & 1);
   }
 };
 
@@ -111,22 +114,24 @@ struct WgmmaOperand {
 
 // The tile's store, through shared memory: wgmma's fragments put a warp's pairs of columns
 // on 8 rows at once (16 useful bytes per 32-byte sector), so each consumer warpgroup stages
-// its 64 rows EPI_COLS columns at a time in fp32 (fragment pairs in, conflict-free with the
+// its WGMMA_M rows EPI_COLS columns at a time in fp32 (fragment pairs in, conflict-free with the
 // padded pitch), then writes them out a row segment per 8 lanes, 4 elements a lane, with
 // alpha / beta applied in fp32 as the portable epilogue does (epilogue.cuh). Rows and columns
 // past the split's tile are not stored; an unaligned row falls back to element stores.
 constexpr int EPI_COLS = 32;
-constexpr int EPI_PITCH = EPI_COLS + 8;  // floats: 4 rows of a half-warp's 8-byte writes
-                                         // land on distinct banks
 constexpr int EPI_VEC = 4;               // output elements a lane stores at once
 constexpr int EPI_BARRIER0 = 2;          // named barriers 2, 3: one per consumer warpgroup
 
 template <class TOut> struct alignas(EPI_VEC * sizeof(TOut)) OutVec { TOut v[EPI_VEC]; };
 
-template <int BN, class TOut>
+// PITCH (floats a staging row, Cfg::EPI_PITCH): 8 more than a multiple of 32, so the 4 rows
+// of a half-warp's 8-byte fragment writes land on distinct banks.
+template <int BN, class TOut, int PITCH>
 struct WgmmaEpilogue {
+  static_assert(PITCH >= EPI_COLS && PITCH % 32 == 8, "conflict-free staging rows");
+  using Tile = WgmmaTile<WGMMA_M, BN>;
   static constexpr int NACC = BN / 2;
-  static constexpr int GROUP_FLOATS = 64 * EPI_PITCH;  // one warpgroup's staging buffer
+  static constexpr int GROUP_FLOATS = WGMMA_M * PITCH;  // one warpgroup's staging buffer
   static constexpr int BYTES_PER_GROUP = GROUP_FLOATS * 4;
 
   __device__ __forceinline__ static void group_sync(int wg) {
@@ -136,11 +141,10 @@ struct WgmmaEpilogue {
   __device__ __forceinline__ static void run(const Split& s, const float (&acc)[NACC],
                                              float* staging, TOut* __restrict__ C,
                                              long long ldc, float alpha, float beta) {
-    const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP, lane = t & 31;
+    const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
     float* buf = staging + wg * GROUP_FLOATS;
-    // fragment rows of this thread inside the warpgroup's 64 (coord() less the 64 * wg)
-    const int fr = 16 * (lt >> 5) + (lane >> 2), fc = 2 * (lane & 3);
-    const int row0 = s.m0 + 64 * wg;
+    const int fr = Tile::group_row(lt), fc = Tile::group_col(lt);
+    const int row0 = s.m0 + WGMMA_M * wg;
     // copy-out position: 8 lanes a row, EPI_VEC columns a lane
     const int lanes_per_row = EPI_COLS / EPI_VEC, rows_per_pass = WARPGROUP / lanes_per_row;
     const int orow = lt / lanes_per_row, ocol = (lt % lanes_per_row) * EPI_VEC;
@@ -149,17 +153,17 @@ struct WgmmaEpilogue {
 #pragma unroll
       for (int j = 0; j < EPI_COLS / 8; ++j) {  // 8-column groups of the chunk: i = 4 g .. 4 g + 3
         const int i = 4 * (chunk * (EPI_COLS / 8) + j);
-        float* p = buf + fr * EPI_PITCH + 8 * j + fc;
+        float* p = buf + fr * PITCH + 8 * j + fc;
         *reinterpret_cast<float2*>(p) = make_float2(acc[i], acc[i + 1]);
-        *reinterpret_cast<float2*>(p + 8 * EPI_PITCH) = make_float2(acc[i + 2], acc[i + 3]);
+        *reinterpret_cast<float2*>(p + 8 * PITCH) = make_float2(acc[i + 2], acc[i + 3]);
       }
       group_sync(wg);
       const int gc = s.n0 + chunk * EPI_COLS + ocol;
 #pragma unroll
-      for (int pass = 0; pass < 64 / rows_per_pass; ++pass) {
+      for (int pass = 0; pass < WGMMA_M / rows_per_pass; ++pass) {
         const int r = pass * rows_per_pass + orow, gr = row0 + r;
         if (gr < s.m_end && gc < s.n_end) {
-          const float4 v = *reinterpret_cast<const float4*>(buf + r * EPI_PITCH + ocol);
+          const float4 v = *reinterpret_cast<const float4*>(buf + r * PITCH + ocol);
           store(C + gr * ldc + gc, v, s.n_end - gc, alpha, beta);
         }
       }
@@ -204,6 +208,114 @@ struct ConsumerSync {
   }
 };
 
+// Where a role is in the ring: the stage it uses next and that stage's mbarrier phase.
+// The producer and the consumers each keep one and advance it once per k-tile.
+struct RingCursor {
+  int stage = 0;
+  unsigned phase = 0;
+  template <int STAGES>
+  __device__ __forceinline__ void advance() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The shared-memory layout of a Wgmma CTA (KernelSpec.smem_bytes is its size): the ring on
+// a swizzle atom, the epilogue's staging, the full / empty mbarriers, the fixup's flag.
+template <class Cfg>
+struct WgmmaSmem {
+  using ML = typename Cfg::ML;
+  using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
+  using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
+  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH>;
+  static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
+  unsigned char* ring;
+  float* epi;
+  unsigned long long* full;
+  unsigned long long* empty;
+  int* flag;
+  __device__ __forceinline__ explicit WgmmaSmem(unsigned char* raw) {
+    ring = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<unsigned long long>(raw) + SWIZZLE_ATOM_BYTES - 1) &
+        ~(unsigned long long)(SWIZZLE_ATOM_BYTES - 1));
+    epi = reinterpret_cast<float*>(ring + Cfg::STAGES * STAGE_BYTES);
+    full = reinterpret_cast<unsigned long long*>(ring + Cfg::STAGES * STAGE_BYTES +
+                                                 ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP);
+    empty = full + Cfg::STAGES;
+    flag = reinterpret_cast<int*>(empty + Cfg::STAGES);
+  }
+  __device__ __forceinline__ unsigned char* stage(int s) const {
+    return ring + s * STAGE_BYTES;
+  }
+};
+
+// The producer's thread: every k-tile of every split of the CTA, into the ring.
+template <class Cfg>
+__device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, const TmaMap& map_a,
+                                              const TmaMap& map_b, const int* table,
+                                              const int* cta_offsets, int M, int N,
+                                              int tile_order, bool batched_a, bool batched_b) {
+  using Sm = WgmmaSmem<Cfg>;
+  RingCursor at;
+  for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
+    const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
+    const int ba = batched_a ? s.batch : 0, bb = batched_b ? s.batch : 0;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
+      mbar_arrive_expect_tx(&sm.full[at.stage], Sm::STAGE_BYTES);
+      unsigned char* st = sm.stage(at.stage);
+      const int k = s.k0 + kt * Cfg::BK;
+      Sm::OA::load(st, map_a, &sm.full[at.stage], s.m0, k, ba);
+      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, &sm.full[at.stage], s.n0, k, bb);
+      at.template advance<Cfg::STAGES>();
+    }
+  });
+}
+
+// A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
+// One k-tile's wgmmas stay in flight; a stage is freed (one arrival per warp) once the
+// wgmmas that read it are done.
+template <class Cfg>
+__device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
+                                              const Split& s,
+                                              float (&acc)[Cfg::ML::NACC]) {
+  using Sm = WgmmaSmem<Cfg>;
+  const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
+  const bool warp_leader = (threadIdx.x & 31) == 0;
+#pragma unroll
+  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = 0.0f;
+  const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
+  int held = -1;  // the stage whose wgmmas may still be in flight
+  auto release = [&]() {
+    if (held >= 0) {
+      __syncwarp();
+      if (warp_leader) mbar_arrive(&sm.empty[held]);
+    }
+  };
+  for (int kt = 0; kt < ktiles; ++kt) {
+    mbar_wait(&sm.full[at.stage], at.phase);
+    const unsigned char* sa = sm.stage(at.stage);
+    const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
+    fence_accumulators(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::BK / WGMMA_K; ++kk)
+      wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+          acc, Sm::OA::desc(sa, row0, kk), Sm::OB::desc(sb, 0, kk), 1);
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
+    fence_accumulators(acc);
+    release();
+    held = at.stage;
+    at.template advance<Cfg::STAGES>();
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+  release();
+}
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
@@ -213,39 +325,34 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
          long long ldc, long long batch_a, long long batch_b, long long batch_c,
          typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
          const __grid_constant__ TmaMap map_b) {
-  using TIn = typename Cfg::TIn;
   using Acc = typename Cfg::Acc;
   using ML = typename Cfg::ML;
-  using OA = WgmmaOperand<TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
-  using OB = WgmmaOperand<TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
-  using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int STAGES = Cfg::STAGES, BK = Cfg::BK;
-  constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
-  constexpr int CONSUMERS = ML::THREADS, CONSUMER_WARPS = CONSUMERS / 32;
+  using Sm = WgmmaSmem<Cfg>;
+  using Fx = Fixup<ML, Cfg::REDUCTION, ConsumerSync<ML::THREADS>>;
+  constexpr int CONSUMERS = ML::THREADS;
   static_assert(Cfg::THREADS == CONSUMERS + WARPGROUP, "consumers and one producer warpgroup");
-  static_assert(STAGES * STAGE_BYTES >= CONSUMERS * 16, "the shared sum's scratch");
+  static_assert(Cfg::STAGES * Sm::STAGE_BYTES >= CONSUMERS * Fx::V * (int)sizeof(Acc),
+                "the shared sum's scratch lives in the ring");
+  // The register split (Cfg::SPLIT_REGS: the registers a thread the launch allocates, 0 for
+  // none): the producer gives registers back and the consumers take them; both sums equal
+  // the launch's, which the compile check and the loader verify, so an increase never waits
+  // for registers that no one frees.
+  constexpr bool SPLIT = Cfg::SPLIT_REGS > 0;
+  static_assert(!SPLIT || (Cfg::THREADS == 3 * WARPGROUP &&
+                           PRODUCER_REGS + 2 * CONSUMER_REGS == 3 * Cfg::SPLIT_REGS),
+                "the register split is for two consumer warpgroups");
 
-  // The ring must start on a swizzle atom: align the dynamic shared memory by hand
-  // (KernelSpec.smem_bytes includes the slack), then the mbarriers and the fixup's flag.
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  unsigned char* ring = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + SWIZZLE_ATOM_BYTES - 1) &
-      ~(unsigned long long)(SWIZZLE_ATOM_BYTES - 1));
-  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut>;
-  float* epi_staging = reinterpret_cast<float*>(ring + STAGES * STAGE_BYTES);
-  unsigned long long* full = reinterpret_cast<unsigned long long*>(
-      ring + STAGES * STAGE_BYTES + ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP);
-  unsigned long long* empty = full + STAGES;
-  int* flag = reinterpret_cast<int*>(empty + STAGES);
+  const Sm sm(smem_raw);
   {  // The host computes the shared-memory size from the spec: check it agrees.
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-    if (smem_raw + dyn < reinterpret_cast<unsigned char*>(flag + 1)) __trap();
+    if (smem_raw + dyn < reinterpret_cast<unsigned char*>(sm.flag + 1)) __trap();
   }
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);                // the producer's arrive.expect_tx
-      mbar_init(&empty[s], CONSUMER_WARPS);  // one arrival per consumer warp
+    for (int s = 0; s < Cfg::STAGES; ++s) {
+      mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
+      mbar_init(&sm.empty[s], CONSUMERS / 32);      // one arrival per consumer warp
     }
     mbar_fence_init();
   }
@@ -255,91 +362,30 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
   }
   __syncthreads();
 
-  // The split is for two consumer warpgroups of 128 accumulators; a 256-thread CTA (one
-  // consumer warpgroup) fits its accumulators without one.
-  constexpr bool SPLIT_REGISTERS = ML::NACC >= 128 && Cfg::THREADS == 3 * WARPGROUP;
-  static_assert(!SPLIT_REGISTERS || PRODUCER_REGS + 2 * CONSUMER_REGS == 3 * 168,
-                "the register split assumes two consumer warpgroups at 168 registers");
-  static_assert(Cfg::SPLIT_REGS == (SPLIT_REGISTERS ? 168 : 0) && Cfg::EPI_PITCH == EPI_PITCH,
-                "the catalogue's register split and staging pitch are the kernel's");
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
-    if constexpr (SPLIT_REGISTERS) setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x != CONSUMERS) return;
-    int stage = 0;
-    unsigned phase = 0;
-    for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order,
-                                     [&](const Split& s) {
-      const int ktiles = (s.k1 - s.k0 + BK - 1) / BK;
-      const int ba = batch_a ? s.batch : 0, bb = batch_b ? s.batch : 0;
-      for (int kt = 0; kt < ktiles; ++kt) {
-        mbar_wait(&empty[stage], phase ^ 1);  // a fresh barrier's "previous" phase is done
-        mbar_arrive_expect_tx(&full[stage], STAGE_BYTES);
-        unsigned char* sa = ring + stage * STAGE_BYTES;
-        const int k = s.k0 + kt * BK;
-        OA::load(sa, map_a, &full[stage], s.m0, k, ba);
-        OB::load(sa + OA::STAGE_BYTES, map_b, &full[stage], s.n0, k, bb);
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-    });
+    if constexpr (SPLIT) setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == CONSUMERS)
+      wgmma_produce<Cfg>(sm, map_a, map_b, table, cta_offsets, M, N, tile_order, batch_a != 0,
+                         batch_b != 0);
     return;
   }
 
-  // the consumer warpgroups
-  if constexpr (SPLIT_REGISTERS) setmaxnreg_inc<CONSUMER_REGS>();
-  using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
-  using Fx = Fixup<ML, Cfg::REDUCTION, Sync>;
-  const int row0 = 64 * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
-  const bool warp_leader = (threadIdx.x & 31) == 0;
-  int stage = 0;
-  unsigned phase = 0;
+  if constexpr (SPLIT) setmaxnreg_inc<CONSUMER_REGS>();
+  RingCursor at;
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
     Acc acc[ML::NACC];
-#pragma unroll
-    for (int i = 0; i < ML::NACC; ++i) acc[i] = Acc(0);
-    const int ktiles = (s.k1 - s.k0 + BK - 1) / BK;
-    int held = -1;  // the stage whose wgmmas may still be in flight
-    for (int kt = 0; kt < ktiles; ++kt) {
-      mbar_wait(&full[stage], phase);
-      const unsigned char* sa = ring + stage * STAGE_BYTES;
-      const unsigned char* sb = sa + OA::STAGE_BYTES;
-      fence_accumulators(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BK / WGMMA_K; ++kk)
-        wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, TIn>(acc, OA::desc(sa, row0, kk),
-                                                            OB::desc(sb, 0, kk), 1);
-      wgmma_commit();
-      wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
-      fence_accumulators(acc);
-      if (held >= 0) {
-        __syncwarp();
-        if (warp_leader) mbar_arrive(&empty[held]);
-      }
-      held = stage;
-      if (++stage == STAGES) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-    wgmma_wait<0>();
-    fence_accumulators(acc);
-    if (held >= 0) {
-      __syncwarp();
-      if (warp_leader) mbar_arrive(&empty[held]);
-    }
-    if (Fx::run(s, acc, ws, staging, locks, flag))
-      Store::run(s, acc, epi_staging, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+    wgmma_consume<Cfg>(sm, at, s, acc);
+    if (Fx::run(s, acc, ws, staging, locks, sm.flag))
+      Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta);
   });
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums, after the CTA's last split: the ring is idle (every load was consumed).
+    using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
     for_each_split<Cfg::BM, Cfg::BN, false, true>(table, cta_offsets, M, N, tile_order,
                                                   [&](const Split& s) {
       if (!s.shared_sum()) return;
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
-      Fx::finish_shared(s, ws, locks, flag, reinterpret_cast<Acc*>(ring),
+      Fx::finish_shared(s, ws, locks, sm.flag, reinterpret_cast<Acc*>(sm.ring),
                         [&](int i, Acc v) { Epi::store_one(s, i, v, Cb, ldc, alpha, beta); });
     });
   }
