@@ -9,8 +9,9 @@ Each is parse -> plan -> run, with the plan cached or kept:
 * :func:`contract_expression` plans once; each call checks shapes and dtypes and runs.
 
 Differences from numpy: ``optimize`` defaults to ``'auto'`` (the result is the same);
-an unknown optimiser name raises KeyError; a single-operand einsum that only transposes or
-takes a diagonal returns a new array, not a view.
+an unknown optimiser name raises KeyError. As in numpy, a single-operand einsum that only
+transposes or takes diagonals (without ``out`` or another ``dtype``) returns a view; unlike
+numpy, an ``order`` of 'C' or 'F' that the view does not have gets a copy in that order.
 """
 from __future__ import annotations
 
@@ -207,9 +208,34 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
                                    memory_limit, backend)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
+    elif len(arrays) == 1 and arrays[0].dtype == res:
+        view = _single_operand_view(plan.equation, arrays[0], bk.xp)
+        if view is not None and _has_order(view, order):
+            return view
     cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+
+
+def _has_order(a, order) -> bool:
+    """Whether ``a`` is laid out as ``order`` asks ('K' and 'A' take any layout)."""
+    return order in ("K", "A") or (a.flags.c_contiguous if order == "C" else
+                                   a.flags.f_contiguous)
+
+
+def _single_operand_view(eq, a, xp):
+    """numpy.einsum's view of one operand that it only transposes or takes diagonals of
+    (every label kept, no sum): the output's strides are the sums of its labels' strides.
+    None when a label is summed or broadcast (a size-1 axis against a longer one)."""
+    (labels,) = eq.inputs
+    if set(labels) != set(eq.output) or \
+            any(n != eq.sizes[lab] for lab, n in zip(labels, a.shape)):
+        return None
+    strides = {lab: 0 for lab in eq.output}
+    for lab, st in zip(labels, a.strides):
+        strides[lab] += st
+    return xp.lib.stride_tricks.as_strided(a, tuple(eq.sizes[x] for x in eq.output),
+                                           tuple(strides[x] for x in eq.output))
 
 
 def _broadcast_axes(a) -> list[int]:

@@ -449,9 +449,9 @@ class Wgmma(KernelBase):
     TENSOR_MAPS: ClassVar[bool] = True
 
     def check(self):
-        if self.bm not in (64, 128) or self.bn not in (128, 256):
-            raise ValueError("Wgmma tiles are 64 or 128 x 128 or 256 (one or two consumer "
-                             "warpgroups of wgmma m64n128 / m64n256)")
+        if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
+            raise ValueError("Wgmma tiles are 64 or 128 x 64, 128 or 256 (one or two "
+                             "consumer warpgroups of wgmma m64n64 / m64n128 / m64n256)")
         if self.bk * self.elem_bytes != WGMMA_SWIZZLE_BYTES:
             raise ValueError(f"Wgmma: BK must fill one {WGMMA_SWIZZLE_BYTES}-byte swizzle row")
         if self.warps != 4 * (self.bm // 64 + 1) or self.warps_n != 1:
@@ -541,12 +541,16 @@ def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1) -> W
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes, and the 64-row
     tiles for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half
-    the bytes; 64 x 128 runs two CTAs an SM."""
+    the bytes; 64 x 128 runs two CTAs an SM. 64 x 64 and 128 x 64 give skinny products
+    (decode, M <= 128) tiles enough to fill the GPU with few or no partial tiles."""
     return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
-            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2))
+            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
+            _wgmma(dtype, 128, 64, 8),
+            _wgmma(dtype, 64, 64, 6, ctas_per_sm=2))
 
 
-WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42}
+WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42,
+                    (128, 64): 0.5, (64, 64): 0.6}
 """Wgmma entries' cost-model efficiency by tile: their data-parallel time against the Mma16
 entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x

@@ -65,6 +65,25 @@ def form_of(x, y) -> tuple[DotForm, tuple] | None:
     return None if form is None else (form, shape)
 
 
+def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr: int,
+            resolved: Resolved | None, dev: int, stream, alpha, beta, bind: bool):
+    """Launch ``form`` (operand addresses in the form's A / B order); the BoundLaunch that
+    repeats it when ``bind``, else None."""
+    rows = form.shape == "rows"
+    a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
+    b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
+    key = (dev, dtype, form, a_vec, b_vec,
+           None if resolved is None else (resolved.schedule.digest(), resolved.base))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream)
+    mm, nn = (form.outputs, 1) if rows else (1, form.outputs)
+    args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, alpha,
+            beta)
+    plan.launch(a_ptr, b_ptr, c_ptr, *args, stream)
+    return plan.bind(*args) if bind else None
+
+
 def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) arrays on the Dot kernel;
     None when the product has no Dot form or its dtype no Dot kernel (the caller runs a
@@ -90,32 +109,30 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
                             not out.flags.c_contiguous):
         raise ValueError(f"matvec: out must be a C-contiguous {x.dtype} array of shape "
                          f"{shape}, got {out.dtype} {out.shape}")
-    a, b = (y, x) if form.swap else (x, y)
-    a_ptr, b_ptr = a.data.ptr, b.data.ptr
-    rows = form.shape == "rows"
-    item = x.itemsize
-    a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
-    b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
     dev = cupy.cuda.runtime.getDevice()
     if x.device.id != dev or y.device.id != dev or (out is not None and out.device.id != dev):
         raise ValueError(f"matvec: operands on devices {x.device.id}, {y.device.id}; the "
                          f"current device is {dev} (use cupy.cuda.Device)")
-    stream = cupy.cuda.get_current_stream()
-    key = (dev, dtype, form, a_vec, b_vec,
-           None if resolved is None else (resolved.schedule.digest(), resolved.base))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream)
     if out is None:
         out = cupy.empty(shape, dtype=x.dtype)
-    mm, nn = (form.outputs, 1) if rows else (1, form.outputs)
-    args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, 1.0, 0.0)
-    plan.launch(a_ptr, b_ptr, out.data.ptr, *args, stream)
+    a, b = (y, x) if form.swap else (x, y)
+    bound = _launch(form, dtype, x.itemsize, a.data.ptr, b.data.ptr, out.data.ptr, resolved,
+                    dev, cupy.cuda.get_current_stream(), 1.0, 0.0, bind and replayable)
     if not bind:
         return out
-    bound = plan.bind(*args) if replayable else None
     return out, (None if bound is None else Binding(bound, form.swap, shape, x.dtype,
                                                     cupy.empty))
+
+
+def product(form: DotForm, dtype: str, item: int, x_ptr: int, y_ptr: int, c_ptr: int, dev: int,
+            stream, alpha, beta, bind: bool = False):
+    """``c = alpha * x @ y + beta * c`` for raw operands (device addresses of x, y and the
+    output, whose strides ``form`` holds: :func:`.forms.dot_form`), the way
+    :func:`.gemm.gemm` runs its matrix-vector products; the BoundLaunch that repeats it when
+    ``bind`` (None otherwise)."""
+    a_ptr, b_ptr = (y_ptr, x_ptr) if form.swap else (x_ptr, y_ptr)
+    return _launch(form, dtype, item, a_ptr, b_ptr, c_ptr, None, dev, stream, alpha, beta,
+                   bind)
 
 
 def clear_plans() -> None:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import warnings
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule
-from . import jit, specs
-from .catalogue import INPUT_DTYPES, withdraw
+from . import dot, jit, specs
+from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, withdraw
+from .forms import dot_form
 from .launch import Binding, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, entry_for,
@@ -131,6 +132,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
     (``mma.m16n8k8.tf32``, operands rounded to a 10-bit mantissa, fp32 accumulation); by
     default float32 is exact (FFMA). Other dtypes ignore it.
+    With ``mode="auto"`` (and no ``tile``, ``grid`` or ``schedule``), a product with
+    ``m == 1`` or ``n == 1`` whose vector side is contiguous along k (or whose matrix is)
+    is memory-bound and runs on the Dot family (:mod:`.dot`), as einsum runs it; float32
+    is then exact whatever ``allow_tf32`` says.
     int8 operands accumulate in int32 (``mma.m16n8k32.s8``) and ``out`` is int32 (the default
     output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be integers (applied in
     int32, wrapping). ``out`` is required for dtypes CuPy has no arrays of (bfloat16).
@@ -188,6 +193,15 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if k == 0:
         out[...] = 0 if beta == 0 else out * beta
         return (out, None) if bind else out
+    if mode == "auto" and (m == 1 or n == 1) and tile is None and grid is None and \
+            schedule is None and a_dt in DOT_CATALOGUE:
+        form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), (sbc, scm, scn))
+        if form is not None:  # memory-bound: the Dot family, as einsum runs it
+            bound = _matvec(form, A, B, C, alpha, beta, stream, bind and replayable)
+            if not bind:
+                return out
+            return out, (None if bound is None else Binding(bound, form.swap, out_shape,
+                                                            out.dtype, cupy.empty))
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
     if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
@@ -229,10 +243,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         r = gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
                  allow_tf32=allow_tf32)
         return (r, None) if bind else r
-    dev = cupy.cuda.runtime.getDevice()
-    if {A.device_id, B.device_id, C.device_id} != {dev}:
-        raise ValueError(f"gemm: operands on devices {A.device_id}, {B.device_id}, "
-                         f"{C.device_id}; the current device is {dev} (use cupy.cuda.Device)")
+    dev = _check_device(A, B, C)
     tf32 = bool(allow_tf32) and a_dt == "float32"
     key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, mode, reduction,
            None if tile is None else tuple(tile), grid, _schedule_key(schedule), tf32)
@@ -253,6 +264,29 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if bound is None:
         return out, None
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
+
+
+def _check_device(A, B, C) -> int:
+    """The current device, which every operand must be on (ValueError otherwise)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    dev = cupy.cuda.runtime.getDevice()
+    if {A.device_id, B.device_id, C.device_id} != {dev}:
+        raise ValueError(f"gemm: operands on devices {A.device_id}, {B.device_id}, "
+                         f"{C.device_id}; the current device is {dev} (use cupy.cuda.Device)")
+    return dev
+
+
+def _matvec(form, A, B, C, alpha, beta, stream, bind):
+    """A matrix-vector product (or batch of dots) on the Dot family; its BoundLaunch when
+    ``bind``."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    dev = _check_device(A, B, C)
+    if stream is None:
+        stream = cupy.cuda.get_current_stream()
+    return dot.product(form, A.dtype, A.itemsize(), A.ptr, B.ptr, C.ptr, dev, stream, alpha,
+                       beta, bind)
 
 
 def _schedule_key(schedule):

@@ -377,13 +377,32 @@ def test_order(xp, order, c, f):
     assert (r.flags.c_contiguous, r.flags.f_contiguous) == (c, f)
 
 
-def test_single_operand_result_is_a_new_array(xp):
-    a = np.random.default_rng(9).standard_normal((3, 3))
+@pytest.mark.parametrize("subscripts", ["ij->ji", "ii->i", "ij", "iij->ji", "...ii->...i"])
+def test_single_operand_result_is_a_view_as_in_numpy(xp, subscripts):
+    a = np.random.default_rng(9).standard_normal((3, 3, 3)[:len(subscripts.split("->")[0]
+                                                                  .replace("...", "k"))])
     xa = xp.asarray(a)
-    for subscripts in ("ij->ji", "ii->i", "ij"):
-        r = einsum(subscripts, xa)
-        assert not xp.shares_memory(r, xa)
-        np.testing.assert_array_equal(to_numpy(r), np.einsum(subscripts, a))
+    r = einsum(subscripts, xa)
+    expected = np.einsum(subscripts, a)
+    assert xp.shares_memory(r, xa) and np.shares_memory(expected, a)
+    np.testing.assert_array_equal(to_numpy(r), expected)
+    r[...] = 1e9  # writes through, as numpy's view does, onto as many elements
+    assert int((xa == 1e9).sum()) == r.size
+
+
+@pytest.mark.parametrize("kwargs", [{"dtype": "float64"}, {"order": "C"}])
+def test_single_operand_copy_when_a_view_cannot_be_what_was_asked(xp, kwargs):
+    a = np.random.default_rng(10).standard_normal((3, 3)).astype(np.float32)
+    xa = xp.asarray(a)
+    r = einsum("ij->ji", xa, **kwargs)
+    assert not xp.shares_memory(r, xa)
+    np.testing.assert_array_equal(to_numpy(r), a.T)
+    assert r.dtype == np.dtype(kwargs.get("dtype", "float32"))
+
+
+def test_summed_or_broadcast_single_operand_is_not_a_view(xp):
+    a = xp.asarray(np.random.default_rng(11).standard_normal((3, 3)))
+    assert not xp.shares_memory(einsum("ij->i", a), a)
 
 
 def test_zero_size_operands(xp):

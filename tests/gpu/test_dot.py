@@ -136,3 +136,41 @@ def test_einsum_runs_what_explain_shows(subscripts, shapes, dtype):
     got = cupy.asnumpy(r).astype(np.float64)
     scale = np.sqrt(max(step.k, 1)) * np.abs(ref).max()
     assert np.abs(got - ref).max() / max(scale, 1e-30) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("case", ["gemv rows", "gemv rows batched", "gemv, m-contiguous",
+                                  "vector x matrix, n-contiguous", "vector x matrix, batched",
+                                  "batched dots"])
+def test_gemm_runs_matrix_vector_products_on_dot(case, dtype):
+    """gemm's auto mode runs M = 1 / N = 1 products on the Dot family (as einsum does), on
+    CuPy or torch operands, with alpha / beta applied; forced modes keep the GEMM tiles."""
+    from skcontract.kernels.gemm import gemm
+    from skcontract.kernels.launch import record_launches
+    from tests.gpu.helpers import poisoned, rand, rel_error, to64
+    xs, ys, xo, yo = CASES[case]
+    x, y = rand(xs, dtype, xo, 11), rand(ys, dtype, yo, 12)
+    shape = xs[:-1] + ys[-1:]
+    c0 = rand(shape, dtype, "C", 13)
+    out = poisoned(shape, x)
+    out[...] = c0
+    with record_launches() as launches:
+        gemm(x, y, out, alpha=0.5, beta=-2.0)
+    assert [launch.kernel.startswith("dot_") for launch in launches] == [True]
+    ref = 0.5 * (to64(x) @ to64(y)) - 2.0 * to64(c0)
+    assert rel_error(out, ref) <= TOL[dtype]
+    with record_launches() as launches:
+        gemm(x, y, poisoned(shape, x), mode="stream_k")
+    assert not launches[0].kernel.startswith("dot_")
+
+
+def test_gemm_binding_replays_the_dot_launch():
+    import cupy
+    from skcontract.kernels.gemm import gemm
+    x, y = _rand((333, 4099), "float32", "C", 14), _rand((4099, 1), "float32", "C", 15)
+    out, binding = gemm(x, y, bind=True)
+    assert binding is not None
+    y2 = _rand((4099, 1), "float32", "C", 16)
+    again = binding(x, y2, cupy.cuda.get_current_stream())
+    _check(out, x, y, "float32")
+    _check(again, x, y2, "float32")

@@ -101,6 +101,23 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 // shared memory (descriptors). TA / TB: 1 when the operand is M- / N-major (transposed from
 // wgmma's K-major default). scale_d == 0 ignores the accumulators' old values. The storage
 // type tag picks f16 or bf16.
+#define SKC_WGMMA_M64N64K16(TAG, TYPE)                                                     \
+  template <int TA, int TB>                                                                  \
+  __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long long da,      \
+                                                 unsigned long long db, int scale_d, TAG) {   \
+    asm volatile(                                                                            \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"  \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "  \
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+      "%32, %33, p, 1, 1, %35, %36;\n}\n"  \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])  \
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
+  }
+
 #define SKC_WGMMA_M64N128K16(TAG, TYPE)                                                    \
   template <int TA, int TB>                                                                  \
   __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long da,     \
@@ -159,10 +176,13 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
+SKC_WGMMA_M64N64K16(half_t, "f16")
+SKC_WGMMA_M64N64K16(bfloat16_t, "bf16")
 SKC_WGMMA_M64N128K16(half_t, "f16")
 SKC_WGMMA_M64N128K16(bfloat16_t, "bf16")
 SKC_WGMMA_M64N256K16(half_t, "f16")
 SKC_WGMMA_M64N256K16(bfloat16_t, "bf16")
+#undef SKC_WGMMA_M64N64K16
 #undef SKC_WGMMA_M64N128K16
 #undef SKC_WGMMA_M64N256K16
 

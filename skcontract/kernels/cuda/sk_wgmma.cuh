@@ -69,10 +69,12 @@ template <int BN, bool AK, bool BK_, class TIn>
 __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long da,
                                           unsigned long long db, int scale_d) {
   constexpr int TA = AK ? 0 : 1, TB = BK_ ? 0 : 1;
-  if constexpr (BN == 128) {
+  if constexpr (BN == 64) {
+    wgmma_m64n64k16<TA, TB>(d, da, db, scale_d, TIn{});
+  } else if constexpr (BN == 128) {
     wgmma_m64n128k16<TA, TB>(d, da, db, scale_d, TIn{});
   } else {
-    static_assert(BN == 256, "Wgmma tiles are 128 or 256 wide");
+    static_assert(BN == 256, "Wgmma tiles are 64, 128 or 256 wide");
     wgmma_m64n256k16<TA, TB>(d, da, db, scale_d, TIn{});
   }
 }
