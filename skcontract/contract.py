@@ -226,9 +226,10 @@ def _has_order(a, order) -> bool:
 def _single_operand_view(eq, a, xp):
     """numpy.einsum's view of one operand that it only transposes or takes diagonals of
     (every label kept, no sum): the output's strides are the sums of its labels' strides.
-    None when a label is summed or broadcast (a size-1 axis against a longer one)."""
+    None when a label is summed or broadcast (a size-1 axis against a longer one), and for
+    a 0-d result, which numpy returns as a scalar."""
     (labels,) = eq.inputs
-    if set(labels) != set(eq.output) or \
+    if not eq.output or set(labels) != set(eq.output) or \
             any(n != eq.sizes[lab] for lab, n in zip(labels, a.shape)):
         return None
     strides = {lab: 0 for lab in eq.output}

@@ -12,7 +12,7 @@ from . import jit
 from .catalogue import DOT_CATALOGUE, VEC16_BYTES, Dot
 from .forms import DotForm, dot_form
 from .launch import Binding, LaunchPlan
-from .resolve import DEFAULT_REDUCTION, Resolved, resolve_dot
+from .resolve import DEFAULT_REDUCTION, Resolved, device_info, resolve_dot
 from .specs import specialise
 
 
@@ -29,7 +29,6 @@ _PLANS: dict = {}
 def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolved | None,
           dev: int, stream) -> LaunchPlan:
     """The LaunchPlan of one form (cold path: resolve, specialise, compile, upload)."""
-    from .gemm import device_info  # the device's facts, read once
     if resolved is None or not isinstance(resolved.base, Dot) or \
             resolved.schedule.problem != form.problem(dtype):
         resolved = resolve_dot(form, dtype, device_info(dev), reduction=DEFAULT_REDUCTION)

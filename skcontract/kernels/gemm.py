@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import warnings
 
-from ..schedule import DeviceInfo, GemmProblem, Schedule
+from ..schedule import GemmProblem, Schedule
 from . import dot, jit, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, withdraw
 from .forms import dot_form
 from .launch import Binding, LaunchPlan
 from .operands import describe
-from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, entry_for,
-                      resolve_gemm)
+from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
+                      entry_for, resolve_gemm)
 
 _PLANS: dict = {}
-_DEVICES: dict = {}
 
 
 def _as3(shape, strides):
@@ -54,14 +53,6 @@ def is_vec16(ptr, ld, batch_stride, batch, elem) -> bool:
     v = specs.VEC16_BYTES
     return (ptr % v == 0 and (ld * elem) % v == 0
             and (batch <= 1 or (batch_stride * elem) % v == 0))
-
-
-def device_info(dev: int) -> DeviceInfo:
-    """The DeviceInfo of CUDA device ``dev`` (read once)."""
-    info = _DEVICES.get(dev)
-    if info is None:
-        info = _DEVICES[dev] = DeviceInfo.from_cupy(dev)
-    return info
 
 
 def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> None:

@@ -36,6 +36,17 @@ class Resolved(NamedTuple):
     base: KernelBase
 
 
+_DEVICES: dict = {}
+
+
+def device_info(dev: int) -> DeviceInfo:
+    """The DeviceInfo of CUDA device ``dev`` (read once)."""
+    info = _DEVICES.get(dev)
+    if info is None:
+        info = _DEVICES[dev] = DeviceInfo.from_cupy(dev)
+    return info
+
+
 def compute_capability(device: DeviceInfo) -> int:
     major, minor = device.compute_capability
     return 10 * major + minor
