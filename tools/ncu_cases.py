@@ -16,8 +16,9 @@ import sys
 from skcontract.kernels import gemm as G
 
 SHAPES = {"1024": (1024, 1024, 1024), "2304": (2304, 2304, 4096), "128": (128, 128, 16384),
-          "gemv": (1, 8192, 8192), "1000": (1000, 1000, 1000)}
-DTYPES = {"fp32": "float32", "fp64": "float64"}
+          "gemv": (1, 8192, 8192), "1000": (1000, 1000, 1000),
+          "decode16": (16, 4096, 4096), "decode64": (64, 2112, 7168)}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 DEFAULT_CASES = ("fp64-2304:auto,fp64-2304:cublas,fp64-1024:auto,fp64-1024:cublas,"
                  "fp32-gemv:auto,fp32-gemv:cublas,fp32-2304:auto,fp32-2304:cublas")
 KERNELS = ("auto", "cublas")
