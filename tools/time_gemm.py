@@ -6,7 +6,8 @@
 Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
 of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever the tree;
 ``--peer`` adds torch.matmul (cuBLAS) on the same operands, timed by torch's graph replay,
-and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) force a schedule mode or an entry.
+and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) / ``--reduction`` force a schedule mode,
+an entry or a fixup protocol.
 16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
 whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
 device session compares them on the same machine state.
@@ -39,6 +40,7 @@ def main(argv=None) -> int:
     p.add_argument("--peer", action="store_true", help="also time torch.matmul")
     p.add_argument("--mode", default="auto")
     p.add_argument("--tile", default=None, help="BMxBNxBK of the entry to force")
+    p.add_argument("--reduction", default="deterministic")
     args = p.parse_args(argv)
     tile = None if args.tile is None else tuple(int(x) for x in args.tile.split("x"))
     import cupy  # optional dependency: this tool times the GPU
@@ -55,7 +57,8 @@ def main(argv=None) -> int:
         for dtype in args.dtypes.split(","):
             a, b, c = _operands(m, n, k, dtype, args.peer)
             calls = timing.calls_for(2.0 * m * n * k)
-            us = timing.device_time_us(lambda: gemm(a, b, c, mode=args.mode, tile=tile),
+            us = timing.device_time_us(lambda: gemm(a, b, c, mode=args.mode, tile=tile,
+                                                    reduction=args.reduction),
                                        stream, calls, args.reps)
             row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
                    "dtype": dtype, "us": us, "tflops": 2e-6 * m * n * k / us}
