@@ -108,6 +108,13 @@ WGMMA_FLAG_BYTES = 16
 WGMMA_SPLIT_REGISTERS = 168
 """Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8: what a thread has at
 launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
+WGMMA_ACCUMULATOR_SETS = {(64, 64): 4, (128, 64): 2}
+"""Wgmma: accumulator sets of the narrow tiles (Cfg::ACC_SETS). Consecutive wgmmas into one
+accumulator run one after another, and an m64n64k16 is too short to hide that latency, so
+a consumer alone would take about 0.23 us a k-tile whatever the ring holds (64 x 64: 35 GB/s
+a CTA; docs/benchmarks/log.md); k16 step j of a k-tile goes to set j % ACC_SETS, and the
+sets are added in order after the split's last k-tile. The counts keep the sets within the
+registers a thread has (64 x 64: 4 x 32, 128 x 64: 2 x 32 accumulators)."""
 WGMMA_EPI_PITCH = 40
 """Wgmma: floats a row of the epilogue's staging buffer (the kernel's Cfg::EPI_PITCH: 32
 columns, and 8 more than a multiple of 32 for conflict-free fragment writes)."""
@@ -465,7 +472,14 @@ class Wgmma(KernelBase):
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
+                f"  static constexpr int ACC_SETS = {self.accumulator_sets};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
+
+    @property
+    def accumulator_sets(self) -> int:
+        """Independent accumulator chains a consumer splits a k-tile's wgmmas over (the
+        kernel's Cfg::ACC_SETS): :data:`WGMMA_ACCUMULATOR_SETS` for the tile, else 1."""
+        return WGMMA_ACCUMULATOR_SETS.get((self.bm, self.bn), 1)
 
     def smem_bytes(self, spec) -> int:
         """The stage ring, the epilogue's fp32 staging (64 rows of WGMMA_EPI_PITCH floats a
@@ -546,7 +560,7 @@ def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
             _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
             _wgmma(dtype, 128, 64, 8),
-            _wgmma(dtype, 64, 64, 6, ctas_per_sm=2))
+            _wgmma(dtype, 64, 64, 13))
 
 
 WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42,
