@@ -8,7 +8,8 @@ and an expression's operands are often the same buffers call after call: descrip
 cached by everything they encode (:func:`operand_map`).
 
 Each operand is a 3-D tensor, innermost dimension first:
-K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the tile, 1);
+K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the tile, 1), or
+fewer rows for an operand narrower than the tile (:func:`kmajor_box_rows`);
 M- / N-major: (rows, K, batch), box (64, BK, 1), loaded once per 64 rows of the tile.
 A batch stride of 0 (a broadcast operand) is a batch extent of 1: the kernel reads batch 0.
 """
@@ -39,8 +40,21 @@ TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
 """A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
 
 
+SWIZZLE_ATOM_ROWS = 8
+"""Rows of one 128-byte swizzle atom (1024 bytes)."""
+
+
 def _round_up(x: int, to: int) -> int:
     return -(-x // to) * to
+
+
+def kmajor_box_rows(rows: int, tile_rows: int) -> int:
+    """Rows of a K-major box: the tile's, or the operand's rounded up to a swizzle atom when
+    the operand is narrower than one tile (decode: 16 rows of A against 64-row tiles). The
+    rows not loaded keep stale shared memory, which feeds only output rows (columns) past
+    the operand's, which are never stored; the bytes a load brings are what the kernel
+    expects (``WgmmaOperand::load_bytes`` computes the same rule)."""
+    return min(tile_rows, _round_up(rows, SWIZZLE_ATOM_ROWS))
 
 
 def operand_dims(rows: int, k: int, ld: int, batch: int, batch_stride: int, kmajor: bool,
@@ -87,7 +101,7 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
 
     def one(ptr, rows, tile_rows, ld, bs, kmajor):
         dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
-        box = (bk, tile_rows, 1) if kmajor else (MN_BOX, bk, 1)
+        box = (bk, kmajor_box_rows(rows, tile_rows), 1) if kmajor else (MN_BOX, bk, 1)
         return operand_map(ptr, spec.dtype_in, dims, strides, box)
 
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),

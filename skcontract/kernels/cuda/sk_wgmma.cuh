@@ -91,6 +91,19 @@ struct WgmmaOperand {
   static constexpr int STAGE_BYTES = ROWS * BK * (int)sizeof(TIn);
   static constexpr int BOX_BYTES = MN_CHUNK * BK * (int)sizeof(TIn);  // one MN-major box
   static_assert(BK * (int)sizeof(TIn) == SWIZZLE_ROW_BYTES, "BK fills one swizzle row");
+  // Bytes one load brings for an operand of `rows` rows: a K-major box stops at the operand's
+  // rows rounded up to a swizzle atom when it is narrower than the tile (the host encodes the
+  // same box: skcontract/kernels/tma.py, kmajor_box_rows); the rows it leaves stale feed only
+  // outputs past the operand, which are never stored. An MN-major box is always whole.
+  __device__ __forceinline__ static unsigned load_bytes(int rows) {
+    if constexpr (KMAJOR) {
+      constexpr int ATOM_ROWS = SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES;
+      const int live = (rows + ATOM_ROWS - 1) / ATOM_ROWS * ATOM_ROWS;
+      return (unsigned)((live < ROWS ? live : ROWS) * SWIZZLE_ROW_BYTES);
+    } else {
+      return STAGE_BYTES;
+    }
+  }
   // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k16 step kk
   __device__ __forceinline__ static unsigned long long desc(const unsigned char* stage, int row0,
                                                             int kk) {
@@ -261,13 +274,14 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, const Tm
                                               const int* cta_offsets, int M, int N,
                                               int tile_order, bool batched_a, bool batched_b) {
   using Sm = WgmmaSmem<Cfg>;
+  const unsigned stage_tx = Sm::OA::load_bytes(M) + Sm::OB::load_bytes(N);
   RingCursor at;
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
     const int ba = batched_a ? s.batch : 0, bb = batched_b ? s.batch : 0;
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
-      mbar_arrive_expect_tx(&sm.full[at.stage], Sm::STAGE_BYTES);
+      mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
       unsigned char* st = sm.stage(at.stage);
       const int k = s.k0 + kt * Cfg::BK;
       Sm::OA::load(st, map_a, &sm.full[at.stage], s.m0, k, ba);
