@@ -108,6 +108,24 @@ WGMMA_FLAG_BYTES = 16
 WGMMA_SPLIT_REGISTERS = 168
 """Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8: what a thread has at
 launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
+MEMORY_BOUND_REUSE = 128
+"""A product whose operand elements are used fewer times than this on average (2 M N /
+(M + N): decode and other skinny GEMMs) is bound by streaming its operands, which the cost
+model (flops per k-iteration) does not see: it is offered only its dtype's streaming entry
+(:attr:`KernelBase.streams`), if there is one, and the model picks the mode. Measured on the
+H200, fp16 (docs/benchmarks/log.md): 16 x 4096 x 4096 on Wgmma 64 x 64 (Stream-K) 10.5 us
+against the model's own pick, 64 x 256, 19.9 us; 128 x 4096 x 11008 (reuse 248) gains
+less (33.0 against 35.5 us) and stays with the model."""
+WGMMA_STREAMING_TILE = (64, 64)
+"""The Wgmma tile that streams memory-bound products: one consumer warpgroup, 13 stages,
+four accumulator sets, so each CTA keeps ~100 KB of weights in flight."""
+
+
+def memory_bound(m: int, n: int) -> bool:
+    """Whether an m x n output's product is memory-bound (:data:`MEMORY_BOUND_REUSE`)."""
+    return 2 * m * n < MEMORY_BOUND_REUSE * (m + n)
+
+
 WGMMA_ACCUMULATOR_SETS = {(64, 64): 4, (128, 64): 2}
 """Wgmma: accumulator sets of the narrow tiles (Cfg::ACC_SETS). Consecutive wgmmas into one
 accumulator run one after another, and an m64n64k16 is too short to hide that latency, so
@@ -252,6 +270,12 @@ class KernelBase:
     def offered_on(self, cc: int | None) -> bool:
         """Whether the launcher offers this entry on compute capability ``cc`` (None: any)."""
         return cc is None or cc >= self.min_cc
+
+    @property
+    def streams(self) -> bool:
+        """Whether this entry is its dtype's tile for memory-bound products
+        (:func:`memory_bound`), the only one offered to them."""
+        return False
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -474,6 +498,10 @@ class Wgmma(KernelBase):
                 f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
                 f"  static constexpr int ACC_SETS = {self.accumulator_sets};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
+
+    @property
+    def streams(self) -> bool:
+        return (self.bm, self.bn) == WGMMA_STREAMING_TILE
 
     @property
     def accumulator_sets(self) -> int:

@@ -17,7 +17,8 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
-from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases
+from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
+                        memory_bound)
 from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
 
@@ -57,8 +58,9 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                  vec16: bool = True, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
-    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK); ``allow_tf32``: float32 on
-    the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
+    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK) (else a memory-bound problem
+    gets its dtype's streaming entry, :data:`.catalogue.MEMORY_BOUND_REUSE`);
+    ``allow_tf32``: float32 on the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
     left out otherwise). Other ``options`` (grid, splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
@@ -70,6 +72,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             have = [b.tile for b in bases_for(problem.dtype, allow_tf32,
                                               compute_capability(device), vec16)]
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have {have}")
+    elif memory_bound(problem.m, problem.n):
+        bases = tuple(b for b in bases if b.streams) or bases
     options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
                 if (c := ctas_on(b, device)) > 0]
     if not options_:

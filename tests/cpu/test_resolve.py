@@ -207,3 +207,33 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     assert spec.base.launch_registers is None and built == [spec]
     assert first.base in catalogue._WITHDRAWN
     assert first.base not in catalogue.bases_for("float16", cc=90)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,streams", [(16, 4096, True), (64, 2112, True),
+                                          (4096, 32, True), (128, 4096, False),
+                                          (1024, 1024, False)])
+def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
+    """Skinny products (operand reuse below MEMORY_BOUND_REUSE) are offered only the dtype's
+    streaming Wgmma tile on Hopper; the others, and any forced tile, keep the whole
+    catalogue."""
+    r = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200())
+    assert catalogue.memory_bound(m, n) == streams
+    assert r.base.streams == streams
+    if streams:
+        assert r.base.tile[:2] == catalogue.WGMMA_STREAMING_TILE
+        forced = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200(),
+                              tile=(64, 256))
+        assert forced.base.tile[:2] == (64, 256)
+
+
+def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue():
+    r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float32"), DeviceInfo.h200())
+    assert not r.base.streams
+
+
+@pytest.mark.parametrize("rows,tile_rows,box", [(16, 64, 16), (1, 64, 8), (7, 128, 8),
+                                                (64, 64, 64), (100, 64, 64), (200, 256, 200)])
+def test_kmajor_boxes_stop_at_the_operand(rows, tile_rows, box):
+    from skcontract.kernels.tma import kmajor_box_rows
+    assert kmajor_box_rows(rows, tile_rows) == box
