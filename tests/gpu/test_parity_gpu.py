@@ -9,8 +9,10 @@ from tests.cpu.test_parity import (  # noqa: F401 - collected here with the CuPy
     test_dtype_upcast_int_to_float, test_float16_accumulates_in_float32,
     test_integer_overflow_wraps_like_numpy, test_order, test_out_casting_like_numpy,
     test_out_is_returned_and_filled, test_out_non_contiguous_and_0d, test_parity_dtype_optimize_grid,
-    test_parity_fixed, test_parity_random, test_single_operand_result_is_a_new_array,
-    test_zero_size_operands)
+    test_parity_fixed, test_parity_random,
+    test_single_operand_copy_when_a_view_cannot_be_what_was_asked,
+    test_single_operand_result_is_a_view_as_in_numpy,
+    test_summed_or_broadcast_single_operand_is_not_a_view, test_zero_size_operands)
 
 
 @pytest.fixture(scope="module")
