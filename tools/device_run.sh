@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
 #             into the committed docs/benchmarks/gemm-h200.json
+#   pending : the GPU tests that wait longest (co-residency, shared sums, auto), one process,
+#             verbose, with catalogue.PENDING offered (SKCONTRACT_OFFER_PENDING=1): the last
+#             line of pending.log names the test a stop happened in
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
 #             carried) and this one, AB_SHAPES x AB_DTYPES, twice each
 set -u
@@ -31,6 +34,11 @@ for step in $STEPS; do
     smoke)
       timeout 120 python3 -m tools.sanitize_cases > "$OUT/smoke.log" 2>&1
       echo "smoke rc=$?"; cat "$OUT/smoke.log" | tail -15;;
+    pending)
+      SKCONTRACT_OFFER_PENDING=1 timeout ${TESTS_S:-300} python3 -m pytest -v -p no:cacheprovider \
+        tests/gpu/test_gemm.py tests/gpu/test_engine.py -k "coresidency or shared_sum or auto or modes" \
+        > "$OUT/pending.log" 2>&1
+      echo "pending rc=$? ($(( $(date +%s) - t0 ))s)"; tail -3 "$OUT/pending.log";;
     tests)
       timeout ${TESTS_S:-300} python3 -m pytest -q $XDIST --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;

@@ -36,6 +36,7 @@ and its data: docs/benchmarks/cost-model-h200.md).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -672,7 +673,15 @@ PENDING: dict[str, tuple[KernelBase, ...]] = {
 launcher (:func:`bases_for`) until the whole GPU suite has passed with them on the device:
 the narrow Wgmma tiles passed their own GPU tests and measured faster on decode shapes, but
 the last full GPU run with them offered stopped short of its end twice (docs/benchmarks/
-log.md). Offering them is moving them into :data:`CATALOGUE`."""
+log.md). Offering them is moving them into :data:`CATALOGUE`; the device run that verifies
+them sets ``SKCONTRACT_OFFER_PENDING=1``, which offers them in that process
+(``tools/device_run.sh pending``)."""
+
+OFFER_PENDING_ENV = "SKCONTRACT_OFFER_PENDING"
+if os.environ.get(OFFER_PENDING_ENV) == "1":
+    for _dt, _bases in PENDING.items():
+        CATALOGUE[_dt] = CATALOGUE[_dt] + _bases
+    PENDING = {}
 
 
 def all_bases() -> list[KernelBase]:
