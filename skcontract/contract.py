@@ -10,8 +10,9 @@ Each is parse -> plan -> run, with the plan cached or kept:
 
 Differences from numpy: ``optimize`` defaults to ``'auto'`` (the result is the same);
 an unknown optimiser name raises KeyError. As in numpy, a single-operand einsum that only
-transposes or takes diagonals (without ``out`` or another ``dtype``) returns a view; unlike
-numpy, an ``order`` of 'C' or 'F' that the view does not have gets a copy in that order.
+transposes or takes diagonals (without ``out``) returns a view; unlike numpy, an ``order`` of
+'C' or 'F' that the view does not have gets a copy in that order, and a ``dtype`` other than
+the operand's a converted copy (numpy returns the view in the operand's dtype).
 """
 from __future__ import annotations
 
@@ -192,14 +193,6 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
     arrays = [bk.asarray(x) for x in ops]
-    if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
-            any(_broadcast_axes(a) for a in arrays):
-        reduced = _without_broadcast_axes(subscripts, arrays)
-        if reduced is not None:
-            sub, small, expand = reduced
-            return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
-                                 optimize=optimize, memory_limit=memory_limit,
-                                 backend=backend), order)
     res = _result_dtype(arrays, dtype, casting)
     shapes = tuple(tuple(a.shape) for a in arrays)
     key = _optimize_key(optimize)
@@ -208,10 +201,19 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
                                    memory_limit, backend)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
-    elif len(arrays) == 1 and arrays[0].dtype == res:
-        view = _single_operand_view(plan.equation, arrays[0], bk.xp)
-        if view is not None and _has_order(view, order):
-            return view
+    else:
+        if len(arrays) == 1 and arrays[0].dtype == res:
+            view = _single_operand_view(plan.equation, arrays[0], bk.xp)
+            if view is not None and _has_order(view, order):
+                return view
+        if backend == "numpy" and any(0 in a.strides for a in arrays) and \
+                any(_broadcast_axes(a) for a in arrays):
+            reduced = _without_broadcast_axes(subscripts, arrays)
+            if reduced is not None:
+                sub, small, expand = reduced
+                return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
+                                     optimize=optimize, memory_limit=memory_limit,
+                                     backend=backend), order)
     cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
@@ -226,11 +228,10 @@ def _has_order(a, order) -> bool:
 def _single_operand_view(eq, a, xp):
     """numpy.einsum's view of one operand that it only transposes or takes diagonals of
     (every label kept, no sum): the output's strides are the sums of its labels' strides.
-    None when a label is summed or broadcast (a size-1 axis against a longer one), and for
-    a 0-d result, which numpy returns as a scalar."""
+    None when a label is summed, and for a 0-d result, which numpy returns as a scalar. A
+    read-only operand (a broadcast one) gives a read-only view, as in numpy."""
     (labels,) = eq.inputs
-    if not eq.output or set(labels) != set(eq.output) or \
-            any(n != eq.sizes[lab] for lab, n in zip(labels, a.shape)):
+    if not eq.output or set(labels) != set(eq.output):
         return None
     strides = {lab: 0 for lab in eq.output}
     for lab, st in zip(labels, a.strides):

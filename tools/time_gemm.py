@@ -40,7 +40,8 @@ def main(argv=None) -> int:
     p.add_argument("--peer", action="store_true", help="also time torch.matmul")
     p.add_argument("--mode", default="auto")
     p.add_argument("--tile", default=None, help="BMxBNxBK of the entry to force")
-    p.add_argument("--reduction", default="deterministic")
+    p.add_argument("--reduction", default=None, choices=("deterministic", "arrival", "atomic"),
+                   help="default: gemm's")
     args = p.parse_args(argv)
     tile = None if args.tile is None else tuple(int(x) for x in args.tile.split("x"))
     import cupy  # optional dependency: this tool times the GPU
@@ -52,13 +53,14 @@ def main(argv=None) -> int:
     timing = _timing()
 
     stream = cupy.cuda.Stream(non_blocking=True)
+    forced = {} if args.reduction is None else {"reduction": args.reduction}
     for shape in args.shapes.split(","):
         m, n, k = (int(x) for x in shape.split("x"))
         for dtype in args.dtypes.split(","):
             a, b, c = _operands(m, n, k, dtype, args.peer)
             calls = timing.calls_for(2.0 * m * n * k)
             us = timing.device_time_us(lambda: gemm(a, b, c, mode=args.mode, tile=tile,
-                                                    reduction=args.reduction),
+                                                    **forced),
                                        stream, calls, args.reps)
             row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
                    "dtype": dtype, "us": us, "tflops": 2e-6 * m * n * k / us}

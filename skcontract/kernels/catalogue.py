@@ -118,8 +118,9 @@ H200, fp16 (docs/benchmarks/log.md): 16 x 4096 x 4096 on Wgmma 64 x 64 (Stream-K
 against the model's own pick, 64 x 256, 19.9 us; 128 x 4096 x 11008 (reuse 248) gains
 less (33.0 against 35.5 us) and stays with the model."""
 WGMMA_STREAMING_TILE = (64, 64)
-"""The Wgmma tile that streams memory-bound products: one consumer warpgroup, 13 stages,
-four accumulator sets, so each CTA keeps ~100 KB of weights in flight."""
+"""The Wgmma tile that streams memory-bound products: 64 columns of weights a tile give a
+decode product tiles enough for Stream-K to spread over every SM with 16 KB partial tiles.
+It runs one CTA an SM with 13 stages (6 stages at two CTAs an SM measured the same)."""
 
 
 def memory_bound(m: int, n: int) -> bool:
@@ -127,13 +128,6 @@ def memory_bound(m: int, n: int) -> bool:
     return 2 * m * n < MEMORY_BOUND_REUSE * (m + n)
 
 
-WGMMA_ACCUMULATOR_SETS = {(64, 64): 4, (128, 64): 2}
-"""Wgmma: accumulator sets of the narrow tiles (Cfg::ACC_SETS). Consecutive wgmmas into one
-accumulator run one after another, and an m64n64k16 is too short to hide that latency, so
-a consumer alone would take about 0.23 us a k-tile whatever the ring holds (64 x 64: 35 GB/s
-a CTA; docs/benchmarks/log.md); k16 step j of a k-tile goes to set j % ACC_SETS, and the
-sets are added in order after the split's last k-tile. The counts keep the sets within the
-registers a thread has (64 x 64: 4 x 32, 128 x 64: 2 x 32 accumulators)."""
 WGMMA_EPI_PITCH = 40
 """Wgmma: floats a row of the epilogue's staging buffer (the kernel's Cfg::EPI_PITCH: 32
 columns, and 8 more than a multiple of 32 for conflict-free fragment writes)."""
@@ -497,18 +491,12 @@ class Wgmma(KernelBase):
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
-                f"  static constexpr int ACC_SETS = {self.accumulator_sets};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
 
     @property
     def streams(self) -> bool:
         return (self.bm, self.bn) == WGMMA_STREAMING_TILE
 
-    @property
-    def accumulator_sets(self) -> int:
-        """Independent accumulator chains a consumer splits a k-tile's wgmmas over (the
-        kernel's Cfg::ACC_SETS): :data:`WGMMA_ACCUMULATOR_SETS` for the tile, else 1."""
-        return WGMMA_ACCUMULATOR_SETS.get((self.bm, self.bn), 1)
 
     def smem_bytes(self, spec) -> int:
         """The stage ring, the epilogue's fp32 staging (64 rows of WGMMA_EPI_PITCH floats a
@@ -584,14 +572,15 @@ def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1) -> W
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes, and the 64-row
     tiles for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half
-    the bytes; 64 x 128 runs two CTAs an SM. 64 x 64 and 128 x 64 give skinny products
-    (decode, M <= 128) tiles enough to fill the GPU with few or no partial tiles."""
+    the bytes; 64 x 128 runs two CTAs an SM."""
     return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
             _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2))
 
 
 def _wgmma_narrow_entries(dtype: str) -> tuple[Wgmma, ...]:
-    """The narrow Wgmma tiles (:data:`PENDING`): 128 x 64 and the streaming 64 x 64."""
+    """The narrow Wgmma tiles (:data:`PENDING`): 128 x 64 for shapes of few tiles, and the
+    streaming 64 x 64 (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode)
+    tiles enough to spread over every SM with small partial tiles."""
     return (_wgmma(dtype, 128, 64, 8), _wgmma(dtype, 64, 64, 13))
 
 
@@ -602,7 +591,9 @@ entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128
 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
 4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
 when every SM runs it. The 64-row tiles' 0.42 is an estimate (one consumer warpgroup a CTA;
-docs/benchmarks/log.md)."""
+docs/benchmarks/log.md), as are the narrow tiles' 0.5 and 0.6 (more L2 bytes per flop
+again: auto takes them only where a shape has few tiles, or, for 64 x 64, by the
+memory-bound rule)."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),
@@ -663,25 +654,27 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
     if key not in CATALOGUE or key == TF32 and dtype != "float32":
         raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
                         f"{', '.join(k for k in CATALOGUE if k != TF32)})")
-    return tuple(b for b in CATALOGUE[key]
+    entries = CATALOGUE[key] + (PENDING.get(key, ()) if OFFER_PENDING else ())
+    return tuple(b for b in entries
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
 PENDING: dict[str, tuple[KernelBase, ...]] = {
-    dt: _wgmma_narrow_entries(dt) for dt in ("float16", "bfloat16")}
-"""Entries that are built and compile-checked (:func:`all_bases`) but not offered to the
-launcher (:func:`bases_for`) until the whole GPU suite has passed with them on the device:
-the narrow Wgmma tiles passed their own GPU tests and measured faster on decode shapes, but
-the last full GPU run with them offered stopped short of its end twice (docs/benchmarks/
-log.md). Offering them is moving them into :data:`CATALOGUE`; the device run that verifies
-them sets ``SKCONTRACT_OFFER_PENDING=1``, which offers them in that process
-(``tools/device_run.sh pending``)."""
+    dt: _wgmma_narrow_entries(dt) for dt in Wgmma.DTYPES}
+"""Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
+(:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
+reaches them by forcing their tile (:func:`pending_for`), and a process with
+``SKCONTRACT_OFFER_PENDING=1`` (:data:`OFFER_PENDING`; ``tools/device_run.sh pending``)
+offers them like the others. Offering them for good is moving them into
+:data:`CATALOGUE`."""
 
-OFFER_PENDING_ENV = "SKCONTRACT_OFFER_PENDING"
-if os.environ.get(OFFER_PENDING_ENV) == "1":
-    for _dt, _bases in PENDING.items():
-        CATALOGUE[_dt] = CATALOGUE[_dt] + _bases
-    PENDING = {}
+OFFER_PENDING = os.environ.get("SKCONTRACT_OFFER_PENDING") == "1"
+"""Whether :func:`bases_for` offers :data:`PENDING` in this process (read at import)."""
+
+
+def pending_for(dtype: str, cc: int | None = None) -> tuple[KernelBase, ...]:
+    """The :data:`PENDING` entries of ``dtype`` on compute capability ``cc``."""
+    return tuple(b for b in PENDING.get(dtype, ()) if b.offered_on(cc) and b not in _WITHDRAWN)
 
 
 def all_bases() -> list[KernelBase]:

@@ -27,11 +27,11 @@ _PLANS: dict = {}
 
 
 def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolved | None,
-          dev: int, stream) -> LaunchPlan:
+          dev: int, stream, reduction: str) -> LaunchPlan:
     """The LaunchPlan of one form (cold path: resolve, specialise, compile, upload)."""
     if resolved is None or not isinstance(resolved.base, Dot) or \
             resolved.schedule.problem != form.problem(dtype):
-        resolved = resolve_dot(form, dtype, device_info(dev), reduction=DEFAULT_REDUCTION)
+        resolved = resolve_dot(form, dtype, device_info(dev), reduction=reduction)
     schedule, base = resolved
     la, lb = base.layouts()[0]
     spec = specialise(base, protocol=schedule.protocol, a_layout=la, b_layout=lb,
@@ -65,17 +65,19 @@ def form_of(x, y) -> tuple[DotForm, tuple] | None:
 
 
 def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr: int,
-            resolved: Resolved | None, dev: int, stream, alpha, beta, bind: bool):
-    """Launch ``form`` (operand addresses in the form's A / B order); the BoundLaunch that
-    repeats it when ``bind``, else None."""
+            resolved: Resolved | None, dev: int, stream, alpha, beta, bind: bool,
+            reduction: str = DEFAULT_REDUCTION):
+    """Launch ``form`` (operand addresses in the form's A / B order) with ``resolved``'s
+    schedule, or one resolved with ``reduction``; the BoundLaunch that repeats it when
+    ``bind``, else None."""
     rows = form.shape == "rows"
     a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
     b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
-    key = (dev, dtype, form, a_vec, b_vec,
+    key = (dev, dtype, form, a_vec, b_vec, reduction,
            None if resolved is None else (resolved.schedule.digest(), resolved.base))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream)
+        plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream, reduction)
     mm, nn = (form.outputs, 1) if rows else (1, form.outputs)
     args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, alpha,
             beta)
@@ -124,14 +126,14 @@ def matvec(x, y, resolved: Resolved | None = None, out=None, bind=False):
 
 
 def product(form: DotForm, dtype: str, item: int, x_ptr: int, y_ptr: int, c_ptr: int, dev: int,
-            stream, alpha, beta, bind: bool = False):
+            stream, alpha, beta, bind: bool = False, reduction: str = DEFAULT_REDUCTION):
     """``c = alpha * x @ y + beta * c`` for raw operands (device addresses of x, y and the
     output, whose strides ``form`` holds: :func:`.forms.dot_form`), the way
-    :func:`.gemm.gemm` runs its matrix-vector products; the BoundLaunch that repeats it when
-    ``bind`` (None otherwise)."""
+    :func:`.gemm.gemm` runs its matrix-vector products, split tiles merged by ``reduction``;
+    the BoundLaunch that repeats it when ``bind`` (None otherwise)."""
     a_ptr, b_ptr = (y_ptr, x_ptr) if form.swap else (x_ptr, y_ptr)
     return _launch(form, dtype, item, a_ptr, b_ptr, c_ptr, None, dev, stream, alpha, beta,
-                   bind)
+                   bind, reduction)
 
 
 def clear_plans() -> None:

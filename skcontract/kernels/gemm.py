@@ -188,7 +188,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
             schedule is None and a_dt in DOT_CATALOGUE:
         form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), (sbc, scm, scn))
         if form is not None:  # memory-bound: the Dot family, as einsum runs it
-            bound = _matvec(form, A, B, C, alpha, beta, stream, bind and replayable)
+            bound = _matvec(form, A, B, C, alpha, beta, stream, bind and replayable,
+                            reduction)
             if not bind:
                 return out
             return out, (None if bound is None else Binding(bound, form.swap, out_shape,
@@ -268,7 +269,7 @@ def _check_device(A, B, C) -> int:
     return dev
 
 
-def _matvec(form, A, B, C, alpha, beta, stream, bind):
+def _matvec(form, A, B, C, alpha, beta, stream, bind, reduction):
     """A matrix-vector product (or batch of dots) on the Dot family; its BoundLaunch when
     ``bind``."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -277,7 +278,7 @@ def _matvec(form, A, B, C, alpha, beta, stream, bind):
     if stream is None:
         stream = cupy.cuda.get_current_stream()
     return dot.product(form, A.dtype, A.itemsize(), A.ptr, B.ptr, C.ptr, dev, stream, alpha,
-                       beta, bind)
+                       beta, bind, reduction)
 
 
 def _schedule_key(schedule):

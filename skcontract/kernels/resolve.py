@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
-                        memory_bound)
+                        memory_bound, pending_for)
 from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
 
@@ -58,24 +58,28 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                  vec16: bool = True, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
-    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK) (else a memory-bound problem
-    gets its dtype's streaming entry, :data:`.catalogue.MEMORY_BOUND_REUSE`);
-    ``allow_tf32``: float32 on the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
+    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK), :data:`.catalogue.PENDING`
+    ones included (else a memory-bound problem gets its dtype's streaming entry where one
+    is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
+    the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
     left out otherwise). Other ``options`` (grid, splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
-    bases = bases_for(problem.dtype, allow_tf32, compute_capability(device), vec16)
+    cc = compute_capability(device)
+    bases = bases_for(problem.dtype, allow_tf32, cc, vec16)
     if tile is not None:
         want = tuple(int(t) for t in tile)
-        bases = tuple(b for b in bases if b.tile[:len(want)] == want)
+        offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
+                                if vec16 or not b.vec16_only)
+        bases = tuple(b for b in offered if b.tile[:len(want)] == want)
         if not bases:
-            have = [b.tile for b in bases_for(problem.dtype, allow_tf32,
-                                              compute_capability(device), vec16)]
-            raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have {have}")
-    elif memory_bound(problem.m, problem.n):
+            raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
+                             f"{[b.tile for b in offered]}")
+    fits = {b: c for b in bases if (c := ctas_on(b, device)) > 0}
+    bases = tuple(fits)
+    if tile is None and memory_bound(problem.m, problem.n):
         bases = tuple(b for b in bases if b.streams) or bases
-    options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
-                if (c := ctas_on(b, device)) > 0]
+    options_ = [replace(b.option(), ctas_per_sm=fits[b]) for b in bases]
     if not options_:
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")

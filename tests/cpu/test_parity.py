@@ -400,9 +400,20 @@ def test_single_operand_copy_when_a_view_cannot_be_what_was_asked(xp, kwargs):
     assert r.dtype == np.dtype(kwargs.get("dtype", "float32"))
 
 
-def test_summed_or_broadcast_single_operand_is_not_a_view(xp):
+def test_summed_single_operand_is_not_a_view(xp):
     a = xp.asarray(np.random.default_rng(11).standard_normal((3, 3)))
     assert not xp.shares_memory(einsum("ij->i", a), a)
+
+
+def test_broadcast_single_operand_is_a_view_as_in_numpy(xp):
+    row = np.random.default_rng(12).standard_normal(3)
+    a = np.broadcast_to(row, (4, 3))
+    expected = np.einsum("ij->ji", a)
+    r = einsum("ij->ji", xp.broadcast_to(xp.asarray(row), (4, 3)))
+    assert r.strides == expected.strides and r.shape == expected.shape
+    np.testing.assert_array_equal(to_numpy(r), expected)
+    if xp is np:  # a view of a read-only operand is read-only, as numpy's is
+        assert not r.flags.writeable and not expected.flags.writeable
 
 
 def test_zero_size_operands(xp):

@@ -3,6 +3,7 @@ a catalogue entry planned at its own occupancy and priced with its own efficienc
 tile the scheduler picks maps back to the entry that runs it."""
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -46,9 +47,8 @@ def test_model_orders_the_two_cta_fp64_entry_as_measured(shape, two_cta_wins):
 
 
 def test_each_entry_is_planned_at_its_own_occupancy():
-    pending = {b for bases in catalogue.PENDING.values() for b in bases}
     for entry in catalogue.all_bases():
-        if entry.dtype == "int8" or entry.FAMILY in ("Tf32", "Dot") or entry in pending:
+        if entry.dtype == "int8" or entry.FAMILY in ("Tf32", "Dot"):
             continue
         r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile,
                      allow_tf32=entry.FAMILY == "Tf32")
@@ -216,10 +216,9 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
                                           (1024, 1024, False)])
 def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams, monkeypatch):
     """Skinny products (operand reuse below MEMORY_BOUND_REUSE) are offered only the dtype's
-    streaming Wgmma tile on Hopper once it is offered (it is PENDING now); the others, and
-    any forced tile, keep the whole catalogue."""
-    monkeypatch.setitem(catalogue.CATALOGUE, dtype,
-                        catalogue.CATALOGUE[dtype] + catalogue.PENDING[dtype])
+    streaming Wgmma tile on Hopper where it is offered (here with PENDING offered); the
+    others, and any forced tile, keep the whole catalogue."""
+    monkeypatch.setattr(catalogue, "OFFER_PENDING", True)
     r = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200())
     assert catalogue.memory_bound(m, n) == streams
     assert r.base.streams == streams
@@ -231,16 +230,31 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams, mon
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtype):
+def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtype,
+                                                                            monkeypatch):
+    monkeypatch.setattr(catalogue, "OFFER_PENDING", False)
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype=dtype), DeviceInfo.h200())
     assert not r.base.streams
 
 
-def test_pending_entries_are_built_but_not_offered():
+@pytest.mark.parametrize("offer", [False, True])
+def test_pending_entries_are_built_offered_on_request_and_forced_by_tile(offer, monkeypatch):
+    monkeypatch.setattr(catalogue, "OFFER_PENDING", offer)
     pending = [b for bases in catalogue.PENDING.values() for b in bases]
     assert pending and all(b in catalogue.all_bases() for b in pending)
     offered = {b for dt in catalogue.PENDING for b in catalogue.bases_for(dt, cc=90)}
-    assert not offered & set(pending)
+    assert (set(pending) <= offered) if offer else not offered & set(pending)
+    for b in pending:
+        r = resolve_gemm(GemmProblem(512, 512, 4096, dtype=b.dtype), DeviceInfo.h200(),
+                         tile=b.tile)
+        assert r.base is b
+
+
+def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit(monkeypatch):
+    monkeypatch.setattr(catalogue, "OFFER_PENDING", True)
+    small = dataclasses.replace(DeviceInfo.h200(), smem_per_sm=160 * 1024)
+    r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), small)
+    assert not r.base.streams
 
 
 @pytest.mark.parametrize("rows,tile_rows,box", [(16, 64, 16), (1, 64, 8), (7, 128, 8),

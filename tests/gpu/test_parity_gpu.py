@@ -12,7 +12,8 @@ from tests.cpu.test_parity import (  # noqa: F401 - collected here with the CuPy
     test_parity_fixed, test_parity_random,
     test_single_operand_copy_when_a_view_cannot_be_what_was_asked,
     test_single_operand_result_is_a_view_as_in_numpy,
-    test_summed_or_broadcast_single_operand_is_not_a_view, test_zero_size_operands)
+    test_summed_single_operand_is_not_a_view,
+    test_broadcast_single_operand_is_a_view_as_in_numpy, test_zero_size_operands)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ cupy = pytest.importorskip("cupy")
 
 DTYPES = ["float16", "bfloat16"]
 LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
-TILES = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (64, 128, 64)]
+# the offered tiles, then catalogue.PENDING's (a forced tile reaches them)
+TILES = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (64, 128, 64), (128, 64, 64),
+         (64, 64, 64)]
 # (batch, m, n, k): every extent a multiple of 8 elements, so that TMA's 16-byte strides hold
 SHAPES = [
     (1, 8, 64, 64),          # one ragged tile, one k-tile
@@ -27,6 +29,8 @@ SHAPES = [
     (3, 200, 136, 520),      # batched
     (1, 64, 128, 16384),     # one tile, many peers: the 64x128 tile's shared sum goes
                              # through the ring as scratch (groups of peers)
+    (1, 24, 200, 520),       # A narrower than a tile: K-major boxes of 24 rows
+    (1, 264, 16, 1000),      # B narrower than a tile: K-major boxes of 16 rows
 ]
 FIXUPS = [("stream_k", "deterministic"), ("stream_k", "atomic"), ("stream_k", "arrival"),
           ("split_k", "deterministic"), ("hybrid", "arrival"), ("data_parallel", "deterministic")]
@@ -115,3 +119,14 @@ def test_alpha_beta_and_unaligned_out(dtype, tile):
     ref = 0.5 * cupy.matmul(to64(a), to64(b)) - 1.5 * before
     assert rel_error(out, ref) <= TOL[dtype]
     assert rel_error(wide[:, :1], to64(rand((m, n + 3), dtype, "C", 9))[:, :1]) == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_narrow_operands_with_column_major_out(dtype, tile):
+    """A column-major out swaps the operands (out^T = b^T a^T): the narrow operand becomes
+    the kernel's B, whose K-major box stops at its 16 rows."""
+    for layout in LAYOUTS:
+        _, err = _run(dtype, 1, 16, 520, 1024, layout, tile, "stream_k", "deterministic",
+                      out_order="F")
+        assert err <= TOL[dtype], (layout, err)

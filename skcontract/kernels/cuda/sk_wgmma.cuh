@@ -17,10 +17,10 @@
 //
 // Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
 // BN (64, 128 or 256), BK (64: one 128-byte swizzle row of 16-bit elements), STAGES,
-// THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, ACC_SETS
-// (accumulator chains, wgmma_consume), EPI_PITCH (the epilogue staging's row pitch in
-// floats), SPLIT_REGS (registers a thread of a launch whose warpgroups trade registers; 0:
-// no trade), ML (WgmmaTile below). Shared memory: WgmmaSmem.
+// THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH
+// (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
+// whose warpgroups trade registers; 0: no trade), ML (WgmmaTile below). Shared memory:
+// WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -98,8 +98,8 @@ struct WgmmaOperand {
   __device__ __forceinline__ static unsigned load_bytes(int rows) {
     if constexpr (KMAJOR) {
       constexpr int ATOM_ROWS = SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES;
-      const int live = (rows + ATOM_ROWS - 1) / ATOM_ROWS * ATOM_ROWS;
-      return (unsigned)((live < ROWS ? live : ROWS) * SWIZZLE_ROW_BYTES);
+      if (rows >= ROWS) return STAGE_BYTES;  // (and no rounding of rows near 2^31)
+      return (unsigned)((rows + ATOM_ROWS - 1) / ATOM_ROWS * ATOM_ROWS * SWIZZLE_ROW_BYTES);
     } else {
       return STAGE_BYTES;
     }
@@ -293,30 +293,16 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, const Tm
 
 // A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
 // One k-tile's wgmmas stay in flight; a stage is freed (one arrival per warp) once the
-// wgmmas that read it are done. k16 step j of a k-tile accumulates into set j % ACC_SETS
-// (set 0 is acc): independent chains, so narrow tiles are not bound by one wgmma's latency
-// after another; the sets are added into acc in order at the end (bitwise reproducible).
+// wgmmas that read it are done.
 template <class Cfg>
 __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
                                               const Split& s,
                                               float (&acc)[Cfg::ML::NACC]) {
   using Sm = WgmmaSmem<Cfg>;
-  constexpr int NACC = Cfg::ML::NACC, SETS = Cfg::ACC_SETS, K16 = Cfg::BK / WGMMA_K;
-  static_assert(SETS >= 1 && K16 % SETS == 0, "the k16 steps of a k-tile split evenly");
   const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
   const bool warp_leader = (threadIdx.x & 31) == 0;
-  float extra[SETS > 1 ? SETS - 1 : 1][NACC];  // sets 1 .. SETS - 1
 #pragma unroll
-  for (int i = 0; i < NACC; ++i) {
-    acc[i] = 0.0f;
-#pragma unroll
-    for (int j = 0; j + 1 < SETS; ++j) extra[j][i] = 0.0f;
-  }
-  auto fence_all = [&]() {
-    fence_accumulators(acc);
-#pragma unroll
-    for (int j = 0; j + 1 < SETS; ++j) fence_accumulators(extra[j]);
-  };
+  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = 0.0f;
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   int held = -1;  // the stage whose wgmmas may still be in flight
   auto release = [&]() {
@@ -329,31 +315,22 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     mbar_wait(&sm.full[at.stage], at.phase);
     const unsigned char* sa = sm.stage(at.stage);
     const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
-    fence_all();
+    fence_accumulators(acc);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < K16; ++kk) {
-      const unsigned long long da = Sm::OA::desc(sa, row0, kk), db = Sm::OB::desc(sb, 0, kk);
-      if (kk % SETS == 0)
-        wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(acc, da, db, 1);
-      else
-        wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
-            extra[kk % SETS - 1], da, db, 1);
-    }
+    for (int kk = 0; kk < Cfg::BK / WGMMA_K; ++kk)
+      wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+          acc, Sm::OA::desc(sa, row0, kk), Sm::OB::desc(sb, 0, kk), 1);
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
-    fence_all();
+    fence_accumulators(acc);
     release();
     held = at.stage;
     at.template advance<Cfg::STAGES>();
   }
   wgmma_wait<0>();
-  fence_all();
+  fence_accumulators(acc);
   release();
-#pragma unroll
-  for (int j = 0; j + 1 < SETS; ++j)
-#pragma unroll
-    for (int i = 0; i < NACC; ++i) acc[i] += extra[j][i];
 }
 
 template <class Cfg>
