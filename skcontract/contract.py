@@ -197,23 +197,23 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     shapes = tuple(tuple(a.shape) for a in arrays)
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
-    plan, run, allocates = prepare(subscripts, shapes, res, optimize if key is None else key,
-                                   memory_limit, backend)
+    args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend)
+    if out is None and len(arrays) == 1 and arrays[0].dtype == res:
+        # (planning one operand calls no path optimiser, so a stateful one is not used up)
+        view = _single_operand_view(prepare(*args)[0].equation, arrays[0], bk.xp)
+        if view is not None and _has_order(view, order):
+            return view
+    if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
+            any(_broadcast_axes(a) for a in arrays):
+        reduced = _without_broadcast_axes(subscripts, arrays)
+        if reduced is not None:
+            sub, small, expand = reduced
+            return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
+                                 optimize=optimize, memory_limit=memory_limit,
+                                 backend=backend), order)
+    plan, run, allocates = prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
-    else:
-        if len(arrays) == 1 and arrays[0].dtype == res:
-            view = _single_operand_view(plan.equation, arrays[0], bk.xp)
-            if view is not None and _has_order(view, order):
-                return view
-        if backend == "numpy" and any(0 in a.strides for a in arrays) and \
-                any(_broadcast_axes(a) for a in arrays):
-            reduced = _without_broadcast_axes(subscripts, arrays)
-            if reduced is not None:
-                sub, small, expand = reduced
-                return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
-                                     optimize=optimize, memory_limit=memory_limit,
-                                     backend=backend), order)
     cd = bk.compute_dtype(res)
     arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
     return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)

@@ -469,3 +469,14 @@ def test_broadcast_operands_are_read_once_not_materialised():
     tracemalloc.stop()
     np.testing.assert_allclose(got, np.full(4000, row @ v))
     assert peak < 4e6, peak
+
+
+def test_stateful_optimiser_with_broadcast_operands_is_called_once():
+    """A broadcast operand is contracted once, before any plan of the full shapes: a
+    stateful opt_einsum optimiser (which refuses a second, different problem) still works."""
+    import opt_einsum
+    rng = np.random.default_rng(13)
+    x, y = rng.standard_normal(1), rng.standard_normal(1)  # y: label a of size 1 against 2
+    z = np.broadcast_to(rng.standard_normal(2), (2, 2))
+    got = einsum("b,a,aa", x, y, z, optimize=opt_einsum.RandomGreedy())
+    np.testing.assert_allclose(got, np.einsum("b,a,aa", x, y, z))
