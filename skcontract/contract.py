@@ -198,9 +198,11 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend)
+    prepared = None
     if out is None and len(arrays) == 1 and arrays[0].dtype == res:
         # (planning one operand calls no path optimiser, so a stateful one is not used up)
-        view = _single_operand_view(prepare(*args)[0].equation, arrays[0], bk.xp)
+        prepared = prepare(*args)
+        view = _single_operand_view(prepared[0].equation, arrays[0], bk.xp)
         if view is not None and _has_order(view, order):
             return view
     if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
@@ -211,7 +213,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
                                  optimize=optimize, memory_limit=memory_limit,
                                  backend=backend), order)
-    plan, run, allocates = prepare(*args)
+    plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
     cd = bk.compute_dtype(res)
