@@ -7,6 +7,8 @@
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
 #             into the committed docs/benchmarks/gemm-h200.json
+#   conv    : the conv2d GPU tests alone (verbose), into conv.log
+#   convbench: the conv2d benchmark (skcontract.bench.conv2d) into $OUT
 #   pending : the GPU tests that wait longest (co-residency, shared sums, auto), one process,
 #             verbose, with catalogue.PENDING offered (SKCONTRACT_OFFER_PENDING=1): the last
 #             line of pending.log names the test a stop happened in
@@ -73,6 +75,12 @@ d = collections.defaultdict(list)
 for l in sys.stdin:
     r = json.loads(l); d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
 for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}' for x in v))";;
+    conv)
+      timeout ${CONV_S:-200} python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv.log" 2>&1
+      echo "conv tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -4 "$OUT/conv.log";;
+    convbench)
+      timeout ${BENCH_S:-300} python3 -m skcontract.bench.conv2d --out "$OUT" > "$OUT/bench-conv2d.log" 2>&1
+      echo "bench conv2d rc=$? ($(( $(date +%s) - t0 ))s)"; tail -12 "$OUT/bench-conv2d.log";;
     einsum)
       timeout ${BENCH_S:-400} python3 -m skcontract.bench.einsum --out "$OUT" > "$OUT/bench-einsum.log" 2>&1
       echo "bench einsum rc=$? ($(( $(date +%s) - t0 ))s)"; tail -30 "$OUT/bench-einsum.log";;

@@ -1,5 +1,5 @@
-"""A few small GEMMs and memory-bound products (the Dot kernel) per fixup protocol, for
-compute-sanitizer (memcheck / racecheck).
+"""A few small GEMMs, memory-bound products (the Dot kernel) and convolutions (the im2col
+kernels) per fixup protocol, for compute-sanitizer (memcheck / racecheck).
 
 Run from the repository root (the cases reuse the GPU tests' helpers):
 
@@ -11,9 +11,12 @@ import sys
 
 import numpy as np
 
+from skcontract import conv2d
 from skcontract.kernels.dot import form_of, matvec
 from skcontract.kernels.gemm import device_info, gemm
 from skcontract.kernels.resolve import resolve_dot
+from skcontract.ops.conv2d import conv_geometry
+from tests.conv_reference import direct
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
 
 DOT_CASES = [  # dtype, x shape, y shape, (x order, y order), mode, reduction
@@ -42,6 +45,40 @@ def dot_cases() -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} dot {dtype} {xs}x{ys} {form.shape} {mode} {red} "
               f"err={err:.2e}", flush=True)
+    return bad
+
+
+CONV_CASES = [  # dtype, (N, C, H, W), (K, R, S), stride, padding, groups, layout, mode, reduction
+    ("float16", (1, 64, 7, 7), (64, 3, 3), 1, 1, 1, "NHWC", "stream_k", "deterministic"),
+    ("float16", (1, 64, 7, 7), (64, 3, 3), 1, 1, 1, "NHWC", "stream_k", "arrival"),
+    ("float32", (2, 5, 9, 8), (6, 3, 2), 2, 1, 1, "NCHW", "stream_k", "atomic"),  # element copies
+    ("float64", (2, 8, 9, 9), (12, 3, 3), 1, "same", 4, "NCHW", "data_parallel", "deterministic"),
+    ("float32", (1, 32, 5, 5), (8, 3, 3), 1, 1, 1, "NHWC", "split_k", "deterministic"),
+]
+
+
+def conv_cases() -> int:
+    """The im2col kernels: padding taps, groups, element copies, each fixup; failures."""
+    import cupy
+
+    bad = 0
+    for dtype, xs, (k, r, s), stride, pad, groups, layout, mode, red in CONV_CASES:
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal(xs)
+        w = rng.standard_normal((k, xs[1] // groups, r, s))
+        g = conv_geometry(xs, w.shape, stride, pad, 1, groups)
+        want = direct(x, w, None, g.stride, g.padding, g.dilation, groups)
+        xd = cupy.asarray(x.astype(dtype))
+        if layout == "NHWC":
+            xd = cupy.ascontiguousarray(xd.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        got = conv2d(xd, cupy.asarray(w.astype(dtype)), None, stride, pad, 1, groups,
+                     mode=mode, reduction=red)
+        err = float(np.abs(cupy.asnumpy(got).astype(np.float64) - want).max()
+                    / max(np.abs(want).max(), 1.0))
+        ok = err <= 2 * TOL[dtype]
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} conv2d {dtype} {xs} {k}x{r}x{s} groups={groups} "
+              f"{layout} {mode} {red} err={err:.2e}", flush=True)
     return bad
 
 
@@ -103,6 +140,7 @@ def main() -> int:
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)
     bad += dot_cases()
+    bad += conv_cases()
     return 1 if bad else 0
 
 

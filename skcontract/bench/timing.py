@@ -88,7 +88,9 @@ def torch_graph_us(fn, calls: int, reps: int) -> float:
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # captured on the warm-up stream: a call that keeps per-stream state (our fixup pools)
+    # finds it warm there
+    with torch.cuda.graph(graph, stream=side):
         for _ in range(calls):
             fn()
     times = []

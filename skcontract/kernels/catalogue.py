@@ -167,6 +167,9 @@ class KernelBase:
     TENSOR_MAPS: ClassVar[bool] = False
     """Whether the kernel takes TMA descriptors of A and B after the common arguments
     (:mod:`.tma`)."""
+    IM2COL: ClassVar[bool] = False
+    """Whether the family's mainloop also runs the implicit-GEMM convolution (``sk_conv.cuh``:
+    A gathered from a channels-last input; :mod:`.conv`)."""
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -288,6 +291,7 @@ class Mma16(KernelBase):
     """fp16 / bf16 operands on mma.sync m16n8k16 (ldmatrix fragments), fp32 accumulators."""
 
     FAMILY: ClassVar[str] = "Mma16"
+    IM2COL: ClassVar[bool] = True
     DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
 
     def mainloop(self, la, lb):
@@ -309,6 +313,7 @@ class Dmma(KernelBase):
     frag: str = "scalar"
 
     FAMILY: ClassVar[str] = "Dmma"
+    IM2COL: ClassVar[bool] = True
     DTYPES: ClassVar[tuple] = ("float64",)
     FRAGS: ClassVar[tuple] = ("scalar", "vec", "vecdb")
 
@@ -346,6 +351,7 @@ class Ffma(KernelBase):
     (1 x N) GEMV tiles of both. 256 threads (8 warps)."""
 
     FAMILY: ClassVar[str] = "Ffma"
+    IM2COL: ClassVar[bool] = True
     DTYPES: ClassVar[tuple] = ("float32", "float64")
 
     def check(self):
@@ -367,6 +373,7 @@ class Tf32(KernelBase):
     """fp32 operands rounded to tf32 on mma.sync m16n8k8, fp32 accumulators (opt-in)."""
 
     FAMILY: ClassVar[str] = "Tf32"
+    IM2COL: ClassVar[bool] = True
     DTYPES: ClassVar[tuple] = ("float32",)
 
     def pad(self, kcontig):

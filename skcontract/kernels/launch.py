@@ -99,7 +99,7 @@ class LaunchPlan:
     def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta) -> "BoundLaunch | None":
         """This plan with every argument but the operand pointers fixed (a cached call's
         warm path, :class:`BoundLaunch`); None without cuda.bindings' launch."""
-        if _launch_kernel is None:
+        if _launch_kernel is None or self.kernel.spec.im2col:  # conv takes its geometry too
             return None
         return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta)
 
@@ -112,7 +112,9 @@ class LaunchPlan:
             log.append(rec)
 
     def launch(self, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
-               stream) -> None:
+               stream, conv=None) -> None:
+        """Launch on these operands. ``conv``: the packed geometry an im2col kernel takes
+        after the common arguments (:func:`.conv.conv_shape`)."""
         spec = self.kernel.spec
         pool = workspace.get(self.device_id, stream, spec.dtype_acc,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
@@ -124,6 +126,10 @@ class LaunchPlan:
                 np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
         if self.tensor_maps:
             args += self.maps(a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb)
+        if spec.im2col:
+            if conv is None:
+                raise ValueError(f"{spec.name} needs the convolution's geometry (conv=)")
+            args += (conv,)
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
         if _RECORDERS:

@@ -16,6 +16,10 @@ import numpy as np
 from ..schedule.table import PROTOCOL_CODES
 from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases, vec16_elems
 
+IM2COL_HEADER = "sk_conv.cuh"
+IM2COL_KERNEL = "skc::sk_conv"
+"""The implicit-GEMM convolution entry of the sk_gemm.cuh families (:attr:`KernelBase.IM2COL`)."""
+
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
 unrolled, their many in-flight copies spill registers on sm_80."""
@@ -23,6 +27,9 @@ unrolled, their many in-flight copies spill registers on sm_80."""
 PROTOCOLS = tuple(PROTOCOL_CODES)
 """Fixup protocols a kernel is built for: "none" and the reduction modes."""
 LAYOUTS = ("row", "col")
+A_SOURCES = ("dense", "im2col")
+"""Where operand A comes from: a dense strided matrix, or gathered from a channels-last
+convolution input (the implicit GEMM of conv2d, ``sk_conv.cuh``)."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
@@ -35,6 +42,8 @@ class KernelSpec:
     ``a_layout``/``b_layout``: ``row`` means the last index is contiguous (A[m, k] row-major:
     k contiguous; B[k, n] row-major: n contiguous). ``a_vec``/``b_vec``: elements per async
     copy along the contiguous dimension (16 bytes for vec16 operands, else 1 element).
+    ``a_source``: "dense" or "im2col" (:data:`A_SOURCES`; im2col specs are k-contiguous A,
+    i.e. ``a_layout == "row"``, of entries whose family has the im2col entry).
     Build one with :func:`specialise`.
     """
 
@@ -44,6 +53,7 @@ class KernelSpec:
     b_layout: str = "row"
     a_vec: int = 1
     b_vec: int = 1
+    a_source: str = "dense"
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -51,6 +61,10 @@ class KernelSpec:
         if self.a_layout not in LAYOUTS or self.b_layout not in LAYOUTS:
             raise ValueError(f"layouts must be in {LAYOUTS}, got {self.a_layout!r}, "
                              f"{self.b_layout!r}")
+        if self.a_source not in A_SOURCES:
+            raise ValueError(f"a_source must be in {A_SOURCES}, got {self.a_source!r}")
+        if self.im2col and not (self.base.IM2COL and self.a_layout == "row"):
+            raise ValueError(f"{self.base.name}: no im2col kernel with a {self.a_layout!r} A")
 
     # ---- what the launcher and the tools read -----------------------------------------
     bm = property(lambda self: self.base.bm)
@@ -68,6 +82,10 @@ class KernelSpec:
     @property
     def acc_bytes(self) -> int:
         return np.dtype(self.dtype_acc).itemsize
+
+    @property
+    def im2col(self) -> bool:
+        return self.a_source == "im2col"
 
     @property
     def a_kcontig(self) -> bool:
@@ -94,17 +112,23 @@ class KernelSpec:
 
     @property
     def entry_header(self) -> str:
-        return self.base.ENTRY_HEADER
+        return IM2COL_HEADER if self.im2col else self.base.ENTRY_HEADER
+
+    @property
+    def kernel(self) -> str:
+        """The kernel template the spec instantiates."""
+        return IM2COL_KERNEL if self.im2col else self.base.KERNEL
 
     @property
     def name(self) -> str:
+        source = "_im2col" if self.im2col else ""
         return (f"{self.base.name}_{self.protocol}_{self.a_layout[0]}{self.b_layout[0]}"
-                f"_v{self.a_vec}x{self.b_vec}")
+                f"_v{self.a_vec}x{self.b_vec}{source}")
 
     def to_dict(self) -> dict:
         return {"base": self.base.to_dict(), "protocol": self.protocol,
                 "a_layout": self.a_layout, "b_layout": self.b_layout, "a_vec": self.a_vec,
-                "b_vec": self.b_vec}
+                "b_vec": self.b_vec, "a_source": self.a_source}
 
     @staticmethod
     def from_dict(d: dict) -> "KernelSpec":
@@ -118,7 +142,7 @@ class KernelSpec:
 
     @property
     def name_expression(self) -> str:
-        return f"{self.base.KERNEL}<{self.cfg_name}>"
+        return f"{self.kernel}<{self.cfg_name}>"
 
     def cfg_source(self) -> str:
         return (
@@ -134,14 +158,17 @@ class KernelSpec:
 
 
 def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
-               a_vec16: bool = True, b_vec16: bool = True) -> KernelSpec:
+               a_vec16: bool = True, b_vec16: bool = True,
+               a_source: str = "dense") -> KernelSpec:
     """The spec of ``base`` for one launch. An x-contiguous operand copies along the tile's
     rows (A: BM, B: BN): a vector wider than a one-row tile would straddle tiles, so such an
-    operand copies elements."""
+    operand copies elements. An im2col A copies 16-byte vectors when ``a_vec16`` (the
+    caller's promise that a vector never straddles two filter taps)."""
     v = vec16_elems(base.dtype)
     a_fits, b_fits = base.vec_fits(a_layout, "a"), base.vec_fits(b_layout, "b")
     return KernelSpec(base, protocol, a_layout, b_layout,
-                      v if a_vec16 and a_fits else 1, v if b_vec16 and b_fits else 1)
+                      v if a_vec16 and a_fits else 1, v if b_vec16 and b_fits else 1,
+                      a_source)
 
 
 def all_specs() -> list[KernelSpec]:
@@ -155,7 +182,24 @@ def all_specs() -> list[KernelSpec]:
             spec = specialise(base, protocol=proto, a_layout=la, b_layout=lb, a_vec16=av,
                               b_vec16=bv)
             out.setdefault(spec.name, spec)
+    for spec in im2col_specs():
+        out.setdefault(spec.name, spec)
     return list(out.values())
+
+
+def im2col_specs() -> list[KernelSpec]:
+    """Every im2col spec the convolution launcher can choose: the GEMM entries of families
+    with the im2col entry, A channels-last ("row"), B the (K, R, S, C) filters ("col")."""
+    out = []
+    for base in all_bases():
+        if not base.IM2COL:
+            continue
+        for proto, av, bv in itertools.product(PROTOCOLS, (True, False), (True, False)):
+            if base.vec16_only and not (av and bv):
+                continue
+            out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
+                                  a_vec16=av, b_vec16=bv, a_source="im2col"))
+    return out
 
 
 def representative_specs() -> list[KernelSpec]:
@@ -176,4 +220,8 @@ def representative_specs() -> list[KernelSpec]:
             vec16 = proto != "arrival" or base.vec16_only
             out.append(specialise(base, protocol=proto, a_layout=la, b_layout=lb,
                                   a_vec16=vec16, b_vec16=vec16 or len(own) == 4))
+        if base.IM2COL and first_of_key:  # the family's im2col entry, aligned and not
+            for vec16, proto in ((True, "deterministic"), (False, "arrival")):
+                out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
+                                      a_vec16=vec16, b_vec16=vec16, a_source="im2col"))
     return out

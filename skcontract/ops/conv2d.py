@@ -14,8 +14,9 @@ The convolution is the GEMM :func:`conv_geometry` describes: M = N * P * Q outpu
 N = K / groups output channels, K = C / groups * R * S, one batch entry per group
 (:meth:`ConvGeometry.problem` is what the scheduler plans). On the CPU (NumPy arrays) the
 input windows are a strided view and the GEMM a batched ``matmul`` over the gathered
-columns; float16 is computed in float32. GPU arrays (CuPy, torch) raise
-NotImplementedError: the gather loader of the GPU kernels is not built yet.
+columns; float16 is computed in float32. CuPy arrays and CUDA torch tensors run on the
+GPU (:mod:`.conv2d_gpu`): the same GEMM under the Stream-K scheduler, its A gathered from
+the input inside the kernels' load stage.
 
 Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
 the dimension or argument for shapes, strides, padding, dilation and groups.
@@ -41,11 +42,14 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..interop import is_torch
 from ..schedule import GemmProblem
+from .conv2d_gpu import conv2d_gpu
 
 __all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
 
-_FLOAT_KINDS = "fc"  # float and complex dtypes convolve; others raise TypeError
+GPU_DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""The dtypes the GPU kernels convolve (complex runs on the CPU)."""
 
 
 class ConvGeometry(NamedTuple):
@@ -157,32 +161,78 @@ def conv_geometry(input_shape, weight_shape, stride=1, padding=0, dilation=1,
     return ConvGeometry(n, c, h, w, k, r, s, int(groups), stride_, dilation_, pad, p, q)
 
 
-def _check_arrays(input, weight, bias) -> None:
-    for name, a in (("input", input), ("weight", weight), ("bias", bias)):
-        if a is None:
-            continue
-        module = type(a).__module__
-        if module.startswith(("cupy", "torch")) or hasattr(a, "__cuda_array_interface__"):
-            raise NotImplementedError(
-                f"conv2d: {name} is a GPU array ({type(a).__name__}); conv2d runs on NumPy "
-                "arrays only so far (the GPU's implicit-GEMM gather is not built yet)")
-        if not isinstance(a, np.ndarray):
-            raise TypeError(f"conv2d: {name} must be a NumPy array, got {type(a).__name__}")
-    dt = input.dtype
-    if dt.kind not in _FLOAT_KINDS:
+def _where(a) -> str:
+    """"cpu" for NumPy arrays and CPU torch tensors, "gpu" for CuPy arrays and CUDA arrays
+    (``__cuda_array_interface__``, CUDA torch tensors); TypeError for anything else."""
+    if isinstance(a, np.ndarray):
+        return "cpu"
+    if is_torch(a):
+        return "gpu" if a.is_cuda else "cpu"
+    module = type(a).__module__
+    if module.startswith("cupy") or hasattr(a, "__cuda_array_interface__"):
+        return "gpu"
+    raise TypeError(f"conv2d: expected a NumPy, CuPy or torch array, got {type(a).__name__}")
+
+
+def _check_arrays(input, weight, bias) -> str:
+    """Where the call runs ("cpu" or "gpu"); TypeError for arrays of mixed kinds or dtypes,
+    or a dtype that does not convolve there."""
+    arrays = [("input", input), ("weight", weight)] + ([("bias", bias)] if bias is not None
+                                                       else [])
+    places = {name: _where(a) for name, a in arrays}
+    if len(set(places.values())) > 1:
+        raise TypeError("conv2d: arrays on the CPU and the GPU mixed (" + ", ".join(
+            f"{name} {type(a).__name__} on the {places[name].upper()}" for name, a in arrays)
+            + ")")
+    dt = _dtype_name(input)
+    if dt[:5] not in ("float", "compl") and dt != "bfloat16":
         raise TypeError(f"conv2d: input dtype {dt} is not a floating or complex type")
-    for name, a in (("weight", weight), ("bias", bias)):
-        if a is not None and a.dtype != dt:
-            raise TypeError(f"conv2d: {name} dtype {a.dtype} differs from the input's {dt}")
+    for name, a in arrays[1:]:
+        if _dtype_name(a) != dt:
+            raise TypeError(f"conv2d: {name} dtype {_dtype_name(a)} differs from the input's "
+                            f"{dt}")
+    where = places["input"]
+    if where == "gpu" and dt not in GPU_DTYPES:
+        raise TypeError(f"conv2d: the GPU kernels take {', '.join(GPU_DTYPES)}, not {dt} "
+                        "(complex convolutions run on the CPU)")
+    return where
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """A 2-D convolution with torch.nn.functional.conv2d's semantics (see the module)."""
-    _check_arrays(input, weight, bias)
+def _dtype_name(a) -> str:
+    return str(a.dtype).removeprefix("torch.")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
+           mode="auto", reduction="deterministic", tile=None):
+    """A 2-D convolution with torch.nn.functional.conv2d's semantics (see the module).
+
+    ``mode``, ``reduction`` and ``tile`` choose the GPU schedule as for
+    :func:`skcontract.kernels.gemm.gemm` (the CPU ignores them)."""
+    where = _check_arrays(input, weight, bias)
     g = conv_geometry(input.shape, weight.shape, stride, padding, dilation, groups)
-    if bias is not None and bias.shape != (g.k,):
+    if bias is not None and tuple(bias.shape) != (g.k,):
         raise ValueError(f"conv2d: bias must have shape ({g.k},) for weight of shape "
-                         f"{weight.shape}, got {bias.shape}")
+                         f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
+    if where == "gpu":
+        return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile)
+    if is_torch(input):
+        return _on_torch_cpu(input, weight, bias, g)
+    return _conv2d_cpu(input, weight, bias, g)
+
+
+def _on_torch_cpu(input, weight, bias, g):
+    """CPU torch tensors: computed on NumPy views (bfloat16 in float32), returned as torch."""
+    import torch  # optional dependency: only torch callers reach this
+
+    def view(t):
+        t = t.detach()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+    out = _conv2d_cpu(view(input), view(weight), None if bias is None else view(bias), g)
+    return torch.from_numpy(out).to(input.dtype)
+
+
+def _conv2d_cpu(input, weight, bias, g):
     batched = input.ndim == 4
     x = input if batched else input[None]
     compute = np.float32 if input.dtype == np.float16 else input.dtype

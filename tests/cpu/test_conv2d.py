@@ -9,36 +9,10 @@ from hypothesis import strategies as st
 
 from skcontract import conv2d
 from skcontract.ops.conv2d import conv_geometry
+from tests.conv_reference import direct
 
 RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-13, "complex64": 2e-6,
         "complex128": 1e-13}
-
-
-def direct(x, w, bias, stride, pad, dilation, groups):
-    """The definition, in float64 / complex128: out[n, k, p, q] = bias[k] + sum over c, r, s
-    of x_padded[n, g*Cg + c, p*sh + r*dh, q*sw + s*dw] * w[k, c, r, s], g = k // Kg."""
-    wide = np.complex128 if np.iscomplexobj(x) else np.float64
-    x, w = x.astype(wide), w.astype(wide)
-    top, bottom, left, right = pad
-    xp = np.zeros(x.shape[:2] + (x.shape[2] + top + bottom, x.shape[3] + left + right), wide)
-    xp[:, :, top:top + x.shape[2], left:left + x.shape[3]] = x
-    n, c = x.shape[:2]
-    k, cg, r, s = w.shape
-    (sh, sw), (dh, dw) = stride, dilation
-    p = (xp.shape[2] - dh * (r - 1) - 1) // sh + 1
-    q = (xp.shape[3] - dw * (s - 1) - 1) // sw + 1
-    out = np.zeros((n, k, p, q), wide)
-    kg = k // groups
-    for kk in range(k):
-        g = kk // kg
-        for ri in range(r):
-            for si in range(s):
-                patch = xp[:, g * cg:(g + 1) * cg, ri * dh:ri * dh + sh * (p - 1) + 1:sh,
-                           si * dw:si * dw + sw * (q - 1) + 1:sw]
-                out[:, kk] += np.einsum("ncpq,c->npq", patch, w[kk, :, ri, si])
-        if bias is not None:
-            out[:, kk] += bias[kk]
-    return out
 
 
 def _check(got, want, dtype, x, w):
@@ -152,7 +126,7 @@ X, W = np.ones((2, 4, 6, 6)), np.ones((8, 4, 3, 3))
     (dict(weight=np.ones((8, 4, 3, 3), np.float32)), TypeError, "weight dtype float32"),
     (dict(input=np.ones((2, 4, 6, 6), np.int64), weight=np.ones((8, 4, 3, 3), np.int64)),
      TypeError, "not a floating or complex type"),
-    (dict(input=[[[[1.0]]]]), TypeError, "input must be a NumPy array"),
+    (dict(input=[[[[1.0]]]]), TypeError, "expected a NumPy, CuPy or torch array, got list"),
 ])
 def test_errors_name_the_argument(kwargs, error, words):
     args = dict(input=X, weight=W)
@@ -162,9 +136,64 @@ def test_errors_name_the_argument(kwargs, error, words):
     assert words in str(e.value)
 
 
-def test_gpu_arrays_are_not_run_yet():
-    class FakeCupy:
-        __module__ = "cupy._core.core"
-        shape = (1, 1, 3, 3)
-    with pytest.raises(NotImplementedError, match="GPU array"):
-        conv2d(FakeCupy(), W)
+class FakeGpuArray:
+    """Stands in for a CuPy array: conv2d's checks run before anything touches the GPU."""
+    __module__ = "cupy._core.core"
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def test_arrays_on_the_cpu_and_the_gpu_do_not_mix():
+    with pytest.raises(TypeError, match="input FakeGpuArray on the GPU, weight ndarray on "
+                                        "the CPU"):
+        conv2d(FakeGpuArray((2, 4, 6, 6), np.float64), W)
+
+
+def test_complex_convolutions_run_on_the_cpu_only():
+    with pytest.raises(TypeError, match="GPU kernels take float16, bfloat16, float32, "
+                                        "float64, not complex64"):
+        conv2d(FakeGpuArray((2, 4, 6, 6), np.complex64),
+               FakeGpuArray((8, 4, 3, 3), np.complex64))
+
+
+def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
+    """What the GPU would run: the GEMM scheduler's choice over the entries whose family
+    gathers A; the late layer splits its K (Stream-K), a big early layer does not."""
+    from skcontract.kernels.conv import resolve_conv
+    from skcontract.schedule import DeviceInfo
+    h200 = DeviceInfo.h200()
+    late = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+    early = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    for dtype in ("float16", "bfloat16", "float32", "float64"):
+        r = resolve_conv(late, dtype, h200)
+        assert r.base.IM2COL and r.schedule.problem.k == 4608
+        assert str(r.schedule.mode) in ("stream_k", "hybrid", "split_k"), r.schedule.summary()
+        assert r.schedule.grid > 4 * late.problem().batch
+    assert str(resolve_conv(early, "float16", h200).schedule.mode) != "split_k"
+    # misaligned operands leave out the entries that need 16-byte vectors
+    assert not resolve_conv(late, "float64", h200, vec16=False).base.vec16_only
+    with pytest.raises(ValueError, match="no float16 kernel with tile"):
+        resolve_conv(late, "float16", h200, tile=(128, 256))  # a Wgmma tile: no im2col
+
+
+def test_the_packed_geometry_matches_the_kernels_struct():
+    """conv_shape packs sk_conv.cuh's ConvShape: same fields, order and size."""
+    import re
+    from skcontract.kernels import jit
+    from skcontract.kernels.conv import CONV_SHAPE_DTYPE, InputView, conv_shape
+    text = (jit.CUDA_DIR / "sk_conv.cuh").read_text()
+    body = text[text.index("struct ConvShape {"):text.index("};", text.index("struct ConvShape"))]
+    names, sizes = [], []
+    for decl in re.findall(r"^\s*(long long|int) ([^;]+);", body, re.M):
+        for name in decl[1].split(","):
+            names.append(name.strip())
+            sizes.append(8 if decl[0] == "long long" else 4)
+    assert tuple(names) == CONV_SHAPE_DTYPE.names
+    assert sum(sizes) == CONV_SHAPE_DTYPE.itemsize
+    g = conv_geometry((2, 6, 9, 11), (4, 3, 3, 2), stride=(2, 1), padding=(1, 0),
+                      dilation=(1, 2), groups=2)
+    rec = np.frombuffer(conv_shape(g, InputView(0, 594, 66, 6)).tobytes(), CONV_SHAPE_DTYPE)[0]
+    assert (rec["stride_n"], rec["H"], rec["W"], rec["P"], rec["Q"], rec["Cg"]) == \
+        (594, 9, 11, g.p, g.q, 3)
+    assert (rec["stride_y"], rec["pad_x"], rec["dil_x"]) == (2, 0, 2)

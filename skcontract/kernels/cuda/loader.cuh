@@ -18,6 +18,9 @@
 // Interior k-tiles (the whole tile inside the operand: most of them) take load_interior(),
 // which has no per-chunk index arithmetic or predicates: a thread's chunks are a fixed
 // number of lines apart, so each is its first chunk's address plus a multiple of one stride.
+// DenseTiles is one split's k-tiles of a dense operand through a TileLoader: the kernels'
+// operand-tiles interface (interior(kt), load(stage, kt), load_part(stage, kt, part, parts));
+// sk_conv.cuh's ConvTiles is the other implementation.
 #pragma once
 #include "sk_common.cuh"
 
@@ -26,7 +29,10 @@ namespace skc {
 template <class T, int ROWS, int BK, bool KCONTIG, int VEC, int THREADS, int PAD_ARG = -1,
           int UNROLL_ARG = 0>
 struct TileLoader {
+  using Elem = T;
   static constexpr bool KC = KCONTIG;
+  static constexpr int X_EXTENT = ROWS;                // the tile's extent along x
+  static constexpr int CTA_THREADS = THREADS;
   // 16 bytes of padding; fp64 stored x-contiguous pads 64 bytes so the pitch is 8 (mod 16)
   // doubles and the DMMA fragment reads (4 k lines x 8 x values) hit 16 distinct bank pairs.
   // PAD_ARG >= 0 overrides (the host passes KernelSpec.pad(); tf32 k-contiguous pads 8 floats
@@ -114,6 +120,43 @@ struct TileLoader {
         }
       }
     }
+  }
+};
+
+// One split's k-tiles of a dense operand X(x, k) (TileLoader L): the window along x starts
+// at xw and the operand ends at x_end; the split's k range is [k0, k1). Interior k-tiles
+// (the window inside the operand, before the split's last full k-tile) load through
+// load_interior(), the others through the predicated load().
+template <class L, int BK>
+struct DenseTiles {
+  using T = typename L::Elem;
+  const T* g;
+  const T* src;  // this thread's first chunk of k-tile 0 (INTERIOR_PATH)
+  long long ld, kstep;
+  int xw, x_end, k0, k1, kfull;
+  bool inside;
+
+  __device__ __forceinline__ DenseTiles(const T* g_, long long ld_, int xw_, int x_end_,
+                                        int k0_, int k1_)
+      : g(g_), src(L::interior_src(g_, ld_, xw_, k0_)), ld(ld_), kstep(L::KC ? BK : BK * ld_),
+        xw(xw_), x_end(x_end_), k0(k0_), k1(k1_), kfull((k1_ - k0_) / BK),
+        inside(xw_ + L::X_EXTENT <= x_end_) {}
+
+  __device__ __forceinline__ bool interior(int kt) const {
+    return L::INTERIOR_PATH && inside && kt < kfull;
+  }
+  __device__ __forceinline__ void load(T* stage, int kt) const {
+    if constexpr (L::INTERIOR_PATH) {
+      if (interior(kt)) {
+        L::load_interior(stage, src + kt * kstep, ld);
+        return;
+      }
+    }
+    L::load(stage, g, ld, xw, k0 + kt * BK, x_end, k1);
+  }
+  // Part `part` of `parts` of an interior k-tile's copies (interior(kt) holds).
+  __device__ __forceinline__ void load_part(T* stage, int kt, int part, int parts) const {
+    if constexpr (L::INTERIOR_PATH) L::load_interior_part(stage, src + kt * kstep, ld, part, parts);
   }
 };
 

@@ -2,8 +2,9 @@
 // includes). One template, one instantiation per KernelSpec; the host emits a Cfg struct
 // (skcontract/kernels/specs.py) naming:
 //   TIn, TOut, Acc, BM, BN, BK, STAGES, THREADS, MIN_BLOCKS, REDUCTION, LA, LB (TileLoader), ML (mainloop).
-// Structure: scheduler loop over the CTA's split-table rows -> multi-stage cp.async pipeline
-// feeding ML::compute -> Fixup -> Epilogue; with the arrival protocol, a second walk over the
+// Structure (stream_k_gemm, shared with sk_conv.cuh's implicit-GEMM entry): scheduler loop
+// over the CTA's split-table rows -> multi-stage cp.async pipeline feeding ML::compute ->
+// Fixup -> Epilogue; with the arrival protocol, a second walk over the
 // rows finishes the shared sums (fixup.cuh) once the CTA has arrived on all its tiles.
 // docs/design/stream_k.md and docs/design/kernels.md describe the design.
 //
@@ -77,15 +78,29 @@ __device__ __forceinline__ int window_origin(int x0, int x_end) {
   }
 }
 
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
-        typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
-        const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
-        unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
-        long long ldc,
-        long long batch_a, long long batch_b, long long batch_c, typename Cfg::Acc alpha,
-        typename Cfg::Acc beta) {
+// Operand A read from a dense strided matrix (batch entries batch_a elements apart): the
+// A source of sk_gemm. A source makes a split's k-tiles (tiles(s): DenseTiles' interface) and
+// says whether edge windows may shift along M (SHIFTS; sk_conv.cuh's im2col source cannot).
+template <class L, int BK>
+struct DenseSource {
+  using T = typename L::Elem;
+  static constexpr bool SHIFTS = true;
+  const T* A;
+  long long lda, batch_a;
+  __device__ __forceinline__ DenseTiles<L, BK> tiles(const Split& s) const {
+    return DenseTiles<L, BK>(A + (long long)s.batch * batch_a, lda, s.mw, s.m_end, s.k0, s.k1);
+  }
+};
+
+// The persistent Stream-K GEMM over the split table, A from `a_source` (a DenseSource or
+// sk_conv.cuh's Im2colSource), B dense; the body of every sk_gemm.cuh-family kernel entry.
+template <class Cfg, class ASource>
+__device__ __forceinline__ void stream_k_gemm(
+    const ASource& a_source, const typename Cfg::TIn* __restrict__ B,
+    typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
+    const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
+    unsigned* locks, int M, int N, int tile_order, long long ldb, long long ldc,
+    long long batch_b, long long batch_c, typename Cfg::Acc alpha, typename Cfg::Acc beta) {
   using TIn = typename Cfg::TIn;
   using Acc = typename Cfg::Acc;
   using LA = typename Cfg::LA;
@@ -114,52 +129,28 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
 
   constexpr bool SHIFT = ShiftsWindows<ML>::value;
+  constexpr bool SHIFT_A = SHIFT && ASource::SHIFTS;
   constexpr bool SPREAD = SpreadsLoads<ML>::value && LA::INTERIOR_PATH && LB::INTERIOR_PATH;
-  using Epi = Epilogue<ML, typename Cfg::TOut, SHIFT && LA::INTERIOR_PATH,
+  using Epi = Epilogue<ML, typename Cfg::TOut, SHIFT_A && LA::INTERIOR_PATH,
                        SHIFT && LB::INTERIOR_PATH>;
   auto windowed = [](Split s) {
-    s.mw = window_origin<LA, Cfg::BM, SHIFT>(s.m0, s.m_end);
+    s.mw = window_origin<LA, Cfg::BM, SHIFT_A>(s.m0, s.m_end);
     s.nw = window_origin<LB, Cfg::BN, SHIFT>(s.n0, s.n_end);
     return s;
   };
   for_each_split<Cfg::BM, Cfg::BN, TIGHT_REGISTERS>(table, cta_offsets, M, N, tile_order,
                                                    [&](const Split& row) {
     const Split s = windowed(row);
-    const TIn* gA = A + (long long)s.batch * batch_a;
-    const TIn* gB = B + (long long)s.batch * batch_b;
     Acc acc[ML::NACC];
     ML::zero(acc);
     const int ktiles = (s.k1 - s.k0 + BK - 1) / BK;
     // k-tiles wholly inside an operand (the tile inside it along x, before the split's k
     // end) load without per-chunk predicates; the edge ones zero-fill.
-    const int kfull = (s.k1 - s.k0) / BK;
-    const bool a_inside = s.mw + Cfg::BM <= s.m_end, b_inside = s.nw + Cfg::BN <= s.n_end;
-    // the thread's first chunk of k-tile 0 and the step from one k-tile to the next
-    const TIn* a_src = LA::interior_src(gA, lda, s.mw, s.k0);
-    const TIn* b_src = LB::interior_src(gB, ldb, s.nw, s.k0);
-    const long long a_kstep = LA::KC ? BK : BK * lda, b_kstep = LB::KC ? BK : BK * ldb;
+    const auto a = a_source.tiles(s);
+    const DenseTiles<LB, BK> b(B + (long long)s.batch * batch_b, ldb, s.nw, s.n_end, s.k0, s.k1);
     auto load_k_tile = [&](int stage, int kt) {
-      const int k0 = s.k0 + kt * BK;
-      TIn* a_stage = sA + stage * LA::STAGE_ELEMS;
-      TIn* b_stage = sB + stage * LB::STAGE_ELEMS;
-      if constexpr (LA::INTERIOR_PATH) {
-        if (a_inside && kt < kfull) {
-          LA::load_interior(a_stage, a_src + kt * a_kstep, lda);
-        } else {
-          LA::load(a_stage, gA, lda, s.mw, k0, s.m_end, s.k1);
-        }
-      } else {
-        LA::load(a_stage, gA, lda, s.mw, k0, s.m_end, s.k1);
-      }
-      if constexpr (LB::INTERIOR_PATH) {
-        if (b_inside && kt < kfull) {
-          LB::load_interior(b_stage, b_src + kt * b_kstep, ldb);
-        } else {
-          LB::load(b_stage, gB, ldb, s.nw, k0, s.n_end, s.k1);
-        }
-      } else {
-        LB::load(b_stage, gB, ldb, s.nw, k0, s.n_end, s.k1);
-      }
+      a.load(sA + stage * LA::STAGE_ELEMS, kt);
+      b.load(sB + stage * LB::STAGE_ELEMS, kt);
     };
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
@@ -173,17 +164,15 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
       const int nk = kt + STAGES - 1;
       if constexpr (SPREAD) {
         // interior k-tiles: a part of the copies after each k step's fragment loads
-        const bool spread = nk < ktiles && a_inside && b_inside && nk < kfull;
+        const bool spread = nk < ktiles && a.interior(nk) && b.interior(nk);
         if (nk < ktiles && !spread) load_k_tile(write_stage, nk);
         TIn* a_stage = sA + write_stage * LA::STAGE_ELEMS;
         TIn* b_stage = sB + write_stage * LB::STAGE_ELEMS;
-        const TIn* a_next = a_src + nk * a_kstep;
-        const TIn* b_next = b_src + nk * b_kstep;
         ML::compute(sA + read_stage * LA::STAGE_ELEMS, sB + read_stage * LB::STAGE_ELEMS, acc,
                     [&](int step) {
                       if (spread) {
-                        LA::load_interior_part(a_stage, a_next, lda, step, ML::STEPS);
-                        LB::load_interior_part(b_stage, b_next, ldb, step, ML::STEPS);
+                        a.load_part(a_stage, nk, step, ML::STEPS);
+                        b.load_part(b_stage, nk, step, ML::STEPS);
                       }
                     });
         cp_async_commit();
@@ -219,6 +208,21 @@ sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __rest
           });
     });
   }
+}
+
+// The GEMM kernel: C = alpha * A B + beta * C over the split table, A and B dense.
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+sk_gemm(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
+        typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
+        const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
+        unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
+        long long ldc,
+        long long batch_a, long long batch_b, long long batch_c, typename Cfg::Acc alpha,
+        typename Cfg::Acc beta) {
+  const DenseSource<typename Cfg::LA, Cfg::BK> a_source{A, lda, batch_a};
+  stream_k_gemm<Cfg>(a_source, B, C, table, cta_offsets, ws, staging, locks, M, N, tile_order,
+                     ldb, ldc, batch_b, batch_c, alpha, beta);
 }
 
 }  // namespace skc

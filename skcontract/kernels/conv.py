@@ -1,0 +1,123 @@
+"""The GPU side of ``conv2d``: the implicit GEMM on the im2col kernels (``sk_conv.cuh``).
+
+A convolution is the GEMM (N*P*Q) x (K/groups) x (C/groups*R*S), one batch entry per group
+(:meth:`skcontract.ops.conv2d.ConvGeometry.problem`), with k ordered (r, s, c) so that a
+channels-last input gives k-contiguous rows of A. The scheduler plans it like any GEMM
+(:func:`resolve_conv`: the catalogue's entries whose family gathers A); the kernel gathers
+A's rows from the input in its load stage (padding is zero-fill), reads the filters as
+(K, R, S, C/groups) rows and writes the NHWC output. :func:`launch_conv` runs one call on
+device pointers; :mod:`skcontract.ops.conv2d` arranges the arrays.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..schedule import DeviceInfo, GemmProblem
+from . import jit, specs
+from .catalogue import INPUT_DTYPES
+from .launch import LaunchPlan
+from .resolve import DEFAULT_REDUCTION, Resolved, resolve_gemm
+
+CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
+    (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
+                               "pad_y", "pad_x", "dil_y", "dil_x", "reserved"))
+"""The fields of ``sk_conv.cuh``'s ConvShape, in its order and layout."""
+CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
+CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
+"""A packed ConvShape as the kernel argument CuPy passes by value."""
+
+_PLANS: dict = {}
+
+
+class InputView(NamedTuple):
+    """A channels-last input on the device: its address and its image, row and column
+    strides in elements (channels are contiguous)."""
+
+    ptr: int
+    stride_n: int
+    stride_h: int
+    stride_w: int
+
+
+def conv_shape(g, x: InputView) -> np.void:
+    """The packed ConvShape of geometry ``g`` (a ConvGeometry) over input ``x``."""
+    rec = np.zeros((), CONV_SHAPE_DTYPE)
+    values = dict(stride_n=x.stride_n, stride_h=x.stride_h, stride_w=x.stride_w, H=g.h, W=g.w,
+                  P=g.p, Q=g.q, R=g.r, S=g.s, Cg=g.c // g.groups, stride_y=g.stride[0],
+                  stride_x=g.stride[1], pad_y=g.padding[0], pad_x=g.padding[2],
+                  dil_y=g.dilation[0], dil_x=g.dilation[1], reserved=0)
+    for name, v in values.items():
+        rec[name] = v
+    return np.frombuffer(rec.tobytes(), CONV_SHAPE_ARG)[0]
+
+
+def vectors_fit(g, dtype: str, x: InputView, ldb: int) -> tuple[bool, bool]:
+    """Whether the input (A) and the filters (B) copy in 16-byte vectors: a vector of
+    channels never straddles two taps (C/groups a multiple of it), and every base address
+    and stride is a multiple of 16 bytes."""
+    elem = specs.CXX_TYPES[dtype][1]
+    v = specs.VEC16_BYTES
+    cg, kg = g.c // g.groups, g.k // g.groups
+    a = (cg * elem) % v == 0 and x.ptr % v == 0 and all(
+        (s * elem) % v == 0 for s in (x.stride_n, x.stride_h, x.stride_w))
+    b = (ldb * elem) % v == 0 and (g.groups == 1 or (kg * ldb * elem) % v == 0)
+    return a, b
+
+
+def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
+                 reduction: str = DEFAULT_REDUCTION, tile=None, vec16: bool = True,
+                 **options) -> Resolved:
+    """The schedule and entry the GPU runs convolution ``g`` (a ConvGeometry) with.
+
+    >>> from skcontract.ops.conv2d import conv_geometry
+    >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+    >>> r = resolve_conv(g, "float16", DeviceInfo.h200())
+    >>> r.base.FAMILY, r.schedule.problem.k, str(r.schedule.mode)
+    ('Mma16', 4608, 'stream_k')
+    """
+    if dtype not in INPUT_DTYPES or dtype == "int8":
+        raise TypeError(f"conv2d: no GPU kernel takes {dtype} (have float16, bfloat16, "
+                        "float32, float64)")
+    return resolve_gemm(g.problem(dtype), device, mode=mode, reduction=reduction, tile=tile,
+                        vec16=vec16, im2col=True, kind="CONV", **options)
+
+
+def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
+                beta: float, dev: int, device: DeviceInfo, stream, mode: str = "auto",
+                reduction: str = DEFAULT_REDUCTION, tile=None) -> LaunchPlan:
+    """Run convolution ``g`` on the device: ``out = conv(x, w) + beta * out``.
+
+    ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
+    fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
+    output. The plan (schedule, compiled kernel, uploaded table) is cached by everything
+    it depends on; returns it (what ran)."""
+    a_vec, b_vec = vectors_fit(g, dtype, x, ldb)
+    key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, mode, reduction,
+           None if tile is None else tuple(tile))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _make_plan(g, dtype, a_vec, b_vec, dev, device, stream, mode,
+                                        reduction, tile)
+    cg, kg = g.c // g.groups, g.k // g.groups
+    p = plan.schedule.problem
+    plan.launch(x.ptr, w_ptr, out_ptr, p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0,
+                beta, stream, conv=conv_shape(g, x))
+    return plan
+
+
+def _make_plan(g, dtype, a_vec, b_vec, dev, device, stream, mode, reduction, tile):
+    schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
+                                  vec16=a_vec and b_vec)
+    spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
+                            a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
+    kernel = jit.get_kernel(spec, dev)
+    plan = LaunchPlan(kernel, schedule, dev, stream)
+    jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
+                     f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
+    return plan
+
+
+def clear_plans() -> None:
+    _PLANS.clear()

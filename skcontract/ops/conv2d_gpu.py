@@ -1,0 +1,159 @@
+"""conv2d on the GPU: arranges the caller's arrays (CuPy, or CUDA torch tensors) for the
+implicit-GEMM kernels (:mod:`skcontract.kernels.conv`) and returns the caller's type.
+
+What is read in place and what is copied:
+
+* the input is read in place when its channels are contiguous (channels-last, torch's
+  ``channels_last``, any image / row / column strides); an NCHW input is copied to NHWC once;
+* the filters are read in place when each filter's (R, S, C / groups) is dense with the
+  channels fastest (``channels_last`` weights); otherwise they are copied to that layout;
+* the kernels write a dense NHWC output: a channels-last input gets it as its (N, K, P, Q)
+  view, an NCHW one a contiguous NCHW copy;
+* a bias is written into the output first and added by the epilogue (``beta = 1``).
+"""
+from __future__ import annotations
+
+from ..interop import is_torch
+from ..kernels.conv import InputView, launch_conv
+from ..kernels.operands import describe
+from ..kernels.resolve import device_info
+
+
+def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic", tile=None):
+    """The convolution ``g`` (a checked ConvGeometry) of GPU arrays; see the module."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    ops = _TorchOps() if is_torch(input) else _CupyOps()
+    batched = len(input.shape) == 4
+    x = input if batched else input[None]
+    X, Wt = describe(x), describe(weight)
+    dev = cupy.cuda.runtime.getDevice()
+    devices = {X.device_id, Wt.device_id} | ({describe(bias).device_id} if bias is not None
+                                            else set())
+    if devices != {dev}:
+        raise ValueError(f"conv2d: arrays on devices {sorted(devices)}; the current device is "
+                         f"{dev} (use cupy.cuda.Device)")
+    shape_out = (g.n, g.k, g.p, g.q)
+    if 0 in shape_out:
+        out = ops.empty((g.n, g.p, g.q, g.k), x)
+        return _as_caller(ops, out, _dense_nhwc(X), batched)
+    stream = ops.stream()
+    if _channels_contiguous(X):
+        xs = x
+        view = InputView(X.ptr, _stride(X, 0), _stride(X, 2), _stride(X, 3))
+    else:  # NCHW: one NHWC copy
+        xs = ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
+        view = InputView(describe(xs).ptr, g.h * g.w * g.c, g.w * g.c, g.c)
+    ldb = _filter_rows(Wt, g)
+    ws = weight
+    if ldb is None:
+        ws = ops.contiguous(ops.permute(weight, (0, 2, 3, 1)))
+        Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
+    out = ops.empty((g.n, g.p, g.q, g.k), x)
+    beta = 0.0
+    if bias is not None:
+        ops.fill_rows(out, bias)
+        beta = 1.0
+    if g.c // g.groups == 0:  # nothing to sum: the output is the bias (or zeros)
+        if bias is None:
+            ops.zero(out)
+    else:
+        launch_conv(g, X.dtype, view, Wt.ptr, ldb, describe(out).ptr, beta=beta, dev=dev,
+                    device=device_info(dev), stream=stream, mode=mode, reduction=reduction,
+                    tile=tile)
+    del xs, ws  # held until the launch is queued (the stream orders their reuse)
+    return _as_caller(ops, out, _dense_nhwc(describe(x)), batched)
+
+
+def _stride(op, axis: int) -> int:
+    """An axis' stride in elements, 0 for an axis of one element (never stepped over)."""
+    return op.strides[axis] if op.shape[axis] > 1 else 0
+
+
+def _channels_contiguous(x) -> bool:
+    return x.shape[1] <= 1 or x.strides[1] == 1
+
+
+def _dense_nhwc(x) -> bool:
+    """A dense NHWC layout that is not also dense NCHW (as the CPU path's rule)."""
+    n, c, h, w = x.shape
+    sn, sc, sh, sw = x.strides
+    nhwc = all(size <= 1 or st == want for size, st, want in (
+        (c, sc, 1), (w, sw, c), (h, sh, w * c), (n, sn, h * w * c)))
+    nchw = all(size <= 1 or st == want for size, st, want in (
+        (w, sw, 1), (h, sh, w), (c, sc, h * w), (n, sn, c * h * w)))
+    return nhwc and not nchw
+
+
+def _filter_rows(w, g) -> int | None:
+    """The elements between two output channels' filters when each filter's (R, S, C/groups)
+    is dense with the channels fastest (read in place); None when the filters need a copy."""
+    k, cg, r, s = w.shape
+    sk, sc, sr, ss = w.strides
+    dense = all(size <= 1 or st == want for size, st, want in (
+        (cg, sc, 1), (s, ss, cg), (r, sr, s * cg)))
+    if not dense:
+        return None
+    return sk if k > 1 else r * s * cg
+
+
+def _as_caller(ops, out, channels_last: bool, batched: bool):
+    """The NHWC output as the caller's (N, K, P, Q) array: a view for a channels-last input,
+    a contiguous NCHW copy otherwise."""
+    res = ops.permute(out, (0, 3, 1, 2))
+    if not channels_last:
+        res = ops.contiguous(res)
+    return res if batched else res[0]
+
+
+class _CupyOps:
+    """The few array operations the GPU path needs, on CuPy arrays."""
+
+    def __init__(self):
+        import cupy  # optional dependency: only the GPU path needs CuPy
+        self.cupy = cupy
+
+    def permute(self, a, axes):
+        return a.transpose(axes)
+
+    def contiguous(self, a):
+        return self.cupy.ascontiguousarray(a)
+
+    def empty(self, shape, like):
+        return self.cupy.empty(shape, like.dtype)
+
+    def fill_rows(self, out, row):
+        out[...] = row
+
+    def zero(self, out):
+        out.fill(0)
+
+    def stream(self):
+        return self.cupy.cuda.get_current_stream()
+
+
+class _TorchOps:
+    """The same on CUDA torch tensors (bfloat16 included), on torch's current stream."""
+
+    def __init__(self):
+        import torch  # optional dependency: only torch callers reach this
+        self.torch = torch
+
+    def permute(self, a, axes):
+        return a.permute(*axes)
+
+    def contiguous(self, a):
+        return a.contiguous()
+
+    def empty(self, shape, like):
+        return self.torch.empty(shape, dtype=like.dtype, device=like.device)
+
+    def fill_rows(self, out, row):
+        out.copy_(row.expand(out.shape))
+
+    def zero(self, out):
+        out.zero_()
+
+    def stream(self):
+        import cupy  # optional dependency: only the GPU path needs CuPy
+        return cupy.cuda.ExternalStream(self.torch.cuda.current_stream().cuda_stream)

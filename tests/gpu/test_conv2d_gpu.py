@@ -1,0 +1,187 @@
+"""conv2d on the GPU (implicit GEMM on the im2col kernels) against the float64 direct
+convolution of the CPU tests, and against torch (cuDNN) where torch is installed: every
+dtype, both layouts, strided inputs, groups and depthwise, bias, every schedule mode and
+fixup, odd sizes, and the cases that launch nothing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skcontract import conv2d
+from skcontract.kernels.launch import record_launches
+from skcontract.kernels.operands import describe
+from skcontract.ops.conv2d import conv_geometry
+from tests.conv_reference import direct
+
+cupy = pytest.importorskip("cupy")
+
+TOL = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 2e-5, "float64": 1e-12}
+POISON_BYTES = 1 << 22
+
+# (N, C, H, W, K, R, S, stride, padding, dilation, groups)
+CASES = [
+    (2, 16, 9, 9, 24, 3, 3, 1, 1, 1, 1),          # aligned channels: 16-byte vectors
+    (1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1),          # a late layer: few tiles, long K
+    (3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1),  # odd channels: element copies
+    (2, 8, 12, 10, 12, 3, 3, 2, 2, (2, 1), 1),    # stride, padding and dilation
+    (2, 8, 9, 9, 12, 3, 3, 1, "same", 1, 4),      # groups
+    (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 16),         # depthwise
+    (4, 32, 6, 6, 40, 1, 1, 1, 0, 1, 1),          # 1x1: a plain GEMM
+    (1, 3, 23, 23, 16, 7, 7, 2, 3, 1, 1),         # the stem's shape, small
+]
+
+
+def _torch():
+    try:
+        import torch
+        return torch if torch.cuda.is_available() else None
+    except ImportError:
+        return None
+
+
+def _poison():
+    """Leave NaN in the memory pool's free blocks, so an output element a kernel does not
+    write reads as NaN."""
+    junk = cupy.full(POISON_BYTES // 4, np.nan, np.float32)
+    del junk
+
+
+def _host(a) -> np.ndarray:
+    if hasattr(a, "get"):
+        return a.get().astype(np.float64)
+    return a.float().cpu().numpy().astype(np.float64)
+
+
+def _operands(case, dtype, seed=0):
+    n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w))
+    wt = rng.standard_normal((k, c // groups, r, s))
+    b = rng.standard_normal(k)
+    return x, wt, b
+
+
+def _device(a, dtype, layout="NCHW"):
+    """A CuPy array (a torch tensor for bfloat16) in ``layout``: NCHW, NHWC (channels-last),
+    or strided (a channels-last window of a larger array)."""
+    if dtype == "bfloat16":
+        torch = _torch()
+        if torch is None:
+            pytest.skip("bfloat16 operands come from torch")
+        t = torch.as_tensor(a, device="cuda").to(torch.bfloat16)
+        if layout == "NHWC" and t.ndim == 4:
+            t = t.to(memory_format=torch.channels_last)
+        return t
+    d = cupy.asarray(a.astype(dtype))
+    if layout == "NHWC":
+        d = cupy.ascontiguousarray(d.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    elif layout == "strided":
+        n, c, h, w = d.shape
+        big = cupy.zeros((n, 2 * h, w + 3, c + 8), d.dtype)
+        big[:, ::2, 1:w + 1, 4:c + 4] = d.transpose(0, 2, 3, 1)
+        d = big[:, ::2, 1:w + 1, 4:c + 4].transpose(0, 3, 1, 2)
+    return d
+
+
+def _check(got, ref, dtype):
+    g = _host(got)
+    assert g.shape == ref.shape
+    assert np.isfinite(g).all(), "an output element was not written (NaN poison)"
+    scale = max(np.abs(ref).max(), 1.0)
+    err = np.abs(g - ref).max() / scale
+    assert err <= TOL[dtype], f"max error {err:.3g} x {scale:.3g} (tolerance {TOL[dtype]})"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC", "strided"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:7])))
+def test_conv2d_matches_the_float64_convolution(case, layout, dtype):
+    if dtype == "bfloat16" and layout == "strided":
+        pytest.skip("the strided window is built with CuPy, which has no bfloat16")
+    n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+    x, wt, b = _operands(case, dtype)
+    g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+    # channels-last filters with a channels-last input (read in place), else KCRS (copied)
+    wd = _device(wt, dtype, "NHWC" if layout == "NHWC" else "NCHW")
+    xd, bd = _device(x, dtype, layout), _device(b, dtype)
+    _poison()
+    with record_launches() as launches:
+        got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
+    assert len(launches) == 1 and launches[0].kernel.endswith("_im2col")
+    assert type(got) is type(xd) and str(got.dtype).endswith(dtype)
+    _check(got, ref, dtype)
+    # channels-last in, channels-last out; NCHW and strided inputs give dense NCHW
+    out = describe(got)
+    dense_nchw = out.strides == (k * g.p * g.q, g.p * g.q, g.q, 1)
+    assert dense_nchw != (layout == "NHWC") or k == 1 or g.p * g.q == 1
+
+
+@pytest.mark.parametrize("mode,reduction", [
+    ("data_parallel", "deterministic"), ("stream_k", "deterministic"),
+    ("stream_k", "atomic"), ("stream_k", "arrival"), ("split_k", "deterministic"),
+    ("hybrid", "deterministic"), ("auto", "deterministic")])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_every_mode_and_fixup(mode, reduction, dtype):
+    case = (1, 64, 7, 7, 72, 3, 3, 1, 1, 1, 1)
+    x, wt, b = _operands(case, dtype, seed=1)
+    g = conv_geometry(x.shape, wt.shape, padding=1)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
+    xd = _device(x, dtype, "NHWC")
+    wd, bd = _device(wt, dtype), _device(b, dtype)
+    _poison()
+    with record_launches() as launches:
+        got = conv2d(xd, wd, bd, padding=1, mode=mode, reduction=reduction)
+    if mode not in ("auto", "hybrid"):  # hybrid may fall back to a plain mode on one tile
+        assert launches[0].mode == mode
+    _check(got, ref, dtype)
+
+
+def test_deterministic_fixups_are_bitwise_reproducible():
+    case = (1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1)
+    x, wt, _ = _operands(case, "float32", seed=2)
+    xd, wd = _device(x, "float32", "NHWC"), _device(wt, "float32")
+    runs = [conv2d(xd, wd, padding=1, mode="stream_k").get() for _ in range(10)]
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+
+
+def test_matches_torch_cudnn():
+    torch = _torch()
+    if torch is None:
+        pytest.skip("torch with CUDA is not installed")
+    import torch.nn.functional as F
+    for case in CASES:
+        n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+        x, wt, b = _operands(case, "float32", seed=3)
+        xt = torch.as_tensor(x, device="cuda", dtype=torch.float64)
+        wt_t = torch.as_tensor(wt, device="cuda", dtype=torch.float64)
+        bt = torch.as_tensor(b, device="cuda", dtype=torch.float64)
+        want = F.conv2d(xt, wt_t, bt, stride, padding, dilation, groups)
+        got = conv2d(xt, wt_t, bt, stride, padding, dilation, groups)
+        assert isinstance(got, torch.Tensor) and got.shape == want.shape
+        assert torch.allclose(got, want, rtol=1e-10, atol=1e-10), case
+
+
+def test_unbatched_and_empty_calls():
+    x, wt, b = _operands((1, 8, 6, 6, 4, 3, 3, 1, 1, 1, 1), "float32")
+    xd, wd, bd = _device(x, "float32"), _device(wt, "float32"), _device(b, "float32")
+    got = conv2d(xd[0], wd, bd, padding=1)
+    assert got.shape == (4, 6, 6)
+    _check(got, direct(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 1)[0], "float32")
+    with record_launches() as launches:
+        empty = conv2d(cupy.ones((0, 8, 6, 6), cupy.float32), wd)
+    assert empty.shape == (0, 4, 4, 4) and not launches
+
+
+def test_errors_before_any_launch():
+    xd = cupy.ones((2, 4, 6, 6), cupy.float32)
+    with record_launches() as launches:
+        with pytest.raises(ValueError, match="expects 3 input channels"):
+            conv2d(xd, cupy.ones((8, 3, 3, 3), cupy.float32))
+        with pytest.raises(TypeError, match="weight dtype float64 differs"):
+            conv2d(xd, cupy.ones((8, 4, 3, 3), cupy.float64))
+        with pytest.raises(TypeError, match="not complex64"):
+            conv2d(xd.astype(cupy.complex64), cupy.ones((8, 4, 3, 3), cupy.complex64))
+        with pytest.raises(TypeError, match="mixed"):
+            conv2d(xd, np.ones((8, 4, 3, 3), np.float32))
+    assert not launches
