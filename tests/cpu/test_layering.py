@@ -17,7 +17,8 @@ LAYERS = {
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3, "skcontract.interop": 3,
-    "skcontract.contract": 4, "skcontract.explain": 5, "skcontract.demo": 6,
+    "skcontract.contract": 4, "skcontract.ops": 4, "skcontract.explain": 5,
+    "skcontract.demo": 6,
     "skcontract.bench": 6, "skcontract.__main__": 7, "skcontract": 8,
 }
 """Each unit's layer; a unit may import units of lower layers (and itself) only."""
