@@ -50,7 +50,7 @@ for step in $STEPS; do
       # a failing API call of ours raises in Python and fails the case anyway
       for tool in memcheck racecheck; do
         timeout ${SAN_S:-90} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 -m tools.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
-        echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
+        echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
       done;;
     bench)
       timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1
