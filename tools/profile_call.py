@@ -1,11 +1,14 @@
-"""Where the host time of one warm einsum call goes, on the GPU.
+"""Where the host time of one warm einsum or conv2d call goes, on the GPU.
 
 ``python -m tools.profile_call [--expr ij,jk->ik] [--shapes 64x64,64x64] [--dtype float32]
 [--calls 2000] [--top 25]``
+``python -m tools.profile_call --conv 1x512x7x7x512x3x3x1x1 [--dtype float16] [--nchw]``
 
 Times ``skcontract.einsum`` and a ``contract_expression`` per call (plans cached), then
 profiles the expression's calls with cProfile and prints the functions with the most own
-time. No synchronisation inside the timed loop (a call is its host time).
+time. ``--conv N x C x H x W x K x R x S x stride x padding`` does the same for conv2d on
+torch tensors (channels-last unless ``--nchw``) against torch's own call. No
+synchronisation inside the timed loop (a call is its host time).
 """
 from __future__ import annotations
 
@@ -36,7 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--conv", default=None)
+    ap.add_argument("--nchw", action="store_true")
     args = ap.parse_args(argv)
+    if args.conv:
+        return _profile_conv(args)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rs = cupy.random.RandomState(0)
     ops = [rs.standard_normal(s, dtype=cupy.float32).astype(args.dtype) for s in shapes]
@@ -45,18 +52,40 @@ def main(argv=None) -> int:
           f"{_per_call_us(lambda: skcontract.einsum(args.expr, *ops), args.calls):.1f} us, "
           f"expression {_per_call_us(lambda: expr(*ops), args.calls):.1f} us, "
           f"cupy.empty {_per_call_us(lambda: cupy.empty(shapes[0], args.dtype), args.calls):.1f} us")
+    _profile(lambda: expr(*ops), args)
+    _profile(lambda: skcontract.einsum(args.expr, *ops), args)
+    return 0
+
+
+def _profile(fn, args) -> None:
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.calls):
-        expr(*ops)
+        fn()
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(args.calls):
-        skcontract.einsum(args.expr, *ops)
-    prof.disable()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+
+
+def _profile_conv(args) -> int:
+    import torch
+    import torch.nn.functional as F
+    n, c, h, w, k, r, s, stride, pad = (int(v) for v in args.conv.split("x"))
+    dt = getattr(torch, args.dtype)
+    x = torch.randn(n, c, h, w, device="cuda", dtype=dt)
+    wt = torch.randn(k, c, r, s, device="cuda", dtype=dt)
+    if not args.nchw:
+        x, wt = (t.to(memory_format=torch.channels_last) for t in (x, wt))
+
+    def ours():
+        return skcontract.conv2d(x, wt, None, stride, pad)
+
+    def theirs():
+        return F.conv2d(x, wt, None, stride, pad)
+
+    print(f"conv2d {args.conv} {args.dtype} {'NCHW' if args.nchw else 'NHWC'}: ours "
+          f"{_per_call_us(ours, args.calls):.1f} us, torch {_per_call_us(theirs, args.calls):.1f}"
+          " us (host time a call, back to back)")
+    _profile(ours, args)
     return 0
 
 

@@ -91,23 +91,34 @@ def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int,
 
     ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
     fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
-    output. The plan (schedule, compiled kernel, uploaded table) is cached by everything
-    it depends on; returns it (what ran)."""
+    output. The plan (schedule, compiled kernel, uploaded table) and its launch with every
+    argument but the pointers fixed are cached by everything they depend on; returns the
+    plan (what ran)."""
     a_vec, b_vec = vectors_fit(g, dtype, x, ldb)
-    key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, mode, reduction,
+    key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
            None if tile is None else tuple(tile))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _make_plan(g, dtype, a_vec, b_vec, dev, device, stream, mode,
-                                        reduction, tile)
-    cg, kg = g.c // g.groups, g.k // g.groups
-    p = plan.schedule.problem
-    plan.launch(x.ptr, w_ptr, out_ptr, p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0,
-                beta, stream, conv=conv_shape(g, x))
+    cached = _PLANS.get(key)
+    if cached is None:
+        cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
+                                          stream, mode, reduction, tile)
+    plan, bound, args = cached
+    if bound is not None:
+        bound(x.ptr, w_ptr, out_ptr, stream)
+    else:
+        plan.launch(x.ptr, w_ptr, out_ptr, *args[:-1], stream, conv=args[-1])
     return plan
 
 
-def _make_plan(g, dtype, a_vec, b_vec, dev, device, stream, mode, reduction, tile):
+def _launch_args(plan, g, x, ldb, beta) -> tuple:
+    """Everything an im2col launch takes after the three pointers, ConvShape last."""
+    cg, kg = g.c // g.groups, g.k // g.groups
+    p = plan.schedule.problem
+    return (p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0, beta, conv_shape(g, x))
+
+
+def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
+               tile):
+    """(plan, its bound launch or None, the launch's arguments after the pointers)."""
     schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
                                   vec16=a_vec and b_vec)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
@@ -116,7 +127,9 @@ def _make_plan(g, dtype, a_vec, b_vec, dev, device, stream, mode, reduction, til
     plan = LaunchPlan(kernel, schedule, dev, stream)
     jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
                      f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
-    return plan
+    args = _launch_args(plan, g, x, ldb, beta)
+    *gemm_args, conv = args
+    return plan, plan.bind(*gemm_args, conv=conv), args
 
 
 def clear_plans() -> None:

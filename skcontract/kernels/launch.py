@@ -96,12 +96,17 @@ class LaunchPlan:
                 f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
                 f"for {spec.name}; waiting splits could deadlock")
 
-    def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta) -> "BoundLaunch | None":
+    def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
+             conv=None) -> "BoundLaunch | None":
         """This plan with every argument but the operand pointers fixed (a cached call's
-        warm path, :class:`BoundLaunch`); None without cuda.bindings' launch."""
-        if _launch_kernel is None or self.kernel.spec.im2col:  # conv takes its geometry too
+        warm path, :class:`BoundLaunch`); None without cuda.bindings' launch. ``conv``: an
+        im2col kernel's packed geometry, as for :meth:`launch`."""
+        if _launch_kernel is None:
             return None
-        return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta)
+        if self.kernel.spec.im2col and conv is None:
+            raise ValueError(f"{self.kernel.spec.name} needs the convolution's geometry "
+                             "(conv=)")
+        return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)
 
     def record(self) -> None:
         """Tell the :func:`record_launches` blocks that this plan launched."""
@@ -141,15 +146,17 @@ class LaunchPlan:
                              sa, sb)
 
 
-# Slots of the kernel arguments (sk_gemm, sk_dot and sk_wgmma share the first 20) in
-# BoundLaunch's buffer: one 8-byte slot each, a 4-byte argument in the slot's low half
-# (little-endian); sk_wgmma's two TMA maps follow as pointers to 128 bytes each.
+# Slots of the kernel arguments (sk_gemm, sk_conv, sk_dot and sk_wgmma share the first 20)
+# in BoundLaunch's buffer: one 8-byte slot each, a 4-byte argument in the slot's low half
+# (little-endian); sk_wgmma's two TMA maps follow as pointers to 128 bytes each, sk_conv's
+# ConvShape as a pointer to its packed bytes.
 _A, _B, _C, _TABLE, _OFFSETS, _WS, _STAGING, _LOCKS = range(8)
 _INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
 _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
 _MAP_A, _MAP_B = 20, 21       # the TMA maps of kernels that take them (128 bytes each)
+_CONV = 20                    # sk_conv's geometry
 
 
 class BoundLaunch:
@@ -160,9 +167,10 @@ class BoundLaunch:
     (the buffer is copied by the launch)."""
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
-                 "_threads", "_smem", "_pool", "_maps", "_map_args", "_map_key")
+                 "_threads", "_smem", "_pool", "_maps", "_map_args", "_map_key", "_conv")
 
-    def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta):
+    def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
+                 conv=None):
         self.plan = plan
         buf = self._buf = np.zeros(_NUM_ARGS, np.uint64)
         buf[_TABLE], buf[_OFFSETS] = plan.table.data.ptr, plan.offsets.data.ptr
@@ -184,6 +192,10 @@ class BoundLaunch:
             ptrs += [0] * (_MAP_B + 1 - _NUM_ARGS)
             ptrs[_MAP_A] = self._maps.ctypes.data
             ptrs[_MAP_B] = self._maps.ctypes.data + tma.TMA_MAP_BYTES
+        self._conv = None if conv is None else np.frombuffer(bytes(conv), np.uint8).copy()
+        if self._conv is not None:
+            ptrs.append(self._conv.ctypes.data)
+            assert len(ptrs) == _CONV + 1
         self._ptrs = np.array(ptrs, np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
         self._func = int(plan.kernel.function.ptr)

@@ -74,11 +74,16 @@ def describe(x) -> Operand:
     """The :class:`Operand` of a CUDA array (CuPy, ``__cuda_array_interface__`` or
     ``__dlpack__``); TypeError for anything else or for memory that is not CUDA device
     memory."""
-    if type(x).__module__.split(".")[0] == "cupy":
+    module = type(x).__module__.split(".")[0]
+    if module == "cupy":
         import cupy  # optional dependency: only the GPU path needs CuPy
 
         if isinstance(x, cupy.ndarray):
             return _from_cupy(x)
+    elif module == "torch":
+        op = _from_torch(x)
+        if op is not None:
+            return op
     op = _via_interface(x)
     if op is not None:
         return op
@@ -111,6 +116,28 @@ def _c_strides(shape) -> tuple[int, ...]:
 def _from_cupy(x) -> Operand:
     return Operand(x.data.ptr, tuple(x.shape), _elements(x.strides, x.itemsize), x.dtype.name,
                    x.device.id)
+
+
+_TORCH_DTYPES: dict = {}
+"""torch dtype -> NumPy-style name, for the dtypes a launch may see (filled on first use)."""
+
+
+def _from_torch(x) -> Operand | None:
+    """A CUDA torch tensor read through its own accessors (cheaper than its
+    ``__cuda_array_interface__``, and bfloat16 included); None for anything else, which
+    the generic routes describe or reject."""
+    import torch  # optional dependency: only torch callers reach this
+
+    if not _TORCH_DTYPES:
+        _TORCH_DTYPES.update({getattr(torch, name): name for name in (
+            "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8",
+            "int16", "int32", "int64", "uint8", "bool")})
+    if not isinstance(x, torch.Tensor) or not x.is_cuda:
+        return None
+    dtype = _TORCH_DTYPES.get(x.dtype)
+    if dtype is None:
+        return None
+    return Operand(x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype, x.get_device())
 
 
 def _via_interface(x) -> Operand | None:

@@ -37,6 +37,7 @@ ValueError: conv2d: weight of shape (1, 2, 2, 2) with groups=1 expects 2 input c
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -49,6 +50,8 @@ from .conv2d_gpu import conv2d_gpu
 __all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
 
 GPU_DTYPES = ("float16", "bfloat16", "float32", "float64")
+GEOMETRY_CACHE = 1024
+"""Checked geometries remembered for warm calls (a network has a few dozen layers)."""
 """The dtypes the GPU kernels convolve (complex runs on the CPU)."""
 
 
@@ -161,6 +164,25 @@ def conv_geometry(input_shape, weight_shape, stride=1, padding=0, dilation=1,
     return ConvGeometry(n, c, h, w, k, r, s, int(groups), stride_, dilation_, pad, p, q)
 
 
+@functools.lru_cache(maxsize=GEOMETRY_CACHE)
+def _cached_geometry(*args) -> ConvGeometry:
+    return conv_geometry(*args)
+
+
+def _plain(value) -> bool:
+    """An int, a string, or a tuple of ints, exactly: arguments whose equal values mean the
+    same call (1.0 == 1 and True == 1 hash alike but are refused)."""
+    kind = type(value)
+    return kind is int or kind is str or (kind is tuple and all(type(v) is int for v in value))
+
+
+def _geometry(*args) -> ConvGeometry:
+    """conv_geometry, remembered for plain arguments (a warm call checks nothing twice)."""
+    if all(_plain(a) for a in args):
+        return _cached_geometry(*args)
+    return conv_geometry(*args)
+
+
 def _where(a) -> str:
     """"cpu" for NumPy arrays and CPU torch tensors, "gpu" for CuPy arrays and CUDA arrays
     (``__cuda_array_interface__``, CUDA torch tensors); TypeError for anything else."""
@@ -209,7 +231,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     ``mode``, ``reduction`` and ``tile`` choose the GPU schedule as for
     :func:`skcontract.kernels.gemm.gemm` (the CPU ignores them)."""
     where = _check_arrays(input, weight, bias)
-    g = conv_geometry(input.shape, weight.shape, stride, padding, dilation, groups)
+    g = _geometry(tuple(input.shape), tuple(weight.shape), stride, padding, dilation, groups)
     if bias is not None and tuple(bias.shape) != (g.k,):
         raise ValueError(f"conv2d: bias must have shape ({g.k},) for weight of shape "
                          f"{tuple(weight.shape)}, got {tuple(bias.shape)}")

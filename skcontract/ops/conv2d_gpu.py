@@ -27,6 +27,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     batched = len(input.shape) == 4
     x = input if batched else input[None]
     X, Wt = describe(x), describe(weight)
+    channels_last = _dense_nhwc(X)
     dev = cupy.cuda.runtime.getDevice()
     devices = {X.device_id, Wt.device_id} | ({describe(bias).device_id} if bias is not None
                                             else set())
@@ -36,7 +37,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     shape_out = (g.n, g.k, g.p, g.q)
     if 0 in shape_out:
         out = ops.empty((g.n, g.p, g.q, g.k), x)
-        return _as_caller(ops, out, _dense_nhwc(X), batched)
+        return _as_caller(ops, out, channels_last, batched)
     stream = ops.stream()
     if _channels_contiguous(X):
         xs = x
@@ -62,7 +63,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
                     device=device_info(dev), stream=stream, mode=mode, reduction=reduction,
                     tile=tile)
     del xs, ws  # held until the launch is queued (the stream orders their reuse)
-    return _as_caller(ops, out, _dense_nhwc(describe(x)), batched)
+    return _as_caller(ops, out, channels_last, batched)
 
 
 def _stride(op, axis: int) -> int:
@@ -155,5 +156,16 @@ class _TorchOps:
         out.zero_()
 
     def stream(self):
-        import cupy  # optional dependency: only the GPU path needs CuPy
-        return cupy.cuda.ExternalStream(self.torch.cuda.current_stream().cuda_stream)
+        current = self.torch.cuda.current_stream()
+        key = (current.cuda_stream, current.device_index)
+        stream = _TORCH_STREAMS.get(key)
+        if stream is None:
+            import cupy  # optional dependency: only the GPU path needs CuPy
+            stream = _TORCH_STREAMS[key] = cupy.cuda.ExternalStream(*key)
+        return stream
+
+
+_TORCH_STREAMS: dict = {}
+"""(torch stream handle, device) -> a CuPy stream object over it, made once: making one per
+call costs more host time than the launch. The object only names the handle, so it stays
+right for as long as the handle names a stream."""

@@ -117,3 +117,31 @@ def test_tensor_maps_follow_the_operand_pointers(driver, monkeypatch):
     assert encoded[0][2] == (5, 6, 7, 11, 12, 14, 15)  # m, n, k, lda, ldb, sa, sb
     assert captured[0] == [b"\xa1" * 128, b"\xb1" * 128]
     assert captured[2] == [b"\xa2" * 128, b"\xb1" * 128]
+
+
+def test_an_im2col_kernel_gets_its_geometry_by_value(driver, monkeypatch):
+    """sk_conv's ConvShape is one more argument: a pointer to the packed bytes handed to
+    bind, which stay put for every later call."""
+    from skcontract.kernels.conv import CONV_SHAPE_ARG
+    conv = np.frombuffer(bytes(range(CONV_SHAPE_ARG.itemsize)), CONV_SHAPE_ARG)[0]
+    bound = launch.BoundLaunch(_plan(), 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3, conv)
+    captured = []
+    real = launch._launch_kernel
+
+    def read_conv(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * (launch._CONV + 1)).from_address(params)
+        captured.append(ctypes.string_at(ptrs[launch._CONV], CONV_SHAPE_ARG.itemsize))
+        return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
+
+    monkeypatch.setattr(launch, "_launch_kernel", read_conv)
+    for c_ptr in (0xC0, 0xC1):
+        bound(0xA0, 0xB0, c_ptr, SimpleNamespace(ptr=9))
+    assert captured == [bytes(range(CONV_SHAPE_ARG.itemsize))] * 2
+    assert [l.slots[2] for l in driver] == [0xC0, 0xC1]
+
+
+def test_an_im2col_plan_binds_only_with_its_geometry(driver):
+    plan = SimpleNamespace(kernel=SimpleNamespace(spec=SimpleNamespace(im2col=True,
+                                                                        name="sk_conv")))
+    with pytest.raises(ValueError, match="geometry"):
+        launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0)
