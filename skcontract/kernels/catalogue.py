@@ -167,9 +167,14 @@ class KernelBase:
     TENSOR_MAPS: ClassVar[bool] = False
     """Whether the kernel takes TMA descriptors of A and B after the common arguments
     (:mod:`.tma`)."""
-    IM2COL: ClassVar[bool] = False
-    """Whether the family's mainloop also runs the implicit-GEMM convolution (``sk_conv.cuh``:
-    A gathered from a channels-last input; :mod:`.conv`)."""
+    IM2COL: ClassVar[str | None] = None
+    """How the family's convolution entry (the implicit GEMM of :mod:`.conv`) gets A from a
+    channels-last input: ``"gather"`` (the CTA's threads copy it, ``sk_conv.cuh``), ``"tma"``
+    (TMA im2col loads, ``sk_wgmma_conv.cuh``: k padded to whole BK-channel blocks a tap),
+    or None (no convolution entry)."""
+    IM2COL_HEADER: ClassVar[str] = "sk_conv.cuh"
+    IM2COL_KERNEL: ClassVar[str] = "skc::sk_conv"
+    """The convolution entry's header and kernel template."""
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -291,7 +296,7 @@ class Mma16(KernelBase):
     """fp16 / bf16 operands on mma.sync m16n8k16 (ldmatrix fragments), fp32 accumulators."""
 
     FAMILY: ClassVar[str] = "Mma16"
-    IM2COL: ClassVar[bool] = True
+    IM2COL: ClassVar[str | None] = "gather"
     DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
 
     def mainloop(self, la, lb):
@@ -313,7 +318,7 @@ class Dmma(KernelBase):
     frag: str = "scalar"
 
     FAMILY: ClassVar[str] = "Dmma"
-    IM2COL: ClassVar[bool] = True
+    IM2COL: ClassVar[str | None] = "gather"
     DTYPES: ClassVar[tuple] = ("float64",)
     FRAGS: ClassVar[tuple] = ("scalar", "vec", "vecdb")
 
@@ -351,7 +356,7 @@ class Ffma(KernelBase):
     (1 x N) GEMV tiles of both. 256 threads (8 warps)."""
 
     FAMILY: ClassVar[str] = "Ffma"
-    IM2COL: ClassVar[bool] = True
+    IM2COL: ClassVar[str | None] = "gather"
     DTYPES: ClassVar[tuple] = ("float32", "float64")
 
     def check(self):
@@ -373,7 +378,7 @@ class Tf32(KernelBase):
     """fp32 operands rounded to tf32 on mma.sync m16n8k8, fp32 accumulators (opt-in)."""
 
     FAMILY: ClassVar[str] = "Tf32"
-    IM2COL: ClassVar[bool] = True
+    IM2COL: ClassVar[str | None] = "gather"
     DTYPES: ClassVar[tuple] = ("float32",)
 
     def pad(self, kcontig):
@@ -480,6 +485,9 @@ class Wgmma(KernelBase):
     ENTRY_HEADER: ClassVar[str] = "sk_wgmma.cuh"
     KERNEL: ClassVar[str] = "skc::sk_wgmma"
     TENSOR_MAPS: ClassVar[bool] = True
+    IM2COL: ClassVar[str | None] = "tma"
+    IM2COL_HEADER: ClassVar[str] = "sk_wgmma_conv.cuh"
+    IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):

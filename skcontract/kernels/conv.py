@@ -10,15 +10,16 @@ device pointers; :mod:`skcontract.ops.conv2d` arranges the arrays.
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from ..schedule import DeviceInfo, GemmProblem
-from . import jit, specs
-from .catalogue import INPUT_DTYPES
+from . import jit, specs, tma
+from .catalogue import INPUT_DTYPES, WGMMA_SWIZZLE_BYTES, bases_for
 from .launch import LaunchPlan
-from .resolve import DEFAULT_REDUCTION, Resolved, resolve_gemm
+from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
 
 CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
@@ -71,17 +72,45 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                  **options) -> Resolved:
     """The schedule and entry the GPU runs convolution ``g`` (a ConvGeometry) with.
 
+    ``vec16``: the input and the filters are 16-byte aligned (addresses and strides) and
+    C / groups fills 16-byte vectors. Then, on compute capability 9.0 and where the im2col
+    maps express the geometry (:func:`.tma.conv_geometry_fits`), the Wgmma family runs it
+    (A by TMA im2col loads, k padded to whole channel blocks a tap); otherwise, or for a
+    forced ``tile`` only they have, the families that gather A.
+
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     >>> r = resolve_conv(g, "float16", DeviceInfo.h200())
     >>> r.base.FAMILY, r.schedule.problem.k, str(r.schedule.mode)
-    ('Mma16', 4608, 'stream_k')
+    ('Wgmma', 4608, 'stream_k')
+    >>> resolve_conv(g, "float16", DeviceInfo.h200(), vec16=False).base.FAMILY
+    'Mma16'
     """
     if dtype not in INPUT_DTYPES or dtype == "int8":
         raise TypeError(f"conv2d: no GPU kernel takes {dtype} (have float16, bfloat16, "
                         "float32, float64)")
-    return resolve_gemm(g.problem(dtype), device, mode=mode, reduction=reduction, tile=tile,
-                        vec16=vec16, im2col=True, kind="CONV", **options)
+    args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind="CONV", **options)
+    if vec16 and uses_tma(g, dtype, device):
+        try:
+            return resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
+                                im2col="tma", **args)
+        except ValueError:
+            if tile is None:
+                raise
+    return resolve_gemm(g.problem(dtype), device, im2col="gather", **args)
+
+
+def uses_tma(g, dtype: str, device: DeviceInfo) -> bool:
+    """Whether the device and the dtype have a TMA convolution entry whose maps express
+    ``g`` (alignment aside)."""
+    cc = compute_capability(device)
+    return (any(b.IM2COL == "tma" for b in bases_for(dtype, False, cc))
+            and tma.conv_geometry_fits(g, specs.CXX_TYPES[dtype][1]))
+
+
+def tma_channel_block(dtype: str) -> int:
+    """Channels of one k-tile of the TMA convolution entry: one 128-byte swizzle row."""
+    return WGMMA_SWIZZLE_BYTES // specs.CXX_TYPES[dtype][1]
 
 
 def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
@@ -125,6 +154,9 @@ def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, 
                             a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
     kernel = jit.get_kernel(spec, dev)
     plan = LaunchPlan(kernel, schedule, dev, stream)
+    if plan.tensor_maps:
+        plan.map_source = functools.partial(tma.conv_maps, spec, g, x[1:], ldb,
+                                            schedule.problem.m)
     jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
                      f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
     args = _launch_args(plan, g, x, ldb, beta)

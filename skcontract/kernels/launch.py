@@ -59,7 +59,8 @@ def record_launches():
 
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
-                 "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps")
+                 "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps",
+                 "map_source")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -90,6 +91,9 @@ class LaunchPlan:
         self.acc_np = _ACC_NP[spec.dtype_acc]
         self.batch = schedule.problem.batch
         self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes A's and B's TMA maps
+        # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
+        # convolution's input and filters: .conv sets it); None: the GEMM maps
+        self.map_source = None
         resident = kernel.occupancy * _sm_count(device_id)
         if schedule.waits and self.grid > resident:
             raise RuntimeError(
@@ -142,13 +146,15 @@ class LaunchPlan:
 
     def maps(self, a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb) -> tuple:
         """The TMA descriptors of the operands (cached by :mod:`.tma`)."""
+        if self.map_source is not None:
+            return self.map_source(a_ptr, b_ptr)
         return tma.gemm_maps(self.kernel.spec, a_ptr, b_ptr, self.batch, m, n, k, lda, ldb,
                              sa, sb)
 
 
-# Slots of the kernel arguments (sk_gemm, sk_conv, sk_dot and sk_wgmma share the first 20)
-# in BoundLaunch's buffer: one 8-byte slot each, a 4-byte argument in the slot's low half
-# (little-endian); sk_wgmma's two TMA maps follow as pointers to 128 bytes each, sk_conv's
+# Slots of the kernel arguments (every entry shares the first 20) in BoundLaunch's buffer:
+# one 8-byte slot each, a 4-byte argument in the slot's low half (little-endian); the TMA
+# maps of the Wgmma entries follow as pointers to 128 bytes each, then a convolution entry's
 # ConvShape as a pointer to its packed bytes.
 _A, _B, _C, _TABLE, _OFFSETS, _WS, _STAGING, _LOCKS = range(8)
 _INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
@@ -156,7 +162,6 @@ _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
 _MAP_A, _MAP_B = 20, 21       # the TMA maps of kernels that take them (128 bytes each)
-_CONV = 20                    # sk_conv's geometry
 
 
 class BoundLaunch:
@@ -193,9 +198,8 @@ class BoundLaunch:
             ptrs[_MAP_A] = self._maps.ctypes.data
             ptrs[_MAP_B] = self._maps.ctypes.data + tma.TMA_MAP_BYTES
         self._conv = None if conv is None else np.frombuffer(bytes(conv), np.uint8).copy()
-        if self._conv is not None:
+        if self._conv is not None:  # the last argument
             ptrs.append(self._conv.ctypes.data)
-            assert len(ptrs) == _CONV + 1
         self._ptrs = np.array(ptrs, np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
         self._func = int(plan.kernel.function.ptr)

@@ -55,15 +55,17 @@ def compute_capability(device: DeviceInfo) -> int:
 
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
-                 vec16: bool = True, im2col: bool = False, **options) -> Resolved:
+                 vec16: bool = True, im2col: str | None = None, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force one entry by its (BM, BN) or (BM, BN, BK), :data:`.catalogue.PENDING`
     ones included (else a memory-bound problem gets its dtype's streaming entry where one
     is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
-    left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM (only
-    entries whose family gathers A, :attr:`~.catalogue.KernelBase.IM2COL`). Other ``options`` (grid, splits, groups, ...) go to the scheduler.
+    left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
+    entries whose convolution entry gets A that way ("gather" or "tma",
+    :attr:`~.catalogue.KernelBase.IM2COL`). Other ``options`` (grid, splits, groups, ...) go
+    to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
@@ -72,13 +74,13 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         want = tuple(int(t) for t in tile)
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
                                 if vec16 or not b.vec16_only)
-        offered = tuple(b for b in offered if b.IM2COL or not im2col)
+        offered = tuple(b for b in offered if im2col is None or b.IM2COL == im2col)
         bases = tuple(b for b in offered if b.tile[:len(want)] == want)
         if not bases:
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
                              f"{[b.tile for b in offered]}")
-    if im2col:
-        bases = tuple(b for b in bases if b.IM2COL)
+    if im2col is not None:
+        bases = tuple(b for b in bases if b.IM2COL == im2col)
     fits = {b: c for b in bases if (c := ctas_on(b, device)) > 0}
     bases = tuple(fits)
     if tile is None and memory_bound(problem.m, problem.n):

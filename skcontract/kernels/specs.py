@@ -16,10 +16,6 @@ import numpy as np
 from ..schedule.table import PROTOCOL_CODES
 from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases, vec16_elems
 
-IM2COL_HEADER = "sk_conv.cuh"
-IM2COL_KERNEL = "skc::sk_conv"
-"""The implicit-GEMM convolution entry of the sk_gemm.cuh families (:attr:`KernelBase.IM2COL`)."""
-
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
 unrolled, their many in-flight copies spill registers on sm_80."""
@@ -29,7 +25,8 @@ PROTOCOLS = tuple(PROTOCOL_CODES)
 LAYOUTS = ("row", "col")
 A_SOURCES = ("dense", "im2col")
 """Where operand A comes from: a dense strided matrix, or gathered from a channels-last
-convolution input (the implicit GEMM of conv2d, ``sk_conv.cuh``)."""
+convolution input (the implicit GEMM of conv2d: the family's convolution entry,
+:attr:`KernelBase.IM2COL`)."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
@@ -112,12 +109,12 @@ class KernelSpec:
 
     @property
     def entry_header(self) -> str:
-        return IM2COL_HEADER if self.im2col else self.base.ENTRY_HEADER
+        return self.base.IM2COL_HEADER if self.im2col else self.base.ENTRY_HEADER
 
     @property
     def kernel(self) -> str:
         """The kernel template the spec instantiates."""
-        return IM2COL_KERNEL if self.im2col else self.base.KERNEL
+        return self.base.IM2COL_KERNEL if self.im2col else self.base.KERNEL
 
     @property
     def name(self) -> str:
@@ -222,6 +219,7 @@ def representative_specs() -> list[KernelSpec]:
                                   a_vec16=vec16, b_vec16=vec16 or len(own) == 4))
         if base.IM2COL and first_of_key:  # the family's im2col entry, aligned and not
             for vec16, proto in ((True, "deterministic"), (False, "arrival")):
+                vec16 = vec16 or base.vec16_only
                 out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
                                       a_vec16=vec16, b_vec16=vec16, a_source="im2col"))
     return out

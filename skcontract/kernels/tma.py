@@ -7,11 +7,13 @@ launch passes its 128 bytes. Encoding costs host time (a driver call through cud
 and an expression's operands are often the same buffers call after call: descriptors are
 cached by everything they encode (:func:`operand_map`).
 
-Each operand is a 3-D tensor, innermost dimension first:
+A GEMM operand is a 3-D tensor, innermost dimension first:
 K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the tile, 1), or
 fewer rows for an operand narrower than the tile (:func:`kmajor_box_rows`);
 M- / N-major: (rows, K, batch), box (64, BK, 1), loaded once per 64 rows of the tile.
 A batch stride of 0 (a broadcast operand) is a batch extent of 1: the kernel reads batch 0.
+A convolution (:func:`conv_maps`) reads its input through an im2col map, whose loads gather
+a tile of output pixels' windows at one filter tap, and its filters through a 4-D tiled map.
 """
 from __future__ import annotations
 
@@ -73,23 +75,55 @@ def operand_dims(rows: int, k: int, ld: int, batch: int, batch_stride: int, kmaj
 
 @lru_cache(maxsize=MAP_CACHE_SIZE)
 def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -> np.void:
-    """The 128-byte descriptor of a 3-D tensor at ``ptr`` (see :func:`operand_dims`) with
-    ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
+    """The 128-byte descriptor of a tensor at ``ptr`` (a GEMM operand's three dimensions,
+    :func:`operand_dims`, or a convolution's four filter ones) with ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
     driver refuses it."""
     driver = _driver
     if driver is None:
         raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")
     err, tmap = driver.cuTensorMapEncodeTiled(
-        getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), 3, ptr,
+        getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), len(dims), ptr,
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
-        [driver.cuuint32_t(b) for b in box], [driver.cuuint32_t(1)] * 3,
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+        [driver.cuuint32_t(b) for b in box], [driver.cuuint32_t(1)] * len(dims),
+        *_layout_options(driver))
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled({dtype}, dims={dims}, strides={strides}, "
                            f"box={box}) failed: {err!r}")
+    return _as_scalar(tmap)
+
+
+@lru_cache(maxsize=MAP_CACHE_SIZE)
+def im2col_map(ptr: int, dtype: str, dims: tuple, strides: tuple, lower: tuple, upper: tuple,
+               channels: int, pixels: int, steps: tuple) -> np.void:
+    """The 128-byte im2col descriptor of a channels-last 4-D tensor at ``ptr``: ``dims``
+    (C, W, H, N) and the three outer strides in bytes; a load brings ``pixels`` pixels of
+    ``channels`` channels, walking the bounding box whose (W, H) corners are ``lower`` and
+    ``dims + upper - 1`` by ``steps`` (W, H); RuntimeError when the driver refuses it."""
+    driver = _driver
+    if driver is None:
+        raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")
+    err, tmap = driver.cuTensorMapEncodeIm2col(
+        getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), len(dims), ptr,
+        [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
+        list(lower), list(upper), channels, pixels,
+        [driver.cuuint32_t(e) for e in (1, *steps, 1)], *_layout_options(driver))
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeIm2col({dtype}, dims={dims}, strides={strides}, "
+                           f"corners={lower}, {upper}, {channels} x {pixels}, steps={steps}) "
+                           f"failed: {err!r}")
+    return _as_scalar(tmap)
+
+
+def _layout_options(driver) -> tuple:
+    """Interleave, swizzle, L2 promotion and out-of-bounds fill of every map: the 128-byte
+    swizzle the wgmma descriptors read, zeros past the edges."""
+    return (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+
+
+def _as_scalar(tmap) -> np.void:
     raw = ctypes.string_at(tmap.getPtr(), TMA_MAP_BYTES)
     return np.frombuffer(raw, TMA_MAP_DTYPE)[0]
 
@@ -106,3 +140,44 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
 
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
             one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig))
+
+
+IM2COL_CORNER = 128
+"""A 4-D im2col map's bounding-box corners lie in [-128, 127] (the driver's range)."""
+IM2COL_MAX_STEP = 8
+"""Traversal strides (the convolution's) of at most 8."""
+
+
+def conv_geometry_fits(g, elem: int) -> bool:
+    """Whether the im2col maps express convolution ``g`` (a ConvGeometry) of ``elem``-byte
+    elements: one group, 16-byte channel rows (TMA strides), corners and strides in the
+    driver's ranges. Alignment of the addresses and outer strides is the caller's check."""
+    top, bottom, left, right = g.padding
+    corners = (-top, -left, bottom - g.dilation[0] * (g.r - 1),
+               right - g.dilation[1] * (g.s - 1))
+    return (g.groups == 1 and (g.c * elem) % ROW_ALIGN_BYTES == 0
+            and all(-IM2COL_CORNER <= c < IM2COL_CORNER for c in corners)
+            and max(g.stride) <= IM2COL_MAX_STEP)
+
+
+def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
+              w_ptr: int) -> tuple[np.void, np.void]:
+    """The descriptors of a Wgmma convolution launch (``sk_wgmma_conv.cuh``): the input at
+    ``a_ptr`` (channels-last; ``x_strides``: its image, row and column strides in elements,
+    0 for an axis of one) as an im2col map whose loads are one k-tile of the GEMM's ``m``
+    output pixels, and the filters at ``w_ptr`` ((K, R, S, C) with the channels dense, output
+    channels ``ldb`` apart) as a tiled (C, S, R, K) map."""
+    elem, bk = spec.elem_bytes, spec.bk
+    top, bottom, left, right = g.padding
+    sn, sh, sw = x_strides
+    row = _round_up(g.c * elem, ROW_ALIGN_BYTES)  # made-up strides of axes of one
+    sw = sw * elem if g.w > 1 else row
+    sh = sh * elem if g.h > 1 else sw * g.w
+    sn = sn * elem if g.n > 1 else sh * g.h
+    a = im2col_map(a_ptr, spec.dtype_in, (g.c, g.w, g.h, g.n), (sw, sh, sn), (-left, -top),
+                   (right - g.dilation[1] * (g.s - 1), bottom - g.dilation[0] * (g.r - 1)),
+                   bk, kmajor_box_rows(m, spec.bm), (g.stride[1], g.stride[0]))
+    b = operand_map(w_ptr, spec.dtype_in, (g.c, g.s, g.r, g.k),
+                    (g.c * elem, g.s * g.c * elem, ldb * elem),
+                    (bk, 1, 1, kmajor_box_rows(g.k, spec.bn)))
+    return a, b

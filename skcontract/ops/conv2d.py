@@ -73,15 +73,19 @@ class ConvGeometry(NamedTuple):
     p: int
     q: int
 
-    def problem(self, dtype: str = "float16") -> GemmProblem:
+    def problem(self, dtype: str = "float16", channel_block: int = 1) -> GemmProblem:
         """The implicit GEMM the scheduler plans: (N*P*Q) x (K/groups) x (C/groups*R*S),
-        one batch entry per group.
+        one batch entry per group; ``channel_block``: each tap's channels padded to whole
+        blocks of it (the TMA convolution entry's k-tiles, one tap's block each).
 
         >>> conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1).problem()
         GemmProblem(m=49, n=512, k=4608, batch=1, dtype='float16', groups=None)
+        >>> conv_geometry((1, 3, 9, 9), (8, 3, 3, 3)).problem(channel_block=64).k
+        576
         """
+        cg = -(-(self.c // self.groups) // channel_block) * channel_block
         return GemmProblem(max(self.n * self.p * self.q, 1), self.k // self.groups,
-                           max(self.c // self.groups * self.r * self.s, 1),
+                           max(cg * self.r * self.s, 1),
                            batch=self.groups, dtype=dtype)
 
 

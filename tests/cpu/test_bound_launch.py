@@ -129,8 +129,8 @@ def test_an_im2col_kernel_gets_its_geometry_by_value(driver, monkeypatch):
     real = launch._launch_kernel
 
     def read_conv(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        ptrs = (ctypes.c_uint64 * (launch._CONV + 1)).from_address(params)
-        captured.append(ctypes.string_at(ptrs[launch._CONV], CONV_SHAPE_ARG.itemsize))
+        ptrs = (ctypes.c_uint64 * (launch._NUM_ARGS + 1)).from_address(params)
+        captured.append(ctypes.string_at(ptrs[launch._NUM_ARGS], CONV_SHAPE_ARG.itemsize))
         return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
 
     monkeypatch.setattr(launch, "_launch_kernel", read_conv)
@@ -145,3 +145,29 @@ def test_an_im2col_plan_binds_only_with_its_geometry(driver):
                                                                         name="sk_conv")))
     with pytest.raises(ValueError, match="geometry"):
         launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0)
+
+
+def test_a_tma_convolution_gets_its_maps_then_its_geometry(driver, monkeypatch):
+    """sk_wgmma_conv takes the two TMA maps and then the ConvShape."""
+    from skcontract.kernels import tma
+    from skcontract.kernels.conv import CONV_SHAPE_ARG
+    plan = _plan()
+    plan.tensor_maps = True
+    plan.maps = lambda a_ptr, b_ptr, *args: tuple(
+        np.frombuffer(bytes([p & 0xFF]) * tma.TMA_MAP_BYTES, tma.TMA_MAP_DTYPE)[0]
+        for p in (a_ptr, b_ptr))
+    conv = np.frombuffer(bytes([7]) * CONV_SHAPE_ARG.itemsize, CONV_SHAPE_ARG)[0]
+    bound = launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3, conv)
+    captured = []
+    real = launch._launch_kernel
+
+    def read(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * (launch._MAP_B + 2)).from_address(params)
+        captured.append([ctypes.string_at(ptrs[i], n) for i, n in (
+            (launch._MAP_A, tma.TMA_MAP_BYTES), (launch._MAP_B, tma.TMA_MAP_BYTES),
+            (launch._MAP_B + 1, CONV_SHAPE_ARG.itemsize))])
+        return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
+
+    monkeypatch.setattr(launch, "_launch_kernel", read)
+    bound(0xA1, 0xB1, 0xC0, SimpleNamespace(ptr=9))
+    assert captured == [[b"\xa1" * 128, b"\xb1" * 128, bytes([7]) * CONV_SHAPE_ARG.itemsize]]

@@ -173,16 +173,28 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
     assert str(resolve_conv(early, "float16", h200).schedule.mode) != "split_k"
     # misaligned operands leave out the entries that need 16-byte vectors
     assert not resolve_conv(late, "float64", h200, vec16=False).base.vec16_only
+    # 16-bit, aligned, one group: the Wgmma family's TMA entry, k padded to 64-channel
+    # blocks a tap; a forced tile only the gathering families have goes to them
+    stem = conv_geometry((8, 3, 32, 32), (16, 3, 7, 7), stride=2, padding=3)
+    odd = conv_geometry((1, 72, 6, 5), (40, 72, 3, 3), padding=1)
+    assert resolve_conv(late, "float16", h200).base.IM2COL == "tma"
+    assert resolve_conv(odd, "bfloat16", h200).schedule.problem.k == 9 * 128
+    assert resolve_conv(odd, "float16", h200, tile=(64, 256)).base.tile == (64, 256, 64)
+    assert resolve_conv(late, "float16", h200, tile=(128, 128, 32)).base.IM2COL == "gather"
+    assert resolve_conv(stem, "float16", h200).base.IM2COL == "gather"  # 6-byte pixels
+    assert resolve_conv(late, "float16", h200, vec16=False).base.IM2COL == "gather"
+    grouped = conv_geometry((1, 64, 7, 7), (64, 16, 3, 3), padding=1, groups=4)
+    assert resolve_conv(grouped, "float16", h200).base.IM2COL == "gather"
     with pytest.raises(ValueError, match="no float16 kernel with tile"):
-        resolve_conv(late, "float16", h200, tile=(128, 256))  # a Wgmma tile: no im2col
+        resolve_conv(late, "float16", h200, tile=(32, 32))
 
 
 def test_the_packed_geometry_matches_the_kernels_struct():
-    """conv_shape packs sk_conv.cuh's ConvShape: same fields, order and size."""
+    """conv_shape packs conv_shape.cuh's ConvShape: same fields, order and size."""
     import re
     from skcontract.kernels import jit
     from skcontract.kernels.conv import CONV_SHAPE_DTYPE, InputView, conv_shape
-    text = (jit.CUDA_DIR / "sk_conv.cuh").read_text()
+    text = (jit.CUDA_DIR / "conv_shape.cuh").read_text()
     body = text[text.index("struct ConvShape {"):text.index("};", text.index("struct ConvShape"))]
     names, sizes = [], []
     for decl in re.findall(r"^\s*(long long|int) ([^;]+);", body, re.M):

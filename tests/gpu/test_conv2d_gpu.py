@@ -28,6 +28,9 @@ CASES = [
     (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 16),         # depthwise
     (4, 32, 6, 6, 40, 1, 1, 1, 0, 1, 1),          # 1x1: a plain GEMM
     (1, 3, 23, 23, 16, 7, 7, 2, 3, 1, 1),         # the stem's shape, small
+    (2, 16, 13, 11, 24, 3, 5, (2, 1), (1, 2), (1, 2), 1),  # every parameter uneven
+    (1, 16, 10, 9, 8, 4, 2, 1, "same", 1, 1),     # "same" padding, uneven sides
+    (1, 72, 6, 5, 40, 3, 3, 1, 1, 1, 1),          # channels past one 64-channel block
 ]
 
 
@@ -138,6 +141,27 @@ def test_every_mode_and_fixup(mode, reduction, dtype):
     if mode not in ("auto", "hybrid"):  # hybrid may fall back to a plain mode on one tile
         assert launches[0].mode == mode
     _check(got, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
+    """On compute capability 9.0 the Wgmma entry takes 16-bit convolutions whose channels fill
+    16-byte rows (A by TMA im2col loads); others stay on the gathering families."""
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the Wgmma family needs compute capability 9.0")
+    for case, family in (((2, 16, 13, 11, 24, 3, 5, (2, 1), (1, 2), (1, 2), 1), "wgmma"),
+                         ((3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1), "mma16"),
+                         ((2, 8, 9, 9, 12, 3, 3, 1, "same", 1, 4), "mma16")):
+        n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+        x, wt, b = _operands(case, dtype, seed=4)
+        g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
+        ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+        xd, wd, bd = _device(x, dtype, "NHWC"), _device(wt, dtype, "NHWC"), _device(b, dtype)
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
+        assert launches[0].kernel.startswith(family), (case, launches[0].kernel)
+        _check(got, ref, dtype)
 
 
 def test_deterministic_fixups_are_bitwise_reproducible():

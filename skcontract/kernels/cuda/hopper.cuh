@@ -60,6 +60,32 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const TmaMap& map, unsign
       : "memory");
 }
 
+// The box of a 4-D tiled map at (c0 innermost, .., c3).
+__device__ __forceinline__ void tma_load_4d(void* dst, const TmaMap& map, unsigned long long* bar,
+                                            int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "r"(c2), "r"(c3)
+      : "memory");
+}
+// An im2col load of a 4-D (C, W, H, N) map: the map's pixels-per-column pixels from the one
+// at (w, h, image), walking W, then H, then N by the map's traversal strides inside its
+// bounding box, each shifted by (off_w, off_h) (a filter tap), its channels [c, c +
+// channels-per-pixel); pixels in the padding read as zeros.
+__device__ __forceinline__ void tma_load_im2col_4d(void* dst, const TmaMap& map,
+                                                   unsigned long long* bar, int c, int w, int h,
+                                                   int image, unsigned short off_w,
+                                                   unsigned short off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(smem_addr(bar)), "r"(c), "r"(w),
+      "r"(h), "r"(image), "h"(off_w), "h"(off_h)
+      : "memory");
+}
+
 // ---- wgmma --------------------------------------------------------------------------------
 // The shared-memory matrix descriptor of a 128-byte-swizzled operand: start address, leading
 // and stride byte offsets (all >> 4), layout type 1 (128-byte swizzle) in bits 62-63. Tiles

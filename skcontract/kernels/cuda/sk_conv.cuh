@@ -13,17 +13,9 @@
 // K / groups columns.
 #pragma once
 #include "sk_gemm.cuh"
+#include "conv_shape.cuh"
 
 namespace skc {
-
-// The convolution's geometry, passed by value after the GEMM arguments; the host packs it
-// with the same layout (skcontract/kernels/conv.py, CONV_SHAPE_FIELDS).
-struct ConvShape {
-  long long stride_n, stride_h, stride_w;  // input strides in elements (channels: 1)
-  int H, W, P, Q, R, S, Cg;                // input and output sizes, filter taps, group channels
-  int stride_y, stride_x, pad_y, pad_x, dil_y, dil_x;
-  int reserved;                            // keeps the struct a multiple of 8 bytes
-};
 
 // A row of the tile whose output pixel lies outside the problem: its h origin is so negative
 // that every tap reads as padding.

@@ -267,25 +267,51 @@ struct WgmmaSmem {
   }
 };
 
-// The producer's thread: every k-tile of every split of the CTA, into the ring.
+// Where the producer's boxes come from. A Loads has prefetch() (the maps' descriptors),
+// split(s) (a split's coordinates, once per split) and load(stage, bar, kt) (k-tile kt of
+// the split: A's box, then B's, completing on bar). DenseTmaLoads reads a GEMM's strided
+// operands through tiled maps over (k, rows, batch); sk_wgmma_conv.cuh's Im2colTmaLoads
+// reads a convolution's input through an im2col map.
 template <class Cfg>
-__device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, const TmaMap& map_a,
-                                              const TmaMap& map_b, const int* table,
-                                              const int* cta_offsets, int M, int N,
-                                              int tile_order, bool batched_a, bool batched_b) {
+struct DenseTmaLoads {
+  using Sm = WgmmaSmem<Cfg>;
+  const TmaMap& map_a;
+  const TmaMap& map_b;
+  bool batched_a, batched_b;
+  int m0 = 0, n0 = 0, k0 = 0, ba = 0, bb = 0;
+  __device__ __forceinline__ void prefetch() const {
+    tma_prefetch(map_a);
+    tma_prefetch(map_b);
+  }
+  __device__ __forceinline__ void split(const Split& s) {
+    m0 = s.m0;
+    n0 = s.n0;
+    k0 = s.k0;
+    ba = batched_a ? s.batch : 0;
+    bb = batched_b ? s.batch : 0;
+  }
+  __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
+    const int k = k0 + kt * Cfg::BK;
+    Sm::OA::load(st, map_a, bar, m0, k, ba);
+    Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
+  }
+};
+
+// The producer's thread: every k-tile of every split of the CTA, into the ring.
+template <class Cfg, class Loads>
+__device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& loads,
+                                              const int* table, const int* cta_offsets, int M,
+                                              int N, int tile_order) {
   using Sm = WgmmaSmem<Cfg>;
   const unsigned stage_tx = Sm::OA::load_bytes(M) + Sm::OB::load_bytes(N);
   RingCursor at;
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
-    const int ba = batched_a ? s.batch : 0, bb = batched_b ? s.batch : 0;
+    loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
       mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
-      unsigned char* st = sm.stage(at.stage);
-      const int k = s.k0 + kt * Cfg::BK;
-      Sm::OA::load(st, map_a, &sm.full[at.stage], s.m0, k, ba);
-      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, &sm.full[at.stage], s.n0, k, bb);
+      loads.load(sm.stage(at.stage), &sm.full[at.stage], kt);
       at.template advance<Cfg::STAGES>();
     }
   });
@@ -333,15 +359,16 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   release();
 }
 
-template <class Cfg>
-__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
-         typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
-         const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
-         unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
-         long long ldc, long long batch_a, long long batch_b, long long batch_c,
-         typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
-         const __grid_constant__ TmaMap map_b) {
+// The kernel body: the ring's barriers, the producer walking `loads`, the consumers'
+// mainloop, fixup and epilogue (the entries below and sk_wgmma_conv.cuh's).
+template <class Cfg, class Loads>
+__device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __restrict__ C,
+                                           const int* __restrict__ table,
+                                           const int* __restrict__ cta_offsets,
+                                           typename Cfg::Acc* ws, typename Cfg::Acc* staging,
+                                           unsigned* locks, int M, int N, int tile_order,
+                                           long long ldc, long long batch_c,
+                                           typename Cfg::Acc alpha, typename Cfg::Acc beta) {
   using Acc = typename Cfg::Acc;
   using ML = typename Cfg::ML;
   using Sm = WgmmaSmem<Cfg>;
@@ -373,17 +400,13 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
     }
     mbar_fence_init();
   }
-  if (threadIdx.x == CONSUMERS) {
-    tma_prefetch(map_a);
-    tma_prefetch(map_b);
-  }
+  if (threadIdx.x == CONSUMERS) loads.prefetch();
   __syncthreads();
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
     if constexpr (SPLIT) setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == CONSUMERS)
-      wgmma_produce<Cfg>(sm, map_a, map_b, table, cta_offsets, M, N, tile_order, batch_a != 0,
-                         batch_b != 0);
+      wgmma_produce<Cfg>(sm, loads, table, cta_offsets, M, N, tile_order);
     return;
   }
 
@@ -406,6 +429,20 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
                         [&](int i, Acc v) { Epi::store_one(s, i, v, Cb, ldc, alpha, beta); });
     });
   }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
+         typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
+         const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
+         unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
+         long long ldc, long long batch_a, long long batch_b, long long batch_c,
+         typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
+         const __grid_constant__ TmaMap map_b) {
+  DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0};
+  wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
+                  batch_c, alpha, beta);
 }
 
 }  // namespace skc
