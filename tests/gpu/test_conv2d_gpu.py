@@ -129,7 +129,9 @@ def test_conv2d_matches_the_float64_convolution(case, layout, dtype):
     ("hybrid", "deterministic"), ("auto", "deterministic")])
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_every_mode_and_fixup(mode, reduction, dtype):
-    case = (1, 64, 7, 7, 72, 3, 3, 1, 1, 1, 1)
+    # K = 128 x 9 taps: at least 2 x MIN_ITERS_PER_SPLIT k-iterations on every family's BK,
+    # so split_k and aligned split rather than fall back to data_parallel
+    case = (1, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1)
     x, wt, b = _operands(case, dtype, seed=1)
     g = conv_geometry(x.shape, wt.shape, padding=1)
     ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
