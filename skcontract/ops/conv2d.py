@@ -50,9 +50,9 @@ from .conv2d_gpu import conv2d_gpu
 __all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
 
 GPU_DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""The dtypes the GPU kernels convolve (complex runs on the CPU)."""
 GEOMETRY_CACHE = 1024
 """Checked geometries remembered for warm calls (a network has a few dozen layers)."""
-"""The dtypes the GPU kernels convolve (complex runs on the CPU)."""
 
 
 class ConvGeometry(NamedTuple):

@@ -160,9 +160,29 @@ class _TorchOps:
         key = (current.cuda_stream, current.device_index)
         stream = _TORCH_STREAMS.get(key)
         if stream is None:
-            import cupy  # optional dependency: only the GPU path needs CuPy
-            stream = _TORCH_STREAMS[key] = cupy.cuda.ExternalStream(*key)
+            stream = _TORCH_STREAMS[key] = _cupy_stream(*key)
         return stream
+
+
+class _StreamHandle:
+    """A stream handle as the CUDA stream protocol presents one (``__cuda_stream__``)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return 0, self.handle
+
+
+def _cupy_stream(handle: int, device: int):
+    """A CuPy stream object over a torch stream's handle: through the CUDA stream protocol
+    where CuPy has it (``Stream.from_external``), else CuPy 13's ``ExternalStream``."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        return cupy.cuda.Stream.from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle, device)
 
 
 _TORCH_STREAMS: dict = {}
