@@ -110,8 +110,10 @@ WGMMA_SPLIT_REGISTERS = 168
 """Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8: what a thread has at
 launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
 MEMORY_BOUND_REUSE = 128
-"""A product whose operand elements are used fewer times than this on average (2 M N /
-(M + N): decode and other skinny GEMMs) is bound by streaming its operands, which the cost
+"""A product whose operand elements are used fewer times than this on average (2 M N K over
+the elements A and B hold: 2 M N / (M + N) for a GEMM, more for a convolution, whose A
+reads each input pixel R x S times: decode and other skinny GEMMs, a late layer of batch
+1) is bound by streaming its operands, which the cost
 model (flops per k-iteration) does not see: it is offered only its dtype's streaming entry
 (:attr:`KernelBase.streams`), if there is one, and the model picks the mode. Measured on the
 H200, fp16 (docs/benchmarks/log.md): 16 x 4096 x 4096 on Wgmma 64 x 64 (Stream-K) 10.5 us
@@ -123,9 +125,29 @@ decode product tiles enough for Stream-K to spread over every SM with 16 KB part
 It runs one CTA an SM with 13 stages (6 stages at two CTAs an SM measured the same)."""
 
 
-def memory_bound(m: int, n: int) -> bool:
-    """Whether an m x n output's product is memory-bound (:data:`MEMORY_BOUND_REUSE`)."""
-    return 2 * m * n < MEMORY_BOUND_REUSE * (m + n)
+STREAMING_MAX_WAVES = 2
+"""The memory-bound rule gives a product only the streaming entry while that entry's output
+tiles fill at most this many waves of SMs: it pays where few tiles must spread over every
+SM (decode); a tall product of many tiles (a 1 x 1 convolution's 100352 x 64 x 256) streams
+its operands as well on the wider tiles the cost model picks (H200, fp16: 24.1 us on
+128 x 64 against 28.4 us on 64 x 64; docs/benchmarks/log.md)."""
+
+
+def streaming_wanted(m: int, n: int, k: int, batch: int, sms: int,
+                     operand_elems: int | None = None) -> bool:
+    """Whether the memory-bound rule offers a product only its streaming entry: memory-bound
+    (:func:`memory_bound`) and few streaming tiles (:data:`STREAMING_MAX_WAVES`)."""
+    bm, bn = WGMMA_STREAMING_TILE
+    tiles = batch * -(-m // bm) * -(-n // bn)
+    return tiles <= STREAMING_MAX_WAVES * sms and memory_bound(m, n, k, operand_elems)
+
+
+def memory_bound(m: int, n: int, k: int = 1, operand_elems: int | None = None) -> bool:
+    """Whether an m x n x k product is memory-bound (:data:`MEMORY_BOUND_REUSE`);
+    ``operand_elems``: the elements A and B hold where that is not (m + n) k (an implicit
+    GEMM's A is a view of fewer elements)."""
+    elems = (m + n) * k if operand_elems is None else operand_elems
+    return 2 * m * n * k < MEMORY_BOUND_REUSE * elems
 
 
 WGMMA_EPI_PITCH = 40
@@ -585,18 +607,15 @@ def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1) -> W
 
 
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
-    """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes, and the 64-row
-    tiles for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half
-    the bytes; 64 x 128 runs two CTAs an SM."""
+    """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes; the 64-row tiles
+    for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half the
+    bytes (64 x 128 runs two CTAs an SM); 128 x 64 for shapes of few tiles and products of
+    64 columns (a convolution's 64 output channels); and the streaming 64 x 64
+    (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
+    spread over every SM with small partial tiles."""
     return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
-            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2))
-
-
-def _wgmma_narrow_entries(dtype: str) -> tuple[Wgmma, ...]:
-    """The narrow Wgmma tiles (:data:`PENDING`): 128 x 64 for shapes of few tiles, and the
-    streaming 64 x 64 (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode)
-    tiles enough to spread over every SM with small partial tiles."""
-    return (_wgmma(dtype, 128, 64, 8), _wgmma(dtype, 64, 64, 13))
+            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
+            _wgmma(dtype, 128, 64, 8), _wgmma(dtype, 64, 64, 13))
 
 
 WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42,
@@ -674,8 +693,7 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {
-    dt: _wgmma_narrow_entries(dt) for dt in Wgmma.DTYPES}
+PENDING: dict[str, tuple[KernelBase, ...]] = {}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with

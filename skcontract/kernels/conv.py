@@ -89,7 +89,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     if dtype not in INPUT_DTYPES or dtype == "int8":
         raise TypeError(f"conv2d: no GPU kernel takes {dtype} (have float16, bfloat16, "
                         "float32, float64)")
-    args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind="CONV", **options)
+    args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind="CONV",
+                operand_elems=operand_elems(g), **options)
     if vec16 and uses_tma(g, dtype, device):
         try:
             return resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
@@ -98,6 +99,13 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
             if tile is None:
                 raise
     return resolve_gemm(g.problem(dtype), device, im2col="gather", **args)
+
+
+def operand_elems(g) -> int:
+    """The elements one group's implicit GEMM reads: its input channels of every pixel (A,
+    each read up to R x S times) and its filters (B)."""
+    cg, kg = g.c // g.groups, g.k // g.groups
+    return g.n * g.h * g.w * cg + kg * cg * g.r * g.s
 
 
 def uses_tma(g, dtype: str, device: DeviceInfo) -> bool:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
-                        memory_bound, pending_for)
+                        pending_for, streaming_wanted)
 from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
 
@@ -55,7 +55,8 @@ def compute_capability(device: DeviceInfo) -> int:
 
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
-                 vec16: bool = True, im2col: str | None = None, **options) -> Resolved:
+                 vec16: bool = True, im2col: str | None = None,
+                 operand_elems: int | None = None, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force one entry by its (BM, BN) or (BM, BN, BK), :data:`.catalogue.PENDING`
@@ -64,7 +65,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
     left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
     entries whose convolution entry gets A that way ("gather" or "tma",
-    :attr:`~.catalogue.KernelBase.IM2COL`). Other ``options`` (grid, splits, groups, ...) go
+    :attr:`~.catalogue.KernelBase.IM2COL`); ``operand_elems``: the elements the operands hold
+where that is not (M + N) K (the memory-bound rule's count). Other ``options`` (grid, splits, groups, ...) go
     to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
@@ -83,7 +85,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         bases = tuple(b for b in bases if b.IM2COL == im2col)
     fits = {b: c for b in bases if (c := ctas_on(b, device)) > 0}
     bases = tuple(fits)
-    if tile is None and memory_bound(problem.m, problem.n):
+    if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
+                                         device.sms, operand_elems):
         bases = tuple(b for b in bases if b.streams) or bases
     options_ = [replace(b.option(), ctas_per_sm=fits[b]) for b in bases]
     if not options_:

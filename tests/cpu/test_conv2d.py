@@ -189,6 +189,21 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
         resolve_conv(late, "float16", h200, tile=(32, 32))
 
 
+def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
+    """The batch-1 late layer reads its 2.4 M input and filter elements 97 times: the
+    streaming tile; the early layer of batch 32 reads its 6.4 M input pixels 1150 times, so
+    its 64 output channels go to the 128 x 64 tile by the cost model, not to the streaming
+    tile that its M x K = 58 M would suggest."""
+    from skcontract.kernels import catalogue
+    from skcontract.kernels.conv import resolve_conv
+    from skcontract.schedule import DeviceInfo
+    h200 = DeviceInfo.h200()
+    late = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+    early = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    assert resolve_conv(late, "float16", h200).base.tile[:2] == catalogue.WGMMA_STREAMING_TILE
+    assert resolve_conv(early, "float16", h200).base.tile[:2] == (128, 64)
+
+
 def test_the_packed_geometry_matches_the_kernels_struct():
     """conv_shape packs conv_shape.cuh's ConvShape: same fields, order and size."""
     import re

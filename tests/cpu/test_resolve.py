@@ -214,11 +214,10 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
 @pytest.mark.parametrize("m,n,streams", [(16, 4096, True), (64, 2112, True),
                                           (4096, 32, True), (128, 4096, False),
                                           (1024, 1024, False)])
-def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams, monkeypatch):
-    """Skinny products (operand reuse below MEMORY_BOUND_REUSE) are offered only the dtype's
-    streaming Wgmma tile on Hopper where it is offered (here with PENDING offered); the
-    others, and any forced tile, keep the whole catalogue."""
-    monkeypatch.setattr(catalogue, "OFFER_PENDING", True)
+def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
+    """Skinny products (operand reuse below MEMORY_BOUND_REUSE) of few tiles are offered
+    only the dtype's streaming Wgmma tile on Hopper; the others, and any forced tile, keep
+    the whole catalogue."""
     r = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200())
     assert catalogue.memory_bound(m, n) == streams
     assert r.base.streams == streams
@@ -229,29 +228,45 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams, mon
         assert forced.base.tile[:2] == (64, 256)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtype,
-                                                                            monkeypatch):
-    monkeypatch.setattr(catalogue, "OFFER_PENDING", False)
+def test_memory_bound_products_of_many_tiles_are_left_to_the_cost_model():
+    """A tall memory-bound product whose streaming tiles fill more than
+    STREAMING_MAX_WAVES waves (a 1 x 1 convolution's) is planned over every entry."""
+    m, n, k = 100352, 64, 256
+    device = DeviceInfo.h200()
+    assert catalogue.memory_bound(m, n, k)
+    assert not catalogue.streaming_wanted(m, n, k, 1, device.sms)
+    r = resolve_gemm(GemmProblem(m, n, k, dtype="float16"), device)
+    assert not r.base.streams and r.base.tile[:2] == (128, 64)
+
+
+def test_memory_bound_rule_counts_the_elements_the_operands_hold():
+    """An implicit GEMM's A is a view of fewer elements than M x K: the rule counts those
+    (49 x 512 x 4608 reads its 2.4 M elements 97 times: memory-bound; twenty times fewer
+    elements than (M + N) K would be read often enough not to be)."""
+    m, n, k = 49, 512, 4608
+    assert catalogue.memory_bound(m, n, k, operand_elems=49 * 512 + 512 * 4608)
+    assert not catalogue.memory_bound(m, n, k, operand_elems=(m + n) * k // 20)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtype):
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype=dtype), DeviceInfo.h200())
     assert not r.base.streams
 
 
 @pytest.mark.parametrize("offer", [False, True])
 def test_pending_entries_are_built_offered_on_request_and_forced_by_tile(offer, monkeypatch):
+    pending = catalogue.Mma16("float16", 64, 128, 32, 4, 2, 2)
+    monkeypatch.setattr(catalogue, "PENDING", {"float16": (pending,)})
     monkeypatch.setattr(catalogue, "OFFER_PENDING", offer)
-    pending = [b for bases in catalogue.PENDING.values() for b in bases]
-    assert pending and all(b in catalogue.all_bases() for b in pending)
-    offered = {b for dt in catalogue.PENDING for b in catalogue.bases_for(dt, cc=90)}
-    assert (set(pending) <= offered) if offer else not offered & set(pending)
-    for b in pending:
-        r = resolve_gemm(GemmProblem(512, 512, 4096, dtype=b.dtype), DeviceInfo.h200(),
-                         tile=b.tile)
-        assert r.base is b
+    assert pending in catalogue.all_bases()
+    assert (pending in catalogue.bases_for("float16", cc=90)) == offer
+    r = resolve_gemm(GemmProblem(512, 512, 4096, dtype="float16"), DeviceInfo.h200(),
+                     tile=pending.tile)
+    assert r.base is pending
 
 
-def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit(monkeypatch):
-    monkeypatch.setattr(catalogue, "OFFER_PENDING", True)
+def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit():
     small = dataclasses.replace(DeviceInfo.h200(), smem_per_sm=160 * 1024)
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), small)
     assert not r.base.streams

@@ -16,7 +16,7 @@ cupy = pytest.importorskip("cupy")
 
 DTYPES = ["float16", "bfloat16"]
 LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
-# the offered tiles, then catalogue.PENDING's (a forced tile reaches them)
+# every Wgmma tile of the catalogue
 TILES = [(128, 128, 64), (128, 256, 64), (64, 256, 64), (64, 128, 64), (128, 64, 64),
          (64, 64, 64)]
 # (batch, m, n, k): every extent a multiple of 8 elements, so that TMA's 16-byte strides hold
