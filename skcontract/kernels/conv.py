@@ -91,14 +91,39 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                         "float32, float64)")
     args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind="CONV",
                 operand_elems=operand_elems(g), **options)
+    tma_r = None
     if vec16 and uses_tma(g, dtype, device):
         try:
-            return resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
-                                im2col="tma", **args)
+            tma_r = resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
+                                 im2col="tma", **args)
         except ValueError:
             if tile is None:
                 raise
-    return resolve_gemm(g.problem(dtype), device, im2col="gather", **args)
+        if tma_r is not None and tile is not None:
+            return tma_r
+    gather_r = resolve_gemm(g.problem(dtype), device, im2col="gather", **args)
+    if tma_r is None:
+        return gather_r
+    # the TMA entry's k runs over whole 64-channel blocks a tap: few channels pay for
+    # the padding, which the predicted times weigh against the gather's slower mainloop
+    return min((tma_r, gather_r), key=lambda r: r.schedule.predicted_time_us)
+
+
+def padded_channels(g, dtype: str) -> int | None:
+    """The channel count a convolution's input and filters are copied to (zeros beyond C) so
+    that each pixel's channels fill whole 16-byte vectors, or None: one group whose few
+    channels (at most :data:`CHANNEL_PAD_MAX`, a network's stem) do not fill them."""
+    vec = specs.VEC16_BYTES // specs.CXX_TYPES[dtype][1]
+    if g.groups != 1 or g.c % vec == 0 or g.c > CHANNEL_PAD_MAX:
+        return None
+    return -(-g.c // vec) * vec
+
+
+CHANNEL_PAD_MAX = 16
+"""Input channels up to which a convolution whose channels do not fill 16-byte vectors is
+run on a zero-padded copy of its input and filters (16-byte copies) rather than gathered an
+element at a time: the stem's 3 channels padded to 8 (fp16) cost one pass over the input.
+Above it, the copy's pass weighs more and the element gather less."""
 
 
 def operand_elems(g) -> int:

@@ -5,6 +5,10 @@ What is read in place and what is copied:
 
 * the input is read in place when its channels are contiguous (channels-last, torch's
   ``channels_last``, any image / row / column strides); an NCHW input is copied to NHWC once;
+* an input of few channels that do not fill 16-byte vectors (a stem's 3) is copied, with
+  its filters, to NHWC with the channels zero-padded until they do
+  (:func:`~skcontract.kernels.conv.padded_channels`), so that the kernels load 16 bytes at a
+  time instead of gathering elements;
 * the filters are read in place when each filter's (R, S, C / groups) is dense with the
   channels fastest (``channels_last`` weights); otherwise they are copied to that layout;
 * the kernels write a dense NHWC output: a channels-last input gets it as its (N, K, P, Q)
@@ -14,7 +18,7 @@ What is read in place and what is copied:
 from __future__ import annotations
 
 from ..interop import is_torch
-from ..kernels.conv import InputView, launch_conv
+from ..kernels.conv import InputView, launch_conv, padded_channels
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
 
@@ -39,17 +43,25 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         out = ops.empty((g.n, g.p, g.q, g.k), x)
         return _as_caller(ops, out, channels_last, batched)
     stream = ops.stream(dev)
-    if _channels_contiguous(X):
+    cp = padded_channels(g, X.dtype)
+    if cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
+        xs = ops.pad_channels(ops.permute(x, (0, 2, 3, 1)), cp)
+        ws = ops.pad_channels(ops.permute(weight, (0, 2, 3, 1)), cp)
+        g = g._replace(c=cp)
+        view = InputView(describe(xs).ptr, g.h * g.w * cp, g.w * cp, cp)
+        Wt, ldb = describe(ws), g.r * g.s * cp
+    elif _channels_contiguous(X):
         xs = x
         view = InputView(X.ptr, _stride(X, 0), _stride(X, 2), _stride(X, 3))
     else:  # NCHW: one NHWC copy
         xs = ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
         view = InputView(describe(xs).ptr, g.h * g.w * g.c, g.w * g.c, g.c)
-    ldb = _filter_rows(Wt, g)
-    ws = weight
-    if ldb is None:
-        ws = ops.contiguous(ops.permute(weight, (0, 2, 3, 1)))
-        Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
+    if cp is None:
+        ldb = _filter_rows(Wt, g)
+        ws = weight
+        if ldb is None:
+            ws = ops.contiguous(ops.permute(weight, (0, 2, 3, 1)))
+            Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
     out = ops.empty((g.n, g.p, g.q, g.k), x)
     beta = 0.0
     if bias is not None:
@@ -126,6 +138,12 @@ class _CupyOps:
     def fill_rows(self, out, row):
         out[...] = row
 
+    def pad_channels(self, a, channels):
+        """A dense copy of ``a`` with its last axis zero-padded to ``channels``."""
+        out = self.cupy.zeros(a.shape[:-1] + (channels,), a.dtype)
+        out[..., :a.shape[-1]] = a
+        return out
+
     def zero(self, out):
         out.fill(0)
 
@@ -151,6 +169,10 @@ class _TorchOps:
 
     def fill_rows(self, out, row):
         out.copy_(row.expand(out.shape))
+
+    def pad_channels(self, a, channels):
+        """A dense copy of ``a`` with its last axis zero-padded to ``channels``."""
+        return self.torch.nn.functional.pad(a, (0, channels - a.shape[-1])).contiguous()
 
     def zero(self, out):
         out.zero_()

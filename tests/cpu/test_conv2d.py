@@ -189,6 +189,19 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
         resolve_conv(late, "float16", h200, tile=(32, 32))
 
 
+@pytest.mark.parametrize("c,groups,dtype,padded", [
+    (3, 1, "float16", 8), (3, 1, "bfloat16", 8), (3, 1, "float32", 4), (3, 1, "float64", 4),
+    (5, 1, "float64", 6), (16, 1, "float16", None), (12, 1, "float32", None),
+    (12, 1, "float16", 16), (20, 1, "float16", None), (6, 3, "float16", None)])
+def test_few_odd_channels_are_padded_to_whole_vectors(c, groups, dtype, padded):
+    """One group of at most CHANNEL_PAD_MAX channels that do not fill 16-byte vectors is
+    padded until they do; aligned, grouped or many channels are not."""
+    from skcontract.kernels.conv import CHANNEL_PAD_MAX, padded_channels
+    g = conv_geometry((1, c, 9, 9), (6, c // groups, 3, 3), groups=groups)
+    assert padded_channels(g, dtype) == padded
+    assert 20 > CHANNEL_PAD_MAX
+
+
 def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
     """The batch-1 late layer reads its 2.4 M input and filter elements 97 times: the
     streaming tile; the early layer of batch 32 reads its 6.4 M input pixels 1150 times, so

@@ -22,7 +22,9 @@ POISON_BYTES = 1 << 22
 CASES = [
     (2, 16, 9, 9, 24, 3, 3, 1, 1, 1, 1),          # aligned channels: 16-byte vectors
     (1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1),          # a late layer: few tiles, long K
-    (3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1),  # odd channels: element copies
+    (3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1),  # few odd channels: zero-padded copies
+    (1, 20, 7, 7, 8, 3, 3, 1, 1, 1, 1),           # odd channels past CHANNEL_PAD_MAX:
+                                                  # element copies
     (2, 8, 12, 10, 12, 3, 3, 2, 2, (2, 1), 1),    # stride, padding and dilation
     (2, 8, 9, 9, 12, 3, 3, 1, "same", 1, 4),      # groups
     (2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 16),         # depthwise
@@ -148,11 +150,13 @@ def test_every_mode_and_fixup(mode, reduction, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
     """On compute capability 9.0 the Wgmma entry takes 16-bit convolutions whose channels fill
-    16-byte rows (A by TMA im2col loads); others stay on the gathering families."""
+    16-byte rows (A by TMA im2col loads; a few odd channels once zero-padded to fill them);
+    grouped ones and odd channels past CHANNEL_PAD_MAX stay on the gathering families."""
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the Wgmma family needs compute capability 9.0")
     for case, family in (((2, 16, 13, 11, 24, 3, 5, (2, 1), (1, 2), (1, 2), 1), "wgmma"),
-                         ((3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1), "mma16"),
+                         ((3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1), "wgmma"),
+                         ((1, 20, 7, 7, 8, 3, 3, 1, 1, 1, 1), "mma16"),
                          ((2, 8, 9, 9, 12, 3, 3, 1, "same", 1, 4), "mma16")):
         n, c, h, w, k, r, s, stride, padding, dilation, groups = case
         x, wt, b = _operands(case, dtype, seed=4)
