@@ -528,7 +528,6 @@ class Wgmma(KernelBase):
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
-                f"  static constexpr int TAP_CHANNELS = {spec.tap_channels};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
 
     @property

@@ -23,7 +23,7 @@ from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_ge
 
 CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
-                               "pad_y", "pad_x", "dil_y", "dil_x", "N"))
+                               "pad_y", "pad_x", "dil_y", "dil_x", "reserved"))
 """The fields of ``sk_conv.cuh``'s ConvShape, in its order and layout."""
 CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
 CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
@@ -48,7 +48,7 @@ def conv_shape(g, x: InputView) -> np.void:
     values = dict(stride_n=x.stride_n, stride_h=x.stride_h, stride_w=x.stride_w, H=g.h, W=g.w,
                   P=g.p, Q=g.q, R=g.r, S=g.s, Cg=g.c // g.groups, stride_y=g.stride[0],
                   stride_x=g.stride[1], pad_y=g.padding[0], pad_x=g.padding[2],
-                  dil_y=g.dilation[0], dil_x=g.dilation[1], N=g.n)
+                  dil_y=g.dilation[0], dil_x=g.dilation[1], reserved=0)
     for name, v in values.items():
         rec[name] = v
     return np.frombuffer(rec.tobytes(), CONV_SHAPE_ARG)[0]
@@ -94,8 +94,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     tma_r = None
     if vec16 and uses_tma(g, dtype, device):
         try:
-            block = tap_channels(g, dtype) or tma_channel_block(dtype)
-            tma_r = resolve_gemm(g.problem(dtype, block), device, im2col="tma", **args)
+            tma_r = resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
+                                 im2col="tma", **args)
         except ValueError:
             if tile is None:
                 raise
@@ -146,13 +146,6 @@ def tma_channel_block(dtype: str) -> int:
     return WGMMA_SWIZZLE_BYTES // specs.CXX_TYPES[dtype][1]
 
 
-def tap_channels(g, dtype: str) -> int:
-    """The channels of the TMA entry's narrow taps for ``g``: its channels when one group's
-    fill exactly 16 bytes (a stem padded by :func:`padded_channels`), whose k-tiles are then
-    several taps of all channels ("im2col_taps"); else 0 (k-tiles of 64-channel blocks)."""
-    return g.c if g.groups == 1 and g.c * specs.CXX_TYPES[dtype][1] == specs.VEC16_BYTES else 0
-
-
 def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
                 beta: float, dev: int, device: DeviceInfo, stream, mode: str = "auto",
                 reduction: str = DEFAULT_REDUCTION, tile=None) -> LaunchPlan:
@@ -190,10 +183,8 @@ def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, 
     """(plan, its bound launch or None, the launch's arguments after the pointers)."""
     schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
                                   vec16=a_vec and b_vec)
-    taps = base.IM2COL == "tma" and tap_channels(g, dtype)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
-                            a_vec16=a_vec, b_vec16=b_vec,
-                            a_source="im2col_taps" if taps else "im2col")
+                            a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
     kernel = jit.get_kernel(spec, dev)
     plan = LaunchPlan(kernel, schedule, dev, stream)
     if plan.tensor_maps:

@@ -23,11 +23,10 @@ unrolled, their many in-flight copies spill registers on sm_80."""
 PROTOCOLS = tuple(PROTOCOL_CODES)
 """Fixup protocols a kernel is built for: "none" and the reduction modes."""
 LAYOUTS = ("row", "col")
-A_SOURCES = ("dense", "im2col", "im2col_taps")
+A_SOURCES = ("dense", "im2col")
 """Where operand A comes from: a dense strided matrix, or gathered from a channels-last
 convolution input (the implicit GEMM of conv2d: the family's convolution entry,
-:attr:`KernelBase.IM2COL`); "im2col_taps": the TMA convolution entry's k-tiles of several
-narrow taps, for channels that fill exactly 16 bytes (:attr:`KernelSpec.tap_channels`)."""
+:attr:`KernelBase.IM2COL`)."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
@@ -63,8 +62,6 @@ class KernelSpec:
             raise ValueError(f"a_source must be in {A_SOURCES}, got {self.a_source!r}")
         if self.im2col and not (self.base.IM2COL and self.a_layout == "row"):
             raise ValueError(f"{self.base.name}: no im2col kernel with a {self.a_layout!r} A")
-        if self.a_source == "im2col_taps" and self.base.IM2COL != "tma":
-            raise ValueError(f"{self.base.name}: narrow taps need the TMA convolution entry")
 
     # ---- what the launcher and the tools read -----------------------------------------
     bm = property(lambda self: self.base.bm)
@@ -85,12 +82,7 @@ class KernelSpec:
 
     @property
     def im2col(self) -> bool:
-        return self.a_source != "dense"
-
-    @property
-    def tap_channels(self) -> int:
-        """Channels of one narrow tap (16 bytes of them) for "im2col_taps", else 0."""
-        return VEC16_BYTES // self.elem_bytes if self.a_source == "im2col_taps" else 0
+        return self.a_source == "im2col"
 
     @property
     def a_kcontig(self) -> bool:
@@ -126,7 +118,7 @@ class KernelSpec:
 
     @property
     def name(self) -> str:
-        source = {"dense": "", "im2col": "_im2col", "im2col_taps": "_im2colt"}[self.a_source]
+        source = "_im2col" if self.im2col else ""
         return (f"{self.base.name}_{self.protocol}_{self.a_layout[0]}{self.b_layout[0]}"
                 f"_v{self.a_vec}x{self.b_vec}{source}")
 
@@ -204,9 +196,6 @@ def im2col_specs() -> list[KernelSpec]:
                 continue
             out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
                                   a_vec16=av, b_vec16=bv, a_source="im2col"))
-            if base.IM2COL == "tma":
-                out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
-                                      a_vec16=av, b_vec16=bv, a_source="im2col_taps"))
     return out
 
 
@@ -233,7 +222,4 @@ def representative_specs() -> list[KernelSpec]:
                 vec16 = vec16 or base.vec16_only
                 out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
                                       a_vec16=vec16, b_vec16=vec16, a_source="im2col"))
-            if base.IM2COL == "tma":
-                out.append(specialise(base, protocol="atomic", a_layout="row",
-                                      b_layout="col", a_source="im2col_taps"))
     return out

@@ -74,12 +74,10 @@ def operand_dims(rows: int, k: int, ld: int, batch: int, batch_stride: int, kmaj
 
 
 @lru_cache(maxsize=MAP_CACHE_SIZE)
-def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple,
-                swizzle: bool = True) -> np.void:
+def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -> np.void:
     """The 128-byte descriptor of a tensor at ``ptr`` (a GEMM operand's three dimensions,
-    :func:`operand_dims`, or a convolution's four filter ones) with ``box`` (innermost
-    first), 128-byte swizzled unless ``swizzle`` is false, as a :data:`TMA_MAP_DTYPE`
-    scalar; RuntimeError when the driver refuses it."""
+    :func:`operand_dims`, or a convolution's four filter ones) with ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
+    driver refuses it."""
     driver = _driver
     if driver is None:
         raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")
@@ -87,7 +85,7 @@ def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple,
         getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), len(dims), ptr,
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
         [driver.cuuint32_t(b) for b in box], [driver.cuuint32_t(1)] * len(dims),
-        *_layout_options(driver, swizzle))
+        *_layout_options(driver))
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled({dtype}, dims={dims}, strides={strides}, "
                            f"box={box}) failed: {err!r}")
@@ -96,12 +94,11 @@ def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple,
 
 @lru_cache(maxsize=MAP_CACHE_SIZE)
 def im2col_map(ptr: int, dtype: str, dims: tuple, strides: tuple, lower: tuple, upper: tuple,
-               channels: int, pixels: int, steps: tuple, swizzle: bool = True) -> np.void:
+               channels: int, pixels: int, steps: tuple) -> np.void:
     """The 128-byte im2col descriptor of a channels-last 4-D tensor at ``ptr``: ``dims``
     (C, W, H, N) and the three outer strides in bytes; a load brings ``pixels`` pixels of
     ``channels`` channels, walking the bounding box whose (W, H) corners are ``lower`` and
-    ``dims + upper - 1`` by ``steps`` (W, H), 128-byte swizzled unless ``swizzle`` is false;
-    RuntimeError when the driver refuses it."""
+    ``dims + upper - 1`` by ``steps`` (W, H); RuntimeError when the driver refuses it."""
     driver = _driver
     if driver is None:
         raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")
@@ -109,7 +106,7 @@ def im2col_map(ptr: int, dtype: str, dims: tuple, strides: tuple, lower: tuple, 
         getattr(driver.CUtensorMapDataType, _TMA_DTYPES[dtype]), len(dims), ptr,
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
         list(lower), list(upper), channels, pixels,
-        [driver.cuuint32_t(e) for e in (1, *steps, 1)], *_layout_options(driver, swizzle))
+        [driver.cuuint32_t(e) for e in (1, *steps, 1)], *_layout_options(driver))
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeIm2col({dtype}, dims={dims}, strides={strides}, "
                            f"corners={lower}, {upper}, {channels} x {pixels}, steps={steps}) "
@@ -117,13 +114,11 @@ def im2col_map(ptr: int, dtype: str, dims: tuple, strides: tuple, lower: tuple, 
     return _as_scalar(tmap)
 
 
-def _layout_options(driver, swizzle: bool = True) -> tuple:
-    """Interleave, swizzle, L2 promotion and out-of-bounds fill of a map: the 128-byte
-    swizzle the wgmma descriptors read (none for a convolution's 16-byte taps, whose boxes
-    land in wgmma's unswizzled core-matrix layout), zeros past the edges."""
-    sw = driver.CUtensorMapSwizzle
+def _layout_options(driver) -> tuple:
+    """Interleave, swizzle, L2 promotion and out-of-bounds fill of every map: the 128-byte
+    swizzle the wgmma descriptors read, zeros past the edges."""
     return (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sw.CU_TENSOR_MAP_SWIZZLE_128B if swizzle else sw.CU_TENSOR_MAP_SWIZZLE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
 
@@ -173,8 +168,6 @@ def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
     output pixels, and the filters at ``w_ptr`` ((K, R, S, C) with the channels dense, output
     channels ``ldb`` apart) as a tiled (C, S, R, K) map."""
     elem, bk = spec.elem_bytes, spec.bk
-    taps = spec.tap_channels  # 0, or the channels of one narrow tap (a load each)
-    block = taps or bk
     top, bottom, left, right = g.padding
     sn, sh, sw = x_strides
     row = _round_up(g.c * elem, ROW_ALIGN_BYTES)  # made-up strides of axes of one
@@ -183,9 +176,8 @@ def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
     sn = sn * elem if g.n > 1 else sh * g.h
     a = im2col_map(a_ptr, spec.dtype_in, (g.c, g.w, g.h, g.n), (sw, sh, sn), (-left, -top),
                    (right - g.dilation[1] * (g.s - 1), bottom - g.dilation[0] * (g.r - 1)),
-                   block, kmajor_box_rows(m, spec.bm), (g.stride[1], g.stride[0]),
-                   not taps)
+                   bk, kmajor_box_rows(m, spec.bm), (g.stride[1], g.stride[0]))
     b = operand_map(w_ptr, spec.dtype_in, (g.c, g.s, g.r, g.k),
                     (g.c * elem, g.s * g.c * elem, ldb * elem),
-                    (block, 1, 1, kmajor_box_rows(g.k, spec.bn)), not taps)
+                    (bk, 1, 1, kmajor_box_rows(g.k, spec.bn)))
     return a, b

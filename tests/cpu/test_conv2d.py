@@ -202,28 +202,6 @@ def test_few_odd_channels_are_padded_to_whole_vectors(c, groups, dtype, padded):
     assert 20 > CHANNEL_PAD_MAX
 
 
-def test_a_padded_stem_runs_on_narrow_taps_of_the_tma_entry():
-    """fp16 / bf16 channels that fill exactly 16 bytes (the stem's 3 padded to 8) give the
-    Wgmma entry k-tiles of 8 taps of all channels: K = R * S * 8, not R * S * 64."""
-    from skcontract.kernels import specs
-    from skcontract.kernels.conv import resolve_conv, tap_channels
-    from skcontract.schedule import DeviceInfo
-    stem = conv_geometry((32, 8, 224, 224), (64, 8, 7, 7), stride=2, padding=3)
-    for dtype in ("float16", "bfloat16"):
-        assert tap_channels(stem, dtype) == 8
-        r = resolve_conv(stem, dtype, DeviceInfo.h200())
-        assert r.base.IM2COL == "tma" and r.schedule.problem.k == 49 * 8
-        spec = specs.specialise(r.base, protocol="none", a_layout="row", b_layout="col",
-                                a_source="im2col_taps")
-        assert spec.tap_channels == 8 and spec.name.endswith("_im2colt")
-        assert "TAP_CHANNELS = 8;" in spec.cfg_source()
-    assert tap_channels(conv_geometry((1, 16, 9, 9), (8, 16, 3, 3)), "float16") == 0
-    with pytest.raises(ValueError, match="narrow taps"):
-        specs.specialise(resolve_conv(stem, "float32", DeviceInfo.h200()).base,
-                         protocol="none", a_layout="row", b_layout="col",
-                         a_source="im2col_taps")
-
-
 def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
     """The batch-1 late layer reads its 2.4 M input and filter elements 97 times: the
     streaming tile; the early layer of batch 32 reads its 6.4 M input pixels 1150 times, so

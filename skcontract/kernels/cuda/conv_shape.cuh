@@ -10,8 +10,7 @@ struct ConvShape {
   long long stride_n, stride_h, stride_w;  // input strides in elements (channels: 1)
   int H, W, P, Q, R, S, Cg;                // input and output sizes, filter taps, group channels
   int stride_y, stride_x, pad_y, pad_x, dil_y, dil_x;
-  int N;                                   // images (a tap past the filter loads image N:
-                                           // out of bounds, zeros)
+  int reserved;                            // keeps the struct a multiple of 8 bytes
 };
 
 }  // namespace skc

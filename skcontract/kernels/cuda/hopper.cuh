@@ -96,16 +96,6 @@ __device__ __forceinline__ unsigned long long wgmma_desc(const void* smem, unsig
   return ((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo_bytes >> 4) & 0x3FFF) << 16) |
          ((unsigned long long)((sbo_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
-// The descriptor of an operand without swizzle (layout type 0), K-major: 8-row x 16-byte
-// core matrices of 128 contiguous bytes; lbo_bytes between core matrices adjacent along K,
-// sbo_bytes between those adjacent along M (N).
-__device__ __forceinline__ unsigned long long wgmma_desc_plain(const void* smem,
-                                                              unsigned lbo_bytes,
-                                                              unsigned sbo_bytes) {
-  const unsigned long long addr = smem_addr(smem);
-  return ((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo_bytes >> 4) & 0x3FFF) << 16) |
-         ((unsigned long long)((sbo_bytes >> 4) & 0x3FFF) << 32);
-}
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }

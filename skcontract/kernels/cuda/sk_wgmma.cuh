@@ -19,8 +19,7 @@
 // BN (64, 128 or 256), BK (64: one 128-byte swizzle row of 16-bit elements), STAGES,
 // THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
-// whose warpgroups trade registers; 0: no trade), TAP_CHANNELS (0, or the 16-byte blocks of
-// a convolution's narrow taps: WgmmaOperand), ML (WgmmaTile below). Shared memory:
+// whose warpgroups trade registers; 0: no trade), ML (WgmmaTile below). Shared memory:
 // WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
@@ -87,20 +86,11 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long
 // descriptor's stride offset; the leading offset is unused). MN-major: ROWS / 64 boxes of
 // BK rows of 64 elements; a k16 step moves 16 rows (2048 bytes); boxes are BK * 128 bytes
 // apart (leading offset), 8-k groups SWIZZLE_ATOM_BYTES apart (stride offset).
-// TAPS (K-major, a convolution of few channels: TAP_CHANNELS > 0): BK / TAP_CHANNELS blocks
-// of ROWS rows of one 16-byte tap each, unswizzled, as one TMA box per tap lands them; a
-// block's 8-row groups are wgmma's core matrices (128 bytes apart, the stride offset) and a
-// k16 step spans two blocks (ROWS * 16 bytes apart, the leading offset).
-template <class TIn, int ROWS, int BK, bool KMAJOR, int TAP_CHANNELS = 0>
+template <class TIn, int ROWS, int BK, bool KMAJOR>
 struct WgmmaOperand {
   static constexpr int STAGE_BYTES = ROWS * BK * (int)sizeof(TIn);
   static constexpr int BOX_BYTES = MN_CHUNK * BK * (int)sizeof(TIn);  // one MN-major box
-  static constexpr bool TAPS = TAP_CHANNELS > 0;
-  static constexpr int TAP_BYTES = TAP_CHANNELS * (int)sizeof(TIn);
-  static constexpr int BLOCK_BYTES = ROWS * TAP_BYTES;                 // one tap's rows
   static_assert(BK * (int)sizeof(TIn) == SWIZZLE_ROW_BYTES, "BK fills one swizzle row");
-  static_assert(!TAPS || (KMAJOR && TAP_BYTES == 16 && WGMMA_K % TAP_CHANNELS == 0),
-                "a tap is one 16-byte row of a K-major core matrix");
   // Bytes one load brings for an operand of `rows` rows: a K-major box stops at the operand's
   // rows rounded up to a swizzle atom when it is narrower than the tile (the host encodes the
   // same box: skcontract/kernels/tma.py, kmajor_box_rows); the rows it leaves stale feed only
@@ -109,7 +99,6 @@ struct WgmmaOperand {
     if constexpr (KMAJOR) {
       constexpr int ATOM_ROWS = SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES;
       if (rows >= ROWS) return STAGE_BYTES;  // (and no rounding of rows near 2^31)
-      // TAPS: BK / TAP_CHANNELS boxes of the same rows, TAP_BYTES a row
       return (unsigned)((rows + ATOM_ROWS - 1) / ATOM_ROWS * ATOM_ROWS * SWIZZLE_ROW_BYTES);
     } else {
       return STAGE_BYTES;
@@ -118,11 +107,7 @@ struct WgmmaOperand {
   // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k16 step kk
   __device__ __forceinline__ static unsigned long long desc(const unsigned char* stage, int row0,
                                                             int kk) {
-    if constexpr (TAPS) {
-      constexpr int CORE_MATRIX_BYTES = 8 * TAP_BYTES;
-      return wgmma_desc_plain(stage + kk * (WGMMA_K / TAP_CHANNELS) * BLOCK_BYTES +
-                              row0 * TAP_BYTES, BLOCK_BYTES, CORE_MATRIX_BYTES);
-    } else if constexpr (KMAJOR) {
+    if constexpr (KMAJOR) {
       return wgmma_desc(stage + row0 * SWIZZLE_ROW_BYTES + kk * WGMMA_K * (int)sizeof(TIn),
                         16, SWIZZLE_ATOM_BYTES);
     } else {
@@ -258,10 +243,8 @@ struct RingCursor {
 template <class Cfg>
 struct WgmmaSmem {
   using ML = typename Cfg::ML;
-  using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR,
-                          Cfg::TAP_CHANNELS>;
-  using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR,
-                          Cfg::TAP_CHANNELS>;
+  using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
+  using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
   using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH>;
   static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
   unsigned char* ring;

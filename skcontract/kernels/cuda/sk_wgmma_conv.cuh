@@ -12,13 +12,6 @@
 // tap s, tap r, BN output channels) of a tiled 4-D map over (C, S, R, K). Both land in the
 // K-major stage layout of sk_wgmma.cuh, whose consumers, fixups and epilogue run unchanged.
 // One group only (the host sends grouped convolutions to the portable families).
-//
-// A convolution whose channels fill exactly 16 bytes (Cfg::TAP_CHANNELS: a stem's 3 channels
-// padded to 8 by the host) would waste 7/8 of a 64-channel block; its k-tile is instead
-// BK / TAP_CHANNELS taps of all channels, k = (tap, c), K = R * S * TAP_CHANNELS. Each tap
-// is one im2col box of TAP_CHANNELS channels and one filter box, landing in its own block of
-// the unswizzled TAPS layout (sk_wgmma.cuh, WgmmaOperand). The last k-tile's taps past R * S
-// load boxes wholly out of bounds (image N, filter row R), which the TMA fills with zeros.
 #pragma once
 #include "sk_wgmma.cuh"
 #include "conv_shape.cuh"
@@ -58,43 +51,6 @@ struct Im2colTmaLoads {
 };
 
 template <class Cfg>
-struct TapTmaLoads {
-  using Sm = WgmmaSmem<Cfg>;
-  static constexpr int TAPS = Cfg::BK / Cfg::TAP_CHANNELS;  // taps a k-tile
-  static_assert(Cfg::A_KMAJOR && Cfg::B_KMAJOR && Cfg::TAP_CHANNELS > 0, "narrow taps");
-  const TmaMap& map_a;
-  const TmaMap& map_b;
-  const ConvShape& cs;
-  int n0 = 0, t0 = 0, image = 0, h0 = 0, w0 = 0;
-  __device__ __forceinline__ void prefetch() const {
-    tma_prefetch(map_a);
-    tma_prefetch(map_b);
-  }
-  __device__ __forceinline__ void split(const Split& s) {
-    const int pq = cs.P * cs.Q;
-    image = s.m0 / pq;
-    const int rem = s.m0 - image * pq, p = rem / cs.Q, q = rem - p * cs.Q;
-    h0 = p * cs.stride_y - cs.pad_y;
-    w0 = q * cs.stride_x - cs.pad_x;
-    n0 = s.n0;
-    t0 = s.k0 / Cfg::BK * TAPS;  // splits start on k-tile boundaries
-  }
-  __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
-    unsigned char* sb = st + Sm::OA::STAGE_BYTES;
-#pragma unroll
-    for (int j = 0; j < TAPS; ++j) {
-      const int tap = t0 + kt * TAPS + j;
-      const bool real = tap < cs.R * cs.S;
-      const int r = real ? tap / cs.S : cs.R, s = real ? tap - r * cs.S : 0;
-      tma_load_im2col_4d(st + j * Sm::OA::BLOCK_BYTES, map_a, bar, 0, w0, h0,
-                         real ? image : cs.N, (unsigned short)(s * cs.dil_x),
-                         (unsigned short)(real ? r * cs.dil_y : 0));
-      tma_load_4d(sb + j * Sm::OB::BLOCK_BYTES, map_b, bar, 0, s, r, n0);
-    }
-  }
-};
-
-template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_wgmma_conv(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
               typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
@@ -104,15 +60,9 @@ sk_wgmma_conv(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* 
               long long batch_b, long long batch_c, typename Cfg::Acc alpha,
               typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
               const __grid_constant__ TmaMap map_b, const __grid_constant__ ConvShape conv) {
-  if constexpr (Cfg::TAP_CHANNELS > 0) {
-    TapTmaLoads<Cfg> loads{map_a, map_b, conv};
-    wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
-                    batch_c, alpha, beta);
-  } else {
-    Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, (conv.Cg + Cfg::BK - 1) / Cfg::BK};
-    wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
-                    batch_c, alpha, beta);
-  }
+  Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, (conv.Cg + Cfg::BK - 1) / Cfg::BK};
+  wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
+                  batch_c, alpha, beta);
 }
 
 }  // namespace skc
