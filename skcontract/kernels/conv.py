@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..schedule import DeviceInfo, GemmProblem
+from ..schedule import DeviceInfo
 from . import jit, specs, tma
 from .catalogue import INPUT_DTYPES, WGMMA_SWIZZLE_BYTES, bases_for
 from .launch import LaunchPlan
@@ -146,16 +146,30 @@ def tma_channel_block(dtype: str) -> int:
     return WGMMA_SWIZZLE_BYTES // specs.CXX_TYPES[dtype][1]
 
 
-def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
-                beta: float, dev: int, device: DeviceInfo, stream, mode: str = "auto",
-                reduction: str = DEFAULT_REDUCTION, tile=None) -> LaunchPlan:
-    """Run convolution ``g`` on the device: ``out = conv(x, w) + beta * out``.
+class ConvLaunch(NamedTuple):
+    """A convolution's cached launch: the plan, its bound launch (None without cuda.bindings'
+    launch) and the launch's arguments after the pointers (ConvShape last). Calling it
+    launches on new pointers."""
 
-    ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
-    fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
-    output. The plan (schedule, compiled kernel, uploaded table) and its launch with every
-    argument but the pointers fixed are cached by everything they depend on; returns the
-    plan (what ran)."""
+    plan: LaunchPlan
+    bound: object
+    args: tuple
+
+    def __call__(self, x_ptr: int, w_ptr: int, out_ptr: int, stream) -> None:
+        if self.bound is not None:
+            self.bound(x_ptr, w_ptr, out_ptr, stream)
+        else:
+            self.plan.launch(x_ptr, w_ptr, out_ptr, *self.args[:-1], stream,
+                             conv=self.args[-1])
+
+
+def conv_launch(g, dtype: str, x: InputView, ldb: int, *, beta: float, dev: int,
+                device: DeviceInfo, stream, mode: str = "auto",
+                reduction: str = DEFAULT_REDUCTION, tile=None) -> ConvLaunch:
+    """The launch of convolution ``g`` on inputs laid out as ``x`` (its pointer's 16-byte
+    alignment included) and filters whose output channels are ``ldb`` elements apart: made
+    once (schedule, compiled kernel, uploaded table, bound arguments), then cached by
+    everything it depends on."""
     a_vec, b_vec = vectors_fit(g, dtype, x, ldb)
     key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
            None if tile is None else tuple(tile))
@@ -163,12 +177,21 @@ def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int,
     if cached is None:
         cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
                                           stream, mode, reduction, tile)
-    plan, bound, args = cached
-    if bound is not None:
-        bound(x.ptr, w_ptr, out_ptr, stream)
-    else:
-        plan.launch(x.ptr, w_ptr, out_ptr, *args[:-1], stream, conv=args[-1])
-    return plan
+    return cached
+
+
+def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
+                beta: float, dev: int, device: DeviceInfo, stream, mode: str = "auto",
+                reduction: str = DEFAULT_REDUCTION, tile=None) -> LaunchPlan:
+    """Run convolution ``g`` on the device: ``out = conv(x, w) + beta * out``.
+
+    ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
+    fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
+    output. The launch is :func:`conv_launch`'s (cached); returns the plan (what ran)."""
+    launch = conv_launch(g, dtype, x, ldb, beta=beta, dev=dev, device=device, stream=stream,
+                         mode=mode, reduction=reduction, tile=tile)
+    launch(x.ptr, w_ptr, out_ptr, stream)
+    return launch.plan
 
 
 def _launch_args(plan, g, x, ldb, beta) -> tuple:
@@ -180,7 +203,7 @@ def _launch_args(plan, g, x, ldb, beta) -> tuple:
 
 def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
                tile):
-    """(plan, its bound launch or None, the launch's arguments after the pointers)."""
+    """The :class:`ConvLaunch` of a convolution (see :func:`conv_launch`)."""
     schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
                                   vec16=a_vec and b_vec)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
@@ -194,7 +217,7 @@ def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, 
                      f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
     args = _launch_args(plan, g, x, ldb, beta)
     *gemm_args, conv = args
-    return plan, plan.bind(*gemm_args, conv=conv), args
+    return ConvLaunch(plan, plan.bind(*gemm_args, conv=conv), args)
 
 
 def clear_plans() -> None:

@@ -45,7 +45,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..interop import is_torch
 from ..schedule import GemmProblem
-from .conv2d_gpu import conv2d_gpu
+from .conv2d_gpu import conv2d_gpu, warm_conv2d
 
 __all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
 
@@ -234,13 +234,21 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
 
     ``mode``, ``reduction`` and ``tile`` choose the GPU schedule as for
     :func:`skcontract.kernels.gemm.gemm` (the CPU ignores them)."""
+    args = (stride, padding, dilation, groups, mode, reduction, tile)
+    plain = all(_plain(a) for a in args[:4]) and (tile is None or _plain(tile)) and \
+        type(mode) is str and type(reduction) is str
+    if plain:
+        hit = warm_conv2d(input, weight, bias, args)
+        if hit is not None:
+            return hit
     where = _check_arrays(input, weight, bias)
     g = _geometry(tuple(input.shape), tuple(weight.shape), stride, padding, dilation, groups)
     if bias is not None and tuple(bias.shape) != (g.k,):
         raise ValueError(f"conv2d: bias must have shape ({g.k},) for weight of shape "
                          f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
     if where == "gpu":
-        return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile)
+        return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile,
+                          warm_args=args if plain else None)
     if is_torch(input):
         return _on_torch_cpu(input, weight, bias, g)
     return _conv2d_cpu(input, weight, bias, g)

@@ -218,3 +218,32 @@ def test_errors_before_any_launch():
         with pytest.raises(TypeError, match="mixed"):
             conv2d(xd, np.ones((8, 4, 3, 3), np.float32))
     assert not launches
+
+
+def test_a_warm_torch_call_replays_the_first_calls_launch():
+    """A second call on torch tensors laid out as a checked first call's (in place) replays
+    its launch; new data, the bias and the result are still right, and a different layout
+    takes the checked path."""
+    torch = _torch()
+    if torch is None:
+        pytest.skip("needs torch with CUDA")
+    from skcontract.ops import conv2d_gpu as module
+    case = (2, 16, 9, 9, 24, 3, 3, 1, 1, 1, 1)
+    for seed in (5, 6, 7):
+        x, wt, b = _operands(case, "float16", seed=seed)
+        xt = torch.from_numpy(x).cuda().half().to(memory_format=torch.channels_last)
+        wtt = torch.from_numpy(wt).cuda().half().to(memory_format=torch.channels_last)
+        bt = torch.from_numpy(b).cuda().half()
+        torch.full((1 << 22,), float("nan"), device="cuda")  # poison torch's pool (freed)
+        with record_launches() as launches:
+            got = conv2d(xt, wtt, bt, padding=1)
+        assert len(launches) == 1
+        args = (1, 1, 1, 1, "auto", "deterministic", None)
+        assert module.warm_key(xt, wtt, bt, args) in module._WARM
+        ref = direct(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+        assert got.is_contiguous(memory_format=torch.channels_last)
+        _check(got, ref, "float16")
+    nchw = torch.from_numpy(x).cuda().half()
+    assert module.warm_key(nchw, wtt, bt, args) not in module._WARM
+    _check(conv2d(nchw, wtt, bt, padding=1), ref, "float16")
+    assert module.warm_key(nchw, wtt, bt, args) not in module._WARM  # copied: not warm
