@@ -1,4 +1,5 @@
-"""The convolution oracle of the CPU and GPU conv2d tests (and tools/sanitize_cases.py)."""
+"""The convolution oracle of the CPU and GPU conv2d tests (and tools/sanitize_cases.py), and
+an array known only through DLPack."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,3 +30,16 @@ def direct(x, w, bias, stride, pad, dilation, groups):
         if bias is not None:
             out[:, kk] += bias[kk]
     return out
+
+
+class DlpackOnly:
+    """An array known only through the DLPack protocol (as a JAX or other library's)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()

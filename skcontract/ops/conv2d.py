@@ -16,7 +16,8 @@ N = K / groups output channels, K = C / groups * R * S, one batch entry per grou
 input windows are a strided view and the GEMM a batched ``matmul`` over the gathered
 columns; float16 is computed in float32. CuPy arrays and CUDA torch tensors run on the
 GPU (:mod:`.conv2d_gpu`): the same GEMM under the Stream-K scheduler, its A gathered from
-the input inside the kernels' load stage.
+the input inside the kernels' load stage. Other arrays with ``__dlpack__`` are viewed as
+NumPy (CPU) or CuPy (CUDA) arrays without a copy, and the result is of that type.
 
 Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
 the dimension or argument for shapes, strides, padding, dilation and groups.
@@ -187,6 +188,26 @@ def _geometry(*args) -> ConvGeometry:
     return conv_geometry(*args)
 
 
+DLPACK_CPU = 1
+DLPACK_CUDA_DEVICES = (2, 13)
+"""DLPack device types read here: kDLCPU; kDLCUDA and kDLCUDAManaged."""
+
+
+def _as_array(a):
+    """Any other array with ``__dlpack__`` as a NumPy (CPU) or CuPy (CUDA) view of it, no
+    copy; NumPy, CuPy and torch arrays, and everything else, as they are."""
+    if isinstance(a, np.ndarray) or is_torch(a) or type(a).__module__.startswith("cupy") or \
+            not hasattr(a, "__dlpack__") or not hasattr(a, "__dlpack_device__"):
+        return a
+    kind = a.__dlpack_device__()[0]
+    if kind == DLPACK_CPU:
+        return np.from_dlpack(a)
+    if kind in DLPACK_CUDA_DEVICES:
+        import cupy  # optional dependency: only the GPU path needs CuPy
+        return cupy.from_dlpack(a)
+    return a
+
+
 def _where(a) -> str:
     """"cpu" for NumPy arrays and CPU torch tensors, "gpu" for CuPy arrays and CUDA arrays
     (``__cuda_array_interface__``, CUDA torch tensors); TypeError for anything else."""
@@ -241,6 +262,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
         hit = warm_conv2d(input, weight, bias, args)
         if hit is not None:
             return hit
+    input, weight = _as_array(input), _as_array(weight)
+    bias = None if bias is None else _as_array(bias)
     where = _check_arrays(input, weight, bias)
     g = _geometry(tuple(input.shape), tuple(weight.shape), stride, padding, dilation, groups)
     if bias is not None and tuple(bias.shape) != (g.k,):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from skcontract import conv2d
 from skcontract.ops.conv2d import conv_geometry
-from tests.conv_reference import direct
+from tests.conv_reference import DlpackOnly, direct
 
 RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-13, "complex64": 2e-6,
         "complex128": 1e-13}
@@ -37,7 +37,6 @@ def conv_cases(draw):
     padding = draw(st.sampled_from([0, 1, (2, 0), "valid", "same"]))
     if padding == "same":
         stride = 1
-    st_ = (stride, stride) if isinstance(stride, int) else stride
     dl = (dilation, dilation) if isinstance(dilation, int) else dilation
     h = draw(st.integers(dl[0] * (r - 1) + 1, dl[0] * (r - 1) + 9))
     w = draw(st.integers(dl[1] * (s - 1) + 1, dl[1] * (s - 1) + 9))
@@ -142,6 +141,16 @@ class FakeGpuArray:
 
     def __init__(self, shape, dtype):
         self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def test_dlpack_arrays_on_the_cpu_are_read_as_numpy_views():
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((5, 4, 3, 3))
+    got = conv2d(DlpackOnly(x), DlpackOnly(w), DlpackOnly(np.arange(5.0)), padding=1)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, conv2d(x, w, np.arange(5.0), padding=1), rtol=1e-12)
+    with pytest.raises(TypeError, match="expected a NumPy, CuPy or torch array"):
+        conv2d(object(), w)
 
 
 def test_arrays_on_the_cpu_and_the_gpu_do_not_mix():

@@ -11,7 +11,7 @@ from skcontract import conv2d
 from skcontract.kernels.launch import record_launches
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv_geometry
-from tests.conv_reference import direct
+from tests.conv_reference import DlpackOnly, direct
 
 cupy = pytest.importorskip("cupy")
 
@@ -247,3 +247,15 @@ def test_a_warm_torch_call_replays_the_first_calls_launch():
     assert module.warm_key(nchw, wtt, bt, args) not in module._WARM
     _check(conv2d(nchw, wtt, bt, padding=1), ref, "float16")
     assert module.warm_key(nchw, wtt, bt, args) not in module._WARM  # copied: not warm
+
+
+def test_dlpack_gpu_arrays_run_on_the_gpu_as_cupy():
+    """An array known only through DLPack on a CUDA device is read as a CuPy view; the
+    result is a CuPy array."""
+    case = (1, 16, 7, 7, 8, 3, 3, 1, 1, 1, 1)
+    x, wt, b = _operands(case, "float32", seed=9)
+    _poison()
+    got = conv2d(DlpackOnly(_device(x, "float32", "NHWC")), DlpackOnly(_device(wt, "float32")),
+                 DlpackOnly(_device(b, "float32")), padding=1)
+    assert isinstance(got, cupy.ndarray)
+    _check(got, direct(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 1), "float32")
