@@ -8,14 +8,20 @@ torch tensor arrives.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 
 def is_torch(x: Any) -> bool:
+    """Whether ``x`` is a torch tensor, subclasses from other packages included (never
+    imports torch: a tensor exists only once torch is imported)."""
     module = type(x).__module__
-    return module == "torch" or module.startswith("torch.")
+    if module == "torch" or module.startswith("torch."):
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def has_torch(operands: Sequence[Any], out: Any = None) -> bool:

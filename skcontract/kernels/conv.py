@@ -54,16 +54,17 @@ def conv_shape(g, x: InputView) -> np.void:
     return np.frombuffer(rec.tobytes(), CONV_SHAPE_ARG)[0]
 
 
-def vectors_fit(g, dtype: str, x: InputView, ldb: int) -> tuple[bool, bool]:
-    """Whether the input (A) and the filters (B) copy in 16-byte vectors: a vector of
-    channels never straddles two taps (C/groups a multiple of it), and every base address
-    and stride is a multiple of 16 bytes."""
+def vectors_fit(g, dtype: str, x: InputView, w_ptr: int, ldb: int) -> tuple[bool, bool]:
+    """Whether the input (A) and the filters at ``w_ptr`` (B) copy in 16-byte vectors: a
+    vector of channels never straddles two taps (C/groups a multiple of it), and every base
+    address and stride is a multiple of 16 bytes."""
     elem = specs.CXX_TYPES[dtype][1]
     v = specs.VEC16_BYTES
     cg, kg = g.c // g.groups, g.k // g.groups
     a = (cg * elem) % v == 0 and x.ptr % v == 0 and all(
         (s * elem) % v == 0 for s in (x.stride_n, x.stride_h, x.stride_w))
-    b = (ldb * elem) % v == 0 and (g.groups == 1 or (kg * ldb * elem) % v == 0)
+    b = (cg * elem) % v == 0 and w_ptr % v == 0 and (ldb * elem) % v == 0 and (
+        g.groups == 1 or (kg * ldb * elem) % v == 0)
     return a, b
 
 
@@ -128,9 +129,11 @@ Above it, the copy's pass weighs more and the element gather less."""
 
 def operand_elems(g) -> int:
     """The elements one group's implicit GEMM reads: its input channels of every pixel (A,
-    each read up to R x S times) and its filters (B)."""
+    each read up to R x S times; no more than A's M x K when strides skip pixels) and its
+    filters (B)."""
     cg, kg = g.c // g.groups, g.k // g.groups
-    return g.n * g.h * g.w * cg + kg * cg * g.r * g.s
+    taps = cg * g.r * g.s
+    return min(g.n * g.h * g.w * cg, g.n * g.p * g.q * taps) + kg * taps
 
 
 def uses_tma(g, dtype: str, device: DeviceInfo) -> bool:
@@ -163,14 +166,14 @@ class ConvLaunch(NamedTuple):
                              conv=self.args[-1])
 
 
-def conv_launch(g, dtype: str, x: InputView, ldb: int, *, beta: float, dev: int,
+def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: float, dev: int,
                 device: DeviceInfo, stream, mode: str = "auto",
                 reduction: str = DEFAULT_REDUCTION, tile=None) -> ConvLaunch:
-    """The launch of convolution ``g`` on inputs laid out as ``x`` (its pointer's 16-byte
-    alignment included) and filters whose output channels are ``ldb`` elements apart: made
-    once (schedule, compiled kernel, uploaded table, bound arguments), then cached by
-    everything it depends on."""
-    a_vec, b_vec = vectors_fit(g, dtype, x, ldb)
+    """The launch of convolution ``g`` on inputs laid out as ``x`` and filters at ``w_ptr``
+    whose output channels are ``ldb`` elements apart (the pointers' 16-byte alignment
+    included): made once (schedule, compiled kernel, uploaded table, bound arguments), then
+    cached by everything it depends on."""
+    a_vec, b_vec = vectors_fit(g, dtype, x, w_ptr, ldb)
     key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
            None if tile is None else tuple(tile))
     cached = _PLANS.get(key)
@@ -188,8 +191,8 @@ def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int,
     ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
     fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
     output. The launch is :func:`conv_launch`'s (cached); returns the plan (what ran)."""
-    launch = conv_launch(g, dtype, x, ldb, beta=beta, dev=dev, device=device, stream=stream,
-                         mode=mode, reduction=reduction, tile=tile)
+    launch = conv_launch(g, dtype, x, w_ptr, ldb, beta=beta, dev=dev, device=device,
+                         stream=stream, mode=mode, reduction=reduction, tile=tile)
     launch(x.ptr, w_ptr, out_ptr, stream)
     return launch.plan
 

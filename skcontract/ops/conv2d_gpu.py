@@ -47,8 +47,11 @@ def warm_conv2d(input, weight, bias, args: tuple):
 def warm_key(input, weight, bias, args):
     """The key of a warm call (:func:`warm_conv2d`), or None for arrays it does not take."""
     tensor = _TORCH_TENSOR[0] if _TORCH_TENSOR else None
-    if tensor is None or type(input) is not tensor or type(weight) is not tensor or (
-            bias is not None and type(bias) is not tensor):
+    # CUDA tensors (nn.Parameter filters included); get_device() alone does not tell CUDA
+    # from other accelerators
+    if tensor is None or not (isinstance(input, tensor) and input.is_cuda and
+                              isinstance(weight, tensor) and weight.is_cuda) or (
+            bias is not None and not (isinstance(bias, tensor) and bias.is_cuda)):
         return None
     import cupy  # optional dependency: only the GPU path needs CuPy
     bias_key = None if bias is None else (
@@ -105,7 +108,8 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     cp = padded_channels(g, X.dtype)
     if cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
         xs = ops.pad_channels(ops.permute(x, (0, 2, 3, 1)), cp)
-        ws = ops.pad_channels(ops.permute(weight, (0, 2, 3, 1)), cp)
+        w_ops = _TorchOps() if is_torch(weight) else _CupyOps()
+        ws = w_ops.pad_channels(w_ops.permute(weight, (0, 2, 3, 1)), cp)
         g = g._replace(c=cp)
         view = InputView(describe(xs).ptr, g.h * g.w * cp, g.w * cp, cp)
         Wt, ldb = describe(ws), g.r * g.s * cp
@@ -119,7 +123,8 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         ldb = _filter_rows(Wt, g)
         ws = weight
         if ldb is None:
-            ws = ops.contiguous(ops.permute(weight, (0, 2, 3, 1)))
+            w_ops = _TorchOps() if is_torch(weight) else _CupyOps()
+            ws = w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
             Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
     out = ops.empty((g.n, g.p, g.q, g.k), x)
     beta = 0.0
@@ -130,7 +135,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         if bias is None:
             ops.zero(out)
     else:
-        launch = conv_launch(g, X.dtype, view, ldb, beta=beta, dev=dev,
+        launch = conv_launch(g, X.dtype, view, Wt.ptr, ldb, beta=beta, dev=dev,
                              device=device_info(dev), stream=stream, mode=mode,
                              reduction=reduction, tile=tile)
         launch(view.ptr, Wt.ptr, ops.ptr(out), stream)

@@ -205,10 +205,37 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
 def test_few_odd_channels_are_padded_to_whole_vectors(c, groups, dtype, padded):
     """One group of at most CHANNEL_PAD_MAX channels that do not fill 16-byte vectors is
     padded until they do; aligned, grouped or many channels are not."""
-    from skcontract.kernels.conv import CHANNEL_PAD_MAX, padded_channels
+    from skcontract.kernels.conv import padded_channels
     g = conv_geometry((1, c, 9, 9), (6, c // groups, 3, 3), groups=groups)
     assert padded_channels(g, dtype) == padded
-    assert 20 > CHANNEL_PAD_MAX
+
+
+def test_channel_padding_stops_at_its_limit():
+    from skcontract.kernels.conv import CHANNEL_PAD_MAX, padded_channels
+    at = conv_geometry((1, CHANNEL_PAD_MAX - 1, 9, 9), (6, CHANNEL_PAD_MAX - 1, 3, 3))
+    past = conv_geometry((1, CHANNEL_PAD_MAX + 1, 9, 9), (6, CHANNEL_PAD_MAX + 1, 3, 3))
+    assert padded_channels(at, "float16") == -(-(CHANNEL_PAD_MAX - 1) // 8) * 8
+    assert padded_channels(past, "float16") is None
+
+
+def test_filters_copy_in_vectors_only_from_aligned_addresses():
+    from skcontract.kernels.conv import InputView, vectors_fit
+    g = conv_geometry((1, 64, 7, 7), (64, 64, 3, 3), padding=1)
+    x = InputView(4096, 64 * 49, 64 * 7, 64)
+    assert vectors_fit(g, "float16", x, 8192, 576) == (True, True)
+    assert vectors_fit(g, "float16", x, 8192 + 2, 576) == (True, False)
+    assert vectors_fit(g, "float16", x._replace(ptr=4098), 8192, 576) == (False, True)
+
+
+def test_a_strided_convolution_counts_no_more_input_than_its_rows_read():
+    """A 1 x 1 convolution of stride 2 reads a quarter of the input's pixels: the
+    memory-bound rule counts those (M x K), not every pixel."""
+    from skcontract.kernels.conv import operand_elems
+    g = conv_geometry((1, 64, 56, 56), (128, 64, 1, 1), stride=2)
+    p = g.problem()
+    assert operand_elems(g) == (p.m + p.n) * p.k
+    dense = conv_geometry((1, 64, 56, 56), (128, 64, 3, 3), padding=1)
+    assert operand_elems(dense) == 56 * 56 * 64 + 128 * 64 * 9
 
 
 def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
