@@ -56,14 +56,15 @@ def conv_shape(g, x: InputView) -> np.void:
 
 def vectors_fit(g, dtype: str, x: InputView, w_ptr: int, ldb: int) -> tuple[bool, bool]:
     """Whether the input (A) and the filters at ``w_ptr`` (B) copy in 16-byte vectors: a
-    vector of channels never straddles two taps (C/groups a multiple of it), and every base
-    address and stride is a multiple of 16 bytes."""
+    vector of the input's channels never straddles two taps (C/groups a multiple of it; a
+    filter's (r, s, c) are dense, so its vectors may), and every base address and stride is
+    a multiple of 16 bytes."""
     elem = specs.CXX_TYPES[dtype][1]
     v = specs.VEC16_BYTES
     cg, kg = g.c // g.groups, g.k // g.groups
     a = (cg * elem) % v == 0 and x.ptr % v == 0 and all(
         (s * elem) % v == 0 for s in (x.stride_n, x.stride_h, x.stride_w))
-    b = (cg * elem) % v == 0 and w_ptr % v == 0 and (ldb * elem) % v == 0 and (
+    b = w_ptr % v == 0 and (ldb * elem) % v == 0 and (
         g.groups == 1 or (kg * ldb * elem) % v == 0)
     return a, b
 
