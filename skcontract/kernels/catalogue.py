@@ -112,9 +112,9 @@ launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
 MEMORY_BOUND_REUSE = 128
 """A product whose operand elements are used fewer times than this on average (2 M N K over
 the elements A and B hold: 2 M N / (M + N) for a GEMM, more for a convolution, whose A
-reads each input pixel R x S times: decode and other skinny GEMMs, a late layer of batch
-1) is bound by streaming its operands, which the cost
-model (flops per k-iteration) does not see: it is offered only its dtype's streaming entry
+reads each input pixel R x S times; decode and other skinny GEMMs, a late layer of batch
+1) is bound by streaming its operands, which the cost model (flops per k-iteration) does
+not see: it is offered only its dtype's streaming entry
 (:attr:`KernelBase.streams`), if there is one, and the model picks the mode. Measured on the
 H200, fp16 (docs/benchmarks/log.md): 16 x 4096 x 4096 on Wgmma 64 x 64 (Stream-K) 10.5 us
 against the model's own pick, 64 x 256, 19.9 us; 128 x 4096 x 11008 (reuse 248) gains

@@ -1,12 +1,14 @@
-"""The GPU side of ``conv2d``: the implicit GEMM on the im2col kernels (``sk_conv.cuh``).
+"""The GPU side of ``conv2d``: the implicit GEMM on the families' convolution entries
+(``sk_conv.cuh``, ``sk_wgmma_conv.cuh``).
 
 A convolution is the GEMM (N*P*Q) x (K/groups) x (C/groups*R*S), one batch entry per group
 (:meth:`skcontract.ops.conv2d.ConvGeometry.problem`), with k ordered (r, s, c) so that a
 channels-last input gives k-contiguous rows of A. The scheduler plans it like any GEMM
-(:func:`resolve_conv`: the catalogue's entries whose family gathers A); the kernel gathers
-A's rows from the input in its load stage (padding is zero-fill), reads the filters as
-(K, R, S, C/groups) rows and writes the NHWC output. :func:`launch_conv` runs one call on
-device pointers; :mod:`skcontract.ops.conv2d` arranges the arrays.
+(:func:`resolve_conv`: the catalogue's entries with a convolution entry); the kernel reads
+A's rows from the input in its load stage (a gather, or TMA im2col; padding is zero-fill),
+reads the filters as (K, R, S, C/groups) rows and writes the NHWC output.
+:func:`conv_launch` gives the cached launch of one layout, called on device pointers;
+:mod:`skcontract.ops.conv2d_gpu` arranges the arrays.
 """
 from __future__ import annotations
 
@@ -111,6 +113,13 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     return min((tma_r, gather_r), key=lambda r: r.schedule.predicted_time_us)
 
 
+CHANNEL_PAD_MAX = 16
+"""Input channels up to which a convolution whose channels do not fill 16-byte vectors is
+run on a zero-padded copy of its input and filters (16-byte copies) rather than gathered an
+element at a time: the stem's 3 channels padded to 8 (fp16) cost one pass over the input.
+Above it, the copy's pass weighs more and the element gather less."""
+
+
 def padded_channels(g, dtype: str) -> int | None:
     """The channel count a convolution's input and filters are copied to (zeros beyond C) so
     that each pixel's channels fill whole 16-byte vectors, or None: one group whose few
@@ -119,13 +128,6 @@ def padded_channels(g, dtype: str) -> int | None:
     if g.groups != 1 or g.c % vec == 0 or g.c > CHANNEL_PAD_MAX:
         return None
     return -(-g.c // vec) * vec
-
-
-CHANNEL_PAD_MAX = 16
-"""Input channels up to which a convolution whose channels do not fill 16-byte vectors is
-run on a zero-padded copy of its input and filters (16-byte copies) rather than gathered an
-element at a time: the stem's 3 channels padded to 8 (fp16) cost one pass over the input.
-Above it, the copy's pass weighs more and the element gather less."""
 
 
 def operand_elems(g) -> int:
@@ -182,20 +184,6 @@ def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: floa
         cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
                                           stream, mode, reduction, tile)
     return cached
-
-
-def launch_conv(g, dtype: str, x: InputView, w_ptr: int, ldb: int, out_ptr: int, *,
-                beta: float, dev: int, device: DeviceInfo, stream, mode: str = "auto",
-                reduction: str = DEFAULT_REDUCTION, tile=None) -> LaunchPlan:
-    """Run convolution ``g`` on the device: ``out = conv(x, w) + beta * out``.
-
-    ``x``: the channels-last input; ``w_ptr``: filters whose (r, s, c) are dense with c
-    fastest and whose output channels are ``ldb`` elements apart; ``out_ptr``: a dense NHWC
-    output. The launch is :func:`conv_launch`'s (cached); returns the plan (what ran)."""
-    launch = conv_launch(g, dtype, x, w_ptr, ldb, beta=beta, dev=dev, device=device,
-                         stream=stream, mode=mode, reduction=reduction, tile=tile)
-    launch(x.ptr, w_ptr, out_ptr, stream)
-    return launch.plan
 
 
 def _launch_args(plan, g, x, ldb, beta) -> tuple:

@@ -66,8 +66,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
     entries whose convolution entry gets A that way ("gather" or "tma",
     :attr:`~.catalogue.KernelBase.IM2COL`); ``operand_elems``: the elements the operands hold
-where that is not (M + N) K (the memory-bound rule's count). Other ``options`` (grid, splits, groups, ...) go
-    to the scheduler.
+    where that is not (M + N) K (the memory-bound rule's count). Other ``options`` (grid,
+    splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)

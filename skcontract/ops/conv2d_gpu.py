@@ -89,7 +89,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     place is remembered for :func:`warm_conv2d` (None: not remembered)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    ops = _TorchOps() if is_torch(input) else _CupyOps()
+    ops = _ops_for(input)
     batched = len(input.shape) == 4
     x = input if batched else input[None]
     X, Wt = describe(x), describe(weight)
@@ -108,7 +108,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     cp = padded_channels(g, X.dtype)
     if cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
         xs = ops.pad_channels(ops.permute(x, (0, 2, 3, 1)), cp)
-        w_ops = _TorchOps() if is_torch(weight) else _CupyOps()
+        w_ops = _ops_for(weight)
         ws = w_ops.pad_channels(w_ops.permute(weight, (0, 2, 3, 1)), cp)
         g = g._replace(c=cp)
         view = InputView(describe(xs).ptr, g.h * g.w * cp, g.w * cp, cp)
@@ -123,7 +123,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         ldb = _filter_rows(Wt, g)
         ws = weight
         if ldb is None:
-            w_ops = _TorchOps() if is_torch(weight) else _CupyOps()
+            w_ops = _ops_for(weight)
             ws = w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
             Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
     out = ops.empty((g.n, g.p, g.q, g.k), x)
@@ -147,6 +147,11 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
                                    batched)
     del xs, ws  # held until the launch is queued (the stream orders their reuse)
     return _as_caller(ops, out, channels_last, batched)
+
+
+def _ops_for(a):
+    """The array operations of ``a``'s library (torch or CuPy)."""
+    return _TorchOps() if is_torch(a) else _CupyOps()
 
 
 def _stride(op, axis: int) -> int:
