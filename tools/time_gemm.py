@@ -6,8 +6,9 @@
 Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
 of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever the tree;
 ``--peer`` adds torch.matmul (cuBLAS) on the same operands, timed by torch's graph replay,
-and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) / ``--reduction`` force a schedule mode,
-an entry or a fixup protocol.
+and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) / ``--reduction`` / ``--grid`` force a
+schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
+combination is timed (one line each; a combination the scheduler refuses prints its error).
 16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
 whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
 device session compares them on the same machine state.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -33,17 +35,22 @@ def _timing():
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.time_gemm")
-    p.add_argument("--shapes", required=True, help="comma list of MxNxK")
+    p.add_argument("--shapes", required=True, help="comma list of MxNxK or BxMxNxK")
     p.add_argument("--dtypes", default="float32,float64")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--tag", default="")
     p.add_argument("--peer", action="store_true", help="also time torch.matmul")
-    p.add_argument("--mode", default="auto")
-    p.add_argument("--tile", default=None, help="BMxBNxBK of the entry to force")
-    p.add_argument("--reduction", default=None, choices=("deterministic", "arrival", "atomic"),
-                   help="default: gemm's")
+    p.add_argument("--mode", default="auto", help="comma list of modes")
+    p.add_argument("--tile", default=None, help="comma list of BMxBNxBK entries to force")
+    p.add_argument("--reduction", default=None,
+                   help="comma list of deterministic, arrival, atomic (default: gemm's)")
+    p.add_argument("--grid", default=None, help="comma list of grids to force")
     args = p.parse_args(argv)
-    tile = None if args.tile is None else tuple(int(x) for x in args.tile.split("x"))
+    tiles = [None] if args.tile is None else [tuple(int(x) for x in t.split("x"))
+                                              for t in args.tile.split(",")]
+    reductions = [None] if args.reduction is None else args.reduction.split(",")
+    grids = [None] if args.grid is None else [int(g) for g in args.grid.split(",")]
+    combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids))
     import cupy  # optional dependency: this tool times the GPU
 
     # imported here, after PYTHONPATH picked the tree to time; both trees are timed by this
@@ -53,40 +60,60 @@ def main(argv=None) -> int:
     timing = _timing()
 
     stream = cupy.cuda.Stream(non_blocking=True)
-    forced = {} if args.reduction is None else {"reduction": args.reduction}
     for shape in args.shapes.split(","):
-        m, n, k = (int(x) for x in shape.split("x"))
+        dims = [int(x) for x in shape.split("x")]
+        batch, (m, n, k) = (dims[0] if len(dims) == 4 else 1), dims[-3:]
         for dtype in args.dtypes.split(","):
-            a, b, c = _operands(m, n, k, dtype, args.peer)
-            calls = timing.calls_for(2.0 * m * n * k)
-            us = timing.device_time_us(lambda: gemm(a, b, c, mode=args.mode, tile=tile,
-                                                    **forced),
-                                       stream, calls, args.reps)
-            row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
-                   "dtype": dtype, "us": us, "tflops": 2e-6 * m * n * k / us}
+            a, b, c = _operands(batch, m, n, k, dtype, args.peer)
+            calls = timing.calls_for(2.0 * batch * m * n * k)
+            row = {}
+            for mode, tile, reduction, grid in combos:
+                forced = {"tile": tile, "grid": grid}
+                if reduction is not None:
+                    forced["reduction"] = reduction
+                row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
+                       "dtype": dtype, "mode": mode, **{k_: v for k_, v in forced.items()
+                                                        if v is not None}}
+                try:
+                    us = timing.device_time_us(
+                        lambda: gemm(a, b, c, mode=mode, **forced), stream, calls, args.reps)
+                except Exception as e:  # noqa: BLE001 - report the refused combination
+                    print(json.dumps({**row, "error": f"{type(e).__name__}: {e}"}),
+                          flush=True)
+                    continue
+                row.update(us=us, tflops=2e-6 * batch * m * n * k / us)
+                if len(combos) > 1:
+                    print(json.dumps(row), flush=True)
             if args.peer:
                 import torch  # the peer
-                row["torch_us"] = timing.torch_graph_us(lambda: torch.matmul(a, b, out=c),
-                                                        calls, args.reps)
-                row["vs_torch"] = row["torch_us"] / us
-            print(json.dumps(row), flush=True)
+                peer_us = timing.torch_graph_us(lambda: torch.matmul(a, b, out=c), calls,
+                                                args.reps)
+                if len(combos) > 1:  # the peer on its own line
+                    row = {"tag": args.tag, "shape": shape, "dtype": dtype}
+                row.update(torch_us=peer_us)
+                if "us" in row:
+                    row["vs_torch"] = peer_us / row["us"]
+            if len(combos) == 1 or args.peer:
+                print(json.dumps(row), flush=True)
     return 0
 
 
-def _operands(m, n, k, dtype, use_torch):
-    """Random A (m x k), B (k x n) and an output C, as torch tensors for 16-bit dtypes or a
-    torch peer, else CuPy arrays."""
+def _operands(batch, m, n, k, dtype, use_torch):
+    """Random A (m x k), B (k x n) and an output C (each with a leading batch dimension when
+    ``batch > 1``), as torch tensors for 16-bit dtypes or a torch peer, else CuPy arrays."""
+    lead = (batch,) if batch > 1 else ()
     if use_torch or dtype in ("float16", "bfloat16"):
         import torch  # the peer, and CuPy has no bfloat16
         g = torch.Generator(device="cuda").manual_seed(0)
         dt = getattr(torch, dtype)
-        a = torch.randn(m, k, device="cuda", generator=g).to(dt)
-        b = torch.randn(k, n, device="cuda", generator=g).to(dt)
-        return a, b, torch.empty(m, n, device="cuda", dtype=dt)
+        a = torch.randn(*lead, m, k, device="cuda", generator=g).to(dt)
+        b = torch.randn(*lead, k, n, device="cuda", generator=g).to(dt)
+        return a, b, torch.empty(*lead, m, n, device="cuda", dtype=dt)
     import cupy  # optional dependency: this tool times the GPU
     rs = cupy.random.RandomState(0)
-    return (rs.standard_normal((m, k)).astype(dtype), rs.standard_normal((k, n)).astype(dtype),
-            cupy.empty((m, n), dtype=dtype))
+    return (rs.standard_normal(lead + (m, k)).astype(dtype),
+            rs.standard_normal(lead + (k, n)).astype(dtype),
+            cupy.empty(lead + (m, n), dtype=dtype))
 
 
 if __name__ == "__main__":

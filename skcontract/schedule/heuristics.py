@@ -196,10 +196,12 @@ def iteration_cost(tile, dtype, model: CostModel, efficiency: float | None = Non
     return model.c * vol * eff * model.dtype_slowdown(dtype)
 
 
-def fixup_costs(tile, acc_dtype, model: CostModel) -> tuple[float, float]:
-    """(b, d) scaled from a 128x128 fp32 partial tile to ``tile`` and ``acc_dtype``."""
+def fixup_costs(tile, acc_dtype, model: CostModel,
+                fixup_cost: float = 1.0) -> tuple[float, float]:
+    """(b, d) scaled from a 128x128 fp32 partial tile to ``tile`` and ``acc_dtype``, times
+    the kernel's own ``fixup_cost`` (its catalogue entry's; 1: the model's)."""
     bm, bn, _ = tile
-    scale = bm * bn * np.dtype(acc_dtype).itemsize / (128 * 128 * 4.0)
+    scale = fixup_cost * bm * bn * np.dtype(acc_dtype).itemsize / (128 * 128 * 4.0)
     return model.b * scale, model.d * scale
 
 
@@ -239,8 +241,10 @@ class RowCosts:
 
 
 def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: CostModel,
-              efficiency: float | None = None, share: int = 1) -> RowCosts:
-    """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM."""
+              efficiency: float | None = None, share: int = 1,
+              fixup_cost: float = 1.0) -> RowCosts:
+    """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM;
+    ``efficiency`` and ``fixup_cost``: the kernel's own (for the big tile)."""
     bk = tile[2]
     flags = table[:, T.FLAGS]
     tiles = np.where(flags & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
@@ -249,7 +253,7 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
     c_big = iteration_cost(tile, dtype, model, efficiency) * share
     c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
                else c_big)
-    b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model))
+    b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model, fixup_cost))
     b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model))
                   if small_tile is not None else (b_big, d_big))
     peers = table[:, T.PEERS].astype(np.int64)
@@ -265,16 +269,19 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
 
 
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
-            dtype, acc_dtype, device, efficiency: float | None = None) -> Prediction:
+            dtype, acc_dtype, device, efficiency: float | None = None,
+            fixup_cost: float = 1.0) -> Prediction:
     """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
-    :func:`iteration_cost` (for the big tile)."""
+    :func:`iteration_cost` and ``fixup_cost`` as in :func:`fixup_costs` (for the big
+    tile)."""
     model = cost_of(device)
     resident = device.resident_ctas
     # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
     # share its math units, so each of them takes ctas_per_sm times as long. They share its
     # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
-    rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share)
+    rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share,
+                   fixup_cost)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
     per_cta_compute = np.bincount(cta, weights=rc.compute, minlength=grid)
     per_cta = per_cta_compute + np.bincount(cta, weights=rc.fixup, minlength=grid)

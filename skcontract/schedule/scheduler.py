@@ -94,14 +94,14 @@ class _Builder:
         # arrival tables whose CTAs are all resident let the peers share the final sum
         shared = reduction == ARRIVAL and raw.grid <= self.device.resident_ctas
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
-        eff = self.option.efficiency
+        eff, fix = self.option.efficiency, self.option.fixup_cost
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
-                       self.problem.acc_dtype, self.device, eff)
+                       self.problem.acc_dtype, self.device, eff, fix)
         note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
-                        pred.efficiency, pred.waves, tile_efficiency=eff)
+                        pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix)
 
     # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):

@@ -253,12 +253,15 @@ class TileOption:
     of tile volume relative to the reference tile (None: the cost model's own estimate for
     the shape). ``small_tiles``: (BM, BN) latency tiles the same launch can also run, which
     HyTiS needs; a kernel that runs one tile shape per launch offers none.
+    ``fixup_cost``: its cost of writing and merging a partial tile relative to the cost
+    model's (``b`` and ``d``).
     """
 
     tile: tuple
     ctas_per_sm: int = 1
     efficiency: float | None = None
     small_tiles: tuple | None = None
+    fixup_cost: float = 1.0
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)
@@ -323,6 +326,7 @@ class Schedule:
     waves: float = float("nan")
     candidates: tuple = field(default=())
     tile_efficiency: float | None = None  # the kernel's own cost-model efficiency, if given
+    fixup_cost: float = 1.0  # the kernel's own partial-tile cost relative to the model's
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode(self.mode))

@@ -220,7 +220,8 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
     the whole catalogue."""
     r = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200())
     assert catalogue.memory_bound(m, n) == streams
-    assert r.base.streams == streams
+    offered = {tuple(c.tile[:2]) for c in r.schedule.candidates}
+    assert (offered == {catalogue.WGMMA_STREAMING_TILE}) == streams
     if streams:
         assert r.base.tile[:2] == catalogue.WGMMA_STREAMING_TILE
         forced = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200(),
@@ -277,3 +278,20 @@ def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit():
 def test_kmajor_boxes_stop_at_the_operand(rows, tile_rows, box):
     from skcontract.kernels.tma import kmajor_box_rows
     assert kmajor_box_rows(rows, tile_rows) == box
+
+
+def test_the_wgmma_fixup_cost_prices_its_partial_tiles():
+    """Wgmma entries carry their family's partial-tile cost into the schedule, and the
+    prediction charges it: the same split table costs more with it than at the model's."""
+    from skcontract.schedule.heuristics import predict
+    s = resolve_gemm(GemmProblem(256, 256, 32768, dtype="float16"), DeviceInfo.h200(),
+                     mode="stream_k", tile=(128, 128, 64)).schedule
+    assert s.fixup_cost == catalogue.WGMMA_FIXUP_COST > 1
+    args = (s.table, s.cta_offsets, s.grid, s.tile, s.small_tile, "float16", s.acc_dtype,
+            s.device.with_occupancy(1), s.tile_efficiency)
+    assert predict(*args, fixup_cost=s.fixup_cost).time_us == \
+        pytest.approx(s.predicted_time_us)
+    assert predict(*args).time_us < s.predicted_time_us
+    portable = resolve_gemm(GemmProblem(256, 256, 32768, dtype="float32"), DeviceInfo.h200(),
+                            mode="stream_k").schedule
+    assert portable.fixup_cost == 1.0
