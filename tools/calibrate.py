@@ -108,9 +108,12 @@ def cta_features(s) -> np.ndarray:
     if s.small_tile is not None:
         raise ValueError("calibration does not handle HyTiS schedules (two tile sizes)")
     # the model's own terms (heuristics.row_costs) under unit constants: b and d come out
-    # as partial-tile counts scaled to a 128x128 fp32 tile, c as plain k-iterations
+    # as partial-tile counts scaled to a 128x128 fp32 tile and by the entry's fixup cost
+    # (so the fitted b and d stay the model's, which each family scales), c as plain
+    # k-iterations
     unit = CostModel(a=0.0, b=1.0, c=1.0, d=1.0)
-    rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0)
+    rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0,
+                   fixup_cost=s.fixup_cost)
     part, merge, iters = rc.write, rc.d * (rc.chain + rc.pooled), rc.iters
     cta = np.repeat(np.arange(s.grid), np.diff(s.cta_offsets))
     f = np.stack([np.bincount(cta, weights=w.astype(float), minlength=s.grid)

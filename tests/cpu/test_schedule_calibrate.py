@@ -25,7 +25,7 @@ def _rows(model: CostModel, dtype="float16"):
             dev = C.measurement_device(dtype, cost=model)
             from skcontract.schedule.heuristics import predict
             r["us"] = predict(s.table, s.cta_offsets, s.grid, s.tile, None, dtype,
-                              s.acc_dtype, dev, s.tile_efficiency).time_us
+                              s.acc_dtype, dev, s.tile_efficiency, s.fixup_cost).time_us
             rows.append(r)
     return rows
 
