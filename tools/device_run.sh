@@ -73,7 +73,8 @@ for step in $STEPS; do
 import json, sys, collections
 d = collections.defaultdict(list)
 for l in sys.stdin:
-    r = json.loads(l); d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
+    r = json.loads(l)
+    if 'us' in r: d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
 for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}' for x in v))";;
     conv)
       timeout ${CONV_S:-200} python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv.log" 2>&1

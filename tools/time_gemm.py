@@ -8,7 +8,8 @@ of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever
 ``--peer`` adds torch.matmul (cuBLAS) on the same operands, timed by torch's graph replay,
 and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) / ``--reduction`` / ``--grid`` force a
 schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
-combination is timed (one line each; a combination the scheduler refuses prints its error).
+combination is timed (one line each, carrying the peer's time when there is one; a
+combination the scheduler refuses prints its error).
 16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
 whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
 device session compares them on the same machine state.
@@ -63,37 +64,28 @@ def main(argv=None) -> int:
     for shape in args.shapes.split(","):
         dims = [int(x) for x in shape.split("x")]
         batch, (m, n, k) = (dims[0] if len(dims) == 4 else 1), dims[-3:]
+        flops = 2.0 * batch * m * n * k
         for dtype in args.dtypes.split(","):
             a, b, c = _operands(batch, m, n, k, dtype, args.peer)
-            calls = timing.calls_for(2.0 * batch * m * n * k)
-            row = {}
-            for mode, tile, reduction, grid in combos:
-                forced = {"tile": tile, "grid": grid}
-                if reduction is not None:
-                    forced["reduction"] = reduction
-                row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
-                       "dtype": dtype, "mode": mode, **{k_: v for k_, v in forced.items()
-                                                        if v is not None}}
-                try:
-                    us = timing.device_time_us(
-                        lambda: gemm(a, b, c, mode=mode, **forced), stream, calls, args.reps)
-                except Exception as e:  # noqa: BLE001 - report the refused combination
-                    print(json.dumps({**row, "error": f"{type(e).__name__}: {e}"}),
-                          flush=True)
-                    continue
-                row.update(us=us, tflops=2e-6 * batch * m * n * k / us)
-                if len(combos) > 1:
-                    print(json.dumps(row), flush=True)
+            calls = timing.calls_for(flops)
+            peer = {}
             if args.peer:
                 import torch  # the peer
-                peer_us = timing.torch_graph_us(lambda: torch.matmul(a, b, out=c), calls,
-                                                args.reps)
-                if len(combos) > 1:  # the peer on its own line
-                    row = {"tag": args.tag, "shape": shape, "dtype": dtype}
-                row.update(torch_us=peer_us)
-                if "us" in row:
-                    row["vs_torch"] = peer_us / row["us"]
-            if len(combos) == 1 or args.peer:
+                peer["torch_us"] = timing.torch_graph_us(
+                    lambda: torch.matmul(a, b, out=c), calls, args.reps)
+            for mode, tile, reduction, grid in combos:
+                forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
+                                              ("reduction", reduction)) if v is not None}
+                row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
+                       "dtype": dtype, "mode": mode, **forced, **peer}
+                try:
+                    us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
+                                               stream, calls, args.reps)
+                    row.update(us=us, tflops=flops * 1e-6 / us)
+                    if peer:
+                        row["vs_torch"] = peer["torch_us"] / us
+                except Exception as e:  # noqa: BLE001 - report the refused combination
+                    row["error"] = f"{type(e).__name__}: {e}"
                 print(json.dumps(row), flush=True)
     return 0
 

@@ -244,7 +244,8 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
               efficiency: float | None = None, share: int = 1,
               fixup_cost: float = 1.0) -> RowCosts:
     """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM;
-    ``efficiency`` and ``fixup_cost``: the kernel's own (for the big tile)."""
+    ``efficiency``: the kernel's own for the big tile; ``fixup_cost``: the kernel's own, for
+    both tiles (one kernel runs them)."""
     bk = tile[2]
     flags = table[:, T.FLAGS]
     tiles = np.where(flags & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
@@ -254,7 +255,7 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
     c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
                else c_big)
     b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model, fixup_cost))
-    b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model))
+    b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model, fixup_cost))
                   if small_tile is not None else (b_big, d_big))
     peers = table[:, T.PEERS].astype(np.int64)
     final = (flags & T.FLAG_FINAL) != 0
