@@ -130,6 +130,72 @@ def padded_channels(g, dtype: str) -> int | None:
     return -(-g.c // vec) * vec
 
 
+class FoldedTaps(NamedTuple):
+    """A convolution of few channels run with each filter row's taps folded into channels
+    (:func:`folded_taps`): ``geometry`` is the convolution the kernels run, over a copy of
+    the input with ``channels`` channels a pixel (zeros past C) and rows ``width`` pixels
+    wide whose first ``left`` are zeros (the left padding, then the image, then zeros)."""
+
+    geometry: tuple
+    channels: int
+    width: int
+    left: int
+
+    @property
+    def taps(self) -> int:
+        """Taps of a folded filter row: S, then zero taps up to whole channel blocks."""
+        return self.geometry.c // self.channels
+
+    @property
+    def input_strides(self) -> tuple[int, int, int]:
+        """The image, row and column strides in elements of the view the kernels read: a
+        column is one pixel of the copy, so consecutive columns' channels overlap."""
+        row = self.width * self.channels
+        return self.geometry.h * row, row, self.channels
+
+
+@functools.lru_cache(maxsize=256)
+def folded_taps(g, dtype: str, device: DeviceInfo) -> FoldedTaps | None:
+    """How a convolution of few channels (:func:`padded_channels`) runs on the TMA entry, or
+    None where it does not pay.
+
+    With its input copied to rows of zero-padded pixels (the left and right padding written
+    as zeros), the S taps of one filter row read consecutive pixels: ``S * channels``
+    contiguous elements. So the kernels run a convolution with one tap a row (S = 1) over a
+    view of that copy whose pixel at column w holds the channels of pixels w, w + 1, ...
+    (the view's pixels overlap; its channel stride is one pixel), the filters copied to
+    match (a row's taps then channels, zeros up to whole 64-channel blocks). A k-tile is
+    then a filter row of one block (the stem, 7 x 7 taps of 3 channels padded to 8: 7
+    k-tiles of 64, K = 448) where the plain TMA entry pays a block for each of the 49 taps
+    (K = 3136) and the gathering entry loads 16 bytes at a time on the portable mainloop.
+    Taken where the TMA entry has the dtype and the folded convolution's predicted time is
+    below the padded one's; dilation along W spreads a row's taps, so it is not folded.
+
+    >>> from skcontract.ops.conv2d import conv_geometry
+    >>> stem = conv_geometry((32, 3, 224, 224), (64, 3, 7, 7), stride=2, padding=3)
+    >>> f = folded_taps(stem, "float16", DeviceInfo.h200())
+    >>> f.geometry.c, f.geometry.s, f.geometry.w, f.geometry.padding, f.channels, f.width
+    (64, 1, 223, (3, 3, 0, 0), 8, 230)
+    >>> f.geometry.problem().k, (f.geometry.p, f.geometry.q) == (stem.p, stem.q)
+    (448, True)
+    """
+    channels = padded_channels(g, dtype)
+    if channels is None or g.dilation[1] != 1:
+        return None
+    block = tma_channel_block(dtype)
+    taps = -(-g.s * channels // block) * block // channels
+    top, bottom, left, _ = g.padding
+    span = (g.q - 1) * g.stride[1] + 1  # the view's columns: a window starts at each
+    width = max(left + g.w, span - 1 + taps)
+    folded = g._replace(c=taps * channels, w=span, s=1, padding=(top, bottom, 0, 0),
+                        dilation=(g.dilation[0], 1))
+    if not uses_tma(folded, dtype, device):
+        return None
+    folded_us = resolve_conv(folded, dtype, device).schedule.predicted_time_us
+    padded_us = resolve_conv(g._replace(c=channels), dtype, device).schedule.predicted_time_us
+    return FoldedTaps(folded, channels, width, left) if folded_us < padded_us else None
+
+
 def operand_elems(g) -> int:
     """The elements one group's implicit GEMM reads: its input channels of every pixel (A,
     each read up to R x S times; no more than A's M x K when strides skip pixels) and its

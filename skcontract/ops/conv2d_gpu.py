@@ -8,7 +8,9 @@ What is read in place and what is copied:
 * an input of few channels that do not fill 16-byte vectors (a stem's 3) is copied, with
   its filters, to NHWC with the channels zero-padded until they do
   (:func:`~skcontract.kernels.conv.padded_channels`), so that the kernels load 16 bytes at a
-  time instead of gathering elements;
+  time instead of gathering elements; where the TMA entry takes it, the copy's rows also
+  carry the left and right padding as zeros and the filters' rows are folded into channels
+  (:func:`~skcontract.kernels.conv.folded_taps`);
 * the filters are read in place when each filter's (R, S, C / groups) is dense with the
   channels fastest (``channels_last`` weights); otherwise they are copied to that layout;
 * the kernels write a dense NHWC output: a channels-last input gets it as its (N, K, P, Q)
@@ -20,7 +22,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..interop import is_torch
-from ..kernels.conv import InputView, conv_launch, padded_channels
+from ..kernels.conv import InputView, conv_launch, folded_taps, padded_channels
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
 
@@ -105,11 +107,18 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         out = ops.empty((g.n, g.p, g.q, g.k), x)
         return _as_caller(ops, out, channels_last, batched)
     stream = ops.stream(dev)
+    device = device_info(dev)
     cp = padded_channels(g, X.dtype)
-    if cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
-        xs = ops.pad_channels(ops.permute(x, (0, 2, 3, 1)), cp)
+    fold = folded_taps(g, X.dtype, device) if cp is not None else None
+    if fold is not None:  # few channels, each filter row's taps folded into channels
+        xs, ws = folded_copies(ops, _ops_for(weight), x, weight, g, fold)
+        view = InputView(describe(xs).ptr, *fold.input_strides)
+        g = fold.geometry
+        Wt, ldb = describe(ws), g.r * g.c
+    elif cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
+        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), cp)
         w_ops = _ops_for(weight)
-        ws = w_ops.pad_channels(w_ops.permute(weight, (0, 2, 3, 1)), cp)
+        ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), cp)
         g = g._replace(c=cp)
         view = InputView(describe(xs).ptr, g.h * g.w * cp, g.w * cp, cp)
         Wt, ldb = describe(ws), g.r * g.s * cp
@@ -136,7 +145,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
             ops.zero(out)
     else:
         launch = conv_launch(g, X.dtype, view, Wt.ptr, ldb, beta=beta, dev=dev,
-                             device=device_info(dev), stream=stream, mode=mode,
+                             device=device, stream=stream, mode=mode,
                              reduction=reduction, tile=tile)
         launch(view.ptr, Wt.ptr, ops.ptr(out), stream)
         key = None
@@ -147,6 +156,18 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
                                    batched)
     del xs, ws  # held until the launch is queued (the stream orders their reuse)
     return _as_caller(ops, out, channels_last, batched)
+
+
+def folded_copies(ops, w_ops, x, weight, g, fold):
+    """The copies a folded convolution (:func:`~skcontract.kernels.conv.folded_taps`) reads,
+    made with ``ops`` / ``w_ops`` (the input's and the filters' array operations): the input
+    (N, C, H, W) as (N, H, width, channels) rows, zeros left and right of the image and past
+    its channels; the filters (K, C, R, S) as (K, R, 1, taps * channels), a row's taps then
+    channels, zeros past S taps and C channels."""
+    xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), fold.channels, fold.left,
+                 fold.width - fold.left - g.w)
+    ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), fold.channels, 0, fold.taps - g.s)
+    return xs, ws.reshape((g.k, g.r, 1, fold.geometry.c))
 
 
 def _ops_for(a):
@@ -196,20 +217,22 @@ def _as_caller(ops, out, channels_last: bool, batched: bool):
 
 
 class _CupyOps:
-    """The few array operations the GPU path needs, on CuPy arrays."""
+    """The few array operations the GPU path needs, on CuPy arrays (or on NumPy's, which
+    share the API: ``xp``, for the CPU tests of the copies)."""
 
-    def __init__(self):
-        import cupy  # optional dependency: only the GPU path needs CuPy
-        self.cupy = cupy
+    def __init__(self, xp=None):
+        if xp is None:
+            import cupy as xp  # optional dependency: only the GPU path needs CuPy
+        self.xp = xp
 
     def permute(self, a, axes):
         return a.transpose(axes)
 
     def contiguous(self, a):
-        return self.cupy.ascontiguousarray(a)
+        return self.xp.ascontiguousarray(a)
 
     def empty(self, shape, like):
-        return self.cupy.empty(shape, like.dtype)
+        return self.xp.empty(shape, like.dtype)
 
     def fill_rows(self, out, row):
         out[...] = row
@@ -217,17 +240,19 @@ class _CupyOps:
     def ptr(self, a) -> int:
         return a.data.ptr
 
-    def pad_channels(self, a, channels):
-        """A dense copy of ``a`` with its last axis zero-padded to ``channels``."""
-        out = self.cupy.zeros(a.shape[:-1] + (channels,), a.dtype)
-        out[..., :a.shape[-1]] = a
+    def pad(self, a, channels, left=0, right=0):
+        """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to
+        ``channels`` and ``left`` / ``right`` columns of zeros around its W."""
+        *outer, w, c = a.shape
+        out = self.xp.zeros((*outer, left + w + right, channels), a.dtype)
+        out[..., left:left + w, :c] = a
         return out
 
     def zero(self, out):
         out.fill(0)
 
     def stream(self, device: int):
-        return self.cupy.cuda.get_current_stream()
+        return self.xp.cuda.get_current_stream()
 
 
 class _TorchOps:
@@ -254,9 +279,11 @@ class _TorchOps:
     def ptr(self, a) -> int:
         return a.data_ptr()
 
-    def pad_channels(self, a, channels):
-        """A dense copy of ``a`` with its last axis zero-padded to ``channels``."""
-        return self.torch.nn.functional.pad(a, (0, channels - a.shape[-1])).contiguous()
+    def pad(self, a, channels, left=0, right=0):
+        """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to
+        ``channels`` and ``left`` / ``right`` columns of zeros around its W."""
+        return self.torch.nn.functional.pad(
+            a, (0, channels - a.shape[-1], left, right)).contiguous()
 
     def zero(self, out):
         out.zero_()

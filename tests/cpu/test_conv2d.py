@@ -2,12 +2,15 @@
 strided windows), over random shapes and every argument form; every error."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skcontract import conv2d
+from skcontract.schedule import DeviceInfo
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import DlpackOnly, direct
 
@@ -216,6 +219,57 @@ def test_channel_padding_stops_at_its_limit():
     past = conv_geometry((1, CHANNEL_PAD_MAX + 1, 9, 9), (6, CHANNEL_PAD_MAX + 1, 3, 3))
     assert padded_channels(at, "float16") == -(-(CHANNEL_PAD_MAX - 1) // 8) * 8
     assert padded_channels(past, "float16") is None
+
+
+# (N, C, H, W, K, R, S, stride, padding, dilation): few channels, so padded_channels applies
+FOLD_CASES = [
+    (2, 3, 23, 23, 16, 7, 7, 2, 3, 1),             # the stem's shape, small
+    (1, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1),     # uneven stride and padding
+    (2, 3, 9, 10, 8, 3, 11, 1, (1, 5), (2, 1)),    # a row past one 64-channel block
+    (1, 4, 6, 8, 8, 2, 2, 3, 0, 1),                # stride past the taps: columns skipped
+]
+
+
+@pytest.mark.parametrize("case", FOLD_CASES, ids=lambda c: "x".join(map(str, c[:7])))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_folded_taps_compute_the_same_convolution(case, dtype):
+    """The folded copies, read through the overlapping view the kernels are given, make the
+    folded geometry's convolution equal the original one (float64 NumPy stand-ins for the
+    device arrays, the same copy code)."""
+    from skcontract.kernels.conv import folded_taps
+    from skcontract.ops.conv2d_gpu import _CupyOps, folded_copies
+    n, c, h, w, k, r, s, stride, padding, dilation = case
+    g = conv_geometry((n, c, h, w), (k, c, r, s), stride, padding, dilation)
+    fold = folded_taps(g, dtype, DeviceInfo.h200())
+    assert fold is not None and fold.geometry.s == 1 and fold.geometry.c % 64 == 0
+    f = fold.geometry
+    assert (f.p, f.q, f.k, f.n, f.h) == (g.p, g.q, g.k, g.n, g.h)
+    rng = np.random.default_rng(7)
+    x, wt = rng.standard_normal((n, c, h, w)), rng.standard_normal((k, c, r, s))
+    ops = _CupyOps(np)
+    xs, ws = folded_copies(ops, ops, x, wt, g, fold)
+    assert xs.shape == (n, h, fold.width, fold.channels) and ws.shape == (k, r, 1, f.c)
+    item = xs.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        xs, (n, f.h, f.w, f.c), tuple(v * item for v in fold.input_strides) + (item,))
+    # every element the view reads lies inside the copy
+    last = sum((e - 1) * st for e, st in zip(view.shape, view.strides)) // item
+    assert last < xs.size
+    got = direct(view.transpose(0, 3, 1, 2), ws.transpose(0, 3, 1, 2), None, f.stride,
+                 f.padding, f.dilation, 1)
+    want = direct(x, wt, None, g.stride, g.padding, g.dilation, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_taps_are_not_folded_where_the_tma_entry_does_not_run():
+    from skcontract.kernels.conv import folded_taps
+    stem = conv_geometry((1, 3, 23, 23), (16, 3, 7, 7), stride=2, padding=3)
+    ampere = dataclasses.replace(DeviceInfo.h200(), compute_capability=(8, 0))
+    assert folded_taps(stem, "float32", DeviceInfo.h200()) is None   # no TMA entry
+    assert folded_taps(stem._replace(dilation=(1, 2)), "float16", DeviceInfo.h200()) is None
+    aligned = conv_geometry((1, 16, 9, 9), (8, 16, 3, 3))
+    assert folded_taps(aligned, "float16", DeviceInfo.h200()) is None  # not padded
+    assert folded_taps(stem, "float16", ampere) is None
 
 
 def test_filters_copy_in_vectors_only_from_aligned_addresses():

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
+from skcontract.kernels.conv import folded_taps
 from skcontract.kernels.launch import record_launches
+from skcontract.kernels.resolve import device_info
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import DlpackOnly, direct
@@ -167,6 +169,30 @@ def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
         with record_launches() as launches:
             got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
         assert launches[0].kernel.startswith(family), (case, launches[0].kernel)
+        _check(got, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_hopper_folds_the_taps_of_few_channel_rows(layout, dtype):
+    """On compute capability 9.0 a convolution of few channels (the stem's 3, 7 x 7 taps,
+    stride 2; a row of 11 taps past one 64-channel block, with dilation along H) runs on the
+    Wgmma entry with each filter row's taps folded into channels (kernels.conv.folded_taps),
+    reading its copy through the overlapping view."""
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the Wgmma family needs compute capability 9.0")
+    for case in ((2, 3, 30, 27, 16, 7, 7, 2, 3, 1, 1),
+                 (2, 3, 9, 10, 8, 3, 11, 1, (1, 5), (2, 1), 1)):
+        n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+        x, wt, b = _operands(case, dtype, seed=5)
+        g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
+        assert folded_taps(g, dtype, device_info(cupy.cuda.runtime.getDevice())) is not None
+        ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+        xd, wd, bd = _device(x, dtype, layout), _device(wt, dtype, layout), _device(b, dtype)
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
+        assert launches[0].kernel.startswith("wgmma"), (case, launches[0].kernel)
         _check(got, ref, dtype)
 
 
