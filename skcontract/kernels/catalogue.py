@@ -106,9 +106,13 @@ WGMMA_SWIZZLE_BYTES = 128
 MBARRIER_BYTES = 8
 WGMMA_FLAG_BYTES = 16
 """Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
-WGMMA_SPLIT_REGISTERS = 168
-"""Wgmma 128 x 256: 65536 registers over 384 threads, in units of 8: what a thread has at
-launch when the warpgroups trade registers (the kernel's Cfg::SPLIT_REGS)."""
+WGMMA_REGISTER_SPLITS = {1: (168, 40, 232), 2: (80, 32, 104)}
+"""Wgmma entries of two consumer warpgroups whose warpgroups trade registers (setmaxnreg), by
+CTAs an SM: (the registers a thread has at launch: 65536 over the CTAs' threads, in units of
+8; the producer's after the trade; each consumer's), producer + 2 consumers = 3 x launch
+(the kernel's Cfg::SPLIT_REGS, PRODUCER_REGS, CONSUMER_REGS). The 128 x 256 tile trades for
+its 128 accumulators a thread; the paired 128 x 64 so that its fixups fit in registers at
+two CTAs an SM."""
 MEMORY_BOUND_REUSE = 128
 """A product whose operand elements are used fewer times than this on average (2 M N K over
 the elements A and B hold: 2 M N / (M + N) for a GEMM, more for a convolution, whose A
@@ -166,7 +170,10 @@ class KernelBase:
     ``dtype`` is the operand dtype; ``warps_m x warps_n`` warps share the BM x BN tile;
     ``stages`` is the depth of the cp.async pipeline; ``min_cc`` the lowest compute
     capability (major * 10 + minor) the entry is offered on; ``vec16_only`` marks entries that
-    run 16-byte aligned operands only (their element-wise copies would spill).
+    run 16-byte aligned operands only (their element-wise copies would spill); ``min_waves``:
+    the entry is offered only to products whose output tiles fill at least that many waves
+    of its resident CTAs (:meth:`fills_waves`). An entry is named by its tile and its
+    occupancy: two entries of one tile differ in ``ctas_per_sm``.
     """
 
     dtype: str
@@ -180,6 +187,7 @@ class KernelBase:
     efficiency: float = 1.0
     min_cc: int = 0
     vec16_only: bool = False
+    min_waves: float = 0.0
 
     FAMILY: ClassVar[str] = ""
     DTYPES: ClassVar[tuple] = ()
@@ -210,6 +218,8 @@ class KernelBase:
                 raise ValueError(f"{self.FAMILY}.{name} must be a positive int, got {v!r}")
         if self.stages < 2:
             raise ValueError(f"{self.FAMILY}: the pipeline needs at least two stages")
+        if not self.min_waves >= 0:
+            raise ValueError(f"{self.FAMILY}.min_waves must be >= 0, got {self.min_waves!r}")
         self.check()
 
     # -- what a family provides -------------------------------------------------------
@@ -295,6 +305,11 @@ class KernelBase:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
                           fixup_cost=self.FIXUP_COST)
+
+    def fills_waves(self, tiles: int, resident: int) -> bool:
+        """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
+        (the entry's occupancy times the SMs), as the entry needs to be offered."""
+        return tiles >= self.min_waves * resident
 
     def offered_on(self, cc: int | None) -> bool:
         """Whether the launcher offers this entry on compute capability ``cc`` (None: any)."""
@@ -536,11 +551,14 @@ class Wgmma(KernelBase):
             raise ValueError("Wgmma entries need min_cc=90 and vec16_only=True (TMA)")
 
     def cfg_lines(self, spec) -> str:
+        split = self.register_split or (0, 0, 0)
         return (f"  static constexpr int STAGES = {self.stages};\n"
                 f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
-                f"  static constexpr int SPLIT_REGS = {self.launch_registers or 0};\n"
+                f"  static constexpr int SPLIT_REGS = {split[0]};\n"
+                f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
+                f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
 
     @property
@@ -561,11 +579,20 @@ class Wgmma(KernelBase):
         return True  # TMA boxes, not per-thread vectors
 
     @property
+    def register_split(self) -> tuple[int, int, int] | None:
+        """(launch, producer, consumer) registers a thread where the warpgroups trade
+        registers (:data:`WGMMA_REGISTER_SPLITS`): the 128 x 256 tile and the paired
+        128 x 64; None for the others."""
+        trades = self.bm == 128 and (self.bn == 256 or self.ctas_per_sm == 2)
+        return WGMMA_REGISTER_SPLITS[self.ctas_per_sm] if trades else None
+
+    @property
     def launch_registers(self) -> int | None:
-        """Registers a thread the compiled kernel must be launched with: the 128 x 256 tile
-        moves registers from the producer to the consumers (setmaxnreg), which never waits
-        only when the launch allocates the whole register file (sk_wgmma.cuh)."""
-        return WGMMA_SPLIT_REGISTERS if self.bn == 256 and self.bm == 128 else None
+        """Registers a thread the compiled kernel must be launched with: where the
+        warpgroups trade registers (setmaxnreg), an increase never waits only when the
+        launch allocates the whole register file (sk_wgmma.cuh)."""
+        split = self.register_split
+        return split[0] if split else None
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
@@ -614,33 +641,50 @@ FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Do
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
-def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1) -> Wgmma:
+def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
+           min_waves: float = 0.0) -> Wgmma:
     return Wgmma(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm,
-                 efficiency=WGMMA_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True)
+                 efficiency=WGMMA_EFFICIENCY[bm, bn, ctas_per_sm], min_cc=90,
+                 vec16_only=True, min_waves=min_waves)
 
 
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes; the 64-row tiles
     for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half the
     bytes (64 x 128 runs two CTAs an SM); 128 x 64 for shapes of few tiles and products of
-    64 columns (a convolution's 64 output channels); and the streaming 64 x 64
+    64 columns (a convolution's 64 output channels), deep-pipelined alone on an SM for few
+    tiles and paired (:data:`WGMMA_PAIRED_MIN_WAVES`) for many; and the streaming 64 x 64
     (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
     spread over every SM with small partial tiles."""
     return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
             _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
-            _wgmma(dtype, 128, 64, 8), _wgmma(dtype, 64, 64, 13))
+            _wgmma(dtype, 128, 64, 8),
+            _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES),
+            _wgmma(dtype, 64, 64, 13))
 
 
-WGMMA_EFFICIENCY = {(128, 128): 0.37, (128, 256): 0.345, (64, 256): 0.42, (64, 128): 0.42,
-                    (128, 64): 0.5, (64, 64): 0.6}
-"""Wgmma entries' cost-model efficiency by tile: their data-parallel time against the Mma16
+WGMMA_PAIRED_MIN_WAVES = 1.0
+"""The paired 128 x 64 entry (3 stages, two CTAs an SM) is offered only where its tiles
+fill a wave of its resident CTAs: two CTAs on an SM hide each other's epilogue behind their
+mainloops, which pays once every SM has two tiles to run; alone on an SM its three stages
+lose to the eight-stage entry. H200, fp16, the same runs (docs/benchmarks/log.md): paired
+against the eight-stage entry, the stem 103.8 / 112.4 us, 32 x 64 x 56 x 56 3 x 3 24.4 /
+28.0, 32 x 256 x 56 x 56 1 x 1 21.6 / 24.3, 48 x 1024 x 1024 x 64 55.8 / 86.7; but
+1000^3 15.8 / 12.2, 256 x 256 x 32768 26.8 / 22.2, 128 x 4096 x 11008 35.6 / 30.3."""
+
+WGMMA_EFFICIENCY = {(128, 128, 1): 0.37, (128, 256, 1): 0.345, (64, 256, 1): 0.42,
+                    (64, 128, 2): 0.42, (128, 64, 1): 0.5, (128, 64, 2): 0.43,
+                    (64, 64, 1): 0.6}
+"""Wgmma entries' cost-model efficiency by (BM, BN, CTAs an SM): their data-parallel time
+against the Mma16
 entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
 4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
 when every SM runs it. The 64-row tiles' 0.42 is an estimate (one consumer warpgroup a CTA;
 docs/benchmarks/log.md), as are the narrow tiles' 0.5 and 0.6 (more L2 bytes per flop
 again: auto takes them only where a shape has few tiles, or, for 64 x 64, by the
-memory-bound rule)."""
+memory-bound rule). The paired 128 x 64's 0.43 is the eight-stage entry's 0.5 times its
+measured 0.87-0.92 on many-tile convolutions (:data:`WGMMA_PAIRED_MIN_WAVES`)."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),

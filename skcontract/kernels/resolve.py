@@ -83,19 +83,26 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
         bases = tuple(b for b in bases if b.IM2COL == im2col)
-    fits = {b: c for b in bases if (c := ctas_on(b, device)) > 0}
-    bases = tuple(fits)
+    by_entry = {}  # (tile, CTAs an SM) -> entry: what names an entry on this device
+    for b in bases:
+        c = ctas_on(b, device)
+        if c > 0 and b.fills_waves(_tiles(problem, b), c * device.sms):
+            by_entry.setdefault((b.tile, c), b)
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
-        bases = tuple(b for b in bases if b.streams) or bases
-    options_ = [replace(b.option(), ctas_per_sm=fits[b]) for b in bases]
+        by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
+    options_ = [replace(b.option(), ctas_per_sm=c) for (_, c), b in by_entry.items()]
     if not options_:
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")
-    by_tile = {b.tile: b for b in bases}
     schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                 tiles=options_, **options)
-    return Resolved(schedule, by_tile[schedule.tile])
+    return Resolved(schedule, by_entry[schedule.tile, schedule.device.ctas_per_sm])
+
+
+def _tiles(problem: GemmProblem, base: KernelBase) -> int:
+    """Output tiles of ``problem`` on ``base``'s tile."""
+    return problem.batch * -(-problem.m // base.bm) * -(-problem.n // base.bn)
 
 
 def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
@@ -125,13 +132,17 @@ def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
 
 
 def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) -> KernelBase:
-    """The catalogue entry that runs ``schedule`` (the one with its tile; a Dot entry for a
-    memory-bound schedule, whose problem is rows x 1 or 1 x columns)."""
+    """The catalogue entry that runs ``schedule``: the one with its tile and its CTAs an SM
+    (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns)."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
     bases = tuple(dots) + bases_for(dtype, allow_tf32, cc)
-    for b in bases:
-        if b.tile == tuple(schedule.tile):
+    tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
+    same_tile = [b for b in bases if b.tile == tile]
+    # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
+    # SM (the schedule's co-resident CTAs are resident on it too)
+    for b in sorted(same_tile, key=lambda b: ctas_on(b, schedule.device) != ctas):
+        if ctas_on(b, schedule.device) >= ctas:
             return b
     raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} on compute "
                      f"capability {cc} (have {[b.tile for b in bases]})")

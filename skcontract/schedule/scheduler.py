@@ -286,6 +286,11 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     return _finalise(best, built, reason)
 
 
+def _entry(s: Schedule) -> tuple:
+    """What names the kernel entry a schedule plans for: its tile and its CTAs an SM."""
+    return s.tile, s.device.ctas_per_sm
+
+
 def _lower_bound(b: _Builder) -> float:
     """A time no schedule of ``b``'s tile can beat: the launch cost plus its k-iterations
     spread perfectly over the resident CTAs (a schedule's predicted time, and so its
@@ -324,7 +329,7 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             modes = [ALIGNED]
         elif ok:
             rule = rule_mode(ts.n, p, resident)
-            rules[t] = rule
+            rules[_entry(dp)] = rule
             few_waves = ts.n <= STREAM_K_MAX_WAVES * resident
             modes = [] if rule else ([STREAM_K] if few_waves else []) + \
                 ([HYBRID] if ts.n >= resident else []) + ([SPLIT_K] if ts.n < resident else [])
@@ -353,9 +358,9 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
                 allowed.append(s)
         best_key = min(selection_key(x.mode, x.predicted_time_us) for x in allowed)
     best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
-    dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and s.tile == best.tile)
+    dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and _entry(s) == _entry(best))
     if best.mode == DATA_PARALLEL:
-        rule = rules.get(best.tile)
+        rule = rules.get(_entry(best))
         reason = f"auto: {rule}" if rule else "auto: data_parallel is cheapest"
     else:
         speed = dp_same.predicted_time_us / best.predicted_time_us

@@ -52,10 +52,12 @@ def test_each_entry_is_planned_at_its_own_occupancy():
             continue
         r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile,
                      allow_tf32=entry.FAMILY == "Tf32")
-        assert r.base is entry
-        assert r.schedule.device.ctas_per_sm == entry.ctas_per_sm
-        assert r.schedule.grid <= H200.sms * entry.ctas_per_sm
-        assert r.schedule.tile_efficiency == entry.efficiency
+        # a tile names its entry, or its entries of different occupancy (the model picks)
+        assert r.base is entry or (r.base.tile == entry.tile and
+                                   r.base.ctas_per_sm != entry.ctas_per_sm)
+        assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
+        assert r.schedule.grid <= H200.sms * r.base.ctas_per_sm
+        assert r.schedule.tile_efficiency == r.base.efficiency
 
 
 def test_vec16_only_entries_need_aligned_operands_and_hopper():
@@ -94,8 +96,29 @@ def test_catalogue_entries_check_their_family_constraints():
         catalogue.Dmma("float64", 128, 64, 32, 3, 4, 2, mma_k=16, frag="vec")
     with pytest.raises(ValueError, match="takes"):
         catalogue.Mma16("float32", 128, 128, 32, 4, 2, 4)
-    tiles = [(b.dtype, b.tile) for b in catalogue.all_bases() if b.FAMILY != "Tf32"]
-    assert len(tiles) == len(set(tiles)), "one entry per (dtype, tile): the tile names it"
+    entries = [(b.dtype, b.tile, b.ctas_per_sm) for b in catalogue.all_bases()
+               if b.FAMILY != "Tf32"]
+    assert len(entries) == len(set(entries)), "an entry is named by its tile and occupancy"
+    with pytest.raises(ValueError, match="min_waves"):
+        catalogue._wgmma("float16", 128, 64, 3, ctas_per_sm=2, min_waves=-1)
+
+
+@pytest.mark.parametrize("batch,m,n,k,paired", [
+    (1, 1000, 1000, 1000, False),     # 128 tiles of 128 x 64: alone on an SM
+    (1, 256, 256, 32768, False),
+    (48, 1024, 1024, 64, True),       # 6144 tiles: paired on every SM
+    (1, 401408, 64, 448, True),       # the stem's folded implicit GEMM
+])
+def test_the_paired_128x64_entry_needs_a_wave_of_tiles(batch, m, n, k, paired):
+    """Two 128 x 64 entries: eight stages alone on an SM, three stages two an SM. Forced to
+    the tile, auto gets the paired one only where its tiles fill a wave of 264 CTAs, and the
+    entry the schedule maps back to is the one planned (by tile and occupancy)."""
+    from skcontract.kernels.resolve import entry_for
+    r = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype="float16"), H200,
+                     tile=(128, 64, 64))
+    assert r.base.ctas_per_sm == (2 if paired else 1)
+    assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
+    assert entry_for(r.schedule, "float16", False, 90) == r.base
 
 
 def test_step_operands_follow_the_plan_layouts():

@@ -1,6 +1,6 @@
 """GPU correctness of the Wgmma family (sm_90a: TMA + wgmma, warp-specialised).
 
-Both tiles, both 16-bit dtypes, every operand layout, every fixup protocol and mode, edge
+Every tile (the paired 128 x 64 included), both 16-bit dtypes, every operand layout, every fixup protocol and mode, edge
 shapes (one row, K shorter than a k-tile, ragged tiles), batches with broadcast operands,
 bitwise reproducibility, and auto's choice of the family on a Hopper GPU.
 """
@@ -66,6 +66,23 @@ def _run(dtype, batch, m, n, k, layout, tile, mode, reduction, out_order="C", se
 def test_layouts_modes_fixups(dtype, tile, layout, fix):
     for batch, m, n, k in SHAPES:
         _, err = _run(dtype, batch, m, n, k, layout, tile, *fix)
+        assert err <= TOL[dtype], (batch, m, n, k, err)
+
+
+# at least a wave (264 CTAs) of 128 x 64 tiles, ragged in M, N and K: the paired entry's
+PAIRED_SHAPES = [(1, 4224, 520, 520), (3, 1416, 1032, 200)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join(l))
+@pytest.mark.parametrize("fix", FIXUPS, ids=lambda f: "-".join(f))
+def test_the_paired_128x64_entry(dtype, layout, fix):
+    """The paired 128 x 64 entry (three stages, two CTAs an SM, registers traded between the
+    warpgroups) runs every layout, mode and fixup where a wave of its tiles offers it."""
+    for batch, m, n, k in PAIRED_SHAPES:
+        with record_launches() as launched:
+            _, err = _run(dtype, batch, m, n, k, layout, (128, 64, 64), *fix)
+        assert "_c2_" in launched[0].kernel, launched[0].kernel
         assert err <= TOL[dtype], (batch, m, n, k, err)
 
 

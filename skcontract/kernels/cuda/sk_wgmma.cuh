@@ -19,8 +19,9 @@
 // BN (64, 128 or 256), BK (64: one 128-byte swizzle row of 16-bit elements), STAGES,
 // THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
-// whose warpgroups trade registers; 0: no trade), ML (WgmmaTile below). Shared memory:
-// WgmmaSmem.
+// whose warpgroups trade registers; 0: no trade) with PRODUCER_REGS and CONSUMER_REGS (the
+// setmaxnreg targets of the trade: the producer keeps what issuing TMA needs, the consumers
+// take the rest), ML (WgmmaTile below). Shared memory: WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -36,9 +37,6 @@ constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
 constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
 constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
 constexpr int WGMMA_K = 16;
-// setmaxnreg targets of the 128 x 256 tile's register split (Cfg::SPLIT_REGS): the producer
-// keeps what issuing TMA needs, the consumers hold 128 accumulators each.
-constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -383,7 +381,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   // for registers that no one frees.
   constexpr bool SPLIT = Cfg::SPLIT_REGS > 0;
   static_assert(!SPLIT || (Cfg::THREADS == 3 * WARPGROUP &&
-                           PRODUCER_REGS + 2 * CONSUMER_REGS == 3 * Cfg::SPLIT_REGS),
+                           Cfg::PRODUCER_REGS + 2 * Cfg::CONSUMER_REGS == 3 * Cfg::SPLIT_REGS),
                 "the register split is for two consumer warpgroups");
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -404,13 +402,13 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   __syncthreads();
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
-    if constexpr (SPLIT) setmaxnreg_dec<PRODUCER_REGS>();
+    if constexpr (SPLIT) setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     if (threadIdx.x == CONSUMERS)
       wgmma_produce<Cfg>(sm, loads, table, cta_offsets, M, N, tile_order);
     return;
   }
 
-  if constexpr (SPLIT) setmaxnreg_inc<CONSUMER_REGS>();
+  if constexpr (SPLIT) setmaxnreg_inc<Cfg::CONSUMER_REGS>();
   RingCursor at;
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
     Acc acc[ML::NACC];
