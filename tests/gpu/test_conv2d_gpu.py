@@ -159,8 +159,8 @@ def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
     for case, family in (((2, 16, 13, 11, 24, 3, 5, (2, 1), (1, 2), (1, 2), 1), "wgmma"),
                          ((3, 5, 11, 7, 6, 3, 2, (2, 1), (1, 0), 1, 1), "wgmma"),
                          ((1, 20, 7, 7, 8, 3, 3, 1, 1, 1, 1), "mma16"),
-                         # a wave of 128 x 64 tiles: the paired entry (two CTAs an SM)
-                         ((8, 64, 66, 66, 64, 3, 3, 1, 1, 1, 1), "wgmma_c2"),
+                         # a wave of 264 128 x 64 tiles: the paired entry (two CTAs an SM)
+                         ((1, 64, 176, 192, 64, 3, 3, 1, 1, 1, 1), "wgmma_c2"),
                          ((2, 8, 9, 9, 12, 3, 3, 1, "same", 1, 4), "mma16")):
         n, c, h, w, k, r, s, stride, padding, dilation, groups = case
         x, wt, b = _operands(case, dtype, seed=4)
