@@ -134,12 +134,14 @@ class FoldedTaps(NamedTuple):
     """A convolution of few channels run with each filter row's taps folded into channels
     (:func:`folded_taps`): ``geometry`` is the convolution the kernels run, over a copy of
     the input with ``channels`` channels a pixel (zeros past C) and rows ``width`` pixels
-    wide whose first ``left`` are zeros (the left padding, then the image, then zeros)."""
+    wide whose first ``left`` are zeros (the left padding, then the image, then zeros); the
+    view's column q starts at pixel q x ``step`` of a row (the stride along W)."""
 
     geometry: tuple
     channels: int
     width: int
     left: int
+    step: int
 
     @property
     def taps(self) -> int:
@@ -149,9 +151,9 @@ class FoldedTaps(NamedTuple):
     @property
     def input_strides(self) -> tuple[int, int, int]:
         """The image, row and column strides in elements of the view the kernels read: a
-        column is one pixel of the copy, so consecutive columns' channels overlap."""
+        column is ``step`` pixels of the copy, so consecutive columns' channels overlap."""
         row = self.width * self.channels
-        return self.geometry.h * row, row, self.channels
+        return self.geometry.h * row, row, self.step * self.channels
 
 
 @functools.lru_cache(maxsize=256)
@@ -162,38 +164,51 @@ def folded_taps(g, dtype: str, device: DeviceInfo) -> FoldedTaps | None:
     With its input copied to rows of zero-padded pixels (the left and right padding written
     as zeros), the S taps of one filter row read consecutive pixels: ``S * channels``
     contiguous elements. So the kernels run a convolution with one tap a row (S = 1) over a
-    view of that copy whose pixel at column w holds the channels of pixels w, w + 1, ...
-    (the view's pixels overlap; its channel stride is one pixel), the filters copied to
-    match (a row's taps then channels, zeros up to whole 64-channel blocks). A k-tile is
-    then a filter row of one block (the stem, 7 x 7 taps of 3 channels padded to 8: 7
-    k-tiles of 64, K = 448) where the plain TMA entry pays a block for each of the 49 taps
-    (K = 3136) and the gathering entry loads 16 bytes at a time on the portable mainloop.
+    view of that copy whose column q holds the channels of pixels q x stride, q x stride +
+    1, ... (the view's columns overlap), the filters copied to match (a row's taps then
+    channels, zeros up to whole 64-channel blocks). A k-tile is then a filter row of one
+    block (the stem, 7 x 7 taps of 3 channels: 7 k-tiles of 64, K = 448) where the plain
+    TMA entry pays a block for each of the 49 taps (K = 3136) and the gathering entry loads
+    16 bytes at a time on the portable mainloop. The copy's pixels take the fewest channels
+    whose columns start 16 bytes apart (:func:`_fold_channels`; the stem's stride 2: 4).
     Taken where the TMA entry has the dtype and the folded convolution's predicted time is
     below the padded one's; dilation along W spreads a row's taps, so it is not folded.
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> stem = conv_geometry((32, 3, 224, 224), (64, 3, 7, 7), stride=2, padding=3)
     >>> f = folded_taps(stem, "float16", DeviceInfo.h200())
-    >>> f.geometry.c, f.geometry.s, f.geometry.w, f.geometry.padding, f.channels, f.width
-    (64, 1, 223, (3, 3, 0, 0), 8, 230)
+    >>> f.geometry.c, f.geometry.s, f.geometry.w, f.geometry.stride, f.channels, f.width
+    (64, 1, 112, (2, 1), 4, 238)
     >>> f.geometry.problem().k, (f.geometry.p, f.geometry.q) == (stem.p, stem.q)
     (448, True)
     """
-    channels = padded_channels(g, dtype)
-    if channels is None or g.dilation[1] != 1:
+    if padded_channels(g, dtype) is None or g.dilation[1] != 1:
         return None
+    elem = specs.CXX_TYPES[dtype][1]
+    channels, step = _fold_channels(g, elem), g.stride[1]
     block = tma_channel_block(dtype)
     taps = -(-g.s * channels // block) * block // channels
     top, bottom, left, _ = g.padding
-    span = (g.q - 1) * g.stride[1] + 1  # the view's columns: a window starts at each
-    width = max(left + g.w, span - 1 + taps)
-    folded = g._replace(c=taps * channels, w=span, s=1, padding=(top, bottom, 0, 0),
-                        dilation=(g.dilation[0], 1))
+    width = max(left + g.w, (g.q - 1) * step + taps)
+    while (width * channels * elem) % tma.ROW_ALIGN_BYTES:  # rows start 16 bytes apart
+        width += 1
+    folded = g._replace(c=taps * channels, w=g.q, s=1, stride=(g.stride[0], 1),
+                        padding=(top, bottom, 0, 0), dilation=(g.dilation[0], 1))
     if not uses_tma(folded, dtype, device):
         return None
     folded_us = resolve_conv(folded, dtype, device).schedule.predicted_time_us
-    padded_us = resolve_conv(g._replace(c=channels), dtype, device).schedule.predicted_time_us
-    return FoldedTaps(folded, channels, width, left) if folded_us < padded_us else None
+    padded = g._replace(c=padded_channels(g, dtype))
+    padded_us = resolve_conv(padded, dtype, device).schedule.predicted_time_us
+    return FoldedTaps(folded, channels, width, left, step) if folded_us < padded_us else None
+
+
+def _fold_channels(g, elem: int) -> int:
+    """The fewest channels, at least C, with which the folded view's columns (stride-x
+    pixels apart) start on 16-byte boundaries, as TMA's strides must."""
+    channels = g.c
+    while (g.stride[1] * channels * elem) % tma.ROW_ALIGN_BYTES:
+        channels += 1
+    return channels
 
 
 def operand_elems(g) -> int:
