@@ -8,10 +8,13 @@ variant is ``mode`` or ``mode:BMxBNxBK`` (the entry to force). Operands are torc
 channels-last unless ``--nchw``. Prints one JSON line per (layer, dtype, variant): the
 CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's on the same
 operands by the same method, the ratio, and the launch that ran (entry, mode, grid).
+``--reduction`` and ``--grids`` (a comma list, each variant timed at each) force the fixup
+and the grid.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 
@@ -32,7 +35,10 @@ def main(argv=None) -> int:
     p.add_argument("--variants", default="auto", help="comma list of mode[:BMxBNxBK]")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--nchw", action="store_true")
+    p.add_argument("--reduction", default="deterministic", help="the fixup of split tiles")
+    p.add_argument("--grids", default=None, help="comma list of grids to force")
     args = p.parse_args(argv)
+    grids = [None] if args.grids is None else [int(v) for v in args.grids.split(",")]
     import torch  # the peer, and the operands' maker (CuPy has no bfloat16)
     import torch.nn.functional as F
 
@@ -48,16 +54,17 @@ def main(argv=None) -> int:
                 wt = wt.to(memory_format=torch.channels_last)
             calls = calls_for(2.0 * n * c * h * w * k * r * s / stride ** 2)
             cudnn = torch_graph_us(lambda: F.conv2d(x, wt, None, stride, pad), calls, args.reps)
-            for variant in args.variants.split(","):
+            for variant, grid in itertools.product(args.variants.split(","), grids):
                 mode, tile = _variant(variant)
-                run = lambda: conv2d(x, wt, None, stride, pad, mode=mode, tile=tile)  # noqa: E731
+                run = lambda: conv2d(x, wt, None, stride, pad, mode=mode, tile=tile,  # noqa: E731
+                                     reduction=args.reduction, grid=grid)
                 try:
                     with record_launches() as launches:
                         run()
                     us = torch_graph_us(run, calls, args.reps)
                 except (ValueError, RuntimeError) as e:
                     print(json.dumps({"layer": text, "dtype": dtype, "variant": variant,
-                                      "error": str(e)[:200]}), flush=True)
+                                      "grid": grid, "error": str(e)[:200]}), flush=True)
                     continue
                 got = launches[0]
                 print(json.dumps({"layer": text, "dtype": dtype, "variant": variant, "us": us,

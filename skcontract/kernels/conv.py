@@ -252,18 +252,18 @@ class ConvLaunch(NamedTuple):
 
 def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: float, dev: int,
                 device: DeviceInfo, stream, mode: str = "auto",
-                reduction: str = DEFAULT_REDUCTION, tile=None) -> ConvLaunch:
+                reduction: str = DEFAULT_REDUCTION, tile=None, grid=None) -> ConvLaunch:
     """The launch of convolution ``g`` on inputs laid out as ``x`` and filters at ``w_ptr``
     whose output channels are ``ldb`` elements apart (the pointers' 16-byte alignment
     included): made once (schedule, compiled kernel, uploaded table, bound arguments), then
     cached by everything it depends on."""
     a_vec, b_vec = vectors_fit(g, dtype, x, w_ptr, ldb)
     key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
-           None if tile is None else tuple(tile))
+           None if tile is None else tuple(tile), grid)
     cached = _PLANS.get(key)
     if cached is None:
         cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
-                                          stream, mode, reduction, tile)
+                                          stream, mode, reduction, tile, grid)
     return cached
 
 
@@ -275,10 +275,11 @@ def _launch_args(plan, g, x, ldb, beta) -> tuple:
 
 
 def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
-               tile):
+               tile, grid):
     """The :class:`ConvLaunch` of a convolution (see :func:`conv_launch`)."""
+    options = {} if grid is None else {"grid": grid}
     schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
-                                  vec16=a_vec and b_vec)
+                                  vec16=a_vec and b_vec, **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
                             a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
     kernel = jit.get_kernel(spec, dev)

@@ -250,14 +250,14 @@ def _dtype_name(a) -> str:
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
-           mode="auto", reduction="deterministic", tile=None):
+           mode="auto", reduction="deterministic", tile=None, grid=None):
     """A 2-D convolution with torch.nn.functional.conv2d's semantics (see the module).
 
-    ``mode``, ``reduction`` and ``tile`` choose the GPU schedule as for
+    ``mode``, ``reduction``, ``tile`` and ``grid`` choose the GPU schedule as for
     :func:`skcontract.kernels.gemm.gemm` (the CPU ignores them)."""
-    args = (stride, padding, dilation, groups, mode, reduction, tile)
+    args = (stride, padding, dilation, groups, mode, reduction, tile, grid)
     plain = all(_plain(a) for a in args[:4]) and (tile is None or _plain(tile)) and \
-        type(mode) is str and type(reduction) is str
+        (grid is None or _plain(grid)) and type(mode) is str and type(reduction) is str
     if plain:
         hit = warm_conv2d(input, weight, bias, args)
         if hit is not None:
@@ -271,7 +271,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
                          f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
     if where == "gpu":
         return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile,
-                          warm_args=args if plain else None)
+                          grid=grid, warm_args=args if plain else None)
     if is_torch(input):
         return _on_torch_cpu(input, weight, bias, g)
     return _conv2d_cpu(input, weight, bias, g)

@@ -38,7 +38,7 @@ def warm_conv2d(input, weight, bias, args: tuple):
     """A checked earlier call's launch replayed, or None: for torch tensors laid out as an
     earlier call's (shapes, strides, dtypes, devices, 16-byte alignment) that read both in
     place, with the same arguments ``args`` (stride, padding, dilation, groups, mode,
-    reduction, tile), which the caller has checked are plain values (ints, strings, tuples of
+    reduction, tile, grid), which the caller has checked are plain values (ints, strings, tuples of
     ints: equal values mean the same call). Skips what the first call checked and arranged:
     one key, one allocation, one launch. CuPy arrays take the checked path every call."""
     key = warm_key(input, weight, bias, args)
@@ -85,7 +85,7 @@ class _WarmCall(NamedTuple):
 
 
 def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic", tile=None,
-               warm_args=None):
+               grid=None, warm_args=None):
     """The convolution ``g`` (a checked ConvGeometry) of GPU arrays; see the module.
     ``warm_args``: the call's plain arguments, under which a call that reads its operands in
     place is remembered for :func:`warm_conv2d` (None: not remembered)."""
@@ -146,7 +146,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     else:
         launch = conv_launch(g, X.dtype, view, Wt.ptr, ldb, beta=beta, dev=dev,
                              device=device, stream=stream, mode=mode,
-                             reduction=reduction, tile=tile)
+                             reduction=reduction, tile=tile, grid=grid)
         launch(view.ptr, Wt.ptr, ops.ptr(out), stream)
         key = None
         if warm_args is not None and xs is x and ws is weight and len(_WARM) < WARM_CALLS:

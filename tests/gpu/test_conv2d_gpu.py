@@ -149,6 +149,21 @@ def test_every_mode_and_fixup(mode, reduction, dtype):
     _check(got, ref, dtype)
 
 
+def test_a_forced_grid_is_the_launched_grid():
+    case = (1, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1)
+    x, wt, b = _operands(case, "float32", seed=6)
+    g = conv_geometry(x.shape, wt.shape, padding=1)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
+    xd, wd, bd = _device(x, "float32", "NHWC"), _device(wt, "float32"), _device(b, "float32")
+    for grid in (2, 4):  # splits of at least MIN_ITERS_PER_SPLIT of its 36 k-iterations
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd, padding=1, mode="stream_k", reduction="arrival",
+                         grid=grid)
+        assert (launches[0].mode, launches[0].grid) == ("stream_k", grid)
+        _check(got, ref, "float32")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
     """On compute capability 9.0 the Wgmma entry takes 16-bit convolutions whose channels fill
