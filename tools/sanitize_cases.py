@@ -100,9 +100,11 @@ def main() -> int:
         ("float16", (136, 264, 72), "data_parallel", "deterministic", (128, 256, 64), ("F", "F")),
         # a shared sum in groups of peers, its scratch in the idle ring
         ("float16", (64, 128, 16384), "stream_k", "arrival", (64, 128, 64), ("C", "C")),
-        # the paired 128 x 64 (two CTAs an SM, registers traded): four waves of its tiles
-        ("float16", (8448, 1000, 200), "stream_k", "deterministic", (128, 64, 64)),
-        ("float16", (8448, 1000, 200), "stream_k", "arrival", (128, 64, 64), ("F", "C")),
+        # the paired 128 x 64 (two CTAs an SM, registers traded): split tiles whose fixups
+        # wait at 264 CTAs
+        ("float16", (4224, 1100, 2048), "stream_k", "deterministic", (128, 64, 64)),
+        ("float16", (4224, 1100, 2048), "hybrid", "arrival", (128, 64, 64), ("F", "C")),
+        ("float16", (4224, 1100, 2048), "stream_k", "atomic", (128, 64, 64)),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum

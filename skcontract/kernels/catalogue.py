@@ -527,7 +527,11 @@ class Wgmma(KernelBase):
     memory, fp32 accumulators; one producer warpgroup and ``bm / 64`` (1 or 2) consumer
     warpgroups
     (``warps_m`` counts all of their warps, ``warps_n`` is 1). TMA needs 16-byte aligned
-    bases and strides (``vec16_only``); ``bk`` is one 128-byte swizzle row."""
+    bases and strides (``vec16_only``); ``bk`` is one 128-byte swizzle row.
+    ``trades_registers``: the producer gives registers to the two consumer warpgroups
+    (:data:`WGMMA_REGISTER_SPLITS` at the entry's occupancy)."""
+
+    trades_registers: bool = False
 
     FAMILY: ClassVar[str] = "Wgmma"
     DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
@@ -549,6 +553,10 @@ class Wgmma(KernelBase):
             raise ValueError("Wgmma: warps_m counts the consumer and producer warpgroups' warps")
         if self.min_cc < 90 or not self.vec16_only:
             raise ValueError("Wgmma entries need min_cc=90 and vec16_only=True (TMA)")
+        if self.trades_registers and (self.bm != 128 or
+                                      self.ctas_per_sm not in WGMMA_REGISTER_SPLITS):
+            raise ValueError("Wgmma: registers are traded with two consumer warpgroups, at "
+                             f"{sorted(WGMMA_REGISTER_SPLITS)} CTAs an SM")
 
     def cfg_lines(self, spec) -> str:
         split = self.register_split or (0, 0, 0)
@@ -581,10 +589,8 @@ class Wgmma(KernelBase):
     @property
     def register_split(self) -> tuple[int, int, int] | None:
         """(launch, producer, consumer) registers a thread where the warpgroups trade
-        registers (:data:`WGMMA_REGISTER_SPLITS`): the 128 x 256 tile and the paired
-        128 x 64; None for the others."""
-        trades = self.bm == 128 and (self.bn == 256 or self.ctas_per_sm == 2)
-        return WGMMA_REGISTER_SPLITS[self.ctas_per_sm] if trades else None
+        registers (:data:`WGMMA_REGISTER_SPLITS`); None for an entry that does not."""
+        return WGMMA_REGISTER_SPLITS[self.ctas_per_sm] if self.trades_registers else None
 
     @property
     def launch_registers(self) -> int | None:
@@ -642,10 +648,10 @@ FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Do
 
 
 def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
-           min_waves: float = 0.0) -> Wgmma:
+           min_waves: float = 0.0, trades_registers: bool = False) -> Wgmma:
     return Wgmma(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm,
                  efficiency=WGMMA_EFFICIENCY[bm, bn, ctas_per_sm], min_cc=90,
-                 vec16_only=True, min_waves=min_waves)
+                 vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
 
 
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
@@ -656,10 +662,11 @@ def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     tiles and paired (:data:`WGMMA_PAIRED_MIN_WAVES`) for many; and the streaming 64 x 64
     (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
     spread over every SM with small partial tiles."""
-    return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4),
+    return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4, trades_registers=True),
             _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
             _wgmma(dtype, 128, 64, 8),
-            _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES),
+            _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES,
+                   trades_registers=True),
             _wgmma(dtype, 64, 64, 13))
 
 

@@ -73,14 +73,16 @@ def vectors_fit(g, dtype: str, x: InputView, w_ptr: int, ldb: int) -> tuple[bool
 
 def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, vec16: bool = True,
-                 **options) -> Resolved:
+                 tma_only: bool = False, **options) -> Resolved:
     """The schedule and entry the GPU runs convolution ``g`` (a ConvGeometry) with.
 
     ``vec16``: the input and the filters are 16-byte aligned (addresses and strides) and
     C / groups fills 16-byte vectors. Then, on compute capability 9.0 and where the im2col
     maps express the geometry (:func:`.tma.conv_geometry_fits`), the Wgmma family runs it
     (A by TMA im2col loads, k padded to whole channel blocks a tap); otherwise, or for a
-    forced ``tile`` only they have, the families that gather A.
+    forced ``tile`` only they have, the families that gather A. ``tma_only``: the TMA entry
+    or ValueError (a folded convolution, :func:`folded_taps`, whose zero taps only the TMA
+    loads fill with zeros).
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
@@ -105,6 +107,10 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                 raise
         if tma_r is not None and tile is not None:
             return tma_r
+    if tma_only:
+        if tma_r is None:
+            raise ValueError(f"conv2d: no TMA convolution entry runs {dtype} {tuple(g)}")
+        return tma_r
     gather_r = resolve_gemm(g.problem(dtype), device, im2col="gather", **args)
     if tma_r is None:
         return gather_r
@@ -135,13 +141,17 @@ class FoldedTaps(NamedTuple):
     (:func:`folded_taps`): ``geometry`` is the convolution the kernels run, over a copy of
     the input with ``channels`` channels a pixel (zeros past C) and rows ``width`` pixels
     wide whose first ``left`` are zeros (the left padding, then the image, then zeros); the
-    view's column q starts at pixel q x ``step`` of a row (the stride along W)."""
+    view's column q starts at pixel q x ``step`` of a row (the stride along W), and its first
+    ``extent`` elements (S taps of ``channels``) are read: the rest of a column's channel
+    block reads as zeros (the TMA's fill past the map's extent), so that no zero weight
+    meets an input pixel (zero times an infinite input would be NaN)."""
 
     geometry: tuple
     channels: int
     width: int
     left: int
     step: int
+    extent: int
 
     @property
     def taps(self) -> int:
@@ -166,27 +176,28 @@ def folded_taps(g, dtype: str, device: DeviceInfo) -> FoldedTaps | None:
     contiguous elements. So the kernels run a convolution with one tap a row (S = 1) over a
     view of that copy whose column q holds the channels of pixels q x stride, q x stride +
     1, ... (the view's columns overlap), the filters copied to match (a row's taps then
-    channels, zeros up to whole 64-channel blocks). A k-tile is then a filter row of one
-    block (the stem, 7 x 7 taps of 3 channels: 7 k-tiles of 64, K = 448) where the plain
-    TMA entry pays a block for each of the 49 taps (K = 3136) and the gathering entry loads
-    16 bytes at a time on the portable mainloop. The copy's pixels take the fewest channels
-    whose columns start 16 bytes apart (:func:`_fold_channels`; the stem's stride 2: 4).
-    Taken where the TMA entry has the dtype and the folded convolution's predicted time is
-    below the padded one's; dilation along W spreads a row's taps, so it is not folded.
+    channels, zero taps up to whole 64-channel blocks, which read as zeros). A k-tile is
+    then a filter row of one block (the stem, 7 x 7 taps of 3 channels: 7 k-tiles of 64,
+    K = 448) where the plain TMA entry pays a block for each of the 49 taps (K = 3136) and
+    the gathering entry loads 16 bytes at a time on the portable mainloop. The copy's pixels
+    take the fewest channels that keep the view's strides and extent TMA-aligned
+    (:func:`_fold_channels`; the stem: 8). Taken where the TMA entry has the dtype and the
+    folded convolution's predicted time is below the padded one's; dilation along W
+    spreads a row's taps, so it is not folded.
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> stem = conv_geometry((32, 3, 224, 224), (64, 3, 7, 7), stride=2, padding=3)
     >>> f = folded_taps(stem, "float16", DeviceInfo.h200())
-    >>> f.geometry.c, f.geometry.s, f.geometry.w, f.geometry.stride, f.channels, f.width
-    (64, 1, 112, (2, 1), 4, 238)
+    >>> f.geometry.c, f.geometry.s, f.geometry.w, f.geometry.stride, f.channels, f.extent
+    (64, 1, 112, (2, 1), 8, 56)
     >>> f.geometry.problem().k, (f.geometry.p, f.geometry.q) == (stem.p, stem.q)
     (448, True)
     """
     if padded_channels(g, dtype) is None or g.dilation[1] != 1:
         return None
     elem = specs.CXX_TYPES[dtype][1]
-    channels, step = _fold_channels(g, elem), g.stride[1]
     block = tma_channel_block(dtype)
+    channels, step = _fold_channels(g, elem, block), g.stride[1]
     taps = -(-g.s * channels // block) * block // channels
     top, bottom, left, _ = g.padding
     width = max(left + g.w, (g.q - 1) * step + taps)
@@ -196,17 +207,22 @@ def folded_taps(g, dtype: str, device: DeviceInfo) -> FoldedTaps | None:
                         padding=(top, bottom, 0, 0), dilation=(g.dilation[0], 1))
     if not uses_tma(folded, dtype, device):
         return None
-    folded_us = resolve_conv(folded, dtype, device).schedule.predicted_time_us
+    folded_us = resolve_conv(folded, dtype, device, tma_only=True).schedule.predicted_time_us
     padded = g._replace(c=padded_channels(g, dtype))
     padded_us = resolve_conv(padded, dtype, device).schedule.predicted_time_us
-    return FoldedTaps(folded, channels, width, left, step) if folded_us < padded_us else None
+    if folded_us >= padded_us:
+        return None
+    return FoldedTaps(folded, channels, width, left, step, g.s * channels)
 
 
-def _fold_channels(g, elem: int) -> int:
+def _fold_channels(g, elem: int, block: int) -> int:
     """The fewest channels, at least C, with which the folded view's columns (stride-x
-    pixels apart) start on 16-byte boundaries, as TMA's strides must."""
+    pixels apart) and a row's S taps (the map's channel extent) are whole 16-byte units, as
+    TMA's strides and extents are, and which divide a ``block`` of channels (a k-tile holds
+    whole pixels)."""
     channels = g.c
-    while (g.stride[1] * channels * elem) % tma.ROW_ALIGN_BYTES:
+    while any(x % tma.ROW_ALIGN_BYTES for x in (g.stride[1] * channels * elem,
+                                                 g.s * channels * elem)) or block % channels:
         channels += 1
     return channels
 
@@ -252,18 +268,21 @@ class ConvLaunch(NamedTuple):
 
 def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: float, dev: int,
                 device: DeviceInfo, stream, mode: str = "auto",
-                reduction: str = DEFAULT_REDUCTION, tile=None, grid=None) -> ConvLaunch:
+                reduction: str = DEFAULT_REDUCTION, tile=None, grid=None,
+                extent: int | None = None) -> ConvLaunch:
     """The launch of convolution ``g`` on inputs laid out as ``x`` and filters at ``w_ptr``
     whose output channels are ``ldb`` elements apart (the pointers' 16-byte alignment
     included): made once (schedule, compiled kernel, uploaded table, bound arguments), then
-    cached by everything it depends on."""
+    cached by everything it depends on. ``extent``: a folded convolution's
+    (:class:`FoldedTaps`) elements of a pixel of ``x`` that are read; the TMA entry runs it
+    and its loads fill the rest of a channel block with zeros."""
     a_vec, b_vec = vectors_fit(g, dtype, x, w_ptr, ldb)
     key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
-           None if tile is None else tuple(tile), grid)
+           None if tile is None else tuple(tile), grid, extent)
     cached = _PLANS.get(key)
     if cached is None:
         cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
-                                          stream, mode, reduction, tile, grid)
+                                          stream, mode, reduction, tile, grid, extent)
     return cached
 
 
@@ -275,18 +294,19 @@ def _launch_args(plan, g, x, ldb, beta) -> tuple:
 
 
 def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
-               tile, grid):
+               tile, grid, extent):
     """The :class:`ConvLaunch` of a convolution (see :func:`conv_launch`)."""
     options = {} if grid is None else {"grid": grid}
     schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
-                                  vec16=a_vec and b_vec, **options)
+                                  vec16=a_vec and b_vec, tma_only=extent is not None,
+                                  **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
                             a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
     kernel = jit.get_kernel(spec, dev)
     plan = LaunchPlan(kernel, schedule, dev, stream)
     if plan.tensor_maps:
         plan.map_source = functools.partial(tma.conv_maps, spec, g, x[1:], ldb,
-                                            schedule.problem.m)
+                                            schedule.problem.m, channels=extent)
     jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
                      f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
     args = _launch_args(plan, g, x, ldb, beta)

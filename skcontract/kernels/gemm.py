@@ -287,7 +287,7 @@ def _schedule_key(schedule):
     if schedule is None:
         return None
     s, base = schedule if isinstance(schedule, Resolved) else (schedule, None)
-    return (s.digest(), s.grid, tuple(s.tile), s.protocol, base)
+    return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.protocol, base)
 
 
 def _aligned_copy(x, col: bool, base):

@@ -59,7 +59,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                  operand_elems: int | None = None, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
-    ``tile``: force one entry by its (BM, BN) or (BM, BN, BK), :data:`.catalogue.PENDING`
+    ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
+    entries of two occupancies, the model picks between them), :data:`.catalogue.PENDING`
     ones included (else a memory-bound problem gets its dtype's streaming entry where one
     is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
@@ -144,8 +145,9 @@ def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) 
     for b in sorted(same_tile, key=lambda b: ctas_on(b, schedule.device) != ctas):
         if ctas_on(b, schedule.device) >= ctas:
             return b
-    raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} on compute "
-                     f"capability {cc} (have {[b.tile for b in bases]})")
+    raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} at "
+                     f"{ctas} CTAs an SM on compute capability {cc} (have "
+                     f"{[(b.tile, b.ctas_per_sm) for b in bases]})")
 
 
 def step_operands(step) -> tuple[tuple[str, str], bool]:

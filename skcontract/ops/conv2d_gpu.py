@@ -146,7 +146,8 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     else:
         launch = conv_launch(g, X.dtype, view, Wt.ptr, ldb, beta=beta, dev=dev,
                              device=device, stream=stream, mode=mode,
-                             reduction=reduction, tile=tile, grid=grid)
+                             reduction=reduction, tile=tile, grid=grid,
+                             extent=None if fold is None else fold.extent)
         launch(view.ptr, Wt.ptr, ops.ptr(out), stream)
         key = None
         if warm_args is not None and xs is x and ws is weight and len(_WARM) < WARM_CALLS:

@@ -282,7 +282,8 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
     reason = best.reason
     if len(builders) > 1:
-        reason += f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} by cost model"
+        reason += (f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} at "
+                   f"{best.device.ctas_per_sm} CTAs an SM by cost model")
     return _finalise(best, built, reason)
 
 

@@ -197,7 +197,8 @@ def test_hopper_folds_the_taps_of_few_channel_rows(layout, dtype):
     """On compute capability 9.0 a convolution of few channels (the stem's 3, 7 x 7 taps,
     stride 2; a row of 11 taps past one 64-channel block, with dilation along H) runs on the
     Wgmma entry with each filter row's taps folded into channels (kernels.conv.folded_taps),
-    reading its copy through the overlapping view."""
+    reading its copy through the overlapping view; infinite input pixels give the
+    reference's infinities and NaNs (no zero weight meets them)."""
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the Wgmma family needs compute capability 9.0")
     for case in ((2, 3, 30, 27, 16, 7, 7, 2, 3, 1, 1),
@@ -213,6 +214,14 @@ def test_hopper_folds_the_taps_of_few_channel_rows(layout, dtype):
             got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
         assert launches[0].kernel.startswith("wgmma"), (case, launches[0].kernel)
         _check(got, ref, dtype)
+        x[-1, c - 1, h // 2, w // 2 - 1:w // 2 + 1] = np.inf  # either column parity
+        with np.errstate(invalid="ignore"):
+            ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+        got = _host(conv2d(_device(x, dtype, layout), wd, bd, stride, padding, dilation,
+                           groups))
+        assert np.isinf(ref).any()
+        assert np.array_equal(np.isnan(got), np.isnan(ref))
+        assert np.array_equal(np.isinf(got), np.isinf(ref))
 
 
 def test_deterministic_fixups_are_bitwise_reproducible():

@@ -1,8 +1,9 @@
 """GPU correctness of the Wgmma family (sm_90a: TMA + wgmma, warp-specialised).
 
-Every tile (the paired 128 x 64 included), both 16-bit dtypes, every operand layout, every fixup protocol and mode, edge
-shapes (one row, K shorter than a k-tile, ragged tiles), batches with broadcast operands,
-bitwise reproducibility, and auto's choice of the family on a Hopper GPU.
+Every tile (the paired 128 x 64 entry included), both 16-bit dtypes, every operand layout,
+every fixup protocol and mode, edge shapes (one row, K shorter than a k-tile, ragged
+tiles), batches with broadcast operands, bitwise reproducibility, and auto's choice of the
+family on a Hopper GPU.
 """
 from __future__ import annotations
 
@@ -69,9 +70,11 @@ def test_layouts_modes_fixups(dtype, tile, layout, fix):
         assert err <= TOL[dtype], (batch, m, n, k, err)
 
 
-# whole waves of 264 CTAs of 128 x 64 tiles (the paired entry's, which the model picks over
-# the eight-stage entry's 2x as many waves), ragged in N and K
-PAIRED_SHAPES = [(1, 8448, 1000, 520), (3, 1408, 1000, 200)]
+# products whose schedules on 128 x 64 the model gives the paired entry: Stream-K, split-K
+# and hybrid with split tiles (their fixups wait at 264 CTAs) on a 4224 x 1100 x 2048;
+# data-parallel on whole waves of 264 tiles; ragged in N (and K)
+PAIRED_SPLIT = (1, 4224, 1100, 2048)
+PAIRED_WAVES = [(1, 8448, 1000, 520), (3, 1408, 1000, 200)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -80,10 +83,11 @@ PAIRED_SHAPES = [(1, 8448, 1000, 520), (3, 1408, 1000, 200)]
 def test_the_paired_128x64_entry(dtype, layout, fix):
     """The paired 128 x 64 entry (three stages, two CTAs an SM, registers traded between the
     warpgroups) runs every layout, mode and fixup where a wave of its tiles offers it."""
-    for batch, m, n, k in PAIRED_SHAPES:
+    mode, reduction = fix
+    for batch, m, n, k in PAIRED_WAVES if mode == "data_parallel" else [PAIRED_SPLIT]:
         with record_launches() as launched:
             _, err = _run(dtype, batch, m, n, k, layout, (128, 64, 64), *fix)
-        assert "_c2_" in launched[0].kernel, launched[0].kernel
+        assert "_c2_" in launched[0].kernel and launched[0].mode == mode, launched[0]
         assert err <= TOL[dtype], (batch, m, n, k, err)
 
 
