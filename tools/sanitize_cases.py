@@ -102,9 +102,9 @@ def main() -> int:
         ("float16", (64, 128, 16384), "stream_k", "arrival", (64, 128, 64), ("C", "C")),
         # the paired 128 x 64 (two CTAs an SM, registers traded): split tiles whose fixups
         # wait at 264 CTAs
-        ("float16", (4224, 1100, 2048), "stream_k", "deterministic", (128, 64, 64)),
-        ("float16", (4224, 1100, 2048), "hybrid", "arrival", (128, 64, 64), ("F", "C")),
-        ("float16", (4224, 1100, 2048), "stream_k", "atomic", (128, 64, 64)),
+        ("float16", (4224, 1096, 2048), "stream_k", "deterministic", (128, 64, 64)),
+        ("float16", (4224, 1096, 2048), "hybrid", "arrival", (128, 64, 64), ("F", "C")),
+        ("float16", (4224, 1096, 2048), "stream_k", "atomic", (128, 64, 64)),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum
