@@ -332,3 +332,13 @@ def test_the_packed_geometry_matches_the_kernels_struct():
     assert (rec["stride_n"], rec["H"], rec["W"], rec["P"], rec["Q"], rec["Cg"]) == \
         (594, 9, 11, g.p, g.q, 3)
     assert (rec["stride_y"], rec["pad_x"], rec["dil_x"]) == (2, 0, 2)
+
+
+def test_a_folded_convolution_runs_on_the_tma_entry_only():
+    """The fold's zero taps read as zeros only through the TMA's fill: resolve_conv's
+    tma_only refuses what has no TMA entry (float32) rather than gather it."""
+    from skcontract.kernels.conv import resolve_conv
+    g = conv_geometry((1, 64, 9, 9), (8, 64, 3, 3))
+    assert resolve_conv(g, "float16", DeviceInfo.h200(), tma_only=True).base.FAMILY == "Wgmma"
+    with pytest.raises(ValueError, match="no TMA convolution entry"):
+        resolve_conv(g, "float32", DeviceInfo.h200(), tma_only=True)

@@ -101,6 +101,11 @@ def test_catalogue_entries_check_their_family_constraints():
     assert len(entries) == len(set(entries)), "an entry is named by its tile and occupancy"
     with pytest.raises(ValueError, match="min_waves"):
         catalogue._wgmma("float16", 128, 64, 3, ctas_per_sm=2, min_waves=-1)
+    with pytest.raises(ValueError, match="two consumer warpgroups"):
+        catalogue._wgmma("float16", 64, 128, 4, ctas_per_sm=2, trades_registers=True)
+    with pytest.raises(ValueError, match="CTAs an SM"):
+        catalogue.Wgmma("float16", 128, 128, 64, 6, 12, 1, ctas_per_sm=3, min_cc=90,
+                        vec16_only=True, trades_registers=True)
 
 
 @pytest.mark.parametrize("batch,m,n,k,paired", [
