@@ -757,7 +757,12 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {}
+PENDING: dict[str, tuple[KernelBase, ...]] = {
+    # exact fp32 on 64 output columns (a convolution's 64 output channels, whose 128 x 128
+    # tile computes half padding) with the 128 x 128 tile's 8 x 8 thread tiles; efficiency
+    # an estimate (the 128 x 128 entry's), to be measured
+    "float32": (Ffma("float32", 256, 64, 32, 3, 2, 4),),
+}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with
