@@ -225,7 +225,8 @@ def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) ->
     t0 = best.predicted_time_us
     cands = tuple(
         Candidate(c.mode, c.tile, c.grid, c.predicted_time_us, c.predicted_efficiency, c.waves,
-                  c.predicted_time_us / t0, c is best, note) for c, note in built)
+                  c.predicted_time_us / t0, c is best, note, c.device.ctas_per_sm)
+        for c, note in built)
     return replace(best, reason=reason, candidates=cands)
 
 

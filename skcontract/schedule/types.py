@@ -274,7 +274,9 @@ class TileOption:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One (mode, tile, grid) option auto considered, with the cost model's view of it."""
+    """One (mode, tile, grid) option auto considered, with the cost model's view of it;
+    ``ctas_per_sm``: the occupancy of the kernel entry it plans for (a tile may have
+    entries of two)."""
 
     mode: Mode
     tile: tuple
@@ -285,10 +287,13 @@ class Candidate:
     relative_time: float = 1.0
     chosen: bool = False
     note: str = ""
+    ctas_per_sm: int = 1
 
     def __str__(self):
         bm, bn, bk = self.tile
-        return (f"{'*' if self.chosen else ' '} {self.mode:<13} {bm}x{bn}x{bk:<4} "
+        occupancy = f"/{self.ctas_per_sm}" if self.ctas_per_sm > 1 else ""
+        tile = f"{bm}x{bn}x{bk}{occupancy}"
+        return (f"{'*' if self.chosen else ' '} {self.mode:<13} {tile:<14} "
                 f"grid={self.grid:<5} waves={self.waves:5.2f} eff={self.predicted_efficiency:4.2f} "
                 f"t={self.predicted_time_us:9.1f}us rel={self.relative_time:5.2f} {self.note}")
 
