@@ -4,7 +4,7 @@
         --dtypes float16 --variants auto,stream_k:64x128x64,data_parallel:128x64x64
 
 A layer is N x C x H x W x K x R x S x stride x padding (as the corpus' conv2d entries); a
-variant is ``mode`` or ``mode:BMxBNxBK`` (the entry to force). Operands are torch tensors,
+variant is ``mode`` or ``mode:BMxBNxBK[xCTAs]`` (the entry to force). Operands are torch tensors,
 channels-last unless ``--nchw``. Prints one JSON line per (layer, dtype, variant): the
 CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's on the same
 operands by the same method, the ratio, and the launch that ran (entry, mode, grid).
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.time_conv")
     p.add_argument("--layers", required=True, help="comma list of NxCxHxWxKxRxSxstridexpad")
     p.add_argument("--dtypes", default="float16")
-    p.add_argument("--variants", default="auto", help="comma list of mode[:BMxBNxBK]")
+    p.add_argument("--variants", default="auto", help="comma list of mode[:BMxBNxBK[xCTAs]]")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--nchw", action="store_true")
     p.add_argument("--reduction", default="deterministic", help="the fixup of split tiles")

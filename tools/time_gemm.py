@@ -6,7 +6,7 @@
 Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
 of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever the tree;
 ``--peer`` adds torch.matmul (cuBLAS) on the same operands, timed by torch's graph replay,
-and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK) / ``--reduction`` / ``--grid`` force a
+and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs]) / ``--reduction`` / ``--grid`` force a
 schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
 combination is timed (one line each, carrying the peer's time when there is one; a
 combination the scheduler refuses prints its error).
@@ -42,7 +42,8 @@ def main(argv=None) -> int:
     p.add_argument("--tag", default="")
     p.add_argument("--peer", action="store_true", help="also time torch.matmul")
     p.add_argument("--mode", default="auto", help="comma list of modes")
-    p.add_argument("--tile", default=None, help="comma list of BMxBNxBK entries to force")
+    p.add_argument("--tile", default=None,
+                   help="comma list of BMxBNxBK[xCTAs an SM] entries to force")
     p.add_argument("--reduction", default=None,
                    help="comma list of deterministic, arrival, atomic (default: gemm's)")
     p.add_argument("--grid", default=None, help="comma list of grids to force")

@@ -60,7 +60,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
-    entries of two occupancies, the model picks between them), :data:`.catalogue.PENDING`
+    entries of two occupancies, the model picks between them), or one entry by (BM, BN,
+    BK, CTAs an SM), offered then whatever its ``min_waves``; :data:`.catalogue.PENDING`
     ones included (else a memory-bound problem gets its dtype's streaming entry where one
     is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
@@ -78,16 +79,17 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
                                 if vec16 or not b.vec16_only)
         offered = tuple(b for b in offered if im2col is None or b.IM2COL == im2col)
-        bases = tuple(b for b in offered if b.tile[:len(want)] == want)
+        bases = tuple(b for b in offered if (*b.tile, b.ctas_per_sm)[:len(want)] == want)
         if not bases:
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
         bases = tuple(b for b in bases if b.IM2COL == im2col)
+    one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
     by_entry = {}  # (tile, CTAs an SM) -> entry: what names an entry on this device
     for b in bases:
         c = ctas_on(b, device)
-        if c > 0 and b.fills_waves(_tiles(problem, b), c * device.sms):
+        if c > 0 and (one_entry or b.fills_waves(_tiles(problem, b), c * device.sms)):
             by_entry.setdefault((b.tile, c), b)
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):

@@ -124,6 +124,10 @@ def test_the_paired_128x64_entry_needs_a_wave_of_tiles(batch, m, n, k, paired):
     assert r.base.ctas_per_sm == (2 if paired else 1)
     assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
     assert entry_for(r.schedule, "float16", False, 90) == r.base
+    for ctas in (1, 2):  # (BM, BN, BK, CTAs an SM) forces one entry, on any product
+        one = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype="float16"), H200,
+                           tile=(128, 64, 64, ctas))
+        assert one.base.ctas_per_sm == one.schedule.device.ctas_per_sm == ctas
 
 
 def test_step_operands_follow_the_plan_layouts():
