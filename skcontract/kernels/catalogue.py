@@ -141,9 +141,13 @@ def streaming_wanted(m: int, n: int, k: int, batch: int, sms: int,
                      operand_elems: int | None = None) -> bool:
     """Whether the memory-bound rule offers a product only its streaming entry: memory-bound
     (:func:`memory_bound`) and few streaming tiles (:data:`STREAMING_MAX_WAVES`)."""
-    bm, bn = WGMMA_STREAMING_TILE
-    tiles = batch * -(-m // bm) * -(-n // bn)
+    tiles = output_tiles(m, n, batch, WGMMA_STREAMING_TILE)
     return tiles <= STREAMING_MAX_WAVES * sms and memory_bound(m, n, k, operand_elems)
+
+
+def output_tiles(m: int, n: int, batch: int, tile) -> int:
+    """Output tiles of a batch of m x n products on ``tile`` ((BM, BN, ...))."""
+    return batch * -(-m // tile[0]) * -(-n // tile[1])
 
 
 def memory_bound(m: int, n: int, k: int = 1, operand_elems: int | None = None) -> bool:
@@ -683,10 +687,9 @@ WGMMA_EFFICIENCY = {(128, 128, 1): 0.37, (128, 256, 1): 0.345, (64, 256, 1): 0.4
                     (64, 128, 2): 0.42, (128, 64, 1): 0.5, (128, 64, 2): 0.43,
                     (64, 64, 1): 0.6}
 """Wgmma entries' cost-model efficiency by (BM, BN, CTAs an SM): their data-parallel time
-against the Mma16
-entry's (1.0) on the same shapes, H200, 2026-12-01 (docs/benchmarks/log.md): 128 x 256
-0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354 (8192^3); 128 x 128 0.364 (1536 x 1408 x
-4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
+against the Mma16 entry's (1.0) on the same shapes, H200, 2026-12-01
+(docs/benchmarks/log.md): 128 x 256 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354
+(8192^3); 128 x 128 0.364 (1536 x 1408 x 4096), 0.366 (4096^3). The 128 x 128 tile reads more L2 bytes per flop, and the L2 limits it
 when every SM runs it. The 64-row tiles' 0.42 is an estimate (one consumer warpgroup a CTA;
 docs/benchmarks/log.md), as are the narrow tiles' 0.5 and 0.6 (more L2 bytes per flop
 again: auto takes them only where a shape has few tiles, or, for 64 x 64, by the

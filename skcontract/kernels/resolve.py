@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
-                        pending_for, streaming_wanted)
+                        output_tiles, pending_for, streaming_wanted)
 from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
 
@@ -89,7 +89,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     by_entry = {}  # (tile, CTAs an SM) -> entry: what names an entry on this device
     for b in bases:
         c = ctas_on(b, device)
-        if c > 0 and (one_entry or b.fills_waves(_tiles(problem, b), c * device.sms)):
+        tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
+        if c > 0 and (one_entry or b.fills_waves(tiles, c * device.sms)):
             by_entry.setdefault((b.tile, c), b)
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
@@ -101,11 +102,6 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                 tiles=options_, **options)
     return Resolved(schedule, by_entry[schedule.tile, schedule.device.ctas_per_sm])
-
-
-def _tiles(problem: GemmProblem, base: KernelBase) -> int:
-    """Output tiles of ``problem`` on ``base``'s tile."""
-    return problem.batch * -(-problem.m // base.bm) * -(-problem.n // base.bn)
 
 
 def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
@@ -141,11 +137,11 @@ def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) 
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
     bases = tuple(dots) + bases_for(dtype, allow_tf32, cc)
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
-    same_tile = [b for b in bases if b.tile == tile]
+    fits = [(ctas_on(b, schedule.device), b) for b in bases if b.tile == tile]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
     # SM (the schedule's co-resident CTAs are resident on it too)
-    for b in sorted(same_tile, key=lambda b: ctas_on(b, schedule.device) != ctas):
-        if ctas_on(b, schedule.device) >= ctas:
+    for c, b in sorted(fits, key=lambda cb: cb[0] != ctas):
+        if c >= ctas:
             return b
     raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} at "
                      f"{ctas} CTAs an SM on compute capability {cc} (have "

@@ -76,8 +76,8 @@ def operand_dims(rows: int, k: int, ld: int, batch: int, batch_stride: int, kmaj
 @lru_cache(maxsize=MAP_CACHE_SIZE)
 def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -> np.void:
     """The 128-byte descriptor of a tensor at ``ptr`` (a GEMM operand's three dimensions,
-    :func:`operand_dims`, or a convolution's four filter ones) with ``box`` (innermost first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the
-    driver refuses it."""
+    :func:`operand_dims`, or a convolution's four filter ones) with ``box`` (innermost
+    first), as a :data:`TMA_MAP_DTYPE` scalar; RuntimeError when the driver refuses it."""
     driver = _driver
     if driver is None:
         raise RuntimeError("TMA descriptors need cuda-bindings (the GPU extra)")

@@ -38,9 +38,10 @@ def warm_conv2d(input, weight, bias, args: tuple):
     """A checked earlier call's launch replayed, or None: for torch tensors laid out as an
     earlier call's (shapes, strides, dtypes, devices, 16-byte alignment) that read both in
     place, with the same arguments ``args`` (stride, padding, dilation, groups, mode,
-    reduction, tile, grid), which the caller has checked are plain values (ints, strings, tuples of
-    ints: equal values mean the same call). Skips what the first call checked and arranged:
-    one key, one allocation, one launch. CuPy arrays take the checked path every call."""
+    reduction, tile, grid), which the caller has checked are plain values (ints, strings,
+    tuples of ints: equal values mean the same call). Skips what the first call checked and
+    arranged: one key, one allocation, one launch. CuPy arrays take the checked path every
+    call."""
     key = warm_key(input, weight, bias, args)
     hit = _WARM.get(key) if key is not None else None
     return None if hit is None else hit(input, weight, bias)
