@@ -15,7 +15,11 @@ What is read in place and what is copied:
   channels fastest (``channels_last`` weights); otherwise they are copied to that layout;
 * the kernels write a dense NHWC output: a channels-last input gets it as its (N, K, P, Q)
   view, an NCHW one a contiguous NCHW copy;
-* a bias is written into the output first and added by the epilogue (``beta = 1``).
+* a bias is written into the output first and added by the epilogue (``beta = 1``);
+* a pointwise convolution (1 x 1 filters, stride 1, no padding, one group) of a dense NCHW
+  or channels-last input is a matrix product of its channels: it runs on the GEMM kernels
+  over views of the input and the output in their own layouts (:func:`_pointwise`), so
+  an NCHW input is neither copied to NHWC nor its output back.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from typing import NamedTuple
 
 from ..interop import is_torch
 from ..kernels.conv import InputView, conv_launch, folded_taps, padded_channels
+from ..kernels.gemm import gemm
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
 
@@ -108,6 +113,10 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         out = ops.empty((g.n, g.p, g.q, g.k), x)
         return _as_caller(ops, out, channels_last, batched)
     stream = ops.stream(dev)
+    if _is_pointwise(g) and (channels_last or _dense_nchw(X)):
+        out = _pointwise(ops, x, weight, bias, g, channels_last, stream, mode=mode,
+                         reduction=reduction, tile=tile, grid=grid)
+        return out if batched else out[0]
     device = device_info(dev)
     cp = padded_channels(g, X.dtype)
     fold = folded_taps(g, X.dtype, device) if cp is not None else None
@@ -170,6 +179,48 @@ def folded_copies(ops, w_ops, x, weight, g, fold):
                  fold.width - fold.left - g.w)
     ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), fold.channels, 0, fold.taps - g.s)
     return xs, ws.reshape((g.k, g.r, 1, fold.geometry.c))
+
+
+def _is_pointwise(g) -> bool:
+    """1 x 1 filters, stride 1, no padding, one group: each output pixel is the filters'
+    product with that input pixel's channels."""
+    return (g.r, g.s, g.stride, g.padding, g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
+
+
+def _pointwise(ops, x, weight, bias, g, channels_last, stream, **schedule):
+    """A pointwise convolution as one GEMM, out[pixels, k] = x[pixels, c] @ w[c, k], over
+    views in the caller's layouts: a channels-last input is (N H W) x C row-major and its
+    output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
+    column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
+    The filters (K, C, 1, 1) are read as their C x K transpose. Returns the (N, K, H, W)
+    output in the input's memory format."""
+    n, c, hw, k = g.n, g.c, g.h * g.w, g.k
+    w_ops = _ops_for(weight)
+    filters = w_ops.permute(weight.reshape((k, c)), (1, 0))
+    if channels_last:
+        out = ops.empty((n, g.h, g.w, k), x)
+        a = ops.permute(x, (0, 2, 3, 1)).reshape((n * hw, c))
+        product = out.reshape((n * hw, k))
+    else:
+        out = ops.empty((n, k, g.h, g.w), x)
+        a = ops.permute(x.reshape((n, c, hw)), (0, 2, 1))
+        product = ops.permute(out.reshape((n, k, hw)), (0, 2, 1))
+    beta = 0.0
+    if bias is not None:
+        if channels_last:
+            ops.fill_rows(out, bias)
+        else:
+            ops.fill_rows(ops.permute(out, (0, 2, 3, 1)), bias)
+        beta = 1.0
+    gemm(a, filters, product, beta=beta, stream=stream, **schedule)
+    return ops.permute(out, (0, 3, 1, 2)) if channels_last else out
+
+
+def _dense_nchw(x) -> bool:
+    """The input's (N, C, H, W) dense in that order."""
+    n, c, h, w = x.shape
+    return all(size <= 1 or st == want for size, st, want in zip(
+        (n, c, h, w), x.strides, (c * h * w, h * w, w, 1)))
 
 
 def _ops_for(a):
