@@ -764,7 +764,9 @@ PENDING: dict[str, tuple[KernelBase, ...]] = {
     # exact fp32 on 64 output columns (a convolution's 64 output channels, whose 128 x 128
     # tile computes half padding) with the 128 x 128 tile's 8 x 8 thread tiles; efficiency
     # an estimate (the 128 x 128 entry's), to be measured
-    "float32": (Ffma("float32", 256, 64, 32, 3, 2, 4),),
+    # and its transpose, for 64 output channels of an NCHW pointwise convolution (its
+    # product runs as channels x pixels: conv2d_gpu._pointwise)
+    "float32": (Ffma("float32", 256, 64, 32, 3, 2, 4), Ffma("float32", 64, 256, 32, 3, 2, 4)),
 }
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller

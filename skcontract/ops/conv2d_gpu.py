@@ -28,6 +28,7 @@ from typing import NamedTuple
 from ..interop import is_torch
 from ..kernels.conv import InputView, conv_launch, folded_taps, padded_channels
 from ..kernels.gemm import gemm
+from ..kernels.specs import VEC16_BYTES
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
 
@@ -113,7 +114,7 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
         out = ops.empty((g.n, g.p, g.q, g.k), x)
         return _as_caller(ops, out, channels_last, batched)
     stream = ops.stream(dev)
-    if _is_pointwise(g) and (channels_last or _dense_nchw(X)):
+    if _is_pointwise(g) and _pointwise_rows_fit(X, g, channels_last):
         out = _pointwise(ops, x, weight, bias, g, channels_last, stream, mode=mode,
                          reduction=reduction, tile=tile, grid=grid)
         return out if batched else out[0]
@@ -181,6 +182,17 @@ def folded_copies(ops, w_ops, x, weight, g, fold):
     return xs, ws.reshape((g.k, g.r, 1, fold.geometry.c))
 
 
+def _pointwise_rows_fit(X, g, channels_last: bool) -> bool:
+    """Whether a pointwise convolution's input is read in place as the GEMM's A with rows
+    of whole 16-byte vectors (as the im2col path's NHWC copy would give them): a dense
+    channels-last input of C channels a pixel, or a dense NCHW one of H x W pixels a
+    channel."""
+    elem = X.itemsize()
+    if channels_last:
+        return (g.c * elem) % VEC16_BYTES == 0
+    return _dense_nchw(X) and (g.h * g.w * elem) % VEC16_BYTES == 0
+
+
 def _is_pointwise(g) -> bool:
     """1 x 1 filters, stride 1, no padding, one group: each output pixel is the filters'
     product with that input pixel's channels."""
@@ -193,10 +205,19 @@ def _pointwise(ops, x, weight, bias, g, channels_last, stream, **schedule):
     output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose. Returns the (N, K, H, W)
-    output in the input's memory format."""
+    output in the input's memory format. Filters without a unit stride along K or C are
+    copied first, on their own library's stream (the GEMM would copy them on CuPy's). A
+    forced ``tile`` names (pixels, output channels), as the im2col path's; the NCHW product
+    is computed transposed (its output is column-major), so the tile is swapped to match.
+    A pointwise call is not remembered for the warm path (:func:`warm_conv2d`)."""
     n, c, hw, k = g.n, g.c, g.h * g.w, g.k
     w_ops = _ops_for(weight)
     filters = w_ops.permute(weight.reshape((k, c)), (1, 0))
+    if c > 1 and k > 1 and 1 not in describe(filters).strides:
+        filters = w_ops.contiguous(filters)
+    tile = schedule.get("tile")
+    if tile is not None and not channels_last:
+        schedule["tile"] = (tile[1], tile[0], *tile[2:])
     if channels_last:
         out = ops.empty((n, g.h, g.w, k), x)
         a = ops.permute(x, (0, 2, 3, 1)).reshape((n * hw, c))

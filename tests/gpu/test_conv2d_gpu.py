@@ -227,6 +227,34 @@ def test_hopper_folds_the_taps_of_few_channel_rows(layout, dtype):
         assert np.array_equal(np.isinf(got), np.isinf(ref))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_pointwise_convolutions_run_as_one_gemm(layout, dtype):
+    """A 1 x 1 convolution of a dense input is one GEMM over views (no im2col kernel), with
+    filters of any strides (a sliced weight without a unit stride is copied first) and a
+    forced tile naming (pixels, output channels) in both layouts (the NCHW product runs
+    transposed: channels x pixels)."""
+    case = (2, 32, 8, 8, 24, 1, 1, 1, 0, 1, 1)
+    x, wt, b = _operands(case, dtype, seed=7)
+    wide = np.repeat(wt, 2, axis=1)  # (K, 2C, 1, 1): every other channel is wt
+    wide[:, 1::2] = np.nan
+    g = conv_geometry(x.shape, wt.shape)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
+    xd, bd = _device(x, dtype, layout), _device(b, dtype)
+    wd = _device(wide, dtype)[:, ::2]
+    assert 1 not in describe(wd).strides[:2]
+    sixteen_bit = dtype in ("float16", "bfloat16")  # Wgmma has 128 x 64 and 64 x 128
+    for tile in (None, (128, 64)) if sixteen_bit else (None,):
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd, tile=tile)
+        assert len(launches) == 1 and not launches[0].kernel.endswith("_im2col")
+        if tile is not None:
+            want = tile if layout == "NHWC" else tile[::-1]
+            assert launches[0].tile[:2] == want, launches[0]
+        _check(got, ref, dtype)
+
+
 def test_deterministic_fixups_are_bitwise_reproducible():
     case = (1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1)
     x, wt, _ = _operands(case, "float32", seed=2)
