@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The device check of branch conv-1x1-gemm in one call: the conv2d GPU tests (pointwise
 # convolutions on the GEMM kernels), the same with the PENDING fp32 256 x 64 and 64 x 256
-# entries offered,
-# then the corpus' 64-output-channel layers timed against cuDNN: auto, and fp32 NCHW with
-# the 256 x 64 tile forced.
+# entries offered, then the corpus' 64-output-channel layers timed against cuDNN: auto, and
+# fp32 NCHW with the 256 x 64 tile forced (64 x 256 on an NCHW pointwise product, which
+# runs transposed).
 # Usage (on the device, repo root): OUT=$OUT bash tools/device_pointwise_check.sh
 set -u
 OUT=${OUT:-$PWD/device_out}
