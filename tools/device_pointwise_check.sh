@@ -9,11 +9,12 @@ set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+XDIST=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8")
 timeout 130 python3 -m tools.warm_kernels --warm all --jobs 16 > "$OUT/warm.txt" 2>&1
 echo "warm rc=$? $(grep -c '^ok' "$OUT/warm.txt") ok"
-timeout 110 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv-tests.log" 2>&1
+timeout 110 python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv-tests.log" 2>&1
 echo "conv tests rc=$?"; tail -3 "$OUT/conv-tests.log"
-SKCONTRACT_OFFER_PENDING=1 timeout 110 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_conv2d_gpu.py tests/gpu/test_gemm.py -k "float32 or mode or fixup" > "$OUT/pending-tests.log" 2>&1
+SKCONTRACT_OFFER_PENDING=1 timeout 110 python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py tests/gpu/test_gemm.py -k "float32 or mode or fixup" > "$OUT/pending-tests.log" 2>&1
 echo "pending tests rc=$?"; tail -3 "$OUT/pending-tests.log"
 L=32x64x56x56x64x3x3x1x1,32x256x56x56x64x1x1x1x0,32x3x224x224x64x7x7x2x3
 timeout 90 python3 -m tools.time_conv --layers $L --dtypes float16 --variants auto --reps 7 2>&1 | grep -v -i warn
