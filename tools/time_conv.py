@@ -6,8 +6,9 @@
 A layer is N x C x H x W x K x R x S x stride x padding (as the corpus' conv2d entries); a
 variant is ``mode`` or ``mode:BMxBNxBK[xCTAs]`` (the entry to force). Operands are torch tensors,
 channels-last unless ``--nchw``. Prints one JSON line per (layer, dtype, variant): the
-CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's on the same
-operands by the same method, the ratio, and the launch that ran (entry, mode, grid).
+CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's (TF32 off, as the
+benchmark's) on the same operands by the same method, the ratio, and the launch that ran
+(entry, mode, grid).
 ``--reduction`` and ``--grids`` (a comma list, each variant timed at each) force the fixup
 and the grid.
 """
@@ -42,6 +43,7 @@ def main(argv=None) -> int:
     import torch  # the peer, and the operands' maker (CuPy has no bfloat16)
     import torch.nn.functional as F
 
+    torch.backends.cudnn.allow_tf32 = False  # exact fp32, as ours and the benchmark's peer
     for text in args.layers.split(","):
         n, c, h, w, k, r, s, stride, pad = (int(v) for v in text.split("x"))
         for dtype in args.dtypes.split(","):
