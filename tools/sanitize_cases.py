@@ -3,7 +3,9 @@ kernels) per fixup protocol, for compute-sanitizer (memcheck / racecheck).
 
 Run from the repository root (the cases reuse the GPU tests' helpers):
 
-    compute-sanitizer --tool memcheck python -m tools.sanitize_cases
+    compute-sanitizer --tool memcheck python -m tools.sanitize_cases [SHAPE]
+
+``SHAPE`` (e.g. ``4224x1096x2048``) runs only the GEMM cases of that shape.
 """
 from __future__ import annotations
 
@@ -84,9 +86,11 @@ def conv_cases() -> int:
     return bad
 
 
-def main() -> int:
+def main(argv=None) -> int:
     import cupy
 
+    argv = sys.argv[1:] if argv is None else argv
+    only = argv[0] if argv else None
     cases = [  # dtype, (m, n, k), mode, reduction[, tile[, (A order, B order)]]
         # the portable 16-bit mainloop (mma.sync), forced: auto picks Wgmma on sm_90
         ("float16", (200, 136, 2000), "data_parallel", "deterministic", (128, 128, 32)),
@@ -123,6 +127,8 @@ def main() -> int:
     ]
     bad = 0
     for dtype, (m, n, k), mode, red, *rest in cases:
+        if only is not None and f"{m}x{n}x{k}" != only:
+            continue
         tile = rest[0] if rest else None
         a_order, b_order = rest[1] if len(rest) > 1 else ("C", "F")
         if dtype == "int8":
@@ -146,8 +152,9 @@ def main() -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)
-    bad += dot_cases()
-    bad += conv_cases()
+    if only is None:
+        bad += dot_cases()
+        bad += conv_cases()
     return 1 if bad else 0
 
 
