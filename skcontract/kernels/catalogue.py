@@ -696,6 +696,13 @@ again: auto takes them only where a shape has few tiles, or, for 64 x 64, by the
 memory-bound rule). The paired 128 x 64's 0.43 is the eight-stage entry's 0.5 times its
 measured 0.87-0.92 on many-tile convolutions (:data:`WGMMA_PAIRED_MIN_WAVES`)."""
 
+FFMA_NARROW_EFFICIENCY = 1.0
+"""Time per flop of the fp32 256 x 64 and 64 x 256 entries against the 128 x 128 x 32
+entry's (1.0), H200, 2026-12-02 (docs/benchmarks/log.md): 1.23 on a 3 x 3 convolution of 64
+channels (256 x 64), 1.07 on 64 x 2112 x 7168 (64 x 256), 0.68 on the 7 x 7 x 512 layer of
+batch 32 (64 x 256 by Stream-K against 128 x 128 by split-K). At 1.0 auto takes them on every
+shape where they measured faster and on none where they measured slower."""
+
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),
     "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16"),
@@ -705,6 +712,11 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
         Ffma("float32", 128, 128, 16, 3, 2, 4, efficiency=1.05),
         # M <= 8: the skinny tile
         Ffma("float32", 8, 256, 16, 4, 2, 4, ctas_per_sm=2, efficiency=2.8331),
+        # 64 columns or rows (a convolution's 64 output channels, an NCHW pointwise
+        # convolution's transposed product, a 64-row GEMM), where the 128 x 128 tile
+        # computes half padding: its 8 x 8 thread tiles over 256 x 64 and 64 x 256
+        Ffma("float32", 256, 64, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
+        Ffma("float32", 64, 256, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
         # M = 1: one row, 4 columns a thread, B streams through shared memory once;
         # BK = 8 so that a column-major B's [1024][BK + 4] stages fit 4 deep
         Ffma("float32", 1, 1024, 8, 4, 1, 8, efficiency=18.5),
@@ -760,14 +772,7 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {
-    # exact fp32 on 64 output columns (a convolution's 64 output channels, whose 128 x 128
-    # tile computes half padding) with the 128 x 128 tile's 8 x 8 thread tiles; efficiency
-    # an estimate (the 128 x 128 entry's), to be measured
-    # and its transpose, for 64 output channels of an NCHW pointwise convolution (its
-    # product runs as channels x pixels: conv2d_gpu._pointwise)
-    "float32": (Ffma("float32", 256, 64, 32, 3, 2, 4), Ffma("float32", 64, 256, 32, 3, 2, 4)),
-}
+PENDING: dict[str, tuple[KernelBase, ...]] = {}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with
