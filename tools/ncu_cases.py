@@ -3,8 +3,9 @@
     ncu --profile-from-start off --section SpeedOfLight --section WarpStateStats ... \\
         python -m tools.ncu_cases [--cases fp64-2304:auto,fp64-2304:cublas,...]
 
-A case is ``<dtype>-<shape>:<kernel>``: shape a name of SHAPES, kernel ``auto`` (our ``gemm``,
-which picks among the shipped kernels) or ``cublas`` (torch.matmul). Every case is planned,
+A case is ``<dtype>-<shape>:<kernel>``: shape a name of SHAPES or MxNxK, kernel ``auto`` (our
+``gemm``, which picks among the shipped kernels), a schedule mode of ours (``stream_k``,
+``data_parallel``, ...) or ``cublas`` (torch.matmul). Every case is planned,
 compiled and run once before the range opens, so the range holds exactly one launch of each;
 ``SKCONTRACT_PRINT_KERNEL=1`` names the kernel each ``auto`` case runs.
 """
@@ -21,7 +22,7 @@ SHAPES = {"1024": (1024, 1024, 1024), "2304": (2304, 2304, 4096), "128": (128, 1
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
 DEFAULT_CASES = ("fp64-2304:auto,fp64-2304:cublas,fp64-1024:auto,fp64-1024:cublas,"
                  "fp32-gemv:auto,fp32-gemv:cublas,fp32-2304:auto,fp32-2304:cublas")
-KERNELS = ("auto", "cublas")
+KERNELS = ("auto", "cublas", "stream_k", "data_parallel", "hybrid", "split_k")
 
 
 def build(case):
@@ -33,7 +34,7 @@ def build(case):
         raise ValueError(f"{case}: the kernel is one of {KERNELS}")
     dt, shape = shape_dtype.split("-")
     dtype = DTYPES[dt]
-    m, n, k = SHAPES[shape]
+    m, n, k = SHAPES[shape] if shape in SHAPES else (int(v) for v in shape.split("x"))
     tdt = getattr(torch, dtype)
     a = torch.randn((m, k), device="cuda", dtype=torch.float64).to(tdt)
     b = torch.randn((k, n), device="cuda", dtype=torch.float64).to(tdt)
@@ -41,7 +42,7 @@ def build(case):
     if kernel == "cublas":
         fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
     else:
-        fn = lambda: G.gemm(a, b, c)  # noqa: E731
+        fn = lambda: G.gemm(a, b, c, mode=kernel)  # noqa: E731
     fn()  # plans and compiles now, outside the profiled range (gemm keeps the plan)
     return fn
 
