@@ -5,7 +5,7 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 
     compute-sanitizer --tool memcheck python -m tools.sanitize_cases [SHAPE]
 
-``SHAPE`` (e.g. ``4224x1096x2048``) runs only the GEMM cases of that shape.
+``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes.
 """
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     import cupy
 
     argv = sys.argv[1:] if argv is None else argv
-    only = argv[0] if argv else None
+    only = set(argv[0].split(",")) if argv else None
     cases = [  # dtype, (m, n, k), mode, reduction[, tile[, (A order, B order)]]
         # the portable 16-bit mainloop (mma.sync), forced: auto picks Wgmma on sm_90
         ("float16", (200, 136, 2000), "data_parallel", "deterministic", (128, 128, 32)),
@@ -115,6 +115,9 @@ def main(argv=None) -> int:
         ("float64", (70, 90, 3000), "stream_k", "arrival"),
         # interior k-tiles; the edge tiles' windows shifted back inside (k-contiguous A, B)
         ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 32)),
+        # the fp32 64-column and 64-row tiles
+        ("float32", (520, 136, 1000), "stream_k", "deterministic", (256, 64, 32)),
+        ("float32", (136, 520, 1000), "stream_k", "arrival", (64, 256, 32), ("F", "C")),
         # the same through x-contiguous operands (shifted by whole 16-byte chunks)
         ("float64", (300, 202, 1000), "stream_k", "deterministic", (128, 64, 32), ("F", "C")),
         ("float64", (300, 200, 1000), "stream_k", "deterministic", (128, 64, 16)),  # 2 CTAs/SM
@@ -127,7 +130,7 @@ def main(argv=None) -> int:
     ]
     bad = 0
     for dtype, (m, n, k), mode, red, *rest in cases:
-        if only is not None and f"{m}x{n}x{k}" != only:
+        if only is not None and f"{m}x{n}x{k}" not in only:
             continue
         tile = rest[0] if rest else None
         a_order, b_order = rest[1] if len(rest) > 1 else ("C", "F")
