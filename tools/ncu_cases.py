@@ -5,7 +5,8 @@
 
 A case is ``<dtype>-<shape>:<kernel>``: shape a name of SHAPES or MxNxK, kernel ``auto`` (our
 ``gemm``, which picks among the shipped kernels), a schedule mode of ours (``stream_k``,
-``data_parallel``, ...) or ``cublas`` (torch.matmul). Every case is planned,
+``data_parallel``, ...) or ``cublas`` (torch.matmul); ``<dtype>-<shape>:<mode>:BMxBNxBK``
+forces our tile too. Every case is planned,
 compiled and run once before the range opens, so the range holds exactly one launch of each;
 ``SKCONTRACT_PRINT_KERNEL=1`` names the kernel each ``auto`` case runs.
 """
@@ -29,7 +30,8 @@ def build(case):
     """A function that launches the case's kernel once on the current stream."""
     import torch
 
-    shape_dtype, kernel = case.split(":")
+    shape_dtype, kernel, *forced = case.split(":")
+    tile = tuple(int(v) for v in forced[0].split("x")) if forced else None
     if kernel not in KERNELS:
         raise ValueError(f"{case}: the kernel is one of {KERNELS}")
     dt, shape = shape_dtype.split("-")
@@ -42,7 +44,7 @@ def build(case):
     if kernel == "cublas":
         fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
     else:
-        fn = lambda: G.gemm(a, b, c, mode=kernel)  # noqa: E731
+        fn = lambda: G.gemm(a, b, c, mode=kernel, tile=tile)  # noqa: E731
     fn()  # plans and compiles now, outside the profiled range (gemm keeps the plan)
     return fn
 

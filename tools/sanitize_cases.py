@@ -109,6 +109,10 @@ def main(argv=None) -> int:
         ("float16", (4224, 1096, 2048), "stream_k", "deterministic", (128, 64, 64)),
         ("float16", (4224, 1096, 2048), "hybrid", "arrival", (128, 64, 64), ("F", "C")),
         ("float16", (4224, 1096, 2048), "stream_k", "atomic", (128, 64, 64)),
+        # cluster pairs (B multicast into both CTAs, remote releases of its stages)
+        ("float16", (1056, 1056, 4096), "stream_k", "deterministic", (256, 128, 64)),
+        ("float16", (1056, 1056, 4096), "stream_k", "arrival", (256, 256, 64), ("F", "C")),
+        ("float16", (1056, 1056, 4096), "stream_k", "atomic", (256, 128, 64), ("C", "C")),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum

@@ -1,11 +1,11 @@
 """Compile kernel specs into CuPy's disk cache ahead of a run, in parallel processes (GPU).
 
     python -m tools.warm_kernels [--warm all|representative|default-tiles] [--jobs 8]
-                                 [--dtypes float32,float64]
+                                 [--dtypes float32,float64] [--families WgmmaPair]
 
-``all`` (or ``default-tiles``, the same set: auto plans over every catalogue entry) is every
-spec the launcher can choose (specs.all_specs()), and ``representative`` the CI compile
-set. Each line of output is one spec, ``ok`` with its
+``all`` is every spec the launcher can choose (specs.all_specs()), ``default-tiles`` those
+of the entries auto plans over (all but :data:`~skcontract.kernels.catalogue.PENDING`'s),
+and ``representative`` the CI compile set. Each line of output is one spec, ``ok`` with its
 occupancy or ``FAIL`` with the error; the exit status is 1 if any failed.
 """
 from __future__ import annotations
@@ -14,17 +14,25 @@ import argparse
 import sys
 
 from skcontract.kernels import jit, specs
+from skcontract.kernels.catalogue import PENDING
 
 
-def select(which: str, dtypes: str = "") -> list[specs.KernelSpec]:
-    """The specs ``--warm which`` compiles, kept to the comma list ``dtypes`` if given."""
+def select(which: str, dtypes: str = "", families: str = "") -> list[specs.KernelSpec]:
+    """The specs ``--warm which`` compiles, kept to the comma lists ``dtypes`` and
+    ``families`` (catalogue family names) if given."""
     if which == "representative":
         todo = specs.representative_specs()
     else:
         todo = specs.all_specs()
+    if which == "default-tiles":
+        pending = {b for bases in PENDING.values() for b in bases}
+        todo = [s for s in todo if s.base not in pending]
     if dtypes:
         keep = set(dtypes.split(","))
         todo = [s for s in todo if s.dtype_in in keep]
+    if families:
+        keep = set(families.split(","))
+        todo = [s for s in todo if s.base.FAMILY in keep]
     return todo
 
 
@@ -34,8 +42,9 @@ def main(argv=None) -> int:
     p.add_argument("--warm", choices=["all", "representative", "default-tiles"], default="all")
     p.add_argument("--jobs", type=int, default=8)
     p.add_argument("--dtypes", default="", help="comma list of input dtypes (default: all)")
+    p.add_argument("--families", default="", help="comma list of families (default: all)")
     args = p.parse_args(argv)
-    lines = jit.warm(select(args.warm, args.dtypes), args.jobs)
+    lines = jit.warm(select(args.warm, args.dtypes, args.families), args.jobs)
     for line in lines:
         print(line)
     bad = [x for x in lines if x.startswith("FAIL")]

@@ -37,7 +37,7 @@ and its data: docs/benchmarks/cost-model-h200.md).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
 from ..dtypes import accumulator_dtype
@@ -212,6 +212,9 @@ class KernelBase:
     FIXUP_COST: ClassVar[float] = 1.0
     """The family's cost of writing and merging a partial tile relative to the cost model's
     (``b`` and ``d``, fitted on the portable families)."""
+    CLUSTER: ClassVar[int] = 1
+    """CTAs (one an SM) that run one work unit of the schedule together: the launch's grid
+    is the schedule's times this (:class:`WgmmaPair`)."""
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -565,6 +568,7 @@ class Wgmma(KernelBase):
     def cfg_lines(self, spec) -> str:
         split = self.register_split or (0, 0, 0)
         return (f"  static constexpr int STAGES = {self.stages};\n"
+                f"  static constexpr int CLUSTER = {self.CLUSTER};\n"
                 f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
@@ -603,6 +607,53 @@ class Wgmma(KernelBase):
         launch allocates the whole register file (sk_wgmma.cuh)."""
         split = self.register_split
         return split[0] if split else None
+
+
+@dataclass(frozen=True)
+class WgmmaPair(Wgmma):
+    """A cluster of two Wgmma CTAs (``sk_wgmma_pair``) that runs one (2 BM) x BN tile of the
+    schedule: each CTA computes BM of its rows over the same k range, loads its own A and
+    half of B, and multicasts that half into both CTAs' shared memory, so the pair reads B
+    once from L2 for both (the L2 bounds the Wgmma tiles when every SM runs them). ``bm``
+    is one CTA's rows; :attr:`tile`, the schedule's, is twice that. Each CTA keeps its own
+    fixup: two locks and slots a tile. GEMMs only (no im2col entry); B's part is whole
+    64-column boxes, so BN is 128 or 256."""
+
+    FAMILY: ClassVar[str] = "WgmmaPair"
+    KERNEL: ClassVar[str] = "skc::sk_wgmma_pair"
+    IM2COL: ClassVar[str | None] = None
+    CLUSTER: ClassVar[int] = 2
+
+    def check(self):
+        super().check()
+        if self.bm != 128 or self.bn not in (128, 256) or self.ctas_per_sm != 1:
+            raise ValueError("WgmmaPair: 128-row CTAs, 128 or 256 columns, one CTA an SM")
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return self.CLUSTER * self.bm, self.bn, self.bk
+
+    def slot_elems(self, spec) -> int:
+        return self.CLUSTER * self.bm * self.bn
+
+    def option(self) -> TileOption:
+        return replace(super().option(), cluster=self.CLUSTER)
+
+
+def _wgmma_pair(dtype: str, bn: int, stages: int, trades_registers: bool = False) -> WgmmaPair:
+    return WgmmaPair(dtype, 128, bn, 64, stages, 12, 1, efficiency=WGMMA_PAIR_EFFICIENCY[bn],
+                     min_cc=90, vec16_only=True, trades_registers=trades_registers)
+
+
+WGMMA_PAIR_EFFICIENCY = {128: 0.18, 256: 0.146}
+"""Cost-model efficiency of the pairs' (256 x BN) unit tiles. A unit is two SMs, so a
+k-iteration of its tile takes what one of its CTAs' 128 x BN k-iterations takes: about
+half a single CTA's efficiency. Fitted on the H200, 2026-12-02 (docs/benchmarks/log.md), so
+that measured / predicted time over eight wave-quantized and exact-wave fp16 shapes matches
+that of the single-CTA entries auto picks there (geomean 0.70): the 128 x 128 pair 0.73
+at 0.1725, the 128 x 256 pair 0.64 at 0.16. Still PENDING: with these, auto would take the
+128 x 256 pair on 3200^3, where it measured 8% slower, and leave 1536^2 x 8192, where it
+measured 13% faster."""
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
@@ -647,7 +698,7 @@ def _kc(loader: str) -> str:
     return loader.split(",")[3].strip()
 
 
-FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Dot)}
+FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, WgmmaPair, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
@@ -772,7 +823,9 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {}
+PENDING: dict[str, tuple[KernelBase, ...]] = {
+    dt: (_wgmma_pair(dt, 128, 6), _wgmma_pair(dt, 256, 4, trades_registers=True))
+    for dt in ("float16", "bfloat16")}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with

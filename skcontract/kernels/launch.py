@@ -69,8 +69,8 @@ class LaunchPlan:
         if spec.protocol != schedule.protocol:
             raise ValueError(f"kernel {spec.name} runs the {spec.protocol!r} protocol; the "
                              f"schedule needs {schedule.protocol!r}")
-        if tuple(schedule.tile) != (spec.bm, spec.bn, spec.bk):
-            raise ValueError(f"kernel {spec.name} has tile {(spec.bm, spec.bn, spec.bk)}; the "
+        if tuple(schedule.tile) != spec.base.tile:
+            raise ValueError(f"kernel {spec.name} has tile {spec.base.tile}; the "
                              f"schedule's is {tuple(schedule.tile)}")
         self.kernel, self.schedule, self.device_id = kernel, schedule, device_id
         table = schedule.table if len(schedule.table) else np.zeros((1, NUM_COLUMNS), np.int32)
@@ -82,12 +82,15 @@ class LaunchPlan:
             self.offsets = cupy.asarray(schedule.cta_offsets)
         if not stream.is_capturing():
             stream.synchronize()
-        self.grid = int(schedule.grid)
+        # CTAs: a cluster entry runs each of the schedule's work units on CLUSTER of them,
+        # each with its own fixup lock a tile
+        cluster = spec.base.CLUSTER
+        self.grid = int(schedule.grid) * cluster
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
         self.staging_elems = schedule.staging_slots * slot
-        self.num_locks = schedule.num_locks
+        self.num_locks = schedule.num_locks * cluster
         self.acc_np = _ACC_NP[spec.dtype_acc]
         self.batch = schedule.problem.batch
         self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes A's and B's TMA maps

@@ -138,8 +138,10 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
         box = (bk, kmajor_box_rows(rows, tile_rows), 1) if kmajor else (MN_BOX, bk, 1)
         return operand_map(ptr, spec.dtype_in, dims, strides, box)
 
+    # a cluster pair's CTAs each load one part of B's tile (sk_wgmma.cuh, load_part)
+    b_rows = spec.bn // spec.base.CLUSTER
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
-            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig))
+            one(b_ptr, n, b_rows, ldb, sb, spec.b_kcontig))
 
 
 IM2COL_CORNER = 128

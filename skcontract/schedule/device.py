@@ -122,3 +122,8 @@ class DeviceInfo:
 
     def with_occupancy(self, ctas_per_sm: int) -> "DeviceInfo":
         return replace(self, ctas_per_sm=ctas_per_sm)
+
+    def with_clusters(self, cluster: int) -> "DeviceInfo":
+        """The device as work units of ``cluster`` SMs each (a cluster of CTAs runs one unit;
+        the schedule's grid and co-residency count units)."""
+        return self if cluster == 1 else replace(self, sms=self.sms // cluster)

@@ -80,7 +80,7 @@ class _Builder:
     def __init__(self, problem: GemmProblem, device: DeviceInfo, option: TileOption,
                  reduction, groups, swizzle, raster, small_tile):
         self.problem, self.reduction, self.option = problem, reduction, option
-        self.device = device.with_occupancy(option.ctas_per_sm)
+        self.device = device.with_occupancy(option.ctas_per_sm).with_clusters(option.cluster)
         self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
         self._ts = {}
 

@@ -254,7 +254,9 @@ class TileOption:
     the shape). ``small_tiles``: (BM, BN) latency tiles the same launch can also run, which
     HyTiS needs; a kernel that runs one tile shape per launch offers none.
     ``fixup_cost``: its cost of writing and merging a partial tile relative to the cost
-    model's (``b`` and ``d``).
+    model's (``b`` and ``d``). ``cluster``: CTAs (on as many SMs) that run one work unit
+    together (a cluster pair sharing an operand); the schedule's grid counts units, and the
+    device offers ``sms / cluster`` of them.
     """
 
     tile: tuple
@@ -262,6 +264,7 @@ class TileOption:
     efficiency: float | None = None
     small_tiles: tuple | None = None
     fixup_cost: float = 1.0
+    cluster: int = 1
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)
@@ -269,6 +272,8 @@ class TileOption:
             raise ValueError(f"tile must be (BM, BN, BK) of positive ints, got {self.tile!r}")
         if int(self.ctas_per_sm) != self.ctas_per_sm or self.ctas_per_sm < 1:
             raise ValueError(f"ctas_per_sm must be a positive int, got {self.ctas_per_sm!r}")
+        if int(self.cluster) != self.cluster or self.cluster < 1:
+            raise ValueError(f"cluster must be a positive int, got {self.cluster!r}")
         object.__setattr__(self, "tile", tile)
 
 

@@ -327,3 +327,21 @@ def test_the_wgmma_fixup_cost_prices_its_partial_tiles():
     portable = resolve_gemm(GemmProblem(256, 256, 32768, dtype="float32"), DeviceInfo.h200(),
                             mode="stream_k").schedule
     assert portable.fixup_cost == 1.0
+
+
+@pytest.mark.parametrize("bn", [128, 256])
+def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
+    """A WgmmaPair entry is one work unit on two CTAs: the schedule's tile is 2 BM x BN
+    (each CTA computes BM rows of it), its grid counts units (at most half the SMs), a
+    workspace slot holds both halves, and it has no convolution entry."""
+    pair = next(b for b in catalogue.all_bases()
+                if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bn == bn)
+    assert pair.CLUSTER == 2 and pair.bm == 128 and pair.tile == (256, bn, 64)
+    assert pair.option().cluster == 2 and pair.option().tile == pair.tile
+    assert pair.slot_elems(None) == 256 * bn and pair.IM2COL is None
+    for mode in ("data_parallel", "stream_k", "hybrid", "split_k"):
+        r = _resolve(2000, 3000, 5000, "float16", tile=pair.tile, mode=mode)
+        assert r.base is pair and tuple(r.schedule.tile) == pair.tile
+        assert r.schedule.grid <= H200.sms // 2
+    with pytest.raises(ValueError, match="WgmmaPair"):
+        catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, min_cc=90, vec16_only=True)

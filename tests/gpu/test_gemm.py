@@ -85,6 +85,29 @@ def test_every_tile(dtype, entry, layout):
                 assert entry.vec16_only and "kernel with tile" in str(e), e
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("bn", [128, 256])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cluster_pairs(dtype, bn, layout):
+    """The WgmmaPair entries (two CTAs a work unit, B's k-tiles shared by multicast), forced:
+    a unit whose second CTA lies partly (M = 200) or wholly (M = 104) past the rows, B
+    narrower than one CTA's part (N = 40), a batch, many Stream-K splits whose fixups wait
+    at every unit resident; every fixup; deterministic runs bitwise reproducible."""
+    tile = (256, bn, 64)
+    shapes = [(1, 200, 136, 2000), (1, 104, 40, 512), (3, 264, 264, 640),
+              (1, 1056, 1056, 4096), (1, 4224, 1096, 2048)]
+    for mode, reduction in [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
+                            ("stream_k", "atomic"), ("stream_k", "arrival"),
+                            ("hybrid", "arrival"), ("split_k", "deterministic")]:
+        for batch, m, n, k in shapes:
+            out = _check(dtype, batch, m, n, k, layout=layout, mode=mode, reduction=reduction,
+                         tile=tile)
+            if reduction == "deterministic" and m == 1056:
+                again = _check(dtype, batch, m, n, k, layout=layout, mode=mode,
+                               reduction=reduction, tile=tile)
+                assert as_bytes(out) == as_bytes(again), (dtype, bn, layout, mode)
+
+
 def test_vec16_only_entry_refuses_misaligned_operands():
     """The fp64 two-CTA entry runs 16-byte aligned operands only: forced on a misaligned
     one, gemm says so instead of running a kernel that was never checked for it."""

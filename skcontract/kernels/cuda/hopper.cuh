@@ -86,6 +86,43 @@ __device__ __forceinline__ void tma_load_im2col_4d(void* dst, const TmaMap& map,
       : "memory");
 }
 
+// ---- clusters (sk_wgmma.cuh's pairs) -----------------------------------------------------
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster meets here; shared-memory writes before it (the
+// mbarriers' initialisation) are visible to the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// Arrive on the mbarrier at the same shared-memory offset as `bar` in cluster CTA `rank`,
+// with the default (CTA-scope) release: a consumer's arrival only says that its wgmmas
+// have finished reading a stage, which needs no cluster-wide fence (one would stall every
+// warp on a membar each k-tile).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+// tma_load_3d into the same shared-memory offset of every cluster CTA in `mask`, each
+// completing its bytes on its own mbarrier at bar's offset.
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaMap& map,
+                                                      unsigned long long* bar, int c0, int c1,
+                                                      int c2, unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+      "r"(c2), "h"(mask)
+      : "memory");
+}
+
 // ---- wgmma --------------------------------------------------------------------------------
 // The shared-memory matrix descriptor of a 128-byte-swizzled operand: start address, leading
 // and stride byte offsets (all >> 4), layout type 1 (128-byte swizzle) in bits 62-63. Tiles

@@ -106,14 +106,16 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
 // workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
 // (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed
 // rows only (the shared-sum pass, which has nothing to do for whole tiles).
+// for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that
+// share the unit's tiles: sk_wgmma.cuh's pairs).
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body>
-__device__ __forceinline__ void for_each_split(const int* __restrict__ table,
-                                               const int* __restrict__ cta_offsets, int M, int N,
-                                               int tile_order, Body&& body) {
-  const int* end_at = cta_offsets + blockIdx.x + 1;
+__device__ __forceinline__ void for_each_split_of(int unit, const int* __restrict__ table,
+                                                  const int* __restrict__ cta_offsets, int M,
+                                                  int N, int tile_order, Body&& body) {
+  const int* end_at = cta_offsets + unit + 1;
   const int end = __ldg(end_at);
   int j = 0;  // the next tile of the range row being walked
-  for (int row = __ldg(cta_offsets + blockIdx.x);
+  for (int row = __ldg(cta_offsets + unit);
        row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
     const int* r = table + (long long)row * NUM_COLUMNS;
     Split s;
@@ -133,6 +135,14 @@ __device__ __forceinline__ void for_each_split(const int* __restrict__ table,
     }
     body(s);
   }
+}
+
+template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body>
+__device__ __forceinline__ void for_each_split(const int* __restrict__ table,
+                                               const int* __restrict__ cta_offsets, int M, int N,
+                                               int tile_order, Body&& body) {
+  for_each_split_of<BM, BN, REREAD_END, SKIP_RANGES>((int)blockIdx.x, table, cta_offsets, M, N,
+                                                     tile_order, body);
 }
 
 }  // namespace skc

@@ -113,6 +113,29 @@ struct WgmmaOperand {
                         BOX_BYTES, SWIZZLE_ATOM_BYTES);
     }
   }
+  // Part `part` of PARTS equal row blocks of the stage (rows [x0 + part ROWS / PARTS, ..)),
+  // multicast into the same offset of every CTA of the cluster, each completing its bytes on
+  // its own `bar`: the operand a cluster pair shares. The host encodes the map's box as one
+  // part (skcontract/kernels/tma.py).
+  template <int PARTS>
+  __device__ __forceinline__ static void load_part(unsigned char* stage, const TmaMap& map,
+                                                   unsigned long long* bar, int x0, int k,
+                                                   int batch, int part) {
+    constexpr int PART_ROWS = ROWS / PARTS;
+    constexpr unsigned short ALL = (unsigned short)((1u << PARTS) - 1);
+    const int r0 = part * PART_ROWS;
+    if constexpr (KMAJOR) {
+      static_assert(PART_ROWS % (SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES) == 0,
+                    "a K-major part is whole swizzle atoms");
+      tma_load_3d_multicast(stage + r0 * SWIZZLE_ROW_BYTES, map, bar, k, x0 + r0, batch, ALL);
+    } else {
+      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole 64-element boxes");
+#pragma unroll
+      for (int j = 0; j < PART_ROWS / MN_CHUNK; ++j)
+        tma_load_3d_multicast(stage + (r0 / MN_CHUNK + j) * BOX_BYTES, map, bar,
+                              x0 + r0 + j * MN_CHUNK, k, batch, ALL);
+    }
+  }
   // TMA loads of the stage: rows [x0, x0 + ROWS) at k; coordinates are innermost first.
   __device__ __forceinline__ static void load(unsigned char* stage, const TmaMap& map,
                                               unsigned long long* bar, int x0, int k, int batch) {
@@ -243,8 +266,14 @@ struct WgmmaSmem {
   using ML = typename Cfg::ML;
   using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
   using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
+  using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / Cfg::CLUSTER, Cfg::BK,
+                              Cfg::B_KMAJOR>;  // what one CTA of a pair loads of B
   using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH>;
   static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
+  // Bytes a stage's loads bring this CTA: its A box and every CTA's part of B.
+  __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
+    return OA::load_bytes(M) + Cfg::CLUSTER * OBPart::load_bytes(N);
+  }
   unsigned char* ring;
   float* epi;
   unsigned long long* full;
@@ -276,6 +305,7 @@ struct DenseTmaLoads {
   const TmaMap& map_a;
   const TmaMap& map_b;
   bool batched_a, batched_b;
+  int part = 0;  // a pair's cluster rank: the part of B this CTA loads for both
   int m0 = 0, n0 = 0, k0 = 0, ba = 0, bb = 0;
   __device__ __forceinline__ void prefetch() const {
     tma_prefetch(map_a);
@@ -291,9 +321,36 @@ struct DenseTmaLoads {
   __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
     const int k = k0 + kt * Cfg::BK;
     Sm::OA::load(st, map_a, bar, m0, k, ba);
-    Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
+    if constexpr (Cfg::CLUSTER == 1)
+      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
+    else
+      Sm::OB::template load_part<Cfg::CLUSTER>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb,
+                                               part);
   }
 };
+
+// A cluster pair's work unit is a tile of CLUSTER * BM rows: its CTAs walk the unit's rows
+// of the table together, each computing BM of the rows (by cluster rank) with the same k
+// range, so they load the same B k-tiles, which they share by multicast. Each keeps its own
+// fixup: CLUSTER locks and slots a tile (the host allocates them), a tile's arrival slots
+// still consecutive in SPLIT order for each CTA. A CTA whose rows lie past M computes
+// zeros and stores nothing.
+template <class Cfg>
+__device__ __forceinline__ Split cluster_part(Split s, int rank) {
+  if constexpr (Cfg::CLUSTER > 1) {
+    s.m0 += rank * Cfg::BM;
+    s.mw = s.m0;
+    s.m_end = max(s.m0, min(s.m_end, s.m0 + Cfg::BM));
+    if (s.tile >= 0) {
+      if (Cfg::REDUCTION == REDUCTION_ARRIVAL)
+        s.slot = Cfg::CLUSTER * (s.slot - s.split) + rank * s.peers + s.split;
+      else if (s.slot >= 0)
+        s.slot = Cfg::CLUSTER * s.slot + rank;
+      s.tile = Cfg::CLUSTER * s.tile + rank;
+    }
+  }
+  return s;
+}
 
 // The producer's thread: every k-tile of every split of the CTA, into the ring.
 template <class Cfg, class Loads>
@@ -301,9 +358,12 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
                                               const int* table, const int* cta_offsets, int M,
                                               int N, int tile_order) {
   using Sm = WgmmaSmem<Cfg>;
-  const unsigned stage_tx = Sm::OA::load_bytes(M) + Sm::OB::load_bytes(N);
+  const unsigned stage_tx = Sm::stage_tx(M, N);
+  const int rank = loads.part;
   RingCursor at;
-  for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
+  for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN>(
+      blockIdx.x / Cfg::CLUSTER, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
+    const Split s = cluster_part<Cfg>(us, rank);
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
     loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
@@ -313,6 +373,14 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
       at.template advance<Cfg::STAGES>();
     }
   });
+  if constexpr (Cfg::CLUSTER > 1) {
+    // Stay until every consumer of the cluster has released every stage: the peer's
+    // consumers arrive on this CTA's barriers, which must outlive their arrivals.
+    for (int i = 0; i < Cfg::STAGES; ++i) {
+      mbar_wait(&sm.empty[at.stage], at.phase ^ 1);
+      at.template advance<Cfg::STAGES>();
+    }
+  }
 }
 
 // A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
@@ -329,10 +397,17 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = 0.0f;
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   int held = -1;  // the stage whose wgmmas may still be in flight
-  auto release = [&]() {
+  auto release = [&]() {  // the stage's data came from every CTA of a pair: free it in each
     if (held >= 0) {
       __syncwarp();
-      if (warp_leader) mbar_arrive(&sm.empty[held]);
+      if (warp_leader) {
+        if constexpr (Cfg::CLUSTER == 1) {
+          mbar_arrive(&sm.empty[held]);
+        } else {
+#pragma unroll
+          for (int r = 0; r < Cfg::CLUSTER; ++r) mbar_arrive_cluster(&sm.empty[held], r);
+        }
+      }
     }
   };
   for (int kt = 0; kt < ktiles; ++kt) {
@@ -394,12 +469,15 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
-      mbar_init(&sm.empty[s], CONSUMERS / 32);      // one arrival per consumer warp
+      mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / 32);  // a consumer warp of each CTA
     }
     mbar_fence_init();
   }
   if (threadIdx.x == CONSUMERS) loads.prefetch();
-  __syncthreads();
+  if constexpr (Cfg::CLUSTER > 1)
+    cluster_sync();  // the peer's barriers are initialised before its loads or arrivals
+  else
+    __syncthreads();
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
     if constexpr (SPLIT) setmaxnreg_dec<Cfg::PRODUCER_REGS>();
@@ -410,7 +488,10 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
 
   if constexpr (SPLIT) setmaxnreg_inc<Cfg::CONSUMER_REGS>();
   RingCursor at;
-  for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
+  const int unit = blockIdx.x / Cfg::CLUSTER, rank = loads.part;
+  for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN>(unit, table, cta_offsets, M, N, tile_order,
+                                                     [&](const Split& us) {
+    const Split s = cluster_part<Cfg>(us, rank);
     Acc acc[ML::NACC];
     wgmma_consume<Cfg>(sm, at, s, acc);
     if (Fx::run(s, acc, ws, staging, locks, sm.flag))
@@ -419,9 +500,10 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums, after the CTA's last split: the ring is idle (every load was consumed).
     using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
-    for_each_split<Cfg::BM, Cfg::BN, false, true>(table, cta_offsets, M, N, tile_order,
-                                                  [&](const Split& s) {
-      if (!s.shared_sum()) return;
+    for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN, false, true>(
+        unit, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
+      if (!us.shared_sum()) return;
+      const Split s = cluster_part<Cfg>(us, rank);
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
       Fx::finish_shared(s, ws, locks, sm.flag, reinterpret_cast<Acc*>(sm.ring),
                         [&](int i, Acc v) { Epi::store_one(s, i, v, Cb, ldc, alpha, beta); });
@@ -438,7 +520,26 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
          long long ldc, long long batch_a, long long batch_b, long long batch_c,
          typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
          const __grid_constant__ TmaMap map_b) {
+  static_assert(Cfg::CLUSTER == 1, "pairs launch sk_wgmma_pair");
   DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0};
+  wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
+                  batch_c, alpha, beta);
+}
+
+// The same over clusters of two CTAs (the launch's grid counts CTAs: twice the table's work
+// units), which share B's k-tiles by multicast (cluster_part).
+template <class Cfg>
+__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
+sk_wgmma_pair(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
+              typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
+              const int* __restrict__ cta_offsets, typename Cfg::Acc* ws,
+              typename Cfg::Acc* staging, unsigned* locks, int M, int N, int K, int tile_order,
+              long long lda, long long ldb, long long ldc, long long batch_a,
+              long long batch_b, long long batch_c, typename Cfg::Acc alpha,
+              typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
+              const __grid_constant__ TmaMap map_b) {
+  static_assert(Cfg::CLUSTER == 2, "sk_wgmma_pair runs clusters of two");
+  DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0, (int)cluster_ctarank()};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
                   batch_c, alpha, beta);
 }

@@ -22,6 +22,8 @@ template <class Cfg>
 struct Im2colTmaLoads {
   using Sm = WgmmaSmem<Cfg>;
   static_assert(Cfg::A_KMAJOR && Cfg::B_KMAJOR, "channels-last input, (K, R, S, C) filters");
+  static_assert(Cfg::CLUSTER == 1, "convolutions run on single CTAs");
+  static constexpr int part = 0;  // the cluster rank wgmma_gemm reads (no pairs)
   const TmaMap& map_a;
   const TmaMap& map_b;
   const ConvShape& cs;
