@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device check of branch cluster-pairs in one call: compile the WgmmaPair kernels, run
+# The device check of the cluster pairs (WgmmaPair) in one call: compile their kernels, run
 # their sanitizer cases once without the sanitizer (a hang there is a deadlock), time them
 # against the single-CTA entries and cuBLAS, run their GPU tests (the log's last line names
 # the test a stop happened in), then compute-sanitizer on their cases and the fp32 narrow

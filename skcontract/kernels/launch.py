@@ -30,7 +30,8 @@ _SMS: dict = {}
 
 
 class Launch(NamedTuple):
-    """What one launch ran (see :func:`record_launches`)."""
+    """What one launch ran (see :func:`record_launches`): ``grid`` is the schedule's (its
+    work units), ``ctas`` the CTAs launched (twice the units for a cluster pair)."""
 
     kernel: str
     grid: int
@@ -38,6 +39,7 @@ class Launch(NamedTuple):
     mode: str
     reduction: str
     digest: str
+    ctas: int = 0
 
 
 @contextmanager
@@ -118,8 +120,8 @@ class LaunchPlan:
     def record(self) -> None:
         """Tell the :func:`record_launches` blocks that this plan launched."""
         s = self.schedule
-        rec = Launch(self.kernel.spec.name, self.grid, tuple(s.tile), str(s.mode),
-                     str(s.reduction), s.digest())
+        rec = Launch(self.kernel.spec.name, int(s.grid), tuple(s.tile), str(s.mode),
+                     str(s.reduction), s.digest(), self.grid)
         for log in _RECORDERS:
             log.append(rec)
 

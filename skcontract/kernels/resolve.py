@@ -90,7 +90,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     for b in bases:
         c = ctas_on(b, device)
         tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
-        if c > 0 and (one_entry or b.fills_waves(tiles, c * device.sms)):
+        units = c * device.with_clusters(b.CLUSTER).sms
+        if c > 0 and (one_entry or b.fills_waves(tiles, units)):
             by_entry.setdefault((b.tile, c), b)
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
@@ -135,7 +136,8 @@ def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) 
     (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns)."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
-    bases = tuple(dots) + bases_for(dtype, allow_tf32, cc)
+    pending = () if allow_tf32 else pending_for(dtype, cc)  # a forced tile may name one
+    bases = tuple(dots) + bases_for(dtype, allow_tf32, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
     fits = [(ctas_on(b, schedule.device), b) for b in bases if b.tile == tile]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an

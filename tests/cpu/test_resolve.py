@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from skcontract.kernels import catalogue
-from skcontract.kernels.resolve import resolve_gemm, step_operands
+from skcontract.kernels.resolve import entry_for, resolve_gemm, step_operands
 from skcontract.schedule import DeviceInfo, GemmProblem
 from skcontract.schedule.heuristics import selection_key
 
@@ -343,5 +343,6 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
         r = _resolve(2000, 3000, 5000, "float16", tile=pair.tile, mode=mode)
         assert r.base is pair and tuple(r.schedule.tile) == pair.tile
         assert r.schedule.grid <= H200.sms // 2
+        assert entry_for(r.schedule, "float16", False, 90) is pair  # a plan's launch
     with pytest.raises(ValueError, match="WgmmaPair"):
         catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, min_cc=90, vec16_only=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skcontract.kernels.launch import record_launches
+
 from .helpers import TOL, as_bytes, poisoned, rand, rel_error, schedule_gemm, to64
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
@@ -103,9 +105,12 @@ def test_cluster_pairs(dtype, bn, layout):
             out = _check(dtype, batch, m, n, k, layout=layout, mode=mode, reduction=reduction,
                          tile=tile)
             if reduction == "deterministic" and m == 1056:
-                again = _check(dtype, batch, m, n, k, layout=layout, mode=mode,
-                               reduction=reduction, tile=tile)
+                with record_launches() as launches:
+                    again = _check(dtype, batch, m, n, k, layout=layout, mode=mode,
+                                   reduction=reduction, tile=tile)
                 assert as_bytes(out) == as_bytes(again), (dtype, bn, layout, mode)
+                ran = launches[0]
+                assert ran.kernel.startswith("wgmmapair") and ran.ctas == 2 * ran.grid
 
 
 def test_vec16_only_entry_refuses_misaligned_operands():
@@ -238,9 +243,11 @@ def test_worst_case_coresidency(dtype, index, reduction):
     kern = jit.get_kernel(specs.specialise(base, protocol=reduction, a_layout="row",
                                            b_layout="row"))
     assert kern.occupancy >= base.ctas_per_sm
+    # a cluster entry's units are resident pairs of SMs
     dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
+    dev = dev.with_clusters(base.CLUSTER)
     resident = dev.resident_ctas
-    m, n = base.bm, base.bn
+    m, n = base.tile[:2]
     k = base.bk * MIN_ITERS_PER_SPLIT * resident
     a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
     sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=base.tile,

@@ -334,7 +334,8 @@ struct DenseTmaLoads {
 // range, so they load the same B k-tiles, which they share by multicast. Each keeps its own
 // fixup: CLUSTER locks and slots a tile (the host allocates them), a tile's arrival slots
 // still consecutive in SPLIT order for each CTA. A CTA whose rows lie past M computes
-// zeros and stores nothing.
+// zeros and stores nothing, but still runs every k-tile: its peer's loads and stage
+// releases wait on it.
 template <class Cfg>
 __device__ __forceinline__ Split cluster_part(Split s, int rank) {
   if constexpr (Cfg::CLUSTER > 1) {
@@ -511,15 +512,20 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   }
 }
 
+// The Wgmma kernels' parameters: the arguments every family's kernel takes (launch.py fills
+// them in this order), then A's and B's tensor maps.
+#define SKC_WGMMA_KERNEL_PARAMS                                                                \
+  const typename Cfg::TIn *__restrict__ A, const typename Cfg::TIn *__restrict__ B,           \
+      typename Cfg::TOut *__restrict__ C, const int *__restrict__ table,                      \
+      const int *__restrict__ cta_offsets, typename Cfg::Acc *ws, typename Cfg::Acc *staging, \
+      unsigned *locks, int M, int N, int K, int tile_order, long long lda, long long ldb,     \
+      long long ldc, long long batch_a, long long batch_b, long long batch_c,                 \
+      typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,  \
+      const __grid_constant__ TmaMap map_b
+
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
-         typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
-         const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
-         unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
-         long long ldc, long long batch_a, long long batch_b, long long batch_c,
-         typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
-         const __grid_constant__ TmaMap map_b) {
+sk_wgmma(SKC_WGMMA_KERNEL_PARAMS) {
   static_assert(Cfg::CLUSTER == 1, "pairs launch sk_wgmma_pair");
   DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
@@ -530,14 +536,7 @@ sk_wgmma(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __res
 // units), which share B's k-tiles by multicast (cluster_part).
 template <class Cfg>
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-sk_wgmma_pair(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
-              typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
-              const int* __restrict__ cta_offsets, typename Cfg::Acc* ws,
-              typename Cfg::Acc* staging, unsigned* locks, int M, int N, int K, int tile_order,
-              long long lda, long long ldb, long long ldc, long long batch_a,
-              long long batch_b, long long batch_c, typename Cfg::Acc alpha,
-              typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
-              const __grid_constant__ TmaMap map_b) {
+sk_wgmma_pair(SKC_WGMMA_KERNEL_PARAMS) {
   static_assert(Cfg::CLUSTER == 2, "sk_wgmma_pair runs clusters of two");
   DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0, (int)cluster_ctarank()};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,

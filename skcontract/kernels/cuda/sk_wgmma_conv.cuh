@@ -54,14 +54,7 @@ struct Im2colTmaLoads {
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-sk_wgmma_conv(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restrict__ B,
-              typename Cfg::TOut* __restrict__ C, const int* __restrict__ table,
-              const int* __restrict__ cta_offsets, typename Cfg::Acc* ws,
-              typename Cfg::Acc* staging, unsigned* locks, int M, int N, int K, int tile_order,
-              long long lda, long long ldb, long long ldc, long long batch_a,
-              long long batch_b, long long batch_c, typename Cfg::Acc alpha,
-              typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,
-              const __grid_constant__ TmaMap map_b, const __grid_constant__ ConvShape conv) {
+sk_wgmma_conv(SKC_WGMMA_KERNEL_PARAMS, const __grid_constant__ ConvShape conv) {
   Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, (conv.Cg + Cfg::BK - 1) / Cfg::BK};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
                   batch_c, alpha, beta);
