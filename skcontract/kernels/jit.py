@@ -140,13 +140,33 @@ class RegisterCountError(RuntimeError):
 
 
 class CompiledKernel:
-    """A loaded kernel plus what the launcher needs about it."""
+    """A loaded kernel plus what the launcher needs about it: ``occupancy`` (CTAs an SM) and,
+    for a kernel launched in clusters, ``clusters`` (how many can be resident at once)."""
 
-    __slots__ = ("spec", "function", "key", "arch", "occupancy", "module")
+    __slots__ = ("spec", "function", "key", "arch", "occupancy", "module", "clusters")
 
-    def __init__(self, spec, module, function, key, arch, occupancy):
+    def __init__(self, spec, module, function, key, arch, occupancy, clusters=None):
         self.spec, self.module, self.function = spec, module, function
         self.key, self.arch, self.occupancy = key, arch, occupancy
+        self.clusters = clusters
+
+
+def max_active_clusters(function_ptr: int, threads: int, smem: int, cluster: int) -> int:
+    """Clusters of ``cluster`` CTAs of the kernel at ``function_ptr`` (whose cluster size is
+    compiled in) that the current device holds at once: the driver's count, which knows
+    the GPCs (clusters never straddle one), unlike CTAs an SM times SMs. RuntimeError if
+    the driver cannot say."""
+    from cuda.bindings import driver as cu  # optional dependency: the GPU path's
+
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = smem
+    config.numAttrs = 0
+    err, count = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(function_ptr), config)
+    if err != cu.CUresult.CUDA_SUCCESS or count < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters: {err} ({count} clusters)")
+    return int(count)
 
 
 _MEMO: dict = {}
@@ -190,8 +210,11 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")
+    cluster = spec.base.CLUSTER
+    clusters = (max_active_clusters(int(ptr), spec.threads, smem, cluster) if cluster > 1
+                else None)
     function = launcher
-    compiled = CompiledKernel(spec, module, function, key, arch, occupancy)
+    compiled = CompiledKernel(spec, module, function, key, arch, occupancy, clusters)
     _MEMO[memo_key] = compiled
     return compiled
 

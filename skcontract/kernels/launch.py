@@ -100,10 +100,12 @@ class LaunchPlan:
         # convolution's input and filters: .conv sets it); None: the GEMM maps
         self.map_source = None
         resident = kernel.occupancy * _sm_count(device_id)
+        if kernel.clusters is not None:  # clusters never straddle a GPC: the driver counts
+            resident = min(resident, kernel.clusters * cluster)
         if schedule.waits and self.grid > resident:
             raise RuntimeError(
-                f"co-residency: {self.grid} CTAs but only {kernel.occupancy} x SMs resident "
-                f"for {spec.name}; waiting splits could deadlock")
+                f"co-residency: {self.grid} CTAs but only {resident} resident for "
+                f"{spec.name}; waiting splits could deadlock")
 
     def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
              conv=None) -> "BoundLaunch | None":

@@ -171,3 +171,26 @@ def test_a_tma_convolution_gets_its_maps_then_its_geometry(driver, monkeypatch):
     monkeypatch.setattr(launch, "_launch_kernel", read)
     bound(0xA1, 0xB1, 0xC0, SimpleNamespace(ptr=9))
     assert captured == [[b"\xa1" * 128, b"\xb1" * 128, bytes([7]) * CONV_SHAPE_ARG.itemsize]]
+
+
+def test_max_active_clusters_asks_the_driver_for_the_kernels_clusters(monkeypatch):
+    """A cluster kernel's resident clusters come from cuOccupancyMaxActiveClusters, asked
+    with a launch of one cluster of the kernel's block and shared memory; a failure is an
+    error, not a guess."""
+    from cuda.bindings import driver as cu
+
+    from skcontract.kernels import jit
+    seen = []
+
+    def fake(func, config):
+        seen.append((int(func), config.gridDimX, config.blockDimX, config.sharedMemBytes,
+                     config.numAttrs))
+        return cu.CUresult.CUDA_SUCCESS, 66
+
+    monkeypatch.setattr(cu, "cuOccupancyMaxActiveClusters", fake)
+    assert jit.max_active_clusters(0xF00, 384, 200_000, 2) == 66
+    assert seen == [(0xF00, 2, 384, 200_000, 0)]
+    monkeypatch.setattr(cu, "cuOccupancyMaxActiveClusters",
+                        lambda func, config: (cu.CUresult.CUDA_ERROR_INVALID_CLUSTER_SIZE, 0))
+    with pytest.raises(RuntimeError, match="cuOccupancyMaxActiveClusters"):
+        jit.max_active_clusters(0xF00, 384, 200_000, 2)
