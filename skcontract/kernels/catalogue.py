@@ -824,9 +824,8 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
 
 
 PENDING: dict[str, tuple[KernelBase, ...]] = {
-    # the cluster pairs: tested and timed on the H200 (docs/benchmarks/log.md, 2026-12-02);
-    # before they are offered, the cost model must tell where they win (the L2's bandwidth
-    # as a limit shared by the SMs; the pairs' own coupling cost)
+    # the cluster pairs: offered once the cost model tells where they win (the L2's
+    # bandwidth as a limit shared by the SMs; the pairs' own coupling cost)
     dt: (_wgmma_pair(dt, 128, 6), _wgmma_pair(dt, 256, 4, trades_registers=True))
     for dt in ("float16", "bfloat16")}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
