@@ -155,6 +155,11 @@ struct WgmmaOperand {
 // padded pitch), then writes them out a row segment per 8 lanes, 4 elements a lane, with
 // alpha / beta applied in fp32 as the portable epilogue does (epilogue.cuh). Rows and columns
 // past the split's tile are not stored; an unaligned row falls back to element stores.
+// READS > 1: the staged rows are read back by ld.shared (through a generic pointer into the
+// dynamic shared memory they are generic loads, with a global load's latency, and each
+// store waits for its own), READS of them before they are stored, so that the reads
+// overlap; short tiles (one k-iteration) spend most of their time here. READS == 1 keeps
+// the generic reads: the shared address costs a register the tightest entries lack.
 constexpr int EPI_COLS = 32;
 constexpr int EPI_VEC = 4;               // output elements a lane stores at once
 constexpr int EPI_BARRIER0 = 2;          // named barriers 2, 3: one per consumer warpgroup
@@ -163,9 +168,11 @@ template <class TOut> struct alignas(EPI_VEC * sizeof(TOut)) OutVec { TOut v[EPI
 
 // PITCH (floats a staging row, Cfg::EPI_PITCH): 8 more than a multiple of 32, so the 4 rows
 // of a half-warp's 8-byte fragment writes land on distinct banks.
-template <int BN, class TOut, int PITCH>
+// READS: staged rows a lane reads before it stores them (EpiReads).
+template <int BN, class TOut, int PITCH, int READS>
 struct WgmmaEpilogue {
   static_assert(PITCH >= EPI_COLS && PITCH % 32 == 8, "conflict-free staging rows");
+  static_assert((WGMMA_M * EPI_COLS / EPI_VEC / WARPGROUP) % READS == 0, "whole read batches");
   using Tile = WgmmaTile<WGMMA_M, BN>;
   static constexpr int NACC = BN / 2;
   static constexpr int GROUP_FLOATS = WGMMA_M * PITCH;  // one warpgroup's staging buffer
@@ -185,6 +192,7 @@ struct WgmmaEpilogue {
     // copy-out position: 8 lanes a row, EPI_VEC columns a lane
     const int lanes_per_row = EPI_COLS / EPI_VEC, rows_per_pass = WARPGROUP / lanes_per_row;
     const int orow = lt / lanes_per_row, ocol = (lt % lanes_per_row) * EPI_VEC;
+    constexpr int PASSES = WGMMA_M / rows_per_pass;
 #pragma unroll
     for (int chunk = 0; chunk < BN / EPI_COLS; ++chunk) {
 #pragma unroll
@@ -196,16 +204,40 @@ struct WgmmaEpilogue {
       }
       group_sync(wg);
       const int gc = s.n0 + chunk * EPI_COLS + ocol;
+      if constexpr (READS == 1) {
 #pragma unroll
-      for (int pass = 0; pass < WGMMA_M / rows_per_pass; ++pass) {
-        const int r = pass * rows_per_pass + orow, gr = row0 + r;
-        if (gr < s.m_end && gc < s.n_end) {
-          const float4 v = *reinterpret_cast<const float4*>(buf + r * PITCH + ocol);
-          store(C + gr * ldc + gc, v, s.n_end - gc, alpha, beta);
+        for (int pass = 0; pass < PASSES; ++pass) {
+          const int r = pass * rows_per_pass + orow, gr = row0 + r;
+          if (gr < s.m_end && gc < s.n_end) {
+            const float4 v = *reinterpret_cast<const float4*>(buf + r * PITCH + ocol);
+            store(C + gr * ldc + gc, v, s.n_end - gc, alpha, beta);
+          }
+        }
+      } else {
+        const unsigned out_at = smem_addr(buf + orow * PITCH + ocol);
+#pragma unroll
+        for (int pass0 = 0; pass0 < PASSES; pass0 += READS) {
+          float4 v[READS];
+#pragma unroll
+          for (int j = 0; j < READS; ++j)
+            v[j] = ld_shared_v4(out_at + 4 * (pass0 + j) * rows_per_pass * PITCH);
+#pragma unroll
+          for (int j = 0; j < READS; ++j) {
+            const int gr = row0 + (pass0 + j) * rows_per_pass + orow;
+            if (gr < s.m_end && gc < s.n_end)
+              store(C + gr * ldc + gc, v[j], s.n_end - gc, alpha, beta);
+          }
         }
       }
       group_sync(wg);  // the buffer is rewritten by the next chunk
     }
+  }
+
+  __device__ __forceinline__ static float4 ld_shared_v4(unsigned at) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(at));
+    return v;
   }
 
   // EPI_VEC outputs at p (those of them before the tile's end: `left` of them)
@@ -235,6 +267,15 @@ struct WgmmaEpilogue {
       }
     }
   }
+};
+
+// Rows a lane of the epilogue reads before storing them (WgmmaEpilogue): all four of a
+// chunk where the accumulators leave registers to spare (two consumer warpgroups, at most
+// 128 columns: the many-tile entries, whose short tiles the epilogue dominates), else one
+// (the 64-row and 256-column tiles use every register a thread has).
+template <class Cfg>
+struct EpiReads {
+  static constexpr int value = (Cfg::BM == 128 && Cfg::BN <= 128) ? 4 : 1;
 };
 
 // Named barrier 1 over the consumer warpgroups (barrier 0 is __syncthreads).
@@ -268,7 +309,7 @@ struct WgmmaSmem {
   using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
   using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / Cfg::CLUSTER, Cfg::BK,
                               Cfg::B_KMAJOR>;  // what one CTA of a pair loads of B
-  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH>;
+  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value>;
   static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
   // Bytes a stage's loads bring this CTA: its A box and every CTA's part of B.
   __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
