@@ -9,7 +9,9 @@ of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever
 and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs]) / ``--reduction`` / ``--grid`` force a
 schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
 combination is timed (one line each, carrying the peer's time when there is one; a
-combination the scheduler refuses prints its error).
+combination the scheduler refuses prints its error). ``--store tma,threads`` times the Wgmma
+epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
+with every size allowed, or with none).
 16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
 whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
 device session compares them on the same machine state.
@@ -47,17 +49,21 @@ def main(argv=None) -> int:
     p.add_argument("--reduction", default=None,
                    help="comma list of deterministic, arrival, atomic (default: gemm's)")
     p.add_argument("--grid", default=None, help="comma list of grids to force")
+    p.add_argument("--store", default=None,
+                   help="comma list of tma, threads: the Wgmma epilogue's store path")
     args = p.parse_args(argv)
     tiles = [None] if args.tile is None else [tuple(int(x) for x in t.split("x"))
                                               for t in args.tile.split(",")]
     reductions = [None] if args.reduction is None else args.reduction.split(",")
     grids = [None] if args.grid is None else [int(g) for g in args.grid.split(",")]
-    combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids))
+    stores = [None] if args.store is None else args.store.split(",")
+    combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores))
     import cupy  # optional dependency: this tool times the GPU
 
     # imported here, after PYTHONPATH picked the tree to time; both trees are timed by this
     # checkout's helpers, so they time alike
     import skcontract
+    from skcontract.kernels import tma
     from skcontract.kernels.gemm import gemm
     timing = _timing()
 
@@ -74,11 +80,15 @@ def main(argv=None) -> int:
                 import torch  # the peer
                 peer["torch_us"] = timing.torch_graph_us(
                     lambda: torch.matmul(a, b, out=c), calls, args.reps)
-            for mode, tile, reduction, grid in combos:
+            for mode, tile, reduction, grid, store in combos:
                 forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                               ("reduction", reduction)) if v is not None}
+                if store is not None:
+                    tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
                 row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
                        "dtype": dtype, "mode": mode, **forced, **peer}
+                if store is not None:
+                    row["store"] = store
                 try:
                     us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
                                                stream, calls, args.reps)
@@ -89,6 +99,10 @@ def main(argv=None) -> int:
                     row["error"] = f"{type(e).__name__}: {e}"
                 print(json.dumps(row), flush=True)
     return 0
+
+
+STORE_NEVER = 1 << 62
+"""--store threads: a size no product reaches."""
 
 
 def _operands(batch, m, n, k, dtype, use_torch):

@@ -161,6 +161,11 @@ def memory_bound(m: int, n: int, k: int = 1, operand_elems: int | None = None) -
 WGMMA_EPI_PITCH = 40
 """Wgmma: floats a row of the epilogue's staging buffer (the kernel's Cfg::EPI_PITCH: 32
 columns, and 8 more than a multiple of 32 for conflict-free fragment writes)."""
+WGMMA_STORE_COLS = 128
+"""Wgmma: output columns the epilogue's TMA store stages at once in an SM's shared memory
+(the kernel's Cfg::STORE_COLS, :attr:`Wgmma.store_cols`): a 128-column pass of 64 rows is
+16 KB a consumer warpgroup, which fits beside the rings of the one-CTA entries; a wider
+tile stores in passes, each waiting until the last has read the staging."""
 WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -199,8 +204,8 @@ class KernelBase:
     """The header whose kernel template the entry instantiates (jit.py inlines it)."""
     KERNEL: ClassVar[str] = "skc::sk_gemm"
     TENSOR_MAPS: ClassVar[bool] = False
-    """Whether the kernel takes TMA descriptors of A and B after the common arguments
-    (:mod:`.tma`)."""
+    """Whether the kernel takes TMA descriptors of A, B and C and the epilogue's store flag
+    after the common arguments (:mod:`.tma`)."""
     IM2COL: ClassVar[str | None] = None
     """How the family's convolution entry (the implicit GEMM of :mod:`.conv`) gets A from a
     channels-last input: ``"gather"`` (the CTA's threads copy it, ``sk_conv.cuh``), ``"tma"``
@@ -572,6 +577,7 @@ class Wgmma(KernelBase):
                 f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
+                f"  static constexpr int STORE_COLS = {self.store_cols};\n"
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
@@ -582,12 +588,20 @@ class Wgmma(KernelBase):
         return (self.bm, self.bn) == WGMMA_STREAMING_TILE
 
 
+    @property
+    def store_cols(self) -> int:
+        """Columns of one pass of the epilogue's TMA store (the kernel's Cfg::STORE_COLS): the
+        tile's, at most :data:`WGMMA_STORE_COLS` shared by the CTAs of an SM."""
+        return min(self.bn, WGMMA_STORE_COLS // self.ctas_per_sm)
+
     def smem_bytes(self, spec) -> int:
-        """The stage ring, the epilogue's fp32 staging (64 rows of WGMMA_EPI_PITCH floats a
-        consumer warpgroup), the ring's full / empty mbarriers and the fixup's flag, plus
-        the slack that aligns the ring to the swizzle atom."""
+        """The stage ring, the epilogue's staging (a consumer warpgroup's: 64 rows of
+        WGMMA_EPI_PITCH floats, or of store_cols output elements, whichever is larger), the
+        ring's full / empty mbarriers and the fixup's flag, plus the slack that aligns the
+        ring to the swizzle atom."""
         ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
-        staging = (self.bm // 64) * 64 * WGMMA_EPI_PITCH * 4
+        staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4,
+                                             self.store_cols * self.elem_bytes)
         return (ring + staging + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES
                 + WGMMA_ALIGN_BYTES)
 

@@ -31,7 +31,9 @@ _SMS: dict = {}
 
 class Launch(NamedTuple):
     """What one launch ran (see :func:`record_launches`): ``grid`` is the schedule's (its
-    work units), ``ctas`` the CTAs launched (twice the units for a cluster pair)."""
+    work units), ``ctas`` the CTAs launched (twice the units for a cluster pair),
+    ``tma_store`` whether the epilogue stored C by TMA (a Wgmma launch,
+    :func:`.tma.output_map`)."""
 
     kernel: str
     grid: int
@@ -40,6 +42,7 @@ class Launch(NamedTuple):
     reduction: str
     digest: str
     ctas: int = 0
+    tma_store: bool = False
 
 
 @contextmanager
@@ -95,7 +98,7 @@ class LaunchPlan:
         self.num_locks = schedule.num_locks * cluster
         self.acc_np = _ACC_NP[spec.dtype_acc]
         self.batch = schedule.problem.batch
-        self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes A's and B's TMA maps
+        self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes TMA maps (A, B, C)
         # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
         # convolution's input and filters: .conv sets it); None: the GEMM maps
         self.map_source = None
@@ -119,11 +122,11 @@ class LaunchPlan:
                              "(conv=)")
         return BoundLaunch(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)
 
-    def record(self) -> None:
+    def record(self, tma_store: bool = False) -> None:
         """Tell the :func:`record_launches` blocks that this plan launched."""
         s = self.schedule
         rec = Launch(self.kernel.spec.name, int(s.grid), tuple(s.tile), str(s.mode),
-                     str(s.reduction), s.digest(), self.grid)
+                     str(s.reduction), s.digest(), self.grid, tma_store)
         for log in _RECORDERS:
             log.append(rec)
 
@@ -140,8 +143,10 @@ class LaunchPlan:
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
                 self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
                 np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
+        store = np.int32(0)
         if self.tensor_maps:
-            args += self.maps(a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb)
+            c_map, store = self.output_map(c_ptr, m, n, ldc, sc, beta)
+            args += (*self.maps(a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb), c_map, store)
         if spec.im2col:
             if conv is None:
                 raise ValueError(f"{spec.name} needs the convolution's geometry (conv=)")
@@ -149,7 +154,7 @@ class LaunchPlan:
         self.kernel.function((self.grid,), (spec.threads,), args, shared_mem=spec.smem_bytes,
                              stream=stream)
         if _RECORDERS:
-            self.record()
+            self.record(bool(store))
 
     def maps(self, a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb) -> tuple:
         """The TMA descriptors of the operands (cached by :mod:`.tma`)."""
@@ -158,17 +163,26 @@ class LaunchPlan:
         return tma.gemm_maps(self.kernel.spec, a_ptr, b_ptr, self.batch, m, n, k, lda, ldb,
                              sa, sb)
 
+    def output_map(self, c_ptr, m, n, ldc, sc, beta) -> tuple:
+        """C's descriptor and whether the epilogue stores through it (an int32): 0 with
+        :data:`.tma.NO_MAP` where :func:`.tma.output_map` declines."""
+        c = tma.output_map(self.kernel.spec, c_ptr, self.batch, m, n, ldc, sc, beta)
+        return (tma.NO_MAP, np.int32(0)) if c is None else (c, np.int32(1))
+
 
 # Slots of the kernel arguments (every entry shares the first 20) in BoundLaunch's buffer:
 # one 8-byte slot each, a 4-byte argument in the slot's low half (little-endian); the TMA
-# maps of the Wgmma entries follow as pointers to 128 bytes each, then a convolution entry's
-# ConvShape as a pointer to its packed bytes.
+# arguments of the Wgmma entries follow (three maps as pointers to 128 bytes each, then the
+# store flag), then a convolution entry's ConvShape as a pointer to its packed bytes.
 _A, _B, _C, _TABLE, _OFFSETS, _WS, _STAGING, _LOCKS = range(8)
 _INT32_SLOTS = range(8, 12)   # m, n, k, tile_order
 _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
-_MAP_A, _MAP_B = 20, 21       # the TMA maps of kernels that take them (128 bytes each)
+_MAP_A, _MAP_B, _MAP_C, _STORE_TMA = 20, 21, 22, 23  # the Wgmma entries' TMA arguments
+BOUND_OUTPUT_MAPS = 8
+"""Output pointers whose C descriptors a BoundLaunch keeps: a caller that holds its last
+few results gets a new buffer each call, from a few the pool cycles through."""
 
 
 class BoundLaunch:
@@ -179,7 +193,8 @@ class BoundLaunch:
     (the buffer is copied by the launch)."""
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
-                 "_threads", "_smem", "_pool", "_maps", "_map_args", "_map_key", "_conv")
+                 "_threads", "_smem", "_pool", "_maps", "_store_tma", "_map_args", "_map_key",
+                 "_out_args", "_out_key", "_out_maps", "_conv")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
                  conv=None):
@@ -196,14 +211,20 @@ class BoundLaunch:
                 np.array([v], acc).view(np.uint8)
         self._slots = memoryview(buf).cast("B").cast("Q")  # cheaper item writes than numpy's
         ptrs = [buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)]
-        # TMA maps: two more arguments, written when the operand pointers change
-        self._maps = np.zeros(2, tma.TMA_MAP_DTYPE) if plan.tensor_maps else None
+        # TMA arguments: three maps and the store flag, written when the pointers change;
+        # C's by pointer from a small cache, as calls that keep their results alternate
+        # between output buffers
+        self._maps = np.zeros(3, tma.TMA_MAP_DTYPE) if plan.tensor_maps else None
+        self._store_tma = np.zeros(1, np.int32)
         self._map_args = (m, n, k, lda, ldb, sa, sb)
-        self._map_key = None
+        self._out_args = (m, n, ldc, sc, beta)
+        self._map_key = self._out_key = None
+        self._out_maps: dict = {}
         if self._maps is not None:
-            ptrs += [0] * (_MAP_B + 1 - _NUM_ARGS)
-            ptrs[_MAP_A] = self._maps.ctypes.data
-            ptrs[_MAP_B] = self._maps.ctypes.data + tma.TMA_MAP_BYTES
+            ptrs += [0] * (_STORE_TMA + 1 - _NUM_ARGS)
+            for i, slot in enumerate((_MAP_A, _MAP_B, _MAP_C)):
+                ptrs[slot] = self._maps.ctypes.data + i * tma.TMA_MAP_BYTES
+            ptrs[_STORE_TMA] = self._store_tma.ctypes.data
         self._conv = None if conv is None else np.frombuffer(bytes(conv), np.uint8).copy()
         if self._conv is not None:  # the last argument
             ptrs.append(self._conv.ctypes.data)
@@ -233,15 +254,28 @@ class BoundLaunch:
             slots = self._slots
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
             slots[_WS], slots[_STAGING], slots[_LOCKS] = pool.ptrs
-            if self._maps is not None and self._map_key != (a_ptr, b_ptr):
-                self._maps[0], self._maps[1] = plan.maps(a_ptr, b_ptr, *self._map_args)
-                self._map_key = (a_ptr, b_ptr)
+            if self._maps is not None:
+                if self._map_key != (a_ptr, b_ptr):
+                    self._maps[0], self._maps[1] = plan.maps(a_ptr, b_ptr, *self._map_args)
+                    self._map_key = (a_ptr, b_ptr)
+                if self._out_key != c_ptr:
+                    self._out_c(c_ptr)
             (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                     self._smem, stream.ptr, self._addr, 0)
         if err != _SUCCESS:
             raise RuntimeError(f"cuLaunchKernel of {plan.kernel.spec.name} failed: {err!r}")
         if _RECORDERS:
-            plan.record()
+            plan.record(bool(self._store_tma[0]))
+
+    def _out_c(self, c_ptr: int) -> None:
+        """C's map and store flag into the arguments (under the lock)."""
+        found = self._out_maps.get(c_ptr)
+        if found is None:
+            if len(self._out_maps) >= BOUND_OUTPUT_MAPS:
+                self._out_maps.clear()
+            found = self._out_maps[c_ptr] = self.plan.output_map(c_ptr, *self._out_args)
+        self._maps[2], self._store_tma[0] = found
+        self._out_key = c_ptr
 
 
 def _sm_count(device_id: int) -> int:

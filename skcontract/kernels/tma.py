@@ -12,6 +12,7 @@ K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the ti
 fewer rows for an operand narrower than the tile (:func:`kmajor_box_rows`);
 M- / N-major: (rows, K, batch), box (64, BK, 1), loaded once per 64 rows of the tile.
 A batch stride of 0 (a broadcast operand) is a batch extent of 1: the kernel reads batch 0.
+The epilogue stores C through a map of the same form, (N, M, batch) (:func:`output_map`).
 A convolution (:func:`conv_maps`) reads its input through an im2col map, whose loads gather
 a tile of output pixels' windows at one filter tap, and its filters through a 4-D tiled map.
 """
@@ -142,6 +143,32 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
     b_rows = spec.bn // spec.base.CLUSTER
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
             one(b_ptr, n, b_rows, ldb, sb, spec.b_kcontig))
+
+
+STORE_BOX_ROWS = 64
+"""Rows of the epilogue's store box: one consumer warpgroup's (``WgmmaEpilogue::run_tma``)."""
+STORE_MIN_OUTPUTS = 0
+"""Outputs (over the batch) from which the epilogue stores C by TMA; a smaller launch keeps
+the per-thread stores and does not look up C's descriptor."""
+NO_MAP = np.zeros((), TMA_MAP_DTYPE)[()]
+"""The descriptor argument of a launch that does not store by TMA (the kernel never reads it)."""
+
+
+def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
+               beta: float) -> np.void | None:
+    """The descriptor through which a Wgmma epilogue stores C (``m`` x ``n``, row-major,
+    ``ldc`` apart, batches ``sc`` apart), in boxes of :data:`STORE_BOX_ROWS` rows and one
+    128-byte swizzle row of columns; None where the epilogue stores C itself: ``beta`` != 0
+    (C is read), C's base or strides not on 16 bytes (TMA's rule), or fewer than
+    :data:`STORE_MIN_OUTPUTS` outputs."""
+    elem = spec.elem_bytes
+    if (beta != 0 or batch * m * n < STORE_MIN_OUTPUTS or c_ptr % ROW_ALIGN_BYTES
+            or (m > 1 and ldc * elem % ROW_ALIGN_BYTES)
+            or (batch > 1 and sc * elem % ROW_ALIGN_BYTES)):
+        return None
+    dims, strides = operand_dims(m, n, ldc, batch, sc, True, elem)
+    box = (MN_BOX, STORE_BOX_ROWS, 1)
+    return operand_map(c_ptr, spec.dtype_out, dims, strides, box)
 
 
 IM2COL_CORNER = 128

@@ -87,36 +87,80 @@ def test_no_binding_without_the_drivers_launch(monkeypatch):
     assert launch.LaunchPlan.bind(plan, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0) is None
 
 
-def test_tensor_maps_follow_the_operand_pointers(driver, monkeypatch):
-    """A kernel that takes TMA maps gets two more argument slots, pointing at 128 bytes
-    each; they are encoded (plan.maps) only when the operand pointers change."""
+def _fake_maps(plan, encoded=None, store=1):
+    """plan.maps and plan.output_map stand-ins: each map is 128 copies of its pointer's low
+    byte; ``encoded`` records what each was asked."""
     from skcontract.kernels import tma
-    encoded = []
+
+    def one(p):
+        return np.frombuffer(bytes([p & 0xFF]) * tma.TMA_MAP_BYTES, tma.TMA_MAP_DTYPE)[0]
 
     def maps(a_ptr, b_ptr, *args):
-        encoded.append((a_ptr, b_ptr, args))
-        return tuple(np.frombuffer(bytes([p & 0xFF]) * tma.TMA_MAP_BYTES, tma.TMA_MAP_DTYPE)[0]
-                     for p in (a_ptr, b_ptr))
+        if encoded is not None:
+            encoded.append(("ab", a_ptr, b_ptr, args))
+        return one(a_ptr), one(b_ptr)
 
-    plan = _plan()
-    plan.tensor_maps, plan.maps = True, maps
+    def output_map(c_ptr, *args):
+        if encoded is not None:
+            encoded.append(("c", c_ptr, args))
+        return one(c_ptr), np.int32(store)
+
+    plan.tensor_maps, plan.maps, plan.output_map = True, maps, output_map
+    return plan
+
+
+def _read_tma_args(params, extra=0):
+    """The three maps and the store flag a packed launch hands the kernel, then ``extra``
+    bytes of the argument after them."""
+    from skcontract.kernels import tma
+    ptrs = (ctypes.c_uint64 * (launch._STORE_TMA + 2)).from_address(params)
+    got = [ctypes.string_at(ptrs[i], tma.TMA_MAP_BYTES)
+           for i in (launch._MAP_A, launch._MAP_B, launch._MAP_C)]
+    got.append(ctypes.c_int32.from_address(ptrs[launch._STORE_TMA]).value)
+    if extra:
+        got.append(ctypes.string_at(ptrs[launch._STORE_TMA + 1], extra))
+    return got
+
+
+@pytest.mark.parametrize("store", [0, 1])
+def test_tensor_maps_follow_the_operand_pointers(driver, monkeypatch, store):
+    """A kernel that takes TMA maps gets four more argument slots: A's, B's and C's maps
+    (128 bytes each) and the epilogue's store flag. A's and B's are encoded (plan.maps) when
+    their pointers change; C's (plan.output_map) once per output pointer the launch has
+    kept, as callers cycle through a few output buffers."""
+    encoded = []
+    plan = _fake_maps(_plan(), encoded, store)
     bound = launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)
     captured = []
     real = launch._launch_kernel
 
     def read_maps(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        ptrs = (ctypes.c_uint64 * (launch._MAP_B + 1)).from_address(params)
-        captured.append([ctypes.string_at(ptrs[i], tma.TMA_MAP_BYTES)
-                         for i in (launch._MAP_A, launch._MAP_B)])
+        captured.append(_read_tma_args(params))
         return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
 
     monkeypatch.setattr(launch, "_launch_kernel", read_maps)
-    for a_ptr, b_ptr in [(0xA1, 0xB1), (0xA1, 0xB1), (0xA2, 0xB1)]:
-        bound(a_ptr, b_ptr, 0xC0, SimpleNamespace(ptr=9))
-    assert [e[:2] for e in encoded] == [(0xA1, 0xB1), (0xA2, 0xB1)]
-    assert encoded[0][2] == (5, 6, 7, 11, 12, 14, 15)  # m, n, k, lda, ldb, sa, sb
-    assert captured[0] == [b"\xa1" * 128, b"\xb1" * 128]
-    assert captured[2] == [b"\xa2" * 128, b"\xb1" * 128]
+    calls = [(0xA1, 0xB1, 0xC1), (0xA1, 0xB1, 0xC1), (0xA2, 0xB1, 0xC1), (0xA2, 0xB1, 0xC2),
+             (0xA2, 0xB1, 0xC1), (0xA2, 0xB1, 0xC2)]
+    for ptrs in calls:
+        bound(*ptrs, SimpleNamespace(ptr=9))
+    assert encoded == [("ab", 0xA1, 0xB1, (5, 6, 7, 11, 12, 14, 15)),  # m, n, k, lda, ldb, sa, sb
+                       ("c", 0xC1, (5, 6, 13, 16, 3)),                   # m, n, ldc, sc, beta
+                       ("ab", 0xA2, 0xB1, (5, 6, 7, 11, 12, 14, 15)),
+                       ("c", 0xC2, (5, 6, 13, 16, 3))]
+    for got, (a, b, c) in zip(captured, calls):
+        assert got == [bytes([a & 0xFF]) * 128, bytes([b & 0xFF]) * 128,
+                       bytes([c & 0xFF]) * 128, store]
+
+
+def test_the_output_maps_kept_are_bounded(driver):
+    encoded = []
+    bound = launch.BoundLaunch(_fake_maps(_plan(), encoded), 5, 6, 7, 11, 12, 13, 14, 15, 16,
+                               2, 3)
+    for c in range(2 * launch.BOUND_OUTPUT_MAPS):
+        bound(0xA1, 0xB1, 0xC00 + c, SimpleNamespace(ptr=9))
+    assert len(bound._out_maps) <= launch.BOUND_OUTPUT_MAPS
+    bound(0xA1, 0xB1, 0xC00, SimpleNamespace(ptr=9))  # dropped with the others: asked again
+    assert [e[1] for e in encoded if e[0] == "c"].count(0xC00) == 2
 
 
 def test_an_im2col_kernel_gets_its_geometry_by_value(driver, monkeypatch):
@@ -148,29 +192,22 @@ def test_an_im2col_plan_binds_only_with_its_geometry(driver):
 
 
 def test_a_tma_convolution_gets_its_maps_then_its_geometry(driver, monkeypatch):
-    """sk_wgmma_conv takes the two TMA maps and then the ConvShape."""
-    from skcontract.kernels import tma
+    """sk_wgmma_conv takes the three TMA maps and the store flag, then the ConvShape."""
     from skcontract.kernels.conv import CONV_SHAPE_ARG
-    plan = _plan()
-    plan.tensor_maps = True
-    plan.maps = lambda a_ptr, b_ptr, *args: tuple(
-        np.frombuffer(bytes([p & 0xFF]) * tma.TMA_MAP_BYTES, tma.TMA_MAP_DTYPE)[0]
-        for p in (a_ptr, b_ptr))
+    plan = _fake_maps(_plan())
     conv = np.frombuffer(bytes([7]) * CONV_SHAPE_ARG.itemsize, CONV_SHAPE_ARG)[0]
     bound = launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3, conv)
     captured = []
     real = launch._launch_kernel
 
     def read(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        ptrs = (ctypes.c_uint64 * (launch._MAP_B + 2)).from_address(params)
-        captured.append([ctypes.string_at(ptrs[i], n) for i, n in (
-            (launch._MAP_A, tma.TMA_MAP_BYTES), (launch._MAP_B, tma.TMA_MAP_BYTES),
-            (launch._MAP_B + 1, CONV_SHAPE_ARG.itemsize))])
+        captured.append(_read_tma_args(params, CONV_SHAPE_ARG.itemsize))
         return real(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra)
 
     monkeypatch.setattr(launch, "_launch_kernel", read)
     bound(0xA1, 0xB1, 0xC0, SimpleNamespace(ptr=9))
-    assert captured == [[b"\xa1" * 128, b"\xb1" * 128, bytes([7]) * CONV_SHAPE_ARG.itemsize]]
+    assert captured == [[b"\xa1" * 128, b"\xb1" * 128, b"\xc0" * 128, 1,
+                         bytes([7]) * CONV_SHAPE_ARG.itemsize]]
 
 
 def test_max_active_clusters_asks_the_driver_for_the_kernels_clusters(monkeypatch):

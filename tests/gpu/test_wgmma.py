@@ -152,3 +152,42 @@ def test_narrow_operands_with_column_major_out(dtype, tile):
         _, err = _run(dtype, 1, 16, 520, 1024, layout, tile, "stream_k", "deterministic",
                       out_order="F")
         assert err <= TOL[dtype], (layout, err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tile", TILES, ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("mode", ["stream_k", "data_parallel"])
+def test_the_tma_store_writes_only_the_view(dtype, tile, mode):
+    """An aligned out (a view into a wider, poisoned-around array, batched) is stored by TMA
+    (the launch says so); the store stops at the view's extents, so the columns beside it
+    and the batch after it keep their values."""
+    batch, m, n, k = 3, 200, 136, 520
+    a = rand((batch, m, k), dtype, "C", 11)
+    b = rand((batch, k, n), dtype, "C", 12)
+    wide = rand((batch + 1, m, n + 8), dtype, "C", 13)  # rows 16 bytes longer than out's
+    before = to64(wide).copy()
+    out = wide[:batch, :, :n]
+    with record_launches() as launched:
+        _gemm(a, b, out, alpha=0.5, tile=tile, mode=mode)
+    assert [x.tma_store for x in launched] == [True], launched
+    assert rel_error(out, 0.5 * cupy.matmul(to64(a), to64(b))) <= TOL[dtype]
+    after = to64(wide)
+    assert bool((after[:batch, :, n:] == before[:batch, :, n:]).all())
+    assert bool((after[batch] == before[batch]).all())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["beta", "row-stride", "offset"])
+def test_the_threads_store_where_tma_cannot(dtype, order):
+    """beta != 0, rows not 16 bytes apart, or a base not on 16 bytes: the epilogue's threads
+    store C (the launch says so), with the same result."""
+    m, n, k = 264, 136, 1000
+    a, b = rand((m, k), dtype, "C", 14), rand((k, n), dtype, "C", 15)
+    wide = rand((m, n + (4 if order == "row-stride" else 8)), dtype, "C", 16)
+    out = wide[:, 4:n + 4] if order == "offset" else wide[:, :n]
+    before = to64(out).copy()
+    beta = -1.0 if order == "beta" else 0.0
+    with record_launches() as launched:
+        _gemm(a, b, out, beta=beta, tile=TILES[0], mode="stream_k")
+    assert [x.tma_store for x in launched] == [False], launched
+    assert rel_error(out, cupy.matmul(to64(a), to64(b)) + beta * before) <= TOL[dtype]

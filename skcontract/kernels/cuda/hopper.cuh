@@ -86,6 +86,37 @@ __device__ __forceinline__ void tma_load_im2col_4d(void* dst, const TmaMap& map,
       : "memory");
 }
 
+// ---- TMA stores (sk_wgmma.cuh's epilogue) ---------------------------------------------
+// Make this thread's generic writes to shared memory visible to the async proxy (a TMA
+// store that reads them, issued after a barrier).
+__device__ __forceinline__ void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// The box of `map` at coordinates (c0 innermost, c1, c2) from shared memory at src, as a
+// bulk async-group of the issuing thread; elements past the tensor's extents are not written.
+__device__ __forceinline__ void tma_store_3d(const TmaMap& map, const void* src, int c0, int c1,
+                                             int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(&map)),
+      "r"(smem_addr(src)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+// Close the thread's bulk async-group of the stores issued since the last commit.
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Wait until at most N of the thread's bulk groups are still reading shared memory (their
+// source buffers may be rewritten); bulk_wait: until at most N are still running at all.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 // ---- clusters (sk_wgmma.cuh's pairs) -----------------------------------------------------
 __device__ __forceinline__ unsigned cluster_ctarank() {
   unsigned r;

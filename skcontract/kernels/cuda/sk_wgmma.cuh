@@ -21,7 +21,8 @@
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
 // whose warpgroups trade registers; 0: no trade) with PRODUCER_REGS and CONSUMER_REGS (the
 // setmaxnreg targets of the trade: the producer keeps what issuing TMA needs, the consumers
-// take the rest), ML (WgmmaTile below). Shared memory: WgmmaSmem.
+// take the rest), STORE_COLS (WgmmaEpilogue), ML (WgmmaTile below). Shared memory:
+// WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -149,17 +150,29 @@ struct WgmmaOperand {
   }
 };
 
-// The tile's store, through shared memory: wgmma's fragments put a warp's pairs of columns
-// on 8 rows at once (16 useful bytes per 32-byte sector), so each consumer warpgroup stages
-// its WGMMA_M rows EPI_COLS columns at a time in fp32 (fragment pairs in, conflict-free with the
-// padded pitch), then writes them out a row segment per 8 lanes, 4 elements a lane, with
-// alpha / beta applied in fp32 as the portable epilogue does (epilogue.cuh). Rows and columns
-// past the split's tile are not stored; an unaligned row falls back to element stores.
+// The tile's store, through shared memory, by one of two paths (the host picks per launch:
+// the kernel's store_tma argument, skcontract/kernels/tma.py's output_map).
+//
+// run_tma (beta == 0, C addressable by TMA): each consumer warpgroup converts its WGMMA_M
+// rows to TOut (alpha applied in fp32) into a 128-byte-swizzled staging of STORE_COLS
+// columns, 64-column boxes of WGMMA_M rows (fragment writes land on distinct banks: the
+// swizzle moves a row's 16-byte chunks by the row), and one thread stores the boxes with TMA
+// through C's map, whose swizzle undoes the staging's; past C's extents nothing is written.
+// That thread waits only until its stores have read the staging, before the staging is
+// rewritten (the next pass of a wide tile, or the next tile): the global writes drain while
+// the warpgroup runs its next tile's mainloop, instead of stalling every thread on them.
+//
+// run (the other launches): wgmma's fragments put a warp's pairs of columns on 8 rows at
+// once (16 useful bytes per 32-byte sector), so each consumer warpgroup stages its WGMMA_M
+// rows EPI_COLS columns at a time in fp32 (fragment pairs in, conflict-free with the padded
+// pitch), then writes them out a row segment per 8 lanes, 4 elements a lane, with alpha /
+// beta applied in fp32 as the portable epilogue does (epilogue.cuh). Rows and columns past
+// the split's tile are not stored; an unaligned row falls back to element stores.
 // READS > 1: the staged rows are read back by ld.shared (through a generic pointer into the
 // dynamic shared memory they are generic loads, with a global load's latency, and each
 // store waits for its own), READS of them before they are stored, so that the reads
-// overlap; short tiles (one k-iteration) spend most of their time here. READS == 1 keeps
-// the generic reads: the shared address costs a register the tightest entries lack.
+// overlap. READS == 1 keeps the generic reads: the shared address costs a register the
+// tightest entries lack.
 constexpr int EPI_COLS = 32;
 constexpr int EPI_VEC = 4;               // output elements a lane stores at once
 constexpr int EPI_BARRIER0 = 2;          // named barriers 2, 3: one per consumer warpgroup
@@ -169,24 +182,84 @@ template <class TOut> struct alignas(EPI_VEC * sizeof(TOut)) OutVec { TOut v[EPI
 // PITCH (floats a staging row, Cfg::EPI_PITCH): 8 more than a multiple of 32, so the 4 rows
 // of a half-warp's 8-byte fragment writes land on distinct banks.
 // READS: staged rows a lane reads before it stores them (EpiReads).
-template <int BN, class TOut, int PITCH, int READS>
+// STORE_COLS: columns of a run_tma pass (Cfg::STORE_COLS: BN, or less where the staging of
+// the whole tile does not fit beside the ring).
+template <int BN, class TOut, int PITCH, int READS, int STORE_COLS>
 struct WgmmaEpilogue {
   static_assert(PITCH >= EPI_COLS && PITCH % 32 == 8, "conflict-free staging rows");
   static_assert((WGMMA_M * EPI_COLS / EPI_VEC / WARPGROUP) % READS == 0, "whole read batches");
   using Tile = WgmmaTile<WGMMA_M, BN>;
   static constexpr int NACC = BN / 2;
-  static constexpr int GROUP_FLOATS = WGMMA_M * PITCH;  // one warpgroup's staging buffer
-  static constexpr int BYTES_PER_GROUP = GROUP_FLOATS * 4;
+  static constexpr int GROUP_FLOATS = WGMMA_M * PITCH;  // run's staging of one warpgroup
+  static constexpr int BOX_COLS = SWIZZLE_ROW_BYTES / (int)sizeof(TOut);  // a TMA store box
+  static constexpr int BOX_BYTES = WGMMA_M * SWIZZLE_ROW_BYTES;
+  static_assert(STORE_COLS % BOX_COLS == 0 && BN % STORE_COLS == 0, "whole boxes, whole passes");
+  // one warpgroup's staging, either path's; a swizzle atom's multiple keeps every box on one
+  static constexpr int BYTES_PER_GROUP =
+      GROUP_FLOATS * 4 > STORE_COLS / BOX_COLS * BOX_BYTES ? GROUP_FLOATS * 4
+                                                           : STORE_COLS / BOX_COLS * BOX_BYTES;
+  static_assert(BYTES_PER_GROUP % SWIZZLE_ATOM_BYTES == 0, "boxes on swizzle atoms");
 
   __device__ __forceinline__ static void group_sync(int wg) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(EPI_BARRIER0 + wg), "n"(WARPGROUP) : "memory");
+  }
+
+  // The thread of a warpgroup that issues its TMA stores (and alone waits for them).
+  __device__ __forceinline__ static bool store_issuer() { return threadIdx.x % WARPGROUP == 0; }
+
+  __device__ __forceinline__ static void run_tma(const Split& s, const float (&acc)[NACC],
+                                                 float* staging, const TmaMap& map_c,
+                                                 float alpha) {
+    const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
+    unsigned char* buf = reinterpret_cast<unsigned char*>(staging) + wg * BYTES_PER_GROUP;
+    const unsigned base = smem_addr(buf);
+    const int fr = Tile::group_row(lt), fc = Tile::group_col(lt);
+    // a fragment row's 16-byte chunks are XORed by its row within the swizzle atom (fr and
+    // fr + 8 share it); its pair of columns is 2 elements into the chunk
+    const unsigned row_at = base + fr * SWIZZLE_ROW_BYTES + fc * (int)sizeof(TOut);
+    const int swz = fr & 7;
+#pragma unroll
+    for (int pass = 0; pass < BN / STORE_COLS; ++pass) {
+      if (store_issuer()) bulk_wait_read<0>();  // the last stores have read the staging
+      group_sync(wg);
+#pragma unroll
+      for (int g = 0; g < STORE_COLS / 8; ++g) {  // 8-column groups: accumulators 4 G .. 4 G + 3
+        const int i = 4 * (pass * (STORE_COLS / 8) + g);
+        const int box = g / (BOX_COLS / 8), chunk = g % (BOX_COLS / 8);
+        const unsigned at = row_at + box * BOX_BYTES + ((chunk ^ swz) << 4);
+        st_shared_b32(at, pack2(alpha * acc[i], alpha * acc[i + 1]));
+        st_shared_b32(at + 8 * SWIZZLE_ROW_BYTES, pack2(alpha * acc[i + 2], alpha * acc[i + 3]));
+      }
+      fence_async_shared();
+      group_sync(wg);
+      if (store_issuer()) {
+#pragma unroll
+        for (int box = 0; box < STORE_COLS / BOX_COLS; ++box)
+          tma_store_3d(map_c, buf + box * BOX_BYTES, s.n0 + pass * STORE_COLS + box * BOX_COLS,
+                       s.m0 + WGMMA_M * wg, s.batch);
+        bulk_commit();
+      }
+    }
+  }
+
+  // Before the CTA exits: its stores have finished reading the staging.
+  __device__ __forceinline__ static void drain_tma() {
+    if (store_issuer()) bulk_wait<0>();
+  }
+
+  __device__ __forceinline__ static unsigned pack2(float lo, float hi) {
+    return (unsigned)Cvt<TOut>::from_f32(lo).x | ((unsigned)Cvt<TOut>::from_f32(hi).x << 16);
+  }
+
+  __device__ __forceinline__ static void st_shared_b32(unsigned at, unsigned v) {
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
   }
 
   __device__ __forceinline__ static void run(const Split& s, const float (&acc)[NACC],
                                              float* staging, TOut* __restrict__ C,
                                              long long ldc, float alpha, float beta) {
     const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
-    float* buf = staging + wg * GROUP_FLOATS;
+    float* buf = staging + wg * (BYTES_PER_GROUP / 4);
     const int fr = Tile::group_row(lt), fc = Tile::group_col(lt);
     const int row0 = s.m0 + WGMMA_M * wg;
     // copy-out position: 8 lanes a row, EPI_VEC columns a lane
@@ -309,7 +382,8 @@ struct WgmmaSmem {
   using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
   using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / Cfg::CLUSTER, Cfg::BK,
                               Cfg::B_KMAJOR>;  // what one CTA of a pair loads of B
-  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value>;
+  using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value,
+                              Cfg::STORE_COLS>;
   static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
   // Bytes a stage's loads bring this CTA: its A box and every CTA's part of B.
   __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
@@ -483,7 +557,8 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
                                            typename Cfg::Acc* ws, typename Cfg::Acc* staging,
                                            unsigned* locks, int M, int N, int tile_order,
                                            long long ldc, long long batch_c,
-                                           typename Cfg::Acc alpha, typename Cfg::Acc beta) {
+                                           typename Cfg::Acc alpha, typename Cfg::Acc beta,
+                                           const TmaMap& map_c, bool store_tma) {
   using Acc = typename Cfg::Acc;
   using ML = typename Cfg::ML;
   using Sm = WgmmaSmem<Cfg>;
@@ -516,6 +591,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     mbar_fence_init();
   }
   if (threadIdx.x == CONSUMERS) loads.prefetch();
+  if (threadIdx.x == 0 && store_tma) tma_prefetch(map_c);
   if constexpr (Cfg::CLUSTER > 1)
     cluster_sync();  // the peer's barriers are initialised before its loads or arrivals
   else
@@ -536,9 +612,14 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     const Split s = cluster_part<Cfg>(us, rank);
     Acc acc[ML::NACC];
     wgmma_consume<Cfg>(sm, at, s, acc);
-    if (Fx::run(s, acc, ws, staging, locks, sm.flag))
-      Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+    if (Fx::run(s, acc, ws, staging, locks, sm.flag)) {
+      if (store_tma)
+        Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha);
+      else
+        Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+    }
   });
+  if (store_tma) Sm::Store::drain_tma();
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums, after the CTA's last split: the ring is idle (every load was consumed).
     using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
@@ -554,7 +635,8 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
 }
 
 // The Wgmma kernels' parameters: the arguments every family's kernel takes (launch.py fills
-// them in this order), then A's and B's tensor maps.
+// them in this order), then A's, B's and C's tensor maps and whether the epilogue stores
+// through C's (WgmmaEpilogue::run_tma; when not, C's map is not read).
 #define SKC_WGMMA_KERNEL_PARAMS                                                                \
   const typename Cfg::TIn *__restrict__ A, const typename Cfg::TIn *__restrict__ B,           \
       typename Cfg::TOut *__restrict__ C, const int *__restrict__ table,                      \
@@ -562,7 +644,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
       unsigned *locks, int M, int N, int K, int tile_order, long long lda, long long ldb,     \
       long long ldc, long long batch_a, long long batch_b, long long batch_c,                 \
       typename Cfg::Acc alpha, typename Cfg::Acc beta, const __grid_constant__ TmaMap map_a,  \
-      const __grid_constant__ TmaMap map_b
+      const __grid_constant__ TmaMap map_b, const __grid_constant__ TmaMap map_c, int store_tma
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
@@ -570,7 +652,7 @@ sk_wgmma(SKC_WGMMA_KERNEL_PARAMS) {
   static_assert(Cfg::CLUSTER == 1, "pairs launch sk_wgmma_pair");
   DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
-                  batch_c, alpha, beta);
+                  batch_c, alpha, beta, map_c, store_tma != 0);
 }
 
 // The same over clusters of two CTAs (the launch's grid counts CTAs: twice the table's work
@@ -581,7 +663,7 @@ sk_wgmma_pair(SKC_WGMMA_KERNEL_PARAMS) {
   static_assert(Cfg::CLUSTER == 2, "sk_wgmma_pair runs clusters of two");
   DenseTmaLoads<Cfg> loads{map_a, map_b, batch_a != 0, batch_b != 0, (int)cluster_ctarank()};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
-                  batch_c, alpha, beta);
+                  batch_c, alpha, beta, map_c, store_tma != 0);
 }
 
 }  // namespace skc

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_wgmma_conv(SKC_WGMMA_KERNEL_PARAMS, const __grid_constant__ ConvShape conv) {
   Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, (conv.Cg + Cfg::BK - 1) / Cfg::BK};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
-                  batch_c, alpha, beta);
+                  batch_c, alpha, beta, map_c, store_tma != 0);
 }
 
 }  // namespace skc

@@ -1,0 +1,50 @@
+"""The Wgmma epilogue's C descriptor (tma.output_map) without a GPU: the encoder is a
+stand-in, so the tests read what the driver would be asked to encode, and when it is not."""
+from types import SimpleNamespace
+
+import pytest
+
+from skcontract.kernels import tma
+
+
+@pytest.fixture
+def encoded(monkeypatch):
+    calls = []
+
+    def fake(ptr, dtype, dims, strides, box):
+        calls.append((ptr, dtype, dims, strides, box))
+        return "map"
+
+    monkeypatch.setattr(tma, "operand_map", fake)
+    return calls
+
+
+SPEC = SimpleNamespace(elem_bytes=2, dtype_out="float16")
+
+
+def test_c_is_stored_through_a_map_of_its_rows_columns_and_batch(encoded):
+    assert tma.output_map(SPEC, 0x1000, 3, 200, 136, 144, 200 * 144, 0.0) == "map"
+    # (N, M, batch) innermost first; rows and batches apart in bytes; 64 x 64 boxes
+    assert encoded == [(0x1000, "float16", (136, 200, 3), (288, 57600), (64, 64, 1))]
+
+
+def test_one_matrix_gets_a_batch_of_one(encoded):
+    tma.output_map(SPEC, 0x1000, 1, 8, 64, 64, 0, 0.0)
+    assert encoded[0][2] == (64, 8, 1)
+
+
+@pytest.mark.parametrize("ptr,ldc,batch,sc,beta,why", [
+    (0x1000, 64, 1, 0, 0.5, "beta reads C"),
+    (0x1008, 64, 1, 0, 0.0, "base off 16 bytes"),
+    (0x1000, 68, 1, 0, 0.0, "rows 136 bytes apart"),
+    (0x1000, 64, 2, 64 * 8 + 4, 0.0, "batches off 16 bytes"),
+])
+def test_the_threads_store_what_tma_cannot(encoded, ptr, ldc, batch, sc, beta, why):
+    assert tma.output_map(SPEC, ptr, batch, 8, 64, ldc, sc, beta) is None, why
+    assert encoded == []
+
+
+def test_small_products_keep_the_threads_store(encoded, monkeypatch):
+    monkeypatch.setattr(tma, "STORE_MIN_OUTPUTS", 64 * 64 + 1)
+    assert tma.output_map(SPEC, 0x1000, 1, 64, 64, 64, 0, 0.0) is None
+    assert tma.output_map(SPEC, 0x1000, 1, 64, 65, 72, 0, 0.0) == "map"
