@@ -578,6 +578,7 @@ class Wgmma(KernelBase):
                 f"  static constexpr bool B_KMAJOR = {_cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int STORE_COLS = {self.store_cols};\n"
+                f"  static constexpr bool MASKS_STAGES = {_cxx_bool(self.masks_stages)};\n"
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
@@ -587,6 +588,15 @@ class Wgmma(KernelBase):
     def streams(self) -> bool:
         return (self.bm, self.bn) == WGMMA_STREAMING_TILE
 
+
+    @property
+    def masks_stages(self) -> bool:
+        """Whether the entry's convolution kernel can zero a folded convolution's padding
+        taps in the landed stages (``sk_wgmma.cuh``, ``mask_stage``; the kernel's
+        Cfg::MASKS_STAGES): its consumers have the registers to spare, fewer than 128
+        accumulators a thread or registers traded from the producer (the 64 x 256 tile has
+        neither). :func:`~.resolve.resolve_gemm` offers folded convolutions only these."""
+        return self.bn < 256 or self.trades_registers
 
     @property
     def store_cols(self) -> int:

@@ -25,7 +25,7 @@ from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_ge
 
 CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
-                               "pad_y", "pad_x", "dil_y", "dil_x", "reserved"))
+                               "pad_y", "pad_x", "dil_y", "dil_x", "extent"))
 """The fields of ``sk_conv.cuh``'s ConvShape, in its order and layout."""
 CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
 CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
@@ -44,13 +44,14 @@ class InputView(NamedTuple):
     stride_w: int
 
 
-def conv_shape(g, x: InputView) -> np.void:
-    """The packed ConvShape of geometry ``g`` (a ConvGeometry) over input ``x``."""
+def conv_shape(g, x: InputView, extent: int = 0) -> np.void:
+    """The packed ConvShape of geometry ``g`` (a ConvGeometry) over input ``x``; ``extent``:
+    a folded convolution's elements of a pixel that hold data (0: all of them)."""
     rec = np.zeros((), CONV_SHAPE_DTYPE)
     values = dict(stride_n=x.stride_n, stride_h=x.stride_h, stride_w=x.stride_w, H=g.h, W=g.w,
                   P=g.p, Q=g.q, R=g.r, S=g.s, Cg=g.c // g.groups, stride_y=g.stride[0],
                   stride_x=g.stride[1], pad_y=g.padding[0], pad_x=g.padding[2],
-                  dil_y=g.dilation[0], dil_x=g.dilation[1], reserved=0)
+                  dil_y=g.dilation[0], dil_x=g.dilation[1], extent=extent)
     for name, v in values.items():
         rec[name] = v
     return np.frombuffer(rec.tobytes(), CONV_SHAPE_ARG)[0]
@@ -80,9 +81,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     C / groups fills 16-byte vectors. Then, on compute capability 9.0 and where the im2col
     maps express the geometry (:func:`.tma.conv_geometry_fits`), the Wgmma family runs it
     (A by TMA im2col loads, k padded to whole channel blocks a tap); otherwise, or for a
-    forced ``tile`` only they have, the families that gather A. ``tma_only``: the TMA entry
-    or ValueError (a folded convolution, :func:`folded_taps`, whose zero taps only the TMA
-    loads fill with zeros).
+    forced ``tile`` only they have, the families that gather A. ``tma_only``: a TMA entry
+    that zeros a folded convolution's padding taps (:func:`folded_taps`), or ValueError.
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
@@ -101,7 +101,7 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     if vec16 and uses_tma(g, dtype, device):
         try:
             tma_r = resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
-                                 im2col="tma", **args)
+                                 im2col="tma", masked=tma_only, **args)
         except ValueError:
             if tile is None:
                 raise
@@ -142,9 +142,11 @@ class FoldedTaps(NamedTuple):
     the input with ``channels`` channels a pixel (zeros past C) and rows ``width`` pixels
     wide whose first ``left`` are zeros (the left padding, then the image, then zeros); the
     view's column q starts at pixel q x ``step`` of a row (the stride along W), and its first
-    ``extent`` elements (S taps of ``channels``) are read: the rest of a column's channel
-    block reads as zeros (the TMA's fill past the map's extent), so that no zero weight
-    meets an input pixel (zero times an infinite input would be NaN)."""
+    ``extent`` elements (S taps of ``channels``) hold its data: the loads read whole channel
+    blocks (the rest of a column's block is the next column's pixels), and the kernel zeros
+    each block's elements past the extent in shared memory before it multiplies them
+    (``Im2colTmaLoads::mask``), so that no zero weight meets an input pixel (zero times an
+    infinite input would be NaN)."""
 
     geometry: tuple
     channels: int
@@ -274,8 +276,8 @@ def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: floa
     whose output channels are ``ldb`` elements apart (the pointers' 16-byte alignment
     included): made once (schedule, compiled kernel, uploaded table, bound arguments), then
     cached by everything it depends on. ``extent``: a folded convolution's
-    (:class:`FoldedTaps`) elements of a pixel of ``x`` that are read; the TMA entry runs it
-    and its loads fill the rest of a channel block with zeros."""
+    (:class:`FoldedTaps`) elements of a pixel of ``x`` that hold data; the TMA entry runs it
+    and zeros the rest of each channel block it loads."""
     a_vec, b_vec = vectors_fit(g, dtype, x, w_ptr, ldb)
     key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
            None if tile is None else tuple(tile), grid, extent)
@@ -286,11 +288,12 @@ def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: floa
     return cached
 
 
-def _launch_args(plan, g, x, ldb, beta) -> tuple:
+def _launch_args(plan, g, x, ldb, beta, extent) -> tuple:
     """Everything an im2col launch takes after the three pointers, ConvShape last."""
     cg, kg = g.c // g.groups, g.k // g.groups
     p = plan.schedule.problem
-    return (p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0, beta, conv_shape(g, x))
+    return (p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0, beta,
+            conv_shape(g, x, extent or 0))
 
 
 def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
@@ -306,10 +309,10 @@ def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, 
     plan = LaunchPlan(kernel, schedule, dev, stream)
     if plan.tensor_maps:
         plan.map_source = functools.partial(tma.conv_maps, spec, g, x[1:], ldb,
-                                            schedule.problem.m, channels=extent)
+                                            schedule.problem.m)
     jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
                      f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
-    args = _launch_args(plan, g, x, ldb, beta)
+    args = _launch_args(plan, g, x, ldb, beta, extent)
     *gemm_args, conv = args
     return ConvLaunch(plan, plan.bind(*gemm_args, conv=conv), args)
 

@@ -55,7 +55,7 @@ def compute_capability(device: DeviceInfo) -> int:
 
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
-                 vec16: bool = True, im2col: str | None = None,
+                 vec16: bool = True, im2col: str | None = None, masked: bool = False,
                  operand_elems: int | None = None, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
@@ -67,7 +67,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
     left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
     entries whose convolution entry gets A that way ("gather" or "tma",
-    :attr:`~.catalogue.KernelBase.IM2COL`); ``operand_elems``: the elements the operands hold
+    :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded convolution, on the entries
+    that zero its padding taps (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands hold
     where that is not (M + N) K (the memory-bound rule's count). Other ``options`` (grid,
     splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
@@ -85,6 +86,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
         bases = tuple(b for b in bases if b.IM2COL == im2col)
+    if masked:
+        bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
     by_entry = {}  # (tile, CTAs an SM) -> entry: what names an entry on this device
     for b in bases:

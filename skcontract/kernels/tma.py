@@ -189,15 +189,13 @@ def conv_geometry_fits(g, elem: int) -> bool:
             and max(g.stride) <= IM2COL_MAX_STEP)
 
 
-def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int, w_ptr: int, *,
-              channels: int | None = None) -> tuple[np.void, np.void]:
+def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
+              w_ptr: int) -> tuple[np.void, np.void]:
     """The descriptors of a Wgmma convolution launch (``sk_wgmma_conv.cuh``): the input at
     ``a_ptr`` (channels-last; ``x_strides``: its image, row and column strides in elements,
     0 for an axis of one) as an im2col map whose loads are one k-tile of the GEMM's ``m``
     output pixels, and the filters at ``w_ptr`` ((K, R, S, C) with the channels dense, output
-    channels ``ldb`` apart) as a tiled (C, S, R, K) map. ``channels``: the input map's
-    channel extent where it is less than C (a folded convolution's; the loads fill the
-    channels past it with zeros)."""
+    channels ``ldb`` apart) as a tiled (C, S, R, K) map."""
     elem, bk = spec.elem_bytes, spec.bk
     top, bottom, left, right = g.padding
     sn, sh, sw = x_strides
@@ -205,8 +203,7 @@ def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int, w_ptr: in
     sw = sw * elem if g.w > 1 else row
     sh = sh * elem if g.h > 1 else sw * g.w
     sn = sn * elem if g.n > 1 else sh * g.h
-    extent = g.c if channels is None else channels
-    a = im2col_map(a_ptr, spec.dtype_in, (extent, g.w, g.h, g.n), (sw, sh, sn), (-left, -top),
+    a = im2col_map(a_ptr, spec.dtype_in, (g.c, g.w, g.h, g.n), (sw, sh, sn), (-left, -top),
                    (right - g.dilation[1] * (g.s - 1), bottom - g.dilation[0] * (g.r - 1)),
                    bk, kmajor_box_rows(m, spec.bm), (g.stride[1], g.stride[0]))
     b = operand_map(w_ptr, spec.dtype_in, (g.c, g.s, g.r, g.k),

@@ -233,8 +233,9 @@ FOLD_CASES = [
 @pytest.mark.parametrize("case", FOLD_CASES, ids=lambda c: "x".join(map(str, c[:7])))
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_folded_taps_compute_the_same_convolution(case, dtype):
-    """The folded copies, read through the overlapping view the kernels are given (each
-    column's channels past the fold's extent reading as zeros, as the TMA fills them), make
+    """The folded copies, read through the overlapping view the kernels are given (whole
+    channel blocks a column, each column's channels past the fold's extent then zeroed, as
+    the kernel zeros them in shared memory), make
     the folded geometry's convolution equal the original one, an infinite input pixel
     included (float64 NumPy stand-ins for the device arrays, the same copy code)."""
     from skcontract.kernels.conv import folded_taps
@@ -254,11 +255,13 @@ def test_folded_taps_compute_the_same_convolution(case, dtype):
     assert fold.extent == s * fold.channels <= f.c
     item = xs.itemsize
     view = np.lib.stride_tricks.as_strided(
-        xs, (n, f.h, f.w, fold.extent), tuple(v * item for v in fold.input_strides) + (item,))
-    # every element the view reads lies inside the copy
+        xs, (n, f.h, f.w, f.c), tuple(v * item for v in fold.input_strides) + (item,))
+    # every element the view reads lies inside the copy, and a column's row
     last = sum((e - 1) * st for e, st in zip(view.shape, view.strides)) // item
     assert last < xs.size
-    view = np.concatenate([view, np.zeros(view.shape[:3] + (f.c - fold.extent,))], axis=3)
+    assert (f.w - 1) * fold.step * fold.channels + f.c <= fold.width * fold.channels
+    view = view.copy()
+    view[..., fold.extent:] = 0
     with np.errstate(invalid="ignore"):  # inf - inf where a window holds both pixels
         got = direct(view.transpose(0, 3, 1, 2), ws.transpose(0, 3, 1, 2), None, f.stride,
                      f.padding, f.dilation, 1)
@@ -335,10 +338,18 @@ def test_the_packed_geometry_matches_the_kernels_struct():
 
 
 def test_a_folded_convolution_runs_on_the_tma_entry_only():
-    """The fold's zero taps read as zeros only through the TMA's fill: resolve_conv's
-    tma_only refuses what has no TMA entry (float32) rather than gather it."""
+    """The fold's padding taps are zeroed only by the TMA entries' consumers: resolve_conv's
+    tma_only refuses what has no TMA entry (float32) rather than gather it, and a tile
+    whose consumers cannot mask (64 x 256: 128 accumulators a thread, no registers traded)."""
+    from skcontract.kernels.catalogue import bases_for
     from skcontract.kernels.conv import resolve_conv
     g = conv_geometry((1, 64, 9, 9), (8, 64, 3, 3))
-    assert resolve_conv(g, "float16", DeviceInfo.h200(), tma_only=True).base.FAMILY == "Wgmma"
+    h200 = DeviceInfo.h200()
+    assert resolve_conv(g, "float16", h200, tma_only=True).base.FAMILY == "Wgmma"
     with pytest.raises(ValueError, match="no TMA convolution entry"):
-        resolve_conv(g, "float32", DeviceInfo.h200(), tma_only=True)
+        resolve_conv(g, "float32", h200, tma_only=True)
+    wgmma = [b for b in bases_for("float16", False, 90, True) if b.FAMILY == "Wgmma"]
+    assert [b.tile[:2] for b in wgmma if not b.masks_stages] == [(64, 256)]
+    assert resolve_conv(g, "float16", h200, tile=(64, 256)).base.tile[:2] == (64, 256)
+    with pytest.raises(ValueError, match="no TMA convolution entry"):
+        resolve_conv(g, "float16", h200, tile=(64, 256), tma_only=True)

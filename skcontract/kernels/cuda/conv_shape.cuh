@@ -10,7 +10,10 @@ struct ConvShape {
   long long stride_n, stride_h, stride_w;  // input strides in elements (channels: 1)
   int H, W, P, Q, R, S, Cg;                // input and output sizes, filter taps, group channels
   int stride_y, stride_x, pad_y, pad_x, dil_y, dil_x;
-  int reserved;                            // keeps the struct a multiple of 8 bytes
+  // Channels of a pixel that hold data (a folded convolution's S taps, FoldedTaps in
+  // skcontract/kernels/conv.py): the loads read whole channel blocks, and the Wgmma
+  // consumers zero each block's elements past it in shared memory; 0: every channel.
+  int extent;
 };
 
 }  // namespace skc

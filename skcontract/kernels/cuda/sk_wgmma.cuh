@@ -411,12 +411,15 @@ struct WgmmaSmem {
 
 // Where the producer's boxes come from. A Loads has prefetch() (the maps' descriptors),
 // split(s) (a split's coordinates, once per split) and load(stage, bar, kt) (k-tile kt of
-// the split: A's box, then B's, completing on bar). DenseTmaLoads reads a GEMM's strided
-// operands through tiled maps over (k, rows, batch); sk_wgmma_conv.cuh's Im2colTmaLoads
-// reads a convolution's input through an im2col map.
+// the split: A's box, then B's, completing on bar). MASKS: whether a landed stage may need
+// a touch-up before the wgmmas read it (then masks() says whether this launch's do, and
+// masked_from(t), of K's t-th k-tile, and mask() make it: mask_stage). DenseTmaLoads
+// reads a GEMM's strided operands through tiled maps over (k, rows, batch);
+// sk_wgmma_conv.cuh's Im2colTmaLoads reads a convolution's input through an im2col map.
 template <class Cfg>
 struct DenseTmaLoads {
   using Sm = WgmmaSmem<Cfg>;
+  static constexpr bool MASKS = false;  // the stages are used as loaded
   const TmaMap& map_a;
   const TmaMap& map_b;
   bool batched_a, batched_b;
@@ -499,12 +502,28 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   }
 }
 
+// A consumer warpgroup's touch-up of its 64 rows of a landed A box before its wgmmas read
+// them (a Loads with MASKS: Im2colTmaLoads, whose folded convolutions read whole channel
+// blocks): a row a thread of the first 64 zeros what Loads::mask names for K's k-tile t,
+// fences it to the async proxy (the wgmmas read through it), and the warpgroup meets.
+template <class Loads>
+__device__ __forceinline__ void mask_stage(const Loads& loads, const unsigned char* sa, int row0,
+                                           int t) {
+  const int from = loads.masked_from(t);
+  if (from >= Loads::CHUNKS) return;  // the same for the whole warpgroup
+  const int lt = threadIdx.x % WARPGROUP;
+  if (lt < WGMMA_M) Loads::mask(smem_addr(sa), row0 + lt, from);
+  fence_async_shared();
+  asm volatile("bar.sync %0, %1;\n" ::"r"(EPI_BARRIER0 + (int)(threadIdx.x / WARPGROUP)),
+               "n"(WARPGROUP) : "memory");
+}
+
 // A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
 // One k-tile's wgmmas stay in flight; a stage is freed (one arrival per warp) once the
 // wgmmas that read it are done.
-template <class Cfg>
+template <class Cfg, class Loads>
 __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
-                                              const Split& s,
+                                              const Split& s, const Loads& loads,
                                               float (&acc)[Cfg::ML::NACC]) {
   using Sm = WgmmaSmem<Cfg>;
   const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
@@ -530,6 +549,9 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     mbar_wait(&sm.full[at.stage], at.phase);
     const unsigned char* sa = sm.stage(at.stage);
     const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
+    if constexpr (Loads::MASKS) {
+      if (loads.masks()) mask_stage(loads, sa, row0, s.k0 / Cfg::BK + kt);
+    }
     fence_accumulators(acc);
     wgmma_fence();
 #pragma unroll
@@ -611,7 +633,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
                                                      [&](const Split& us) {
     const Split s = cluster_part<Cfg>(us, rank);
     Acc acc[ML::NACC];
-    wgmma_consume<Cfg>(sm, at, s, acc);
+    wgmma_consume<Cfg>(sm, at, s, loads, acc);
     if (Fx::run(s, acc, ws, staging, locks, sm.flag)) {
       if (store_tma)
         Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha);

@@ -12,6 +12,13 @@
 // tap s, tap r, BN output channels) of a tiled 4-D map over (C, S, R, K). Both land in the
 // K-major stage layout of sk_wgmma.cuh, whose consumers, fixups and epilogue run unchanged.
 // One group only (the host sends grouped convolutions to the portable families).
+//
+// A folded convolution (FoldedTaps, skcontract/kernels/conv.py) reads whole channel blocks
+// although only its first cs.extent channels a pixel hold its data: past them lie the next
+// column's pixels, facing zero weights (zero times an infinite input would be NaN). Reading
+// the whole block keeps the TMA on full 128-byte rows; each consumer warpgroup zeros the
+// elements past the extent in its rows of the landed stage before its wgmmas read them
+// (sk_wgmma.cuh, mask_stage).
 #pragma once
 #include "sk_wgmma.cuh"
 #include "conv_shape.cuh"
@@ -24,11 +31,14 @@ struct Im2colTmaLoads {
   static_assert(Cfg::A_KMAJOR && Cfg::B_KMAJOR, "channels-last input, (K, R, S, C) filters");
   static_assert(Cfg::CLUSTER == 1, "convolutions run on single CTAs");
   static constexpr int part = 0;  // the cluster rank wgmma_gemm reads (no pairs)
+  static constexpr bool MASKS = Cfg::MASKS_STAGES;  // (the host's Wgmma.masks_stages)
+  static constexpr int CHUNKS = SWIZZLE_ROW_BYTES / 16;  // 16-byte chunks of a k-tile row
   const TmaMap& map_a;
   const TmaMap& map_b;
   const ConvShape& cs;
-  int cblocks;  // BK-channel blocks of one tap
   int n0 = 0, t0 = 0, image = 0, h0 = 0, w0 = 0;
+  // BK-channel blocks of one tap (from the parameter, so that no register holds it)
+  __device__ __forceinline__ int cblocks() const { return (cs.Cg + Cfg::BK - 1) / Cfg::BK; }
   __device__ __forceinline__ void prefetch() const {
     tma_prefetch(map_a);
     tma_prefetch(map_b);
@@ -43,8 +53,27 @@ struct Im2colTmaLoads {
     n0 = s.n0;
     t0 = s.k0 / Cfg::BK;  // splits start on k-tile boundaries
   }
+  // Whether this launch's stages need the mask: a folded convolution's (cs.extent > 0).
+  __device__ __forceinline__ bool masks() const { return cs.extent != 0; }
+  // The first 16-byte chunk past the pixel's extent of the rows of K's k-tile t (CHUNKS:
+  // none): k-tiles walk a tap's channel blocks, then the taps.
+  __device__ __forceinline__ int masked_from(int t) const {
+    const int left = cs.extent - (t % cblocks()) * Cfg::BK;  // elements that hold data
+    if (left >= Cfg::BK) return CHUNKS;
+    return left <= 0 ? 0 : left * (int)sizeof(typename Cfg::TIn) / 16;
+  }
+  // Zero chunks [from, CHUNKS) of row r of the landed A box at shared address st (the
+  // 128-byte swizzle puts chunk c of row r at c ^ (r % 8)).
+  __device__ __forceinline__ static void mask(unsigned st, int r, int from) {
+    const unsigned row_at = st + r * SWIZZLE_ROW_BYTES;
+#pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+      if (c >= from)
+        asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n"
+                     ::"r"(row_at + ((c ^ (r & 7)) << 4)), "r"(0) : "memory");
+  }
   __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
-    const int t = t0 + kt, block = t % cblocks, tap = t / cblocks;
+    const int t = t0 + kt, block = t % cblocks(), tap = t / cblocks();
     const int r = tap / cs.S, s = tap - r * cs.S, c = block * Cfg::BK;
     tma_load_im2col_4d(st, map_a, bar, c, w0, h0, image, (unsigned short)(s * cs.dil_x),
                        (unsigned short)(r * cs.dil_y));
@@ -55,7 +84,10 @@ struct Im2colTmaLoads {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 sk_wgmma_conv(SKC_WGMMA_KERNEL_PARAMS, const __grid_constant__ ConvShape conv) {
-  Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, (conv.Cg + Cfg::BK - 1) / Cfg::BK};
+  // a folded convolution on an entry that cannot mask would be silently wrong: the host
+  // never launches one (resolve_gemm's masked), and the kernel refuses it
+  if (!Cfg::MASKS_STAGES && conv.extent != 0) __trap();
+  Im2colTmaLoads<Cfg> loads{map_a, map_b, conv};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
                   batch_c, alpha, beta, map_c, store_tma != 0);
 }
