@@ -48,3 +48,9 @@ def test_small_products_keep_the_threads_store(encoded, monkeypatch):
     monkeypatch.setattr(tma, "STORE_MIN_OUTPUTS", 64 * 64 + 1)
     assert tma.output_map(SPEC, 0x1000, 1, 64, 64, 64, 0, 0.0) is None
     assert tma.output_map(SPEC, 0x1000, 1, 64, 65, 72, 0, 0.0) == "map"
+
+
+@pytest.mark.parametrize("row_bytes,promotion", [(2048, 256), (2016, 256), (2000, 128),
+                                                 (10000, 128), (16, 128), (32, 256)])
+def test_rows_that_start_mid_sector_promote_128_bytes(row_bytes, promotion):
+    assert tma.l2_promotion_bytes(row_bytes) == promotion
