@@ -480,6 +480,10 @@ class ContractExpression:
         if tuple(a.shape for a in arrays) != self._shapes:
             self._check_shapes(arrays, plan)
         res, cd, cast = self._resolve(backend, bk, arrays)
+        if out is None and self._n == 1 and arrays[0].dtype == res:
+            view = _single_operand_view(plan.equation, arrays[0], bk.xp)  # as einsum's
+            if view is not None:
+                return view
         if out is not None:
             _check_out(out, bk, plan.output_shape, res, "safe")
         r = run([a if a.dtype == cd else a.astype(cd) for a in arrays] if cast else arrays)

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skcontract.contract import einsum
+from skcontract.contract import contract_expression, einsum
 
 MAX_EXAMPLES = 1200
 
@@ -388,6 +388,18 @@ def test_single_operand_result_is_a_view_as_in_numpy(xp, subscripts):
     np.testing.assert_array_equal(to_numpy(r), expected)
     r[...] = 1e9  # writes through, as numpy's view does, onto as many elements
     assert int((xa == 1e9).sum()) == r.size
+
+
+@pytest.mark.parametrize("subscripts", ["ij->ji", "ii->i", "...ii->...i"])
+def test_an_expression_of_one_operand_gives_the_same_view(xp, subscripts):
+    """contract_expression returns what einsum (and numpy.einsum, which opt_einsum calls)
+    returns for a transpose or a diagonal: a view, with no kernel launched."""
+    a = np.random.default_rng(13).standard_normal((3, 3, 3)[:len(subscripts.split("->")[0]
+                                                                   .replace("...", "k"))])
+    xa = xp.asarray(a)
+    r = contract_expression(subscripts, a.shape)(xa)
+    assert xp.shares_memory(r, xa)
+    np.testing.assert_array_equal(to_numpy(r), np.einsum(subscripts, a))
 
 
 @pytest.mark.parametrize("kwargs", [{"dtype": "float64"}, {"order": "C"}])
