@@ -229,17 +229,25 @@ def _write_all(args, rows, plot=True):
            "rows": [{k: r.get(k) for k in ("class", "batch", "m", "n", "k", "dtype", "mode",
                                            "us", "call_us", "cublas_us", "tflops")}
                     for r in rows]}
+    measured = {r["dtype"] for r in doc["rows"]}
+    doc["sources"] = {dt: {"date": doc["date"], "commit": doc["commit"]} for dt in measured}
     if getattr(args, "merge", None):
         old = json.loads(Path(args.merge).read_text())
-        measured = {r["dtype"] for r in doc["rows"]}
         kept = [r for r in old["rows"] if r["dtype"] not in measured]
         if kept:
-            kd = sorted({r["dtype"] for r in kept})
-            doc["merged"] = (f"Rows for {', '.join(sorted(measured))} measured in this run; rows "
-                             f"for {', '.join(kd)} kept from the run of {old.get('date')} "
-                             f"(commit {old.get('commit')}). Every ratio compares to cuBLAS "
-                             f"measured in the same run as the row (for rows of this run, "
-                             f"right before the row).")
+            # a kept row's run: the one the merged file names for its dtype (itself a merge,
+            # perhaps), else the merged file's own
+            own = {"date": old.get("date"), "commit": old.get("commit")}
+            old_sources = old.get("sources", {})
+            runs: dict = {}
+            for dt in sorted({r["dtype"] for r in kept}):
+                src = doc["sources"][dt] = old_sources.get(dt, own)
+                runs.setdefault((src["date"], src["commit"]), []).append(dt)
+            where = "; ".join(f"rows for {', '.join(dts)} kept from the run of {date} (commit "
+                              f"{commit})" for (date, commit), dts in runs.items())
+            doc["merged"] = (f"Rows for {', '.join(sorted(measured))} measured in this run; "
+                             f"{where}. Every ratio compares to cuBLAS measured in the same run "
+                             f"as the row (for rows of this run, right before the row).")
             doc["rows"] = kept + doc["rows"]
             rows = [dict(r) for r in kept] + list(rows)
     for r in doc["rows"]:  # strict JSON: NaN -> null

@@ -36,3 +36,28 @@ def test_each_row_is_compared_with_its_adjacent_cublas_time():
     s = summarize(rows)["wave/float16"]
     assert s["auto_vs_cublas"] == 0.5
     assert s["auto_vs_dp"] == 1.0 and s["stream_k_vs_dp"] == 1.0
+
+
+def test_a_merge_keeps_each_kept_dtypes_own_run(tmp_path, monkeypatch):
+    """Rows kept from a file that was itself a merge name the run that measured them, not
+    the merge that carried them."""
+    import json
+    from types import SimpleNamespace
+
+    from skcontract.bench import gemm as bench
+    monkeypatch.setattr(bench, "run_commit", lambda: "new")
+    monkeypatch.setattr(bench, "device_name", lambda: "GPU")
+    def row(dtype, us):
+        return dict(_row("batched", dtype, "auto", us), call_us=us, tflops=1.0)
+
+    old = {"date": "d2", "commit": "mid", "rows": [row("float32", 5.0), row("float16", 5.0)],
+           "sources": {"float32": {"date": "d1", "commit": "first"},
+                       "float16": {"date": "d2", "commit": "mid"}}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    args = SimpleNamespace(merge=str(tmp_path / "old.json"), out=str(tmp_path), name="g")
+    bench._write_all(args, [row("float16", 4.0)], plot=False)
+    doc = json.loads((tmp_path / "g.json").read_text())
+    assert doc["sources"]["float32"] == {"date": "d1", "commit": "first"}
+    assert doc["sources"]["float16"]["commit"] == "new"
+    assert "float32 kept from the run of d1 (commit first)" in doc["merged"]
+    assert [r["dtype"] for r in doc["rows"]] == ["float32", "float16"]
