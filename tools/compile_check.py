@@ -74,17 +74,24 @@ class Result:
 
 def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
     """Compile in this process with cuda.bindings.nvrtc; returns registers/spills/log."""
+    return compile_source(jit.render_source(spec), spec.name, (spec.name_expression,), arch)
+
+
+def compile_source(source: str, name: str, name_expressions, arch: str) -> dict:
+    """Compile a translation unit with cuda.bindings.nvrtc, instantiating
+    ``name_expressions``: ``{"compiled", "log", "cubin_bytes"}`` (the log holds ptxas's
+    registers and spills)."""
     from cuda.bindings import nvrtc
 
     def check(err, what):
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise RuntimeError(f"{what}: {err}")
 
-    src = jit.render_source(spec).encode()
-    err, prog = nvrtc.nvrtcCreateProgram(src, f"{spec.name}.cu".encode(), 0, [], [])
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
     check(err, "nvrtcCreateProgram")
-    (err,) = nvrtc.nvrtcAddNameExpression(prog, spec.name_expression.encode())
-    check(err, "nvrtcAddNameExpression")
+    for expr in name_expressions:
+        (err,) = nvrtc.nvrtcAddNameExpression(prog, expr.encode())
+        check(err, "nvrtcAddNameExpression")
     opts = [o.encode() for o in jit.compile_options(arch)] + [b"--ptxas-options=-v"]
     (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     err, size = nvrtc.nvrtcGetProgramLogSize(prog)

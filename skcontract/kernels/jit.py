@@ -182,8 +182,7 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     hit = _MEMO.get(memo_key)
     if hit is not None:
         return hit
-    cc = cupy.cuda.Device(dev).compute_capability  # e.g. "90"
-    arch = "sm_90a" if cc == "90" else f"sm_{cc}"
+    arch = device_arch(dev)
     options = compile_options(arch, debug=debug)
     key = cache_key(spec, options, arch)
     source = render_source(spec)
@@ -217,6 +216,35 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     compiled = CompiledKernel(spec, module, function, key, arch, occupancy, clusters)
     _MEMO[memo_key] = compiled
     return compiled
+
+
+def device_arch(device_id: int) -> str:
+    """The NVRTC target of a CuPy device: ``sm_90a`` on compute capability 9.0 (the Wgmma
+    family's instructions need it), else ``sm_<cc>``."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    cc = cupy.cuda.Device(device_id).compute_capability  # e.g. "90"
+    return "sm_90a" if cc == "90" else f"sm_{cc}"
+
+
+_MODULES: dict = {}
+
+
+def get_module(header: str, name_expressions: tuple[str, ...], device_id: int):
+    """The CuPy RawModule of an auxiliary kernel header (one that is no catalogue entry:
+    ``fold_copy.cuh``), its headers inlined, with ``name_expressions`` instantiated;
+    compiled once a device."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    key = (header, name_expressions, device_id)
+    module = _MODULES.get(key)
+    if module is None:
+        with cupy.cuda.Device(device_id), _cupy_cache_dir(cache_dir()):
+            module = cupy.RawModule(code=inline_headers(header),
+                                    options=compile_options(device_arch(device_id)),
+                                    name_expressions=list(name_expressions))
+        _MODULES[key] = module
+    return module
 
 
 def print_kernel(msg: str) -> None:

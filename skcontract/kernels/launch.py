@@ -102,7 +102,7 @@ class LaunchPlan:
         # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
         # convolution's input and filters: .conv sets it); None: the GEMM maps
         self.map_source = None
-        resident = kernel.occupancy * _sm_count(device_id)
+        resident = kernel.occupancy * sm_count(device_id)
         if kernel.clusters is not None:  # clusters never straddle a GPC: the driver counts
             resident = min(resident, kernel.clusters * cluster)
         if schedule.waits and self.grid > resident:
@@ -278,7 +278,8 @@ class BoundLaunch:
         self._out_key = c_ptr
 
 
-def _sm_count(device_id: int) -> int:
+def sm_count(device_id: int) -> int:
+    """The SMs of CuPy device ``device_id`` (asked once)."""
     n = _SMS.get(device_id)
     if n is None:
         import cupy  # optional dependency: only the GPU path needs CuPy

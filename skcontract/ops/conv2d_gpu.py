@@ -25,8 +25,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ..interop import is_torch
+from ..kernels import fold_copy
 from ..kernels.conv import InputView, conv_launch, folded_taps, padded_channels
+from ..kernels.launch import sm_count
 from ..kernels.gemm import gemm
 from ..kernels.specs import VEC16_BYTES
 from ..kernels.operands import describe
@@ -316,9 +320,18 @@ class _CupyOps:
 
     def pad(self, a, channels, left=0, right=0):
         """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to
-        ``channels`` and ``left`` / ``right`` columns of zeros around its W."""
+        ``channels`` and ``left`` / ``right`` columns of zeros around its W (on the GPU, a
+        4-D array of 16-bit elements in one pass: :mod:`~skcontract.kernels.fold_copy`)."""
         *outer, w, c = a.shape
-        out = self.xp.zeros((*outer, left + w + right, channels), a.dtype)
+        width = left + w + right
+        if self.xp is not np and fold_copy.fits(a.shape, a.itemsize, channels):
+            out = self.xp.empty((*outer, width, channels), a.dtype)
+            dev = a.device.id
+            fold_copy.fold_copy(a.data.ptr, a.shape, tuple(s // a.itemsize for s in a.strides),
+                                out.data.ptr, channels, left, width, self.stream(dev), dev,
+                                sm_count(dev))
+            return out
+        out = self.xp.zeros((*outer, width, channels), a.dtype)
         out[..., left:left + w, :c] = a
         return out
 
@@ -355,9 +368,19 @@ class _TorchOps:
 
     def pad(self, a, channels, left=0, right=0):
         """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to
-        ``channels`` and ``left`` / ``right`` columns of zeros around its W."""
+        ``channels`` and ``left`` / ``right`` columns of zeros around its W (a 4-D tensor of
+        16-bit elements in one pass: :mod:`~skcontract.kernels.fold_copy`)."""
+        *outer, w, c = a.shape
+        width = left + w + right
+        if fold_copy.fits(tuple(a.shape), a.element_size(), channels):
+            out = self.torch.empty((*outer, width, channels), dtype=a.dtype, device=a.device)
+            dev = a.device.index
+            fold_copy.fold_copy(a.data_ptr(), tuple(a.shape), tuple(a.stride()),
+                                out.data_ptr(), channels, left, width, self.stream(dev), dev,
+                                sm_count(dev))
+            return out
         return self.torch.nn.functional.pad(
-            a, (0, channels - a.shape[-1], left, right)).contiguous()
+            a, (0, channels - c, left, right)).contiguous()
 
     def zero(self, out):
         out.zero_()

@@ -4,6 +4,8 @@ Compiles the representative spec set (every catalogue entry, and every protocol,
 vector width at least once per family); ``python -m tools.compile_check --all`` compiles every spec the
 launcher can choose.
 """
+import re
+
 import pytest
 
 from tools import compile_check, sass
@@ -29,6 +31,18 @@ def test_representative_specs_compile_without_spills():
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_fold_copy_compiles_for_every_pixel_width(arch):
+    """The folded convolution's input copy (no catalogue entry): every instantiation, both
+    targets, no spill."""
+    from skcontract.kernels import fold_copy, jit
+    out = compile_check.compile_source(jit.inline_headers(fold_copy.HEADER), "fold_copy",
+                                       fold_copy.NAMES, arch)
+    assert out["compiled"], out["log"][-2000:]
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
+    assert spills and max(spills) == 0, out["log"][-2000:]
+
+
 def test_spec_list_is_consistent():
     from skcontract.kernels import specs
     names = [s.name for s in specs.all_specs()]
@@ -48,6 +62,8 @@ def test_source_inlines_every_header():
                             "sk_wgmma_conv.cuh"}
     for src in sources.values():
         assert '#include "' not in src
+    from skcontract.kernels import fold_copy
+    sources[fold_copy.HEADER] = jit.inline_headers(fold_copy.HEADER)  # no catalogue entry
     for h in jit.header_files():
         assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name
     assert "---- mainloop_mma16.cuh ----" not in sources["sk_dot.cuh"]

@@ -357,3 +357,32 @@ def test_dlpack_gpu_arrays_run_on_the_gpu_as_cupy():
                  DlpackOnly(_device(b, "float32")), padding=1)
     assert isinstance(got, cupy.ndarray)
     _check(got, direct(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 1), "float32")
+
+
+@pytest.mark.parametrize("lib,dtype", [("cupy", "float16"), ("torch", "float16"),
+                                       ("torch", "bfloat16")])
+@pytest.mark.parametrize("channels,layout,left,right", [(8, "NCHW", 3, 2), (8, "NHWC", 3, 4),
+                                                        (4, "NHWC", 0, 1), (16, "NCHW", 5, 0)])
+def test_the_fold_copy_pads_rows_in_one_pass(lib, dtype, channels, layout, left, right):
+    """The folded convolution's input copy (kernels/fold_copy.py): an (N, H, W, C) view of
+    either layout into dense rows, zeros left and right of the image and past C, the same
+    bits as the array library's pad."""
+    from skcontract.ops.conv2d_gpu import _CupyOps, _TorchOps
+    x = np.random.default_rng(17).standard_normal((2, 3, 5, 7)).astype(np.float32)
+    want = np.zeros((2, 5, left + 7 + right, channels), np.float32)
+    if lib == "cupy":
+        ops, dev = _CupyOps(), cupy.asarray(x.astype(dtype))
+        if layout == "NHWC":
+            dev = cupy.ascontiguousarray(dev.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        host = lambda a: cupy.asnumpy(a).astype(np.float32)  # noqa: E731
+    else:
+        import torch
+        ops = _TorchOps()
+        dev = torch.as_tensor(x, device="cuda").to(getattr(torch, dtype))
+        if layout == "NHWC":
+            dev = dev.to(memory_format=torch.channels_last)
+        host = lambda a: a.float().cpu().numpy()  # noqa: E731
+    want[:, :, left:left + 7, :3] = host(dev).transpose(0, 2, 3, 1)
+    got = ops.pad(ops.permute(dev, (0, 2, 3, 1)), channels, left, right)
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_array_equal(host(got), want)
