@@ -353,3 +353,17 @@ def test_a_folded_convolution_runs_on_the_tma_entry_only():
     assert resolve_conv(g, "float16", h200, tile=(64, 256)).base.tile[:2] == (64, 256)
     with pytest.raises(ValueError, match="no TMA convolution entry"):
         resolve_conv(g, "float16", h200, tile=(64, 256), tma_only=True)
+
+
+@pytest.mark.parametrize("shape,itemsize,channels,fits", [
+    ((32, 224, 224, 3), 2, 8, True),      # the stem, fp16 / bf16
+    ((2, 5, 7, 16), 2, 16, True),
+    ((2, 5, 7, 3), 4, 8, False),          # float32: the library's pad
+    ((2, 5, 7, 3), 2, 6, False),          # no kernel of 6 channels a pixel
+    ((2, 5, 7, 9), 2, 8, False),          # more channels than the pixel holds
+    ((5, 7, 3), 2, 8, False),             # not 4-D
+])
+def test_the_fold_copy_takes_4d_16bit_arrays_of_its_pixel_widths(shape, itemsize, channels,
+                                                                  fits):
+    from skcontract.kernels import fold_copy
+    assert fold_copy.fits(shape, itemsize, channels) is fits
