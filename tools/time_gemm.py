@@ -11,7 +11,8 @@ schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, an
 combination is timed (one line each, carrying the peer's time when there is one; a
 combination the scheduler refuses prints its error). ``--store tma,threads`` times the Wgmma
 epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
-with every size allowed, or with none).
+with every size allowed, or with none); each such row says whether a launch stored by TMA
+(``tma_store``).
 16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
 whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
 device session compares them on the same machine state.
@@ -65,6 +66,7 @@ def main(argv=None) -> int:
     import skcontract
     from skcontract.kernels import tma
     from skcontract.kernels.gemm import gemm
+    from skcontract.kernels.launch import record_launches
     timing = _timing()
 
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -87,9 +89,12 @@ def main(argv=None) -> int:
                     tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
                 row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
                        "dtype": dtype, "mode": mode, **forced, **peer}
-                if store is not None:
-                    row["store"] = store
                 try:
+                    if store is not None:  # what the launches did, not only what was asked
+                        with record_launches() as launched:
+                            gemm(a, b, c, mode=mode, **forced)
+                        row["store"] = store
+                        row["tma_store"] = any(x.tma_store for x in launched)
                     us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
                                                stream, calls, args.reps)
                     row.update(us=us, tflops=flops * 1e-6 / us)

@@ -207,14 +207,25 @@ def folded_taps(g, dtype: str, device: DeviceInfo) -> FoldedTaps | None:
         width += 1
     folded = g._replace(c=taps * channels, w=g.q, s=1, stride=(g.stride[0], 1),
                         padding=(top, bottom, 0, 0), dilation=(g.dilation[0], 1))
-    if not uses_tma(folded, dtype, device):
-        return None
+    if not uses_tma(folded, dtype, device) or (g.s * channels * elem) % tma.ROW_ALIGN_BYTES:
+        return None  # (the kernels zero whole 16-byte chunks past the taps' extent)
     folded_us = resolve_conv(folded, dtype, device, tma_only=True).schedule.predicted_time_us
     padded = g._replace(c=padded_channels(g, dtype))
     padded_us = resolve_conv(padded, dtype, device).schedule.predicted_time_us
     if folded_us >= padded_us:
         return None
     return FoldedTaps(folded, channels, width, left, step, g.s * channels)
+
+
+def fold_runs_tile(fold: FoldedTaps, dtype: str, device: DeviceInfo, tile) -> bool:
+    """Whether a forced ``tile`` has an entry that runs folded convolution ``fold`` (one
+    whose kernel zeros the padding taps, :attr:`.catalogue.Wgmma.masks_stages`); where it
+    has none, the convolution runs unfolded, on the padded copies."""
+    try:
+        resolve_conv(fold.geometry, dtype, device, tile=tile, tma_only=True)
+    except ValueError:
+        return False
+    return True
 
 
 def _fold_channels(g, elem: int, block: int) -> int:

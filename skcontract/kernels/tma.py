@@ -175,12 +175,13 @@ def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
     """The descriptor through which a Wgmma epilogue stores C (``m`` x ``n``, row-major,
     ``ldc`` apart, batches ``sc`` apart), in boxes of :data:`STORE_BOX_ROWS` rows and one
     128-byte swizzle row of columns; None where the epilogue stores C itself: ``beta`` != 0
-    (C is read), C's base or strides not on 16 bytes (TMA's rule), or fewer than
-    :data:`STORE_MIN_OUTPUTS` outputs."""
+    (C is read), C's base or strides not on 16 bytes (TMA's rule), strides that are not
+    positive (a map's strides are unsigned; a batch stride of 0 would collapse the batches
+    the store must write), or fewer than :data:`STORE_MIN_OUTPUTS` outputs."""
     elem = spec.elem_bytes
     if (beta != 0 or batch * m * n < STORE_MIN_OUTPUTS or c_ptr % ROW_ALIGN_BYTES
-            or (m > 1 and ldc * elem % ROW_ALIGN_BYTES)
-            or (batch > 1 and sc * elem % ROW_ALIGN_BYTES)):
+            or (m > 1 and (ldc <= 0 or ldc * elem % ROW_ALIGN_BYTES))
+            or (batch > 1 and (sc <= 0 or sc * elem % ROW_ALIGN_BYTES))):
         return None
     dims, strides = operand_dims(m, n, ldc, batch, sc, True, elem)
     box = (MN_BOX, STORE_BOX_ROWS, 1)

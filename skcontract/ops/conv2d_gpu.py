@@ -29,7 +29,8 @@ import numpy as np
 
 from ..interop import is_torch
 from ..kernels import fold_copy
-from ..kernels.conv import InputView, conv_launch, folded_taps, padded_channels
+from ..kernels.conv import (InputView, conv_launch, fold_runs_tile, folded_taps,
+                             padded_channels)
 from ..kernels.launch import sm_count
 from ..kernels.gemm import gemm
 from ..kernels.specs import VEC16_BYTES
@@ -125,6 +126,8 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     device = device_info(dev)
     cp = padded_channels(g, X.dtype)
     fold = folded_taps(g, X.dtype, device) if cp is not None else None
+    if fold is not None and tile is not None and not fold_runs_tile(fold, X.dtype, device, tile):
+        fold = None
     if fold is not None:  # few channels, each filter row's taps folded into channels
         xs, ws = folded_copies(ops, _ops_for(weight), x, weight, g, fold)
         view = InputView(describe(xs).ptr, *fold.input_strides)

@@ -355,6 +355,17 @@ def test_a_folded_convolution_runs_on_the_tma_entry_only():
         resolve_conv(g, "float16", h200, tile=(64, 256), tma_only=True)
 
 
+def test_a_forced_tile_with_no_masking_entry_runs_the_convolution_unfolded():
+    """conv2d folds a stem only where the forced tile (if any) has an entry that zeros the
+    fold's padding taps; otherwise the padded copies run on that tile."""
+    from skcontract.kernels.conv import fold_runs_tile, folded_taps
+    stem = conv_geometry((32, 3, 224, 224), (64, 3, 7, 7), stride=2, padding=3)
+    fold = folded_taps(stem, "float16", DeviceInfo.h200())
+    assert fold is not None
+    assert fold_runs_tile(fold, "float16", DeviceInfo.h200(), (128, 64))
+    assert not fold_runs_tile(fold, "float16", DeviceInfo.h200(), (64, 256))
+
+
 @pytest.mark.parametrize("shape,itemsize,channels,fits", [
     ((32, 224, 224, 3), 2, 8, True),      # the stem, fp16 / bf16
     ((2, 5, 7, 16), 2, 16, True),

@@ -38,6 +38,9 @@ def test_one_matrix_gets_a_batch_of_one(encoded):
     (0x1008, 64, 1, 0, 0.0, "base off 16 bytes"),
     (0x1000, 68, 1, 0, 0.0, "rows 136 bytes apart"),
     (0x1000, 64, 2, 64 * 8 + 4, 0.0, "batches off 16 bytes"),
+    (0x1000, -64, 1, 0, 0.0, "rows backwards (out[::-1])"),
+    (0x1000, 64, 2, -64 * 8, 0.0, "batches backwards"),
+    (0x1000, 64, 2, 0, 0.0, "every batch onto one matrix"),
 ])
 def test_the_threads_store_what_tma_cannot(encoded, ptr, ldc, batch, sc, beta, why):
     assert tma.output_map(SPEC, ptr, batch, 8, 64, ldc, sc, beta) is None, why
