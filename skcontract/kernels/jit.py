@@ -7,7 +7,8 @@
 * An in-memory memo keyed by ``(device id, spec, debug)`` makes a warm call a dict lookup.
 
 Environment variables (docs/gpu.md has the table): ``SKCONTRACT_CACHE_DIR``,
-``SKCONTRACT_PRINT_KERNEL``, ``SKCONTRACT_DEBUG_SPIN``.
+``SKCONTRACT_PRINT_KERNEL``, ``SKCONTRACT_DEBUG_SPIN``, ``SKCONTRACT_TRACE`` (kernels that
+stamp their phases, read by ``tools/trace_kernel.py``).
 """
 from __future__ import annotations
 
@@ -59,11 +60,18 @@ def debug_spin_enabled() -> bool:
     return os.environ.get("SKCONTRACT_DEBUG_SPIN", "0") not in ("", "0")
 
 
-def compile_options(arch: str, *, debug: bool = False) -> tuple[str, ...]:
+def trace_enabled() -> bool:
+    return os.environ.get("SKCONTRACT_TRACE", "0") not in ("", "0")
+
+
+def compile_options(arch: str, *, debug: bool = False,
+                    trace: bool = False) -> tuple[str, ...]:
     """NVRTC options. ``arch`` like ``sm_90a`` (DeviceInfo.arch) or ``sm_80``."""
     opts = ["-std=c++17", f"-arch={arch}"]
     if debug:
         opts.append("-DSKCONTRACT_DEBUG_SPIN")
+    if trace:
+        opts.append("-DSKCONTRACT_TRACE")
     return tuple(opts)
 
 
@@ -177,13 +185,13 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     dev = device_id if device_id is not None else cupy.cuda.runtime.getDevice()
-    debug = debug_spin_enabled()
-    memo_key = (dev, spec, debug)
+    debug, traced = debug_spin_enabled(), trace_enabled()
+    memo_key = (dev, spec, debug, traced)
     hit = _MEMO.get(memo_key)
     if hit is not None:
         return hit
     arch = device_arch(dev)
-    options = compile_options(arch, debug=debug)
+    options = compile_options(arch, debug=debug, trace=traced)
     key = cache_key(spec, options, arch)
     source = render_source(spec)
     cdir = cache_dir()

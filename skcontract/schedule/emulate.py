@@ -102,6 +102,13 @@ class _Machine:
         self.c[l][m0:m0 + bm, n0:n0 + bn] = value
         self.final_count[l][m0:m0 + bm, n0:n0 + bn] += 1
 
+    def _out_share(self, l, m0, n0, value, lo, hi):
+        """A shared sum's epilogue: elements [lo, hi) of the tile's sum (row-major)."""
+        bm, bn = value.shape
+        rows, cols = np.unravel_index(np.arange(lo, hi), (bm, bn))
+        self.c[l][m0 + rows, n0 + cols] = value[rows, cols]
+        self.final_count[l][m0 + rows, n0 + cols] += 1
+
     def fixup(self, r, partial) -> bool:
         """Do split r's fixup; False when it must wait (lock not ready)."""
         l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
@@ -188,8 +195,10 @@ class _Machine:
         return True
 
     def finish_shared(self, r) -> bool:
-        """After the CTA's last row: wait for all PEERS arrivals, sum a share, arrive again;
-        the split that sees 2 * PEERS - 1 writes the tile. False while it must wait."""
+        """After the CTA's last row: wait for all PEERS arrivals, sum the split's share of the
+        tile (SPLIT / PEERS of its elements in the kernels' slot order, here row-major) and
+        write that share of the output, arrive again; the split that sees 2 * PEERS - 1
+        frees the slots and resets the counter. False while it must wait."""
         l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
         if self.locks[tile] < peers:
             return False
@@ -199,15 +208,16 @@ class _Machine:
                 raise ProtocolViolation(
                     f"row {r}: split {split} of tile {tile} passed its wait but split {i}'s "
                     "partial is not in the workspace")
+        total = self.ws[base]
+        for i in range(1, peers):
+            total = total + self.ws[base + i]
+        size = total.size
+        self._out_share(l, m0, n0, total, size * split // peers, size * (split + 1) // peers)
         old = self.locks[tile]
         self.locks[tile] = old + 1
         if old == 2 * peers - 1:
-            total = self.ws[base]
-            for i in range(1, peers):
-                total = total + self.ws[base + i]
             for i in range(peers):
                 del self.ws[base + i], self.ws_owner[base + i]
-            self._out(l, m0, n0, bm, bn, total)
             self.locks[tile] = 0
         return True
 
@@ -410,8 +420,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
 
 def _shared_sum_pass(t, offs, shared, arrive, now, cost):
     """After its last row a CTA walks its shared-sum rows: wait for the tile's last arrival,
-    then spend ``cost`` (its share of the sum, plus loading the summed slot for the split
-    that runs the epilogue). Returns (wait start, sum start, sum end) per row, NaN for other
+    then spend ``cost`` (its share of the sum and of the tile's stores). Returns (wait start, sum start, sum end) per row, NaN for other
     rows."""
     n = len(t)
     sum_wait, sum_start, sum_end = (np.full(n, np.nan) for _ in range(3))

@@ -61,8 +61,8 @@ more than it saves (measurements: docs/benchmarks/log.md)."""
 
 SHARED_SUM_PASS_TILES = 1.0
 """Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
-of every peer's slot), charged at d per tile; the split that runs the epilogue reads one more
-(the summed slot)."""
+of every peer's slot, whose sum it stores as its share of the output), charged at d per
+tile."""
 
 REF_TILE = (128, 128, 64)
 """The tile that COST_C_US is quoted for; other tiles scale by volume and efficiency."""
@@ -220,8 +220,8 @@ class RowCosts:
     A row computes ``iters`` k-iterations at ``c`` us each (a range row: all its tiles'),
     writes a partial tile for ``write`` us (b: a non-final split of a shared tile, and every
     split of a shared sum), and reads ``chain`` peers' partials (the one CTA that finishes a
-    tile merges them all) and ``pooled`` partial tiles (its share of a shared sum, plus the
-    summed slot for the split that runs the epilogue), ``d`` us each.
+    tile merges them all) and ``pooled`` partial tiles (its share of a shared sum and of the
+    output it stores), ``d`` us each.
     """
 
     iters: np.ndarray
@@ -265,7 +265,7 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
         iters=iters, c=np.where(small, c_small, c_big),
         write=np.where(small, b_sm, b_big) * (multi & (~final | shared)),
         chain=(peers - 1) * (multi & final & ~shared),
-        pooled=(SHARED_SUM_PASS_TILES + final) * shared,
+        pooled=SHARED_SUM_PASS_TILES * shared,
         d=np.where(small, d_sm, d_big))
 
 

@@ -55,9 +55,12 @@ PEERS == 1 (TILE == -1) simply stores its result under every protocol.
   increments counter[TILE] where it is computed (no wait). After its last row the CTA walks
   its SHARED_SUM rows again: it waits until counter[TILE] reads ``>= PEERS``, sums its share
   ``[s, s + 1) * SLOT_ELEMS / PEERS`` of the PEERS slots (a fixed order: bitwise
-  reproducible) into the tile's first slot ``SLOT - SPLIT`` and increments the counter
-  again; the split that sees ``2 * PEERS - 1`` loads the summed slot, runs the epilogue and
-  resets the counter to 0. One parallel pass instead of a chain of PEERS serial merges.
+  reproducible), runs the epilogue on that share of the tile and increments the counter
+  again; the split that sees ``2 * PEERS - 1`` resets the counter to 0. One parallel pass
+  instead of a chain of PEERS serial merges, and the tile's stores spread over its peers.
+  (The Dot kernels, whose epilogue reduces across the tile, write the summed shares into the
+  tile's first slot ``SLOT - SPLIT``; the split that sees ``2 * PEERS - 1`` loads the
+  tile and runs the epilogue.)
   Since a CTA arrives on all its tiles before it waits on any, only co-residency is needed
   (:func:`..check.validate_schedule` checks it), not an order of visits.
 * ``atomic``: each split adds its partial tile into staging[TILE] (fp32 / fp64 / int32

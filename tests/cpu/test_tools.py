@@ -4,8 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from skcontract.kernels import catalogue, specs
-from tools import warm_kernels
+from tools import trace_kernel, warm_kernels
 
 
 def test_the_library_imports_no_tools():
@@ -31,3 +33,20 @@ def test_warm_selects_every_entrys_specializations():
     assert fp64 and all(s.dtype_in == "float64" for s in fp64)
     pairs = warm_kernels.select("all", families="WgmmaPair")
     assert pairs and all(s.base.FAMILY == "WgmmaPair" for s in pairs)
+
+
+def test_trace_report_aligns_ctas_by_their_clocks():
+    """Two CTAs 1 us apart, 2 GHz clocks: each event's time from the first CTA's start and
+    each phase's length per CTA; unset stamps leave an event out."""
+    stamps = np.zeros((2, trace_kernel.TRACE_SLOTS), np.uint64)
+    ev = {name: trace_kernel.FIRST_CLOCK_SLOT + i for i, name in enumerate(trace_kernel.EVENTS)}
+    for cta, (gt0, clk0, landed_us) in enumerate([(1000, 50000, 1.0), (2000, 900000, 2.0)]):
+        stamps[cta, 0], stamps[cta, 1] = gt0, gt0 + 10000
+        stamps[cta, ev["start"]], stamps[cta, ev["end"]] = clk0, clk0 + 20000
+        stamps[cta, ev["first_landed"]] = clk0 + int(landed_us * 2000)
+    rows = {line.split()[0]: line.split()[1:] for line in trace_kernel.report(stamps)[2:]}
+    assert rows["first_landed"] == ["2", "1.00", "2.00", "3.00"]
+    assert rows["end"] == ["2", "10.00", "10.50", "11.00"]
+    assert "mainloop_done" not in rows
+    phase = next(line for line in trace_kernel.report(stamps) if line.startswith("first k-tile"))
+    assert phase.split()[-4:] == ["2", "1.00", "1.50", "2.00"]

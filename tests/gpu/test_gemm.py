@@ -213,6 +213,24 @@ def test_shared_sum_bitwise_reproducible(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("order", ["C", "F", "offset"])
+def test_shared_sum_peers_store_their_shares(dtype, order):
+    """Each peer of a shared-sum tile stores its share of the sum through the epilogue
+    (fragments of other threads than its own): alpha and beta applied once per element, a
+    column-major out (the transposed problem) and one whose rows start off the column pairs'
+    alignment (element stores)."""
+    m, n, k = 136, 72, 12000
+    a, b = rand((m, k), dtype, "C", 18), rand((k, n), dtype, "C", 19)
+    if order == "offset":
+        out = rand((m, n + 1), dtype, "C", 20)[:, 1:]
+    else:
+        out = rand((m, n), dtype, order, 20)
+    before = to64(out).copy()
+    _gemm(a, b, out, alpha=2.0, beta=0.5, mode="stream_k", reduction="arrival")
+    assert rel_error(out, 2.0 * _reference(a, b) + 0.5 * before) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_auto_picks_shared_sum_for_one_tile(dtype):
     """auto with deterministic on a strong-scaling shape runs the arrival shared sum."""
     import cupy

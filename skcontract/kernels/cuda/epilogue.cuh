@@ -1,7 +1,8 @@
 // epilogue.cuh: C = alpha * acc + beta * C, converted to the output type, stored with bounds.
-// Epilogue<ML, TOut, SHIFT_M, SHIFT_N>: run() stores a thread's accumulators, store_one() one
-// of them (the arrival protocol's shared sums); both use only the mainloop's Acc, NACC,
-// coord(), PAIR and PAIR_STRIDE (sk_gemm.cuh).
+// Epilogue<ML, TOut, SHIFT_M, SHIFT_N>: run() stores a thread's accumulators, store_group()
+// a run of any thread's (the arrival protocol's shared sums, where a CTA stores its share of
+// a tile in the peers' fragment order); both use only the mainloop's Acc, NACC, coord(),
+// PAIR and PAIR_STRIDE (sk_gemm.cuh).
 // int32 accumulators (int8 operands): alpha / beta are int32 and the arithmetic wraps mod 2^32.
 // C is row-major with leading dimension ldc (the host transposes the problem for a
 // column-major output). Accumulator coordinates are relative to the split's window origin
@@ -46,12 +47,12 @@ struct Epilogue {
     if constexpr (SHIFT_N) ok = ok && gc >= s.n0;
     return ok;
   }
-  // Accumulator i (the mainloop's register order) of this thread, with value `a`.
-  __device__ __forceinline__ static void store_one(const Split& s, int i, Acc a,
+  // Accumulator i (the mainloop's register order) of thread t, with value `a`.
+  __device__ __forceinline__ static void store_one(const Split& s, unsigned t, int i, Acc a,
                                                    TOut* __restrict__ C, long long ldc,
                                                    Acc alpha, Acc beta) {
     int r, c;
-    ML::coord(i, r, c);
+    ML::coord(t, i, r, c);
     const int gr = row(s, r), gc = col(s, c);
     if (owned(s, gr, gc, 1)) {
       TOut* p = C + (long long)gr * ldc + gc;
@@ -62,11 +63,11 @@ struct Epilogue {
   }
   // Accumulators i and i + STRIDE: one vector store when both columns are inside and the
   // address is aligned for it (an odd ldc or C offset falls back to two element stores).
-  __device__ __forceinline__ static void store_pair(const Split& s, int i, Acc a0, Acc a1,
-                                                    TOut* __restrict__ C, long long ldc,
-                                                    Acc alpha, Acc beta) {
+  __device__ __forceinline__ static void store_pair(const Split& s, unsigned t, int i, Acc a0,
+                                                    Acc a1, TOut* __restrict__ C,
+                                                    long long ldc, Acc alpha, Acc beta) {
     int r, c;
-    ML::coord(i, r, c);
+    ML::coord(t, i, r, c);
     const int gr = row(s, r), gc = col(s, c);
     TOut* p = C + (long long)gr * ldc + gc;
     if (owned(s, gr, gc, 2) &&
@@ -82,8 +83,22 @@ struct Epilogue {
       out.v[1] = AccCvt<TOut, Acc>::from_acc(v1);
       *reinterpret_cast<Pair<TOut>*>(p) = out;
     } else {
-      store_one(s, i, a0, C, ldc, alpha, beta);
-      store_one(s, i + STRIDE, a1, C, ldc, alpha, beta);
+      store_one(s, t, i, a0, C, ldc, alpha, beta);
+      store_one(s, t, i + STRIDE, a1, C, ldc, alpha, beta);
+    }
+  }
+  // Accumulators i .. i + N - 1 of thread t, values v: column pairs as vectors where the
+  // mainloop's pairs are adjacent accumulators (PAIR_STRIDE 1).
+  template <int N>
+  __device__ __forceinline__ static void store_group(const Split& s, unsigned t, int i,
+                                                     const Acc (&v)[N], TOut* __restrict__ C,
+                                                     long long ldc, Acc alpha, Acc beta) {
+    if constexpr (PAIRED && STRIDE == 1 && N % 2 == 0) {
+#pragma unroll
+      for (int e = 0; e < N; e += 2) store_pair(s, t, i + e, v[e], v[e + 1], C, ldc, alpha, beta);
+    } else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) store_one(s, t, i + e, v[e], C, ldc, alpha, beta);
     }
   }
   __device__ __forceinline__ static void run(const Split& s, const Acc (&acc)[ML::NACC],
@@ -92,10 +107,11 @@ struct Epilogue {
     if constexpr (PAIRED) {
 #pragma unroll
       for (int i = 0; i < ML::NACC; ++i)
-        if ((i / STRIDE) % 2 == 0) store_pair(s, i, acc[i], acc[i + STRIDE], C, ldc, alpha, beta);
+        if ((i / STRIDE) % 2 == 0)
+          store_pair(s, threadIdx.x, i, acc[i], acc[i + STRIDE], C, ldc, alpha, beta);
     } else {
 #pragma unroll
-      for (int i = 0; i < ML::NACC; ++i) store_one(s, i, acc[i], C, ldc, alpha, beta);
+      for (int i = 0; i < ML::NACC; ++i) store_one(s, threadIdx.x, i, acc[i], C, ldc, alpha, beta);
     }
   }
 };

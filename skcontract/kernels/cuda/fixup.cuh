@@ -24,8 +24,11 @@
 //                           and arrives where it is computed; after its last split the CTA
 //                           walks its shared rows again: waits for counter >= PEERS, sums its
 //                           1/PEERS share of the slot vectors over the peers (fixed order)
-//                           into the first slot, bumps the counter again; the split that sees
-//                           2 PEERS - 1 loads the summed slot and resets the counter.
+//                           and stores that share of the output itself, bumps the counter
+//                           again; the split that sees 2 PEERS - 1 resets it. (A family whose
+//                           epilogue needs the whole tile in one CTA, Dot's, has the summed
+//                           share written into the first slot instead, and the split that
+//                           sees 2 PEERS - 1 loads the tile: finish_shared_in_one.)
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
 // barrier, then one thread fences and releases.
@@ -163,18 +166,39 @@ struct Fixup {
     }
   }
 
-  // Wait for every peer, sum this split's share of the tile into its first slot, arrive
-  // again; the CTA that arrived last passes the tile's sum to emit(i, value) for each of its
-  // accumulators i, one 16-byte group at a time (fenced, so the compiler does not load the
-  // whole tile into registers: this runs after the main walk, and 128-register kernels
-  // spilled when it held a full accumulator array), then resets the counter. `scratch`: at
-  // least THREADS * V accumulators of shared memory (the pipeline stages, idle by now).
-  template <class Emit>
+  // Wait for every peer, sum this split's share of the tile and pass it to
+  // store(t, i, v): accumulators i .. i + V - 1 of thread t's fragment (any thread's: the
+  // caller maps them to output coordinates), then arrive again; the split that arrives last
+  // resets the counter, when every peer has passed its wait. No peer waits for another's
+  // sum, and the tile's stores are spread over its peers. `scratch`: at least THREADS * V
+  // accumulators of shared memory (the pipeline stages, idle by now).
+  template <class Store>
   __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
-                                                       int* flag, Acc* scratch, Emit&& emit) {
+                                                       Acc* scratch, Store&& store) {
     unsigned* counter = locks + s.tile;
     spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
-    sum_share(s, ws + ((long long)s.slot - s.split) * SLOT, scratch);
+    if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
+    sum_share<SUM_BATCH>(s, ws + ((long long)s.slot - s.split) * SLOT, scratch,
+              [&](int vec, const Acc (&sum)[V]) {
+                store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
+              });
+    if (threadIdx.x == 0 && atomicAdd(counter, 1u) == 2u * s.peers - 1) atomicExch(counter, 0u);
+  }
+
+  // finish_shared for an epilogue that needs the whole tile in one CTA: the summed share goes
+  // back into the tile's first slot, and the CTA that arrives last passes the tile's sum to
+  // emit(i, value) for each of its accumulators i, one 16-byte group at a time (fenced, so
+  // the compiler does not load the whole tile into registers), then resets the counter.
+  template <class Emit>
+  __device__ __forceinline__ static void finish_shared_in_one(const Split& s, Acc* ws,
+                                                              unsigned* locks, int* flag,
+                                                              Acc* scratch, Emit&& emit) {
+    unsigned* counter = locks + s.tile;
+    spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
+    Acc* first = ws + ((long long)s.slot - s.split) * SLOT;
+    sum_share<SUM_BATCH_IN_ONE>(s, first, scratch, [&](int vec, const Acc (&sum)[V]) {
+      Vec16<Acc>::store(first + (long long)vec * V, sum);
+    });
     if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
 #pragma unroll
     for (int g = 0; g < NACC / V; ++g) {
@@ -188,13 +212,17 @@ struct Fixup {
   }
 
   // This split's share [lo, hi) of the slot's 16-byte vectors, summed over the PEERS slots
-  // starting at `first` and written back into `first`. A share narrower than the CTA splits
-  // the peers into GROUPS consecutive runs (one thread per vector and run, SUM_BATCH loads
+  // starting at `first`, each passed to sink(vector, sum). A share narrower than the CTA splits
+  // the peers into GROUPS consecutive runs (one thread per vector and run, BATCH loads
   // in flight each), then adds the runs in order through shared memory: a fixed order, so
   // results are bitwise reproducible, with PEERS / GROUPS dependent L2 round trips instead
   // of PEERS.
-  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 4;  // 512 threads: 128-register cap
-  __device__ __forceinline__ static void sum_share(const Split& s, Acc* first, Acc* scratch) {
+  // loads in flight a thread: 512 threads have a 128-register cap; Dot's kernels 64
+  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 8;
+  static constexpr int SUM_BATCH_IN_ONE = THREADS > 256 ? 1 : 4;
+  template <int BATCH, class Sink>
+  __device__ __forceinline__ static void sum_share(const Split& s, const Acc* first, Acc* scratch,
+                                                   Sink&& sink) {
     constexpr int NVEC = (int)(SLOT / V);
     const int lo = (int)((long long)NVEC * s.split / s.peers);
     const int share = (int)((long long)NVEC * (s.split + 1) / s.peers) - lo;
@@ -203,22 +231,22 @@ struct Fixup {
     for (int idx = threadIdx.x; idx < share * groups; idx += THREADS) {
       const int i = idx % share, g = idx / share;
       const int p0 = s.peers * g / groups, p1 = s.peers * (g + 1) / groups;
-      Acc* at_v = first + (long long)(lo + i) * V;
+      const Acc* at_v = first + (long long)(lo + i) * V;
       Acc sum[V];
       Vec16<Acc>::load(at_v + (long long)p0 * SLOT, sum);
-      for (int p = p0 + 1; p < p1; p += SUM_BATCH) {
-        Acc part[SUM_BATCH][V];
+      for (int p = p0 + 1; p < p1; p += BATCH) {
+        Acc part[BATCH][V];
 #pragma unroll
-        for (int j = 0; j < SUM_BATCH; ++j)
+        for (int j = 0; j < BATCH; ++j)
           if (p + j < p1) Vec16<Acc>::load(at_v + (long long)(p + j) * SLOT, part[j]);
 #pragma unroll
-        for (int j = 0; j < SUM_BATCH; ++j)
+        for (int j = 0; j < BATCH; ++j)
           if (p + j < p1)
 #pragma unroll
             for (int e = 0; e < V; ++e) sum[e] = acc_add(sum[e], part[j][e]);
       }
       if (groups == 1) {
-        Vec16<Acc>::store(at_v, sum);
+        sink(lo + i, sum);
       } else {
 #pragma unroll
         for (int e = 0; e < V; ++e) scratch[idx * V + e] = sum[e];
@@ -233,7 +261,7 @@ struct Fixup {
       for (int g = 1; g < groups; ++g)
 #pragma unroll
         for (int e = 0; e < V; ++e) sum[e] = acc_add(sum[e], scratch[(g * share + i) * V + e]);
-      Vec16<Acc>::store(first + (long long)(lo + i) * V, sum);
+      sink(lo + i, sum);
     }
   }
 

@@ -159,8 +159,8 @@ struct MainloopDmmaVec {
   }
   // Accumulator e of block (pi, qj): DMMA's D(g + 8 (e / 2), 2t + e % 2), P row through the
   // row permutation; (P x, Q x) is (row, column) of C, or (column, row) when TRANS.
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  __device__ __forceinline__ static void coord(unsigned thread, int i, int& r, int& c) {
+    const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
     const int wp = TRANS ? warp % WARPS_N : warp / WARPS_N;
     const int wq = TRANS ? warp / WARPS_N : warp % WARPS_N;
     const int pi = i / (QJ * 4), qj = (i / 4) % QJ, e = i % 4;

@@ -72,9 +72,9 @@ struct MainloopFfma {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = Acc(0);
   }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    r = row_of(threadIdx.x / TX, i / TN);
-    c = col_of(threadIdx.x % TX, i % TN);
+  __device__ __forceinline__ static void coord(unsigned t, int i, int& r, int& c) {
+    r = row_of(t / TX, i / TN);
+    c = col_of(t % TX, i % TN);
   }
   __device__ __forceinline__ static void compute(const T* As, const T* Bs, Acc (&acc)[NACC]) {
     const int ty = threadIdx.x / TX, tx = threadIdx.x % TX;

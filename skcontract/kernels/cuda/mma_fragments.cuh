@@ -35,8 +35,8 @@ struct MmaM16N8Accumulators {
 #pragma unroll
     for (int i = 0; i < NACC; ++i) acc[i] = Acc(0);
   }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __device__ __forceinline__ static void coord(unsigned t, int i, int& r, int& c) {
+    const int warp = t / 32, lane = t % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int mi = i / (NJ * 4), nj = (i / 4) % NJ, e = i % 4;
     r = wm * WM + mi * 16 + lane / 4 + (e / 2) * 8;

@@ -6,7 +6,41 @@
 // so fp16 / bf16 are our own 16-bit storage types converted through PTX cvt.
 #pragma once
 
+#ifdef SKCONTRACT_TRACE
+// Phase stamps of tools/trace_kernel.py (a build with SKCONTRACT_TRACE=1): per CTA, the
+// globaltimer at its start and end (slots 0, 1) and SM clocks (slots 2..) at the TracePoint
+// events. Global scope: the host reads it by this unmangled name.
+#define SKC_TRACE_CTAS 1024
+#define SKC_TRACE_SLOTS 16
+__device__ unsigned long long skc_trace[SKC_TRACE_CTAS * SKC_TRACE_SLOTS];
+#endif
+
 namespace skc {
+
+// The events a traced kernel stamps (tools/trace_kernel.py names them in this order).
+enum TracePoint : int {
+  TRACE_START = 2, TRACE_END, TRACE_FIRST_LOAD, TRACE_FIRST_LANDED, TRACE_LAST_LOAD,
+  TRACE_MAINLOOP_DONE, TRACE_FIXUP_DONE, TRACE_EPILOGUE_DONE, TRACE_SHARED_WAITED,
+  TRACE_SHARED_DONE, TRACE_FIRST_SPLIT
+};
+
+// Stamp `point` for this CTA (the caller picks the one thread); nothing without
+// SKCONTRACT_TRACE. TRACE_START and TRACE_END also record the globaltimer, which aligns the
+// CTAs' clocks on the host.
+__device__ __forceinline__ void trace(int point) {
+#ifdef SKCONTRACT_TRACE
+  if (blockIdx.x >= SKC_TRACE_CTAS) return;
+  unsigned long long* row = skc_trace + blockIdx.x * SKC_TRACE_SLOTS;
+  long long clk;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+  row[point] = (unsigned long long)clk;
+  if (point == TRACE_START || point == TRACE_END) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    row[point - TRACE_START] = t;
+  }
+#endif
+}
 
 // A mainloop's compute(As, Bs, acc, between) calls between(step) once per k step; sk_gemm
 // issues the next k-tile's copies there (SPREADS_LOADS). The plain compute passes this.

@@ -257,7 +257,7 @@ sk_dot(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restr
       if (!s.shared_sum()) return;
       Acc acc[Frag::NACC];
       bool last = false;
-      Fix::finish_shared(s, ws, locks, &flag, scratch, [&](int i, Acc v) {
+      Fix::finish_shared_in_one(s, ws, locks, &flag, scratch, [&](int i, Acc v) {
         acc[i] = v;
         last = true;
       });

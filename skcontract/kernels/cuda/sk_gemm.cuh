@@ -12,7 +12,7 @@
 //   Acc, THREADS, NACC          accumulator type, threads per CTA, accumulators per thread
 //   zero(acc)                   acc[0 .. NACC) = 0
 //   compute(As, Bs, acc)        acc += one BK slice of the A and B stages in shared memory
-//   coord(i, r, c)              tile-relative row / column of this thread's accumulator i
+//   coord(t, i, r, c)           tile-relative row / column of thread t's accumulator i
 //   PAIR, PAIR_STRIDE           PAIR == 2: accumulators i and i + PAIR_STRIDE (i / PAIR_STRIDE
 //                               even) are columns c (even) and c + 1 of one row (epilogue.cuh;
 //                               PAIR_STRIDE defaults to 1)
@@ -202,10 +202,11 @@ __device__ __forceinline__ void stream_k_gemm(
       if (!row.shared_sum()) return;
       const Split s = windowed(row);  // the window its accumulators were computed over
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
-      Fixup<ML, Cfg::REDUCTION>::finish_shared(
-          s, ws, locks, &flag, reinterpret_cast<Acc*>(smem_raw), [&](int i, Acc v) {
-            Epi::store_one(s, i, v, Cb, ldc, alpha, beta);
-          });
+      using Fx = Fixup<ML, Cfg::REDUCTION>;
+      Fx::finish_shared(s, ws, locks, reinterpret_cast<Acc*>(smem_raw),
+                        [&](unsigned t, int i, const Acc (&v)[Fx::V]) {
+                          Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
+                        });
     });
   }
 }

@@ -56,8 +56,7 @@ struct WgmmaTile {
     return 16 * ((t >> 5) & 3) + ((t & 31) >> 2);
   }
   __device__ __forceinline__ static int group_col(int t) { return 2 * (t & 3); }
-  __device__ __forceinline__ static void coord(int i, int& r, int& c) {
-    const int t = threadIdx.x;
+  __device__ __forceinline__ static void coord(unsigned t, int i, int& r, int& c) {
     r = WGMMA_M * (t / WARPGROUP) + group_row(t) + 8 * ((i >> 1) & 1);
     c = 8 * (i >> 2) + group_col(t) + (i & 1);
   }
@@ -364,8 +363,11 @@ struct ConsumerSync {
 struct RingCursor {
   int stage = 0;
   unsigned phase = 0;
+  int taken = 0;  // stages taken so far (read only by the trace build; otherwise dead)
+  __device__ __forceinline__ bool first() const { return taken == 0; }
   template <int STAGES>
   __device__ __forceinline__ void advance() {
+    ++taken;
     if (++stage == STAGES) {
       stage = 0;
       phase ^= 1;
@@ -483,15 +485,18 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN>(
       blockIdx.x / Cfg::CLUSTER, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
     const Split s = cluster_part<Cfg>(us, rank);
+    if (at.first()) trace(TRACE_FIRST_SPLIT);
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
     loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
       mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
       loads.load(sm.stage(at.stage), &sm.full[at.stage], kt);
+      if (at.first()) trace(TRACE_FIRST_LOAD);
       at.template advance<Cfg::STAGES>();
     }
   });
+  trace(TRACE_LAST_LOAD);
   if constexpr (Cfg::CLUSTER > 1) {
     // Stay until every consumer of the cluster has released every stage: the peer's
     // consumers arrive on this CTA's barriers, which must outlive their arrivals.
@@ -547,6 +552,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   };
   for (int kt = 0; kt < ktiles; ++kt) {
     mbar_wait(&sm.full[at.stage], at.phase);
+    if (threadIdx.x == 0 && at.first()) trace(TRACE_FIRST_LANDED);
     const unsigned char* sa = sm.stage(at.stage);
     const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
     if constexpr (Loads::MASKS) {
@@ -618,6 +624,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     cluster_sync();  // the peer's barriers are initialised before its loads or arrivals
   else
     __syncthreads();
+  if (threadIdx.x == 0) trace(TRACE_START);
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
     if constexpr (SPLIT) setmaxnreg_dec<Cfg::PRODUCER_REGS>();
@@ -634,7 +641,10 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     const Split s = cluster_part<Cfg>(us, rank);
     Acc acc[ML::NACC];
     wgmma_consume<Cfg>(sm, at, s, loads, acc);
-    if (Fx::run(s, acc, ws, staging, locks, sm.flag)) {
+    if (threadIdx.x == 0) trace(TRACE_MAINLOOP_DONE);
+    const bool owns = Fx::run(s, acc, ws, staging, locks, sm.flag);
+    if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
+    if (owns) {
       if (store_tma)
         Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha);
       else
@@ -642,6 +652,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     }
   });
   if (store_tma) Sm::Store::drain_tma();
+  if (threadIdx.x == 0) trace(TRACE_EPILOGUE_DONE);
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums, after the CTA's last split: the ring is idle (every load was consumed).
     using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
@@ -650,10 +661,14 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
       if (!us.shared_sum()) return;
       const Split s = cluster_part<Cfg>(us, rank);
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
-      Fx::finish_shared(s, ws, locks, sm.flag, reinterpret_cast<Acc*>(sm.ring),
-                        [&](int i, Acc v) { Epi::store_one(s, i, v, Cb, ldc, alpha, beta); });
+      Fx::finish_shared(s, ws, locks, reinterpret_cast<Acc*>(sm.ring),
+                        [&](unsigned t, int i, const Acc (&v)[Fx::V]) {
+                          Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
+                        });
     });
+    if (threadIdx.x == 0) trace(TRACE_SHARED_DONE);
   }
+  if (threadIdx.x == 0) trace(TRACE_END);
 }
 
 // The Wgmma kernels' parameters: the arguments every family's kernel takes (launch.py fills

@@ -1,0 +1,137 @@
+"""Where the time of one Wgmma launch goes, CTA by CTA (GPU).
+
+    python -m tools.trace_kernel --gemm fp16-128x128x16384:stream_k:64x64x64 \\
+        --conv fp16-1x512x7x7x512x3x3x1x1:auto [--grid 64] [--reduction arrival]
+
+Builds the kernels with ``SKCONTRACT_TRACE=1`` (``sk_common.cuh``'s ``trace``: each CTA stamps
+its SM clock at the ``TracePoint`` events, and the globaltimer at its start and end), runs
+the case a few times, then once more with the stamps zeroed, and prints for each event the
+time from the first CTA's start (microseconds; min / median / max over the CTAs that
+stamped it) and the phases' lengths per CTA. The stamps cost a few stores a CTA; the
+traced kernel's own time is printed beside the untraced one's for scale. A case is
+``<dtype>-<shape>:<mode>[:BMxBNxBK[xCTAs]]`` (``--gemm``: MxNxK; ``--conv``:
+NxCxHxWxKxRxSxstridexpad, channels-last).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from skcontract.bench.timing import torch_graph_us
+from skcontract.kernels import jit
+from skcontract.kernels.launch import record_launches
+
+EVENTS = ("start", "end", "first_load", "first_landed", "last_load", "mainloop_done",
+          "fixup_done", "epilogue_done", "shared_waited", "shared_done", "first_split")
+"""sk_common.cuh's TracePoint events from TRACE_START (slot 2) on, in order."""
+PHASES = (("first split read", "start", "first_split"),
+          ("first k-tile lands", "start", "first_landed"),
+          ("mainloop", "first_landed", "mainloop_done"),
+          ("fixup", "mainloop_done", "fixup_done"),
+          ("epilogue", "fixup_done", "epilogue_done"),
+          ("shared-sum wait", "epilogue_done", "shared_waited"),
+          ("shared sum + store", "shared_waited", "shared_done"),
+          ("whole CTA", "start", "end"))
+TRACE_CTAS, TRACE_SLOTS, FIRST_CLOCK_SLOT = 1024, 16, 2
+DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
+TIMED_REPS = 7
+
+
+def build(kind: str, case: str, grid, reduction):
+    """A function that runs the case once, and its label."""
+    import torch
+    import torch.nn.functional as F
+
+    shape_dtype, mode, *forced = case.split(":")
+    tile = tuple(int(v) for v in forced[0].split("x")) if forced else None
+    dt, shape = shape_dtype.split("-")
+    tdt = getattr(torch, DTYPES[dt])
+    dims = [int(v) for v in shape.split("x")]
+    extra = {k: v for k, v in (("grid", grid), ("reduction", reduction)) if v is not None}
+    if kind == "gemm":
+        from skcontract.kernels.gemm import gemm
+        m, n, k = dims
+        a = torch.randn((m, k), device="cuda").to(tdt)
+        b = torch.randn((k, n), device="cuda").to(tdt)
+        c = torch.empty((m, n), device="cuda", dtype=tdt)
+        return (lambda: gemm(a, b, c, mode=mode, tile=tile, **extra),
+                lambda: torch.matmul(a, b, out=c))
+    from skcontract.ops.conv2d import conv2d
+    n, ch, h, w, k, r, s, stride, pad = dims
+    x = torch.randn((n, ch, h, w), device="cuda").to(tdt).to(memory_format=torch.channels_last)
+    wt = torch.randn((k, ch, r, s), device="cuda").to(tdt).to(memory_format=torch.channels_last)
+    return (lambda: conv2d(x, wt, None, stride, pad, mode=mode, tile=tile, **extra),
+            lambda: F.conv2d(x, wt, None, stride, pad))
+
+
+def stamps_of(run):
+    """The launch's kernel and its stamps: (CTAs, TRACE_SLOTS) uint64, zero where unset."""
+    import cupy
+
+    with record_launches() as launches:
+        run()
+    if len(launches) != 1:
+        raise SystemExit(f"the case launched {len(launches)} kernels; trace one")
+    launch = launches[0]
+    compiled = [k for k in jit._MEMO.values() if k.spec.name == launch.kernel]
+    ptr = compiled[0].module.get_global("skc_trace")
+    buf = cupy.ndarray((TRACE_CTAS, TRACE_SLOTS), dtype=cupy.uint64, memptr=ptr)
+    buf.fill(0)
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    return launch, cupy.asnumpy(buf[:launch.ctas or launch.grid])
+
+
+def report(stamps) -> list[str]:
+    """Each event's time from the first CTA's start, and each phase's length, in us."""
+    gt0, gt1 = stamps[:, 0].astype(np.float64), stamps[:, 1].astype(np.float64)
+    clk = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)].astype(np.float64)
+    set_ = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)] != 0
+    ok = set_[:, 0] & set_[:, 1] & (gt1 > gt0)
+    # SM clocks per ns, pooled over the CTAs (the globaltimer ticks coarsely)
+    rate = (clk[ok, 1] - clk[ok, 0]).sum() / (gt1[ok] - gt0[ok]).sum()
+    at = gt0[:, None] + (clk - clk[:, :1]) / rate  # ns, on the globaltimer's axis
+    at = np.where(set_, (at - gt0[ok].min()) / 1e3, np.nan)
+    lines = [f"{len(stamps)} CTAs, SM clock {rate:.2f} GHz; us from the first CTA's start",
+             f"{'event':<16}{'CTAs':>6}{'min':>8}{'median':>8}{'max':>8}"]
+    for i, name in enumerate(EVENTS):
+        v = at[:, i][~np.isnan(at[:, i])]
+        if len(v):
+            lines.append(f"{name:<16}{len(v):>6}{v.min():8.2f}{np.median(v):8.2f}{v.max():8.2f}")
+    lines.append(f"{'phase':<20}{'CTAs':>6}{'min':>8}{'median':>8}{'max':>8}")
+    for label, a, b in PHASES:
+        d = at[:, EVENTS.index(b)] - at[:, EVENTS.index(a)]
+        d = d[~np.isnan(d)]
+        if len(d):
+            lines.append(f"{label:<20}{len(d):>6}{d.min():8.2f}{np.median(d):8.2f}"
+                         f"{d.max():8.2f}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.trace_kernel")
+    p.add_argument("--gemm", default="", help="comma list of gemm cases")
+    p.add_argument("--conv", default="", help="comma list of conv2d cases")
+    p.add_argument("--grid", type=int, default=None)
+    p.add_argument("--reduction", default=None)
+    args = p.parse_args(argv)
+    os.environ["SKCONTRACT_TRACE"] = "1"  # read when a kernel is compiled (jit.get_kernel)
+    cases = [("gemm", c) for c in args.gemm.split(",") if c] + [
+        ("conv", c) for c in args.conv.split(",") if c]
+    for kind, case in cases:
+        run, peer = build(kind, case, args.grid, args.reduction)
+        run()
+        launch, stamps = stamps_of(run)
+        calls = 200
+        print(f"== {kind} {case}: {launch.kernel} grid {launch.grid} ({launch.mode}); "
+              f"traced {torch_graph_us(run, calls, TIMED_REPS):.2f} us, peer "
+              f"{torch_graph_us(peer, calls, TIMED_REPS):.2f} us")
+        print("\n".join(report(stamps)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
