@@ -181,8 +181,9 @@ class KernelBase:
     capability (major * 10 + minor) the entry is offered on; ``vec16_only`` marks entries that
     run 16-byte aligned operands only (their element-wise copies would spill); ``min_waves``:
     the entry is offered only to products whose output tiles fill at least that many waves
-    of its resident CTAs (:meth:`fills_waves`). An entry is named by its tile and its
-    occupancy: two entries of one tile differ in ``ctas_per_sm``.
+    of its resident CTAs (:meth:`fills_waves`), and, where ``max_waves`` is set, at most that
+    many. An entry is named by its tile and its occupancy: two entries of one tile differ in
+    ``ctas_per_sm``.
     """
 
     dtype: str
@@ -197,6 +198,7 @@ class KernelBase:
     min_cc: int = 0
     vec16_only: bool = False
     min_waves: float = 0.0
+    max_waves: float | None = None
 
     FAMILY: ClassVar[str] = ""
     DTYPES: ClassVar[tuple] = ()
@@ -232,6 +234,9 @@ class KernelBase:
             raise ValueError(f"{self.FAMILY}: the pipeline needs at least two stages")
         if not self.min_waves >= 0:
             raise ValueError(f"{self.FAMILY}.min_waves must be >= 0, got {self.min_waves!r}")
+        if self.max_waves is not None and not self.max_waves > self.min_waves:
+            raise ValueError(f"{self.FAMILY}.max_waves must exceed min_waves, got "
+                             f"{self.max_waves!r}")
         self.check()
 
     # -- what a family provides -------------------------------------------------------
@@ -320,7 +325,10 @@ class KernelBase:
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
-        (the entry's occupancy times the SMs), as the entry needs to be offered."""
+        (the entry's occupancy times the SMs) and no more than :attr:`max_waves`, as the
+        entry needs to be offered."""
+        if self.max_waves is not None and tiles > self.max_waves * resident:
+            return False
         return tiles >= self.min_waves * resident
 
     def offered_on(self, cc: int | None) -> bool:
@@ -666,18 +674,32 @@ class WgmmaPair(Wgmma):
 
 def _wgmma_pair(dtype: str, bn: int, stages: int, trades_registers: bool = False) -> WgmmaPair:
     return WgmmaPair(dtype, 128, bn, 64, stages, 12, 1, efficiency=WGMMA_PAIR_EFFICIENCY[bn],
-                     min_cc=90, vec16_only=True, trades_registers=trades_registers)
+                     min_cc=90, vec16_only=True, max_waves=WGMMA_PAIR_MAX_WAVES,
+                     trades_registers=trades_registers)
 
 
-WGMMA_PAIR_EFFICIENCY = {128: 0.18, 256: 0.146}
+WGMMA_PAIR_MAX_WAVES = 1.5
+"""The cluster pairs are offered only to products whose (256-row) tiles fill at most this
+many waves of pairs. There the pair's shared B loads pay and the cost model, which has no
+term for the L2's bandwidth, picks them where they measured faster; on products of more
+waves it would pick them where the single-CTA tiles measured faster. H200, fp16, auto with
+the pairs offered against without (2026-12-02, docs/benchmarks/log.md): 2000 x 3000 x 5000
+(1.45 waves) 93.3 / 122.3 us, 1280 x 2560 x 4096 (0.76) 44.4 / 50.6, 4352 x 1024 x 4096
+(1.03) 56.2 / 60.2, 2304^2 x 4096 (1.23) 65.6 / 66.8; left out: 3072 x 2816 x 4096 (2.0)
+93.6 / 91.7, 3200^3 (2.56) 104.4 / 94.8, 8192^3 (15.5) 1748 / 1429."""
+
+
+WGMMA_PAIR_EFFICIENCY = {128: 0.195, 256: 0.146}
 """Cost-model efficiency of the pairs' (256 x BN) unit tiles. A unit is two SMs, so a
 k-iteration of its tile takes what one of its CTAs' 128 x BN k-iterations takes: about
 half a single CTA's efficiency. Fitted on the H200, 2026-12-02 (docs/benchmarks/log.md), so
 that measured / predicted time over eight wave-quantized and exact-wave fp16 shapes matches
 that of the single-CTA entries auto picks there (geomean 0.70): the 128 x 128 pair 0.73
-at 0.1725, the 128 x 256 pair 0.64 at 0.16. Still PENDING: with these, auto would take the
-128 x 256 pair on 3200^3, where it measured 8% slower, and leave 1536^2 x 8192, where it
-measured 13% faster."""
+at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto would take the 128 x 256 pair
+on 3200^3, where it measured 8% slower (:data:`WGMMA_PAIR_MAX_WAVES` keeps it from
+products of that many tiles), and leaves 1536^2 x 8192, where it measured 13% faster. The
+128 x 128 pair's 0.195 (from 0.18): on 1536 x 1408 x 4096, one wave of it measured 26.7 us
+against 25.3 for one wave of the single 128 x 128 tile (2026-12-02), 1.055 x 0.37 / 2."""
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:
@@ -733,6 +755,12 @@ def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
                  vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
 
 
+def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
+    """The cluster pairs: 256 x 128 and 256 x 256 work units on two CTAs that share B's
+    k-tiles, for products of few waves (:data:`WGMMA_PAIR_MAX_WAVES`)."""
+    return (_wgmma_pair(dtype, 128, 6), _wgmma_pair(dtype, 256, 4, trades_registers=True))
+
+
 def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
     """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes; the 64-row tiles
     for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half the
@@ -779,8 +807,10 @@ batch 32 (64 x 256 by Stream-K against 128 x 128 by split-K). At 1.0 auto takes 
 shape where they measured faster and on none where they measured slower."""
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
-    "float16": (Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16"),
-    "bfloat16": (Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16"),
+    "float16": ((Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16")
+                + _wgmma_pairs("float16")),
+    "bfloat16": ((Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16")
+                 + _wgmma_pairs("bfloat16")),
     "float32": (
         Ffma("float32", 128, 128, 32, 3, 2, 4),
         # a finer k-iteration: strong-scaling shapes split over twice the CTAs
@@ -847,11 +877,7 @@ def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {
-    # the cluster pairs: offered once the cost model tells where they win (the L2's
-    # bandwidth as a limit shared by the SMs; the pairs' own coupling cost)
-    dt: (_wgmma_pair(dt, 128, 6), _wgmma_pair(dt, 256, 4, trades_registers=True))
-    for dt in ("float16", "bfloat16")}
+PENDING: dict[str, tuple[KernelBase, ...]] = {}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with

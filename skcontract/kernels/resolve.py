@@ -60,8 +60,10 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
-    entries of two occupancies, the model picks between them), or one entry by (BM, BN,
-    BK, CTAs an SM), offered then whatever its ``min_waves``; :data:`.catalogue.PENDING`
+    entries of two occupancies, the model picks between those whose waves the product
+    fills, :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or one
+    entry by (BM, BN, BK, CTAs an SM), offered then whatever its waves;
+    :data:`.catalogue.PENDING`
     ones included (else a memory-bound problem gets its dtype's streaming entry where one
     is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
     the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
@@ -89,13 +91,17 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
-    by_entry = {}  # (tile, CTAs an SM) -> entry: what names an entry on this device
+    by_entry, resident = {}, {}  # (tile, CTAs an SM) -> entry: what names an entry here
     for b in bases:
         c = ctas_on(b, device)
         tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
         units = c * device.with_clusters(b.CLUSTER).sms
-        if c > 0 and (one_entry or b.fills_waves(tiles, units)):
-            by_entry.setdefault((b.tile, c), b)
+        if c > 0:
+            resident.setdefault((b.tile, c), b)
+            if one_entry or b.fills_waves(tiles, units):
+                by_entry.setdefault((b.tile, c), b)
+    if tile is not None and not by_entry:  # a forced tile whose entries' waves all miss
+        by_entry = resident
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
         by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
