@@ -63,9 +63,9 @@ SHARED_SUM_PASS_TILES = 1.0
 """Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
 of every peer's slot, whose sum it stores as its share of the output), charged at d per
 tile; the final split is charged one tile more: the model's constants were fitted with that
-charge, and without it auto takes a 128 x 256 shared sum for
-128 x 4096 x 11008, fp16 38.2 us on the H200, against 30.2 on the 128 x 64 deterministic
-Stream-K it picks with it (docs/benchmarks/log.md, 6ad8597)."""
+charge, and without it auto takes a 128 x 256 shared sum for 128 x 4096 x 11008, fp16 38.2 us
+on the H200, against 30.2 on the 128 x 64 deterministic Stream-K it picks with it
+(docs/benchmarks/log.md, 6ad8597)."""
 
 REF_TILE = (128, 128, 64)
 """The tile that COST_C_US is quoted for; other tiles scale by volume and efficiency."""
