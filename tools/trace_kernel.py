@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from skcontract.bench.timing import torch_graph_us
+from skcontract.bench.timing import device_time_us, torch_graph_us
 from skcontract.kernels import jit
 from skcontract.kernels.launch import record_launches
 
@@ -41,7 +41,8 @@ TIMED_REPS = 7
 
 
 def build(kind: str, case: str, grid, reduction):
-    """A function that runs the case once, and its label."""
+    """Functions that run the case once and its peer once, and one that times the case (our
+    gemm launches on CuPy's current stream, conv2d on torch's)."""
     import torch
     import torch.nn.functional as F
 
@@ -57,14 +58,20 @@ def build(kind: str, case: str, grid, reduction):
         a = torch.randn((m, k), device="cuda").to(tdt)
         b = torch.randn((k, n), device="cuda").to(tdt)
         c = torch.empty((m, n), device="cuda", dtype=tdt)
-        return (lambda: gemm(a, b, c, mode=mode, tile=tile, **extra),
-                lambda: torch.matmul(a, b, out=c))
+        run = lambda: gemm(a, b, c, mode=mode, tile=tile, **extra)  # noqa: E731
+        return run, lambda: torch.matmul(a, b, out=c), _on_cupy_stream
     from skcontract.ops.conv2d import conv2d
     n, ch, h, w, k, r, s, stride, pad = dims
     x = torch.randn((n, ch, h, w), device="cuda").to(tdt).to(memory_format=torch.channels_last)
     wt = torch.randn((k, ch, r, s), device="cuda").to(tdt).to(memory_format=torch.channels_last)
     return (lambda: conv2d(x, wt, None, stride, pad, mode=mode, tile=tile, **extra),
-            lambda: F.conv2d(x, wt, None, stride, pad))
+            lambda: F.conv2d(x, wt, None, stride, pad), torch_graph_us)
+
+
+def _on_cupy_stream(fn, calls: int, reps: int) -> float:
+    import cupy
+
+    return device_time_us(fn, cupy.cuda.Stream(non_blocking=True), calls, reps)
 
 
 def stamps_of(run):
@@ -122,12 +129,12 @@ def main(argv=None) -> int:
     cases = [("gemm", c) for c in args.gemm.split(",") if c] + [
         ("conv", c) for c in args.conv.split(",") if c]
     for kind, case in cases:
-        run, peer = build(kind, case, args.grid, args.reduction)
+        run, peer, timed = build(kind, case, args.grid, args.reduction)
         run()
         launch, stamps = stamps_of(run)
         calls = 200
         print(f"== {kind} {case}: {launch.kernel} grid {launch.grid} ({launch.mode}); "
-              f"traced {torch_graph_us(run, calls, TIMED_REPS):.2f} us, peer "
+              f"traced {timed(run, calls, TIMED_REPS):.2f} us, peer "
               f"{torch_graph_us(peer, calls, TIMED_REPS):.2f} us")
         print("\n".join(report(stamps)), flush=True)
     return 0
