@@ -7,8 +7,9 @@ Builds the kernels with ``SKCONTRACT_TRACE=1`` (``sk_common.cuh``'s ``trace``: e
 its SM clock at the ``TracePoint`` events, and the globaltimer at its start and end), runs
 the case a few times, then once more with the stamps zeroed, and prints for each event the
 time from the first CTA's start (microseconds; min / median / max over the CTAs that
-stamped it) and the phases' lengths per CTA. The stamps cost a few stores a CTA; the
-traced kernel's own time is printed beside the untraced one's for scale. A case is
+stamped it) and the phases' lengths per CTA. The stamps cost a few stores a CTA; the traced
+kernel's time is printed beside the peer's (cuBLAS or cuDNN) for scale. Only the Wgmma
+kernels stamp (a launch of another family prints that nothing was stamped). A case is
 ``<dtype>-<shape>:<mode>[:BMxBNxBK[xCTAs]]`` (``--gemm``: MxNxK; ``--conv``:
 NxCxHxWxKxRxSxstridexpad, channels-last).
 """
@@ -98,6 +99,9 @@ def report(stamps) -> list[str]:
     clk = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)].astype(np.float64)
     set_ = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)] != 0
     ok = set_[:, 0] & set_[:, 1] & (gt1 > gt0)
+    if not ok.any():
+        return ["no CTA stamped its start and end (only the Wgmma kernels are traced)"]
+    set_ &= ok[:, None]  # a CTA's events are placed from its own start
     # SM clocks per ns, pooled over the CTAs (the globaltimer ticks coarsely)
     rate = (clk[ok, 1] - clk[ok, 0]).sum() / (gt1[ok] - gt0[ok]).sum()
     at = gt0[:, None] + (clk - clk[:, :1]) / rate  # ns, on the globaltimer's axis

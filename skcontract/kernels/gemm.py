@@ -22,7 +22,7 @@ from ..schedule import GemmProblem, Schedule
 from . import dot, jit, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, withdraw
 from .forms import dot_form
-from .launch import Binding, LaunchPlan
+from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
                       entry_for, resolve_gemm)
@@ -80,6 +80,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     problem is resolved for the device with ``mode`` / ``reduction`` / ``tile`` / ``grid``.
     """
     vec16 = a_vec16 and b_vec16
+    planned_here = schedule is None and tile is None
     if isinstance(schedule, Resolved):
         schedule, base = schedule
     elif schedule is not None:
@@ -96,14 +97,19 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
         kernel = jit.get_kernel(spec, dev)
-    except jit.RegisterCountError as e:
-        # the documented fallback: plan again without the entry this compiler cannot build
+        plan = LaunchPlan(kernel, schedule, dev, stream)
+    except (jit.RegisterCountError, CoResidencyError) as e:
+        # the documented fallbacks: plan again without the entry this compiler cannot build,
+        # or, for a schedule auto planned here, without the cluster entry whose clusters
+        # this device keeps fewer of resident than the plan assumed (a GPC of an odd count
+        # of SMs)
+        if isinstance(e, CoResidencyError) and not (planned_here and base.CLUSTER > 1):
+            raise
         withdraw(base)
         warnings.warn(f"{e}; {base.name} is withdrawn for this process", RuntimeWarning)
         return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
                          allow_tf32=allow_tf32, stream=stream)
-    plan = LaunchPlan(kernel, schedule, dev, stream)
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "
                      f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"

@@ -45,6 +45,11 @@ class Launch(NamedTuple):
     tma_store: bool = False
 
 
+class CoResidencyError(RuntimeError):
+    """A schedule whose splits wait has more CTAs than the device keeps resident for its
+    kernel (clusters count as the driver places them: never across a GPC)."""
+
+
 @contextmanager
 def record_launches():
     """Collect a :class:`Launch` for every kernel launched inside the ``with`` block.
@@ -106,7 +111,7 @@ class LaunchPlan:
         if kernel.clusters is not None:  # clusters never straddle a GPC: the driver counts
             resident = min(resident, kernel.clusters * cluster)
         if schedule.waits and self.grid > resident:
-            raise RuntimeError(
+            raise CoResidencyError(
                 f"co-residency: {self.grid} CTAs but only {resident} resident for "
                 f"{spec.name}; waiting splits could deadlock")
 

@@ -421,8 +421,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
 def _shared_sum_pass(t, offs, shared, arrive, now, cost):
     """After its last row a CTA walks its shared-sum rows: wait for the tile's last arrival,
     then spend ``cost`` (its share of the sum and of the tile's stores, as the model charges
-    it: :data:`.heuristics.SHARED_SUM_PASS_TILES`). Returns (wait start, sum start, sum end) per row, NaN for other
-    rows."""
+    it: :data:`.heuristics.SHARED_SUM_PASS_TILES`). Returns (wait start, sum start, sum end)
+    per row, NaN for other rows."""
     n = len(t)
     sum_wait, sum_start, sum_end = (np.full(n, np.nan) for _ in range(3))
     if not shared.any():

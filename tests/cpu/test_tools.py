@@ -50,3 +50,8 @@ def test_trace_report_aligns_ctas_by_their_clocks():
     assert "mainloop_done" not in rows
     phase = next(line for line in trace_kernel.report(stamps) if line.startswith("first k-tile"))
     assert phase.split()[-4:] == ["2", "1.00", "1.50", "2.00"]
+    stamps[1, ev["start"]] = 0  # a CTA without its start stamp is left out
+    rows = {line.split()[0]: line.split()[1:] for line in trace_kernel.report(stamps)[2:]}
+    assert rows["first_landed"] == ["1", "1.00", "1.00", "1.00"]
+    stamps[0, ev["end"]] = 0
+    assert "no CTA stamped" in trace_kernel.report(stamps)[0]

@@ -230,6 +230,25 @@ def test_shared_sum_peers_store_their_shares(dtype, order):
     assert rel_error(out, 2.0 * _reference(a, b) + 0.5 * before) <= TOL[dtype]
 
 
+def test_auto_leaves_a_pair_the_device_cannot_keep_resident(monkeypatch):
+    """auto plans the cluster pairs for half the SMs' clusters; on a device that keeps fewer
+    resident (here: the driver's count patched to one), a pair schedule whose splits wait is
+    planned again without the pair, with a warning, and runs right."""
+    from skcontract.kernels import catalogue, jit
+    from skcontract.kernels import gemm as G
+    monkeypatch.setattr(jit, "_MEMO", {})
+    monkeypatch.setattr(jit, "max_active_clusters", lambda *args: 1)
+    monkeypatch.setattr(catalogue, "_WITHDRAWN", set())
+    monkeypatch.setattr(G, "_PLANS", {})
+    m, n, k = 2000, 3000, 5000  # auto: the 256 x 256 pair, hybrid, deterministic
+    a, b = rand((m, k), "float16", "C", 21), rand((k, n), "float16", "C", 22)
+    out = poisoned((m, n), a)
+    with pytest.warns(RuntimeWarning, match="co-residency"), record_launches() as launched:
+        _gemm(a, b, out)
+    assert [x.kernel.startswith("wgmma_") for x in launched] == [True], launched
+    assert rel_error(out, _reference(a, b)) <= TOL["float16"]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_auto_picks_shared_sum_for_one_tile(dtype):
     """auto with deterministic on a strong-scaling shape runs the arrival shared sum."""
