@@ -346,3 +346,22 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
         assert entry_for(r.schedule, "float16", False, 90) is pair  # a plan's launch
     with pytest.raises(ValueError, match="WgmmaPair"):
         catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, min_cc=90, vec16_only=True)
+
+
+def test_auto_offers_the_pairs_only_for_few_waves():
+    """The cluster pairs are offered to products of at most WGMMA_PAIR_MAX_WAVES waves of
+    their units (auto takes the 256 x 256 pair on 2000 x 3000 x 5000: 96 units, 1.45 waves
+    of 66), not to products of more (8192^3: 1024 units); a forced pair tile is planned
+    whatever its waves."""
+    pair = next(b for b in catalogue.CATALOGUE["float16"]
+                if b.FAMILY == "WgmmaPair" and b.bn == 256)
+    units = H200.sms // 2
+    assert pair.max_waves == catalogue.WGMMA_PAIR_MAX_WAVES
+    assert pair.fills_waves(int(pair.max_waves * units), units)
+    assert not pair.fills_waves(int(pair.max_waves * units) + 1, units)
+    assert _resolve(2000, 3000, 5000, "float16").base is pair
+    assert _resolve(8192, 8192, 8192, "float16").base.FAMILY == "Wgmma"
+    forced = _resolve(8192, 8192, 8192, "float16", tile=pair.tile)
+    assert forced.base is pair and forced.schedule.grid <= units
+    with pytest.raises(ValueError, match="max_waves"):
+        dataclasses.replace(pair, max_waves=0.0)
