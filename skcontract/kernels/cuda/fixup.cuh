@@ -115,6 +115,9 @@ struct Fixup {
   static constexpr int V = Vec16<Acc>::V;
   static constexpr long long SLOT = (long long)NACC * THREADS;  // accumulators per slot
   static_assert(NACC % V == 0, "accumulators per thread must fill 16-byte vectors");
+  // Loads in flight a thread in a shared sum's pass (512 threads have a 128-register cap); a
+  // kernel with registers to spare asks for more (finish_shared's BATCH).
+  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 4;
 
   __device__ __forceinline__ static Acc* at(Acc* base, long long slot, int g) {
     return base + slot * SLOT + ((long long)g * THREADS + threadIdx.x) * V;
@@ -172,13 +175,13 @@ struct Fixup {
   // resets the counter, when every peer has passed its wait. No peer waits for another's
   // sum, and the tile's stores are spread over its peers. `scratch`: at least THREADS * V
   // accumulators of shared memory (the pipeline stages, idle by now).
-  template <class Store>
+  template <int BATCH = SUM_BATCH, class Store>
   __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
                                                        Acc* scratch, Store&& store) {
     unsigned* counter = locks + s.tile;
     spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
     if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
-    sum_share<SUM_BATCH>(s, ws + ((long long)s.slot - s.split) * SLOT, scratch,
+    sum_share<BATCH>(s, ws + ((long long)s.slot - s.split) * SLOT, scratch,
               [&](int vec, const Acc (&sum)[V]) {
                 store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
               });
@@ -196,7 +199,7 @@ struct Fixup {
     unsigned* counter = locks + s.tile;
     spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
     Acc* first = ws + ((long long)s.slot - s.split) * SLOT;
-    sum_share<SUM_BATCH_IN_ONE>(s, first, scratch, [&](int vec, const Acc (&sum)[V]) {
+    sum_share<SUM_BATCH>(s, first, scratch, [&](int vec, const Acc (&sum)[V]) {
       Vec16<Acc>::store(first + (long long)vec * V, sum);
     });
     if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
@@ -217,9 +220,6 @@ struct Fixup {
   // in flight each), then adds the runs in order through shared memory: a fixed order, so
   // results are bitwise reproducible, with PEERS / GROUPS dependent L2 round trips instead
   // of PEERS.
-  // loads in flight a thread: 512 threads have a 128-register cap; Dot's kernels 64
-  static constexpr int SUM_BATCH = THREADS > 256 ? 1 : 8;
-  static constexpr int SUM_BATCH_IN_ONE = THREADS > 256 ? 1 : 4;
   template <int BATCH, class Sink>
   __device__ __forceinline__ static void sum_share(const Split& s, const Acc* first, Acc* scratch,
                                                    Sink&& sink) {

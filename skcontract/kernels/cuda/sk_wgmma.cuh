@@ -38,6 +38,10 @@ constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
 constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
 constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
 constexpr int WGMMA_K = 16;
+// Loads in flight a consumer thread keeps in the shared sum's pass (Fixup::finish_shared): its
+// accumulators are dead by then, and fewer dependent L2 round trips shorten the pass that
+// ends the kernel (the portable families keep the Fixup's default).
+constexpr int SHARED_SUM_BATCH = 8;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -661,10 +665,11 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
       if (!us.shared_sum()) return;
       const Split s = cluster_part<Cfg>(us, rank);
       typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
-      Fx::finish_shared(s, ws, locks, reinterpret_cast<Acc*>(sm.ring),
-                        [&](unsigned t, int i, const Acc (&v)[Fx::V]) {
-                          Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
-                        });
+      Fx::template finish_shared<SHARED_SUM_BATCH>(
+          s, ws, locks, reinterpret_cast<Acc*>(sm.ring),
+          [&](unsigned t, int i, const Acc (&v)[Fx::V]) {
+            Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
+          });
     });
     if (threadIdx.x == 0) trace(TRACE_SHARED_DONE);
   }
