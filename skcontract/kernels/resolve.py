@@ -91,17 +91,17 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
-    by_entry, resident = {}, {}  # (tile, CTAs an SM) -> entry: what names an entry here
+    by_entry, fit = {}, {}  # (tile, CTAs an SM) -> entry: what names an entry here
     for b in bases:
         c = ctas_on(b, device)
         tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
         units = c * device.with_clusters(b.CLUSTER).sms
         if c > 0:
-            resident.setdefault((b.tile, c), b)
+            fit.setdefault((b.tile, c), b)
             if one_entry or b.fills_waves(tiles, units):
                 by_entry.setdefault((b.tile, c), b)
     if tile is not None and not by_entry:  # a forced tile whose entries' waves all miss
-        by_entry = resident
+        by_entry = fit
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
         by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry

@@ -182,9 +182,9 @@ struct Fixup {
     spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
     if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
     sum_share<BATCH>(s, ws + ((long long)s.slot - s.split) * SLOT, scratch,
-              [&](int vec, const Acc (&sum)[V]) {
-                store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
-              });
+                     [&](int vec, const Acc (&sum)[V]) {
+                       store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
+                     });
     if (threadIdx.x == 0 && atomicAdd(counter, 1u) == 2u * s.peers - 1) atomicExch(counter, 0u);
   }
 

@@ -368,7 +368,7 @@ struct RingCursor {
   int stage = 0;
   unsigned phase = 0;
   int taken = 0;  // stages taken so far (read only by the trace build; otherwise dead)
-  __device__ __forceinline__ bool first() const { return taken == 0; }
+  __device__ __forceinline__ bool at_start() const { return taken == 0; }
   template <int STAGES>
   __device__ __forceinline__ void advance() {
     ++taken;
@@ -489,14 +489,14 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN>(
       blockIdx.x / Cfg::CLUSTER, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
     const Split s = cluster_part<Cfg>(us, rank);
-    if (at.first()) trace(TRACE_FIRST_SPLIT);
+    if (at.at_start()) trace(TRACE_FIRST_SPLIT);
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
     loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
       mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
       loads.load(sm.stage(at.stage), &sm.full[at.stage], kt);
-      if (at.first()) trace(TRACE_FIRST_LOAD);
+      if (at.at_start()) trace(TRACE_FIRST_LOAD);
       at.template advance<Cfg::STAGES>();
     }
   });
@@ -556,7 +556,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   };
   for (int kt = 0; kt < ktiles; ++kt) {
     mbar_wait(&sm.full[at.stage], at.phase);
-    if (threadIdx.x == 0 && at.first()) trace(TRACE_FIRST_LANDED);
+    if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
     const unsigned char* sa = sm.stage(at.stage);
     const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
     if constexpr (Loads::MASKS) {
