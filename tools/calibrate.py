@@ -113,7 +113,7 @@ def cta_features(s) -> np.ndarray:
     # k-iterations
     unit = CostModel(a=0.0, b=1.0, c=1.0, d=1.0)
     rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0,
-                   fixup_cost=s.fixup_cost)
+                   fixup_cost=s.fixup_cost, cluster=s.reduction == "cluster")
     part, merge, iters = rc.write, rc.d * (rc.chain + rc.pooled), rc.iters
     cta = np.repeat(np.arange(s.grid), np.diff(s.cta_offsets))
     f = np.stack([np.bincount(cta, weights=w.astype(float), minlength=s.grid)

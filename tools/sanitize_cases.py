@@ -53,6 +53,7 @@ def dot_cases() -> int:
 CONV_CASES = [  # dtype, (N, C, H, W), (K, R, S), stride, padding, groups, layout, mode, reduction
     ("float16", (1, 64, 7, 7), (64, 3, 3), 1, 1, 1, "NHWC", "stream_k", "deterministic"),
     ("float16", (1, 64, 7, 7), (64, 3, 3), 1, 1, 1, "NHWC", "stream_k", "arrival"),
+    ("float16", (1, 64, 7, 7), (64, 3, 3), 1, 1, 1, "NHWC", "aligned", "cluster"),
     ("float32", (2, 5, 9, 8), (6, 3, 2), 2, 1, 1, "NCHW", "stream_k", "atomic"),  # element copies
     ("float64", (2, 8, 9, 9), (12, 3, 3), 1, "same", 4, "NCHW", "data_parallel", "deterministic"),
     ("float32", (1, 32, 5, 5), (8, 3, 3), 1, 1, 1, "NHWC", "split_k", "deterministic"),
@@ -113,6 +114,9 @@ def main(argv=None) -> int:
         ("float16", (1056, 1056, 4096), "stream_k", "deterministic", (256, 128, 64)),
         ("float16", (1056, 1056, 4096), "stream_k", "arrival", (256, 256, 64), ("F", "C")),
         ("float16", (1056, 1056, 4096), "stream_k", "atomic", (256, 128, 64), ("C", "C")),
+        # the cluster protocol: a tile's splits summed in one cluster's shared memory
+        ("float16", (128, 128, 16384), "aligned", "cluster", (64, 64, 64)),
+        ("float16", (136, 264, 4072), "aligned", "cluster", (128, 128, 64), ("F", "C")),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum

@@ -43,7 +43,8 @@ from typing import ClassVar
 from ..dtypes import accumulator_dtype
 from ..schedule.device import DeviceInfo
 from ..schedule.heuristics import REF_TILE
-from ..schedule.types import TileOption
+from ..schedule.table import PROTOCOL_CODES
+from ..schedule.types import CLUSTER, TileOption
 
 CXX_TYPES = {
     "float16": ("skc::half_t", 2),
@@ -222,6 +223,14 @@ class KernelBase:
     CLUSTER: ClassVar[int] = 1
     """CTAs (one an SM) that run one work unit of the schedule together: the launch's grid
     is the schedule's times this (:class:`WgmmaPair`)."""
+    CLUSTER_SUM: ClassVar[bool] = False
+    """Whether the family runs the ``cluster`` reduction (a tile's splits summed in the
+    shared memory of one cluster's CTAs, launched in clusters of the schedule's splits)."""
+
+    def protocols(self) -> tuple[str, ...]:
+        """The fixup protocols the entry's kernels are built for (:data:`.specs.PROTOCOLS`
+        less those the family does not run)."""
+        return tuple(p for p in PROTOCOL_CODES if p != CLUSTER or self.CLUSTER_SUM)
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -321,7 +330,7 @@ class KernelBase:
     def option(self) -> TileOption:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
-                          fixup_cost=self.FIXUP_COST)
+                          fixup_cost=self.FIXUP_COST, cluster_sum=self.CLUSTER_SUM)
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
@@ -562,6 +571,7 @@ class Wgmma(KernelBase):
     IM2COL_HEADER: ClassVar[str] = "sk_wgmma_conv.cuh"
     IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
     FIXUP_COST: ClassVar[float] = WGMMA_FIXUP_COST
+    CLUSTER_SUM: ClassVar[bool] = True
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
@@ -620,8 +630,9 @@ class Wgmma(KernelBase):
         ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
         staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4,
                                              self.store_cols * self.elem_bytes)
+        cluster_sum = 2 * MBARRIER_BYTES if spec.protocol == CLUSTER else 0
         return (ring + staging + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES
-                + WGMMA_ALIGN_BYTES)
+                + cluster_sum + WGMMA_ALIGN_BYTES)
 
     def vec_fits(self, layout, operand):
         return True  # TMA boxes, not per-thread vectors
@@ -655,6 +666,7 @@ class WgmmaPair(Wgmma):
     KERNEL: ClassVar[str] = "skc::sk_wgmma_pair"
     IM2COL: ClassVar[str | None] = None
     CLUSTER: ClassVar[int] = 2
+    CLUSTER_SUM: ClassVar[bool] = False  # its clusters are the pair
 
     def check(self):
         super().check()

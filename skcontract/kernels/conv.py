@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..schedule import DeviceInfo
+from ..schedule.types import CLUSTER
 from . import jit, specs, tma
 from .catalogue import INPUT_DTYPES, WGMMA_SWIZZLE_BYTES, bases_for
 from .launch import LaunchPlan
@@ -87,8 +88,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     >>> r = resolve_conv(g, "float16", DeviceInfo.h200())
-    >>> r.base.FAMILY, r.schedule.problem.k, str(r.schedule.mode)
-    ('Wgmma', 4608, 'stream_k')
+    >>> r.base.FAMILY, r.schedule.problem.k, str(r.schedule.mode), str(r.schedule.reduction)
+    ('Wgmma', 4608, 'aligned', 'cluster')
     >>> resolve_conv(g, "float16", DeviceInfo.h200(), vec16=False).base.FAMILY
     'Mma16'
     """
@@ -107,6 +108,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                 raise
         if tma_r is not None and tile is not None:
             return tma_r
+    if reduction == CLUSTER and tma_r is not None:
+        return tma_r  # the Hopper family alone sums in a cluster's shared memory
     if tma_only:
         if tma_r is None:
             raise ValueError(f"conv2d: no TMA convolution entry runs {dtype} {tuple(g)}")

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
+from ..schedule.types import CLUSTER
 from .specs import KernelSpec
 
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -159,6 +160,16 @@ class CompiledKernel:
         self.clusters = clusters
 
 
+def allow_large_clusters(function_ptr: int) -> None:
+    """Let the kernel at ``function_ptr`` launch in clusters beyond the portable 8 CTAs."""
+    from cuda.bindings import driver as cu  # optional dependency: the GPU path's
+
+    attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    (err,) = cu.cuFuncSetAttribute(cu.CUfunction(function_ptr), attr, 1)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED): {err}")
+
+
 def max_active_clusters(function_ptr: int, threads: int, smem: int, cluster: int) -> int:
     """Clusters of ``cluster`` CTAs of the kernel at ``function_ptr`` (whose cluster size is
     compiled in) that the current device holds at once: the driver's count, which knows
@@ -214,6 +225,8 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     if want_regs is not None and function.num_regs != want_regs:
         raise RegisterCountError(f"kernel {spec.name} compiled to {function.num_regs} "
                                  f"registers a thread; its register split needs {want_regs}")
+    if spec.protocol == CLUSTER:  # clusters of up to 16 CTAs (types.CLUSTER_SPLITS)
+        allow_large_clusters(int(ptr))
     occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")

@@ -18,11 +18,12 @@ from . import tma, workspace
 from .jit import CompiledKernel
 
 try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of the GPU extra)
-    from cuda.bindings.driver import CUresult as _CUresult
+    from cuda.bindings import driver as _driver
     from cuda.bindings.driver import cuLaunchKernel as _launch_kernel
-    _SUCCESS = _CUresult.CUDA_SUCCESS
+    from cuda.bindings.driver import cuLaunchKernelEx as _launch_kernel_ex
+    _SUCCESS = _driver.CUresult.CUDA_SUCCESS
 except ImportError:  # pragma: no cover - the CPU-only install has no GPU to launch on
-    _launch_kernel = _SUCCESS = None
+    _driver = _launch_kernel = _launch_kernel_ex = _SUCCESS = None
 
 _ACC_NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
 _RECORDERS: list[list] = []
@@ -70,7 +71,7 @@ def record_launches():
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
                  "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps",
-                 "map_source")
+                 "map_source", "cluster_dims")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -96,6 +97,8 @@ class LaunchPlan:
         # each with its own fixup lock a tile
         cluster = spec.base.CLUSTER
         self.grid = int(schedule.grid) * cluster
+        # the cluster protocol's clusters, set at launch: one a tile, its splits' CTAs
+        self.cluster_dims = schedule.cluster_size
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
@@ -140,6 +143,10 @@ class LaunchPlan:
         """Launch on these operands. ``conv``: the packed geometry an im2col kernel takes
         after the common arguments (:func:`.conv.conv_shape`)."""
         spec = self.kernel.spec
+        if self.cluster_dims > 1:  # a launch attribute, which only cuLaunchKernelEx takes
+            bound = self.bind(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)
+            bound(a_ptr, b_ptr, c_ptr, stream)
+            return
         pool = workspace.get(self.device_id, stream, spec.dtype_acc,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
                              num_locks=self.num_locks)
@@ -199,7 +206,7 @@ class BoundLaunch:
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
                  "_threads", "_smem", "_pool", "_maps", "_store_tma", "_map_args", "_map_key",
-                 "_out_args", "_out_key", "_out_maps", "_conv")
+                 "_out_args", "_out_key", "_out_maps", "_conv", "_config")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
                  conv=None):
@@ -244,6 +251,7 @@ class BoundLaunch:
                                num_locks=plan.num_locks)
         self._pool_args["acc_dtype"] = spec.dtype_acc
         self._pool = (None, None)  # (stream handle, generation) and that stream's pool
+        self._config = _cluster_config(plan) if plan.cluster_dims > 1 else None
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
@@ -265,8 +273,12 @@ class BoundLaunch:
                     self._map_key = (a_ptr, b_ptr)
                 if self._out_key != c_ptr:
                     self._out_c(c_ptr)
-            (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
-                                    self._smem, stream.ptr, self._addr, 0)
+            if self._config is None:
+                (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
+                                        self._smem, stream.ptr, self._addr, 0)
+            else:
+                self._config.hStream = _driver.CUstream(stream.ptr)
+                (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
         if err != _SUCCESS:
             raise RuntimeError(f"cuLaunchKernel of {plan.kernel.spec.name} failed: {err!r}")
         if _RECORDERS:
@@ -281,6 +293,22 @@ class BoundLaunch:
             found = self._out_maps[c_ptr] = self.plan.output_map(c_ptr, *self._out_args)
         self._maps[2], self._store_tma[0] = found
         self._out_key = c_ptr
+
+
+def _cluster_config(plan: LaunchPlan):
+    """cuLaunchKernelEx's configuration of ``plan``'s launch in clusters of
+    ``plan.cluster_dims`` CTAs (the stream is set per call)."""
+    config = _driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = plan.grid, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = plan.kernel.spec.threads, 1, 1
+    config.sharedMemBytes = plan.kernel.spec.smem_bytes
+    attr = _driver.CUlaunchAttribute()
+    attr.id = _driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = \
+        plan.cluster_dims, 1, 1
+    config.attrs = [attr]
+    config.numAttrs = 1
+    return config
 
 
 def sm_count(device_id: int) -> int:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
+from ..schedule.types import CLUSTER
 from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
                         output_tiles, pending_for, streaming_wanted)
 from .forms import dot_form
@@ -90,6 +91,12 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         bases = tuple(b for b in bases if b.IM2COL == im2col)
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
+    if reduction == CLUSTER:
+        bases = tuple(b for b in bases if b.CLUSTER_SUM)
+        if not bases:
+            raise ValueError(f"gemm: reduction='cluster' needs a kernel that sums in a "
+                             f"cluster's shared memory; none takes {problem.dtype} on "
+                             f"compute capability {cc}")
     one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
     by_entry, fit = {}, {}  # (tile, CTAs an SM) -> entry: what names an entry here
     for b in bases:
@@ -148,7 +155,8 @@ def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) 
     pending = () if allow_tf32 else pending_for(dtype, cc)  # a forced tile may name one
     bases = tuple(dots) + bases_for(dtype, allow_tf32, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
-    fits = [(ctas_on(b, schedule.device), b) for b in bases if b.tile == tile]
+    fits = [(ctas_on(b, schedule.device), b) for b in bases
+            if b.tile == tile and schedule.protocol in b.protocols()]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
     # SM (the schedule's co-resident CTAs are resident on it too)
     for c, b in sorted(fits, key=lambda cb: cb[0] != ctas):

@@ -55,6 +55,9 @@ class KernelSpec:
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown fixup protocol {self.protocol!r} (have {PROTOCOLS})")
+        if self.protocol not in self.base.protocols():
+            raise ValueError(f"{self.base.name}: no {self.protocol!r} kernel (the "
+                             f"{self.base.FAMILY} family runs {self.base.protocols()})")
         if self.a_layout not in LAYOUTS or self.b_layout not in LAYOUTS:
             raise ValueError(f"layouts must be in {LAYOUTS}, got {self.a_layout!r}, "
                              f"{self.b_layout!r}")
@@ -172,7 +175,7 @@ def all_specs() -> list[KernelSpec]:
     """Every spec the launcher can choose (the compile check's full list)."""
     out = {}  # by name: the one-row tiles specialise vec16 and element-wise copies alike
     for base in all_bases():
-        for proto, (la, lb), av, bv in itertools.product(PROTOCOLS, base.layouts(),
+        for proto, (la, lb), av, bv in itertools.product(base.protocols(), base.layouts(),
                                                          (True, False), (True, False)):
             if base.vec16_only and not (av and bv):
                 continue
@@ -191,7 +194,7 @@ def im2col_specs() -> list[KernelSpec]:
     for base in all_bases():
         if not base.IM2COL:
             continue
-        for proto, av, bv in itertools.product(PROTOCOLS, (True, False), (True, False)):
+        for proto, av, bv in itertools.product(base.protocols(), (True, False), (True, False)):
             if base.vec16_only and not (av and bv):
                 continue
             out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
@@ -210,7 +213,7 @@ def representative_specs() -> list[KernelSpec]:
         own = base.layouts()
         # entries of one layout pair (Dot) are cheap: each also runs its element-wise arrival
         others = ("deterministic", "arrival") if len(own) == 1 else ("deterministic",)
-        for i, proto in enumerate(PROTOCOLS):
+        for i, proto in enumerate(base.protocols()):
             if not first_of_key and proto not in others:
                 continue
             la, lb = layouts[i % 4] if len(own) == 4 else own[0]

@@ -18,7 +18,7 @@ last wave, otherwise DATA_PARALLEL; when (1) fails the step is not GEMM-class at
 from __future__ import annotations
 
 from ..kinds import GEMM_KINDS, kind_of
-from .types import ARRIVAL, ATOMIC, DETERMINISTIC, accumulator_dtype
+from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, accumulator_dtype
 
 
 def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
@@ -53,6 +53,8 @@ def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
         merge = f"{acc} atomic fixup"
     elif reduction in (DETERMINISTIC, ARRIVAL):
         merge = f"{acc} workspace fixup"
+    elif reduction == CLUSTER:
+        merge = f"{acc} fixup in the cluster's shared memory"
     else:
         return False, f"unknown reduction mode {reduction!r}"
     if ragged_k:

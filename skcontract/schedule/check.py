@@ -10,7 +10,7 @@ import numpy as np
 
 from . import table as T
 from .heuristics import MIN_ITERS_PER_SPLIT
-from .types import ARRIVAL, ATOMIC, DETERMINISTIC, Schedule
+from .types import ALIGNED, ARRIVAL, ATOMIC, CLUSTER, CLUSTER_SPLITS, DETERMINISTIC, Schedule
 
 
 class InvalidSchedule(ValueError):
@@ -133,6 +133,8 @@ def validate_schedule(s: Schedule, *, min_iters: int = MIN_ITERS_PER_SPLIT) -> N
         base = (slot - t[:, T.SPLIT])[order]
         if np.any(base[1:][cont & multi[order][1:]] != base[:-1][cont & multi[order][:-1]]):
             _fail("arrival: the slots of a tile must be contiguous in SPLIT order")
+    elif s.reduction == CLUSTER:
+        _check_clusters(s, t, multi)
     else:
         _fail(f"unknown reduction {s.reduction!r}")
     # -- split sizes -------------------------------------------------------------------
@@ -157,6 +159,30 @@ def validate_schedule(s: Schedule, *, min_iters: int = MIN_ITERS_PER_SPLIT) -> N
     if s.reduction == DETERMINISTIC and waiter.any() and s.grid > s.device.resident_ctas:
         _fail(f"splits wait but grid {s.grid} > resident CTAs {s.device.resident_ctas}")
     _check_shared_sum(s, t, multi, cta)
+
+
+def _check_clusters(s: Schedule, t, multi) -> None:
+    """The cluster protocol: the aligned split, one row a CTA, no workspace; a tile's PEERS
+    splits (PEERS in CLUSTER_SPLITS) on the CTAs of one cluster, CTA c computing split
+    c % PEERS (its rank in the cluster)."""
+    if s.mode != ALIGNED:
+        _fail(f"the cluster reduction is for the aligned split, not {s.mode}")
+    if np.any(t[:, T.SLOT] != -1):
+        _fail("cluster: no workspace slot")
+    if np.any(np.diff(s.cta_offsets) != 1):
+        _fail("cluster: one split a CTA")
+    if not multi.any():
+        return
+    peers = t[:, T.PEERS]
+    size = int(peers[0])
+    if size not in CLUSTER_SPLITS or np.any(peers != size):
+        _fail(f"cluster: every tile has the same PEERS in {CLUSTER_SPLITS}", peers != size)
+    cta = np.arange(len(t))  # one row a CTA, in CTA order
+    if np.any(t[:, T.SPLIT] != cta % size):
+        _fail("cluster: CTA c computes split c % PEERS")
+    tile = t[:, T.TILE].astype(np.int64)
+    if np.any(tile != cta // size):
+        _fail("cluster: a tile's splits are the CTAs of one cluster")
 
 
 def _check_ranges(s: Schedule) -> None:

@@ -16,7 +16,7 @@ from . import table as T
 from .heuristics import (HYTIS_MIN_TILE, HYTIS_SMALL_TILES, MAX_STREAM_K_GROUPS,
                          MIN_ITERS_PER_SPLIT)
 from .swizzle import default_log_swizzle, default_raster, tile_origins
-from .types import ARRIVAL, ATOMIC, DETERMINISTIC, GemmProblem
+from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, GemmProblem
 
 
 def cdiv(a, b):
@@ -379,10 +379,11 @@ def aligned_splits(per_tile: int) -> list[int]:
             if per_tile % s == 0 and (s == 1 or per_tile // s >= MIN_ITERS_PER_SPLIT)]
 
 
-def aligned(ts: TileSpace, bk: int, splits: int) -> RawSplits:
-    """``tiles * S`` CTAs, CTA ``bid`` owns tile ``bid / S``, k-range of ``s = bid % S``."""
+def aligned(ts: TileSpace, bk: int, splits: int, allowed: list[int] | None = None) -> RawSplits:
+    """``tiles * S`` CTAs, CTA ``bid`` owns tile ``bid / S``, k-range of ``s = bid % S``; S
+    the largest of ``allowed`` (default :func:`aligned_splits`) up to ``splits``."""
     p = ts.uniform_iters(bk)
-    allowed = aligned_splits(p)
+    allowed = aligned_splits(p) if allowed is None else allowed
     s_count = max(s for s in allowed if s <= max(1, splits))
     units = ts.n * s_count
     u = np.arange(units, dtype=np.int64)
@@ -466,7 +467,7 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     rank[order] = np.arange(len(tile)) - np.searchsorted(st, st, side="left")
     multi = counts > 1
     fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
-    if reduction == ATOMIC:
+    if reduction in (ATOMIC, CLUSTER):
         slot = np.full(len(tile), -1, dtype=np.int64)
     elif reduction == DETERMINISTIC:
         slot = fix_id

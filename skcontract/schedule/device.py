@@ -16,6 +16,11 @@ H200_SMS = 132
 H200_L2_BYTES = 60 * 1024 * 1024
 H200_SMEM_PER_SM = 228 * 1024
 H200_MAX_THREADS_PER_SM = 2048
+H200_RESIDENT_CLUSTERS = ((2, 66), (4, 30), (8, 15), (16, 7))
+"""(CTAs a cluster, clusters resident at once) of a kernel of one CTA an SM on the H200: the
+driver's cuOccupancyMaxActiveClusters, 2026-12-02 (clusters never straddle a GPC, whose SMs
+are not all alike: 4 x 30 = 120 and 16 x 7 = 112 of 132 SMs). Two CTAs an SM hold at least
+twice as many (the driver: 132, 62, 30, 14)."""
 H100_L2_BYTES = 50 * 1024 * 1024
 """The H100 SXM differs from the H200 in memory (and its L2 here); SMs and SM are the same."""
 DEVICE_NAMES = ("h200", "h100", "gpu")
@@ -46,6 +51,9 @@ class DeviceInfo:
     # Cost-model constants measured on this device (skcontract.schedule.heuristics.CostModel);
     # None uses the named initial guesses in heuristics.py.
     cost: object = None
+    # (CTAs a cluster, clusters resident at one CTA an SM) as the driver counts them; ()
+    # where unknown (auto then plans no cluster reduction, which a caller may still force)
+    resident_clusters: tuple = ()
 
     def __post_init__(self):
         for name in ("sms", "l2_bytes", "smem_per_sm", "max_threads_per_sm", "ctas_per_sm"):
@@ -86,7 +94,7 @@ class DeviceInfo:
         """The H200 preset, with the cost model measured on it (heuristics.MEASURED_H200_COST)."""
         return cls("NVIDIA H200 (preset)", H200_SMS, (9, 0), H200_L2_BYTES,
                    H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm,
-                   cost=MEASURED_H200_COST)
+                   cost=MEASURED_H200_COST, resident_clusters=H200_RESIDENT_CLUSTERS)
 
     @classmethod
     def from_cupy(cls, device_id: int | None = None, ctas_per_sm: int = 1) -> "DeviceInfo":
@@ -101,14 +109,20 @@ class DeviceInfo:
         p = cupy.cuda.runtime.getDeviceProperties(dev_id)
         name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
         cost = MEASURED_H200_COST if any(t in name for t in MEASURED_COST_DEVICE_NAMES) else None
+        clusters = H200_RESIDENT_CLUSTERS if "H200" in name else ()
         return cls(name, p["multiProcessorCount"], (p["major"], p["minor"]),
                    p["l2CacheSize"], p["sharedMemPerMultiprocessor"],
-                   p["maxThreadsPerMultiProcessor"], ctas_per_sm, cost=cost)
+                   p["maxThreadsPerMultiProcessor"], ctas_per_sm, cost=cost,
+                   resident_clusters=clusters)
 
     @property
     def resident_ctas(self) -> int:
         """CTAs that can be resident at once: the ceiling on units that may wait."""
         return self.sms * self.ctas_per_sm
+
+    def clusters_resident(self, size: int) -> int:
+        """Clusters of ``size`` CTAs resident at once at this occupancy (0: unknown)."""
+        return dict(self.resident_clusters).get(size, 0) * self.ctas_per_sm
 
     @property
     def arch(self) -> str:

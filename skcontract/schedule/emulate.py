@@ -35,7 +35,7 @@ import numpy as np
 
 from . import table as T
 from .heuristics import cost_of, iteration_cost, row_costs
-from .types import ARRIVAL, ATOMIC, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
+from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
 
 
 def accumulation_dtype(*dtypes) -> np.dtype:
@@ -159,7 +159,7 @@ class _Machine:
                 self.ws_owner[slot] = (tile, k1)
                 self.locks[tile] = k1
             return True
-        if red == ARRIVAL and flags & T.FLAG_SHARED_SUM:
+        if red == ARRIVAL and flags & T.FLAG_SHARED_SUM or red == CLUSTER:
             return self._arrive_shared(r, partial)
         if red == ARRIVAL:
             if slot in self.ws_owner:
@@ -187,12 +187,18 @@ class _Machine:
     def _arrive_shared(self, r, partial) -> bool:
         """Shared-sum split, where it is computed: store the slot and arrive (no wait)."""
         tile, slot, split = (int(self.t[r, c]) for c in (T.TILE, T.SLOT, T.SPLIT))
-        if slot in self.ws_owner:
-            raise ProtocolViolation(f"row {r}: slot {slot} written twice")
-        self.ws[slot] = partial.copy()
-        self.ws_owner[slot] = (tile, split)
+        key = self._slot(tile, slot, split)
+        if key in self.ws_owner:
+            raise ProtocolViolation(f"row {r}: slot {key} written twice")
+        self.ws[key] = partial.copy()
+        self.ws_owner[key] = (tile, split)
         self.locks[tile] += 1
         return True
+
+    def _slot(self, tile, slot, split):
+        """Where a shared sum's split keeps its partial: its workspace slot (arrival), or its
+        CTA's shared memory (cluster: keyed by tile and split)."""
+        return ("cluster", tile, split) if self.s.reduction == CLUSTER else slot
 
     def finish_shared(self, r) -> bool:
         """After the CTA's last row: wait for all PEERS arrivals, sum the split's share of the
@@ -202,22 +208,22 @@ class _Machine:
         l, m0, n0, bm, bn, k0, k1, flags, tile, slot, peers, split = self.row(r)
         if self.locks[tile] < peers:
             return False
-        base = slot - split
-        for i in range(peers):
-            if self.ws_owner.get(base + i) != (tile, i):
+        keys = [self._slot(tile, slot - split + i, i) for i in range(peers)]
+        for i, key in enumerate(keys):
+            if self.ws_owner.get(key) != (tile, i):
                 raise ProtocolViolation(
                     f"row {r}: split {split} of tile {tile} passed its wait but split {i}'s "
                     "partial is not in the workspace")
-        total = self.ws[base]
-        for i in range(1, peers):
-            total = total + self.ws[base + i]
+        total = self.ws[keys[0]]
+        for key in keys[1:]:
+            total = total + self.ws[key]
         size = total.size
         self._out_share(l, m0, n0, total, size * split // peers, size * (split + 1) // peers)
         old = self.locks[tile]
         self.locks[tile] = old + 1
         if old == 2 * peers - 1:
-            for i in range(peers):
-                del self.ws[base + i], self.ws_owner[base + i]
+            for key in keys:
+                del self.ws[key], self.ws_owner[key]
             self.locks[tile] = 0
         return True
 
@@ -261,11 +267,18 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
     rng = np.random.default_rng(seed)
     resident = s.device.resident_ctas if resident is None else int(resident)
     offs = s.cta_offsets
-    pending = _dispatch_order(s.grid, dispatch, rng)
+    # clusters start whole (the hardware places a cluster's CTAs together)
+    size = s.cluster_size
+    if resident < size:
+        raise ScheduleDeadlock(f"clusters of {size} CTAs, but only {resident} resident")
+    resident -= resident % size
+    pending = [c * size + j for c in _dispatch_order(s.grid // size, dispatch, rng)
+               for j in range(size)]
     pending.reverse()  # pop() from the end
     ptr = {}
     deferred = {}  # per CTA: its shared-sum rows, finished after its last row
-    shared_rows = (s.table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
+    shared_rows = ((s.table[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0) | \
+        ((s.table[:, T.PEERS] > 1) & (s.reduction == CLUSTER))
     partial = {}
     running: list[int] = []
     blocked: set[int] = set()
@@ -357,7 +370,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     model = cost_of(s.device)
     c_big = iteration_cost(s.tile, s.problem.dtype, model, s.tile_efficiency)
     rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.acc_dtype, model,
-                   s.tile_efficiency, fixup_cost=s.fixup_cost)
+                   s.tile_efficiency, fixup_cost=s.fixup_cost, cluster=s.reduction == CLUSTER)
     dur = rc.compute / c_big
     fix = (rc.write + rc.d * rc.chain) / c_big
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0

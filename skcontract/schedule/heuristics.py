@@ -67,6 +67,10 @@ charge, and without it auto takes a 128 x 256 shared sum for 128 x 4096 x 11008,
 on the H200, against 30.2 on the 128 x 64 deterministic Stream-K it picks with it
 (docs/benchmarks/log.md, 6ad8597)."""
 
+CLUSTER_SUM_TILES = 1.0
+"""Partial tiles each split of a ``cluster`` reduction is charged at d: its share of the
+peers' partials, read from their shared memory (no workspace write, no chain)."""
+
 REF_TILE = (128, 128, 64)
 """The tile that COST_C_US is quoted for; other tiles scale by volume and efficiency."""
 
@@ -245,10 +249,11 @@ class RowCosts:
 
 def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: CostModel,
               efficiency: float | None = None, share: int = 1,
-              fixup_cost: float = 1.0) -> RowCosts:
+              fixup_cost: float = 1.0, cluster: bool = False) -> RowCosts:
     """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM;
     ``efficiency``: the kernel's own for the big tile; ``fixup_cost``: the kernel's own, for
-    both tiles (one kernel runs them)."""
+    both tiles (one kernel runs them); ``cluster``: the table runs the ``cluster`` reduction
+    (:data:`CLUSTER_SUM_TILES`)."""
     bk = tile[2]
     flags = table[:, T.FLAGS]
     tiles = np.where(flags & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
@@ -264,6 +269,10 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
     final = (flags & T.FLAG_FINAL) != 0
     multi = peers > 1
     shared = (flags & T.FLAG_SHARED_SUM) != 0
+    if cluster:
+        return RowCosts(iters=iters, c=np.where(small, c_small, c_big),
+                        write=np.zeros(len(table)), chain=np.zeros(len(table), np.int64),
+                        pooled=CLUSTER_SUM_TILES * multi, d=np.where(small, d_sm, d_big))
     return RowCosts(
         iters=iters, c=np.where(small, c_small, c_big),
         write=np.where(small, b_sm, b_big) * (multi & (~final | shared)),
@@ -274,10 +283,10 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
 
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
             dtype, acc_dtype, device, efficiency: float | None = None,
-            fixup_cost: float = 1.0) -> Prediction:
+            fixup_cost: float = 1.0, cluster: bool = False) -> Prediction:
     """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
-    :func:`iteration_cost` and ``fixup_cost`` as in :func:`fixup_costs` (for the big
-    tile)."""
+    :func:`iteration_cost`, ``fixup_cost`` as in :func:`fixup_costs` (for the big
+    tile) and ``cluster`` as in :func:`row_costs`."""
     model = cost_of(device)
     resident = device.resident_ctas
     # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
@@ -285,7 +294,7 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
     rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share,
-                   fixup_cost)
+                   fixup_cost, cluster)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
     per_cta_compute = np.bincount(cta, weights=rc.compute, minlength=grid)
     per_cta = per_cta_compute + np.bincount(cta, weights=rc.fixup, minlength=grid)

@@ -21,7 +21,8 @@ from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
                          STREAM_K_MAX_WAVES, cost_of,
                          iteration_cost, predict, rule_mode, selection_key, tile_candidates)
-from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, DATA_PARALLEL, DETERMINISTIC,
+from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DATA_PARALLEL,
+                    DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule,
                     TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
@@ -96,7 +97,8 @@ class _Builder:
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
-                       self.problem.acc_dtype, self.device, eff, fix)
+                       self.problem.acc_dtype, self.device, eff, fix,
+                       cluster=reduction == CLUSTER)
         note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
@@ -160,10 +162,13 @@ class _Builder:
                 best = s
         return best
 
-    def aligned(self, tile, grid, splits, reason=""):
+    def aligned(self, tile, grid, splits, reason="", reduction=None):
         ts = self.tiles(tile)
         p = ts.iters(tile[2])
+        red = CLUSTER if (reduction or self.reduction) == CLUSTER else ARRIVAL
         allowed = D.aligned_splits(p)
+        if red == CLUSTER:  # a tile's splits are one cluster's CTAs
+            allowed = [s for s in allowed if s == 1 or s in CLUSTER_SPLITS]
         if splits is not None:
             opts = [splits]
         elif grid is not None:
@@ -173,12 +178,13 @@ class _Builder:
         else:
             opts = [min([s for s in allowed if s > 1] or [1])]
         def build(s_count):
-            raw = D.aligned(ts, tile[2], s_count)
+            raw = D.aligned(ts, tile[2], s_count, allowed)
             if raw.splits_per_tile > 1:
-                return self.finish(ALIGNED, tile, raw, ARRIVAL, reason)
+                return self.finish(ALIGNED, tile, raw, red, reason)
+            sizes = f" in {CLUSTER_SPLITS}" if red == CLUSTER else ""
             return self.dp(tile, None, _join(
-                reason, f"aligned: no S > 1 divides P={p} with >= {MIN_ITERS_PER_SPLIT} "
-                "k-iterations -> data_parallel"))
+                reason, f"aligned: no S > 1{sizes} divides P={p} with >= "
+                f"{MIN_ITERS_PER_SPLIT} k-iterations -> data_parallel"))
         return _cheapest(build(s_count) for s_count in opts)
 
     def hytis(self, tile, grid, reason="", forced=False):
@@ -249,6 +255,9 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     """
     device = device if device is not None else DeviceInfo.h200()
     mode, reduction = as_mode(mode), as_reduction(reduction)
+    if reduction == CLUSTER and mode not in (AUTO, ALIGNED, DATA_PARALLEL):
+        raise ValueError(f"reduction='cluster' runs a tile's splits on one cluster: it is for "
+                         f"mode='aligned' (or 'auto'), not {str(mode)!r}")
     if grid is not None and (int(grid) != grid or grid < 1):
         raise ValueError(f"grid must be a positive int, got {grid!r}")
     if splits is not None and (int(splits) != splits or splits < 1):
@@ -268,7 +277,9 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
 
 def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     """The forced ``mode`` on every tile option; the cheapest option wins."""
-    red = ARRIVAL if mode == ALIGNED else builders[0].reduction
+    red = builders[0].reduction
+    if mode == ALIGNED and red != CLUSTER:
+        red = ARRIVAL
     ok, why = can_apply_stream_k(kind, reduction=red, **facts)
     built = []
     for b in builders:
@@ -307,6 +318,20 @@ def _lower_bound(b: _Builder) -> float:
     return model.a + c * ts.n * ts.iters(b.option.tile[2]) / b.device.resident_ctas
 
 
+def _cluster_sum(b: _Builder, tile, grid) -> Schedule | None:
+    """The aligned split under the ``cluster`` reduction, where ``b``'s kernels run it and
+    its clusters are all resident at once (the device knows how many), else None."""
+    if not b.option.cluster_sum or grid is not None:
+        return None
+    s = b.aligned(tile, None, None, reduction=CLUSTER)
+    if s.mode != ALIGNED:
+        return None
+    size = s.splits_per_tile
+    if s.grid > b.device.clusters_resident(size) * size:
+        return None
+    return s
+
+
 def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts) -> Schedule:
     """Every mode the rules allow on every tile option; the cheapest (with MODE_PREFERENCE's
     nudge) wins."""
@@ -327,7 +352,7 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
         built.append((dp, ""))
         allowed.append(dp)
         g = grid if grid is not None else resident
-        if fragment_accumulators and ok:
+        if (fragment_accumulators or reduction == CLUSTER) and ok:
             modes = [ALIGNED]
         elif ok:
             rule = rule_mode(ts.n, p, resident)
@@ -357,6 +382,11 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             s = b.stream_k(t, grid, reduction=ARRIVAL)
             if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum"))
+                allowed.append(s)
+            # or in one cluster's shared memory (also bitwise reproducible)
+            s = _cluster_sum(b, t, grid)
+            if s is not None:
+                built.append((s, "cluster sum"))
                 allowed.append(s)
         best_key = min(selection_key(x.mode, x.predicted_time_us) for x in allowed)
     best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))

@@ -63,6 +63,14 @@ PEERS == 1 (TILE == -1) simply stores its result under every protocol.
   tile and runs the epilogue.)
   Since a CTA arrives on all its tiles before it waits on any, only co-residency is needed
   (:func:`..check.validate_schedule` checks it), not an order of visits.
+* ``cluster`` (the aligned split only): the PEERS splits of a tile are the PEERS CTAs of one
+  cluster (CTA ``c`` is split ``c % PEERS``, its cluster rank). Each keeps its partial tile in
+  its own shared memory and signals every peer; once all PEERS partials are there, split
+  ``s`` sums its share ``[s, s + 1) * SLOT_ELEMS / PEERS`` of them in SPLIT order (bitwise
+  reproducible), reading the peers' shared memory, runs the epilogue on that share, and
+  waits until every peer has read its own partial before it exits. No workspace, no locks
+  (SLOT is -1); no CTA waits on one outside its cluster, whose CTAs the hardware keeps
+  resident together.
 * ``atomic``: each split adds its partial tile into staging[TILE] (fp32 / fp64 / int32
   accumulators, zero at the start of every launch) with device atomics, then increments
   counter[TILE]; the split that sees ``PEERS - 1`` loads the sum, stores zeros back into
@@ -111,7 +119,7 @@ def tile_order_code(log_swizzle: int, raster: str) -> int:
     """The tile walk as the kernels' ``tile_order`` argument (see RASTER_M_BIT)."""
     return int(log_swizzle) | (int(raster == "M") << RASTER_M_BIT)
 
-PROTOCOL_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "arrival": 3}
+PROTOCOL_CODES = {"none": 0, "atomic": 1, "deterministic": 2, "arrival": 3, "cluster": 4}
 """A kernel's fixup protocol (its ``REDUCTION`` template constant): ``none`` for tables whose
 every tile has one split, else the schedule's reduction mode. ``fixup.cuh`` names them
 ``REDUCTION_<NAME>``."""

@@ -59,11 +59,17 @@ class Reduction(_Name):
     ATOMIC = "atomic"                # red.add into a zero-kept staging slot + arrival counter
     DETERMINISTIC = "deterministic"  # workspace slot + lock, merged in k order
     ARRIVAL = "arrival"              # a slot per split + arrival counter; summed in split order
+    CLUSTER = "cluster"              # a tile's splits are one cluster's CTAs; summed in split
+                                     # order through distributed shared memory (aligned only)
 
 
 DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS = Mode
-ATOMIC, DETERMINISTIC, ARRIVAL = Reduction
+ATOMIC, DETERMINISTIC, ARRIVAL, CLUSTER = Reduction
 AUTO = "auto"
+
+CLUSTER_SPLITS = (2, 4, 8, 16)
+"""The splits a tile may have under the ``cluster`` reduction: cluster sizes of one CTA an SM
+that a Hopper GPC holds (16 is beyond the portable 8: its kernels allow it, jit.py)."""
 
 MODES = tuple(Mode)
 """Every mode a Schedule can report in ``s.mode``."""
@@ -72,8 +78,10 @@ K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
 """Modes that cut the reduction (K) and therefore need a fixup."""
 
 REDUCTIONS = tuple(Reduction)
-"""Reduction modes a caller may ask for. The aligned split always uses ``arrival``, which
-``s.reduction`` then reports. ``arrival`` with the other K-splitting modes gives every split
+"""Reduction modes a caller may ask for. The aligned split uses ``arrival`` (which
+``s.reduction`` then reports) unless ``cluster`` is asked for: then each tile's S splits run on
+one cluster of S CTAs (S in :data:`CLUSTER_SPLITS`), which sum the partial tiles in their
+shared memory; ``cluster`` is for the aligned split only. ``arrival`` with the other K-splitting modes gives every split
 its own slot; when the grid fits in the resident CTAs the peers share the final sum
 (FLAG_SHARED_SUM, a parallel split reduction). ``deterministic`` and ``arrival`` are both
 bitwise reproducible (fixed summation orders, though not the same grouping), so auto with
@@ -256,7 +264,8 @@ class TileOption:
     ``fixup_cost``: its cost of writing and merging a partial tile relative to the cost
     model's (``b`` and ``d``). ``cluster``: CTAs (on as many SMs) that run one work unit
     together (a cluster pair sharing an operand); the schedule's grid counts units, and the
-    device offers ``sms / cluster`` of them.
+    device offers ``sms / cluster`` of them. ``cluster_sum``: its kernels run the ``cluster``
+    reduction, which auto then weighs for few tiles.
     """
 
     tile: tuple
@@ -265,6 +274,7 @@ class TileOption:
     small_tiles: tuple | None = None
     fixup_cost: float = 1.0
     cluster: int = 1
+    cluster_sum: bool = False
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)
@@ -419,7 +429,13 @@ class Schedule:
     def num_locks(self) -> int:
         """32-bit locks (deterministic) / arrival counters (arrival, atomic), one per tile
         with several splits; zeroed once when allocated, left at zero by every launch."""
-        return self.num_fixup_tiles
+        return 0 if self.reduction == CLUSTER else self.num_fixup_tiles
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs a launch groups in one cluster for the protocol: a tile's splits under the
+        ``cluster`` reduction, else 1."""
+        return self.splits_per_tile if self.protocol == CLUSTER else 1
 
     @property
     def staging_slots(self) -> int:

@@ -19,7 +19,8 @@ def _plan(acc=np.float32):
     kernel = SimpleNamespace(spec=spec, function=SimpleNamespace(ptr=0xF00))
     return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
                            acc_np=acc, kernel=kernel, ws_elems=10, staging_elems=0,
-                           num_locks=1, device_id=0, grid=7, tensor_maps=False)
+                           num_locks=1, device_id=0, grid=7, tensor_maps=False,
+                           cluster_dims=1)
 
 
 @pytest.fixture

@@ -171,7 +171,8 @@ def test_complex_convolutions_run_on_the_cpu_only():
 
 def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
     """What the GPU would run: the GEMM scheduler's choice over the entries whose family
-    gathers A; the late layer splits its K (Stream-K), a big early layer does not."""
+    gathers A; the late layer splits its K (Stream-K, or on the Hopper family the aligned
+    split summed in each cluster's shared memory), a big early layer does not."""
     from skcontract.kernels.conv import resolve_conv
     from skcontract.schedule import DeviceInfo
     h200 = DeviceInfo.h200()
@@ -180,7 +181,9 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
     for dtype in ("float16", "bfloat16", "float32", "float64"):
         r = resolve_conv(late, dtype, h200)
         assert r.base.IM2COL and r.schedule.problem.k == 4608
-        assert str(r.schedule.mode) in ("stream_k", "hybrid", "split_k"), r.schedule.summary()
+        assert str(r.schedule.mode) in ("stream_k", "hybrid", "split_k", "aligned"), \
+            r.schedule.summary()
+        assert (str(r.schedule.reduction) == "cluster") == (r.base.FAMILY == "Wgmma")
         assert r.schedule.grid > 4 * late.problem().batch
     assert str(resolve_conv(early, "float16", h200).schedule.mode) != "split_k"
     # misaligned operands leave out the entries that need 16-byte vectors

@@ -11,6 +11,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  can_apply_stream_k, conv_problem, grouped_problem,
                                  schedule_gemm, schedule_problem, schedule_step,
                                  validate_schedule)
+from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
 from skcontract.schedule.heuristics import tile_candidates
@@ -399,6 +400,24 @@ def test_auto_deterministic_weighs_the_shared_sum():
     assert chain and min(c.predicted_time_us for c in chain) > one.predicted_time_us
     many = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64), reduction="deterministic")
     assert many.reduction == "deterministic"
+
+
+def test_auto_weighs_the_cluster_sum_where_the_device_counts_its_clusters():
+    """Few tiles of a long K: auto weighs the aligned split summed in each cluster's shared
+    memory (bitwise reproducible, as deterministic asks) on entries whose kernels run it,
+    and only where the device says how many clusters stay resident; all of them must."""
+    problem = GemmProblem(49, 512, 4608, 1, "float16")  # the batch-1 7 x 7 x 512 layer
+    s = resolve_gemm(problem, H200).schedule
+    assert (s.mode, s.reduction) == ("aligned", "cluster")
+    assert s.grid <= H200.clusters_resident(s.splits_per_tile) * s.splits_per_tile
+    assert any(c.note == "cluster sum" for c in s.candidates)
+    unknown = dataclasses.replace(H200, resident_clusters=())
+    s = resolve_gemm(problem, unknown).schedule
+    assert s.reduction != "cluster"
+    assert not any(c.note == "cluster sum" for c in s.candidates)
+    # many tiles: the chain or the shared sum stays
+    assert resolve_gemm(GemmProblem(2176, 1024, 4096, 1, "float16"),
+                        H200).schedule.reduction != "cluster"
 
 
 def test_shared_sum_needs_residency_not_an_order_of_visits():

@@ -252,3 +252,39 @@ def test_timeline_shared_sum_waits_for_the_slowest_peer():
         rows = tiles == tile
         assert np.all(tl["sum_start"][rows] >= tl["end"][rows].max())  # after the last arrival
         assert np.all(tl["sum_end"][rows] > tl["sum_start"][rows])
+
+
+@pytest.mark.parametrize("splits", [2, 4, 8, 16])
+def test_emulated_cluster_sum_is_stable_and_exact(splits):
+    """The cluster reduction: a tile's S splits on one cluster's CTAs (CTA c is split
+    c % S), each summing its share in split order: the same bits whatever the interleaving
+    and the order clusters start in."""
+    m, n, k = 40, 24, 16 * 8 * 16  # 3 x 2 tiles of 16 x 16, P = 128 k-iterations
+    s = schedule_gemm(m, n, k, device=toy(200), mode="aligned", reduction="cluster",
+                      tile=(16, 16, 8), splits=splits, dtype="float64")
+    assert (s.mode, s.reduction, s.splits_per_tile, s.cluster_size) == \
+        ("aligned", "cluster", splits, splits)
+    assert s.workspace_slots == 0 and s.num_locks == 0 and not s.waits
+    assert np.array_equal(s.table[:, T.SPLIT], np.arange(s.grid) % splits)
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    want = emulate(s, a, b).tobytes()
+    for sd, dispatch in enumerate(["in_order", "reverse", "random", "random"]):
+        assert emulate(s, a, b, seed=sd, dispatch=dispatch).tobytes() == want
+    np.testing.assert_allclose(emulate(s, a, b), a @ b, rtol=1e-12, atol=1e-10)
+    # the emulator starts clusters whole: fewer resident CTAs than a cluster is a deadlock
+    with pytest.raises(ScheduleDeadlock):
+        emulate(s, a, b, resident=splits - 1)
+
+
+def test_cluster_sum_takes_cluster_sizes_and_the_aligned_split_only():
+    kw = dict(device=toy(200), tile=(16, 16, 8), dtype="float64", reduction="cluster")
+    # P = 96: S = 16 leaves 6 k-iterations a split, S = 3 is no cluster size
+    s = schedule_gemm(32, 32, 768, mode="aligned", splits=16, **kw)
+    assert s.splits_per_tile == 8
+    assert schedule_gemm(32, 32, 768, mode="aligned", splits=3, **kw).splits_per_tile == 2
+    for mode in ("stream_k", "split_k", "hybrid"):
+        with pytest.raises(ValueError, match="reduction='cluster'.*aligned"):
+            schedule_gemm(32, 32, 768, mode=mode, **kw)
+    s = schedule_gemm(32, 32, 768, mode="auto", **kw)
+    assert s.mode in ("aligned", "data_parallel") and s.reduction in ("cluster", "atomic")

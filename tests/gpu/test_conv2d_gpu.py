@@ -156,6 +156,23 @@ def test_every_mode_and_fixup(mode, reduction, dtype):
     _check(got, ref, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_cluster_reduction(dtype):
+    """The batch-1 late layer on the Hopper family's cluster protocol: a tile's 8 splits of
+    K = 4608 summed in one cluster's shared memory."""
+    case = (1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1)
+    x, wt, b = _operands(case, "float32", seed=2)
+    g = conv_geometry(x.shape, wt.shape, padding=1)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
+    xd = _device(x, dtype, "NHWC")
+    wd, bd = _device(wt, dtype), _device(b, dtype)
+    _poison()
+    with record_launches() as launches:
+        got = conv2d(xd, wd, bd, padding=1, mode="aligned", reduction="cluster")
+    assert launches[-1].reduction == "cluster" and "_cluster_" in launches[-1].kernel
+    _check(got, ref, dtype)
+
+
 def test_a_forced_grid_is_the_launched_grid():
     case = (1, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1)
     x, wt, b = _operands(case, "float32", seed=6)

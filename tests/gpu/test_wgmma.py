@@ -115,6 +115,46 @@ def test_bitwise_reproducible(dtype, reduction):
         assert as_bytes(out) == first
 
 
+# (batch, m, n, k, tile, splits): a tile's splits on clusters of 2 to 16 CTAs; ragged M, N
+# and K; a batch; several tiles a launch
+CLUSTER_CASES = [(1, 128, 128, 16384, (64, 64, 64), 8), (1, 128, 128, 16384, (64, 64, 64), 16),
+                 (1, 136, 264, 4072, (128, 128, 64), 4),
+                 (3, 200, 136, 1000, (64, 128, 64), 2), (1, 49, 512, 4608, (64, 256, 64), 8),
+                 (1, 256, 512, 8192, (128, 256, 64), 8), (1, 520, 72, 2048, (128, 64, 64), 4)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join(l))
+def test_cluster_reduction(dtype, layout):
+    """The cluster protocol (a tile's splits sum in the shared memory of one cluster's CTAs):
+    every layout, cluster sizes 2 to 8, one and two consumer warpgroups, ragged edges,
+    batches; the launch is the aligned split in clusters of S."""
+    for batch, m, n, k, tile, splits in CLUSTER_CASES:
+        a = rand((batch, m, k) if batch > 1 else (m, k), dtype, layout[0], 3)
+        b = rand((batch, k, n) if batch > 1 else (k, n), dtype, layout[1], 4)
+        out = poisoned((batch, m, n) if batch > 1 else (m, n), a)
+        grid = batch * -(-m // tile[0]) * -(-n // tile[1]) * splits
+        with record_launches() as launched:
+            _gemm(a, b, out, mode="aligned", reduction="cluster", tile=tile, grid=grid)
+        (run,) = launched
+        assert "_cluster_" in run.kernel and run.reduction == "cluster", run
+        assert run.ctas == grid and run.mode == "aligned", run
+        err = rel_error(out, cupy.matmul(to64(a), to64(b)))
+        assert err <= TOL[dtype], (batch, m, n, k, tile, err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cluster_reduction_is_bitwise_reproducible(dtype):
+    a = rand((256, 8192), dtype, "C", 7)
+    b = rand((8192, 512), dtype, "C", 8)
+    first = None
+    for _ in range(10):
+        out = poisoned((256, 512), a)
+        _gemm(a, b, out, mode="aligned", reduction="cluster", tile=(128, 128, 64), grid=64)
+        first = first if first is not None else as_bytes(out)
+        assert as_bytes(out) == first
+
+
 @pytest.mark.parametrize("shape_a,shape_b,family", [
     ((4096, 4096), (4096, 4096), "wgmma_"),   # aligned: auto picks the Hopper family
     ((300, 1001), (1001, 200), "mma16_"),     # rows of 1001 halves: the portable family

@@ -29,6 +29,10 @@
 //                           epilogue needs the whole tile in one CTA, Dot's, has the summed
 //                           share written into the first slot instead, and the split that
 //                           sees 2 PEERS - 1 loads the tile: finish_shared_in_one.)
+// REDUCTION_CLUSTER       : a tile's PEERS splits are the PEERS CTAs of one cluster, one split
+//                           each (the aligned split launched in clusters of PEERS); they sum
+//                           through distributed shared memory, not the workspace: the Wgmma
+//                           family's cluster_sum (sk_wgmma.cuh), which only it runs.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
 // barrier, then one thread fences and releases.
@@ -43,7 +47,10 @@
 namespace skc {
 
 // The protocol codes of skcontract/schedule/table.py (PROTOCOL_CODES); a CPU test checks them.
-enum : int { REDUCTION_NONE = 0, REDUCTION_ATOMIC = 1, REDUCTION_DETERMINISTIC = 2, REDUCTION_ARRIVAL = 3 };
+enum : int {
+  REDUCTION_NONE = 0, REDUCTION_ATOMIC = 1, REDUCTION_DETERMINISTIC = 2, REDUCTION_ARRIVAL = 3,
+  REDUCTION_CLUSTER = 4
+};
 
 // 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).
 template <class Acc> struct Vec16;

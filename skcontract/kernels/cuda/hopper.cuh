@@ -129,6 +129,49 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+__device__ __forceinline__ unsigned cluster_nctarank() {
+  unsigned n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
+}
+// Arrive on the mbarrier at `bar`'s offset in cluster CTA `rank` without a fence of its own
+// (a release arrival fences each time): after fence_cluster, the arrivals release what the
+// CTA wrote before it.
+__device__ __forceinline__ void mbar_arrive_relaxed_cluster(unsigned long long* bar,
+                                                            unsigned rank) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [remote];\n"
+      "}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
+}
+__device__ __forceinline__ void fence_cluster() {
+  asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
+}
+// mbar_wait that acquires at cluster scope what the arrivals released.
+__device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned long long* bar,
+                                                          unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+// The 16 bytes at `p`'s offset in cluster CTA `rank`'s shared memory (distributed shared
+// memory).
+__device__ __forceinline__ void ld_cluster_v4(const float* p, unsigned rank, float (&v)[4]) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %4, %5;\n"
+      "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
+      "}\n"
+      : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+      : "r"(smem_addr(p)), "r"(rank) : "memory");
+}
 // Arrive on the mbarrier at the same shared-memory offset as `bar` in cluster CTA `rank`,
 // with the default (CTA-scope) release: a consumer's arrival only says that its wgmmas
 // have finished reading a stage, which needs no cluster-wide fence (one would stall every

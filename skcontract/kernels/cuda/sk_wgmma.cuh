@@ -42,6 +42,9 @@ constexpr int WGMMA_K = 16;
 // accumulators are dead by then, and fewer dependent L2 round trips shorten the pass that
 // ends the kernel (the portable families keep the Fixup's default).
 constexpr int SHARED_SUM_BATCH = 8;
+// Peers' vectors a thread of cluster_finish loads at once (a cluster has up to 16 CTAs,
+// types.CLUSTER_SPLITS).
+constexpr int CLUSTER_SUM_BATCH = 8;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -395,11 +398,16 @@ struct WgmmaSmem {
   __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
     return OA::load_bytes(M) + Cfg::CLUSTER * OBPart::load_bytes(N);
   }
+  static constexpr int FLAG_WORDS = 2;  // the fixup flag's 16 bytes (WGMMA_FLAG_BYTES)
   unsigned char* ring;
   float* epi;
   unsigned long long* full;
   unsigned long long* empty;
   int* flag;
+  // The cluster protocol's barriers (cluster_sum), after the flag; the host allocates them
+  // for its specs only.
+  unsigned long long* ready;
+  unsigned long long* done;
   __device__ __forceinline__ explicit WgmmaSmem(unsigned char* raw) {
     ring = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<unsigned long long>(raw) + SWIZZLE_ATOM_BYTES - 1) &
@@ -409,6 +417,13 @@ struct WgmmaSmem {
                                                  ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP);
     empty = full + Cfg::STAGES;
     flag = reinterpret_cast<int*>(empty + Cfg::STAGES);
+    ready = empty + Cfg::STAGES + FLAG_WORDS;
+    done = ready + 1;
+  }
+  // One past the last byte the kernel uses.
+  __device__ __forceinline__ const unsigned char* end() const {
+    return Cfg::REDUCTION == REDUCTION_CLUSTER ? reinterpret_cast<unsigned char*>(done + 1)
+                                               : reinterpret_cast<unsigned char*>(flag + 1);
   }
   __device__ __forceinline__ unsigned char* stage(int s) const {
     return ring + s * STAGE_BYTES;
@@ -580,6 +595,72 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   release();
 }
 
+// The cluster protocol (REDUCTION_CLUSTER): the split's tile is shared by the CTAs of its
+// cluster, PEERS of them, the CTA of rank r computing split r (the aligned split), in two
+// parts as the shared sum's. cluster_arrive, where the split is computed: the CTA puts its
+// partial tile in its own ring (fragment order, as a workspace slot; every consumer has
+// finished reading the ring) and arrives on every peer's `ready` barrier. cluster_finish,
+// after the split walk: once its own `ready` has all PEERS arrivals, the CTA sums its 1/PEERS
+// share of the tile's 16-byte vectors over the peers' rings in split order (bitwise
+// reproducible), passes each sum to store(t, i, v) as the shared sum does, and arrives on
+// every peer's `done` barrier; thread 0 waits for its own, so that no CTA exits while a peer
+// still reads its ring. No deadlock: a cluster's CTAs are resident together, and each
+// arrives on `ready` before it waits on anything but its own loads, and on `done` before it
+// waits on `done`.
+template <class Cfg>
+__device__ __forceinline__ void cluster_arrive(const WgmmaSmem<Cfg>& sm, const Split& s,
+                                               const float (&acc)[Cfg::ML::NACC]) {
+  using ML = typename Cfg::ML;
+  using Sync = ConsumerSync<ML::THREADS>;
+  constexpr int V = 4;
+  if (threadIdx.x == 0 && (cluster_ctarank() != (unsigned)s.split ||
+                           cluster_nctarank() != (unsigned)s.peers))
+    __trap();  // the launch's clusters are not the table's tiles
+  float* slot = reinterpret_cast<float*>(sm.ring);
+  Sync::sync();  // the other warpgroup's wgmmas may still read the ring
+#pragma unroll
+  for (int g = 0; g < ML::NACC / V; ++g)
+    *reinterpret_cast<float4*>(slot + (g * ML::THREADS + threadIdx.x) * V) =
+        make_float4(acc[g * V], acc[g * V + 1], acc[g * V + 2], acc[g * V + 3]);
+  Sync::sync();
+  if (threadIdx.x == 0) {  // one fence, then the arrivals (the CTA's writes met the barrier)
+    fence_cluster();
+    for (int r = 0; r < s.peers; ++r) mbar_arrive_relaxed_cluster(sm.ready, r);
+  }
+}
+
+template <class Cfg, class Store>
+__device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const Split& s,
+                                               Store&& store) {
+  using ML = typename Cfg::ML;
+  using Sync = ConsumerSync<ML::THREADS>;
+  constexpr int V = 4, NVEC = ML::NACC * ML::THREADS / V;
+  const float* slot = reinterpret_cast<const float*>(sm.ring);
+  mbar_wait_acquire_cluster(sm.ready, 0);
+  if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
+  const int lo = NVEC * s.split / s.peers, hi = NVEC * (s.split + 1) / s.peers;
+  for (int vec = lo + (int)threadIdx.x; vec < hi; vec += ML::THREADS) {
+    float sum[V] = {0.0f, 0.0f, 0.0f, 0.0f};  // 0 + x is x: the first peer's value exactly
+    for (int p0 = 0; p0 < s.peers; p0 += CLUSTER_SUM_BATCH) {
+      float part[CLUSTER_SUM_BATCH][V];
+#pragma unroll
+      for (int j = 0; j < CLUSTER_SUM_BATCH; ++j)
+        if (p0 + j < s.peers) ld_cluster_v4(slot + vec * V, p0 + j, part[j]);
+#pragma unroll
+      for (int j = 0; j < CLUSTER_SUM_BATCH; ++j)
+        if (p0 + j < s.peers)
+#pragma unroll
+          for (int e = 0; e < V; ++e) sum[e] += part[j][e];
+    }
+    store((unsigned)(vec % ML::THREADS), vec / ML::THREADS * V, sum);
+  }
+  Sync::sync();  // every read of the peers' rings is done (their values are stored)
+  if (threadIdx.x == 0) {
+    for (int r = 0; r < s.peers; ++r) mbar_arrive_relaxed_cluster(sm.done, r);
+    mbar_wait_acquire_cluster(sm.done, 0);
+  }
+}
+
 // The kernel body: the ring's barriers, the producer walking `loads`, the consumers'
 // mainloop, fixup and epilogue (the entries below and sk_wgmma_conv.cuh's).
 template <class Cfg, class Loads>
@@ -613,19 +694,24 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   {  // The host computes the shared-memory size from the spec: check it agrees.
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-    if (smem_raw + dyn < reinterpret_cast<unsigned char*>(sm.flag + 1)) __trap();
+    if (smem_raw + dyn < sm.end()) __trap();
   }
+  constexpr bool IN_CLUSTERS = Cfg::CLUSTER > 1 || Cfg::REDUCTION == REDUCTION_CLUSTER;
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
       mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / 32);  // a consumer warp of each CTA
     }
+    if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
+      mbar_init(sm.ready, cluster_nctarank());  // a thread of each peer, cluster_sum
+      mbar_init(sm.done, cluster_nctarank());
+    }
     mbar_fence_init();
   }
   if (threadIdx.x == CONSUMERS) loads.prefetch();
   if (threadIdx.x == 0 && store_tma) tma_prefetch(map_c);
-  if constexpr (Cfg::CLUSTER > 1)
-    cluster_sync();  // the peer's barriers are initialised before its loads or arrivals
+  if constexpr (IN_CLUSTERS)
+    cluster_sync();  // the peers' barriers are initialised before their loads or arrivals
   else
     __syncthreads();
   if (threadIdx.x == 0) trace(TRACE_START);
@@ -646,6 +732,12 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     Acc acc[ML::NACC];
     wgmma_consume<Cfg>(sm, at, s, loads, acc);
     if (threadIdx.x == 0) trace(TRACE_MAINLOOP_DONE);
+    if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
+      if (!s.owns_tile()) {  // the sum comes after the split walk (cluster_finish)
+        cluster_arrive<Cfg>(sm, s, acc);
+        return;
+      }
+    }
     const bool owns = Fx::run(s, acc, ws, staging, locks, sm.flag);
     if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
     if (owns) {
@@ -670,6 +762,18 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
           [&](unsigned t, int i, const Acc (&v)[Fx::V]) {
             Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
           });
+    });
+    if (threadIdx.x == 0) trace(TRACE_SHARED_DONE);
+  }
+  if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
+    using Epi = Epilogue<ML, typename Cfg::TOut, false, false>;
+    for_each_split_of<Cfg::BM, Cfg::BN, false, true>(
+        unit, table, cta_offsets, M, N, tile_order, [&](const Split& s) {
+      if (s.owns_tile()) return;
+      typename Cfg::TOut* Cb = C + (long long)s.batch * batch_c;
+      cluster_finish<Cfg>(sm, s, [&](unsigned t, int i, const Acc (&v)[4]) {
+        Epi::store_group(s, t, i, v, Cb, ldc, alpha, beta);
+      });
     });
     if (threadIdx.x == 0) trace(TRACE_SHARED_DONE);
   }
