@@ -91,10 +91,18 @@ def test_tf32_and_int8_specs():
         C.Imma("float16", 128, 128, 64, 4, 2, 4)
     with pytest.raises(ValueError, match="protocol"):
         specs.KernelSpec(i8, "aligned")
+    # the cluster reduction is the Hopper family's alone
+    assert "cluster" not in i8.protocols() and "cluster" not in tf32.protocols()
+    with pytest.raises(ValueError, match="no 'cluster' kernel"):
+        specs.KernelSpec(i8, "cluster")
+    wgmma = next(b for b in C.bases_for("float16", cc=90) if isinstance(b, C.Wgmma))
+    plain, cluster = (specs.specialise(wgmma, protocol=p, a_layout="row", b_layout="row")
+                      for p in ("arrival", "cluster"))
+    assert cluster.smem_bytes == plain.smem_bytes + 2 * C.MBARRIER_BYTES  # ready, done
     rep = specs.representative_specs()
     for family in (C.Tf32, C.Imma):
         chosen = [s for s in rep if isinstance(s.base, family)]
-        assert {s.protocol for s in chosen} == set(specs.PROTOCOLS)
+        assert {s.protocol for s in chosen} == set(chosen[0].base.protocols())
         assert {(s.a_layout, s.b_layout) for s in chosen} == {
             (a, b) for a in specs.LAYOUTS for b in specs.LAYOUTS}
 
@@ -204,7 +212,7 @@ def test_vec16_only_entries_specialise_aligned_only():
     base = next(b for b in C.bases_for("float64") if b.vec16_only)
     mine = [s for s in specs.all_specs() if s.base == base]
     dense = [s for s in mine if not s.im2col]
-    assert len(dense) == len(specs.PROTOCOLS) * len(specs.LAYOUTS) ** 2
-    assert len(mine) - len(dense) == len(specs.PROTOCOLS)  # its im2col entry, aligned only
+    assert len(dense) == len(base.protocols()) * len(specs.LAYOUTS) ** 2
+    assert len(mine) - len(dense) == len(base.protocols())  # its im2col entry, aligned only
     assert all(s.a_vec == 2 and s.b_vec == 2 for s in mine)
     assert not C.bases_for("float64")[0].vec16_only
