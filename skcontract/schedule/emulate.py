@@ -375,7 +375,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     fix = (rc.write + rc.d * rc.chain) / c_big
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
     multi = t[:, T.PEERS] > 1
-    shared = (t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0
+    # the cluster sum, as the shared sum, after the CTA's (one) row
+    shared = ((t[:, T.FLAGS] & T.FLAG_SHARED_SUM) != 0) | (multi & (s.reduction == CLUSTER))
     waits = multi & ~first & (s.reduction == DETERMINISTIC)
     pred = {}
     if waits.any():
