@@ -183,6 +183,11 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     >>> float(einsum('i->', np.ones(5000, np.float16)))  # float16 accumulates in float32
     5000.0
     """
+    warm_key = _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend)
+    if warm_key is not None:
+        warm = _WARM.get(warm_key)
+        if warm is not None:
+            return warm(operands[1:])
     _check_order_casting(order, casting)
     subscripts, ops = split_operands(operands)
     if has_torch(ops, out):
@@ -204,6 +209,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         prepared = prepare(*args)
         view = _single_operand_view(prepared[0].equation, arrays[0], bk.xp)
         if view is not None and _has_order(view, order):
+            _remember(warm_key, ops, bk, prepared, res, order, casting)
             return view
     if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
             any(_broadcast_axes(a) for a in arrays):
@@ -216,9 +222,66 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
-    cd = bk.compute_dtype(res)
-    arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
-    return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+        cd = bk.compute_dtype(res)
+        arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+        return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
+    return _remember(warm_key, ops, bk, (plan, run, allocates), res, order, casting)(arrays)
+
+
+_WARM: dict = {}
+"""The warm path of :func:`einsum`: a call's subscripts, operand types, shapes, strides and
+dtypes and its keywords -> the rest of the call (:func:`_warm_call`), for calls without
+``out`` on arrays of the backend's own type (so no torch operand, no copy to make) whose
+``optimize`` is a name or a bool. A hit skips the checks, the parse and the plan lookup:
+every one of them depends only on what the key holds."""
+_WARM_MAX = 1024
+"""Entries :data:`_WARM` keeps before it starts again (distinct calls of a process)."""
+_WARM_OPTIMIZE = (str, bool)
+
+
+def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend):
+    """The :data:`_WARM` key of an einsum call, or None for a call the warm path does not
+    take (``out``, the sublist form, an optimiser object, operands that are not arrays, an
+    unhashable keyword)."""
+    if out is not None or not operands or type(operands[0]) is not str or \
+            type(optimize) not in _WARM_OPTIMIZE:
+        return None
+    try:
+        key = (operands[0], tuple([(type(a), a.shape, a.strides, a.dtype)
+                                   for a in operands[1:]]),
+               dtype, order, casting, optimize, memory_limit, backend)
+        hash(key)
+    except (AttributeError, TypeError):
+        return None
+    return key
+
+
+def _remember(warm_key, ops, bk, prepared, res, order, casting):
+    """The rest of this call as :func:`_warm_call` makes it, kept under ``warm_key`` when
+    the operands are the backend's own arrays (not converted, no torch tensor)."""
+    plan, run, allocates = prepared
+    call = _warm_call(plan, run, allocates, res, bk.compute_dtype(res), order, casting, bk.xp)
+    if warm_key is not None and all(type(a) is bk.xp.ndarray for a in ops):
+        if len(_WARM) >= _WARM_MAX:
+            _WARM.clear()
+        _WARM[warm_key] = call
+    return call
+
+
+def _warm_call(plan, run, allocates, res, cd, order, casting, xp):
+    """What an einsum call does once its arrays are checked and its plan found: the view
+    of a single operand that only transposes or takes diagonals, or the plan's run on the
+    arrays cast to the compute dtype and the result made as numpy would."""
+    single = len(plan.input_shapes) == 1
+
+    def call(arrays):
+        if single and arrays[0].dtype == res:
+            view = _single_operand_view(plan.equation, arrays[0], xp)
+            if view is not None and _has_order(view, order):
+                return view
+        arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+        return _finish(run(arrays_c), arrays, res, allocates, None, order, casting, xp)
+    return call
 
 
 def _has_order(a, order) -> bool:
@@ -416,7 +479,7 @@ class ContractExpression:
     """
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
-                 "_prepared", "_dtypes")
+                 "_prepared", "_dtypes", "_by_types")
 
     def __init__(self, plan: Plan, dtype, backend: str | None, device=None, **options):
         self._base = plan
@@ -428,6 +491,8 @@ class ContractExpression:
         self._dtype = None if dtype is None else np.dtype(dtype)
         self._prepared: dict = {}  # backend -> (plan, module, run, allocates)
         self._dtypes: dict = {}    # (backend, operand dtypes) -> (result, compute dtype)
+        # operand types -> (backend, its _prepare entry): arrays of one backend's own type
+        self._by_types: dict = {}
         if backend is not None:
             self._prepare(backend)
 
@@ -467,16 +532,17 @@ class ContractExpression:
         return hit
 
     def __call__(self, *arrays, out=None):
-        if has_torch(arrays, out):
-            return run_on_torch(arrays, out, lambda arrs: self(*arrs), self._dtype)
-        if len(arrays) != self._n:
-            raise ValueError(f"this expression ({self._base.subscripts!r}) takes {self._n} "
-                             f"operands, got {len(arrays)}")
-        backend = self._backend or backend_for(arrays if out is None else [*arrays, out])
-        plan, bk, run, allocates = self._prepare(backend)
-        is_array = bk.is_array
-        if not all(is_array(a) for a in arrays):
-            arrays = [bk.asarray(a) for a in arrays]
+        hit = self._by_types.get(tuple(map(type, arrays))) if out is None else None
+        if hit is not None:
+            backend, (plan, bk, run, allocates) = hit
+        else:
+            backend, (plan, bk, run, allocates) = self._backend_of(arrays, out)
+            if backend is None:  # torch tensors
+                return run_on_torch(arrays, out, lambda arrs: self(*arrs), self._dtype)
+            if not all(type(a) is bk.xp.ndarray for a in arrays):
+                arrays = [bk.asarray(a) for a in arrays]
+            elif out is None:
+                self._by_types[tuple(map(type, arrays))] = (backend, (plan, bk, run, allocates))
         if tuple(a.shape for a in arrays) != self._shapes:
             self._check_shapes(arrays, plan)
         res, cd, cast = self._resolve(backend, bk, arrays)
@@ -490,6 +556,17 @@ class ContractExpression:
         if out is None and allocates and r.dtype == res:
             return r[()] if r.ndim == 0 else r
         return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
+
+    def _backend_of(self, arrays, out):
+        """(backend, its _prepare entry) of a call's arrays; backend None for torch tensors.
+        ValueError for the wrong number of arrays."""
+        if has_torch(arrays, out):
+            return None, (None, None, None, None)
+        if len(arrays) != self._n:
+            raise ValueError(f"this expression ({self._base.subscripts!r}) takes {self._n} "
+                             f"operands, got {len(arrays)}")
+        backend = self._backend or backend_for(arrays if out is None else [*arrays, out])
+        return backend, self._prepare(backend)
 
     def _check_shapes(self, arrays, plan) -> None:
         for i, (a, shape) in enumerate(zip(arrays, self._shapes)):

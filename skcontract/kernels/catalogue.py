@@ -228,8 +228,9 @@ class KernelBase:
     shared memory of one cluster's CTAs, launched in clusters of the schedule's splits)."""
 
     def protocols(self) -> tuple[str, ...]:
-        """The fixup protocols the entry's kernels are built for (:data:`.specs.PROTOCOLS`
-        less those the family does not run)."""
+        """The fixup protocols the entry's kernels are built for (the table's
+        :data:`~skcontract.schedule.table.PROTOCOL_CODES` less those the family does not
+        run)."""
         return tuple(p for p in PROTOCOL_CODES if p != CLUSTER or self.CLUSTER_SUM)
 
     def __post_init__(self):

@@ -71,7 +71,7 @@ def record_launches():
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
                  "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps",
-                 "map_source", "cluster_dims")
+                 "map_source", "cluster_dims", "_bound")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -99,6 +99,7 @@ class LaunchPlan:
         self.grid = int(schedule.grid) * cluster
         # the cluster protocol's clusters, set at launch: one a tile, its splits' CTAs
         self.cluster_dims = schedule.cluster_size
+        self._bound: dict = {}  # launch's BoundLaunch of a cluster plan, by its arguments
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
@@ -144,8 +145,8 @@ class LaunchPlan:
         after the common arguments (:func:`.conv.conv_shape`)."""
         spec = self.kernel.spec
         if self.cluster_dims > 1:  # a launch attribute, which only cuLaunchKernelEx takes
-            bound = self.bind(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)
-            bound(a_ptr, b_ptr, c_ptr, stream)
+            self._bound_launch(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)(
+                a_ptr, b_ptr, c_ptr, stream)
             return
         pool = workspace.get(self.device_id, stream, spec.dtype_acc,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
@@ -167,6 +168,20 @@ class LaunchPlan:
                              stream=stream)
         if _RECORDERS:
             self.record(bool(store))
+
+    def _bound_launch(self, *args) -> "BoundLaunch":
+        """The BoundLaunch of these arguments (made once; conv's packed geometry by value)."""
+        key = tuple(bytes(a) if isinstance(a, (np.ndarray, np.void)) else a for a in args)
+        bound = self._bound.get(key)
+        if bound is None:
+            bound = self.bind(*args)
+            if bound is None:
+                raise RuntimeError(f"{self.kernel.spec.name} launches in clusters, through "
+                                   "cuLaunchKernelEx: install cuda-bindings")
+            if len(self._bound) >= BOUND_CLUSTER_LAUNCHES:
+                self._bound.clear()
+            self._bound[key] = bound
+        return bound
 
     def maps(self, a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb) -> tuple:
         """The TMA descriptors of the operands (cached by :mod:`.tma`)."""
@@ -192,6 +207,9 @@ _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
 _MAP_A, _MAP_B, _MAP_C, _STORE_TMA = 20, 21, 22, 23  # the Wgmma entries' TMA arguments
+BOUND_CLUSTER_LAUNCHES = 8
+"""Argument sets (shapes, strides, alpha, beta) a cluster plan keeps a BoundLaunch for in
+:meth:`LaunchPlan.launch`, which launches it through cuLaunchKernelEx."""
 BOUND_OUTPUT_MAPS = 8
 """Output pointers whose C descriptors a BoundLaunch keeps: a caller that holds its last
 few results gets a new buffer each call, from a few the pool cycles through."""

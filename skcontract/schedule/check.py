@@ -177,6 +177,9 @@ def _check_clusters(s: Schedule, t, multi) -> None:
     size = int(peers[0])
     if size not in CLUSTER_SPLITS or np.any(peers != size):
         _fail(f"cluster: every tile has the same PEERS in {CLUSTER_SPLITS}", peers != size)
+    if size != s.splits_per_tile:
+        _fail(f"cluster: PEERS {size} but {s.splits_per_tile} splits a tile (the launch's "
+              "cluster size)")
     cta = np.arange(len(t))  # one row a CTA, in CTA order
     if np.any(t[:, T.SPLIT] != cta % size):
         _fail("cluster: CTA c computes split c % PEERS")

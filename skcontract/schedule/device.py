@@ -109,7 +109,8 @@ class DeviceInfo:
         p = cupy.cuda.runtime.getDeviceProperties(dev_id)
         name = p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"])
         cost = MEASURED_H200_COST if any(t in name for t in MEASURED_COST_DEVICE_NAMES) else None
-        clusters = H200_RESIDENT_CLUSTERS if "H200" in name else ()
+        h200 = "H200" in name and p["multiProcessorCount"] == H200_SMS  # not a MIG slice
+        clusters = H200_RESIDENT_CLUSTERS if h200 else ()
         return cls(name, p["multiProcessorCount"], (p["major"], p["minor"]),
                    p["l2CacheSize"], p["sharedMemPerMultiprocessor"],
                    p["maxThreadsPerMultiProcessor"], ctas_per_sm, cost=cost,

@@ -35,7 +35,8 @@ import numpy as np
 
 from . import table as T
 from .heuristics import cost_of, iteration_cost, row_costs
-from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, ProtocolViolation, Schedule, ScheduleDeadlock
+from .types import (ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, ProtocolViolation, Schedule,
+                    ScheduleDeadlock)
 
 
 def accumulation_dtype(*dtypes) -> np.dtype:
@@ -213,7 +214,7 @@ class _Machine:
             if self.ws_owner.get(key) != (tile, i):
                 raise ProtocolViolation(
                     f"row {r}: split {split} of tile {tile} passed its wait but split {i}'s "
-                    "partial is not in the workspace")
+                    "partial is not where it keeps it")
         total = self.ws[keys[0]]
         for key in keys[1:]:
             total = total + self.ws[key]

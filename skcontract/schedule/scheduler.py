@@ -167,8 +167,9 @@ class _Builder:
         p = ts.iters(tile[2])
         red = CLUSTER if (reduction or self.reduction) == CLUSTER else ARRIVAL
         allowed = D.aligned_splits(p)
-        if red == CLUSTER:  # a tile's splits are one cluster's CTAs
-            allowed = [s for s in allowed if s == 1 or s in CLUSTER_SPLITS]
+        if red == CLUSTER:  # a tile's splits are one cluster's CTAs, all resident at once
+            allowed = [s for s in allowed if s == 1 or s in CLUSTER_SPLITS
+                       and self._clusters_fit(ts.n, s)]
         if splits is not None:
             opts = [splits]
         elif grid is not None:
@@ -186,6 +187,12 @@ class _Builder:
                 reason, f"aligned: no S > 1{sizes} divides P={p} with >= "
                 f"{MIN_ITERS_PER_SPLIT} k-iterations -> data_parallel"))
         return _cheapest(build(s_count) for s_count in opts)
+
+    def _clusters_fit(self, tiles: int, size: int) -> bool:
+        """Whether ``tiles`` clusters of ``size`` CTAs are resident at once (True where the
+        device does not say how many are)."""
+        resident = self.device.clusters_resident(size)
+        return resident == 0 or tiles <= resident
 
     def hytis(self, tile, grid, reason="", forced=False):
         ts = self.tiles(tile)
@@ -323,13 +330,10 @@ def _cluster_sum(b: _Builder, tile, grid) -> Schedule | None:
     its clusters are all resident at once (the device knows how many), else None."""
     if not b.option.cluster_sum or grid is not None:
         return None
+    if not b.device.resident_clusters:
+        return None
     s = b.aligned(tile, None, None, reduction=CLUSTER)
-    if s.mode != ALIGNED:
-        return None
-    size = s.splits_per_tile
-    if s.grid > b.device.clusters_resident(size) * size:
-        return None
-    return s
+    return s if s.mode == ALIGNED else None
 
 
 def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts) -> Schedule:
@@ -414,9 +418,11 @@ def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo 
     ``mode``: "auto" (default), "data_parallel", "split_k", "stream_k", "hybrid",
     "aligned" or "hytis". ``tile``: (BM, BN, BK), default chosen by auto. ``grid``: the
     number of persistent CTAs (default: the device's resident CTAs, or fewer). ``reduction``:
-    "atomic", "deterministic" or "arrival" (per-split slots; the peers share the final sum
-    when the grid is resident; aligned always uses it; auto with "deterministic" also weighs
-    stream_k with "arrival" for fewer tiles than resident CTAs). ``dtype``: the
+    "atomic", "deterministic", "arrival" (per-split slots; the peers share the final sum
+    when the grid is resident; aligned uses it unless "cluster" is asked for) or "cluster"
+    (aligned only: a tile's splits on one cluster's CTAs, summed in their shared memory);
+    auto with "deterministic" also weighs stream_k with "arrival" and aligned with
+    "cluster" for fewer tiles than resident CTAs. ``dtype``: the
     operand dtype (for the accumulator and the cost model). ``options``: ``splits`` (S of
     split_k / aligned), ``groups`` (Stream-K groups, <= 8), ``swizzle`` (log2 band width),
     ``raster`` ("M" / "N"), ``small_tile`` (HyTiS), and the applicability facts of

@@ -79,13 +79,14 @@ K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
 
 REDUCTIONS = tuple(Reduction)
 """Reduction modes a caller may ask for. The aligned split uses ``arrival`` (which
-``s.reduction`` then reports) unless ``cluster`` is asked for: then each tile's S splits run on
-one cluster of S CTAs (S in :data:`CLUSTER_SPLITS`), which sum the partial tiles in their
-shared memory; ``cluster`` is for the aligned split only. ``arrival`` with the other K-splitting modes gives every split
-its own slot; when the grid fits in the resident CTAs the peers share the final sum
-(FLAG_SHARED_SUM, a parallel split reduction). ``deterministic`` and ``arrival`` are both
-bitwise reproducible (fixed summation orders, though not the same grouping), so auto with
-``deterministic`` also weighs ``arrival`` (see the scheduler)."""
+``s.reduction`` then reports) unless ``cluster`` is asked for: then each tile's S splits run
+on one cluster of S CTAs (S in :data:`CLUSTER_SPLITS`), which sum the partial tiles in their
+shared memory; ``cluster`` is for the aligned split only. ``arrival`` with the other
+K-splitting modes gives every split its own slot; when the grid fits in the resident CTAs
+the peers share the final sum (FLAG_SHARED_SUM, a parallel split reduction).
+``deterministic``, ``arrival`` and ``cluster`` are all bitwise reproducible (fixed
+summation orders, though not the same grouping), so auto with ``deterministic`` also weighs
+``arrival`` and ``cluster`` (see the scheduler)."""
 
 
 def as_mode(mode) -> Mode | str:

@@ -127,7 +127,7 @@ CLUSTER_CASES = [(1, 128, 128, 16384, (64, 64, 64), 8), (1, 128, 128, 16384, (64
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join(l))
 def test_cluster_reduction(dtype, layout):
     """The cluster protocol (a tile's splits sum in the shared memory of one cluster's CTAs):
-    every layout, cluster sizes 2 to 8, one and two consumer warpgroups, ragged edges,
+    every layout, cluster sizes 2 to 16, one and two consumer warpgroups, ragged edges,
     batches; the launch is the aligned split in clusters of S."""
     for batch, m, n, k, tile, splits in CLUSTER_CASES:
         a = rand((batch, m, k) if batch > 1 else (m, k), dtype, layout[0], 3)

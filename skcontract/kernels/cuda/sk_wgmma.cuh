@@ -43,8 +43,9 @@ constexpr int WGMMA_K = 16;
 // ends the kernel (the portable families keep the Fixup's default).
 constexpr int SHARED_SUM_BATCH = 8;
 // Peers' vectors a thread of cluster_finish loads at once (a cluster has up to 16 CTAs,
-// types.CLUSTER_SPLITS).
+// types.CLUSTER_SPLITS), and the vector: 16 bytes of fp32 accumulators.
 constexpr int CLUSTER_SUM_BATCH = 8;
+constexpr int CLUSTER_SUM_VEC = 4;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -612,7 +613,10 @@ __device__ __forceinline__ void cluster_arrive(const WgmmaSmem<Cfg>& sm, const S
                                                const float (&acc)[Cfg::ML::NACC]) {
   using ML = typename Cfg::ML;
   using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = 4;
+  constexpr int V = CLUSTER_SUM_VEC;
+  static_assert(Cfg::CLUSTER == 1, "a pair's cluster is its work unit, not a tile's splits");
+  static_assert(Cfg::STAGES * WgmmaSmem<Cfg>::STAGE_BYTES >= ML::NACC * ML::THREADS * 4,
+                "the partial tile lives in the ring");
   if (threadIdx.x == 0 && (cluster_ctarank() != (unsigned)s.split ||
                            cluster_nctarank() != (unsigned)s.peers))
     __trap();  // the launch's clusters are not the table's tiles
@@ -634,14 +638,15 @@ __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const S
                                                Store&& store) {
   using ML = typename Cfg::ML;
   using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = 4, NVEC = ML::NACC * ML::THREADS / V;
+  constexpr int V = CLUSTER_SUM_VEC, NVEC = ML::NACC * ML::THREADS / V;
   const float* slot = reinterpret_cast<const float*>(sm.ring);
   mbar_wait_acquire_cluster(sm.ready, 0);
   if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
   const int lo = NVEC * s.split / s.peers, hi = NVEC * (s.split + 1) / s.peers;
   for (int vec = lo + (int)threadIdx.x; vec < hi; vec += ML::THREADS) {
-    float sum[V] = {0.0f, 0.0f, 0.0f, 0.0f};  // 0 + x is x: the first peer's value exactly
-    for (int p0 = 0; p0 < s.peers; p0 += CLUSTER_SUM_BATCH) {
+    float sum[V];
+    ld_cluster_v4(slot + vec * V, 0, sum);
+    for (int p0 = 1; p0 < s.peers; p0 += CLUSTER_SUM_BATCH) {
       float part[CLUSTER_SUM_BATCH][V];
 #pragma unroll
       for (int j = 0; j < CLUSTER_SUM_BATCH; ++j)
@@ -655,7 +660,8 @@ __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const S
     store((unsigned)(vec % ML::THREADS), vec / ML::THREADS * V, sum);
   }
   Sync::sync();  // every read of the peers' rings is done (their values are stored)
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0) {  // the reads ordered before the arrivals, as the partials were
+    fence_cluster();
     for (int r = 0; r < s.peers; ++r) mbar_arrive_relaxed_cluster(sm.done, r);
     mbar_wait_acquire_cluster(sm.done, 0);
   }
@@ -732,13 +738,15 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     Acc acc[ML::NACC];
     wgmma_consume<Cfg>(sm, at, s, loads, acc);
     if (threadIdx.x == 0) trace(TRACE_MAINLOOP_DONE);
+    bool owns = true;
     if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
       if (!s.owns_tile()) {  // the sum comes after the split walk (cluster_finish)
         cluster_arrive<Cfg>(sm, s, acc);
         return;
       }
+    } else {
+      owns = Fx::run(s, acc, ws, staging, locks, sm.flag);
     }
-    const bool owns = Fx::run(s, acc, ws, staging, locks, sm.flag);
     if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
     if (owns) {
       if (store_tma)
