@@ -43,9 +43,8 @@ constexpr int WGMMA_K = 16;
 // ends the kernel (the portable families keep the Fixup's default).
 constexpr int SHARED_SUM_BATCH = 8;
 // Peers' vectors a thread of cluster_finish loads at once (a cluster has up to 16 CTAs,
-// types.CLUSTER_SPLITS), and the vector: 16 bytes of fp32 accumulators.
+// types.CLUSTER_SPLITS).
 constexpr int CLUSTER_SUM_BATCH = 8;
-constexpr int CLUSTER_SUM_VEC = 4;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -613,7 +612,7 @@ __device__ __forceinline__ void cluster_arrive(const WgmmaSmem<Cfg>& sm, const S
                                                const float (&acc)[Cfg::ML::NACC]) {
   using ML = typename Cfg::ML;
   using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = CLUSTER_SUM_VEC;
+  constexpr int V = Vec16<float>::V;  // the fixups' 16-byte vectors of fp32 accumulators
   static_assert(Cfg::CLUSTER == 1, "a pair's cluster is its work unit, not a tile's splits");
   static_assert(Cfg::STAGES * WgmmaSmem<Cfg>::STAGE_BYTES >= ML::NACC * ML::THREADS * 4,
                 "the partial tile lives in the ring");
@@ -638,7 +637,7 @@ __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const S
                                                Store&& store) {
   using ML = typename Cfg::ML;
   using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = CLUSTER_SUM_VEC, NVEC = ML::NACC * ML::THREADS / V;
+  constexpr int V = Vec16<float>::V, NVEC = ML::NACC * ML::THREADS / V;
   const float* slot = reinterpret_cast<const float*>(sm.ring);
   mbar_wait_acquire_cluster(sm.ready, 0);
   if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
