@@ -185,7 +185,10 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     """
     warm_key = _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend)
     if warm_key is not None:
-        warm = _WARM.get(warm_key)
+        try:
+            warm = _WARM.get(warm_key)
+        except TypeError:  # an unhashable keyword: the full path says what is wrong with it
+            warm = warm_key = None
         if warm is not None:
             return warm(operands[1:])
     _check_order_casting(order, casting)
@@ -241,19 +244,15 @@ _WARM_OPTIMIZE = (str, bool)
 
 def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend):
     """The :data:`_WARM` key of an einsum call, or None for a call the warm path does not
-    take (``out``, the sublist form, an optimiser object, operands that are not arrays, an
-    unhashable keyword)."""
+    take (``out``, the sublist form, an optimiser object, operands that are not arrays)."""
     if out is not None or not operands or type(operands[0]) is not str or \
             type(optimize) not in _WARM_OPTIMIZE:
         return None
     try:
-        key = (operands[0], tuple([(type(a), a.shape, a.strides, a.dtype)
-                                   for a in operands[1:]]),
-               dtype, order, casting, optimize, memory_limit, backend)
-        hash(key)
-    except (AttributeError, TypeError):
+        ops = tuple([(type(a), a.shape, a.strides, a.dtype) for a in operands[1:]])
+    except AttributeError:
         return None
-    return key
+    return (operands[0], ops, dtype, order, casting, optimize, memory_limit, backend)
 
 
 def _remember(warm_key, ops, bk, prepared, res, order, casting):

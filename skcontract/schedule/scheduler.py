@@ -328,9 +328,7 @@ def _lower_bound(b: _Builder) -> float:
 def _cluster_sum(b: _Builder, tile, grid) -> Schedule | None:
     """The aligned split under the ``cluster`` reduction, where ``b``'s kernels run it and
     its clusters are all resident at once (the device knows how many), else None."""
-    if not b.option.cluster_sum or grid is not None:
-        return None
-    if not b.device.resident_clusters:
+    if not b.option.cluster_sum or grid is not None or not b.device.resident_clusters:
         return None
     s = b.aligned(tile, None, None, reduction=CLUSTER)
     return s if s.mode == ALIGNED else None

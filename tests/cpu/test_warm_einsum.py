@@ -66,3 +66,11 @@ def test_errors_are_raised_every_time():
             einsum("ij->ij", a, order="X")
         with pytest.raises(TypeError):
             einsum("ij->ij", a, dtype=np.int32)  # float64 to int32 is not 'safe'
+
+
+def test_an_unhashable_keyword_takes_the_full_path():
+    a = np.ones((3, 3))
+    for _ in range(2):  # a list (unhashable) is no dtype einsum takes, every time
+        with pytest.raises(TypeError, match="dtype"):
+            einsum("ij->i", a, dtype=[])
+    np.testing.assert_array_equal(einsum("ij->i", a), np.full(3, 3.0))
