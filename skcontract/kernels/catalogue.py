@@ -105,6 +105,10 @@ DOT_COLS_BK = 64
 WGMMA_SWIZZLE_BYTES = 128
 """Wgmma: a k-tile row is one 128-byte swizzle row (BK = 64 16-bit elements)."""
 MBARRIER_BYTES = 8
+WGMMA_ACC_BYTES = 4
+"""Wgmma: bytes of one fp32 accumulator (the cluster protocol receives a tile of them)."""
+SMEM_RESERVED_PER_CTA = 1024
+"""Shared memory the hardware reserves per resident CTA (compute capability 8.0 and up)."""
 WGMMA_FLAG_BYTES = 16
 """Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
 WGMMA_REGISTER_SPLITS = {1: (168, 40, 232), 2: (80, 32, 104)}
@@ -231,7 +235,13 @@ class KernelBase:
         """The fixup protocols the entry's kernels are built for (the table's
         :data:`~skcontract.schedule.table.PROTOCOL_CODES` less those the family does not
         run)."""
-        return tuple(p for p in PROTOCOL_CODES if p != CLUSTER or self.CLUSTER_SUM)
+        return tuple(p for p in PROTOCOL_CODES if p != CLUSTER or self.cluster_sum)
+
+    @property
+    def cluster_sum(self) -> bool:
+        """Whether the entry's kernels run the ``cluster`` protocol (its family's
+        ``CLUSTER_SUM``)."""
+        return self.CLUSTER_SUM
 
     def __post_init__(self):
         if self.dtype not in self.DTYPES:
@@ -331,7 +341,7 @@ class KernelBase:
     def option(self) -> TileOption:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
-                          fixup_cost=self.FIXUP_COST, cluster_sum=self.CLUSTER_SUM)
+                          fixup_cost=self.FIXUP_COST, cluster_sum=self.cluster_sum)
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
@@ -624,16 +634,31 @@ class Wgmma(KernelBase):
         return min(self.bn, WGMMA_STORE_COLS // self.ctas_per_sm)
 
     def smem_bytes(self, spec) -> int:
+        return self._smem_bytes(spec.protocol)
+
+    def _smem_bytes(self, protocol: str) -> int:
         """The stage ring, the epilogue's staging (a consumer warpgroup's: 64 rows of
-        WGMMA_EPI_PITCH floats, or of store_cols output elements, whichever is larger), the
-        ring's full / empty mbarriers and the fixup's flag, plus the slack that aligns the
-        ring to the swizzle atom."""
+        WGMMA_EPI_PITCH floats, or of store_cols output elements, whichever is larger; in
+        the cluster protocol at least the tile's fp32 accumulators, the peers' shares
+        arriving there), the ring's full / empty mbarriers, the fixup's flag and the cluster
+        protocol's `ready` mbarrier, plus the slack that aligns the ring to the swizzle
+        atom."""
         ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
         staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4,
                                              self.store_cols * self.elem_bytes)
-        cluster_sum = 2 * MBARRIER_BYTES if spec.protocol == CLUSTER else 0
+        ready = 0
+        if protocol == CLUSTER:
+            staging = max(staging, self.bm * self.bn * WGMMA_ACC_BYTES)
+            ready = MBARRIER_BYTES
         return (ring + staging + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES
-                + cluster_sum + WGMMA_ALIGN_BYTES)
+                + ready + WGMMA_ALIGN_BYTES)
+
+    @property
+    def cluster_sum(self) -> bool:
+        """The cluster protocol needs a receive buffer of the tile's fp32 bytes: the entries
+        where it fits beside their ring at their occupancy (on the H200) run it."""
+        per_cta = DeviceInfo.h200().smem_per_sm // self.ctas_per_sm - SMEM_RESERVED_PER_CTA
+        return self.CLUSTER_SUM and self._smem_bytes(CLUSTER) <= per_cta
 
     def vec_fits(self, layout, operand):
         return True  # TMA boxes, not per-thread vectors

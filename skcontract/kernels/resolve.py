@@ -18,13 +18,10 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.types import CLUSTER
-from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, KernelBase, bases_for, dot_bases,
-                        output_tiles, pending_for, streaming_wanted)
+from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, SMEM_RESERVED_PER_CTA, KernelBase,
+                        bases_for, dot_bases, output_tiles, pending_for, streaming_wanted)
 from .forms import dot_form
 from .specs import LAYOUTS, VEC16_BYTES, specialise
-
-SMEM_RESERVED_PER_CTA = 1024
-"""Shared memory the hardware reserves per resident CTA (compute capability 8.0 and up)."""
 
 DEFAULT_REDUCTION = "deterministic"
 """The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
@@ -92,7 +89,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     if reduction == CLUSTER:
-        bases = tuple(b for b in bases if b.CLUSTER_SUM)
+        bases = tuple(b for b in bases if b.cluster_sum)
         if not bases:
             raise ValueError(f"gemm: reduction='cluster' needs a kernel that sums in a "
                              f"cluster's shared memory; none takes {problem.dtype} on "

@@ -16,11 +16,12 @@ H200_SMS = 132
 H200_L2_BYTES = 60 * 1024 * 1024
 H200_SMEM_PER_SM = 228 * 1024
 H200_MAX_THREADS_PER_SM = 2048
-H200_RESIDENT_CLUSTERS = ((2, 66), (4, 30), (8, 15), (16, 7))
+H200_RESIDENT_CLUSTERS = ((2, 66), (3, 39), (4, 30), (5, 22), (6, 17), (7, 15), (8, 15),
+                          (9, 9), (10, 7), (11, 7), (12, 7), (13, 7), (14, 7), (15, 7), (16, 7))
 """(CTAs a cluster, clusters resident at once) of a kernel of one CTA an SM on the H200: the
 driver's cuOccupancyMaxActiveClusters, 2026-12-02 (clusters never straddle a GPC, whose SMs
 are not all alike: 4 x 30 = 120 and 16 x 7 = 112 of 132 SMs). Two CTAs an SM hold at least
-twice as many (the driver: 132, 62, 30, 14)."""
+twice as many (the driver: 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14)."""
 H100_L2_BYTES = 50 * 1024 * 1024
 """The H100 SXM differs from the H200 in memory (and its L2 here); SMs and SM are the same."""
 DEVICE_NAMES = ("h200", "h100", "gpu")

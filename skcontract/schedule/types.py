@@ -67,9 +67,9 @@ DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS = Mode
 ATOMIC, DETERMINISTIC, ARRIVAL, CLUSTER = Reduction
 AUTO = "auto"
 
-CLUSTER_SPLITS = (2, 4, 8, 16)
+CLUSTER_SPLITS = tuple(range(2, 17))
 """The splits a tile may have under the ``cluster`` reduction: cluster sizes of one CTA an SM
-that a Hopper GPC holds (16 is beyond the portable 8: its kernels allow it, jit.py)."""
+that a Hopper GPC holds (beyond the portable 8 up to 16: its kernels allow it, jit.py)."""
 
 MODES = tuple(Mode)
 """Every mode a Schedule can report in ``s.mode``."""

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tools import compile_check, sass
+from skcontract.schedule import DeviceInfo
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
 
@@ -95,10 +96,17 @@ def test_tf32_and_int8_specs():
     assert "cluster" not in i8.protocols() and "cluster" not in tf32.protocols()
     with pytest.raises(ValueError, match="no 'cluster' kernel"):
         specs.KernelSpec(i8, "cluster")
-    wgmma = next(b for b in C.bases_for("float16", cc=90) if isinstance(b, C.Wgmma))
-    plain, cluster = (specs.specialise(wgmma, protocol=p, a_layout="row", b_layout="row")
+    # the peers' shares arrive in the staging, grown to the tile's fp32 bytes where smaller,
+    # and the entries whose ring leaves no room for that do not run the protocol
+    wgmma = {(*b.tile, b.ctas_per_sm): b for b in C.bases_for("float16", cc=90)
+             if type(b) is C.Wgmma}
+    small = wgmma[64, 64, 64, 1]
+    plain, cluster = (specs.specialise(small, protocol=p, a_layout="row", b_layout="row")
                       for p in ("arrival", "cluster"))
-    assert cluster.smem_bytes == plain.smem_bytes + 2 * C.MBARRIER_BYTES  # ready, done
+    staging = 64 * C.WGMMA_EPI_PITCH * 4
+    assert cluster.smem_bytes == plain.smem_bytes + 64 * 64 * 4 - staging + C.MBARRIER_BYTES
+    assert cluster.smem_bytes + C.SMEM_RESERVED_PER_CTA <= DeviceInfo.h200().smem_per_sm
+    assert "cluster" in small.protocols() and "cluster" not in wgmma[128, 128, 64, 1].protocols()
     rep = specs.representative_specs()
     for family in (C.Tf32, C.Imma):
         chosen = [s for s in rep if isinstance(s.base, family)]

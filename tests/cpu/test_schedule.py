@@ -419,8 +419,8 @@ def test_auto_weighs_the_cluster_sum_where_the_device_counts_its_clusters():
     assert resolve_gemm(GemmProblem(2176, 1024, 4096, 1, "float16"),
                         H200).schedule.reduction != "cluster"
     # 8 tiles: clusters of 16 would not all be resident (7 are), so 8 a tile at most
-    s = resolve_gemm(GemmProblem(128, 1024, 8192, 1, "float16"), H200, mode="aligned",
-                     reduction="cluster", tile=(128, 128, 64), splits=16).schedule
+    s = resolve_gemm(GemmProblem(64, 512, 8192, 1, "float16"), H200, mode="aligned",
+                     reduction="cluster", tile=(64, 64, 64), splits=16).schedule
     assert s.splits_per_tile == 8 and s.grid == 64
 
 

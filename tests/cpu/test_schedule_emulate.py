@@ -279,10 +279,10 @@ def test_emulated_cluster_sum_is_stable_and_exact(splits):
 
 def test_cluster_sum_takes_cluster_sizes_and_the_aligned_split_only():
     kw = dict(device=toy(200), tile=(16, 16, 8), dtype="float64", reduction="cluster")
-    # P = 96: S = 16 leaves 6 k-iterations a split, S = 3 is no cluster size
+    # P = 96: S = 16 leaves 6 k-iterations a split (12 leaves 8), S = 5 does not divide P
     s = schedule_gemm(32, 32, 768, mode="aligned", splits=16, **kw)
-    assert s.splits_per_tile == 8
-    assert schedule_gemm(32, 32, 768, mode="aligned", splits=3, **kw).splits_per_tile == 2
+    assert s.splits_per_tile == 12
+    assert schedule_gemm(32, 32, 768, mode="aligned", splits=5, **kw).splits_per_tile == 4
     for mode in ("stream_k", "split_k", "hybrid"):
         with pytest.raises(ValueError, match="reduction='cluster'.*aligned"):
             schedule_gemm(32, 32, 768, mode=mode, **kw)

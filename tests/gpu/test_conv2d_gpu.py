@@ -165,7 +165,7 @@ def _same_padded(case, dtype, seed, **schedule):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_the_cluster_reduction(dtype):
-    """The batch-1 late layer on the Hopper family's cluster protocol: a tile's 8 splits of
+    """The batch-1 late layer on the Hopper family's cluster protocol: a tile's splits of
     K = 4608 summed in one cluster's shared memory."""
     got, ref, launches = _same_padded((1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1), dtype, 2,
                                       mode="aligned", reduction="cluster")

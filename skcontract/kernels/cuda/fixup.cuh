@@ -32,7 +32,8 @@
 // REDUCTION_CLUSTER       : a tile's PEERS splits are the PEERS CTAs of one cluster, one split
 //                           each (the aligned split launched in clusters of PEERS); they sum
 //                           through distributed shared memory, not the workspace: the Wgmma
-//                           family's cluster_sum (sk_wgmma.cuh), which only it runs.
+//                           family's cluster_push / cluster_finish (sk_wgmma.cuh), which
+//                           only it runs.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
 // barrier, then one thread fences and releases.

@@ -134,22 +134,8 @@ __device__ __forceinline__ unsigned cluster_nctarank() {
   asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
   return n;
 }
-// Arrive on the mbarrier at `bar`'s offset in cluster CTA `rank` without a fence of its own
-// (a release arrival fences each time): after fence_cluster, the arrivals release what the
-// CTA wrote before it.
-__device__ __forceinline__ void mbar_arrive_relaxed_cluster(unsigned long long* bar,
-                                                            unsigned rank) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [remote];\n"
-      "}\n" ::"r"(smem_addr(bar)), "r"(rank) : "memory");
-}
-__device__ __forceinline__ void fence_cluster() {
-  asm volatile("fence.acq_rel.cluster;\n" ::: "memory");
-}
-// mbar_wait that acquires at cluster scope what the arrivals released.
+// mbar_wait that acquires at cluster scope what was released to the barrier (st_async_v4's
+// completions release at cluster scope).
 __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned long long* bar,
                                                           unsigned parity) {
   asm volatile(
@@ -160,17 +146,20 @@ __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned long long* ba
       "@!done bra wait_%=;\n"
       "}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
-// The 16 bytes at `p`'s offset in cluster CTA `rank`'s shared memory (distributed shared
-// memory).
-__device__ __forceinline__ void ld_cluster_v4(const float* p, unsigned rank, float (&v)[4]) {
+// Store v's 16 bytes at `p`'s offset in cluster CTA `rank`'s shared memory (distributed shared
+// memory) without waiting: the store completes its bytes on the mbarrier at `bar`'s offset in
+// that CTA (both in the same CTA, and the cluster more than one CTA, as st.async requires).
+__device__ __forceinline__ void st_async_v4(float* p, unsigned rank, unsigned long long* bar,
+                                            const float (&v)[4]) {
   asm volatile(
       "{\n"
-      ".reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %4, %5;\n"
-      "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [remote];\n"
-      "}\n"
-      : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
-      : "r"(smem_addr(p)), "r"(rank) : "memory");
+      ".reg .b32 remote, remote_bar;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mapa.shared::cluster.u32 remote_bar, %2, %1;\n"
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [remote], "
+      "{%3, %4, %5, %6}, [remote_bar];\n"
+      "}\n" ::"r"(smem_addr(p)), "r"(rank), "r"(smem_addr(bar)), "f"(v[0]), "f"(v[1]),
+      "f"(v[2]), "f"(v[3]) : "memory");
 }
 // Arrive on the mbarrier at the same shared-memory offset as `bar` in cluster CTA `rank`,
 // with the default (CTA-scope) release: a consumer's arrival only says that its wgmmas

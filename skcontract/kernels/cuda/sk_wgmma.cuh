@@ -42,9 +42,6 @@ constexpr int WGMMA_K = 16;
 // accumulators are dead by then, and fewer dependent L2 round trips shorten the pass that
 // ends the kernel (the portable families keep the Fixup's default).
 constexpr int SHARED_SUM_BATCH = 8;
-// Peers' vectors a thread of cluster_finish loads at once (a cluster has up to 16 CTAs,
-// types.CLUSTER_SPLITS).
-constexpr int CLUSTER_SUM_BATCH = 8;
 
 // The consumers' view of the tile, what the fixup and the epilogue use (sk_gemm.cuh lists
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
@@ -383,7 +380,9 @@ struct RingCursor {
 };
 
 // The shared-memory layout of a Wgmma CTA (KernelSpec.smem_bytes is its size): the ring on
-// a swizzle atom, the epilogue's staging, the full / empty mbarriers, the fixup's flag.
+// a swizzle atom, the epilogue's staging, the full / empty mbarriers, the fixup's flag. In
+// the cluster protocol the staging is also where the peers' shares of the tile arrive
+// (cluster_push), at least the tile's fp32 bytes: no CTA of a split tile stages its output.
 template <class Cfg>
 struct WgmmaSmem {
   using ML = typename Cfg::ML;
@@ -399,30 +398,32 @@ struct WgmmaSmem {
     return OA::load_bytes(M) + Cfg::CLUSTER * OBPart::load_bytes(N);
   }
   static constexpr int FLAG_WORDS = 2;  // the fixup flag's 16 bytes (WGMMA_FLAG_BYTES)
+  static constexpr int STAGING_BYTES = ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP;
+  static constexpr int RECEIVE_BYTES = Cfg::BM * Cfg::BN * 4;
+  static constexpr int EPI_BYTES =
+      Cfg::REDUCTION == REDUCTION_CLUSTER && RECEIVE_BYTES > STAGING_BYTES ? RECEIVE_BYTES
+                                                                          : STAGING_BYTES;
   unsigned char* ring;
   float* epi;
   unsigned long long* full;
   unsigned long long* empty;
   int* flag;
-  // The cluster protocol's barriers (cluster_sum), after the flag; the host allocates them
-  // for its specs only.
+  // The cluster protocol's barrier (cluster_push), after the flag; the host allocates it for
+  // its specs only.
   unsigned long long* ready;
-  unsigned long long* done;
   __device__ __forceinline__ explicit WgmmaSmem(unsigned char* raw) {
     ring = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<unsigned long long>(raw) + SWIZZLE_ATOM_BYTES - 1) &
         ~(unsigned long long)(SWIZZLE_ATOM_BYTES - 1));
     epi = reinterpret_cast<float*>(ring + Cfg::STAGES * STAGE_BYTES);
-    full = reinterpret_cast<unsigned long long*>(ring + Cfg::STAGES * STAGE_BYTES +
-                                                 ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP);
+    full = reinterpret_cast<unsigned long long*>(ring + Cfg::STAGES * STAGE_BYTES + EPI_BYTES);
     empty = full + Cfg::STAGES;
     flag = reinterpret_cast<int*>(empty + Cfg::STAGES);
     ready = empty + Cfg::STAGES + FLAG_WORDS;
-    done = ready + 1;
   }
   // One past the last byte the kernel uses.
   __device__ __forceinline__ const unsigned char* end() const {
-    return Cfg::REDUCTION == REDUCTION_CLUSTER ? reinterpret_cast<unsigned char*>(done + 1)
+    return Cfg::REDUCTION == REDUCTION_CLUSTER ? reinterpret_cast<unsigned char*>(ready + 1)
                                                : reinterpret_cast<unsigned char*>(flag + 1);
   }
   __device__ __forceinline__ unsigned char* stage(int s) const {
@@ -432,11 +433,12 @@ struct WgmmaSmem {
 
 // Where the producer's boxes come from. A Loads has prefetch() (the maps' descriptors),
 // split(s) (a split's coordinates, once per split) and load(stage, bar, kt) (k-tile kt of
-// the split: A's box, then B's, completing on bar). MASKS: whether a landed stage may need
-// a touch-up before the wgmmas read it (then masks() says whether this launch's do, and
-// masked_from(t), of K's t-th k-tile, and mask() make it: mask_stage). DenseTmaLoads
-// reads a GEMM's strided operands through tiled maps over (k, rows, batch);
-// sk_wgmma_conv.cuh's Im2colTmaLoads reads a convolution's input through an im2col map.
+// the split: A's box, then B's, completing on bar; called for kt = 0, 1, ... in turn).
+// MASKS: whether a landed stage may need a touch-up before the wgmmas read it (then
+// masks() says whether this launch's do, and masked_from(t), of K's t-th k-tile, and
+// mask() make it: mask_stage). DenseTmaLoads reads a GEMM's strided operands through tiled
+// maps over (k, rows, batch); sk_wgmma_conv.cuh's Im2colTmaLoads reads a convolution's
+// input through an im2col map.
 template <class Cfg>
 struct DenseTmaLoads {
   using Sm = WgmmaSmem<Cfg>;
@@ -596,39 +598,63 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
 }
 
 // The cluster protocol (REDUCTION_CLUSTER): the split's tile is shared by the CTAs of its
-// cluster, PEERS of them, the CTA of rank r computing split r (the aligned split), in two
-// parts as the shared sum's. cluster_arrive, where the split is computed: the CTA puts its
-// partial tile in its own ring (fragment order, as a workspace slot; every consumer has
-// finished reading the ring) and arrives on every peer's `ready` barrier. cluster_finish,
-// after the split walk: once its own `ready` has all PEERS arrivals, the CTA sums its 1/PEERS
-// share of the tile's 16-byte vectors over the peers' rings in split order (bitwise
-// reproducible), passes each sum to store(t, i, v) as the shared sum does, and arrives on
-// every peer's `done` barrier; thread 0 waits for its own, so that no CTA exits while a peer
-// still reads its ring. No deadlock: a cluster's CTAs are resident together, and each
-// arrives on `ready` before it waits on anything but its own loads, and on `done` before it
-// waits on `done`.
+// cluster, PEERS of them, the CTA of rank r computing split r (the aligned split); the tile's
+// 16-byte vectors of fp32 accumulators (fragment order, as a workspace slot) are cut into
+// PEERS shares as equal as they come, share r summed and stored by the CTA of rank r.
+// cluster_push, where the split is computed: the CTA sends each of its vectors to its
+// share's CTA, into slot r of that CTA's receive buffer (WgmmaSmem.epi), with st.async, whose
+// bytes complete on the receiver's `ready` barrier; its own share it stores locally.
+// cluster_finish, after the split walk: once `ready` has every peer's bytes (it expects them
+// from the start: cluster_expect), the CTA sums its share over the slots in split order
+// (bitwise reproducible) and passes each sum to store(t, i, v) as the shared sum does. No
+// CTA waits for a peer to read: each reads only its own shared memory, and every byte sent
+// to a CTA has arrived before it reads or exits. No deadlock: a cluster's CTAs are resident
+// together, and each sends its shares before it waits on anything but its own loads.
 template <class Cfg>
-__device__ __forceinline__ void cluster_arrive(const WgmmaSmem<Cfg>& sm, const Split& s,
-                                               const float (&acc)[Cfg::ML::NACC]) {
+struct ClusterShares {
+  static constexpr int V = Vec16<float>::V;  // the fixups' 16-byte vectors of accumulators
+  static constexpr int NVEC = Cfg::ML::NACC * Cfg::ML::THREADS / V;
+  // share r of `peers`: vectors [first(r), first(r + 1))
+  __device__ __forceinline__ static int first(int r, int peers) { return NVEC * r / peers; }
+  // the share that holds vector `vec` (the r with first(r) <= vec < first(r + 1))
+  __device__ __forceinline__ static int owner(int vec, int peers) {
+    return (peers * (vec + 1) - 1) / NVEC;
+  }
+  // the bytes the CTA of rank r receives from its peers
+  __device__ __forceinline__ static unsigned received_bytes(int r, int peers) {
+    return (peers - 1) * (first(r + 1, peers) - first(r, peers)) * V * 4;
+  }
+};
+
+// Before the cluster's first sync: `ready`'s one arrival, which expects the peers' bytes.
+template <class Cfg>
+__device__ __forceinline__ void cluster_expect(const WgmmaSmem<Cfg>& sm) {
+  mbar_init(sm.ready, 1);
+  mbar_arrive_expect_tx(sm.ready, ClusterShares<Cfg>::received_bytes(
+                                      (int)cluster_ctarank(), (int)cluster_nctarank()));
+}
+
+template <class Cfg>
+__device__ __forceinline__ void cluster_push(const WgmmaSmem<Cfg>& sm, const Split& s,
+                                             const float (&acc)[Cfg::ML::NACC]) {
   using ML = typename Cfg::ML;
-  using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = Vec16<float>::V;  // the fixups' 16-byte vectors of fp32 accumulators
+  using Sh = ClusterShares<Cfg>;
+  constexpr int V = Sh::V;
   static_assert(Cfg::CLUSTER == 1, "a pair's cluster is its work unit, not a tile's splits");
-  static_assert(Cfg::STAGES * WgmmaSmem<Cfg>::STAGE_BYTES >= ML::NACC * ML::THREADS * 4,
-                "the partial tile lives in the ring");
+  static_assert(WgmmaSmem<Cfg>::EPI_BYTES >= Sh::NVEC * V * 4, "the tile fits the receiver");
   if (threadIdx.x == 0 && (cluster_ctarank() != (unsigned)s.split ||
                            cluster_nctarank() != (unsigned)s.peers))
     __trap();  // the launch's clusters are not the table's tiles
-  float* slot = reinterpret_cast<float*>(sm.ring);
-  Sync::sync();  // the other warpgroup's wgmmas may still read the ring
 #pragma unroll
-  for (int g = 0; g < ML::NACC / V; ++g)
-    *reinterpret_cast<float4*>(slot + (g * ML::THREADS + threadIdx.x) * V) =
-        make_float4(acc[g * V], acc[g * V + 1], acc[g * V + 2], acc[g * V + 3]);
-  Sync::sync();
-  if (threadIdx.x == 0) {  // one fence, then the arrivals (the CTA's writes met the barrier)
-    fence_cluster();
-    for (int r = 0; r < s.peers; ++r) mbar_arrive_relaxed_cluster(sm.ready, r);
+  for (int g = 0; g < ML::NACC / V; ++g) {
+    const int vec = g * ML::THREADS + (int)threadIdx.x, owner = Sh::owner(vec, s.peers);
+    const int lo = Sh::first(owner, s.peers), share = Sh::first(owner + 1, s.peers) - lo;
+    float* at = sm.epi + (s.split * share + vec - lo) * V;
+    const float v[V] = {acc[g * V], acc[g * V + 1], acc[g * V + 2], acc[g * V + 3]};
+    if (owner == s.split)
+      *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
+    else
+      st_async_v4(at, (unsigned)owner, sm.ready, v);
   }
 }
 
@@ -636,33 +662,23 @@ template <class Cfg, class Store>
 __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const Split& s,
                                                Store&& store) {
   using ML = typename Cfg::ML;
-  using Sync = ConsumerSync<ML::THREADS>;
-  constexpr int V = Vec16<float>::V, NVEC = ML::NACC * ML::THREADS / V;
-  const float* slot = reinterpret_cast<const float*>(sm.ring);
+  using Sh = ClusterShares<Cfg>;
+  constexpr int V = Sh::V;
   mbar_wait_acquire_cluster(sm.ready, 0);
+  ConsumerSync<ML::THREADS>::sync();  // the CTA's own share, stored by all its consumers
   if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
-  const int lo = NVEC * s.split / s.peers, hi = NVEC * (s.split + 1) / s.peers;
-  for (int vec = lo + (int)threadIdx.x; vec < hi; vec += ML::THREADS) {
-    float sum[V];
-    ld_cluster_v4(slot + vec * V, 0, sum);
-    for (int p0 = 1; p0 < s.peers; p0 += CLUSTER_SUM_BATCH) {
-      float part[CLUSTER_SUM_BATCH][V];
-#pragma unroll
-      for (int j = 0; j < CLUSTER_SUM_BATCH; ++j)
-        if (p0 + j < s.peers) ld_cluster_v4(slot + vec * V, p0 + j, part[j]);
-#pragma unroll
-      for (int j = 0; j < CLUSTER_SUM_BATCH; ++j)
-        if (p0 + j < s.peers)
-#pragma unroll
-          for (int e = 0; e < V; ++e) sum[e] += part[j][e];
+  const int lo = Sh::first(s.split, s.peers), share = Sh::first(s.split + 1, s.peers) - lo;
+  for (int i = (int)threadIdx.x; i < share; i += ML::THREADS) {
+    float4 acc = *reinterpret_cast<const float4*>(sm.epi + i * V);
+    for (int p = 1; p < s.peers; ++p) {
+      const float4 part = *reinterpret_cast<const float4*>(sm.epi + (p * share + i) * V);
+      acc.x += part.x;
+      acc.y += part.y;
+      acc.z += part.z;
+      acc.w += part.w;
     }
-    store((unsigned)(vec % ML::THREADS), vec / ML::THREADS * V, sum);
-  }
-  Sync::sync();  // every read of the peers' rings is done (their values are stored)
-  if (threadIdx.x == 0) {  // the reads ordered before the arrivals, as the partials were
-    fence_cluster();
-    for (int r = 0; r < s.peers; ++r) mbar_arrive_relaxed_cluster(sm.done, r);
-    mbar_wait_acquire_cluster(sm.done, 0);
+    const float sum[V] = {acc.x, acc.y, acc.z, acc.w};
+    store((unsigned)((lo + i) % ML::THREADS), (lo + i) / ML::THREADS * V, sum);
   }
 }
 
@@ -707,10 +723,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
       mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
       mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / 32);  // a consumer warp of each CTA
     }
-    if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
-      mbar_init(sm.ready, cluster_nctarank());  // a thread of each peer, cluster_sum
-      mbar_init(sm.done, cluster_nctarank());
-    }
+    if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) cluster_expect<Cfg>(sm);
     mbar_fence_init();
   }
   if (threadIdx.x == CONSUMERS) loads.prefetch();
@@ -740,7 +753,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     bool owns = true;
     if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) {
       if (!s.owns_tile()) {  // the sum comes after the split walk (cluster_finish)
-        cluster_arrive<Cfg>(sm, s, acc);
+        cluster_push<Cfg>(sm, s, acc);
         return;
       }
     } else {

@@ -36,7 +36,11 @@ struct Im2colTmaLoads {
   const TmaMap& map_a;
   const TmaMap& map_b;
   const ConvShape& cs;
-  int n0 = 0, t0 = 0, image = 0, h0 = 0, w0 = 0;
+  int n0 = 0, image = 0, h0 = 0, w0 = 0;
+  // The next k-tile's channel block and filter tap (r, s): the producer steps them k-tile by
+  // k-tile, since the divisions that would find them from the k-tile's index, three a k-tile
+  // in the one thread that issues every load, hold up its loads.
+  int block = 0, tap_r = 0, tap_s = 0;
   // BK-channel blocks of one tap (from the parameter, so that no register holds it)
   __device__ __forceinline__ int cblocks() const { return (cs.Cg + Cfg::BK - 1) / Cfg::BK; }
   __device__ __forceinline__ void prefetch() const {
@@ -51,7 +55,10 @@ struct Im2colTmaLoads {
     h0 = p * cs.stride_y - cs.pad_y;
     w0 = q * cs.stride_x - cs.pad_x;
     n0 = s.n0;
-    t0 = s.k0 / Cfg::BK;  // splits start on k-tile boundaries
+    const int t0 = s.k0 / Cfg::BK, tap = t0 / cblocks();  // splits start on k-tile boundaries
+    block = t0 - tap * cblocks();
+    tap_r = tap / cs.S;
+    tap_s = tap - tap_r * cs.S;
   }
   // Whether this launch's stages need the mask: a folded convolution's (cs.extent > 0).
   __device__ __forceinline__ bool masks() const { return cs.extent != 0; }
@@ -72,12 +79,20 @@ struct Im2colTmaLoads {
         asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n"
                      ::"r"(row_at + ((c ^ (r & 7)) << 4)), "r"(0) : "memory");
   }
-  __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
-    const int t = t0 + kt, block = t % cblocks(), tap = t / cblocks();
-    const int r = tap / cs.S, s = tap - r * cs.S, c = block * Cfg::BK;
-    tma_load_im2col_4d(st, map_a, bar, c, w0, h0, image, (unsigned short)(s * cs.dil_x),
-                       (unsigned short)(r * cs.dil_y));
-    tma_load_4d(st + Sm::OA::STAGE_BYTES, map_b, bar, c, s, r, n0);
+  // k-tile kt of the split (kt = 0, 1, ... in turn): k-tiles walk a tap's channel blocks,
+  // then the taps.
+  __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int) {
+    const int c = block * Cfg::BK;
+    tma_load_im2col_4d(st, map_a, bar, c, w0, h0, image, (unsigned short)(tap_s * cs.dil_x),
+                       (unsigned short)(tap_r * cs.dil_y));
+    tma_load_4d(st + Sm::OA::STAGE_BYTES, map_b, bar, c, tap_s, tap_r, n0);
+    if (++block == cblocks()) {
+      block = 0;
+      if (++tap_s == cs.S) {
+        tap_s = 0;
+        ++tap_r;
+      }
+    }
   }
 };
 
