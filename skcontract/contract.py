@@ -212,7 +212,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         prepared = prepare(*args)
         view = _single_operand_view(prepared[0].equation, arrays[0], bk.xp)
         if view is not None and _has_order(view, order):
-            _remember(warm_key, ops, bk, prepared, res, order, casting)
+            _remember(warm_key, ops, bk, prepared, res, order, casting, view)
             return view
     if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
             any(_broadcast_axes(a) for a in arrays):
@@ -255,11 +255,17 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
     return (operands[0], ops, dtype, order, casting, optimize, memory_limit, backend)
 
 
-def _remember(warm_key, ops, bk, prepared, res, order, casting):
-    """The rest of this call as :func:`_warm_call` makes it, kept under ``warm_key`` when
-    the operands are the backend's own arrays (not converted, no torch tensor)."""
+def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
+    """The rest of this call as :func:`_warm_call` makes it (``view``: the single operand's
+    view this call returns, whose shape and strides every call of the key repeats), kept
+    under ``warm_key`` when the operands are the backend's own arrays (not converted, no
+    torch tensor)."""
     plan, run, allocates = prepared
-    call = _warm_call(plan, run, allocates, res, bk.compute_dtype(res), order, casting, bk.xp)
+    if view is not None:
+        call = _view_call(view.shape, view.strides, bk.xp)
+    else:
+        call = _warm_call(plan, run, allocates, res, bk.compute_dtype(res), order, casting,
+                          bk.xp)
     if warm_key is not None and all(type(a) is bk.xp.ndarray for a in ops):
         if len(_WARM) >= _WARM_MAX:
             _WARM.clear()
@@ -268,19 +274,18 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting):
 
 
 def _warm_call(plan, run, allocates, res, cd, order, casting, xp):
-    """What an einsum call does once its arrays are checked and its plan found: the view
-    of a single operand that only transposes or takes diagonals, or the plan's run on the
-    arrays cast to the compute dtype and the result made as numpy would."""
-    single = len(plan.input_shapes) == 1
-
+    """What an einsum call does once its arrays are checked and its plan found: the plan's
+    run on the arrays cast to the compute dtype, the result made as numpy would."""
     def call(arrays):
-        if single and arrays[0].dtype == res:
-            view = _single_operand_view(plan.equation, arrays[0], xp)
-            if view is not None and _has_order(view, order):
-                return view
         arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
         return _finish(run(arrays_c), arrays, res, allocates, None, order, casting, xp)
     return call
+
+
+def _view_call(shape, strides, xp):
+    """The warm call of a single operand's view (:func:`_single_operand_view`)."""
+    as_strided = xp.lib.stride_tricks.as_strided
+    return lambda arrays: as_strided(arrays[0], shape, strides)
 
 
 def _has_order(a, order) -> bool:

@@ -134,8 +134,8 @@ __device__ __forceinline__ unsigned cluster_nctarank() {
   asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
   return n;
 }
-// mbar_wait that acquires at cluster scope what was released to the barrier (st_async_v4's
-// completions release at cluster scope).
+// mbar_wait that acquires at cluster scope what was released to the barrier (the peers'
+// bulk copies into this CTA).
 __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned long long* bar,
                                                           unsigned parity) {
   asm volatile(
@@ -146,20 +146,30 @@ __device__ __forceinline__ void mbar_wait_acquire_cluster(unsigned long long* ba
       "@!done bra wait_%=;\n"
       "}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
-// Store v's 16 bytes at `p`'s offset in cluster CTA `rank`'s shared memory (distributed shared
-// memory) without waiting: the store completes its bytes on the mbarrier at `bar`'s offset in
-// that CTA (both in the same CTA, and the cluster more than one CTA, as st.async requires).
-__device__ __forceinline__ void st_async_v4(float* p, unsigned rank, unsigned long long* bar,
-                                            const float (&v)[4]) {
+// Copy `bytes` (a multiple of 16) from this CTA's shared memory at `src` to `dst`'s offset in
+// cluster CTA `rank`'s (distributed shared memory) by the bulk-copy unit, completing the
+// bytes on the mbarrier at `bar`'s offset in that CTA. The copy reads `src` after the
+// instruction: the CTA keeps it until the receiver has the bytes (cluster_arrive_relaxed /
+// cluster_wait).
+__device__ __forceinline__ void bulk_copy_to_peer(void* dst, const void* src, unsigned bytes,
+                                                  unsigned long long* bar, unsigned rank) {
   asm volatile(
       "{\n"
       ".reg .b32 remote, remote_bar;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mapa.shared::cluster.u32 remote_bar, %2, %1;\n"
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [remote], "
-      "{%3, %4, %5, %6}, [remote_bar];\n"
-      "}\n" ::"r"(smem_addr(p)), "r"(rank), "r"(smem_addr(bar)), "f"(v[0]), "f"(v[1]),
-      "f"(v[2]), "f"(v[3]) : "memory");
+      "mapa.shared::cluster.u32 remote, %0, %3;\n"
+      "mapa.shared::cluster.u32 remote_bar, %2, %3;\n"
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [remote], [%1], "
+      "%4, [remote_bar];\n"
+      "}\n" ::"r"(smem_addr(dst)), "r"(smem_addr(src)), "r"(smem_addr(bar)), "r"(rank),
+      "r"(bytes) : "memory");
+}
+// The cluster barrier in two halves: every non-exited thread of the cluster arrives (no
+// ordering of its memory accesses), and a wait returns once all have.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
 }
 // Arrive on the mbarrier at the same shared-memory offset as `bar` in cluster CTA `rank`,
 // with the default (CTA-scope) release: a consumer's arrival only says that its wgmmas

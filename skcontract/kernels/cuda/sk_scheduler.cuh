@@ -1,7 +1,8 @@
 // sk_scheduler.cuh: the device side of "the schedule is data".
 // A CTA walks rows cta_offsets[cta] .. cta_offsets[cta+1] of the split table written by
 // skcontract/schedule (table.py documents the columns and is the one definition of the
-// enums below; a CPU test checks they agree). A range row stands for whole tiles named by
+// enums below; a CPU test checks they agree); row cta alone where the launch passes no
+// offsets (a table of one row a CTA, whose CTAs then read their row with no read before it). A range row stands for whole tiles named by
 // their position in the tile walk; decode_tile turns a position into the tile's origin with
 // the arithmetic of skcontract/schedule/swizzle.py (tile_coords), the one decoding the host
 // also does. No decomposition arithmetic here.
@@ -112,11 +113,12 @@ template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, cla
 __device__ __forceinline__ void for_each_split_of(int unit, const int* __restrict__ table,
                                                   const int* __restrict__ cta_offsets, int M,
                                                   int N, int tile_order, Body&& body) {
+  const bool own_row = cta_offsets == nullptr;  // row `unit` alone
   const int* end_at = cta_offsets + unit + 1;
-  const int end = __ldg(end_at);
+  const int end = own_row ? unit + 1 : __ldg(end_at);
   int j = 0;  // the next tile of the range row being walked
-  for (int row = __ldg(cta_offsets + unit);
-       row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
+  for (int row = own_row ? unit : __ldg(cta_offsets + unit);
+       row < (REREAD_END && !own_row ? ld_nc_volatile(end_at) : end);) {
     const int* r = table + (long long)row * NUM_COLUMNS;
     Split s;
     if (__ldg(r + COL_FLAGS) & FLAG_RANGE) {

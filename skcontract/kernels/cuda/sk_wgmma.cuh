@@ -601,15 +601,17 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
 // cluster, PEERS of them, the CTA of rank r computing split r (the aligned split); the tile's
 // 16-byte vectors of fp32 accumulators (fragment order, as a workspace slot) are cut into
 // PEERS shares as equal as they come, share r summed and stored by the CTA of rank r.
-// cluster_push, where the split is computed: the CTA sends each of its vectors to its
-// share's CTA, into slot r of that CTA's receive buffer (WgmmaSmem.epi), with st.async, whose
-// bytes complete on the receiver's `ready` barrier; its own share it stores locally.
+// cluster_push, where the split is computed: the CTA puts its partial tile in its idle ring
+// and copies each peer's share of it, one bulk copy a peer, into slot r of that peer's
+// receive buffer (WgmmaSmem.epi), completing the bytes on the peer's `ready` barrier.
 // cluster_finish, after the split walk: once `ready` has every peer's bytes (it expects them
-// from the start: cluster_expect), the CTA sums its share over the slots in split order
-// (bitwise reproducible) and passes each sum to store(t, i, v) as the shared sum does. No
-// CTA waits for a peer to read: each reads only its own shared memory, and every byte sent
-// to a CTA has arrived before it reads or exits. No deadlock: a cluster's CTAs are resident
-// together, and each sends its shares before it waits on anything but its own loads.
+// from the start: cluster_expect), the CTA sums its share over the slots (its own in its
+// ring) in split order (bitwise reproducible) and passes each sum to store(t, i, v) as the
+// shared sum does; each CTA reads only its own shared memory. A copy reads its source after
+// it is issued, so no CTA exits before every peer has its bytes: each arrives on the cluster
+// barrier once its own have come, and waits on it last. No deadlock: a cluster's CTAs are
+// resident together, and each sends its shares before it waits on anything but its own
+// loads, and arrives on the cluster barrier before it waits on it.
 template <class Cfg>
 struct ClusterShares {
   static constexpr int V = Vec16<float>::V;  // the fixups' 16-byte vectors of accumulators
@@ -639,22 +641,28 @@ __device__ __forceinline__ void cluster_push(const WgmmaSmem<Cfg>& sm, const Spl
                                              const float (&acc)[Cfg::ML::NACC]) {
   using ML = typename Cfg::ML;
   using Sh = ClusterShares<Cfg>;
+  using Sync = ConsumerSync<ML::THREADS>;
   constexpr int V = Sh::V;
   static_assert(Cfg::CLUSTER == 1, "a pair's cluster is its work unit, not a tile's splits");
   static_assert(WgmmaSmem<Cfg>::EPI_BYTES >= Sh::NVEC * V * 4, "the tile fits the receiver");
+  static_assert(Cfg::STAGES * WgmmaSmem<Cfg>::STAGE_BYTES >= Sh::NVEC * V * 4,
+                "the partial tile fits the ring");
   if (threadIdx.x == 0 && (cluster_ctarank() != (unsigned)s.split ||
                            cluster_nctarank() != (unsigned)s.peers))
     __trap();  // the launch's clusters are not the table's tiles
+  float* out = reinterpret_cast<float*>(sm.ring);
+  Sync::sync();  // the other warpgroup's wgmmas may still read the ring
 #pragma unroll
-  for (int g = 0; g < ML::NACC / V; ++g) {
-    const int vec = g * ML::THREADS + (int)threadIdx.x, owner = Sh::owner(vec, s.peers);
-    const int lo = Sh::first(owner, s.peers), share = Sh::first(owner + 1, s.peers) - lo;
-    float* at = sm.epi + (s.split * share + vec - lo) * V;
-    const float v[V] = {acc[g * V], acc[g * V + 1], acc[g * V + 2], acc[g * V + 3]};
-    if (owner == s.split)
-      *reinterpret_cast<float4*>(at) = make_float4(v[0], v[1], v[2], v[3]);
-    else
-      st_async_v4(at, (unsigned)owner, sm.ready, v);
+  for (int g = 0; g < ML::NACC / V; ++g)
+    *reinterpret_cast<float4*>(out + (g * ML::THREADS + threadIdx.x) * V) =
+        make_float4(acc[g * V], acc[g * V + 1], acc[g * V + 2], acc[g * V + 3]);
+  fence_async_shared();  // the copies read through the async proxy
+  Sync::sync();
+  const int r = (int)threadIdx.x;  // thread r sends share r
+  if (r < s.peers && r != s.split) {
+    const int lo = Sh::first(r, s.peers), count = Sh::first(r + 1, s.peers) - lo;
+    bulk_copy_to_peer(sm.epi + s.split * count * V, out + lo * V, count * V * 4, sm.ready,
+                      (unsigned)r);
   }
 }
 
@@ -665,13 +673,16 @@ __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const S
   using Sh = ClusterShares<Cfg>;
   constexpr int V = Sh::V;
   mbar_wait_acquire_cluster(sm.ready, 0);
-  ConsumerSync<ML::THREADS>::sync();  // the CTA's own share, stored by all its consumers
+  cluster_arrive_relaxed();  // every copy to this CTA is done (its sources may go)
   if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
   const int lo = Sh::first(s.split, s.peers), share = Sh::first(s.split + 1, s.peers) - lo;
+  const float* own = reinterpret_cast<const float*>(sm.ring) + lo * V;
   for (int i = (int)threadIdx.x; i < share; i += ML::THREADS) {
-    float4 acc = *reinterpret_cast<const float4*>(sm.epi + i * V);
+    float4 acc = s.split == 0 ? *reinterpret_cast<const float4*>(own + i * V)
+                              : *reinterpret_cast<const float4*>(sm.epi + i * V);
     for (int p = 1; p < s.peers; ++p) {
-      const float4 part = *reinterpret_cast<const float4*>(sm.epi + (p * share + i) * V);
+      const float* at = p == s.split ? own + i * V : sm.epi + (p * share + i) * V;
+      const float4 part = *reinterpret_cast<const float4*>(at);
       acc.x += part.x;
       acc.y += part.y;
       acc.z += part.z;
@@ -680,6 +691,7 @@ __device__ __forceinline__ void cluster_finish(const WgmmaSmem<Cfg>& sm, const S
     const float sum[V] = {acc.x, acc.y, acc.z, acc.w};
     store((unsigned)((lo + i) % ML::THREADS), (lo + i) / ML::THREADS * V, sum);
   }
+  cluster_wait();  // every peer has every copy, so this CTA's ring is read
 }
 
 // The kernel body: the ring's barriers, the producer walking `loads`, the consumers'
