@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         ("float16", (1056, 1056, 4096), "stream_k", "atomic", (256, 128, 64), ("C", "C")),
         # the cluster protocol: a tile's splits summed in one cluster's shared memory
         ("float16", (128, 128, 16384), "aligned", "cluster", (64, 64, 64)),
-        ("float16", (136, 264, 4072), "aligned", "cluster", (128, 128, 64), ("F", "C")),
+        ("float16", (136, 264, 4032), "aligned", "cluster", (128, 64, 64), ("F", "C")),
         ("float32", (130, 70, 1000), "stream_k", "deterministic"),
         ("float64", (70, 90, 1000), "stream_k", "atomic"),
         ("float32", (130, 70, 3000), "stream_k", "arrival"),   # shared sum
