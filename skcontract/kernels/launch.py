@@ -90,10 +90,7 @@ class LaunchPlan:
         stream = stream if stream is not None else cupy.cuda.get_current_stream()
         with stream:
             self.table = cupy.asarray(table)
-            # a table of one row a CTA: no offsets, and each CTA reads its row (sk_scheduler.cuh)
-            offsets = schedule.cta_offsets
-            self.offsets = None if np.array_equal(offsets, np.arange(len(offsets))) else \
-                cupy.asarray(offsets)
+            self.offsets = cupy.asarray(schedule.cta_offsets)
         if not stream.is_capturing():
             stream.synchronize()
         # CTAs: a cluster entry runs each of the schedule's work units on CLUSTER of them,
@@ -121,11 +118,6 @@ class LaunchPlan:
             raise CoResidencyError(
                 f"co-residency: {self.grid} CTAs but only {resident} resident for "
                 f"{spec.name}; waiting splits could deadlock")
-
-    @property
-    def offsets_ptr(self) -> int:
-        """The kernel's cta_offsets argument: 0 for a table of one row a CTA."""
-        return 0 if self.offsets is None else self.offsets.data.ptr
 
     def bind(self, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
              conv=None) -> "BoundLaunch | None":
@@ -160,8 +152,7 @@ class LaunchPlan:
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
                              num_locks=self.num_locks)
         acc = self.acc_np
-        args = (np.uint64(a_ptr), np.uint64(b_ptr), np.uint64(c_ptr), self.table,
-                np.uint64(self.offsets_ptr),
+        args = (np.uint64(a_ptr), np.uint64(b_ptr), np.uint64(c_ptr), self.table, self.offsets,
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
                 self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
                 np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
@@ -239,7 +230,7 @@ class BoundLaunch:
                  conv=None):
         self.plan = plan
         buf = self._buf = np.zeros(_NUM_ARGS, np.uint64)
-        buf[_TABLE], buf[_OFFSETS] = plan.table.data.ptr, plan.offsets_ptr
+        buf[_TABLE], buf[_OFFSETS] = plan.table.data.ptr, plan.offsets.data.ptr
         as32 = buf.view(np.int32)
         for slot, v in zip(_INT32_SLOTS, (m, n, k, int(plan.tile_order))):
             as32[2 * slot] = v

@@ -1,8 +1,7 @@
 // sk_scheduler.cuh: the device side of "the schedule is data".
 // A CTA walks rows cta_offsets[cta] .. cta_offsets[cta+1] of the split table written by
 // skcontract/schedule (table.py documents the columns and is the one definition of the
-// enums below; a CPU test checks they agree); row cta alone where the launch passes no
-// offsets (a table of one row a CTA, whose CTAs then read their row with no read before it). A range row stands for whole tiles named by
+// enums below; a CPU test checks they agree). A range row stands for whole tiles named by
 // their position in the tile walk; decode_tile turns a position into the tile's origin with
 // the arithmetic of skcontract/schedule/swizzle.py (tile_coords), the one decoding the host
 // also does. No decomposition arithmetic here.
@@ -106,22 +105,26 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
 // each split (an L1 hit) instead of living in a register through the body, whose peak (fixup
 // workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
 // (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed
-// rows only (the shared-sum pass, which has nothing to do for whole tiles).
+// rows only (the shared-sum pass, which has nothing to do for whole tiles). EAGER: read a
+// row's columns with its flags, before knowing whether it is a range row, so that a split
+// costs one round trip, not two (the Wgmma producer, whose first split holds up every load;
+// the others keep the registers).
 // for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that
 // share the unit's tiles: sk_wgmma.cuh's pairs).
-template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body>
+template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false,
+          bool EAGER = false, class Body>
 __device__ __forceinline__ void for_each_split_of(int unit, const int* __restrict__ table,
                                                   const int* __restrict__ cta_offsets, int M,
                                                   int N, int tile_order, Body&& body) {
-  const bool own_row = cta_offsets == nullptr;  // row `unit` alone
   const int* end_at = cta_offsets + unit + 1;
-  const int end = own_row ? unit + 1 : __ldg(end_at);
+  const int end = __ldg(end_at);
   int j = 0;  // the next tile of the range row being walked
-  for (int row = own_row ? unit : __ldg(cta_offsets + unit);
-       row < (REREAD_END && !own_row ? ld_nc_volatile(end_at) : end);) {
+  for (int row = __ldg(cta_offsets + unit);
+       row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
     const int* r = table + (long long)row * NUM_COLUMNS;
     Split s;
-    if (__ldg(r + COL_FLAGS) & FLAG_RANGE) {
+    if (EAGER) s = load_split(table, row, M, N);
+    if ((EAGER ? s.flags : __ldg(r + COL_FLAGS)) & FLAG_RANGE) {
       if (SKIP_RANGES) {
         ++row;
         continue;
@@ -132,7 +135,7 @@ __device__ __forceinline__ void for_each_split_of(int unit, const int* __restric
         ++row;
       }
     } else {
-      s = load_split(table, row, M, N);
+      if (!EAGER) s = load_split(table, row, M, N);
       ++row;
     }
     body(s);

@@ -503,7 +503,7 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   const unsigned stage_tx = Sm::stage_tx(M, N);
   const int rank = loads.part;
   RingCursor at;
-  for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN>(
+  for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN, false, false, true>(
       blockIdx.x / Cfg::CLUSTER, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
     const Split s = cluster_part<Cfg>(us, rank);
     if (at.at_start()) trace(TRACE_FIRST_SPLIT);
