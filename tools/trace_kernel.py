@@ -95,17 +95,22 @@ def stamps_of(run):
 
 def report(stamps) -> list[str]:
     """Each event's time from the first CTA's start, and each phase's length, in us."""
-    gt0, gt1 = stamps[:, 0].astype(np.float64), stamps[:, 1].astype(np.float64)
-    clk = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)].astype(np.float64)
-    set_ = stamps[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)] != 0
-    ok = set_[:, 0] & set_[:, 1] & (gt1 > gt0)
+    raw = stamps.astype(np.int64)
+    clocks = raw[:, FIRST_CLOCK_SLOT:FIRST_CLOCK_SLOT + len(EVENTS)]
+    set_ = clocks != 0
+    ok = set_[:, 0] & set_[:, 1] & (raw[:, 1] > raw[:, 0])
     if not ok.any():
         return ["no CTA stamped its start and end (only the Wgmma kernels are traced)"]
     set_ &= ok[:, None]  # a CTA's events are placed from its own start
+    # differences in integers first: the globaltimer counts ns since the epoch, whose
+    # float64 steps are 256 ns, and the clocks count from the GPU's start
+    base = raw[ok, 0].min()
+    gt0, gt1 = (raw[:, 0] - base).astype(np.float64), (raw[:, 1] - base).astype(np.float64)
+    clk = (clocks - clocks[:, :1]).astype(np.float64)
     # SM clocks per ns, pooled over the CTAs (the globaltimer ticks coarsely)
     rate = (clk[ok, 1] - clk[ok, 0]).sum() / (gt1[ok] - gt0[ok]).sum()
-    at = gt0[:, None] + (clk - clk[:, :1]) / rate  # ns, on the globaltimer's axis
-    at = np.where(set_, (at - gt0[ok].min()) / 1e3, np.nan)
+    at = gt0[:, None] + clk / rate  # ns, on the globaltimer's axis
+    at = np.where(set_, at / 1e3, np.nan)
     lines = [f"{len(stamps)} CTAs, SM clock {rate:.2f} GHz; us from the first CTA's start",
              f"{'event':<16}{'CTAs':>6}{'min':>8}{'median':>8}{'max':>8}"]
     for i, name in enumerate(EVENTS):

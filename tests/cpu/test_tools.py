@@ -55,3 +55,16 @@ def test_trace_report_aligns_ctas_by_their_clocks():
     assert rows["first_landed"] == ["1", "1.00", "1.00", "1.00"]
     stamps[0, ev["end"]] = 0
     assert "no CTA stamped" in trace_kernel.report(stamps)[0]
+
+
+def test_trace_report_keeps_nanoseconds_of_real_timestamps():
+    """The globaltimer counts ns since the epoch (about 1.8e18, where float64 steps by 256
+    ns) and the SM clock from the GPU's start: a 0.1 us phase still reads 0.10."""
+    stamps = np.zeros((1, trace_kernel.TRACE_SLOTS), np.uint64)
+    ev = {name: trace_kernel.FIRST_CLOCK_SLOT + i for i, name in enumerate(trace_kernel.EVENTS)}
+    gt0, clk0 = 1_800_000_000_000_000_123, 987_654_321_987
+    stamps[0, 0], stamps[0, 1] = gt0, gt0 + 5000
+    stamps[0, ev["start"]], stamps[0, ev["end"]] = clk0, clk0 + 10000  # 2 GHz
+    stamps[0, ev["first_split"]] = clk0 + 200
+    rows = {line.split()[0]: line.split()[1:] for line in trace_kernel.report(stamps)[2:]}
+    assert rows["first_split"] == ["1", "0.10", "0.10", "0.10"]
