@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import ClassVar
 
 from ..dtypes import accumulator_dtype
@@ -653,7 +654,7 @@ class Wgmma(KernelBase):
         return (ring + staging + 2 * self.stages * MBARRIER_BYTES + WGMMA_FLAG_BYTES
                 + ready + WGMMA_ALIGN_BYTES)
 
-    @property
+    @cached_property
     def cluster_sum(self) -> bool:
         """The cluster protocol needs a receive buffer of the tile's fp32 bytes: the entries
         where it fits beside their ring at their occupancy (on the H200) run it."""

@@ -276,7 +276,7 @@ struct Fixup {
   // Returns true when this CTA holds the complete tile in acc and must run the epilogue.
   __device__ __forceinline__ static bool run(const Split& s, Acc (&acc)[NACC], Acc* ws,
                                              Acc* staging, unsigned* locks, int* flag) {
-    static_assert(REDUCTION != REDUCTION_CLUSTER, "the cluster protocol is cluster_sum's");
+    static_assert(REDUCTION != REDUCTION_CLUSTER, "the cluster protocol is cluster_push's");
     if (REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
     if (REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
