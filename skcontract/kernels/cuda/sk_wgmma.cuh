@@ -618,10 +618,6 @@ struct ClusterShares {
   static constexpr int NVEC = Cfg::ML::NACC * Cfg::ML::THREADS / V;
   // share r of `peers`: vectors [first(r), first(r + 1))
   __device__ __forceinline__ static int first(int r, int peers) { return NVEC * r / peers; }
-  // the share that holds vector `vec` (the r with first(r) <= vec < first(r + 1))
-  __device__ __forceinline__ static int owner(int vec, int peers) {
-    return (peers * (vec + 1) - 1) / NVEC;
-  }
   // the bytes the CTA of rank r receives from its peers
   __device__ __forceinline__ static unsigned received_bytes(int r, int peers) {
     return (peers - 1) * (first(r + 1, peers) - first(r, peers)) * V * 4;
