@@ -228,6 +228,10 @@ class KernelBase:
     CLUSTER: ClassVar[int] = 1
     """CTAs (one an SM) that run one work unit of the schedule together: the launch's grid
     is the schedule's times this (:class:`WgmmaPair`)."""
+    GRID_DEPENDENT: ClassVar[bool] = False
+    """Whether the family's kernels wait for the previous kernel of their stream before their
+    first global access (``griddepcontrol.wait``), so that :mod:`.launch` launches them with
+    programmatic stream serialization: their set-up overlaps that kernel's tail."""
     CLUSTER_SUM: ClassVar[bool] = False
     """Whether the family runs the ``cluster`` reduction (a tile's splits summed in the
     shared memory of one cluster's CTAs, launched in clusters of the schedule's splits)."""
@@ -583,6 +587,7 @@ class Wgmma(KernelBase):
     IM2COL_HEADER: ClassVar[str] = "sk_wgmma_conv.cuh"
     IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
     FIXUP_COST: ClassVar[float] = WGMMA_FIXUP_COST
+    GRID_DEPENDENT: ClassVar[bool] = True
     CLUSTER_SUM: ClassVar[bool] = True
 
     def check(self):

@@ -71,7 +71,7 @@ def record_launches():
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
                  "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps",
-                 "map_source", "cluster_dims", "_bound")
+                 "map_source", "cluster_dims", "programmatic", "_bound")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -99,6 +99,8 @@ class LaunchPlan:
         self.grid = int(schedule.grid) * cluster
         # the cluster protocol's clusters, set at launch: one a tile, its splits' CTAs
         self.cluster_dims = schedule.cluster_size
+        # launched with programmatic stream serialization (cuLaunchKernelEx's attribute)
+        self.programmatic = PROGRAMMATIC_LAUNCH and spec.base.GRID_DEPENDENT
         self._bound: dict = {}  # launch's BoundLaunch of a cluster plan, by its arguments
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
@@ -144,7 +146,8 @@ class LaunchPlan:
         """Launch on these operands. ``conv``: the packed geometry an im2col kernel takes
         after the common arguments (:func:`.conv.conv_shape`)."""
         spec = self.kernel.spec
-        if self.cluster_dims > 1:  # a launch attribute, which only cuLaunchKernelEx takes
+        if self.cluster_dims > 1 or (self.programmatic and _launch_kernel_ex is not None):
+            # launch attributes, which only cuLaunchKernelEx takes
             self._bound_launch(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)(
                 a_ptr, b_ptr, c_ptr, stream)
             return
@@ -208,8 +211,11 @@ _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
 _MAP_A, _MAP_B, _MAP_C, _STORE_TMA = 20, 21, 22, 23  # the Wgmma entries' TMA arguments
 BOUND_CLUSTER_LAUNCHES = 8
-"""Argument sets (shapes, strides, alpha, beta) a cluster plan keeps a BoundLaunch for in
-:meth:`LaunchPlan.launch`, which launches it through cuLaunchKernelEx."""
+"""Argument sets (shapes, strides, alpha, beta) a plan launched with attributes (clusters,
+programmatic serialization) keeps a BoundLaunch for in :meth:`LaunchPlan.launch`, which
+launches it through cuLaunchKernelEx."""
+PROGRAMMATIC_LAUNCH = True
+"""Whether kernels of GRID_DEPENDENT families launch with programmatic stream serialization."""
 BOUND_OUTPUT_MAPS = 8
 """Output pointers whose C descriptors a BoundLaunch keeps: a caller that holds its last
 few results gets a new buffer each call, from a few the pool cycles through."""
@@ -269,7 +275,8 @@ class BoundLaunch:
                                num_locks=plan.num_locks)
         self._pool_args["acc_dtype"] = spec.dtype_acc
         self._pool = (None, None)  # (stream handle, generation) and that stream's pool
-        self._config = _cluster_config(plan) if plan.cluster_dims > 1 else None
+        self._config = _launch_config(plan) if plan.cluster_dims > 1 or plan.programmatic \
+            else None
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
@@ -313,19 +320,30 @@ class BoundLaunch:
         self._out_key = c_ptr
 
 
-def _cluster_config(plan: LaunchPlan):
-    """cuLaunchKernelEx's configuration of ``plan``'s launch in clusters of
-    ``plan.cluster_dims`` CTAs (the stream is set per call)."""
+def _launch_config(plan: LaunchPlan):
+    """cuLaunchKernelEx's configuration of ``plan``'s launch (the stream is set per call):
+    in clusters of ``plan.cluster_dims`` CTAs, and with programmatic stream serialization
+    where ``plan.programmatic`` (the kernel may start before the previous one in the stream
+    ends, and waits for it in ``griddepcontrol.wait``)."""
     config = _driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = plan.grid, 1, 1
     config.blockDimX, config.blockDimY, config.blockDimZ = plan.kernel.spec.threads, 1, 1
     config.sharedMemBytes = plan.kernel.spec.smem_bytes
-    attr = _driver.CUlaunchAttribute()
-    attr.id = _driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = \
-        plan.cluster_dims, 1, 1
-    config.attrs = [attr]
-    config.numAttrs = 1
+    ids = _driver.CUlaunchAttributeID
+    attrs = []
+    if plan.cluster_dims > 1:
+        attr = _driver.CUlaunchAttribute()
+        attr.id = ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = \
+            plan.cluster_dims, 1, 1
+        attrs.append(attr)
+    if plan.programmatic:
+        attr = _driver.CUlaunchAttribute()
+        attr.id = ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(attr)
+    config.attrs = attrs
+    config.numAttrs = len(attrs)
     return config
 
 

@@ -20,7 +20,7 @@ def _plan(acc=np.float32):
     return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
                            acc_np=acc, kernel=kernel, ws_elems=10, staging_elems=0,
                            num_locks=1, device_id=0, grid=7, tensor_maps=False,
-                           cluster_dims=1)
+                           cluster_dims=1, programmatic=False)
 
 
 @pytest.fixture
@@ -232,3 +232,49 @@ def test_max_active_clusters_asks_the_driver_for_the_kernels_clusters(monkeypatc
                         lambda func, config: (cu.CUresult.CUDA_ERROR_INVALID_CLUSTER_SIZE, 0))
     with pytest.raises(RuntimeError, match="cuOccupancyMaxActiveClusters"):
         jit.max_active_clusters(0xF00, 384, 200_000, 2)
+
+
+@pytest.mark.parametrize("clusters,programmatic", [(9, False), (1, True), (9, True)])
+def test_attributes_go_through_the_extended_launch(driver, monkeypatch, clusters, programmatic):
+    """A plan in clusters or with programmatic stream serialization (a GRID_DEPENDENT family:
+    its kernels wait for the previous kernel themselves) launches through cuLaunchKernelEx
+    with exactly those attributes; a plain plan through cuLaunchKernel."""
+    from cuda.bindings import driver as cu
+    seen = []
+
+    def fake_ex(config, func, params, extra):
+        seen.append({int(a.id): a for a in config.attrs[:config.numAttrs]})
+        return (0,)
+
+    monkeypatch.setattr(launch, "_launch_kernel_ex", fake_ex)
+    plan = _plan()
+    plan.cluster_dims, plan.programmatic = clusters, programmatic
+    launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)(
+        0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))
+    ids = cu.CUlaunchAttributeID
+    (attrs,) = seen
+    assert not driver  # not the plain launch
+    assert (int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) in attrs) == (clusters > 1)
+    if clusters > 1:
+        assert attrs[int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)].value.clusterDim.x == 9
+    serial = int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    assert (serial in attrs) == programmatic
+    if programmatic:
+        assert attrs[serial].value.programmaticStreamSerializationAllowed == 1
+
+
+def test_grid_dependent_families_wait_in_their_kernels():
+    """A family launched with programmatic serialization must wait for the previous kernel
+    before its first global access: its kernel source calls griddepcontrol.wait (through
+    grid_dependency_wait), and only such families declare GRID_DEPENDENT."""
+    from skcontract.kernels import jit, specs
+    from skcontract.kernels.catalogue import Wgmma
+    assert Wgmma.GRID_DEPENDENT
+    seen = set()
+    for spec in specs.all_specs():
+        family = type(spec.base)
+        if family in seen:
+            continue
+        seen.add(family)
+        waits = "grid_dependency_wait();" in jit.render_source(spec)
+        assert waits == family.GRID_DEPENDENT, family.__name__

@@ -238,3 +238,37 @@ def test_the_threads_store_where_tma_cannot(dtype, order):
         _gemm(a, b, out, beta=beta, tile=TILES[0], mode="stream_k")
     assert [x.tma_store for x in launched] == [False], launched
     assert rel_error(out, cupy.matmul(to64(a), to64(b)) + beta * before) <= TOL[dtype]
+
+
+# (mode, reduction, tile) of the second launch: every fixup, one grid smaller than the GPU
+# (its CTAs arrive while the first launch runs) and the cluster launch
+CHAINED = [("data_parallel", "deterministic", (128, 128, 64)),
+           ("stream_k", "deterministic", (128, 128, 64)),
+           ("stream_k", "arrival", (64, 64, 64)),
+           ("aligned", "cluster", (64, 64, 64))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode,reduction,tile", CHAINED, ids=lambda v: str(v))
+def test_back_to_back_launches_wait_for_each_other(dtype, mode, reduction, tile):
+    """Wgmma kernels launch with programmatic stream serialization: each may start while
+    the previous one runs and waits for it before touching global memory. A long product
+    writes P while the next launch reads P (read after write), then a third launch writes
+    over the second's operand Q (write after read); no synchronisation in between."""
+    a, b = rand((1024, 8192), dtype, "C", 11), rand((8192, 1024), dtype, "C", 12)
+    c = rand((1024, 128), dtype, "C", 13)
+    p = poisoned((1024, 1024), a)
+    q = rand((128, 1024), dtype, "C", 14)
+    q_before = to64(q)
+    _gemm(a, b, p, mode="stream_k", reduction="arrival")
+    pc = poisoned((128, 128), a)
+    _gemm(p[:128], c, pc, mode=mode, reduction=reduction, tile=tile,
+          grid=4 * 4 if reduction == "cluster" else None)    # reads P
+    qc = poisoned((128, 128), a)
+    _gemm(q, c, qc, mode=mode, reduction=reduction, tile=tile,
+          grid=4 * 4 if reduction == "cluster" else None)    # reads Q
+    _gemm(a[:128], b, q)                                       # writes Q
+    cupy.cuda.get_current_stream().synchronize()
+    assert rel_error(pc, cupy.matmul(to64(p[:128]), to64(c))) <= TOL[dtype]
+    assert rel_error(qc, cupy.matmul(q_before, to64(c))) <= TOL[dtype]
+    assert rel_error(q, cupy.matmul(to64(a[:128]), to64(b))) <= TOL[dtype]
