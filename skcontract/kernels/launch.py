@@ -101,7 +101,7 @@ class LaunchPlan:
         self.cluster_dims = schedule.cluster_size
         # launched with programmatic stream serialization (cuLaunchKernelEx's attribute)
         self.programmatic = PROGRAMMATIC_LAUNCH and spec.base.GRID_DEPENDENT
-        self._bound: dict = {}  # launch's BoundLaunch of a cluster plan, by its arguments
+        self._bound: dict = {}  # launch's BoundLaunch of a cuLaunchKernelEx plan, by arguments
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
         self.ws_elems = schedule.workspace_slots * slot
@@ -181,7 +181,7 @@ class LaunchPlan:
             if bound is None:
                 raise RuntimeError(f"{self.kernel.spec.name} launches in clusters, through "
                                    "cuLaunchKernelEx: install cuda-bindings")
-            if len(self._bound) >= BOUND_CLUSTER_LAUNCHES:
+            if len(self._bound) >= BOUND_EX_LAUNCHES:
                 self._bound.clear()
             self._bound[key] = bound
         return bound
@@ -210,12 +210,14 @@ _INT64_SLOTS = range(12, 18)  # lda, ldb, ldc, sa, sb, sc
 _ALPHA, _BETA = 18, 19
 _NUM_ARGS = 20
 _MAP_A, _MAP_B, _MAP_C, _STORE_TMA = 20, 21, 22, 23  # the Wgmma entries' TMA arguments
-BOUND_CLUSTER_LAUNCHES = 8
+BOUND_EX_LAUNCHES = 8
 """Argument sets (shapes, strides, alpha, beta) a plan launched with attributes (clusters,
 programmatic serialization) keeps a BoundLaunch for in :meth:`LaunchPlan.launch`, which
 launches it through cuLaunchKernelEx."""
 PROGRAMMATIC_LAUNCH = True
-"""Whether kernels of GRID_DEPENDENT families launch with programmatic stream serialization."""
+"""Whether kernels of GRID_DEPENDENT families launch with programmatic stream serialization
+(read when a LaunchPlan is made: plans cached before a change keep their setting until
+``gemm.clear_plans()`` / ``conv.clear_plans()``)."""
 BOUND_OUTPUT_MAPS = 8
 """Output pointers whose C descriptors a BoundLaunch keeps: a caller that holds its last
 few results gets a new buffer each call, from a few the pool cycles through."""
@@ -224,7 +226,8 @@ few results gets a new buffer each call, from a few the pool cycles through."""
 class BoundLaunch:
     """A LaunchPlan with every argument but the operand pointers fixed: a call writes three
     pointers (and the fixup pool's) into a packed argument buffer and launches it through
-    ``cuLaunchKernel`` (cuda.bindings), which costs less host time than a CuPy kernel call,
+    ``cuLaunchKernel`` (cuda.bindings; ``cuLaunchKernelEx`` for a plan with launch attributes:
+    clusters, programmatic serialization), which costs less host time than a CuPy kernel call,
     whose arguments are converted on every launch. Calls from several threads take turns
     (the buffer is copied by the launch)."""
 

@@ -240,35 +240,55 @@ def test_the_threads_store_where_tma_cannot(dtype, order):
     assert rel_error(out, cupy.matmul(to64(a), to64(b)) + beta * before) <= TOL[dtype]
 
 
-# (mode, reduction, tile) of the second launch: every fixup, one grid smaller than the GPU
-# (its CTAs arrive while the first launch runs) and the cluster launch
-CHAINED = [("data_parallel", "deterministic", (128, 128, 64)),
-           ("stream_k", "deterministic", (128, 128, 64)),
-           ("stream_k", "arrival", (64, 64, 64)),
-           ("aligned", "cluster", (64, 64, 64))]
+
+# (mode, reduction, tile, grid) of the reading launches: every fixup, a data-parallel grid and
+# the cluster launch (4 tiles in clusters of 2)
+CHAINED = [("data_parallel", "deterministic", (128, 128, 64), None),
+           ("stream_k", "deterministic", (128, 128, 64), None),
+           ("stream_k", "arrival", (64, 64, 64), None),
+           ("aligned", "cluster", (64, 64, 64), 8)]
+
+
+def _poison(x):
+    """Refill ``x`` with NaN in place, on the stream the products run on."""
+    if hasattr(x, "data_ptr"):
+        x.fill_(float("nan"))
+    else:
+        x.fill(float("nan"))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mode,reduction,tile", CHAINED, ids=lambda v: str(v))
-def test_back_to_back_launches_wait_for_each_other(dtype, mode, reduction, tile):
+@pytest.mark.parametrize("mode,reduction,tile,grid", CHAINED, ids=lambda v: str(v))
+def test_back_to_back_launches_wait_for_each_other(dtype, mode, reduction, tile, grid):
     """Wgmma kernels launch with programmatic stream serialization: each may start while
-    the previous one runs and waits for it before touching global memory. A long product
-    writes P while the next launch reads P (read after write), then a third launch writes
-    over the second's operand Q (write after read); no synchronisation in between."""
+    the previous one runs and must wait for it before touching global memory. With every
+    plan made beforehand (a plan's first call synchronises), four launches follow each other
+    with no synchronisation: a long product writes P, the next reads P (read after write), a
+    long product reads Q, and a short one then overwrites Q (write after read)."""
+    from skcontract.kernels import launch
+    assert launch._launch_kernel_ex is not None and launch.PROGRAMMATIC_LAUNCH
     a, b = rand((1024, 8192), dtype, "C", 11), rand((8192, 1024), dtype, "C", 12)
     c = rand((1024, 128), dtype, "C", 13)
-    p = poisoned((1024, 1024), a)
-    q = rand((128, 1024), dtype, "C", 14)
+    q, d = rand((128, 8192), dtype, "C", 14), rand((8192, 128), dtype, "C", 15)
+    x, y = rand((128, 64), dtype, "C", 16), rand((64, 8192), dtype, "C", 17)
+    p, pc, qd = poisoned((1024, 1024), a), poisoned((128, 128), a), poisoned((128, 128), a)
+    q_scratch = poisoned((128, 8192), a)
+    read = dict(mode=mode, reduction=reduction, tile=tile, grid=grid)
+    steps = [lambda: _gemm(a, b, p, mode="stream_k", reduction="arrival"),  # writes P
+             lambda: _gemm(p[:128], c, pc, **read),                          # reads P
+             lambda: _gemm(q, d, qd, **read),                                # reads Q
+             lambda: _gemm(x, y, q)]                                         # writes Q
+    for step in steps[:3]:
+        step()  # plans made: compiled, tables uploaded
+    _gemm(x, y, q_scratch)  # the writer's plan, on a buffer of Q's shape
     q_before = to64(q)
-    _gemm(a, b, p, mode="stream_k", reduction="arrival")
-    pc = poisoned((128, 128), a)
-    _gemm(p[:128], c, pc, mode=mode, reduction=reduction, tile=tile,
-          grid=4 * 4 if reduction == "cluster" else None)    # reads P
-    qc = poisoned((128, 128), a)
-    _gemm(q, c, qc, mode=mode, reduction=reduction, tile=tile,
-          grid=4 * 4 if reduction == "cluster" else None)    # reads Q
-    _gemm(a[:128], b, q)                                       # writes Q
+    for buf in (p, pc, qd):
+        _poison(buf)
+    with record_launches() as launched:
+        for step in steps:
+            step()
     cupy.cuda.get_current_stream().synchronize()
+    assert [r.kernel.split("_")[0] for r in launched] == ["wgmma"] * 4, launched
     assert rel_error(pc, cupy.matmul(to64(p[:128]), to64(c))) <= TOL[dtype]
-    assert rel_error(qc, cupy.matmul(q_before, to64(c))) <= TOL[dtype]
-    assert rel_error(q, cupy.matmul(to64(a[:128]), to64(b))) <= TOL[dtype]
+    assert rel_error(qd, cupy.matmul(q_before, to64(d))) <= TOL[dtype]
+    assert rel_error(q, cupy.matmul(to64(x), to64(y))) <= TOL[dtype]

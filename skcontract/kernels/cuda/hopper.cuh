@@ -51,8 +51,9 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
 __device__ __forceinline__ void grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }
-// Let the next kernel in the stream (if launched with the attribute) start its CTAs: they
-// set up on the SMs this grid leaves free, then wait in grid_dependency_wait.
+// Let the next kernel in the stream (if launched with the attribute) start its CTAs once every
+// CTA of this grid has signalled or exited: they set up on the SMs this grid leaves free, then
+// wait in grid_dependency_wait. A grid whose CTAs wait on each other is then wholly resident.
 __device__ __forceinline__ void launch_dependent_grids() {
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
