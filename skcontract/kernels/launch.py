@@ -99,8 +99,10 @@ class LaunchPlan:
         self.grid = int(schedule.grid) * cluster
         # the cluster protocol's clusters, set at launch: one a tile, its splits' CTAs
         self.cluster_dims = schedule.cluster_size
-        # launched with programmatic stream serialization (cuLaunchKernelEx's attribute)
-        self.programmatic = PROGRAMMATIC_LAUNCH and spec.base.GRID_DEPENDENT
+        # launched with programmatic stream serialization (cuLaunchKernelEx's attribute; a
+        # CPU-only install without cuda.bindings launches through CuPy, without it)
+        self.programmatic = (PROGRAMMATIC_LAUNCH and spec.base.GRID_DEPENDENT
+                             and _launch_kernel_ex is not None)
         self._bound: dict = {}  # launch's BoundLaunch of a cuLaunchKernelEx plan, by arguments
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
@@ -146,8 +148,7 @@ class LaunchPlan:
         """Launch on these operands. ``conv``: the packed geometry an im2col kernel takes
         after the common arguments (:func:`.conv.conv_shape`)."""
         spec = self.kernel.spec
-        if self.cluster_dims > 1 or (self.programmatic and _launch_kernel_ex is not None):
-            # launch attributes, which only cuLaunchKernelEx takes
+        if _has_attributes(self):  # which only cuLaunchKernelEx takes
             self._bound_launch(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)(
                 a_ptr, b_ptr, c_ptr, stream)
             return
@@ -278,8 +279,7 @@ class BoundLaunch:
                                num_locks=plan.num_locks)
         self._pool_args["acc_dtype"] = spec.dtype_acc
         self._pool = (None, None)  # (stream handle, generation) and that stream's pool
-        self._config = _launch_config(plan) if plan.cluster_dims > 1 or plan.programmatic \
-            else None
+        self._config = _launch_config(plan) if _has_attributes(plan) else None
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
@@ -308,7 +308,7 @@ class BoundLaunch:
                 self._config.hStream = _driver.CUstream(stream.ptr)
                 (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
         if err != _SUCCESS:
-            raise RuntimeError(f"cuLaunchKernel of {plan.kernel.spec.name} failed: {err!r}")
+            raise RuntimeError(f"launch of {plan.kernel.spec.name} failed: {err!r}")
         if _RECORDERS:
             plan.record(bool(self._store_tma[0]))
 
@@ -321,6 +321,11 @@ class BoundLaunch:
             found = self._out_maps[c_ptr] = self.plan.output_map(c_ptr, *self._out_args)
         self._maps[2], self._store_tma[0] = found
         self._out_key = c_ptr
+
+
+def _has_attributes(plan: LaunchPlan) -> bool:
+    """Whether ``plan`` launches with attributes (clusters, programmatic serialization)."""
+    return plan.cluster_dims > 1 or plan.programmatic
 
 
 def _launch_config(plan: LaunchPlan):
