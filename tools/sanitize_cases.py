@@ -22,13 +22,15 @@ from tests.conv_reference import direct
 from tests.gpu.helpers import TOL, poisoned, rand, rel_error, to64
 
 DOT_CASES = [  # dtype, x shape, y shape, (x order, y order), mode, reduction
-    ("float32", (1, 300000), (300000, 1), ("C", "C"), "stream_k", "arrival"),      # shared sum
+    ("float32", (1, 300000), (300000, 1), ("C", "C"), "stream_k", "arrival"),      # last arrival
+    ("float16", (1, 4000000), (4000000, 1), ("C", "C"), "stream_k", "arrival"),    # > 256 peers
     ("float16", (1, 300000), (300000, 1), ("C", "C"), "stream_k", "deterministic"),
     ("float64", (1, 100000), (100000, 1), ("C", "C"), "stream_k", "atomic"),
     ("float32", (777, 1001), (1001, 1), ("C", "C"), "stream_k", "deterministic"),  # rows
     ("float16", (1, 5000), (5000, 700), ("C", "C"), "stream_k", "arrival"),        # cols
     ("float32", (1, 5001), (5001, 333), ("C", "C"), "data_parallel", "deterministic"),
     ("float64", (300, 2000), (2000, 1), ("F", "C"), "stream_k", "deterministic"),  # cols
+    ("float32", (1, 9000), (9000, 300), ("C", "C"), "split_k", "atomic"),          # cols
 ]
 
 

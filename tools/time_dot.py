@@ -1,7 +1,7 @@
 """Device time of the Dot kernel's memory-bound products under several schedules, against
 the copy bandwidth measured in the same run.
 
-``python -m tools.time_dot [--reps 7]``
+``python -m tools.time_dot [--reps 7] [--plain]``
 
 For each case (a product in the Dot kernel's forms), every schedule in ``SCHEDULES``
 (resolve_dot's options: mode, reduction, grid) is timed by CUDA-graph replay; one line per
@@ -16,6 +16,7 @@ import cupy
 
 from skcontract.bench.timing import device_time_us
 from skcontract.kernels.dot import form_of, matvec
+from skcontract.kernels import launch
 from skcontract.kernels.gemm import device_info
 from skcontract.kernels.resolve import resolve_dot
 
@@ -48,7 +49,10 @@ def _operands(xs, ys, dtype, order):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--plain", action="store_true",
+                    help="launch without programmatic stream serialization")
     args = ap.parse_args(argv)
+    launch.PROGRAMMATIC_LAUNCH = not args.plain
     stream = cupy.cuda.Stream(non_blocking=True)
     for name, (xs, ys, dtype, order) in CASES.items():
         x, y = _operands(xs, ys, dtype, order)

@@ -101,6 +101,11 @@ DOT_UNROLL = 4
 is 32 KB a CTA, enough in flight for the copy bandwidth at DOT_CTAS_PER_SM CTAs an SM."""
 DOT_CTAS_PER_SM = 4
 """Occupancy the Dot kernels are built for (64 registers a thread)."""
+DOT_ROW_SWEEPS = 1
+"""Sweeps of the one-row tile's k-iteration. Its splits are whole k-iterations, at least
+MIN_ITERS_PER_SPLIT of them (:mod:`skcontract.schedule.heuristics`), so a short k-iteration
+is what lets a single long dot (16M elements) split over every resident CTA; the kernel's
+loop runs a split's whole range, DOT_UNROLL loads in flight, whatever the iteration."""
 DOT_COLS_BK = 64
 """Rows of W in one k-iteration of the Dot "cols" tile (32 KB of fp32 columns)."""
 WGMMA_SWIZZLE_BYTES = 128
@@ -228,13 +233,12 @@ class KernelBase:
     CLUSTER: ClassVar[int] = 1
     """CTAs (one an SM) that run one work unit of the schedule together: the launch's grid
     is the schedule's times this (:class:`WgmmaPair`)."""
-    GRID_DEPENDENT: ClassVar[bool] = False
-    """Whether the family's kernels wait for the previous kernel of their stream before their
-    first global access (``griddepcontrol.wait``), so that :mod:`.launch` launches them with
-    programmatic stream serialization: their set-up overlaps that kernel's tail."""
     CLUSTER_SUM: ClassVar[bool] = False
     """Whether the family runs the ``cluster`` reduction (a tile's splits summed in the
     shared memory of one cluster's CTAs, launched in clusters of the schedule's splits)."""
+    SHARED_SUM: ClassVar[bool] = True
+    """Whether the family's kernels run the arrival protocol's shared sum (fixup.cuh); one
+    whose partials are output sums (Dot) has its last arrival sum them instead."""
 
     def protocols(self) -> tuple[str, ...]:
         """The fixup protocols the entry's kernels are built for (the table's
@@ -346,7 +350,8 @@ class KernelBase:
     def option(self) -> TileOption:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
-                          fixup_cost=self.FIXUP_COST, cluster_sum=self.cluster_sum)
+                          fixup_cost=self.FIXUP_COST, cluster_sum=self.cluster_sum,
+                          shared_sum=self.SHARED_SUM)
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
@@ -505,6 +510,7 @@ class Dot(KernelBase):
     ENTRY_HEADER: ClassVar[str] = "sk_dot.cuh"
     KERNEL: ClassVar[str] = "skc::sk_dot"
     SHAPES: ClassVar[dict] = {"rows": 0, "cols": 1}  # sk_dot.cuh's SHAPE_* codes
+    SHARED_SUM: ClassVar[bool] = False
 
     @property
     def shape(self) -> str:
@@ -540,7 +546,7 @@ class Dot(KernelBase):
         return 0  # static shared memory only
 
     def slot_elems(self, spec) -> int:
-        return self.per_lane * self.threads
+        return self.bm * self.bn  # a split's partial is its tile's output sums (DotMerge)
 
     def vec_fits(self, layout, operand):
         return True
@@ -587,7 +593,6 @@ class Wgmma(KernelBase):
     IM2COL_HEADER: ClassVar[str] = "sk_wgmma_conv.cuh"
     IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
     FIXUP_COST: ClassVar[float] = WGMMA_FIXUP_COST
-    GRID_DEPENDENT: ClassVar[bool] = True
     CLUSTER_SUM: ClassVar[bool] = True
 
     def check(self):
@@ -765,7 +770,8 @@ def _dot(dtype: str, shape: str) -> Dot:
         tile = (1, 32 * per_lane, DOT_COLS_BK)
     else:
         bm = 8 if shape == "rows8" else 1
-        tile = (bm, 1, warps // bm * 32 * per_lane * DOT_UNROLL)
+        sweep = warps // bm * 32 * per_lane  # elements of a row the tile's warps read at once
+        tile = (bm, 1, sweep * (DOT_ROW_SWEEPS if bm == 1 else DOT_UNROLL))
     base = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
     eff = memory_bound_efficiency(dtype, tile, base.bytes_per_iteration())
     return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM, efficiency=eff)

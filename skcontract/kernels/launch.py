@@ -34,7 +34,8 @@ class Launch(NamedTuple):
     """What one launch ran (see :func:`record_launches`): ``grid`` is the schedule's (its
     work units), ``ctas`` the CTAs launched (twice the units for a cluster pair),
     ``tma_store`` whether the epilogue stored C by TMA (a Wgmma launch,
-    :func:`.tma.output_map`)."""
+    :func:`.tma.output_map`), ``programmatic`` whether it launched with programmatic stream
+    serialization (it may start before the previous kernel of its stream ends)."""
 
     kernel: str
     grid: int
@@ -44,6 +45,7 @@ class Launch(NamedTuple):
     digest: str
     ctas: int = 0
     tma_store: bool = False
+    programmatic: bool = False
 
 
 class CoResidencyError(RuntimeError):
@@ -101,8 +103,7 @@ class LaunchPlan:
         self.cluster_dims = schedule.cluster_size
         # launched with programmatic stream serialization (cuLaunchKernelEx's attribute; a
         # CPU-only install without cuda.bindings launches through CuPy, without it)
-        self.programmatic = (PROGRAMMATIC_LAUNCH and spec.base.GRID_DEPENDENT
-                             and _launch_kernel_ex is not None)
+        self.programmatic = programmatic(kernel.arch)
         self._bound: dict = {}  # launch's BoundLaunch of a cuLaunchKernelEx plan, by arguments
         self.tile_order = np.int32(schedule.tile_order)
         slot = spec.slot_elems
@@ -139,7 +140,7 @@ class LaunchPlan:
         """Tell the :func:`record_launches` blocks that this plan launched."""
         s = self.schedule
         rec = Launch(self.kernel.spec.name, int(s.grid), tuple(s.tile), str(s.mode),
-                     str(s.reduction), s.digest(), self.grid, tma_store)
+                     str(s.reduction), s.digest(), self.grid, tma_store, self.programmatic)
         for log in _RECORDERS:
             log.append(rec)
 
@@ -216,9 +217,13 @@ BOUND_EX_LAUNCHES = 8
 programmatic serialization) keeps a BoundLaunch for in :meth:`LaunchPlan.launch`, which
 launches it through cuLaunchKernelEx."""
 PROGRAMMATIC_LAUNCH = True
-"""Whether kernels of GRID_DEPENDENT families launch with programmatic stream serialization
+"""Whether kernels built for sm_90 or later launch with programmatic stream serialization
 (read when a LaunchPlan is made: plans cached before a change keep their setting until
 ``gemm.clear_plans()`` / ``conv.clear_plans()``)."""
+PROGRAMMATIC_MIN_ARCH = 90
+"""The first architecture with ``griddepcontrol``: every kernel waits in it for the previous
+kernel of its stream (``follow_previous_grid``, ``fixup.cuh``); before it the wait compiles to
+nothing and the launch is plain."""
 BOUND_OUTPUT_MAPS = 8
 """Output pointers whose C descriptors a BoundLaunch keeps: a caller that holds its last
 few results gets a new buffer each call, from a few the pool cycles through."""
@@ -234,7 +239,7 @@ class BoundLaunch:
 
     __slots__ = ("plan", "_buf", "_slots", "_ptrs", "_addr", "_func", "_lock", "_pool_args",
                  "_threads", "_smem", "_pool", "_maps", "_store_tma", "_map_args", "_map_key",
-                 "_out_args", "_out_key", "_out_maps", "_conv", "_config")
+                 "_out_args", "_out_key", "_out_maps", "_conv", "_config", "_config_stream")
 
     def __init__(self, plan: LaunchPlan, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta,
                  conv=None):
@@ -280,6 +285,7 @@ class BoundLaunch:
         self._pool_args["acc_dtype"] = spec.dtype_acc
         self._pool = (None, None)  # (stream handle, generation) and that stream's pool
         self._config = _launch_config(plan) if _has_attributes(plan) else None
+        self._config_stream = None  # the stream pointer self._config's hStream holds
 
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
@@ -305,7 +311,9 @@ class BoundLaunch:
                 (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
                                         self._smem, stream.ptr, self._addr, 0)
             else:
-                self._config.hStream = _driver.CUstream(stream.ptr)
+                if self._config_stream != stream.ptr:
+                    self._config.hStream = _driver.CUstream(stream.ptr)
+                    self._config_stream = stream.ptr
                 (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
         if err != _SUCCESS:
             raise RuntimeError(f"launch of {plan.kernel.spec.name} failed: {err!r}")
@@ -321,6 +329,14 @@ class BoundLaunch:
             found = self._out_maps[c_ptr] = self.plan.output_map(c_ptr, *self._out_args)
         self._maps[2], self._store_tma[0] = found
         self._out_key = c_ptr
+
+
+def programmatic(arch: str) -> bool:
+    """Whether a kernel compiled for ``arch`` (``sm_90a``, ``sm_80``) launches with
+    programmatic stream serialization: sm_90 and later, where cuLaunchKernelEx exists."""
+    level = int("".join(ch for ch in arch[len("sm_"):] if ch.isdigit()))
+    return PROGRAMMATIC_LAUNCH and _launch_kernel_ex is not None and \
+        level >= PROGRAMMATIC_MIN_ARCH
 
 
 def _has_attributes(plan: LaunchPlan) -> bool:

@@ -118,6 +118,15 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     return Resolved(schedule, by_entry[schedule.tile, schedule.device.ctas_per_sm])
 
 
+DOT_REPRODUCIBLE_REDUCTION = "arrival"
+"""The protocol auto runs the Dot family's split products with when a bitwise reproducible
+result is asked for (the deterministic default). The Dot kernels' arrival merge is
+reproducible (the last arrival sums the peers' output sums in split order) and takes one
+parallel step, where the deterministic chain hands a tile from split to split, about 1.1 us
+each on the H200: 300 us for a 16M dot over 256 splits (docs/benchmarks/log.md). The cost
+model charges a partial by its bytes, which for an output-sized partial misses that latency."""
+
+
 def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                 reduction: str = DEFAULT_REDUCTION, **options) -> Resolved:
     """The schedule the Dot kernel runs a memory-bound product with (``form``: a
@@ -126,6 +135,8 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     bases = dot_bases(dtype, form.shape)
     if not bases:
         raise TypeError(f"dot: no {form.shape} kernel takes {dtype}")
+    if mode == "auto" and reduction == "deterministic":
+        reduction = DOT_REPRODUCIBLE_REDUCTION
     options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
                 if (c := ctas_on(b, device)) > 0]
     by_tile = {b.tile: b for b in bases}

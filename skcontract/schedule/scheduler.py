@@ -93,7 +93,8 @@ class _Builder:
 
     def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None):
         # arrival tables whose CTAs are all resident let the peers share the final sum
-        shared = reduction == ARRIVAL and raw.grid <= self.device.resident_ctas
+        shared = self.option.shared_sum and reduction == ARRIVAL and \
+            raw.grid <= self.device.resident_ctas
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
@@ -380,10 +381,11 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             allowed.append(s)
         if STREAM_K in modes and reduction == DETERMINISTIC and ts.n < resident:
             # few tiles, many peers each: the deterministic chain merges them one by one,
-            # the shared sum (also bitwise reproducible) in one parallel pass
+            # the shared sum (or a kernel's last arrival, summing output-sized partials; both
+            # bitwise reproducible) in one parallel pass
             s = b.stream_k(t, grid, reduction=ARRIVAL)
             if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
-                built.append((s, "shared sum"))
+                built.append((s, "shared sum" if s.shared_sum else "last-arrival sum"))
                 allowed.append(s)
             # or in one cluster's shared memory (also bitwise reproducible)
             s = _cluster_sum(b, t, grid)

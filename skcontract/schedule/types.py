@@ -266,7 +266,10 @@ class TileOption:
     model's (``b`` and ``d``). ``cluster``: CTAs (on as many SMs) that run one work unit
     together (a cluster pair sharing an operand); the schedule's grid counts units, and the
     device offers ``sms / cluster`` of them. ``cluster_sum``: its kernels run the ``cluster``
-    reduction, which auto then weighs for few tiles.
+    reduction, which auto then weighs for few tiles. ``shared_sum``: its kernels run the
+    arrival protocol's shared sum (the peers of a tile share its final sum) on tables whose
+    CTAs are all resident; without it (a kernel whose partials are output sums, not
+    fragments: the Dot family's) the last arrival sums them.
     """
 
     tile: tuple
@@ -276,6 +279,7 @@ class TileOption:
     fixup_cost: float = 1.0
     cluster: int = 1
     cluster_sum: bool = False
+    shared_sum: bool = True
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)

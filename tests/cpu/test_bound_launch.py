@@ -237,26 +237,30 @@ def test_max_active_clusters_asks_the_driver_for_the_kernels_clusters(monkeypatc
 @pytest.mark.parametrize("clusters,programmatic", [(1, False), (9, False), (1, True),
                                                    (9, True)])
 def test_attributes_go_through_the_extended_launch(driver, monkeypatch, clusters, programmatic):
-    """A plan in clusters or with programmatic stream serialization (a GRID_DEPENDENT family:
-    its kernels wait for the previous kernel themselves) launches through cuLaunchKernelEx
-    with exactly those attributes; a plain plan through cuLaunchKernel."""
+    """A plan in clusters or with programmatic stream serialization (a kernel built for sm_90
+    or later: it waits for the previous kernel itself) launches through cuLaunchKernelEx with
+    exactly those attributes, on the stream of each call; a plain plan through
+    cuLaunchKernel."""
     from cuda.bindings import driver as cu
-    seen = []
+    seen, streams = [], []
 
     def fake_ex(config, func, params, extra):
         seen.append({int(a.id): a for a in config.attrs[:config.numAttrs]})
+        streams.append(int(config.hStream))
         return (0,)
 
     monkeypatch.setattr(launch, "_launch_kernel_ex", fake_ex)
     plan = _plan()
     plan.cluster_dims, plan.programmatic = clusters, programmatic
-    launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)(
-        0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))
+    bound = launch.BoundLaunch(plan, 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)
+    for stream in (9, 9, 10):
+        bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=stream))
     ids = cu.CUlaunchAttributeID
     if clusters == 1 and not programmatic:
-        assert not seen and len(driver) == 1  # the plain launch
+        assert not seen and len(driver) == 3  # the plain launch
         return
-    (attrs,) = seen
+    assert streams == [9, 9, 10]
+    attrs = seen[0]
     assert not driver  # not the plain launch
     assert (int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) in attrs) == (clusters > 1)
     if clusters > 1:
@@ -267,18 +271,27 @@ def test_attributes_go_through_the_extended_launch(driver, monkeypatch, clusters
         assert attrs[serial].value.programmaticStreamSerializationAllowed == 1
 
 
-def test_grid_dependent_families_wait_in_their_kernels():
-    """A family launched with programmatic serialization must wait for the previous kernel
-    before its first global access: its kernel source calls griddepcontrol.wait (through
-    grid_dependency_wait), and only such families declare GRID_DEPENDENT."""
+def test_every_family_waits_for_the_previous_grid():
+    """Kernels built for sm_90 and later launch with programmatic serialization, so every
+    family's kernel must wait for the previous kernel before its first global access: its
+    source calls follow_previous_grid (griddepcontrol.wait) with its fixup protocol."""
     from skcontract.kernels import jit, specs
-    from skcontract.kernels.catalogue import Wgmma
-    assert Wgmma.GRID_DEPENDENT
     seen = set()
     for spec in specs.all_specs():
         family = type(spec.base)
         if family in seen:
             continue
         seen.add(family)
-        waits = "grid_dependency_wait();" in jit.render_source(spec)
-        assert waits == family.GRID_DEPENDENT, family.__name__
+        assert "follow_previous_grid<Cfg::REDUCTION>();" in jit.render_source(spec), \
+            family.__name__
+    assert len(seen) >= 6, seen
+
+
+@pytest.mark.parametrize("arch,expected", [("sm_90a", True), ("sm_90", True), ("sm_100a", True),
+                                           ("sm_89", False), ("sm_80", False)])
+def test_programmatic_launch_from_sm_90(monkeypatch, arch, expected):
+    """griddepcontrol exists from sm_90: earlier targets launch plainly."""
+    monkeypatch.setattr(launch, "_launch_kernel_ex", object())
+    assert launch.programmatic(arch) is expected
+    monkeypatch.setattr(launch, "PROGRAMMATIC_LAUNCH", False)
+    assert launch.programmatic(arch) is False

@@ -84,6 +84,37 @@ def test_memory_bound_steps_plan_on_the_dot_entries(subscripts, shapes, shape, t
     # the one long dot splits over k across the GPU, and the fixup is reproducible
     if subscripts == "i,i->":
         assert s.grid > H200.sms and str(s.reduction) != "atomic"
+    # Dot kernels merge output sums: the last arrival sums them, no shared sum, no chain
+    assert not s.shared_sum
+    if s.mode != "data_parallel":
+        assert str(s.reduction) == "arrival"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_a_long_dot_splits_over_every_resident_cta(dtype):
+    """The one-row tile's k-iteration is one sweep of its warps, so a 16M-element dot has
+    enough k-iterations (MIN_ITERS_PER_SPLIT a split) for a split on (nearly) every resident
+    CTA, each split a partial of one output."""
+    rows1 = catalogue.dot_bases(dtype, "rows")[1]
+    assert rows1.bm == 1
+    assert rows1.bk == catalogue.DOT_WARPS * 32 * rows1.per_lane * catalogue.DOT_ROW_SWEEPS
+    n = 1 << 24
+    r = resolve_dot(dot_form(1, 1, 1, n, (0, n, 1), (0, 1, 1), (0, 1, 1)), dtype, H200)
+    assert r.schedule.grid >= 0.9 * rows1.ctas_per_sm * H200.sms
+    assert r.base.slot_elems(None) == 1  # a split's partial: the tile's one output sum
+    cols = catalogue.dot_bases(dtype, "cols")[0]
+    assert cols.slot_elems(None) == cols.bn
+
+
+def test_explicit_dot_protocols_are_kept():
+    """auto trades the deterministic chain for the (also reproducible) arrival merge; an
+    explicit mode runs the protocol asked for."""
+    n = 1 << 20
+    form = dot_form(1, 1, 1, n, (0, n, 1), (0, 1, 1), (0, 1, 1))
+    chain = resolve_dot(form, "float32", H200, mode="stream_k", reduction="deterministic")
+    assert str(chain.schedule.reduction) == "deterministic"
+    auto = resolve_dot(form, "float32", H200, reduction="deterministic")
+    assert str(auto.schedule.reduction) == "arrival"
 
 
 def test_gemms_stay_on_the_gemm_entries():

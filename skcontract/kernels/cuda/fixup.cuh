@@ -25,15 +25,14 @@
 //                           walks its shared rows again: waits for counter >= PEERS, sums its
 //                           1/PEERS share of the slot vectors over the peers (fixed order)
 //                           and stores that share of the output itself, bumps the counter
-//                           again; the split that sees 2 PEERS - 1 resets it. (A family whose
-//                           epilogue needs the whole tile in one CTA, Dot's, has the summed
-//                           share written into the first slot instead, and the split that
-//                           sees 2 PEERS - 1 loads the tile: finish_shared_in_one.)
+//                           again; the split that sees 2 PEERS - 1 resets it.
 // REDUCTION_CLUSTER       : a tile's PEERS splits are the PEERS CTAs of one cluster, one split
 //                           each (the aligned split launched in clusters of PEERS); they sum
 //                           through distributed shared memory, not the workspace: the Wgmma
 //                           family's cluster_push / cluster_finish (sk_wgmma.cuh), which
 //                           only it runs.
+// The Dot family runs these protocols on its splits' output sums, not on fragments
+// (sk_dot.cuh, DotMerge).
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
 // barrier, then one thread fences and releases.
@@ -52,6 +51,17 @@ enum : int {
   REDUCTION_NONE = 0, REDUCTION_ATOMIC = 1, REDUCTION_DETERMINISTIC = 2, REDUCTION_ARRIVAL = 3,
   REDUCTION_CLUSTER = 4
 };
+
+// Every kernel's entry into the stream: wait for the previous kernel (grid_dependency_wait,
+// before any global access, the split table's included), then let the next one start its
+// CTAs. Under the deterministic fixup the signal is left to the grid's exit: its ordered waits
+// measure slower with the next grid's CTAs arriving during them (docs/benchmarks/log.md,
+// "Programmatic dependent launch").
+template <int REDUCTION>
+__device__ __forceinline__ void follow_previous_grid() {
+  grid_dependency_wait();
+  if constexpr (REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
+}
 
 // 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).
 template <class Acc> struct Vec16;
@@ -194,32 +204,6 @@ struct Fixup {
                        store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
                      });
     if (threadIdx.x == 0 && atomicAdd(counter, 1u) == 2u * s.peers - 1) atomicExch(counter, 0u);
-  }
-
-  // finish_shared for an epilogue that needs the whole tile in one CTA: the summed share goes
-  // back into the tile's first slot, and the CTA that arrives last passes the tile's sum to
-  // emit(i, value) for each of its accumulators i, one 16-byte group at a time (fenced, so
-  // the compiler does not load the whole tile into registers), then resets the counter.
-  template <class Emit>
-  __device__ __forceinline__ static void finish_shared_in_one(const Split& s, Acc* ws,
-                                                              unsigned* locks, int* flag,
-                                                              Acc* scratch, Emit&& emit) {
-    unsigned* counter = locks + s.tile;
-    spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
-    Acc* first = ws + ((long long)s.slot - s.split) * SLOT;
-    sum_share<SUM_BATCH>(s, first, scratch, [&](int vec, const Acc (&sum)[V]) {
-      Vec16<Acc>::store(first + (long long)vec * V, sum);
-    });
-    if (!arrive_last(counter, 2 * s.peers - 1, flag)) return;
-#pragma unroll
-    for (int g = 0; g < NACC / V; ++g) {
-      Acc v[V];
-      Vec16<Acc>::load(at(ws, (long long)s.slot - s.split, g), v);
-#pragma unroll
-      for (int e = 0; e < V; ++e) emit(g * V + e, v[e]);
-      asm volatile("" ::: "memory");
-    }
-    if (threadIdx.x == 0) atomicExch(counter, 0u);
   }
 
   // This split's share [lo, hi) of the slot's 16-byte vectors, summed over the PEERS slots

@@ -43,21 +43,6 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
       "}\n" ::"r"(smem_addr(bar)), "r"(parity) : "memory");
 }
 
-// ---- Programmatic dependent launch ----------------------------------------------------------
-// A kernel launched with programmatic stream serialization (launch.py, for the families that
-// declare GRID_DEPENDENT) may start while the kernel before it in the stream still runs: it
-// waits here, before its first global access, until that kernel has finished and its writes
-// are visible. Without the launch attribute the wait returns at once.
-__device__ __forceinline__ void grid_dependency_wait() {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
-// Let the next kernel in the stream (if launched with the attribute) start its CTAs once every
-// CTA of this grid has signalled or exited: they set up on the SMs this grid leaves free, then
-// wait in grid_dependency_wait. A grid whose CTAs wait on each other is then wholly resident.
-__device__ __forceinline__ void launch_dependent_grids() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
 // ---- TMA ------------------------------------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch(const TmaMap& map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map))

@@ -42,6 +42,26 @@ __device__ __forceinline__ void trace(int point) {
 #endif
 }
 
+// ---- Programmatic dependent launch ----------------------------------------------------------
+// A kernel launched with programmatic stream serialization (launch.py does, on sm_90 and
+// later) may start while the kernel before it in the stream still runs: it waits here, before
+// its first global access, until that kernel has finished and its writes are visible. Without
+// the launch attribute the wait returns at once; before sm_90 both are no-ops (the host
+// launches plainly there).
+__device__ __forceinline__ void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Let the next kernel in the stream (if launched with the attribute) start its CTAs once every
+// CTA of this grid has signalled or exited: they set up on the SMs this grid leaves free, then
+// wait in grid_dependency_wait. A grid whose CTAs wait on each other is then wholly resident.
+__device__ __forceinline__ void launch_dependent_grids() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // A mainloop's compute(As, Bs, acc, between) calls between(step) once per k step; sk_gemm
 // issues the next k-tile's copies there (SPREADS_LOADS). The plain compute passes this.
 struct NoLoads {

@@ -15,8 +15,12 @@
 //                tiles are 1 x BN columns (M = 1, N = columns); the warps split k, each lane
 //                owns CPT columns, and the warps' sums meet in shared memory.
 // Output elements are ldc apart (rows: along r; cols: along c), batches batch_c apart.
-// A thread's CPT accumulators are its fragment for the fixup; the final split reduces them in
-// a fixed order (lanes, then warps), so every protocol but atomic is bitwise reproducible.
+// Every split first reduces its threads' accumulators to the tile's OUT = BM x BN output sums
+// (lanes, then warps, in a fixed order); those sums are its partial, all that the fixup moves
+// (DotMerge: 4-8 bytes an output, where a GEMM family moves its whole accumulator fragment).
+// The split that completes a tile sums its peers' partials with every thread (THREADS / OUT
+// threads an output, each a fixed run of peers, then lanes and warps in a fixed order), so
+// every protocol but atomic is bitwise reproducible.
 // VEC_A / VEC_B: the operand reads 16 bytes per load (the host checked the alignment); else
 // one element per load, lanes on consecutive elements.
 #pragma once
@@ -60,14 +64,41 @@ __device__ __forceinline__ void dot_store(TOut* p, Acc v, Acc alpha, Acc beta) {
   *p = AccCvt<TOut, Acc>::from_acc(out);
 }
 
-// What the Fixup needs of a "mainloop": the accumulator type, threads and accumulators each.
+// A thread's accumulators: one per element of its 16-byte loads.
 template <class Cfg>
 struct DotFragment {
-  using Acc = typename Cfg::Acc;
-  static constexpr int THREADS = Cfg::THREADS;
   static constexpr int CPT = 16 / (int)sizeof(typename Cfg::TIn);
-  static constexpr int NACC = CPT;
 };
+
+// Threads that meet in a fixed-order sum: the lanes of a warp (shuffles), then the warps
+// (shared memory). sum_groups: thread t holds value v of output t % OUT; the OUT sums over
+// each output's THREADS / OUT threads (lane order, then warp order) land in out[0 .. OUT).
+template <class Acc, int THREADS, int OUT>
+__device__ __forceinline__ void sum_groups(Acc v, Acc* partial, Acc* out) {
+  static_assert(OUT <= THREADS && THREADS % OUT == 0, "whole groups of threads an output");
+  constexpr int WARPS = THREADS / 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if constexpr (OUT >= 32) {  // every lane its own output: the warps meet in shared memory
+    partial[threadIdx.x] = v;
+    __syncthreads();
+    for (int o = threadIdx.x; o < OUT; o += THREADS) {
+      Acc t = partial[o];
+      for (int w = 1; w < THREADS / OUT; ++w) t = acc_add(t, partial[w * OUT + o]);
+      out[o] = t;
+    }
+  } else {
+#pragma unroll
+    for (int off = 16; off >= OUT; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
+    if (lane < OUT) partial[warp * OUT + lane] = v;
+    __syncthreads();
+    if (threadIdx.x < OUT) {
+      Acc t = partial[threadIdx.x];
+      for (int w = 1; w < WARPS; ++w) t = acc_add(t, partial[w * OUT + threadIdx.x]);
+      out[threadIdx.x] = t;
+    }
+  }
+  __syncthreads();
+}
 
 template <class Cfg>
 struct DotRows {
@@ -124,25 +155,22 @@ struct DotRows {
     }
   }
 
-  // The final split: the row's sum (lanes, then its warps, in a fixed order) to C.
-  __device__ __forceinline__ static void finish(const Split& s, const Acc (&acc)[CPT],
-                                                typename Cfg::TOut* Cb, long long ldc,
-                                                Acc alpha, Acc beta, Acc* red) {
+  // The split's row sums (lanes, then the row's warps, in a fixed order) into out[0 .. BM).
+  __device__ __forceinline__ static void totals(const Acc (&acc)[CPT], Acc* red, Acc* out) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     Acc v = acc[0];
 #pragma unroll
     for (int e = 1; e < CPT; ++e) v = acc_add(v, acc[e]);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
-    if constexpr (WPR > 1) {
-      if (lane == 0) red[warp] = v;
-      __syncthreads();
-      v = red[(warp / WPR) * WPR];
-      for (int w = 1; w < WPR; ++w) v = acc_add(v, red[(warp / WPR) * WPR + w]);
-      __syncthreads();  // red is reused by the next split
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    if (threadIdx.x < Cfg::BM) {
+      Acc t = red[threadIdx.x * WPR];
+      for (int w = 1; w < WPR; ++w) t = acc_add(t, red[threadIdx.x * WPR + w]);
+      out[threadIdx.x] = t;
     }
-    const int r = s.m0 + warp / WPR;
-    if (lane == 0 && warp % WPR == 0 && r < s.m_end) dot_store(Cb + (long long)r * ldc, v, alpha, beta);
+    __syncthreads();
   }
 };
 
@@ -203,26 +231,139 @@ struct DotCols {
     }
   }
 
-  // The final split: each column's sum over the warps (in warp order) to C.
-  __device__ __forceinline__ static void finish(const Split& s, const Acc (&acc)[CPT],
-                                                typename Cfg::TOut* Cb, long long ldc,
-                                                Acc alpha, Acc beta, Acc* red) {
+  // The split's column sums (over the warps, in warp order) into out[0 .. BN).
+  __device__ __forceinline__ static void totals(const Acc (&acc)[CPT], Acc* red, Acc* out) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int e = 0; e < CPT; ++e) red[warp * Cfg::BN + column(lane, e)] = acc[e];
     __syncthreads();
     for (int c = threadIdx.x; c < Cfg::BN; c += Cfg::THREADS) {
-      if (s.n0 + c >= s.n_end) continue;
       Acc v = red[c];
       for (int w = 1; w < WARPS; ++w) v = acc_add(v, red[w * Cfg::BN + c]);
-      dot_store(Cb + (long long)(s.n0 + c) * ldc, v, alpha, beta);
+      out[c] = v;
     }
-    __syncthreads();  // red is reused by the next split
+    __syncthreads();
   }
 };
 
 template <class Cfg>
 using DotBody = typename Conditional<Cfg::SHAPE == SHAPE_ROWS, DotRows<Cfg>, DotCols<Cfg>>::type;
+
+// One accumulator through L2 (.cg), as the fixup's workspace traffic goes.
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ double ld_cg(const double* p) {
+  double v;
+  asm volatile("ld.global.cg.f64 %0, [%1];" : "=d"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void st_cg(float* p, float v) {
+  asm volatile("st.global.cg.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ void st_cg(double* p, double v) {
+  asm volatile("st.global.cg.f64 [%0], %1;" ::"l"(p), "d"(v) : "memory");
+}
+
+// The fixup of a split's output sums `tot` (thread o < OUT holds output o's), one protocol per
+// reduction mode as fixup.cuh's (the same locks, counters and orderings; its header argues
+// them), on OUT sums a slot instead of a fragment. run returns true in every thread of the
+// CTA that completes the tile, with the tile's sums in tot of threads o < OUT.
+template <class Cfg>
+struct DotMerge {
+  using Acc = typename Cfg::Acc;
+  static constexpr int OUT = Cfg::BM * Cfg::BN, THREADS = Cfg::THREADS;
+  static constexpr int GROUPS = THREADS / OUT;  // threads that sum one output's peers
+  static_assert(THREADS % OUT == 0, "whole groups of threads an output");
+
+
+  // Arrive on counter; true in every thread of the CTA whose arrival is number `last`.
+  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last, int* flag) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // release this CTA's partial (made visible to thread 0 by the barrier)
+      const int is_last = atomicAdd(counter, 1u) == (unsigned)last;
+      if (is_last) __threadfence();  // acquire the peers' partials
+      *flag = is_last;
+    }
+    __syncthreads();
+    return *flag != 0;
+  }
+
+  // The sum over the tile's PEERS slots (from `first`, in SPLIT order) of every output, into
+  // tot of threads o < OUT: thread t sums output t % OUT over peers t / OUT, + GROUPS, ...,
+  // then each output's GROUPS threads meet (lanes, then warps, fixed order).
+  __device__ __forceinline__ static void sum_peers(const Acc* first, int peers, Acc& tot,
+                                                   Acc* red) {
+    const int o = threadIdx.x % OUT, g = threadIdx.x / OUT;
+    Acc v = Acc(0);
+    for (int p = g; p < peers; p += GROUPS) v = acc_add(v, ld_cg(first + (long long)p * OUT + o));
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if constexpr (OUT < 32) {
+#pragma unroll
+      for (int off = 16; off >= OUT; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
+      if (lane < OUT) red[warp * OUT + lane] = v;
+    } else {
+      red[threadIdx.x] = v;
+    }
+    __syncthreads();
+    constexpr int PARTS = OUT < 32 ? THREADS / 32 : GROUPS;  // per output, in order
+    if (threadIdx.x < OUT) {
+      tot = red[threadIdx.x];
+      for (int w = 1; w < PARTS; ++w) tot = acc_add(tot, red[w * OUT + threadIdx.x]);
+    }
+    __syncthreads();  // red is reused by the next split
+  }
+
+  __device__ __forceinline__ static bool run(const Split& s, Acc& tot, Acc* ws, Acc* staging,
+                                             unsigned* locks, int* flag, Acc* red) {
+    if (Cfg::REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
+    const int o = threadIdx.x;
+    if (Cfg::REDUCTION == REDUCTION_DETERMINISTIC) {
+      unsigned* lock = locks + s.tile;
+      Acc* slot = ws + (long long)s.slot * OUT;
+      if (!s.first()) spin_until(lock, (unsigned)s.k0, s.tile);
+      if (!s.first() && o < OUT) tot = acc_add(ld_cg(slot + o), tot);  // slot value first
+      if (!s.final_()) {
+        if (o < OUT) st_cg(slot + o, tot);
+        __syncthreads();
+        if (threadIdx.x == 0) { __threadfence(); st_release_gpu(lock, (unsigned)s.k1); }
+        return false;
+      }
+      __syncthreads();  // every thread has read the slot before the lock is reset
+      if (threadIdx.x == 0) atomicExch(lock, 0u);
+      return true;
+    } else if (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
+      if (o < OUT) st_cg(ws + (long long)s.slot * OUT + o, tot);
+      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      sum_peers(ws + ((long long)s.slot - s.split) * OUT, s.peers, tot, red);
+      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      return true;
+    } else {  // REDUCTION_ATOMIC: staging[TILE] is kept zeroed
+      Acc* sum = staging + (long long)s.tile * OUT;
+      if (o < OUT) atomicAdd(sum + o, tot);
+      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      if (o < OUT) {
+        tot = ld_cg(sum + o);
+        st_cg(sum + o, Acc(0));
+      }
+      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      return true;
+    }
+  }
+};
+
+// Output o (< OUT) of the split's tile: C[row] (rows) or C[column] (cols), inside the operands.
+template <class Cfg>
+__device__ __forceinline__ void dot_emit(const Split& s, int o, typename Cfg::Acc v,
+                                         typename Cfg::TOut* Cb, long long ldc,
+                                         typename Cfg::Acc alpha, typename Cfg::Acc beta) {
+  const int at = (Cfg::SHAPE == SHAPE_ROWS ? s.m0 : s.n0) + o;
+  if (at < (Cfg::SHAPE == SHAPE_ROWS ? s.m_end : s.n_end))
+    dot_store(Cb + (long long)at * ldc, v, alpha, beta);
+}
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
@@ -233,38 +374,27 @@ sk_dot(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restr
        long long ldc, long long batch_a, long long batch_b, long long batch_c,
        typename Cfg::Acc alpha, typename Cfg::Acc beta) {
   using Acc = typename Cfg::Acc;
-  using Frag = DotFragment<Cfg>;
   using Body = DotBody<Cfg>;
-  using Fix = Fixup<Frag, Cfg::REDUCTION>;
+  using Merge = DotMerge<Cfg>;
+  constexpr int OUT = Merge::OUT;
+  // the totals' scratch (rows: a value a warp; cols: a column a warp) and sum_peers'
   constexpr int RED = Cfg::SHAPE == SHAPE_ROWS ? Cfg::THREADS / 32 : (Cfg::THREADS / 32) * Cfg::BN;
-  // the shared sum's scratch (fixup.cuh) and the final reduction share this
-  constexpr int SCRATCH = RED > Cfg::THREADS * Fix::V ? RED : Cfg::THREADS * Fix::V;
+  constexpr int SCRATCH = RED > Cfg::THREADS ? RED : Cfg::THREADS;
   __shared__ Acc scratch[SCRATCH];
+  __shared__ Acc sums[OUT];
   __shared__ int flag;
+  follow_previous_grid<Cfg::REDUCTION>();
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
-    Acc acc[Frag::NACC];
+    Acc acc[DotFragment<Cfg>::CPT];
 #pragma unroll
-    for (int e = 0; e < Frag::NACC; ++e) acc[e] = Acc(0);
+    for (int e = 0; e < DotFragment<Cfg>::CPT; ++e) acc[e] = Acc(0);
     Body::compute(s, A + (long long)s.batch * batch_a, B + (long long)s.batch * batch_b, lda,
                   ldb, acc);
-    if (Fix::run(s, acc, ws, staging, locks, &flag))
-      Body::finish(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta, scratch);
+    Body::totals(acc, scratch, sums);
+    Acc tot = threadIdx.x < OUT ? sums[threadIdx.x] : Acc(0);
+    if (Merge::run(s, tot, ws, staging, locks, &flag, scratch) && threadIdx.x < OUT)
+      dot_emit<Cfg>(s, threadIdx.x, tot, C + (long long)s.batch * batch_c, ldc, alpha, beta);
   });
-  if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
-    // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
-    for_each_split<Cfg::BM, Cfg::BN, false, true>(table, cta_offsets, M, N, tile_order,
-                                                  [&](const Split& s) {
-      if (!s.shared_sum()) return;
-      Acc acc[Frag::NACC];
-      bool last = false;
-      Fix::finish_shared_in_one(s, ws, locks, &flag, scratch, [&](int i, Acc v) {
-        acc[i] = v;
-        last = true;
-      });
-      __syncthreads();  // the scratch is the final reduction's next
-      if (last) Body::finish(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta, scratch);
-    });
-  }
 }
 
 }  // namespace skc

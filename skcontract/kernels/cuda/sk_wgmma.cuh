@@ -741,12 +741,8 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   else
     __syncthreads();
   // The set-up above reads only shared memory and the parameters, so it overlaps the previous
-  // kernel of the stream; every global access (the split table included) comes after the wait.
-  grid_dependency_wait();
-  // The next kernel's CTAs may then set up on the SMs this grid leaves free. The deterministic
-  // fixup leaves that to its exit: its ordered waits measure slower with the next grid's CTAs
-  // arriving during them (docs/benchmarks/log.md, "Programmatic dependent launch").
-  if constexpr (Cfg::REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
+  // kernel of the stream.
+  follow_previous_grid<Cfg::REDUCTION>();
   if (threadIdx.x == 0) trace(TRACE_START);
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
