@@ -79,11 +79,13 @@ MAX_BINDINGS = 8
 operands keep changing layout takes the full path for the others."""
 
 
-def matmul_for(step):
-    """The batched matrix product that runs ``step``, bound to the step's schedule. A call
+def matmul_for(step, views):
+    """The batched matrix product that runs ``step`` on its operands through ``views``
+    (:class:`~skcontract.backends.steps.StepViews`), bound to the step's schedule. A call
     with operands laid out as an earlier call's (shapes, strides, dtypes, 16-byte alignment,
-    their devices and the current one) replays that call's launch: one dict lookup, one
-    allocation, one launch."""
+    their devices and the current one) whose views were views, not copies, replays that
+    call's launch on the operands themselves: one dict lookup, one allocation (in the
+    step's output shape), one launch; no view is made."""
     s = step.schedule
     resolved = None
     if s is not None:
@@ -92,6 +94,7 @@ def matmul_for(step):
     bindings: dict = {}
     current_stream = cupy.cuda.get_current_stream
     current_device = cupy.cuda.runtime.getDevice
+    fa, fb, out_shape = views
 
     def matmul(x, y):
         xd, yd = x.data, y.data
@@ -100,10 +103,15 @@ def matmul_for(step):
         hit = bindings.get(key)
         if hit is not None:
             return hit(x, y, current_stream())
-        r, binding = _stream_k_matmul(x, y, resolved)
-        if binding is not None and len(bindings) < MAX_BINDINGS:
-            bindings[key] = binding
-        return r
+        xv = x if fa is None else fa(x)
+        yv = y if fb is None else fb(y)
+        r, binding = _stream_k_matmul(xv, yv, resolved)
+        # a view starts where its operand does; a copy made for the product does not
+        if binding is not None and xv.data.ptr == xd.ptr and yv.data.ptr == yd.ptr and \
+                len(bindings) < MAX_BINDINGS:
+            bindings[key] = binding if out_shape is None else \
+                binding._replace(out_shape=out_shape)
+        return r if out_shape is None else r.reshape(out_shape)
     return matmul
 
 

@@ -5,7 +5,9 @@ product differ (``numpy.matmul`` on the CPU, the Stream-K kernels on the GPU):
 
 * GEMM, BATCHED_GEMM, GEMV, DOT: ``matmul`` on (batch, M, K) x (batch, K, N) views
   (a transpose then a reshape; the reshape copies only when the plan says ``needs_copy``
-  or the caller's strides demand it);
+  or the caller's strides demand it), the result viewed in the step's output shape; the
+  backend gets the views with the step (:class:`StepViews`), so that it may skip them on a
+  call it has seen;
 * ELEMENTWISE, OUTER: a broadcast multiply of (batch, M, 1) and (batch, 1, N) views;
 * UNARY: broadcast size-1 axes squeezed, diagonals as ``xp.diagonal`` views, sums with
   ``xp.add.reduce``-style reductions (a logical or for bool).
@@ -21,11 +23,26 @@ from ..plan.plan import Plan, Step
 
 
 
+class StepViews(NamedTuple):
+    """How a GEMM-class step views its operands and its result: ``a(x)`` and ``b(y)`` make
+    the (batch, M, K) and (batch, K, N) operands (None: the operand as it is), and ``out``
+    is the result's shape when the (batch, M, N) product needs a reshape (else None)."""
+
+    a: Callable | None
+    b: Callable | None
+    out: tuple | None
+
+    def around(self, matmul: Callable) -> Callable:
+        """``matmul`` between the views: a function of the step's own operands."""
+        out = self.out
+        return _binary(self.a, self.b, matmul, None if out is None else lambda r: r.reshape(out))
+
+
 class ArrayOps(NamedTuple):
     """What a backend brings: its array module and its batched matrix product."""
 
     xp: Any
-    matmul_for: Callable  # matmul_for(step) -> matmul(x, y) on (..., M, K) x (..., K, N)
+    matmul_for: Callable  # matmul_for(step, views) -> run(x, y) on the step's operands
     sum: Callable     # sum(x, axis=tuple) keeping numpy's result dtype for x's dtype
     any: Callable     # logical-or reduction, for bool operands
 
@@ -52,6 +69,9 @@ def _shaper(term, order, shape_in, shape_out):
 
 def _binary(fa, fb, op, post) -> Callable:
     """``post(op(fa(x), fb(y)))``, skipping the views and the post-step that are None."""
+    if fa is None and fb is None and post is None:
+        return op
+
     def run(x, y):
         if fa is not None:
             x = fa(x)
@@ -70,12 +90,7 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
     fb = _shaper(b, bl + kl + nl, step.input_shapes[1], lead + (step.k, step.n))
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
-    reshape = None if flat == out_shape else out_shape
-    matmul = ops.matmul_for(step)
-
-    if fa is None and fb is None and reshape is None:
-        return matmul
-    return _binary(fa, fb, matmul, None if reshape is None else lambda r: r.reshape(reshape))
+    return ops.matmul_for(step, StepViews(fa, fb, None if flat == out_shape else out_shape))
 
 
 def _broadcast(step: Step, ops: ArrayOps) -> Callable:
