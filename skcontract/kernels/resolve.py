@@ -121,7 +121,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
 DOT_REPRODUCIBLE_REDUCTION = "arrival"
 """The protocol auto runs the Dot family's split products with when a bitwise reproducible
 result is asked for (the deterministic default). The Dot kernels' arrival merge is
-reproducible (the last arrival sums the peers' output sums in split order) and takes one
+reproducible (the last arrival sums the peers' output sums in a fixed order) and takes one
 parallel step, where the deterministic chain hands a tile from split to split, about 1.1 us
 each on the H200: 300 us for a 16M dot over 256 splits (docs/benchmarks/log.md). The cost
 model charges a partial by its bytes, which for an output-sized partial misses that latency."""

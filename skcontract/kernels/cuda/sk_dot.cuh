@@ -19,8 +19,8 @@
 // (lanes, then warps, in a fixed order); those sums are its partial, all that the fixup moves
 // (DotMerge: 4-8 bytes an output, where a GEMM family moves its whole accumulator fragment).
 // The split that completes a tile sums its peers' partials with every thread (THREADS / OUT
-// threads an output, each a fixed run of peers, then lanes and warps in a fixed order), so
-// every protocol but atomic is bitwise reproducible.
+// threads an output, each every THREADS / OUT-th peer, then the threads by a fixed tree), so
+// every protocol but atomic is bitwise reproducible run to run.
 // VEC_A / VEC_B: the operand reads 16 bytes per load (the host checked the alignment); else
 // one element per load, lanes on consecutive elements.
 #pragma once
@@ -69,36 +69,6 @@ template <class Cfg>
 struct DotFragment {
   static constexpr int CPT = 16 / (int)sizeof(typename Cfg::TIn);
 };
-
-// Threads that meet in a fixed-order sum: the lanes of a warp (shuffles), then the warps
-// (shared memory). sum_groups: thread t holds value v of output t % OUT; the OUT sums over
-// each output's THREADS / OUT threads (lane order, then warp order) land in out[0 .. OUT).
-template <class Acc, int THREADS, int OUT>
-__device__ __forceinline__ void sum_groups(Acc v, Acc* partial, Acc* out) {
-  static_assert(OUT <= THREADS && THREADS % OUT == 0, "whole groups of threads an output");
-  constexpr int WARPS = THREADS / 32;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if constexpr (OUT >= 32) {  // every lane its own output: the warps meet in shared memory
-    partial[threadIdx.x] = v;
-    __syncthreads();
-    for (int o = threadIdx.x; o < OUT; o += THREADS) {
-      Acc t = partial[o];
-      for (int w = 1; w < THREADS / OUT; ++w) t = acc_add(t, partial[w * OUT + o]);
-      out[o] = t;
-    }
-  } else {
-#pragma unroll
-    for (int off = 16; off >= OUT; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
-    if (lane < OUT) partial[warp * OUT + lane] = v;
-    __syncthreads();
-    if (threadIdx.x < OUT) {
-      Acc t = partial[threadIdx.x];
-      for (int w = 1; w < WARPS; ++w) t = acc_add(t, partial[w * OUT + threadIdx.x]);
-      out[threadIdx.x] = t;
-    }
-  }
-  __syncthreads();
-}
 
 template <class Cfg>
 struct DotRows {
@@ -276,7 +246,9 @@ struct DotMerge {
   using Acc = typename Cfg::Acc;
   static constexpr int OUT = Cfg::BM * Cfg::BN, THREADS = Cfg::THREADS;
   static constexpr int GROUPS = THREADS / OUT;  // threads that sum one output's peers
-  static_assert(THREADS % OUT == 0, "whole groups of threads an output");
+  static_assert(OUT <= THREADS && THREADS % OUT == 0 && (OUT & (OUT - 1)) == 0,
+                "a power-of-two count of outputs, whole groups of threads each (sum_peers' "
+                "shuffles pair lanes of one output)");
 
 
   // Arrive on counter; true in every thread of the CTA whose arrival is number `last`.
@@ -292,9 +264,10 @@ struct DotMerge {
     return *flag != 0;
   }
 
-  // The sum over the tile's PEERS slots (from `first`, in SPLIT order) of every output, into
-  // tot of threads o < OUT: thread t sums output t % OUT over peers t / OUT, + GROUPS, ...,
-  // then each output's GROUPS threads meet (lanes, then warps, fixed order).
+  // The sum over the tile's PEERS slots (from `first`) of every output, into tot of threads
+  // o < OUT: thread t sums output t % OUT over peers t / OUT, + GROUPS, ..., then each
+  // output's GROUPS threads meet (lanes by a shuffle tree, then warps in order): a fixed
+  // order, so the result is the same every run.
   __device__ __forceinline__ static void sum_peers(const Acc* first, int peers, Acc& tot,
                                                    Acc* red) {
     const int o = threadIdx.x % OUT, g = threadIdx.x / OUT;
