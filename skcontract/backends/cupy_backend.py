@@ -79,38 +79,54 @@ MAX_BINDINGS = 8
 operands keep changing layout takes the full path for the others."""
 
 
+def _layout(x, y, current_device):
+    """What a launch depends on of its operands, besides their addresses: shapes, strides,
+    dtypes, 16-byte alignment, their devices and the current one."""
+    xd, yd = x.data, y.data
+    return (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, xd.ptr & 15,
+            yd.ptr & 15, xd.device_id, yd.device_id, current_device())
+
+
 def matmul_for(step, views):
     """The batched matrix product that runs ``step`` on its operands through ``views``
     (:class:`~skcontract.backends.steps.StepViews`), bound to the step's schedule. A call
-    with operands laid out as an earlier call's (shapes, strides, dtypes, 16-byte alignment,
-    their devices and the current one) whose views were views, not copies, replays that
-    call's launch on the operands themselves: one dict lookup, one allocation (in the
-    step's output shape), one launch; no view is made."""
+    with operands laid out as an earlier call's (:func:`_layout`) replays that call's
+    launch: one dict lookup, one allocation, one launch. Where the first call's views were
+    views, the replay launches on the operands themselves and allocates the output in the
+    step's shape (no view is made); where a view is a copy (strides no reshape follows),
+    every call makes the copies and the replay is keyed by their layout."""
     s = step.schedule
     resolved = None
     if s is not None:
         cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
         resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
-    bindings: dict = {}
+    direct: dict = {}  # operands' layout -> binding on the operands (views were views)
+    copied: dict = {}  # copies' layout -> binding on the copies
     current_stream = cupy.cuda.get_current_stream
     current_device = cupy.cuda.runtime.getDevice
     fa, fb, out_shape = views
 
+    def product(xv, yv, into: dict, key):
+        r, binding = _stream_k_matmul(xv, yv, resolved)
+        if binding is not None and len(into) < MAX_BINDINGS:
+            into[key] = binding if out_shape is None or into is copied else \
+                binding._replace(out_shape=out_shape)
+        return r
+
     def matmul(x, y):
-        xd, yd = x.data, y.data
-        key = (x.shape, x.strides, y.shape, y.strides, x.dtype, y.dtype, xd.ptr & 15,
-               yd.ptr & 15, xd.device_id, yd.device_id, current_device())
-        hit = bindings.get(key)
+        key = _layout(x, y, current_device)
+        hit = direct.get(key)
         if hit is not None:
             return hit(x, y, current_stream())
         xv = x if fa is None else fa(x)
         yv = y if fb is None else fb(y)
-        r, binding = _stream_k_matmul(xv, yv, resolved)
-        # a view starts where its operand does; a copy made for the product does not
-        if binding is not None and xv.data.ptr == xd.ptr and yv.data.ptr == yd.ptr and \
-                len(bindings) < MAX_BINDINGS:
-            bindings[key] = binding if out_shape is None else \
-                binding._replace(out_shape=out_shape)
+        if xv.data.ptr == x.data.ptr and yv.data.ptr == y.data.ptr:  # views start where
+            r = product(xv, yv, direct, key)                          # their operand does
+        else:
+            vkey = _layout(xv, yv, current_device)
+            hit = copied.get(vkey)
+            r = hit(xv, yv, current_stream()) if hit is not None else \
+                product(xv, yv, copied, vkey)
         return r if out_shape is None else r.reshape(out_shape)
     return matmul
 
