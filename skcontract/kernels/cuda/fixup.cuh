@@ -53,14 +53,16 @@ enum : int {
 };
 
 // Every kernel's entry into the stream: wait for the previous kernel (grid_dependency_wait,
-// before any global access, the split table's included), then let the next one start its
-// CTAs. Under the deterministic fixup the signal is left to the grid's exit: its ordered waits
-// measure slower with the next grid's CTAs arriving during them (docs/benchmarks/log.md,
-// "Programmatic dependent launch").
-template <int REDUCTION>
+// before any global access, the split table's included), then, where SIGNAL_EARLY, let the
+// next one start its CTAs; else the signal is the grid's exit. The deterministic fixup keeps
+// it to the exit: its ordered waits measure slower with the next grid's CTAs arriving during
+// them. So do kernels of which an SM holds several CTAs while their schedule counts one
+// (the portable GEMM families): the next grid's CTAs, placed while this grid holds the SMs,
+// pile onto the few free ones (docs/benchmarks/log.md, "Dependent launch for every family").
+template <int REDUCTION, bool SIGNAL_EARLY = true>
 __device__ __forceinline__ void follow_previous_grid() {
   grid_dependency_wait();
-  if constexpr (REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
+  if constexpr (SIGNAL_EARLY && REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
 }
 
 // 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).

@@ -124,7 +124,7 @@ __device__ __forceinline__ void stream_k_gemm(
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     if (dyn < (unsigned)(STAGES_BYTES + SCRATCH_BYTES)) __trap();
   }
-  follow_previous_grid<Cfg::REDUCTION>();
+  follow_previous_grid<Cfg::REDUCTION, false>();
   TIn* sA = reinterpret_cast<TIn*>(smem_raw);
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
