@@ -106,11 +106,13 @@ def matmul_for(step, views):
     current_device = cupy.cuda.runtime.getDevice
     fa, fb, out_shape = views
 
-    def product(xv, yv, into: dict, key):
+    def product(xv, yv, into: dict, key, replay_shape):
+        """The product of the views, its binding kept in ``into`` under ``key``,
+        allocating ``replay_shape`` (None: the product's own) on a replay."""
         r, binding = _stream_k_matmul(xv, yv, resolved)
         if binding is not None and len(into) < MAX_BINDINGS:
-            into[key] = binding if out_shape is None or into is copied else \
-                binding._replace(out_shape=out_shape)
+            into[key] = binding if replay_shape is None else \
+                binding._replace(out_shape=replay_shape)
         return r
 
     def matmul(x, y):
@@ -121,12 +123,12 @@ def matmul_for(step, views):
         xv = x if fa is None else fa(x)
         yv = y if fb is None else fb(y)
         if xv.data.ptr == x.data.ptr and yv.data.ptr == y.data.ptr:  # views start where
-            r = product(xv, yv, direct, key)                          # their operand does
+            r = product(xv, yv, direct, key, out_shape)               # their operand does
         else:
             vkey = _layout(xv, yv, current_device)
             hit = copied.get(vkey)
             r = hit(xv, yv, current_stream()) if hit is not None else \
-                product(xv, yv, copied, vkey)
+                product(xv, yv, copied, vkey, None)
         return r if out_shape is None else r.reshape(out_shape)
     return matmul
 

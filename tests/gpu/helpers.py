@@ -77,3 +77,32 @@ def as_bytes(x) -> bytes:
     if hasattr(x, "data_ptr"):
         return x.view(dtype=__import__("torch").int16).cpu().numpy().tobytes()
     return cupy.asnumpy(x).tobytes()
+
+
+def poison_in_place(x):
+    """Refill ``x`` with NaN in place, on the stream the products run on."""
+    if hasattr(x, "data_ptr"):
+        x.fill_(float("nan"))
+    else:
+        x.fill(float("nan"))
+
+
+def launch_chain(steps, writer_plan, outputs):
+    """The back-to-back chain of the dependent-launch tests: ``steps`` are four launches
+    (write P, read P, read Q, write Q). Their plans are made first (a plan's first call
+    synchronises): the first three run once, ``writer_plan()`` makes the fourth's on a
+    buffer of Q's shape. Then ``outputs`` are poisoned and the four run with no
+    synchronisation between them; returns what they launched (``record_launches``)."""
+    import cupy
+
+    from skcontract.kernels.launch import record_launches
+    for step in steps[:3]:
+        step()
+    writer_plan()
+    for buf in outputs:
+        poison_in_place(buf)
+    with record_launches() as launched:
+        for step in steps:
+            step()
+    cupy.cuda.get_current_stream().synchronize()
+    return launched

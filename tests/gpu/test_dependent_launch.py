@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from skcontract.kernels.launch import record_launches
-
-from .helpers import TOL, poisoned, rand, rel_error, to64
+from .helpers import TOL, launch_chain, poisoned, rand, rel_error, to64
 
 cupy = pytest.importorskip("cupy")
 
@@ -34,10 +32,6 @@ def _matvec(*args, **kwargs):
     return matvec(*args, **kwargs)
 
 
-def _poison(x):
-    x.fill(float("nan"))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("mode,reduction", READERS, ids=lambda v: str(v))
 def test_portable_and_dot_launches_wait_for_each_other(dtype, mode, reduction):
@@ -54,16 +48,9 @@ def test_portable_and_dot_launches_wait_for_each_other(dtype, mode, reduction):
              lambda: _matvec(p, v, out=pv),                                 # reads P
              lambda: _gemm(q, d, qd, mode=mode, reduction=reduction),       # reads Q
              lambda: _matvec(x, y, out=q_flat)]                             # writes Q
-    for step in steps[:3]:
-        step()  # plans made: compiled, tables uploaded
-    _matvec(x, y, out=poisoned(q_flat.shape, a))  # the writer's plan
     q_before = to64(q)
-    for buf in (p, pv, qd):
-        _poison(buf)
-    with record_launches() as launched:
-        for step in steps:
-            step()
-    cupy.cuda.get_current_stream().synchronize()
+    launched = launch_chain(steps, lambda: _matvec(x, y, out=poisoned(q_flat.shape, a)),
+                            (p, pv, qd))
     assert [r.kernel.startswith("dot_") for r in launched] == [False, True, False, True]
     assert all(r.programmatic for r in launched), launched
     assert rel_error(pv, cupy.matmul(to64(p), to64(v))) <= TOL[dtype]

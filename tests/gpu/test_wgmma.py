@@ -11,7 +11,7 @@ import pytest
 
 from skcontract.kernels.launch import record_launches
 
-from .helpers import TOL, as_bytes, poisoned, rand, rel_error, to64
+from .helpers import TOL, as_bytes, launch_chain, poisoned, rand, rel_error, to64
 
 cupy = pytest.importorskip("cupy")
 
@@ -249,14 +249,6 @@ CHAINED = [("data_parallel", "deterministic", (128, 128, 64), None),
            ("aligned", "cluster", (64, 64, 64), 8)]
 
 
-def _poison(x):
-    """Refill ``x`` with NaN in place, on the stream the products run on."""
-    if hasattr(x, "data_ptr"):
-        x.fill_(float("nan"))
-    else:
-        x.fill(float("nan"))
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("mode,reduction,tile,grid", CHAINED, ids=lambda v: str(v))
 def test_back_to_back_launches_wait_for_each_other(dtype, mode, reduction, tile, grid):
@@ -278,16 +270,8 @@ def test_back_to_back_launches_wait_for_each_other(dtype, mode, reduction, tile,
              lambda: _gemm(p[:128], c, pc, **read),                          # reads P
              lambda: _gemm(q, d, qd, **read),                                # reads Q
              lambda: _gemm(x, y, q)]                                         # writes Q
-    for step in steps[:3]:
-        step()  # plans made: compiled, tables uploaded
-    _gemm(x, y, q_scratch)  # the writer's plan, on a buffer of Q's shape
     q_before = to64(q)
-    for buf in (p, pc, qd):
-        _poison(buf)
-    with record_launches() as launched:
-        for step in steps:
-            step()
-    cupy.cuda.get_current_stream().synchronize()
+    launched = launch_chain(steps, lambda: _gemm(x, y, q_scratch), (p, pc, qd))
     assert [r.kernel.split("_")[0] for r in launched] == ["wgmma"] * 4, launched
     assert rel_error(pc, cupy.matmul(to64(p[:128]), to64(c))) <= TOL[dtype]
     assert rel_error(qd, cupy.matmul(q_before, to64(d))) <= TOL[dtype]
