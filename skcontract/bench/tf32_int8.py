@@ -2,7 +2,9 @@
 
     python -m skcontract.bench.tf32_int8 [--out DIR]
 
-tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed. int8: ``gemm`` on
+tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed, B row-major (which
+our tf32 wgmma kernels copy to column-major first, inside the timed call) and column-major
+(read in place). int8: ``gemm`` on
 int8 operands (int32 out) vs ``torch._int_mm`` (cuBLASLt int8). Writes tf32-int8-h200.md.
 """
 from __future__ import annotations
@@ -39,6 +41,13 @@ def _rows():
         ta, tb = torch.as_tensor(a32, device="cuda"), torch.as_tensor(b32, device="cuda")
         peer = torch_graph_us(lambda: torch.matmul(ta, tb), calls, REPS)
         yield ("tf32", m, n, k, ours, peer, flops)
+        # B column-major (K-major), which tf32 wgmma reads in place: no copy on our side
+        b32f = cupy.asfortranarray(b32)
+        ours = device_time_us(lambda: gemm(a32, b32f, out32, allow_tf32=True), stream,
+                              calls, REPS)
+        tbf = torch.as_tensor(b32f, device="cuda")
+        peer = torch_graph_us(lambda: torch.matmul(ta, tbf), calls, REPS)
+        yield ("tf32, B col-major", m, n, k, ours, peer, flops)
         a8 = rs.randint(-128, 128, (m, k)).astype(cupy.int8)
         b8 = rs.randint(-128, 128, (k, n)).astype(cupy.int8)
         out8 = cupy.empty((m, n), cupy.int32)

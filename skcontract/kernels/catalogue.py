@@ -21,6 +21,7 @@ Tf32      float32 (opt-in)       mma.sync m16n8k8 tf32, fp32 accumulators
 Imma      int8                   mma.sync m16n8k32 s8, int32 accumulators and output
 Wgmma     float16, bfloat16      sm_90a: TMA loads, wgmma m64nNk16 from shared memory,
                                  a producer warpgroup and one or two consumer warpgroups
+WgmmaTf32 float32 (opt-in)       the Wgmma kernel on wgmma m64nNk8 tf32 (K-major operands)
 Dot       float16 ... float64    memory-bound products (batched dots, GEMV)
 ========  =====================  ===================================================
 
@@ -43,7 +44,7 @@ from typing import ClassVar
 
 from ..dtypes import accumulator_dtype
 from ..schedule.device import DeviceInfo
-from ..schedule.heuristics import REF_TILE
+from ..schedule.heuristics import MEASURED_H200_COST, REF_TILE
 from ..schedule.table import PROTOCOL_CODES
 from ..schedule.types import CLUSTER, TileOption
 
@@ -628,6 +629,12 @@ class Wgmma(KernelBase):
     def streams(self) -> bool:
         return (self.bm, self.bn) == WGMMA_STREAMING_TILE
 
+    @property
+    def tma_store(self) -> bool:
+        """Whether the epilogue can store C by TMA (``WgmmaEpilogue::run_tma`` packs 16-bit
+        outputs; :func:`.tma.output_map` encodes no map for others)."""
+        return CXX_TYPES[self.dtype_out][1] == 2
+
 
     @property
     def masks_stages(self) -> bool:
@@ -649,14 +656,15 @@ class Wgmma(KernelBase):
 
     def _smem_bytes(self, protocol: str) -> int:
         """The stage ring, the epilogue's staging (a consumer warpgroup's: 64 rows of
-        WGMMA_EPI_PITCH floats, or of store_cols output elements, whichever is larger; in
+        WGMMA_EPI_PITCH floats, or of store_cols output elements where the epilogue stores
+        by TMA, whichever is larger; in
         the cluster protocol at least the tile's fp32 accumulators, the peers' shares
         arriving there), the ring's full / empty mbarriers, the fixup's flag and the cluster
         protocol's `ready` mbarrier, plus the slack that aligns the ring to the swizzle
         atom."""
         ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
-        staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4,
-                                             self.store_cols * self.elem_bytes)
+        tma_staging = self.store_cols * self.elem_bytes if self.tma_store else 0
+        staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4, tma_staging)
         ready = 0
         if protocol == CLUSTER:
             staging = max(staging, self.bm * self.bn * WGMMA_ACC_BYTES)
@@ -687,6 +695,36 @@ class Wgmma(KernelBase):
         launch allocates the whole register file (sk_wgmma.cuh)."""
         split = self.register_split
         return split[0] if split else None
+
+
+WGMMA_TF32_RATE = 0.5
+"""tf32 wgmma's rate relative to f16 / bf16 wgmma (the H100 / H200 datasheet's dense peaks:
+495 against 990 TFLOP/s)."""
+WGMMA_TF32_EFFICIENCY_SCALE = 1.0 / (WGMMA_TF32_RATE
+                                     * MEASURED_H200_COST.dtype_slowdown("float32"))
+"""A tf32 Wgmma entry's efficiency relative to the 16-bit entry of the same tile and
+occupancy: the cost model prices a float32 k-iteration's volume at the FFMA family's
+slowdown, where tf32 wgmma runs it at WGMMA_TF32_RATE of the 16-bit rate (so a tf32 k-tile,
+half the K of a 16-bit one, takes as long). An estimate from the rates until the tf32 rows
+are fitted."""
+
+
+@dataclass(frozen=True)
+class WgmmaTf32(Wgmma):
+    """float32 operands on tf32 wgmma (``gemm(allow_tf32=True)`` on sm_90a): the Wgmma kernel
+    with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32, which reads
+    the top 19 bits of each float (operands truncated to a 10-bit mantissa), fp32
+    accumulators and output. wgmma reads 32-bit operands K-major only, so the entries take
+    a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an operand of the
+    other layout into that one first (:func:`skcontract.kernels.gemm.gemm`). The epilogue
+    stores C by the threads (the TMA store packs 16-bit outputs); no convolution entry."""
+
+    FAMILY: ClassVar[str] = "WgmmaTf32"
+    DTYPES: ClassVar[tuple] = ("float32",)
+    IM2COL: ClassVar[str | None] = None
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        return (("row", "col"),)
 
 
 @dataclass(frozen=True)
@@ -794,15 +832,19 @@ def _kc(loader: str) -> str:
     return loader.split(",")[3].strip()
 
 
-FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, WgmmaPair, Dot)}
+FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, WgmmaTf32,
+                                         WgmmaPair, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
 def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
-           min_waves: float = 0.0, trades_registers: bool = False) -> Wgmma:
-    return Wgmma(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm,
-                 efficiency=WGMMA_EFFICIENCY[bm, bn, ctas_per_sm], min_cc=90,
-                 vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
+           min_waves: float = 0.0, trades_registers: bool = False, cls=Wgmma) -> Wgmma:
+    eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm]
+    if cls is WgmmaTf32:
+        eff *= WGMMA_TF32_EFFICIENCY_SCALE
+    return cls(dtype, bm, bn, WGMMA_SWIZZLE_BYTES // CXX_TYPES[dtype][1], stages,
+               4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm, efficiency=eff, min_cc=90,
+               vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
 
 
 def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
@@ -811,20 +853,28 @@ def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
     return (_wgmma_pair(dtype, 128, 6), _wgmma_pair(dtype, 256, 4, trades_registers=True))
 
 
-def _wgmma_entries(dtype: str) -> tuple[Wgmma, ...]:
+def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     """The Wgmma tiles: 128 x 256 and 128 x 128 for the many-tile shapes; the 64-row tiles
     for few rows (decode GEMV, strong scaling), whose Stream-K partial tiles are half the
     bytes (64 x 128 runs two CTAs an SM); 128 x 64 for shapes of few tiles and products of
     64 columns (a convolution's 64 output channels), deep-pipelined alone on an SM for few
     tiles and paired (:data:`WGMMA_PAIRED_MIN_WAVES`) for many; and the streaming 64 x 64
     (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
-    spread over every SM with small partial tiles."""
-    return (_wgmma(dtype, 128, 128, 6), _wgmma(dtype, 128, 256, 4, trades_registers=True),
-            _wgmma(dtype, 64, 256, 5), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2),
-            _wgmma(dtype, 128, 64, 8),
+    spread over every SM with small partial tiles. ``cls``: the entry type (WgmmaTf32 for
+    float32 operands on tf32, whose k-tile holds as many bytes)."""
+    return (_wgmma(dtype, 128, 128, 6, cls=cls),
+            _wgmma(dtype, 128, 256, 4, trades_registers=True, cls=cls),
+            _wgmma(dtype, 64, 256, 5, cls=cls), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2, cls=cls),
+            _wgmma(dtype, 128, 64, 8, cls=cls),
             _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES,
-                   trades_registers=True),
-            _wgmma(dtype, 64, 64, 13))
+                   trades_registers=True, cls=cls),
+            _wgmma(dtype, 64, 64, 13, cls=cls))
+
+
+def _wgmma_tf32_entries() -> tuple[WgmmaTf32, ...]:
+    """The tf32 Wgmma tiles: the 16-bit menu less its register-trading entries (128 x 256 and
+    the paired 128 x 64), whose arrival kernels spill with float32 outputs."""
+    return tuple(e for e in _wgmma_entries("float32", WgmmaTf32) if not e.trades_registers)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0
@@ -886,7 +936,9 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
         Ffma("float64", 8, 256, 16, 4, 2, 4, efficiency=4.7558),
         Ffma("float64", 1, 512, 8, 4, 1, 8, efficiency=36.0),
     ),
-    TF32: (Tf32("float32", 128, 128, 32, 3, 2, 4),),
+    # the Wgmma entries first: where they are offered (sm_90, aligned K-major operands) they
+    # name the 128 x 128 tile, which the portable entry shares
+    TF32: _wgmma_tf32_entries() + (Tf32("float32", 128, 128, 32, 3, 2, 4),),
     "int8": (Imma("int8", 128, 128, 64, 4, 2, 4),),
 }
 """Every entry the launcher may choose, by operand dtype (and :data:`TF32`)."""

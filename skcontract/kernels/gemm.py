@@ -20,7 +20,7 @@ import warnings
 
 from ..schedule import GemmProblem, Schedule
 from . import dot, jit, specs
-from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, withdraw
+from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, bases_for, withdraw
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
@@ -84,7 +84,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     if isinstance(schedule, Resolved):
         schedule, base = schedule
     elif schedule is not None:
-        base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)))
+        base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)),
+                         (a_layout, b_layout))
     if schedule is not None:
         _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
     else:
@@ -92,7 +93,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         schedule, base = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
                                       device_info(dev), mode=mode, reduction=reduction,
                                       tile=tile, allow_tf32=allow_tf32, vec16=vec16,
-                                      **options)
+                                      layouts=(a_layout, b_layout), **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
@@ -200,6 +201,16 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                 return out
             return out, (None if bound is None else Binding(bound, form.swap, out_shape,
                                                             out.dtype, cupy.empty))
+    a_kmajor = lay_a is not None and lay_a[0] == "row"
+    b_kmajor = lay_b is not None and lay_b[0] == "col"
+    if allow_tf32 and a_dt == "float32" and schedule is None and \
+            not (a_kmajor and b_kmajor) and _kmajor_tf32(k):
+        # tf32 wgmma reads K-major operands only: copy the others into that layout once
+        a2 = a if a_kmajor else cupy.ascontiguousarray(a)
+        b2 = b if b_kmajor else _col_major(b)
+        r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
+                 tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream)
+        return (r, None) if bind else r
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
     if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
@@ -264,6 +275,25 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
+def _kmajor_tf32(k: int) -> bool:
+    """Whether float32 operands with tf32 allowed run on the current device's K-major-only
+    entries (:class:`~.catalogue.WgmmaTf32`) once copied K-major: such entries are offered
+    on its compute capability, and a K-major copy's rows of ``k`` floats lie on 16 bytes,
+    as TMA needs (else the portable tf32 entry runs them in any layout, uncopied)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
+    return (k * specs.CXX_TYPES["float32"][1]) % specs.VEC16_BYTES == 0 and any(
+        ("row", "row") not in b.layouts() for b in bases_for("float32", True, cc))
+
+
+def _col_major(x):
+    """A column-major copy of the matrices ``x`` (the last two axes)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
 def _check_device(A, B, C) -> int:
     """The current device, which every operand must be on (ValueError otherwise)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -302,8 +332,7 @@ def _aligned_copy(x, col: bool, base):
     bytes, which ``base`` needs."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    y = cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2) if col else \
-        cupy.ascontiguousarray(x)
+    y = _col_major(x) if col else cupy.ascontiguousarray(x)
     ld = y.shape[-2] if col else y.shape[-1]
     if (ld * y.itemsize) % specs.VEC16_BYTES:
         raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands; a "

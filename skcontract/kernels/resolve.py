@@ -54,7 +54,8 @@ def compute_capability(device: DeviceInfo) -> int:
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
                  vec16: bool = True, im2col: str | None = None, masked: bool = False,
-                 operand_elems: int | None = None, **options) -> Resolved:
+                 operand_elems: int | None = None, layouts: tuple | None = None,
+                 **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
@@ -69,7 +70,9 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     entries whose convolution entry gets A that way ("gather" or "tma",
     :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded convolution, on the entries
     that zero its padding taps (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands hold
-    where that is not (M + N) K (the memory-bound rule's count). Other ``options`` (grid,
+    where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A, B)
+    layouts ("row" / "col") of the operands, on the entries specialised for them (None: any,
+    as when planning from shapes). Other ``options`` (grid,
     splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
@@ -86,6 +89,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
         bases = tuple(b for b in bases if b.IM2COL == im2col)
+    if layouts is not None:
+        bases = tuple(b for b in bases if tuple(layouts) in b.layouts())
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     if reduction == CLUSTER:
@@ -155,16 +160,19 @@ def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
     return min(base.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
 
 
-def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None) -> KernelBase:
+def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None,
+              layouts: tuple | None = None) -> KernelBase:
     """The catalogue entry that runs ``schedule``: the one with its tile and its CTAs an SM
-    (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns)."""
+    (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns),
+    among those specialised for the operands' (A, B) ``layouts`` when they are given."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
     pending = () if allow_tf32 else pending_for(dtype, cc)  # a forced tile may name one
     bases = tuple(dots) + bases_for(dtype, allow_tf32, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
     fits = [(ctas_on(b, schedule.device), b) for b in bases
-            if b.tile == tile and schedule.protocol in b.protocols()]
+            if b.tile == tile and schedule.protocol in b.protocols()
+            and (layouts is None or tuple(layouts) in b.layouts())]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
     # SM (the schedule's co-resident CTAs are resident on it too)
     for c, b in sorted(fits, key=lambda cb: cb[0] != ctas):

@@ -38,7 +38,8 @@ MAP_CACHE_SIZE = 4096
 """Descriptors kept (an entry is 128 bytes and its key)."""
 
 _TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
-               "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+               "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
 TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
 """A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
 
@@ -177,9 +178,10 @@ def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
     128-byte swizzle row of columns; None where the epilogue stores C itself: ``beta`` != 0
     (C is read), C's base or strides not on 16 bytes (TMA's rule), strides that are not
     positive (a map's strides are unsigned; a batch stride of 0 would collapse the batches
-    the store must write), or fewer than :data:`STORE_MIN_OUTPUTS` outputs."""
+    the store must write), fewer than :data:`STORE_MIN_OUTPUTS` outputs, or an entry whose
+    epilogue stores no such output by TMA (``tma_store``: 16-bit outputs)."""
     elem = spec.elem_bytes
-    if (beta != 0 or batch * m * n < STORE_MIN_OUTPUTS or c_ptr % ROW_ALIGN_BYTES
+    if (not spec.base.tma_store or beta != 0 or batch * m * n < STORE_MIN_OUTPUTS or c_ptr % ROW_ALIGN_BYTES
             or (m > 1 and (ldc <= 0 or ldc * elem % ROW_ALIGN_BYTES))
             or (batch > 1 and (sc <= 0 or sc * elem % ROW_ALIGN_BYTES))):
         return None

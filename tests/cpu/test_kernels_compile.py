@@ -71,13 +71,19 @@ def test_source_inlines_every_header():
 
 
 def test_tf32_and_int8_specs():
-    """tf32 (float32 on mma_sync) and int8 (int32 accumulators / output) are catalogue
-    entries, in the compiled lists, and chosen only where they should be."""
+    """tf32 (float32 on wgmma for sm_90 and K-major operands, on mma_sync elsewhere) and int8
+    (int32 accumulators / output) are catalogue entries, in the compiled lists, and chosen
+    only where they should be."""
     from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    tf32 = C.CATALOGUE[C.TF32][0]
+    wgmma, tf32 = C.CATALOGUE[C.TF32][0], C.CATALOGUE[C.TF32][-1]
+    assert isinstance(wgmma, C.WgmmaTf32) and wgmma.layouts() == (("row", "col"),)
+    assert wgmma.bk == 32 and wgmma.min_cc == 90 and not wgmma.tma_store
+    assert all(s.base.layouts() == (("row", "col"),) for s in specs.all_specs()
+               if isinstance(s.base, C.WgmmaTf32))
     spec = specs.specialise(tf32, protocol="none", a_layout="row", b_layout="row")
     assert isinstance(tf32, C.Tf32) and "MainloopTf32" in spec.cfg_source()
+    assert C.bases_for("float32", allow_tf32=True, cc=80) == (tf32,)
     i8 = C.CATALOGUE["int8"][0]
     spec = specs.specialise(i8, protocol="none", a_layout="row", b_layout="row")
     assert (i8.dtype_out, i8.dtype_acc) == ("int32", "int32")

@@ -51,7 +51,8 @@ def test_each_entry_is_planned_at_its_own_occupancy():
         if entry.dtype == "int8" or entry.FAMILY in ("Tf32", "Dot"):
             continue
         r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile,
-                     allow_tf32=entry.FAMILY == "Tf32")
+                     allow_tf32=entry in catalogue.CATALOGUE[catalogue.TF32],
+                     layouts=entry.layouts()[0])
         # a tile names its entry, or its entries of different occupancy (the model picks)
         assert r.base is entry or (r.base.tile == entry.tile and
                                    r.base.ctas_per_sm != entry.ctas_per_sm)
@@ -96,9 +97,16 @@ def test_catalogue_entries_check_their_family_constraints():
         catalogue.Dmma("float64", 128, 64, 32, 3, 4, 2, mma_k=16, frag="vec")
     with pytest.raises(ValueError, match="takes"):
         catalogue.Mma16("float32", 128, 128, 32, 4, 2, 4)
-    entries = [(b.dtype, b.tile, b.ctas_per_sm) for b in catalogue.all_bases()
-               if b.FAMILY != "Tf32"]
-    assert len(entries) == len(set(entries)), "an entry is named by its tile and occupancy"
+    # a tile and occupancy name one entry of a catalogue key, or an earlier one offered only
+    # where the later is too (a higher compute capability, aligned operands or fewer
+    # layouts), which then runs (resolve_gemm and entry_for take the first)
+    for key, bases in catalogue.CATALOGUE.items():
+        for i, first in enumerate(bases):
+            for later in bases[i + 1:]:
+                if (first.tile, first.ctas_per_sm) != (later.tile, later.ctas_per_sm):
+                    continue
+                assert (first.min_cc > later.min_cc or first.vec16_only > later.vec16_only
+                        or set(first.layouts()) < set(later.layouts())), (key, first, later)
     with pytest.raises(ValueError, match="min_waves"):
         catalogue._wgmma("float16", 128, 64, 3, ctas_per_sm=2, min_waves=-1)
     with pytest.raises(ValueError, match="two consumer warpgroups"):
@@ -365,3 +373,13 @@ def test_auto_offers_the_pairs_only_for_few_waves():
     assert forced.base is pair and forced.schedule.grid <= units
     with pytest.raises(ValueError, match="max_waves"):
         dataclasses.replace(pair, max_waves=0.0)
+
+
+def test_tf32_runs_wgmma_only_on_k_major_operands():
+    """tf32 wgmma reads K-major operands only: a row-major A with a column-major B resolves
+    to the WgmmaTf32 entries on the H200, any other layout pair to the portable tf32 one."""
+    r = _resolve(2048, 2048, 2048, "float32", allow_tf32=True, layouts=("row", "col"))
+    assert isinstance(r.base, catalogue.WgmmaTf32)
+    for layouts in (("row", "row"), ("col", "col"), ("col", "row")):
+        r = _resolve(2048, 2048, 2048, "float32", allow_tf32=True, layouts=layouts)
+        assert isinstance(r.base, catalogue.Tf32), layouts

@@ -19,7 +19,7 @@ def encoded(monkeypatch):
     return calls
 
 
-SPEC = SimpleNamespace(elem_bytes=2, dtype_out="float16")
+SPEC = SimpleNamespace(elem_bytes=2, dtype_out="float16", base=SimpleNamespace(tma_store=True))
 
 
 def test_c_is_stored_through_a_map_of_its_rows_columns_and_batch(encoded):

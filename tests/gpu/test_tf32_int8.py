@@ -1,6 +1,7 @@
 """GPU correctness of the two opt-in / integer tensor-core paths of ``gemm``.
 
-* tf32 (``gemm(..., allow_tf32=True)`` on float32): ``mma.m16n8k8.tf32`` against a float64
+* tf32 (``gemm(..., allow_tf32=True)`` on float32): wgmma m64nNk8.tf32 on sm_90 (K-major
+  operands, copied so where they are not), ``mma.m16n8k8.tf32`` elsewhere, against a float64
   reference, relative Frobenius error <= TOL_TF32 (10-bit mantissa operands, fp32
   accumulation: ~5e-4 typical); exact FFMA float32 stays the default.
 * int8 (int32 accumulation and output, ``mma.m16n8k32.s8``): exact equality with an int64
@@ -82,8 +83,16 @@ def test_tf32_layouts_fixups_edges(layout, fix):
         _check_tf32(batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
 
 
+def _tf32_family() -> str:
+    """The family that runs aligned tf32 products on the current device."""
+    import cupy
+    from skcontract.kernels.gemm import compute_capability, device_info
+    cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
+    return "WgmmaTf32" if cc >= 90 else "Tf32"
+
+
 def test_tf32_is_used_only_when_allowed():
-    """allow_tf32=True runs the mma_sync float32 kernel (its rounding is visible);
+    """allow_tf32=True runs a tf32 tensor-core kernel (its rounding is visible);
     the default runs exact FFMA (tf32 is never used silently)."""
     import cupy
     from skcontract.kernels import gemm as g
@@ -98,13 +107,25 @@ def test_tf32_is_used_only_when_allowed():
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k", allow_tf32=True)
     spec = _last_plan_spec()
-    assert spec.base.FAMILY == "Tf32" and spec.dtype_in == "float32", spec.name
+    assert spec.base.FAMILY == _tf32_family() and spec.dtype_in == "float32", spec.name
     err = rel_error(out, ref)
     assert TF32_VISIBLE < err <= TOL_TF32, err
     # and back: the plan cache keys on allow_tf32
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k", allow_tf32=False)
     assert rel_error(out, ref) <= TOL["float32"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("out_order", ["C", "F"])
+def test_tf32_runs_wgmma_in_every_layout(layout, out_order):
+    """On sm_90 aligned float32 operands of any layout run on tf32 wgmma: the operands that
+    are not K-major are copied into that layout first, then the Wgmma kernel runs."""
+    for batch, m, n, k in [(1, 300, 500, 2048), (2, 130, 70, 900), (1, 1024, 768, 256)]:
+        _, err = _check_tf32(batch, m, n, k, layout=layout, mode="auto", out_order=out_order)
+        spec = _last_plan_spec()
+        assert spec.base.FAMILY == _tf32_family(), spec.name
+        assert err > TF32_VISIBLE, err
 
 
 @pytest.mark.parametrize("mode", ["auto", "data_parallel", "stream_k", "hybrid", "split_k",
@@ -311,8 +332,9 @@ def test_worst_case_coresidency(kind):
     from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
     base = catalogue.CATALOGUE[kind][0]
+    b_order = "F" if ("row", "row") not in base.layouts() else "C"  # K-major-only entries
     kern = jit.get_kernel(specs.specialise(base, protocol="deterministic", a_layout="row",
-                                           b_layout="row"))
+                                           b_layout="col" if b_order == "F" else "row"))
     assert kern.occupancy >= base.ctas_per_sm
     dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
     resident = dev.resident_ctas
@@ -323,10 +345,11 @@ def test_worst_case_coresidency(kind):
                           grid=resident, reduction="deterministic", dtype=dtype)
     assert sched.grid == resident and len(sched.table) >= resident
     if kind == "tf32":
-        a, b = rand((m, k), "float32", "C", 12), rand((k, n), "float32", "C", 13)
+        a, b = rand((m, k), "float32", "C", 12), rand((k, n), "float32", b_order, 13)
         out = poisoned((m, n), a)
         _gemm(a, b, out, schedule=sched, allow_tf32=True)
         cupy.cuda.runtime.deviceSynchronize()
+        assert _last_plan_spec().base == base
         assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_TF32
     else:
         a, b = rand_i8((m, k), "C", 12), rand_i8((k, n), "C", 13)

@@ -1,6 +1,6 @@
 // hopper.cuh: the sm_90a building blocks of the Wgmma family (sk_wgmma.cuh), as PTX wrappers:
 // the TMA descriptor parameter, mbarriers, cp.async.bulk.tensor loads completing on them, the
-// wgmma shared-memory matrix descriptor, wgmma.mma_async m64nNk16 with fp32 accumulators,
+// wgmma shared-memory matrix descriptor, wgmma.mma_async m64nNkK (f16, bf16, tf32) with fp32 accumulators,
 // its fences, and setmaxnreg. Everything here needs sm_90a (the compile check builds the
 // family for that target only).
 #pragma once
@@ -233,20 +233,21 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
-// wgmma.mma_async m64nNk16, fp32 accumulators d += A (64 x 16) B (16 x N), both operands in
-// shared memory (descriptors). TA / TB: 1 when the operand is M- / N-major (transposed from
-// wgmma's K-major default). scale_d == 0 ignores the accumulators' old values. The storage
-// type tag picks f16 or bf16.
-#define SKC_WGMMA_M64N64K16(TAG, TYPE)                                                     \
+// wgmma.mma_async m64nNkK, fp32 accumulators d += A (64 x K) B (K x N), both operands in
+// shared memory (descriptors); K is 32 bytes of the operand type (16 f16 / bf16, 8 tf32).
+// TA / TB: 1 when the operand is M- / N-major (transposed from wgmma's K-major default).
+// scale_d == 0 ignores the accumulators' old values. The storage type tag picks f16, bf16 or
+// tf32 (float operands, whose low 13 mantissa bits the tensor cores ignore).
+#define SKC_WGMMA_M64N64(TAG, TYPE, K, TRANSPOSE)                                                     \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], unsigned long long da,      \
+  __device__ __forceinline__ void wgmma_m64n64(float (&d)[32], unsigned long long da,      \
                                                  unsigned long long db, int scale_d, TAG) {   \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n64" K ".f32." TYPE "." TYPE " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-      "%32, %33, p, 1, 1, %35, %36;\n}\n"  \
+      "%32, %33, p, 1, 1" TRANSPOSE ";\n}\n"  \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -254,18 +255,18 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-#define SKC_WGMMA_M64N128K16(TAG, TYPE)                                                    \
+#define SKC_WGMMA_M64N128(TAG, TYPE, K, TRANSPOSE)                                                    \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], unsigned long long da,     \
+  __device__ __forceinline__ void wgmma_m64n128(float (&d)[64], unsigned long long da,     \
                                                   unsigned long long db, int scale_d, TAG) {  \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n128" K ".f32." TYPE "." TYPE " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-      "%64, %65, p, 1, 1, %67, %68;\n}\n"  \
+      "%64, %65, p, 1, 1" TRANSPOSE ";\n}\n"  \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -277,13 +278,13 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-#define SKC_WGMMA_M64N256K16(TAG, TYPE)                                                    \
+#define SKC_WGMMA_M64N256(TAG, TYPE, K, TRANSPOSE)                                                    \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long da,     \
+  __device__ __forceinline__ void wgmma_m64n256(float (&d)[128], unsigned long long da,     \
                                                   unsigned long long db, int scale_d, TAG) {  \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n256" K ".f32." TYPE "." TYPE " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
@@ -292,7 +293,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "\
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "\
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-      "%128, %129, p, 1, 1, %131, %132;\n}\n"  \
+      "%128, %129, p, 1, 1" TRANSPOSE ";\n}\n"  \
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -312,14 +313,20 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-SKC_WGMMA_M64N64K16(half_t, "f16")
-SKC_WGMMA_M64N64K16(bfloat16_t, "bf16")
-SKC_WGMMA_M64N128K16(half_t, "f16")
-SKC_WGMMA_M64N128K16(bfloat16_t, "bf16")
-SKC_WGMMA_M64N256K16(half_t, "f16")
-SKC_WGMMA_M64N256K16(bfloat16_t, "bf16")
-#undef SKC_WGMMA_M64N64K16
-#undef SKC_WGMMA_M64N128K16
-#undef SKC_WGMMA_M64N256K16
+// f16 / bf16: k16, and the transpose bits (%35, %36 or their 128- / 256-wide counterparts);
+// tf32: k8 (the same 32 bytes of a K-major row), K-major operands only (no transpose bits:
+// the instruction has none for 32-bit types; TA and TB are then unused and 0).
+SKC_WGMMA_M64N64(half_t, "f16", "k16", ", %35, %36")
+SKC_WGMMA_M64N64(bfloat16_t, "bf16", "k16", ", %35, %36")
+SKC_WGMMA_M64N64(float, "tf32", "k8", "")
+SKC_WGMMA_M64N128(half_t, "f16", "k16", ", %67, %68")
+SKC_WGMMA_M64N128(bfloat16_t, "bf16", "k16", ", %67, %68")
+SKC_WGMMA_M64N128(float, "tf32", "k8", "")
+SKC_WGMMA_M64N256(half_t, "f16", "k16", ", %131, %132")
+SKC_WGMMA_M64N256(bfloat16_t, "bf16", "k16", ", %131, %132")
+SKC_WGMMA_M64N256(float, "tf32", "k8", "")
+#undef SKC_WGMMA_M64N64
+#undef SKC_WGMMA_M64N128
+#undef SKC_WGMMA_M64N256
 
 }  // namespace skc

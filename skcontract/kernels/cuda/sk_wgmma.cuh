@@ -37,7 +37,13 @@ constexpr int SWIZZLE_ROW_BYTES = 128;   // one row of a 128-byte-swizzled box
 constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
 constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
 constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
-constexpr int WGMMA_K = 16;
+constexpr int WGMMA_K_BYTES = 32;        // one wgmma's K along a K-major row: 16 f16, 8 tf32
+// One wgmma's K in elements of T, and the 16-bit rule: wgmma reads 32-bit (tf32) operands
+// K-major only (it has transpose bits for f16 / bf16 alone).
+template <class T>
+constexpr int WGMMA_K = WGMMA_K_BYTES / (int)sizeof(T);
+template <class T, bool KMAJOR>
+constexpr bool WGMMA_READS = KMAJOR || sizeof(T) == 2;
 // Loads in flight a consumer thread keeps in the shared sum's pass (Fixup::finish_shared): its
 // accumulators are dead by then, and fewer dependent L2 round trips shorten the pass that
 // ends the kernel (the portable families keep the Fixup's default).
@@ -66,33 +72,38 @@ struct WgmmaTile {
   }
 };
 
-// One k16 step of a consumer warpgroup: the transpose bits are template arguments of the
-// instruction, so the four layout pairs dispatch here at compile time.
+// One k step (WGMMA_K<TIn> elements) of a consumer warpgroup: the transpose bits are
+// template arguments of the instruction, so the four layout pairs dispatch here at compile
+// time.
 template <int BN, bool AK, bool BK_, class TIn>
-__device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], unsigned long long da,
-                                          unsigned long long db, int scale_d) {
+__device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], unsigned long long da,
+                                           unsigned long long db, int scale_d) {
+  static_assert(WGMMA_READS<TIn, AK> && WGMMA_READS<TIn, BK_>,
+                "tf32 wgmma reads K-major operands only");
   constexpr int TA = AK ? 0 : 1, TB = BK_ ? 0 : 1;
   if constexpr (BN == 64) {
-    wgmma_m64n64k16<TA, TB>(d, da, db, scale_d, TIn{});
+    wgmma_m64n64<TA, TB>(d, da, db, scale_d, TIn{});
   } else if constexpr (BN == 128) {
-    wgmma_m64n128k16<TA, TB>(d, da, db, scale_d, TIn{});
+    wgmma_m64n128<TA, TB>(d, da, db, scale_d, TIn{});
   } else {
     static_assert(BN == 256, "Wgmma tiles are 64, 128 or 256 wide");
-    wgmma_m64n256k16<TA, TB>(d, da, db, scale_d, TIn{});
+    wgmma_m64n256<TA, TB>(d, da, db, scale_d, TIn{});
   }
 }
 
 // Shared-memory layout of one operand's stage and its wgmma descriptors. K-major (k
-// contiguous in memory): ROWS rows of BK elements, one 128-byte swizzled row each; a k16
-// step moves 32 bytes along the row; 8-row groups are SWIZZLE_ATOM_BYTES apart (the
-// descriptor's stride offset; the leading offset is unused). MN-major: ROWS / 64 boxes of
-// BK rows of 64 elements; a k16 step moves 16 rows (2048 bytes); boxes are BK * 128 bytes
-// apart (leading offset), 8-k groups SWIZZLE_ATOM_BYTES apart (stride offset).
+// contiguous in memory): ROWS rows of BK elements, one 128-byte swizzled row each; a k step
+// moves WGMMA_K_BYTES along the row; 8-row groups are SWIZZLE_ATOM_BYTES apart (the
+// descriptor's stride offset; the leading offset is unused). MN-major (16-bit types only):
+// ROWS / 64 boxes of BK rows of 64 elements; a k16 step moves 16 rows (2048 bytes); boxes
+// are BK * 128 bytes apart (leading offset), 8-k groups SWIZZLE_ATOM_BYTES apart (stride
+// offset).
 template <class TIn, int ROWS, int BK, bool KMAJOR>
 struct WgmmaOperand {
   static constexpr int STAGE_BYTES = ROWS * BK * (int)sizeof(TIn);
   static constexpr int BOX_BYTES = MN_CHUNK * BK * (int)sizeof(TIn);  // one MN-major box
   static_assert(BK * (int)sizeof(TIn) == SWIZZLE_ROW_BYTES, "BK fills one swizzle row");
+  static_assert(WGMMA_READS<TIn, KMAJOR>, "tf32 wgmma reads K-major operands only");
   // Bytes one load brings for an operand of `rows` rows: a K-major box stops at the operand's
   // rows rounded up to a swizzle atom when it is narrower than the tile (the host encodes the
   // same box: skcontract/kernels/tma.py, kmajor_box_rows); the rows it leaves stale feed only
@@ -106,15 +117,16 @@ struct WgmmaOperand {
       return STAGE_BYTES;
     }
   }
-  // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k16 step kk
+  // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k step kk
   __device__ __forceinline__ static unsigned long long desc(const unsigned char* stage, int row0,
                                                             int kk) {
     if constexpr (KMAJOR) {
-      return wgmma_desc(stage + row0 * SWIZZLE_ROW_BYTES + kk * WGMMA_K * (int)sizeof(TIn),
-                        16, SWIZZLE_ATOM_BYTES);
+      return wgmma_desc(stage + row0 * SWIZZLE_ROW_BYTES + kk * WGMMA_K_BYTES, 16,
+                        SWIZZLE_ATOM_BYTES);
     } else {
-      return wgmma_desc(stage + (row0 / MN_CHUNK) * BOX_BYTES + kk * WGMMA_K * SWIZZLE_ROW_BYTES,
-                        BOX_BYTES, SWIZZLE_ATOM_BYTES);
+      return wgmma_desc(
+          stage + (row0 / MN_CHUNK) * BOX_BYTES + kk * WGMMA_K<TIn> * SWIZZLE_ROW_BYTES,
+          BOX_BYTES, SWIZZLE_ATOM_BYTES);
     }
   }
   // Part `part` of PARTS equal row blocks of the stage (rows [x0 + part ROWS / PARTS, ..)),
@@ -197,10 +209,13 @@ struct WgmmaEpilogue {
   static constexpr int BOX_COLS = SWIZZLE_ROW_BYTES / (int)sizeof(TOut);  // a TMA store box
   static constexpr int BOX_BYTES = WGMMA_M * SWIZZLE_ROW_BYTES;
   static_assert(STORE_COLS % BOX_COLS == 0 && BN % STORE_COLS == 0, "whole boxes, whole passes");
+  // run_tma packs a fragment's column pairs into 32-bit words: 16-bit outputs only (the host
+  // encodes no output map for others: skcontract/kernels/tma.py, output_map).
+  static constexpr bool TMA_STORE = sizeof(TOut) == 2;
+  static constexpr int TMA_STAGING_BYTES = TMA_STORE ? STORE_COLS / BOX_COLS * BOX_BYTES : 0;
   // one warpgroup's staging, either path's; a swizzle atom's multiple keeps every box on one
   static constexpr int BYTES_PER_GROUP =
-      GROUP_FLOATS * 4 > STORE_COLS / BOX_COLS * BOX_BYTES ? GROUP_FLOATS * 4
-                                                           : STORE_COLS / BOX_COLS * BOX_BYTES;
+      GROUP_FLOATS * 4 > TMA_STAGING_BYTES ? GROUP_FLOATS * 4 : TMA_STAGING_BYTES;
   static_assert(BYTES_PER_GROUP % SWIZZLE_ATOM_BYTES == 0, "boxes on swizzle atoms");
 
   __device__ __forceinline__ static void group_sync(int wg) {
@@ -213,6 +228,16 @@ struct WgmmaEpilogue {
   __device__ __forceinline__ static void run_tma(const Split& s, const float (&acc)[NACC],
                                                  float* staging, const TmaMap& map_c,
                                                  float alpha) {
+    if constexpr (!TMA_STORE) {
+      __trap();
+    } else {
+      run_tma_16(s, acc, staging, map_c, alpha);
+    }
+  }
+
+  __device__ __forceinline__ static void run_tma_16(const Split& s, const float (&acc)[NACC],
+                                                    float* staging, const TmaMap& map_c,
+                                                    float alpha) {
     const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
     unsigned char* buf = reinterpret_cast<unsigned char*>(staging) + wg * BYTES_PER_GROUP;
     const unsigned base = smem_addr(buf);
@@ -582,8 +607,8 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     fence_accumulators(acc);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < Cfg::BK / WGMMA_K; ++kk)
-      wgmma_k16<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+    for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk)
+      wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
           acc, Sm::OA::desc(sa, row0, kk), Sm::OB::desc(sb, 0, kk), 1);
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
