@@ -135,7 +135,13 @@ def main(argv=None) -> int:
         ("float64", (1, 1024, 3000), "stream_k", "deterministic", (1, 512, 8)),
         ("float32", (6, 2048, 3000), "stream_k", "deterministic", (8, 256, 16)),  # 2 CTAs/SM
         ("float64", (100, 300, 2000), "stream_k", "atomic", (64, 64, 16)),  # 2 CTAs/SM
+        # tf32: on wgmma (K-major operands; a row-major B copied first), a shared sum and the
+        # cluster protocol; on mma.sync where rows of K floats miss 16 bytes
         ("tf32", (130, 70, 1000), "stream_k", "deterministic"),
+        ("tf32", (300, 200, 1000), "stream_k", "atomic", (64, 256, 32), ("C", "C")),
+        ("tf32", (256, 256, 8192), "stream_k", "arrival", (128, 128, 32)),
+        ("tf32", (136, 264, 4032), "aligned", "cluster", (128, 64, 32)),
+        ("tf32", (130, 70, 1001), "stream_k", "deterministic"),
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),
     ]
     bad = 0

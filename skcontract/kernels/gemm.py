@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 
 from ..schedule import GemmProblem, Schedule
-from . import dot, jit, specs
+from . import dot, jit, relayout, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, bases_for, withdraw
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
@@ -202,12 +202,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
             return out, (None if bound is None else Binding(bound, form.swap, out_shape,
                                                             out.dtype, cupy.empty))
     a_kmajor = lay_a is not None and lay_a[0] == "row"
-    b_kmajor = lay_b is not None and lay_b[0] == "col"
+    # a B of one column reads as row-major (N-major) whatever its copy: it stays as it is
+    b_kmajor = lay_b is not None and (lay_b[0] == "col" or n == 1)
     if allow_tf32 and a_dt == "float32" and schedule is None and \
             not (a_kmajor and b_kmajor) and _kmajor_tf32(k):
         # tf32 wgmma reads K-major operands only: copy the others into that layout once
-        a2 = a if a_kmajor else cupy.ascontiguousarray(a)
-        b2 = b if b_kmajor else _col_major(b)
+        a2 = a if a_kmajor else relayout.row_major(a)
+        b2 = b if b_kmajor else relayout.col_major(b)
         r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
                  tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream)
         return (r, None) if bind else r
@@ -287,13 +288,6 @@ def _kmajor_tf32(k: int) -> bool:
         ("row", "row") not in b.layouts() for b in bases_for("float32", True, cc))
 
 
-def _col_major(x):
-    """A column-major copy of the matrices ``x`` (the last two axes)."""
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    return cupy.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
-
-
 def _check_device(A, B, C) -> int:
     """The current device, which every operand must be on (ValueError otherwise)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -332,7 +326,7 @@ def _aligned_copy(x, col: bool, base):
     bytes, which ``base`` needs."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    y = _col_major(x) if col else cupy.ascontiguousarray(x)
+    y = relayout.col_major(x) if col else cupy.ascontiguousarray(x)
     ld = y.shape[-2] if col else y.shape[-1]
     if (ld * y.itemsize) % specs.VEC16_BYTES:
         raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands; a "

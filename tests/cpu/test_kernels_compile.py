@@ -44,6 +44,17 @@ def test_the_fold_copy_compiles_for_every_pixel_width(arch):
     assert spills and max(spills) == 0, out["log"][-2000:]
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_transposing_copy_compiles(arch):
+    """The tf32 operands' relayout copy (no catalogue entry): both targets, no spill."""
+    from skcontract.kernels import jit, relayout
+    out = compile_check.compile_source(jit.inline_headers(relayout.HEADER), "transpose",
+                                       relayout.NAMES, arch)
+    assert out["compiled"], out["log"][-2000:]
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
+    assert spills and max(spills) == 0, out["log"][-2000:]
+
+
 def test_spec_list_is_consistent():
     from skcontract.kernels import specs
     names = [s.name for s in specs.all_specs()]
@@ -63,8 +74,9 @@ def test_source_inlines_every_header():
                             "sk_wgmma_conv.cuh"}
     for src in sources.values():
         assert '#include "' not in src
-    from skcontract.kernels import fold_copy
-    sources[fold_copy.HEADER] = jit.inline_headers(fold_copy.HEADER)  # no catalogue entry
+    from skcontract.kernels import fold_copy, relayout
+    for aux in (fold_copy, relayout):  # no catalogue entry
+        sources[aux.HEADER] = jit.inline_headers(aux.HEADER)
     for h in jit.header_files():
         assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name
     assert "---- mainloop_mma16.cuh ----" not in sources["sk_dot.cuh"]

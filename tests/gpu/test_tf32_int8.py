@@ -128,6 +128,23 @@ def test_tf32_runs_wgmma_in_every_layout(layout, out_order):
         assert err > TF32_VISIBLE, err
 
 
+def test_relayout_copies_are_dense_and_equal():
+    """relayout.col_major / row_major (the tf32 operands' copies): the same values, dense in
+    the asked order, from views of any strides (the kernel for 4-byte elements, CuPy's copy
+    for others)."""
+    import cupy
+    from skcontract.kernels import relayout
+    base = cupy.arange(4 * 70 * 90, dtype=cupy.float32).reshape(4, 70, 90)
+    views = [base[0], base[0, :33, :65], base, base[:, ::2, 1:], base[1].T, base[:1, :1, :1],
+             base.astype(cupy.float64)[:, 3:, :40], base[:, :0]]
+    for x in views:
+        for fn, order in ((relayout.col_major, "F"), (relayout.row_major, "C")):
+            y = fn(x)
+            assert y.shape == x.shape and bool((y == x).all()), (x.shape, x.strides, order)
+            mat = y if x.ndim == 2 else y[0]
+            assert mat.flags.f_contiguous if order == "F" else mat.flags.c_contiguous
+
+
 @pytest.mark.parametrize("mode", ["auto", "data_parallel", "stream_k", "hybrid", "split_k",
                                   "aligned"])
 @pytest.mark.parametrize("reduction", ["deterministic", "atomic"])

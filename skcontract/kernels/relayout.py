@@ -1,0 +1,69 @@
+"""Operand copies into the layout a kernel reads (``cuda/transpose.cuh``), on the GPU.
+
+The tf32 Wgmma entries read both operands K-major (wgmma has no transpose for 32-bit
+operands), so ``gemm`` copies a row-major B (k x n) into column-major order first
+(:func:`col_major`), and a column-major A into row-major order (:func:`row_major`).
+Through the array library such a copy is an element-wise kernel whose reads or writes are
+strided; :func:`col_major` moves 32 x 32 blocks through shared memory instead, so both
+sides are coalesced.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+
+HEADER = "transpose.cuh"
+TILE = 32
+"""Rows and columns of the block a CTA moves (the kernel's TRANSPOSE_TILE)."""
+THREADS = 256
+"""Threads of a CTA (TRANSPOSE_TILE x TRANSPOSE_ROWS)."""
+MAX_GRID_Z = 65535
+"""The batch is the grid's z extent, at most this."""
+TYPES = {4: "unsigned int"}
+"""Element bytes the kernel is instantiated for -> the C++ type it moves them as."""
+NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
+
+
+def col_major(x):
+    """A copy of the CuPy array ``x`` whose matrices (the last two axes) are column-major
+    and dense: the kernel for 4-byte elements of batches up to :data:`MAX_GRID_Z`, CuPy's
+    copy otherwise.
+
+    >>> import cupy                                               # doctest: +SKIP
+    >>> b = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)      # doctest: +SKIP
+    >>> col_major(b).strides                                      # doctest: +SKIP
+    (4, 8)
+    """
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    *lead, rows, cols = x.shape
+    batch = int(np.prod(lead)) if lead else 1
+    out = cupy.empty(tuple(lead) + (cols, rows), dtype=x.dtype).swapaxes(-1, -2)
+    if x.size == 0:
+        return out
+    if x.itemsize not in TYPES or batch > MAX_GRID_Z or (len(lead) > 1 and not _flat(x)):
+        out[...] = x
+        return out
+    strides = [s // x.itemsize for s in x.strides]
+    sb = strides[0] if lead else 0
+    dev = x.device.id
+    fn = jit.get_module(HEADER, NAMES, dev).get_function(
+        NAMES[tuple(TYPES).index(x.itemsize)])
+    grid = (-(-cols // TILE), -(-rows // TILE), batch)
+    fn(grid, (THREADS,), (x, out, np.int32(rows), np.int32(cols), np.int64(sb),
+                          np.int64(strides[-2]), np.int64(strides[-1])))
+    return out
+
+
+def row_major(x):
+    """A copy of the CuPy array ``x`` whose matrices are row-major and dense (the
+    transpose of :func:`col_major` of their transposes)."""
+    return col_major(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def _flat(x) -> bool:
+    """Whether the leading axes of ``x`` step through memory as one axis (one batch stride)."""
+    *lead, _, _ = x.shape
+    st = x.strides[:len(lead)]
+    return all(st[i] == st[i + 1] * lead[i + 1] for i in range(len(lead) - 1))
