@@ -9,7 +9,8 @@ of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever
 and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs]) / ``--reduction`` / ``--grid`` force a
 schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
 combination is timed (one line each, carrying the peer's time when there is one; a
-combination the scheduler refuses prints its error). ``--store tma,threads`` times the Wgmma
+combination the scheduler refuses prints its error; ``--dtypes tf32``: float32 with tf32
+allowed on both sides, B column-major). ``--store tma,threads`` times the Wgmma
 epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
 (``tma_store``).
@@ -75,16 +76,23 @@ def main(argv=None) -> int:
         batch, (m, n, k) = (dims[0] if len(dims) == 4 else 1), dims[-3:]
         flops = 2.0 * batch * m * n * k
         for dtype in args.dtypes.split(","):
-            a, b, c = _operands(batch, m, n, k, dtype, args.peer)
+            tf32 = dtype == TF32
+            a, b, c = _operands(batch, m, n, k, "float32" if tf32 else dtype, args.peer, tf32)
             calls = timing.calls_for(flops)
             peer = {}
             if args.peer:
                 import torch  # the peer
+                torch.backends.cuda.matmul.allow_tf32 = tf32
                 peer["torch_us"] = timing.torch_graph_us(
                     lambda: torch.matmul(a, b, out=c), calls, args.reps)
+            if tf32:
+                forced_tf32 = {"allow_tf32": True}
+            else:
+                forced_tf32 = {}
             for mode, tile, reduction, grid, store in combos:
                 forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                               ("reduction", reduction)) if v is not None}
+                forced.update(forced_tf32)
                 if store is not None:
                     tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
                 row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
@@ -108,11 +116,15 @@ def main(argv=None) -> int:
 
 STORE_NEVER = 1 << 62
 """--store threads: a size no product reaches."""
+TF32 = "tf32"
+"""--dtypes tf32: float32 operands with tf32 allowed (ours and the peer's), B column-major
+(K-major, which tf32 wgmma reads in place)."""
 
 
-def _operands(batch, m, n, k, dtype, use_torch):
+def _operands(batch, m, n, k, dtype, use_torch, col_b=False):
     """Random A (m x k), B (k x n) and an output C (each with a leading batch dimension when
-    ``batch > 1``), as torch tensors for 16-bit dtypes or a torch peer, else CuPy arrays."""
+    ``batch > 1``), as torch tensors for 16-bit dtypes or a torch peer, else CuPy arrays;
+    ``col_b``: B column-major."""
     lead = (batch,) if batch > 1 else ()
     if use_torch or dtype in ("float16", "bfloat16"):
         import torch  # the peer, and CuPy has no bfloat16
@@ -120,11 +132,15 @@ def _operands(batch, m, n, k, dtype, use_torch):
         dt = getattr(torch, dtype)
         a = torch.randn(*lead, m, k, device="cuda", generator=g).to(dt)
         b = torch.randn(*lead, k, n, device="cuda", generator=g).to(dt)
+        if col_b:
+            b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
         return a, b, torch.empty(*lead, m, n, device="cuda", dtype=dt)
     import cupy  # optional dependency: this tool times the GPU
     rs = cupy.random.RandomState(0)
-    return (rs.standard_normal(lead + (m, k)).astype(dtype),
-            rs.standard_normal(lead + (k, n)).astype(dtype),
+    b = rs.standard_normal(lead + (k, n)).astype(dtype)
+    if col_b:
+        b = cupy.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return (rs.standard_normal(lead + (m, k)).astype(dtype), b,
             cupy.empty(lead + (m, n), dtype=dtype))
 
 
