@@ -25,7 +25,7 @@ import cupy
 from ..kernels import catalogue
 from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
-from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for
+from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for, step_operands
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
 from .steps import ArrayOps, compile_plan
 
@@ -99,7 +99,8 @@ def matmul_for(step, views):
     resolved = None
     if s is not None:
         cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
-        resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc))
+        layouts, _ = step_operands(step)
+        resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc, layouts))
     direct: dict = {}  # operands' layout -> binding on the operands (views were views)
     copied: dict = {}  # copies' layout -> binding on the copies
     current_stream = cupy.cuda.get_current_stream

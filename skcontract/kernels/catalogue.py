@@ -22,6 +22,7 @@ Imma      int8                   mma.sync m16n8k32 s8, int32 accumulators and ou
 Wgmma     float16, bfloat16      sm_90a: TMA loads, wgmma m64nNk16 from shared memory,
                                  a producer warpgroup and one or two consumer warpgroups
 WgmmaTf32 float32 (opt-in)       the Wgmma kernel on wgmma m64nNk8 tf32 (K-major operands)
+WgmmaInt8 int8                   the Wgmma kernel on wgmma m64nNk32 s8, int32 accumulators
 Dot       float16 ... float64    memory-bound products (batched dots, GEMV)
 ========  =====================  ===================================================
 
@@ -623,7 +624,7 @@ class Wgmma(KernelBase):
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
-                f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}>;\n")
+                f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}, Acc>;\n")
 
     @property
     def streams(self) -> bool:
@@ -722,6 +723,25 @@ class WgmmaTf32(Wgmma):
     FAMILY: ClassVar[str] = "WgmmaTf32"
     DTYPES: ClassVar[tuple] = ("float32",)
     IM2COL: ClassVar[str | None] = None
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        return (("row", "col"),)
+
+
+@dataclass(frozen=True)
+class WgmmaInt8(Wgmma):
+    """int8 operands on s8 wgmma (sm_90a): the Wgmma kernel with BK = 128 (one 128-byte
+    swizzle row of bytes) and wgmma m64nNk32.s32.s8.s8, int32 accumulators and output, sums
+    wrapping modulo 2^32 as the portable ``Imma`` entry's do. Like tf32, wgmma reads 8-bit
+    operands K-major only: a row-major A and a column-major B (:meth:`layouts`; ``gemm``
+    copies an operand of the other layout first). The tile is stored from the accumulator
+    fragment by the portable epilogue, alpha and beta in int32; no cluster protocol (its
+    sums are fp32), no convolution entry."""
+
+    FAMILY: ClassVar[str] = "WgmmaInt8"
+    DTYPES: ClassVar[tuple] = ("int8",)
+    IM2COL: ClassVar[str | None] = None
+    CLUSTER_SUM: ClassVar[bool] = False
 
     def layouts(self) -> tuple[tuple[str, str], ...]:
         return (("row", "col"),)
@@ -833,7 +853,7 @@ def _kc(loader: str) -> str:
 
 
 FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, WgmmaTf32,
-                                         WgmmaPair, Dot)}
+                                         WgmmaInt8, WgmmaPair, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
@@ -871,10 +891,19 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
             _wgmma(dtype, 64, 64, 13, cls=cls))
 
 
-def _wgmma_tf32_entries() -> tuple[WgmmaTf32, ...]:
-    """The tf32 Wgmma tiles: the 16-bit menu less its register-trading entries (128 x 256 and
-    the paired 128 x 64), whose arrival kernels spill with float32 outputs."""
-    return tuple(e for e in _wgmma_entries("float32", WgmmaTf32) if not e.trades_registers)
+WGMMA_INT8_LEFT_OUT = ((64, 256, 1), (64, 128, 2))
+"""The 16-bit Wgmma entries (BM, BN, CTAs an SM) that int8 leaves out besides the
+register-trading ones: their fixups spill with the fragment-store epilogue of int32
+accumulators (the compile check)."""
+
+
+def _wgmma_k_major_entries(dtype: str, cls) -> tuple[Wgmma, ...]:
+    """The tf32 (``cls`` WgmmaTf32) or int8 (WgmmaInt8) Wgmma tiles: the 16-bit menu less its
+    register-trading entries (128 x 256 and the paired 128 x 64), whose arrival kernels spill
+    with 32-bit outputs, and for int8 less :data:`WGMMA_INT8_LEFT_OUT`."""
+    left_out = WGMMA_INT8_LEFT_OUT if cls is WgmmaInt8 else ()
+    return tuple(e for e in _wgmma_entries(dtype, cls) if not e.trades_registers
+                 and (e.bm, e.bn, e.ctas_per_sm) not in left_out)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0
@@ -938,8 +967,10 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     ),
     # the Wgmma entries first: where they are offered (sm_90, aligned K-major operands) they
     # name the 128 x 128 tile, which the portable entry shares
-    TF32: _wgmma_tf32_entries() + (Tf32("float32", 128, 128, 32, 3, 2, 4),),
-    "int8": (Imma("int8", 128, 128, 64, 4, 2, 4),),
+    TF32: (_wgmma_k_major_entries("float32", WgmmaTf32)
+           + (Tf32("float32", 128, 128, 32, 3, 2, 4),)),
+    "int8": (_wgmma_k_major_entries("int8", WgmmaInt8)
+             + (Imma("int8", 128, 128, 64, 4, 2, 4),)),
 }
 """Every entry the launcher may choose, by operand dtype (and :data:`TF32`)."""
 

@@ -17,6 +17,7 @@ schedule. A warm call is one dict lookup plus one launch.
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 from ..schedule import GemmProblem, Schedule
 from . import dot, jit, relayout, specs
@@ -83,6 +84,12 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     planned_here = schedule is None and tile is None
     if isinstance(schedule, Resolved):
         schedule, base = schedule
+        if (a_layout, b_layout) not in base.layouts():
+            # an entry planned for other layouts than these operands have (a plan step whose
+            # operands are not laid out as its views assume): plan again for these
+            return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
+                             mode=schedule.mode, reduction=schedule.reduction, tile=None,
+                             grid=None, dev=dev, allow_tf32=allow_tf32, stream=stream)
     elif schedule is not None:
         base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)),
                          (a_layout, b_layout))
@@ -204,9 +211,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     # a B of one column reads as row-major (N-major) whatever its copy: it stays as it is
     b_kmajor = lay_b is not None and (lay_b[0] == "col" or n == 1)
-    if allow_tf32 and a_dt == "float32" and schedule is None and \
-            not (a_kmajor and b_kmajor) and _kmajor_tf32(k):
-        # tf32 wgmma reads K-major operands only: copy the others into that layout once
+    if schedule is None and not (a_kmajor and b_kmajor) and \
+            _reads_k_major(a_dt, allow_tf32, k):
+        # tf32 and s8 wgmma read K-major operands only: copy the others into that layout once
         a2 = a if a_kmajor else relayout.row_major(a)
         b2 = b if b_kmajor else relayout.col_major(b)
         r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
@@ -276,16 +283,25 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
-def _kmajor_tf32(k: int) -> bool:
-    """Whether float32 operands with tf32 allowed run on the current device's K-major-only
-    entries (:class:`~.catalogue.WgmmaTf32`) once copied K-major: such entries are offered
-    on its compute capability, and a K-major copy's rows of ``k`` floats lie on 16 bytes,
-    as TMA needs (else the portable tf32 entry runs them in any layout, uncopied)."""
+def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
+    """Whether ``dtype`` operands run on the current device's K-major-only entries
+    (:class:`~.catalogue.WgmmaTf32` for float32 with tf32 allowed, ``WgmmaInt8``) once
+    copied K-major: such entries are offered there, and a K-major copy's rows of ``k``
+    elements lie on 16 bytes, as TMA needs (else the portable entries run the operands in
+    any layout, uncopied)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
-    return (k * specs.CXX_TYPES["float32"][1]) % specs.VEC16_BYTES == 0 and any(
-        ("row", "row") not in b.layouts() for b in bases_for("float32", True, cc))
+    elem = specs.CXX_TYPES[dtype][1]
+    return (k * elem) % specs.VEC16_BYTES == 0 and _k_major_only(
+        dtype, bool(allow_tf32) and dtype == "float32", cupy.cuda.runtime.getDevice())
+
+
+@lru_cache(maxsize=None)
+def _k_major_only(dtype: str, tf32: bool, device_id: int) -> bool:
+    """Whether entries offered for ``dtype`` (``tf32``: float32 on tf32) on the device read
+    their operands K-major only."""
+    cc = compute_capability(device_info(device_id))
+    return any(("row", "row") not in b.layouts() for b in bases_for(dtype, tf32, cc))
 
 
 def _check_device(A, B, C) -> int:

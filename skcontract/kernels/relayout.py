@@ -1,7 +1,7 @@
 """Operand copies into the layout a kernel reads (``cuda/transpose.cuh``), on the GPU.
 
-The tf32 Wgmma entries read both operands K-major (wgmma has no transpose for 32-bit
-operands), so ``gemm`` copies a row-major B (k x n) into column-major order first
+The tf32 and int8 Wgmma entries read both operands K-major (wgmma has no transpose for
+32-bit and 8-bit operands), so ``gemm`` copies a row-major B (k x n) into column-major order first
 (:func:`col_major`), and a column-major A into row-major order (:func:`row_major`).
 Through the array library such a copy is an element-wise kernel whose reads or writes are
 strided; :func:`col_major` moves 32 x 32 blocks through shared memory instead, so both
@@ -20,15 +20,15 @@ THREADS = 256
 """Threads of a CTA (TRANSPOSE_TILE x TRANSPOSE_ROWS)."""
 MAX_GRID_Z = 65535
 """The batch is the grid's z extent, at most this."""
-TYPES = {4: "unsigned int"}
+TYPES = {1: "unsigned char", 4: "unsigned int"}
 """Element bytes the kernel is instantiated for -> the C++ type it moves them as."""
 NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
 
 
 def col_major(x):
     """A copy of the CuPy array ``x`` whose matrices (the last two axes) are column-major
-    and dense: the kernel for 4-byte elements of batches up to :data:`MAX_GRID_Z`, CuPy's
-    copy otherwise.
+    and dense: the kernel for 1- and 4-byte elements (int8, float32) of batches up to
+    :data:`MAX_GRID_Z`, CuPy's copy otherwise.
 
     >>> import cupy                                               # doctest: +SKIP
     >>> b = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)      # doctest: +SKIP

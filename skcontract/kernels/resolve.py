@@ -217,10 +217,10 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:
         return resolve_dot(form, dtype, device, **options)
-    _, vec16 = step_operands(step)
+    layouts, vec16 = step_operands(step)
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
     return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
-                        associative=step.associative, **options)
+                        associative=step.associative, layouts=layouts, **options)
 
 
 def schedule_plan(plan, device: DeviceInfo, **options):

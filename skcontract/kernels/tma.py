@@ -39,7 +39,8 @@ MAP_CACHE_SIZE = 4096
 
 _TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
                "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+               "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # the bytes as they are
 TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
 """A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
 

@@ -96,10 +96,14 @@ def test_tf32_and_int8_specs():
     spec = specs.specialise(tf32, protocol="none", a_layout="row", b_layout="row")
     assert isinstance(tf32, C.Tf32) and "MainloopTf32" in spec.cfg_source()
     assert C.bases_for("float32", allow_tf32=True, cc=80) == (tf32,)
-    i8 = C.CATALOGUE["int8"][0]
+    w8, i8 = C.CATALOGUE["int8"][0], C.CATALOGUE["int8"][-1]
+    assert isinstance(w8, C.WgmmaInt8) and w8.layouts() == (("row", "col"),) and w8.bk == 128
+    assert "WgmmaTile<128, 128, Acc>" in specs.specialise(
+        w8, protocol="none", a_layout="row", b_layout="col").cfg_source()
     spec = specs.specialise(i8, protocol="none", a_layout="row", b_layout="row")
     assert (i8.dtype_out, i8.dtype_acc) == ("int32", "int32")
     assert "MainloopImma" in spec.cfg_source()
+    assert C.bases_for("int8", cc=80) == (i8,)
     assert all(isinstance(b, C.Ffma) for b in C.bases_for("float32"))
     assert C.bases_for("float32", allow_tf32=True) == C.CATALOGUE[C.TF32]
     assert C.bases_for("float16", allow_tf32=True) == C.CATALOGUE["float16"]

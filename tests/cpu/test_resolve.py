@@ -375,11 +375,14 @@ def test_auto_offers_the_pairs_only_for_few_waves():
         dataclasses.replace(pair, max_waves=0.0)
 
 
-def test_tf32_runs_wgmma_only_on_k_major_operands():
-    """tf32 wgmma reads K-major operands only: a row-major A with a column-major B resolves
-    to the WgmmaTf32 entries on the H200, any other layout pair to the portable tf32 one."""
-    r = _resolve(2048, 2048, 2048, "float32", allow_tf32=True, layouts=("row", "col"))
-    assert isinstance(r.base, catalogue.WgmmaTf32)
+@pytest.mark.parametrize("dtype,wgmma,portable", [("float32", "WgmmaTf32", "Tf32"),
+                                                  ("int8", "WgmmaInt8", "Imma")])
+def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable):
+    """tf32 and s8 wgmma read K-major operands only: a row-major A with a column-major B
+    resolves to their Wgmma entries on the H200, any other layout pair to the portable
+    entry (float32 with tf32 allowed)."""
+    r = _resolve(2048, 2048, 2048, dtype, allow_tf32=True, layouts=("row", "col"))
+    assert r.base.FAMILY == wgmma
     for layouts in (("row", "row"), ("col", "col"), ("col", "row")):
-        r = _resolve(2048, 2048, 2048, "float32", allow_tf32=True, layouts=layouts)
-        assert isinstance(r.base, catalogue.Tf32), layouts
+        r = _resolve(2048, 2048, 2048, dtype, allow_tf32=True, layouts=layouts)
+        assert r.base.FAMILY == portable, layouts

@@ -4,7 +4,8 @@
   operands, copied so where they are not), ``mma.m16n8k8.tf32`` elsewhere, against a float64
   reference, relative Frobenius error <= TOL_TF32 (10-bit mantissa operands, fp32
   accumulation: ~5e-4 typical); exact FFMA float32 stays the default.
-* int8 (int32 accumulation and output, ``mma.m16n8k32.s8``): exact equality with an int64
+* int8 (int32 accumulation and output; s8 wgmma on sm_90 with K-major operands, copied so
+  where they are not, ``mma.m16n8k32.s8`` elsewhere): exact equality with an int64
   matmul reduced modulo 2^32, every layout / fixup / mode; einsum over int8 CuPy arrays equals
   numpy.einsum bit for bit (int8 wraparound).
 
@@ -256,6 +257,24 @@ def test_int8_layouts_fixups_edges(layout, fix):
         _check_i8(batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("out_order", ["C", "F"])
+def test_int8_runs_wgmma_in_every_layout(layout, out_order):
+    """On sm_90 int8 operands whose rows of K bytes lie on 16 bytes run on s8 wgmma in any
+    layout (copied K-major first where they are not), alpha and beta in int32 included."""
+    import cupy
+    family = "WgmmaInt8" if _tf32_family() == "WgmmaTf32" else "Imma"
+    for batch, m, n, k in [(1, 300, 500, 2048), (2, 130, 70, 896), (1, 1024, 768, 256)]:
+        _check_i8(batch, m, n, k, layout=layout, mode="auto", out_order=out_order)
+        assert _last_plan_spec().base.FAMILY == family, _last_plan_spec().name
+    m, n, k = 200, 136, 1024
+    a, b = rand_i8((m, k), layout[0], 7), rand_i8((k, n), layout[1], 8)
+    c = _order(cupy.asarray(rand_i8((m, n), "C", 9), dtype=cupy.int32), out_order)
+    want = ref_i32(a, b, 3, -2, c)
+    _gemm(a, b, c, alpha=3, beta=-2, mode="stream_k")
+    assert np.array_equal(cupy.asnumpy(c), want)
+
+
 @pytest.mark.parametrize("mode", ["auto", "data_parallel", "stream_k", "hybrid", "split_k",
                                   "aligned"])
 @pytest.mark.parametrize("reduction", ["deterministic", "atomic"])
@@ -369,9 +388,10 @@ def test_worst_case_coresidency(kind):
         assert _last_plan_spec().base == base
         assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_TF32
     else:
-        a, b = rand_i8((m, k), "C", 12), rand_i8((k, n), "C", 13)
+        a, b = rand_i8((m, k), "C", 12), rand_i8((k, n), b_order, 13)
         out = poisoned_i32((m, n))
         _gemm(a, b, out, schedule=sched)
+        assert _last_plan_spec().base == base
         cupy.cuda.runtime.deviceSynchronize()
         assert np.array_equal(cupy.asnumpy(out), ref_i32(a, b))
 

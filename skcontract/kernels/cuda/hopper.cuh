@@ -1,8 +1,8 @@
 // hopper.cuh: the sm_90a building blocks of the Wgmma family (sk_wgmma.cuh), as PTX wrappers:
 // the TMA descriptor parameter, mbarriers, cp.async.bulk.tensor loads completing on them, the
-// wgmma shared-memory matrix descriptor, wgmma.mma_async m64nNkK (f16, bf16, tf32) with fp32 accumulators,
-// its fences, and setmaxnreg. Everything here needs sm_90a (the compile check builds the
-// family for that target only).
+// wgmma shared-memory matrix descriptor, wgmma.mma_async m64nNkK (f16, bf16 and tf32 with
+// fp32 accumulators, s8 with int32 ones), its fences, and setmaxnreg. Everything here needs
+// sm_90a (the compile check builds the family for that target only).
 #pragma once
 #include "sk_common.cuh"
 
@@ -222,6 +222,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+template <int N>
+__device__ __forceinline__ void fence_accumulators(int (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(d[i])::"memory");
+}
 
 // ---- registers and barriers of warp-specialised CTAs ----------------------------------------
 template <int REGS>
@@ -233,58 +238,59 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
-// wgmma.mma_async m64nNkK, fp32 accumulators d += A (64 x K) B (K x N), both operands in
-// shared memory (descriptors); K is 32 bytes of the operand type (16 f16 / bf16, 8 tf32).
-// TA / TB: 1 when the operand is M- / N-major (transposed from wgmma's K-major default).
-// scale_d == 0 ignores the accumulators' old values. The storage type tag picks f16, bf16 or
-// tf32 (float operands, whose low 13 mantissa bits the tensor cores ignore).
-#define SKC_WGMMA_M64N64(TAG, TYPE, K, TRANSPOSE)                                                     \
+// wgmma.mma_async m64nNkK, d += A (64 x K) B (K x N), both operands in shared memory
+// (descriptors); K is 32 bytes of the operand type (16 f16 / bf16, 8 tf32, 32 s8); ACC the
+// accumulators' type (RC their register constraint). TA / TB: 1 when the operand is M- /
+// N-major (transposed from wgmma's K-major default). scale_d == 0 ignores the accumulators'
+// old values. The storage type tag picks f16, bf16, tf32 (float operands, whose low 13
+// mantissa bits the tensor cores ignore) or s8 (int8_t, int32 accumulators).
+#define SKC_WGMMA_M64N64(TAG, ACC, RC, K, TYPES, TAIL)                                                     \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n64(float (&d)[32], unsigned long long da,      \
+  __device__ __forceinline__ void wgmma_m64n64(ACC (&d)[32], unsigned long long da,      \
                                                  unsigned long long db, int scale_d, TAG) {   \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n64" K ".f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n64" K TYPES " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-      "%32, %33, p, 1, 1" TRANSPOSE ";\n}\n"  \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])  \
+      "%32, %33, p" TAIL ";\n}\n"  \
+      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
+        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
+        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
+        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31])  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-#define SKC_WGMMA_M64N128(TAG, TYPE, K, TRANSPOSE)                                                    \
+#define SKC_WGMMA_M64N128(TAG, ACC, RC, K, TYPES, TAIL)                                                    \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n128(float (&d)[64], unsigned long long da,     \
+  __device__ __forceinline__ void wgmma_m64n128(ACC (&d)[64], unsigned long long da,     \
                                                   unsigned long long db, int scale_d, TAG) {  \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n128" K ".f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n128" K TYPES " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-      "%64, %65, p, 1, 1" TRANSPOSE ";\n}\n"  \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])  \
+      "%64, %65, p" TAIL ";\n}\n"  \
+      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
+        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
+        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
+        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31]),  \
+        "+" RC(d[32]), "+" RC(d[33]), "+" RC(d[34]), "+" RC(d[35]), "+" RC(d[36]), "+" RC(d[37]), "+" RC(d[38]), "+" RC(d[39]),  \
+        "+" RC(d[40]), "+" RC(d[41]), "+" RC(d[42]), "+" RC(d[43]), "+" RC(d[44]), "+" RC(d[45]), "+" RC(d[46]), "+" RC(d[47]),  \
+        "+" RC(d[48]), "+" RC(d[49]), "+" RC(d[50]), "+" RC(d[51]), "+" RC(d[52]), "+" RC(d[53]), "+" RC(d[54]), "+" RC(d[55]),  \
+        "+" RC(d[56]), "+" RC(d[57]), "+" RC(d[58]), "+" RC(d[59]), "+" RC(d[60]), "+" RC(d[61]), "+" RC(d[62]), "+" RC(d[63])  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-#define SKC_WGMMA_M64N256(TAG, TYPE, K, TRANSPOSE)                                                    \
+#define SKC_WGMMA_M64N256(TAG, ACC, RC, K, TYPES, TAIL)                                                    \
   template <int TA, int TB>                                                                  \
-  __device__ __forceinline__ void wgmma_m64n256(float (&d)[128], unsigned long long da,     \
+  __device__ __forceinline__ void wgmma_m64n256(ACC (&d)[128], unsigned long long da,     \
                                                   unsigned long long db, int scale_d, TAG) {  \
     asm volatile(                                                                            \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"  \
-      "wgmma.mma_async.sync.aligned.m64n256" K ".f32." TYPE "." TYPE " "  \
+      "wgmma.mma_async.sync.aligned.m64n256" K TYPES " "  \
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
@@ -293,38 +299,44 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "\
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "\
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-      "%128, %129, p, 1, 1" TRANSPOSE ";\n}\n"  \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),  \
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),  \
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])  \
+      "%128, %129, p" TAIL ";\n}\n"  \
+      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
+        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
+        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
+        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31]),  \
+        "+" RC(d[32]), "+" RC(d[33]), "+" RC(d[34]), "+" RC(d[35]), "+" RC(d[36]), "+" RC(d[37]), "+" RC(d[38]), "+" RC(d[39]),  \
+        "+" RC(d[40]), "+" RC(d[41]), "+" RC(d[42]), "+" RC(d[43]), "+" RC(d[44]), "+" RC(d[45]), "+" RC(d[46]), "+" RC(d[47]),  \
+        "+" RC(d[48]), "+" RC(d[49]), "+" RC(d[50]), "+" RC(d[51]), "+" RC(d[52]), "+" RC(d[53]), "+" RC(d[54]), "+" RC(d[55]),  \
+        "+" RC(d[56]), "+" RC(d[57]), "+" RC(d[58]), "+" RC(d[59]), "+" RC(d[60]), "+" RC(d[61]), "+" RC(d[62]), "+" RC(d[63]),  \
+        "+" RC(d[64]), "+" RC(d[65]), "+" RC(d[66]), "+" RC(d[67]), "+" RC(d[68]), "+" RC(d[69]), "+" RC(d[70]), "+" RC(d[71]),  \
+        "+" RC(d[72]), "+" RC(d[73]), "+" RC(d[74]), "+" RC(d[75]), "+" RC(d[76]), "+" RC(d[77]), "+" RC(d[78]), "+" RC(d[79]),  \
+        "+" RC(d[80]), "+" RC(d[81]), "+" RC(d[82]), "+" RC(d[83]), "+" RC(d[84]), "+" RC(d[85]), "+" RC(d[86]), "+" RC(d[87]),  \
+        "+" RC(d[88]), "+" RC(d[89]), "+" RC(d[90]), "+" RC(d[91]), "+" RC(d[92]), "+" RC(d[93]), "+" RC(d[94]), "+" RC(d[95]),  \
+        "+" RC(d[96]), "+" RC(d[97]), "+" RC(d[98]), "+" RC(d[99]), "+" RC(d[100]), "+" RC(d[101]), "+" RC(d[102]), "+" RC(d[103]),  \
+        "+" RC(d[104]), "+" RC(d[105]), "+" RC(d[106]), "+" RC(d[107]), "+" RC(d[108]), "+" RC(d[109]), "+" RC(d[110]), "+" RC(d[111]),  \
+        "+" RC(d[112]), "+" RC(d[113]), "+" RC(d[114]), "+" RC(d[115]), "+" RC(d[116]), "+" RC(d[117]), "+" RC(d[118]), "+" RC(d[119]),  \
+        "+" RC(d[120]), "+" RC(d[121]), "+" RC(d[122]), "+" RC(d[123]), "+" RC(d[124]), "+" RC(d[125]), "+" RC(d[126]), "+" RC(d[127])  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
-// f16 / bf16: k16, and the transpose bits (%35, %36 or their 128- / 256-wide counterparts);
-// tf32: k8 (the same 32 bytes of a K-major row), K-major operands only (no transpose bits:
-// the instruction has none for 32-bit types; TA and TB are then unused and 0).
-SKC_WGMMA_M64N64(half_t, "f16", "k16", ", %35, %36")
-SKC_WGMMA_M64N64(bfloat16_t, "bf16", "k16", ", %35, %36")
-SKC_WGMMA_M64N64(float, "tf32", "k8", "")
-SKC_WGMMA_M64N128(half_t, "f16", "k16", ", %67, %68")
-SKC_WGMMA_M64N128(bfloat16_t, "bf16", "k16", ", %67, %68")
-SKC_WGMMA_M64N128(float, "tf32", "k8", "")
-SKC_WGMMA_M64N256(half_t, "f16", "k16", ", %131, %132")
-SKC_WGMMA_M64N256(bfloat16_t, "bf16", "k16", ", %131, %132")
-SKC_WGMMA_M64N256(float, "tf32", "k8", "")
+// f16 / bf16: k16, fp32 accumulators, the operand scales and transpose bits (%35, %36 or
+// their 128- / 256-wide counterparts); tf32: k8, the scales, no transpose bits (32-bit
+// operands are read K-major; TA and TB are then unused and 0); s8: k32, int32 accumulators,
+// neither. Each K is 32 bytes of a K-major row.
+#define SKC_F16_TAIL(A, B) ", 1, 1, %" #A ", %" #B
+SKC_WGMMA_M64N64(half_t, float, "f", "k16", ".f32.f16.f16", SKC_F16_TAIL(35, 36))
+SKC_WGMMA_M64N64(bfloat16_t, float, "f", "k16", ".f32.bf16.bf16", SKC_F16_TAIL(35, 36))
+SKC_WGMMA_M64N64(float, float, "f", "k8", ".f32.tf32.tf32", ", 1, 1")
+SKC_WGMMA_M64N64(int8_t, int, "r", "k32", ".s32.s8.s8", "")
+SKC_WGMMA_M64N128(half_t, float, "f", "k16", ".f32.f16.f16", SKC_F16_TAIL(67, 68))
+SKC_WGMMA_M64N128(bfloat16_t, float, "f", "k16", ".f32.bf16.bf16", SKC_F16_TAIL(67, 68))
+SKC_WGMMA_M64N128(float, float, "f", "k8", ".f32.tf32.tf32", ", 1, 1")
+SKC_WGMMA_M64N128(int8_t, int, "r", "k32", ".s32.s8.s8", "")
+SKC_WGMMA_M64N256(half_t, float, "f", "k16", ".f32.f16.f16", SKC_F16_TAIL(131, 132))
+SKC_WGMMA_M64N256(bfloat16_t, float, "f", "k16", ".f32.bf16.bf16", SKC_F16_TAIL(131, 132))
+SKC_WGMMA_M64N256(float, float, "f", "k8", ".f32.tf32.tf32", ", 1, 1")
+SKC_WGMMA_M64N256(int8_t, int, "r", "k32", ".s32.s8.s8", "")
+#undef SKC_F16_TAIL
 #undef SKC_WGMMA_M64N64
 #undef SKC_WGMMA_M64N128
 #undef SKC_WGMMA_M64N256

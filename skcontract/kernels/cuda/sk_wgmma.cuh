@@ -53,9 +53,9 @@ constexpr int SHARED_SUM_BATCH = 8;
 // the interface): one warpgroup per 64 rows; a thread's accumulators are wgmma's m64nBN
 // fragment: accumulator i is row group_row + 8 ((i / 2) % 2), column 8 (i / 4) +
 // group_col + i % 2 of its warpgroup's rows, so pairs (i, i + 1) are adjacent columns.
-template <int BM, int BN>
+template <int BM, int BN, class AccT = float>
 struct WgmmaTile {
-  using Acc = float;
+  using Acc = AccT;  // float (f16, bf16, tf32 operands) or int (s8)
   static constexpr int CONSUMER_GROUPS = BM / WGMMA_M;
   static constexpr int THREADS = CONSUMER_GROUPS * WARPGROUP;
   static constexpr int NACC = BN / 2;
@@ -75,8 +75,8 @@ struct WgmmaTile {
 // One k step (WGMMA_K<TIn> elements) of a consumer warpgroup: the transpose bits are
 // template arguments of the instruction, so the four layout pairs dispatch here at compile
 // time.
-template <int BN, bool AK, bool BK_, class TIn>
-__device__ __forceinline__ void wgmma_step(float (&d)[BN / 2], unsigned long long da,
+template <int BN, bool AK, bool BK_, class TIn, class Acc>
+__device__ __forceinline__ void wgmma_step(Acc (&d)[BN / 2], unsigned long long da,
                                            unsigned long long db, int scale_d) {
   static_assert(WGMMA_READS<TIn, AK> && WGMMA_READS<TIn, BK_>,
                 "tf32 wgmma reads K-major operands only");
@@ -370,6 +370,12 @@ struct WgmmaEpilogue {
   }
 };
 
+// WgmmaEpilogue stages and converts fp32 accumulators; int32 ones (s8 operands) go out from
+// the fragment through the portable epilogue (epilogue.cuh: a pair of columns a store, alpha
+// and beta in int32, wrapping), as the shared sums of every entry do.
+template <class Acc> constexpr bool WGMMA_STAGED_EPILOGUE = false;
+template <> constexpr bool WGMMA_STAGED_EPILOGUE<float> = true;
+
 // Rows a lane of the epilogue reads before storing them (WgmmaEpilogue): all four of a
 // chunk where the accumulators leave registers to spare (two consumer warpgroups, at most
 // 128 columns: the many-tile entries, whose short tiles the epilogue dominates), else one
@@ -575,12 +581,12 @@ __device__ __forceinline__ void mask_stage(const Loads& loads, const unsigned ch
 template <class Cfg, class Loads>
 __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
                                               const Split& s, const Loads& loads,
-                                              float (&acc)[Cfg::ML::NACC]) {
+                                              typename Cfg::Acc (&acc)[Cfg::ML::NACC]) {
   using Sm = WgmmaSmem<Cfg>;
   const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
   const bool warp_leader = (threadIdx.x & 31) == 0;
 #pragma unroll
-  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = typename Cfg::Acc(0);
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   int held = -1;  // the stage whose wgmmas may still be in flight
   auto release = [&]() {  // the stage's data came from every CTA of a pair: free it in each
@@ -797,7 +803,10 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     }
     if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
     if (owns) {
-      if (store_tma)
+      if constexpr (!WGMMA_STAGED_EPILOGUE<Acc>)
+        Epilogue<ML, typename Cfg::TOut, false, false>::run(
+            s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+      else if (store_tma)
         Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha);
       else
         Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta);
