@@ -5,7 +5,8 @@
 tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed, B row-major (which
 our tf32 wgmma kernels copy to column-major first, inside the timed call) and column-major
 (read in place). int8: ``gemm`` on
-int8 operands (int32 out) vs ``torch._int_mm`` (cuBLASLt int8). Writes tf32-int8-h200.md.
+int8 operands (int32 out) vs ``torch._int_mm`` (cuBLASLt int8), B column-major on both sides
+(torch._int_mm's layout). Writes tf32-int8-h200.md.
 """
 from __future__ import annotations
 
@@ -51,9 +52,10 @@ def _rows():
         a8 = rs.randint(-128, 128, (m, k)).astype(cupy.int8)
         b8 = rs.randint(-128, 128, (k, n)).astype(cupy.int8)
         out8 = cupy.empty((m, n), cupy.int32)
+        b8 = cupy.asfortranarray(b8)  # cuBLASLt wants B column-major: both sides get it so
         ours = device_time_us(lambda: gemm(a8, b8, out8), stream, calls, REPS)
         ta8 = torch.as_tensor(a8, device="cuda")
-        tb8 = torch.as_tensor(cupy.asfortranarray(b8), device="cuda")  # cuBLASLt wants B col-major
+        tb8 = torch.as_tensor(b8, device="cuda")
         peer = torch_graph_us(lambda: torch._int_mm(ta8, tb8), calls, REPS)
         yield ("int8", m, n, k, ours, peer, flops)
 

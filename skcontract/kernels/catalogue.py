@@ -713,12 +713,12 @@ are fitted."""
 @dataclass(frozen=True)
 class WgmmaTf32(Wgmma):
     """float32 operands on tf32 wgmma (``gemm(allow_tf32=True)`` on sm_90a): the Wgmma kernel
-    with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32, which reads
-    the top 19 bits of each float (operands truncated to a 10-bit mantissa), fp32
-    accumulators and output. wgmma reads 32-bit operands K-major only, so the entries take
-    a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an operand of the
-    other layout into that one first (:func:`skcontract.kernels.gemm.gemm`). The epilogue
-    stores C by the threads (the TMA store packs 16-bit outputs); no convolution entry."""
+    with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32 on operands the
+    TMA loads round to tf32 (a 10-bit mantissa, to nearest), fp32 accumulators and output.
+    wgmma reads 32-bit operands K-major only, so the entries take a row-major A and a
+    column-major B (:meth:`layouts`); ``gemm`` copies an operand of the other layout into
+    that one first (:func:`skcontract.kernels.gemm.gemm`). The epilogue stores C by the
+    threads (the TMA store packs 16-bit outputs); no convolution entry."""
 
     FAMILY: ClassVar[str] = "WgmmaTf32"
     DTYPES: ClassVar[tuple] = ("float32",)

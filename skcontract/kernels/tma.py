@@ -39,7 +39,10 @@ MAP_CACHE_SIZE = 4096
 
 _TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
                "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+               # float32 is loaded by the tf32 entries only: the TMA unit rounds each element
+               # to tf32 (to nearest, as cuBLAS's tf32 products do; the tensor cores would
+               # truncate the raw float)
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32",
                "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # the bytes as they are
 TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
 """A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
