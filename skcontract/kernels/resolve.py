@@ -163,8 +163,9 @@ def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
 def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None,
               layouts: tuple | None = None) -> KernelBase:
     """The catalogue entry that runs ``schedule``: the one with its tile and its CTAs an SM
-    (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns),
-    among those specialised for the operands' (A, B) ``layouts`` when they are given."""
+    (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns, in
+    its own orientation), among those specialised for the operands' (A, B) ``layouts`` when
+    they are given."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
     pending = () if allow_tf32 else pending_for(dtype, cc)  # a forced tile may name one
@@ -172,7 +173,7 @@ def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None,
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
     fits = [(ctas_on(b, schedule.device), b) for b in bases
             if b.tile == tile and schedule.protocol in b.protocols()
-            and (layouts is None or tuple(layouts) in b.layouts())]
+            and (layouts is None or b in dots or tuple(layouts) in b.layouts())]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
     # SM (the schedule's co-resident CTAs are resident on it too)
     for c, b in sorted(fits, key=lambda cb: cb[0] != ctas):
