@@ -134,15 +134,18 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     ``reduction``: "deterministic" (workspace + lock, bitwise reproducible; auto may pick the
     arrival protocol's shared sum, also bitwise reproducible, for few tiles with many peers),
     "arrival" (a slot per split; the peers share the final sum when every CTA is resident)
-    or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores
-    (``mma.m16n8k8.tf32``, operands rounded to a 10-bit mantissa, fp32 accumulation); by
-    default float32 is exact (FFMA). Other dtypes ignore it.
+    or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores (operands
+    rounded to a 10-bit mantissa, fp32 accumulation: wgmma on sm_90, ``mma.m16n8k8.tf32``
+    elsewhere); by default float32 is exact (FFMA). Other dtypes ignore it. wgmma reads tf32
+    and int8 operands K-major only: on sm_90 an A that is not row-major or a B that is not
+    column-major is copied into that layout first (where its rows of K elements lie on 16
+    bytes; else the mma.sync entries run it as it is).
     With ``mode="auto"`` (and no ``tile``, ``grid`` or ``schedule``), a product with
     ``m == 1`` or ``n == 1`` whose vector side is contiguous along k (or whose matrix is)
     is memory-bound and runs on the Dot family (:mod:`.dot`), as einsum runs it; float32
     is then exact whatever ``allow_tf32`` says.
-    int8 operands accumulate in int32 (``mma.m16n8k32.s8``) and ``out`` is int32 (the default
-    output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be integers (applied in
+    int8 operands accumulate in int32 (s8 wgmma or ``mma.m16n8k32.s8``) and ``out`` is
+    int32 (the default output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be integers (applied in
     int32, wrapping). ``out`` is required for dtypes CuPy has no arrays of (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is (a plan's
     step carries one); it bypasses the scheduler.
