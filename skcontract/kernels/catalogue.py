@@ -47,7 +47,7 @@ from ..dtypes import accumulator_dtype
 from ..schedule.device import DeviceInfo
 from ..schedule.heuristics import MEASURED_H200_COST, REF_TILE
 from ..schedule.table import PROTOCOL_CODES
-from ..schedule.types import CLUSTER, TileOption
+from ..schedule.types import ARRIVAL, CLUSTER, TileOption
 
 CXX_TYPES = {
     "float16": ("skc::half_t", 2),
@@ -727,6 +727,15 @@ class WgmmaTf32(Wgmma):
     def layouts(self) -> tuple[tuple[str, str], ...]:
         return (("row", "col"),)
 
+    def protocols(self) -> tuple[str, ...]:
+        """The register-trading entries (128 x 256, the paired 128 x 64) run no arrival
+        protocol: its kernels spill with float outputs. They are offered where their tiles
+        fill a wave (:func:`_wgmma_k_major_entries`), where auto plans no arrival, and
+        :func:`~.resolve.resolve_gemm` plans again without an entry whose protocol a
+        schedule asks for and its kernels lack."""
+        protos = super().protocols()
+        return tuple(p for p in protos if p != ARRIVAL) if self.trades_registers else protos
+
 
 @dataclass(frozen=True)
 class WgmmaInt8(Wgmma):
@@ -898,12 +907,15 @@ accumulators (the compile check)."""
 
 
 def _wgmma_k_major_entries(dtype: str, cls) -> tuple[Wgmma, ...]:
-    """The tf32 (``cls`` WgmmaTf32) or int8 (WgmmaInt8) Wgmma tiles: the 16-bit menu less its
-    register-trading entries (128 x 256 and the paired 128 x 64), whose arrival kernels spill
-    with 32-bit outputs, and for int8 less :data:`WGMMA_INT8_LEFT_OUT`."""
-    left_out = WGMMA_INT8_LEFT_OUT if cls is WgmmaInt8 else ()
+    """The tf32 (``cls`` WgmmaTf32) or int8 (WgmmaInt8) Wgmma tiles: the 16-bit menu, whose
+    register-trading entries (128 x 256 and the paired 128 x 64) spill in the arrival
+    protocol with 32-bit outputs: tf32 keeps them without it (``WgmmaTf32.protocols``),
+    offered from a wave of tiles on; int8 leaves them out, and :data:`WGMMA_INT8_LEFT_OUT`."""
+    if cls is WgmmaTf32:
+        return tuple(replace(e, min_waves=max(e.min_waves, 1.0)) if e.trades_registers else e
+                     for e in _wgmma_entries(dtype, cls))
     return tuple(e for e in _wgmma_entries(dtype, cls) if not e.trades_registers
-                 and (e.bm, e.bn, e.ctas_per_sm) not in left_out)
+                 and (e.bm, e.bn, e.ctas_per_sm) not in WGMMA_INT8_LEFT_OUT)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0

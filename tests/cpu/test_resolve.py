@@ -386,3 +386,19 @@ def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable
     for layouts in (("row", "row"), ("col", "col"), ("col", "row")):
         r = _resolve(2048, 2048, 2048, dtype, allow_tf32=True, layouts=layouts)
         assert r.base.FAMILY == portable, layouts
+
+
+@pytest.mark.parametrize("mode,reduction", [("aligned", "deterministic"),
+                                            ("stream_k", "arrival"), ("auto", "deterministic"),
+                                            ("hybrid", "atomic")])
+def test_an_entry_is_planned_only_with_the_protocols_it_runs(mode, reduction):
+    """The tf32 128 x 256 entry runs no arrival protocol (its kernel would spill): a
+    schedule that needs arrival (the aligned split, a forced arrival) is planned on another
+    entry, and the others may take it."""
+    for shape in ((4096, 4096, 4096), (2304, 2304, 4096)):
+        r = _resolve(*shape, "float32", allow_tf32=True, layouts=("row", "col"), mode=mode,
+                     reduction=reduction)
+        assert r.schedule.protocol in r.base.protocols(), (shape, r.base.name)
+    wide = _resolve(4096, 4096, 4096, "float32", allow_tf32=True, layouts=("row", "col"),
+                    tile=(128, 256, 32))
+    assert "arrival" not in wide.base.protocols() and wide.schedule.protocol != "arrival"
