@@ -142,6 +142,8 @@ def main(argv=None) -> int:
         ("tf32", (256, 256, 8192), "stream_k", "arrival", (128, 128, 32)),
         ("tf32", (136, 264, 4032), "aligned", "cluster", (128, 64, 32)),
         ("tf32", (130, 70, 1001), "stream_k", "deterministic"),
+        # the register-trading tf32 entry (no arrival protocol)
+        ("tf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 256, 32)),
         # int8: on s8 wgmma (B column-major), a shared sum, and on mma.sync (rows of K bytes
         # off 16)
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),

@@ -353,7 +353,7 @@ class KernelBase:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
                           fixup_cost=self.FIXUP_COST, cluster_sum=self.cluster_sum,
-                          shared_sum=self.SHARED_SUM)
+                          shared_sum=self.SHARED_SUM, arrival=ARRIVAL in self.protocols())
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
@@ -729,10 +729,9 @@ class WgmmaTf32(Wgmma):
 
     def protocols(self) -> tuple[str, ...]:
         """The register-trading entries (128 x 256, the paired 128 x 64) run no arrival
-        protocol: its kernels spill with float outputs. They are offered where their tiles
-        fill a wave (:func:`_wgmma_k_major_entries`), where auto plans no arrival, and
-        :func:`~.resolve.resolve_gemm` plans again without an entry whose protocol a
-        schedule asks for and its kernels lack."""
+        protocol: its kernels spill with float outputs. Auto plans no arrival on them
+        (``TileOption.arrival``), and :func:`~.resolve.resolve_gemm` plans again without an
+        entry whose protocol a forced mode or reduction asks for and its kernels lack."""
         protos = super().protocols()
         return tuple(p for p in protos if p != ARRIVAL) if self.trades_registers else protos
 
@@ -909,11 +908,10 @@ accumulators (the compile check)."""
 def _wgmma_k_major_entries(dtype: str, cls) -> tuple[Wgmma, ...]:
     """The tf32 (``cls`` WgmmaTf32) or int8 (WgmmaInt8) Wgmma tiles: the 16-bit menu, whose
     register-trading entries (128 x 256 and the paired 128 x 64) spill in the arrival
-    protocol with 32-bit outputs: tf32 keeps them without it (``WgmmaTf32.protocols``),
-    offered from a wave of tiles on; int8 leaves them out, and :data:`WGMMA_INT8_LEFT_OUT`."""
+    protocol with 32-bit outputs: tf32 keeps them without it (``WgmmaTf32.protocols``);
+    int8 leaves them out, and :data:`WGMMA_INT8_LEFT_OUT`."""
     if cls is WgmmaTf32:
-        return tuple(replace(e, min_waves=max(e.min_waves, 1.0)) if e.trades_registers else e
-                     for e in _wgmma_entries(dtype, cls))
+        return _wgmma_entries(dtype, cls)
     return tuple(e for e in _wgmma_entries(dtype, cls) if not e.trades_registers
                  and (e.bm, e.bn, e.ctas_per_sm) not in WGMMA_INT8_LEFT_OUT)
 

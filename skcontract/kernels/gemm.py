@@ -16,10 +16,11 @@ schedule. A warm call is one dict lookup plus one launch.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
-from functools import lru_cache
 
 from ..schedule import GemmProblem, Schedule
+from ..schedule.types import CLUSTER
 from . import dot, jit, relayout, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, bases_for, withdraw
 from .forms import dot_form
@@ -87,9 +88,11 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         if (a_layout, b_layout) not in base.layouts():
             # an entry planned for other layouts than these operands have (a plan step whose
             # operands are not laid out as its views assume): plan again for these
+            _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
+            red = DEFAULT_REDUCTION if schedule.reduction == CLUSTER else schedule.reduction
             return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
-                             mode=schedule.mode, reduction=schedule.reduction, tile=None,
-                             grid=None, dev=dev, allow_tf32=allow_tf32, stream=stream)
+                             mode=schedule.mode, reduction=red, tile=None, grid=None,
+                             dev=dev, allow_tf32=allow_tf32, stream=stream)
     elif schedule is not None:
         base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)),
                          (a_layout, b_layout))
@@ -212,15 +215,17 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
             return out, (None if bound is None else Binding(bound, form.swap, out_shape,
                                                             out.dtype, cupy.empty))
     a_kmajor = lay_a is not None and lay_a[0] == "row"
-    # a B of one column reads as row-major (N-major) whatever its copy: it stays as it is
-    b_kmajor = lay_b is not None and (lay_b[0] == "col" or n == 1)
-    if schedule is None and not (a_kmajor and b_kmajor) and \
+    b_kmajor = lay_b is not None and lay_b[0] == "col"
+    # (a B of one column reads as row-major whatever its copy: the portable entries take it)
+    if schedule is None and n > 1 and not (a_kmajor and b_kmajor) and \
             _reads_k_major(a_dt, allow_tf32, k):
-        # tf32 and s8 wgmma read K-major operands only: copy the others into that layout once
-        a2 = a if a_kmajor else relayout.row_major(a)
-        b2 = b if b_kmajor else relayout.col_major(b)
-        r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
-                 tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream)
+        # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
+        # once, on the product's stream (the copies are freed to its pool when it returns)
+        with _on(stream):
+            a2 = a if a_kmajor else relayout.row_major(a)
+            b2 = b if b_kmajor else relayout.col_major(b)
+            r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
+                     tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream)
         return (r, None) if bind else r
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
@@ -286,6 +291,11 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
+K_MAJOR_KEYS = ("int8", "tf32")
+"""The operand kinds (a dtype, or float32 with tf32 allowed) whose catalogue has entries
+that read K-major operands only (WgmmaInt8, WgmmaTf32)."""
+
+
 def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
     """Whether ``dtype`` operands run on the current device's K-major-only entries
     (:class:`~.catalogue.WgmmaTf32` for float32 with tf32 allowed, ``WgmmaInt8``) once
@@ -294,17 +304,17 @@ def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
     any layout, uncopied)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    elem = specs.CXX_TYPES[dtype][1]
-    return (k * elem) % specs.VEC16_BYTES == 0 and _k_major_only(
-        dtype, bool(allow_tf32) and dtype == "float32", cupy.cuda.runtime.getDevice())
-
-
-@lru_cache(maxsize=None)
-def _k_major_only(dtype: str, tf32: bool, device_id: int) -> bool:
-    """Whether entries offered for ``dtype`` (``tf32``: float32 on tf32) on the device read
-    their operands K-major only."""
-    cc = compute_capability(device_info(device_id))
+    tf32 = bool(allow_tf32) and dtype == "float32"
+    if ("tf32" if tf32 else dtype) not in K_MAJOR_KEYS or \
+            (k * specs.CXX_TYPES[dtype][1]) % specs.VEC16_BYTES:
+        return False
+    cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
     return any(("row", "row") not in b.layouts() for b in bases_for(dtype, tf32, cc))
+
+
+def _on(stream):
+    """A context in which CuPy works on ``stream`` (a CuPy stream; else the current one)."""
+    return stream if hasattr(stream, "__enter__") else contextlib.nullcontext()
 
 
 def _check_device(A, B, C) -> int:

@@ -18,8 +18,10 @@ TILE = 32
 """Rows and columns of the block a CTA moves (the kernel's TRANSPOSE_TILE)."""
 THREADS = 256
 """Threads of a CTA (TRANSPOSE_TILE x TRANSPOSE_ROWS)."""
-MAX_GRID_Z = 65535
-"""The batch is the grid's z extent, at most this."""
+MAX_GRID_Y = 65535
+"""The batch is the grid's y extent, at most this."""
+MAX_GRID_X = 2**31 - 1
+"""The blocks of one matrix are the grid's x extent, at most this."""
 TYPES = {1: "unsigned char", 4: "unsigned int"}
 """Element bytes the kernel is instantiated for -> the C++ type it moves them as."""
 NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
@@ -28,7 +30,7 @@ NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
 def col_major(x):
     """A copy of the CuPy array ``x`` whose matrices (the last two axes) are column-major
     and dense: the kernel for 1- and 4-byte elements (int8, float32) of batches up to
-    :data:`MAX_GRID_Z`, CuPy's copy otherwise.
+    :data:`MAX_GRID_Y`, CuPy's copy otherwise; ``x`` is any GPU array CuPy takes.
 
     >>> import cupy                                               # doctest: +SKIP
     >>> b = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)      # doctest: +SKIP
@@ -37,12 +39,15 @@ def col_major(x):
     """
     import cupy  # optional dependency: only the GPU path needs CuPy
 
+    x = cupy.asarray(x)  # a view of a torch tensor or any __cuda_array_interface__ array
     *lead, rows, cols = x.shape
     batch = int(np.prod(lead)) if lead else 1
     out = cupy.empty(tuple(lead) + (cols, rows), dtype=x.dtype).swapaxes(-1, -2)
     if x.size == 0:
         return out
-    if x.itemsize not in TYPES or batch > MAX_GRID_Z or (len(lead) > 1 and not _flat(x)):
+    blocks = -(-rows // TILE) * -(-cols // TILE)
+    if x.itemsize not in TYPES or batch > MAX_GRID_Y or blocks > MAX_GRID_X or \
+            (len(lead) > 1 and not _flat(x)):
         out[...] = x
         return out
     strides = [s // x.itemsize for s in x.strides]
@@ -50,16 +55,17 @@ def col_major(x):
     dev = x.device.id
     fn = jit.get_module(HEADER, NAMES, dev).get_function(
         NAMES[tuple(TYPES).index(x.itemsize)])
-    grid = (-(-cols // TILE), -(-rows // TILE), batch)
-    fn(grid, (THREADS,), (x, out, np.int32(rows), np.int32(cols), np.int64(sb),
+    fn((blocks, batch), (THREADS,), (x, out, np.int32(rows), np.int32(cols), np.int64(sb),
                           np.int64(strides[-2]), np.int64(strides[-1])))
     return out
 
 
 def row_major(x):
-    """A copy of the CuPy array ``x`` whose matrices are row-major and dense (the
-    transpose of :func:`col_major` of their transposes)."""
-    return col_major(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    """A copy of the GPU array ``x`` whose matrices are row-major and dense (the transpose
+    of :func:`col_major` of their transposes)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    return col_major(cupy.asarray(x).swapaxes(-1, -2)).swapaxes(-1, -2)
 
 
 def _flat(x) -> bool:

@@ -114,19 +114,24 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
         by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
+    if not by_entry:
+        raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
+                         f"{device.name}")
     while True:
         options_ = [replace(b.option(), ctas_per_sm=c) for (_, c), b in by_entry.items()]
-        if not options_:
-            raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
-                             f"{device.name} with the fixup protocol asked for")
         schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                     tiles=options_, **options)
         key = schedule.tile, schedule.device.ctas_per_sm
         if schedule.protocol in by_entry[key].protocols():
             return Resolved(schedule, by_entry[key])
         # an entry is planned only with the fixup protocols its kernels are built for (a
-        # tf32 register-trading entry runs no arrival): plan again without it
+        # tf32 register-trading entry runs no arrival, which mode "aligned" or a forced
+        # reduction may ask for): plan again without it
         del by_entry[key]
+        if not by_entry:
+            raise ValueError(f"gemm: no {problem.dtype} kernel runs the {schedule.protocol} "
+                             f"fixup protocol that mode={mode!r}, reduction={reduction!r} "
+                             f"plans for this product")
 
 
 DOT_REPRODUCIBLE_REDUCTION = "arrival"

@@ -383,8 +383,9 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             # few tiles, many peers each: the deterministic chain merges them one by one,
             # the shared sum (or a kernel's last arrival, summing output-sized partials; both
             # bitwise reproducible) in one parallel pass
-            s = b.stream_k(t, grid, reduction=ARRIVAL)
-            if s.mode == STREAM_K and int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
+            s = b.stream_k(t, grid, reduction=ARRIVAL) if b.option.arrival else None
+            if s is not None and s.mode == STREAM_K and \
+                    int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum" if s.shared_sum else "last-arrival sum"))
                 allowed.append(s)
             # or in one cluster's shared memory (also bitwise reproducible)

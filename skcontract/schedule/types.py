@@ -269,7 +269,8 @@ class TileOption:
     reduction, which auto then weighs for few tiles. ``shared_sum``: its kernels run the
     arrival protocol's shared sum (the peers of a tile share its final sum) on tables whose
     CTAs are all resident; without it (a kernel whose partials are output sums, not
-    fragments: the Dot family's) the last arrival sums them.
+    fragments: the Dot family's) the last arrival sums them. ``arrival``: its kernels run
+    the arrival protocol at all (auto then weighs it for few tiles with many peers).
     """
 
     tile: tuple
@@ -280,6 +281,7 @@ class TileOption:
     cluster: int = 1
     cluster_sum: bool = False
     shared_sum: bool = True
+    arrival: bool = True
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)

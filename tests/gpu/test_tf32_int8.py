@@ -129,6 +129,39 @@ def test_tf32_runs_wgmma_in_every_layout(layout, out_order):
         assert err > TF32_VISIBLE, err
 
 
+def _k_major_entries():
+    from skcontract.kernels import catalogue
+    return [b for key in (catalogue.TF32, "int8") for b in catalogue.CATALOGUE[key]
+            if ("row", "row") not in b.layouts()]
+
+
+@pytest.mark.parametrize("entry", _k_major_entries(), ids=lambda b: b.name)
+def test_every_k_major_wgmma_entry(entry):
+    """Each tf32 / int8 Wgmma entry forced on a product of more than a wave of its tiles,
+    under the deterministic and atomic fixups (and arrival where it runs it), B copied or
+    not."""
+    import cupy
+    m, n = 24 * entry.bm, 12 * entry.bn
+    k = 6 * entry.bk + 8 * (4 if entry.dtype == "int8" else 1)  # a ragged last k-tile
+    for red in ("deterministic", "atomic", "arrival"):
+        if red not in entry.protocols():
+            continue
+        for b_order in ("F", "C"):
+            kw = dict(tile=(*entry.tile, entry.ctas_per_sm), mode="stream_k", reduction=red)
+            if entry.dtype == "int8":
+                a, b = rand_i8((m, k), "C", 1), rand_i8((k, n), b_order, 2)
+                out = poisoned_i32((m, n))
+                _gemm(a, b, out, **kw)
+                assert np.array_equal(cupy.asnumpy(out), ref_i32(a, b)), (red, b_order)
+            else:
+                a, b = rand((m, k), "float32", "C", 1), rand((k, n), "float32", b_order, 2)
+                out = poisoned((m, n), a)
+                _gemm(a, b, out, allow_tf32=True, **kw)
+                err = rel_error(out, cupy.matmul(to64(a), to64(b)))
+                assert err <= TOL_TF32, (red, b_order, err)
+            assert _last_plan_spec().base == entry, _last_plan_spec().name
+
+
 def test_relayout_copies_are_dense_and_equal():
     """relayout.col_major / row_major (the tf32 operands' copies): the same values, dense in
     the asked order, from views of any strides (the kernel for 4-byte elements, CuPy's copy

@@ -8,7 +8,7 @@
 // operands' edges), completing on the stage's `full` mbarrier. The consumers walk the same
 // rows in the same order, so both sides derive the same k-tile sequence from the table and
 // the ring's phases agree with no other communication. Each consumer warpgroup multiplies
-// its 64 rows of the tile with wgmma.mma_async m64nBNk16 straight from shared memory, keeps
+// its 64 rows of the tile with wgmma.mma_async m64nBNkK straight from shared memory, keeps
 // one k-tile's wgmmas in flight, and frees a stage (one arrival per warp on its `empty`
 // mbarrier) once the wgmmas that read it are done. The fixup (fixup.cuh) and the epilogue
 // run on the consumers only, synchronising through named barriers 1 (all consumers) and
@@ -16,7 +16,7 @@
 // deadlock-freedom argument of docs/design/stream_k.md is unchanged.
 //
 // Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
-// BN (64, 128 or 256), BK (64: one 128-byte swizzle row of 16-bit elements), STAGES,
+// BN (64, 128 or 256), BK (one 128-byte swizzle row: 64 16-bit, 32 tf32 or 128 s8), STAGES,
 // THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
 // whose warpgroups trade registers; 0: no trade) with PRODUCER_REGS and CONSUMER_REGS (the
@@ -37,9 +37,9 @@ constexpr int SWIZZLE_ROW_BYTES = 128;   // one row of a 128-byte-swizzled box
 constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
 constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
 constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
-constexpr int WGMMA_K_BYTES = 32;        // one wgmma's K along a K-major row: 16 f16, 8 tf32
-// One wgmma's K in elements of T, and the 16-bit rule: wgmma reads 32-bit (tf32) operands
-// K-major only (it has transpose bits for f16 / bf16 alone).
+constexpr int WGMMA_K_BYTES = 32;        // one wgmma's K of a K-major row: 16 f16, 8 tf32, 32 s8
+// One wgmma's K in elements of T, and the 16-bit rule: wgmma reads 32-bit (tf32) and 8-bit
+// (s8) operands K-major only (it has transpose bits for f16 / bf16 alone).
 template <class T>
 constexpr int WGMMA_K = WGMMA_K_BYTES / (int)sizeof(T);
 template <class T, bool KMAJOR>
@@ -79,7 +79,7 @@ template <int BN, bool AK, bool BK_, class TIn, class Acc>
 __device__ __forceinline__ void wgmma_step(Acc (&d)[BN / 2], unsigned long long da,
                                            unsigned long long db, int scale_d) {
   static_assert(WGMMA_READS<TIn, AK> && WGMMA_READS<TIn, BK_>,
-                "tf32 wgmma reads K-major operands only");
+                "wgmma reads 32- and 8-bit operands K-major only");
   constexpr int TA = AK ? 0 : 1, TB = BK_ ? 0 : 1;
   if constexpr (BN == 64) {
     wgmma_m64n64<TA, TB>(d, da, db, scale_d, TIn{});
@@ -103,7 +103,7 @@ struct WgmmaOperand {
   static constexpr int STAGE_BYTES = ROWS * BK * (int)sizeof(TIn);
   static constexpr int BOX_BYTES = MN_CHUNK * BK * (int)sizeof(TIn);  // one MN-major box
   static_assert(BK * (int)sizeof(TIn) == SWIZZLE_ROW_BYTES, "BK fills one swizzle row");
-  static_assert(WGMMA_READS<TIn, KMAJOR>, "tf32 wgmma reads K-major operands only");
+  static_assert(WGMMA_READS<TIn, KMAJOR>, "wgmma reads 32- and 8-bit operands K-major only");
   // Bytes one load brings for an operand of `rows` rows: a K-major box stops at the operand's
   // rows rounded up to a swizzle atom when it is narrower than the tile (the host encodes the
   // same box: skcontract/kernels/tma.py, kmajor_box_rows); the rows it leaves stale feed only
