@@ -238,6 +238,12 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
+// Eight accumulator operands d[i] .. d[i + 7] of a wgmma wrapper below (RC: their register
+// constraint).
+#define SKC_ACC8(RC, i)                                                                       \
+  "+" RC(d[i]), "+" RC(d[i + 1]), "+" RC(d[i + 2]), "+" RC(d[i + 3]), "+" RC(d[i + 4]),        \
+      "+" RC(d[i + 5]), "+" RC(d[i + 6]), "+" RC(d[i + 7])
+
 // wgmma.mma_async m64nNkK, d += A (64 x K) B (K x N), both operands in shared memory
 // (descriptors); K is 32 bytes of the operand type (16 f16 / bf16, 8 tf32, 32 s8); ACC the
 // accumulators' type (RC their register constraint). TA / TB: 1 when the operand is M- /
@@ -254,10 +260,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
       "%32, %33, p" TAIL ";\n}\n"  \
-      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
-        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
-        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
-        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31])  \
+      : SKC_ACC8(RC, 0), SKC_ACC8(RC, 8), SKC_ACC8(RC, 16), SKC_ACC8(RC, 24)  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
@@ -273,14 +276,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "\
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
       "%64, %65, p" TAIL ";\n}\n"  \
-      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
-        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
-        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
-        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31]),  \
-        "+" RC(d[32]), "+" RC(d[33]), "+" RC(d[34]), "+" RC(d[35]), "+" RC(d[36]), "+" RC(d[37]), "+" RC(d[38]), "+" RC(d[39]),  \
-        "+" RC(d[40]), "+" RC(d[41]), "+" RC(d[42]), "+" RC(d[43]), "+" RC(d[44]), "+" RC(d[45]), "+" RC(d[46]), "+" RC(d[47]),  \
-        "+" RC(d[48]), "+" RC(d[49]), "+" RC(d[50]), "+" RC(d[51]), "+" RC(d[52]), "+" RC(d[53]), "+" RC(d[54]), "+" RC(d[55]),  \
-        "+" RC(d[56]), "+" RC(d[57]), "+" RC(d[58]), "+" RC(d[59]), "+" RC(d[60]), "+" RC(d[61]), "+" RC(d[62]), "+" RC(d[63])  \
+      : SKC_ACC8(RC, 0), SKC_ACC8(RC, 8), SKC_ACC8(RC, 16), SKC_ACC8(RC, 24), SKC_ACC8(RC, 32), SKC_ACC8(RC, 40), SKC_ACC8(RC, 48), SKC_ACC8(RC, 56)  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
@@ -300,22 +296,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "\
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
       "%128, %129, p" TAIL ";\n}\n"  \
-      : "+" RC(d[0]), "+" RC(d[1]), "+" RC(d[2]), "+" RC(d[3]), "+" RC(d[4]), "+" RC(d[5]), "+" RC(d[6]), "+" RC(d[7]),  \
-        "+" RC(d[8]), "+" RC(d[9]), "+" RC(d[10]), "+" RC(d[11]), "+" RC(d[12]), "+" RC(d[13]), "+" RC(d[14]), "+" RC(d[15]),  \
-        "+" RC(d[16]), "+" RC(d[17]), "+" RC(d[18]), "+" RC(d[19]), "+" RC(d[20]), "+" RC(d[21]), "+" RC(d[22]), "+" RC(d[23]),  \
-        "+" RC(d[24]), "+" RC(d[25]), "+" RC(d[26]), "+" RC(d[27]), "+" RC(d[28]), "+" RC(d[29]), "+" RC(d[30]), "+" RC(d[31]),  \
-        "+" RC(d[32]), "+" RC(d[33]), "+" RC(d[34]), "+" RC(d[35]), "+" RC(d[36]), "+" RC(d[37]), "+" RC(d[38]), "+" RC(d[39]),  \
-        "+" RC(d[40]), "+" RC(d[41]), "+" RC(d[42]), "+" RC(d[43]), "+" RC(d[44]), "+" RC(d[45]), "+" RC(d[46]), "+" RC(d[47]),  \
-        "+" RC(d[48]), "+" RC(d[49]), "+" RC(d[50]), "+" RC(d[51]), "+" RC(d[52]), "+" RC(d[53]), "+" RC(d[54]), "+" RC(d[55]),  \
-        "+" RC(d[56]), "+" RC(d[57]), "+" RC(d[58]), "+" RC(d[59]), "+" RC(d[60]), "+" RC(d[61]), "+" RC(d[62]), "+" RC(d[63]),  \
-        "+" RC(d[64]), "+" RC(d[65]), "+" RC(d[66]), "+" RC(d[67]), "+" RC(d[68]), "+" RC(d[69]), "+" RC(d[70]), "+" RC(d[71]),  \
-        "+" RC(d[72]), "+" RC(d[73]), "+" RC(d[74]), "+" RC(d[75]), "+" RC(d[76]), "+" RC(d[77]), "+" RC(d[78]), "+" RC(d[79]),  \
-        "+" RC(d[80]), "+" RC(d[81]), "+" RC(d[82]), "+" RC(d[83]), "+" RC(d[84]), "+" RC(d[85]), "+" RC(d[86]), "+" RC(d[87]),  \
-        "+" RC(d[88]), "+" RC(d[89]), "+" RC(d[90]), "+" RC(d[91]), "+" RC(d[92]), "+" RC(d[93]), "+" RC(d[94]), "+" RC(d[95]),  \
-        "+" RC(d[96]), "+" RC(d[97]), "+" RC(d[98]), "+" RC(d[99]), "+" RC(d[100]), "+" RC(d[101]), "+" RC(d[102]), "+" RC(d[103]),  \
-        "+" RC(d[104]), "+" RC(d[105]), "+" RC(d[106]), "+" RC(d[107]), "+" RC(d[108]), "+" RC(d[109]), "+" RC(d[110]), "+" RC(d[111]),  \
-        "+" RC(d[112]), "+" RC(d[113]), "+" RC(d[114]), "+" RC(d[115]), "+" RC(d[116]), "+" RC(d[117]), "+" RC(d[118]), "+" RC(d[119]),  \
-        "+" RC(d[120]), "+" RC(d[121]), "+" RC(d[122]), "+" RC(d[123]), "+" RC(d[124]), "+" RC(d[125]), "+" RC(d[126]), "+" RC(d[127])  \
+      : SKC_ACC8(RC, 0), SKC_ACC8(RC, 8), SKC_ACC8(RC, 16), SKC_ACC8(RC, 24), SKC_ACC8(RC, 32), SKC_ACC8(RC, 40), SKC_ACC8(RC, 48), SKC_ACC8(RC, 56), SKC_ACC8(RC, 64), SKC_ACC8(RC, 72), SKC_ACC8(RC, 80), SKC_ACC8(RC, 88), SKC_ACC8(RC, 96), SKC_ACC8(RC, 104), SKC_ACC8(RC, 112), SKC_ACC8(RC, 120)  \
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));                                   \
   }
 
@@ -337,6 +318,7 @@ SKC_WGMMA_M64N256(bfloat16_t, float, "f", "k16", ".f32.bf16.bf16", SKC_F16_TAIL(
 SKC_WGMMA_M64N256(float, float, "f", "k8", ".f32.tf32.tf32", ", 1, 1")
 SKC_WGMMA_M64N256(int8_t, int, "r", "k32", ".s32.s8.s8", "")
 #undef SKC_F16_TAIL
+#undef SKC_ACC8
 #undef SKC_WGMMA_M64N64
 #undef SKC_WGMMA_M64N128
 #undef SKC_WGMMA_M64N256
