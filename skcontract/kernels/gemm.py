@@ -149,7 +149,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     is then exact whatever ``allow_tf32`` says.
     int8 operands accumulate in int32 (s8 wgmma or ``mma.m16n8k32.s8``) and ``out`` is
     int32 (the default output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be
-    integers (applied in int32, wrapping). ``out`` is required for dtypes CuPy has no arrays of (bfloat16).
+    integers (applied in int32, wrapping). ``out`` is required for dtypes CuPy has no arrays
+    of (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is (a plan's
     step carries one); it bypasses the scheduler.
     ``bind=True``: returns ``(out, binding)``, where ``binding(a2, b2, stream)`` (a

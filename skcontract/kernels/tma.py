@@ -185,7 +185,8 @@ def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
     the store must write), fewer than :data:`STORE_MIN_OUTPUTS` outputs, or an entry whose
     epilogue stores no such output by TMA (``tma_store``: 16-bit outputs)."""
     elem = spec.elem_bytes
-    if (not spec.base.tma_store or beta != 0 or batch * m * n < STORE_MIN_OUTPUTS or c_ptr % ROW_ALIGN_BYTES
+    if (not spec.base.tma_store or beta != 0 or batch * m * n < STORE_MIN_OUTPUTS
+            or c_ptr % ROW_ALIGN_BYTES
             or (m > 1 and (ldc <= 0 or ldc * elem % ROW_ALIGN_BYTES))
             or (batch > 1 and (sc <= 0 or sc * elem % ROW_ALIGN_BYTES))):
         return None
