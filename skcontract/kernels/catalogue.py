@@ -596,6 +596,12 @@ class Wgmma(KernelBase):
     IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
     FIXUP_COST: ClassVar[float] = WGMMA_FIXUP_COST
     CLUSTER_SUM: ClassVar[bool] = True
+    EFFICIENCY_SCALE: ClassVar[float] = 1.0
+    """The entry type's efficiency relative to the 16-bit entry of the same tile and
+    occupancy (:data:`WGMMA_EFFICIENCY`)."""
+    LEFT_OUT: ClassVar[tuple] = ()
+    """(BM, BN, CTAs an SM) of the 16-bit menu (:func:`_wgmma_entries`) the entry type has
+    no entry of."""
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
@@ -711,21 +717,28 @@ are fitted."""
 
 
 @dataclass(frozen=True)
-class WgmmaTf32(Wgmma):
-    """float32 operands on tf32 wgmma (``gemm(allow_tf32=True)`` on sm_90a): the Wgmma kernel
-    with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32 on operands the
-    TMA loads round to tf32 (a 10-bit mantissa, to nearest), fp32 accumulators and output.
-    wgmma reads 32-bit operands K-major only, so the entries take a row-major A and a
-    column-major B (:meth:`layouts`); ``gemm`` copies an operand of the other layout into
-    that one first (:func:`skcontract.kernels.gemm.gemm`). The epilogue stores C by the
-    threads (the TMA store packs 16-bit outputs); no convolution entry."""
+class WgmmaKMajor(Wgmma):
+    """The Wgmma kernel on 32- or 8-bit operands, which wgmma reads K-major only: the
+    entries take a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an
+    operand of another layout into that one first (:func:`skcontract.kernels.gemm.gemm`).
+    No convolution entry."""
 
-    FAMILY: ClassVar[str] = "WgmmaTf32"
-    DTYPES: ClassVar[tuple] = ("float32",)
     IM2COL: ClassVar[str | None] = None
 
     def layouts(self) -> tuple[tuple[str, str], ...]:
         return (("row", "col"),)
+
+
+@dataclass(frozen=True)
+class WgmmaTf32(WgmmaKMajor):
+    """float32 operands on tf32 wgmma (``gemm(allow_tf32=True)`` on sm_90a): the Wgmma kernel
+    with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32 on operands the
+    TMA loads round to tf32 (a 10-bit mantissa, to nearest), fp32 accumulators and output.
+    The epilogue stores C by the threads (the TMA store packs 16-bit outputs)."""
+
+    FAMILY: ClassVar[str] = "WgmmaTf32"
+    DTYPES: ClassVar[tuple] = ("float32",)
+    EFFICIENCY_SCALE: ClassVar[float] = WGMMA_TF32_EFFICIENCY_SCALE
 
     def protocols(self) -> tuple[str, ...]:
         """The register-trading entries (128 x 256, the paired 128 x 64) run no arrival
@@ -737,22 +750,20 @@ class WgmmaTf32(Wgmma):
 
 
 @dataclass(frozen=True)
-class WgmmaInt8(Wgmma):
+class WgmmaInt8(WgmmaKMajor):
     """int8 operands on s8 wgmma (sm_90a): the Wgmma kernel with BK = 128 (one 128-byte
     swizzle row of bytes) and wgmma m64nNk32.s32.s8.s8, int32 accumulators and output, sums
-    wrapping modulo 2^32 as the portable ``Imma`` entry's do. Like tf32, wgmma reads 8-bit
-    operands K-major only: a row-major A and a column-major B (:meth:`layouts`; ``gemm``
-    copies an operand of the other layout first). The tile is stored from the accumulator
-    fragment by the portable epilogue, alpha and beta in int32; no cluster protocol (its
-    sums are fp32), no convolution entry."""
+    wrapping modulo 2^32 as the portable ``Imma`` entry's do. The tile is stored from the
+    accumulator fragment by the portable epilogue, alpha and beta in int32; no cluster
+    protocol (its sums are fp32). ``LEFT_OUT``: besides the register-trading entries (128 x
+    256, the paired 128 x 64), whose arrival kernels spill with 32-bit outputs, the 64 x 256
+    and two-CTA 64 x 128 tiles, whose fixups spill with the fragment-store epilogue of int32
+    accumulators (the compile check)."""
 
     FAMILY: ClassVar[str] = "WgmmaInt8"
     DTYPES: ClassVar[tuple] = ("int8",)
-    IM2COL: ClassVar[str | None] = None
     CLUSTER_SUM: ClassVar[bool] = False
-
-    def layouts(self) -> tuple[tuple[str, str], ...]:
-        return (("row", "col"),)
+    LEFT_OUT: ClassVar[tuple] = ((128, 256, 1), (128, 64, 2), (64, 256, 1), (64, 128, 2))
 
 
 @dataclass(frozen=True)
@@ -867,9 +878,7 @@ FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, Wg
 
 def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
            min_waves: float = 0.0, trades_registers: bool = False, cls=Wgmma) -> Wgmma:
-    eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm]
-    if cls is WgmmaTf32:
-        eff *= WGMMA_TF32_EFFICIENCY_SCALE
+    eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm] * cls.EFFICIENCY_SCALE
     return cls(dtype, bm, bn, WGMMA_SWIZZLE_BYTES // CXX_TYPES[dtype][1], stages,
                4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm, efficiency=eff, min_cc=90,
                vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
@@ -889,31 +898,17 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     tiles and paired (:data:`WGMMA_PAIRED_MIN_WAVES`) for many; and the streaming 64 x 64
     (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
     spread over every SM with small partial tiles. ``cls``: the entry type (WgmmaTf32 for
-    float32 operands on tf32, whose k-tile holds as many bytes)."""
-    return (_wgmma(dtype, 128, 128, 6, cls=cls),
-            _wgmma(dtype, 128, 256, 4, trades_registers=True, cls=cls),
-            _wgmma(dtype, 64, 256, 5, cls=cls), _wgmma(dtype, 64, 128, 4, ctas_per_sm=2, cls=cls),
-            _wgmma(dtype, 128, 64, 8, cls=cls),
-            _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES,
-                   trades_registers=True, cls=cls),
-            _wgmma(dtype, 64, 64, 13, cls=cls))
-
-
-WGMMA_INT8_LEFT_OUT = ((64, 256, 1), (64, 128, 2))
-"""The 16-bit Wgmma entries (BM, BN, CTAs an SM) that int8 leaves out besides the
-register-trading ones: their fixups spill with the fragment-store epilogue of int32
-accumulators (the compile check)."""
-
-
-def _wgmma_k_major_entries(dtype: str, cls) -> tuple[Wgmma, ...]:
-    """The tf32 (``cls`` WgmmaTf32) or int8 (WgmmaInt8) Wgmma tiles: the 16-bit menu, whose
-    register-trading entries (128 x 256 and the paired 128 x 64) spill in the arrival
-    protocol with 32-bit outputs: tf32 keeps them without it (``WgmmaTf32.protocols``);
-    int8 leaves them out, and :data:`WGMMA_INT8_LEFT_OUT`."""
-    if cls is WgmmaTf32:
-        return _wgmma_entries(dtype, cls)
-    return tuple(e for e in _wgmma_entries(dtype, cls) if not e.trades_registers
-                 and (e.bm, e.bn, e.ctas_per_sm) not in WGMMA_INT8_LEFT_OUT)
+    float32 operands on tf32, WgmmaInt8 for int8: a k-tile of as many bytes), less its
+    ``LEFT_OUT`` tiles."""
+    entries = (_wgmma(dtype, 128, 128, 6, cls=cls),
+               _wgmma(dtype, 128, 256, 4, trades_registers=True, cls=cls),
+               _wgmma(dtype, 64, 256, 5, cls=cls),
+               _wgmma(dtype, 64, 128, 4, ctas_per_sm=2, cls=cls),
+               _wgmma(dtype, 128, 64, 8, cls=cls),
+               _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES,
+                      trades_registers=True, cls=cls),
+               _wgmma(dtype, 64, 64, 13, cls=cls))
+    return tuple(e for e in entries if (e.bm, e.bn, e.ctas_per_sm) not in cls.LEFT_OUT)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0
@@ -977,10 +972,8 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     ),
     # the Wgmma entries first: where they are offered (sm_90, aligned K-major operands) they
     # name the 128 x 128 tile, which the portable entry shares
-    TF32: (_wgmma_k_major_entries("float32", WgmmaTf32)
-           + (Tf32("float32", 128, 128, 32, 3, 2, 4),)),
-    "int8": (_wgmma_k_major_entries("int8", WgmmaInt8)
-             + (Imma("int8", 128, 128, 64, 4, 2, 4),)),
+    TF32: _wgmma_entries("float32", WgmmaTf32) + (Tf32("float32", 128, 128, 32, 3, 2, 4),),
+    "int8": _wgmma_entries("int8", WgmmaInt8) + (Imma("int8", 128, 128, 64, 4, 2, 4),),
 }
 """Every entry the launcher may choose, by operand dtype (and :data:`TF32`)."""
 

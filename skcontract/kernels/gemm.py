@@ -22,7 +22,7 @@ import warnings
 from ..schedule import GemmProblem, Schedule
 from ..schedule.types import CLUSTER
 from . import dot, jit, relayout, specs
-from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, bases_for, withdraw
+from .catalogue import CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, TF32, bases_for, withdraw
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
@@ -292,9 +292,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
-K_MAJOR_KEYS = ("int8", "tf32")
-"""The operand kinds (a dtype, or float32 with tf32 allowed) whose catalogue has entries
-that read K-major operands only (WgmmaInt8, WgmmaTf32)."""
+K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items()
+                     if any(("row", "row") not in b.layouts() for b in bases))
+"""The catalogue keys (a dtype, or :data:`~.catalogue.TF32`) that have entries reading
+K-major operands only (WgmmaInt8, WgmmaTf32)."""
 
 
 def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
@@ -306,7 +307,7 @@ def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     tf32 = bool(allow_tf32) and dtype == "float32"
-    if ("tf32" if tf32 else dtype) not in K_MAJOR_KEYS or \
+    if (TF32 if tf32 else dtype) not in K_MAJOR_KEYS or \
             (k * specs.CXX_TYPES[dtype][1]) % specs.VEC16_BYTES:
         return False
     cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
