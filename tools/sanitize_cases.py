@@ -5,7 +5,9 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 
     compute-sanitizer --tool memcheck python -m tools.sanitize_cases [SHAPE]
 
-``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes.
+``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes;
+``SHAPE`` may also be a dtype of the cases (``3xtf32``, ``tf32``, ``int8``, ...), which runs
+those.
 """
 from __future__ import annotations
 
@@ -144,6 +146,12 @@ def main(argv=None) -> int:
         ("tf32", (130, 70, 1001), "stream_k", "deterministic"),
         # the register-trading tf32 entry (no arrival protocol)
         ("tf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 256, 32)),
+        # 3xTF32: the splitter warps' pass, three wgmmas a k step, promotions, each fixup
+        ("3xtf32", (300, 200, 1000), "stream_k", "deterministic"),
+        ("3xtf32", (300, 200, 1000), "stream_k", "atomic", (128, 128, 32), ("C", "C")),
+        ("3xtf32", (256, 256, 8192), "stream_k", "arrival", (128, 64, 32)),
+        ("3xtf32", (136, 264, 4032), "aligned", "cluster", (64, 64, 32)),
+        ("3xtf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 128, 32)),
         # int8: on s8 wgmma (B column-major), a shared sum, and on mma.sync (rows of K bytes
         # off 16)
         ("int8", (200, 136, 2000), "stream_k", "deterministic"),
@@ -152,7 +160,7 @@ def main(argv=None) -> int:
     ]
     bad = 0
     for dtype, (m, n, k), mode, red, *rest in cases:
-        if only is not None and f"{m}x{n}x{k}" not in only:
+        if only is not None and f"{m}x{n}x{k}" not in only and dtype not in only:
             continue
         tile = rest[0] if rest else None
         a_order, b_order = rest[1] if len(rest) > 1 else ("C", "F")
@@ -166,14 +174,13 @@ def main(argv=None) -> int:
             err = float(np.count_nonzero(cupy.asnumpy(out).astype(np.int64) != want))
             ok = err == 0
         else:
-            tf32 = dtype == "tf32"
-            dt = "float32" if tf32 else dtype
+            precision = dtype if dtype in ("tf32", "3xtf32") else None
+            dt = "float32" if precision else dtype
             a, b = rand((m, k), dt, a_order, 1), rand((k, n), dt, b_order, 2)
             out = poisoned((m, n), a)
-            gemm(a, b, out, mode=mode, reduction=red, allow_tf32=tf32,
-                 tile=tile)
+            gemm(a, b, out, mode=mode, reduction=red, precision=precision, tile=tile)
             err = rel_error(out, cupy.matmul(to64(a), to64(b)))
-            ok = err <= (5e-3 if tf32 else TOL[dtype])
+            ok = err <= (5e-3 if precision == "tf32" else TOL[dt])
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)

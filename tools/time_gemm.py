@@ -10,7 +10,8 @@ and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs]) / ``--reduction`` / ``-
 schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
 combination is timed (one line each, carrying the peer's time when there is one; a
 combination the scheduler refuses prints its error; ``--dtypes tf32``: float32 with tf32
-allowed on both sides, B column-major). ``--store tma,threads`` times the Wgmma
+allowed on both sides, B column-major; ``--dtypes 3xtf32``: float32 at precision "3xtf32",
+B column-major, against exact float32 on the peer's side). ``--store tma,threads`` times the Wgmma
 epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
 (``tma_store``).
@@ -76,8 +77,9 @@ def main(argv=None) -> int:
         batch, (m, n, k) = (dims[0] if len(dims) == 4 else 1), dims[-3:]
         flops = 2.0 * batch * m * n * k
         for dtype in args.dtypes.split(","):
-            tf32 = dtype == TF32
-            a, b, c = _operands(batch, m, n, k, "float32" if tf32 else dtype, args.peer, tf32)
+            tf32, x3 = dtype == TF32, dtype == TF32X3
+            a, b, c = _operands(batch, m, n, k, "float32" if tf32 or x3 else dtype, args.peer,
+                                tf32 or x3)
             calls = timing.calls_for(flops)
             peer = {}
             if args.peer:
@@ -85,10 +87,8 @@ def main(argv=None) -> int:
                 torch.backends.cuda.matmul.allow_tf32 = tf32
                 peer["torch_us"] = timing.torch_graph_us(
                     lambda: torch.matmul(a, b, out=c), calls, args.reps)
-            if tf32:
-                forced_tf32 = {"allow_tf32": True}
-            else:
-                forced_tf32 = {}
+            # (allow_tf32 for tf32: older trees take no precision)
+            forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
             for mode, tile, reduction, grid, store in combos:
                 forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                               ("reduction", reduction)) if v is not None}
@@ -119,6 +119,8 @@ STORE_NEVER = 1 << 62
 TF32 = "tf32"
 """--dtypes tf32: float32 operands with tf32 allowed (ours and the peer's), B column-major
 (K-major, which tf32 wgmma reads in place)."""
+TF32X3 = "3xtf32"
+"""--dtypes 3xtf32: float32 operands at precision "3xtf32" (the peer's exact), B column-major."""
 
 
 def _operands(batch, m, n, k, dtype, use_torch, col_b=False):

@@ -100,7 +100,7 @@ def matmul_for(step, views):
     if s is not None:
         cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
         layouts, _ = step_operands(step)
-        resolved = Resolved(s, entry_for(s, s.problem.dtype, False, cc, layouts))
+        resolved = Resolved(s, entry_for(s, s.problem.dtype, None, cc, layouts))
     direct: dict = {}  # operands' layout -> binding on the operands (views were views)
     copied: dict = {}  # copies' layout -> binding on the copies
     current_stream = cupy.cuda.get_current_stream

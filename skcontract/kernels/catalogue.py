@@ -70,7 +70,14 @@ INPUT_DTYPES = {
 in :func:`skcontract.dtypes.accumulator_dtype` of its operands."""
 
 TF32 = "tf32"
-"""The catalogue key of float32 operands on tf32 tensor cores (``gemm(allow_tf32=True)``)."""
+"""The catalogue key of float32 operands on tf32 tensor cores (``gemm(precision="tf32")``,
+or ``allow_tf32=True``)."""
+TF32X3 = "3xtf32"
+"""The catalogue key of float32 operands on tf32 tensor cores at float32 accuracy
+(``gemm(precision="3xtf32")``: each operand split into a tf32 big part and a tf32 small
+part, three products summed)."""
+PRECISIONS = (TF32, TF32X3)
+"""The float32 precisions other than exact, which are also their catalogue keys."""
 
 ARCH_CC = {"sm_80": 80, "sm_90a": 90}
 """Compute capability of each compile target (``KernelBase.min_cc`` is compared with it)."""
@@ -602,6 +609,15 @@ class Wgmma(KernelBase):
     LEFT_OUT: ClassVar[tuple] = ()
     """(BM, BN, CTAs an SM) of the 16-bit menu (:func:`_wgmma_entries`) the entry type has
     no entry of."""
+    TF32X3: ClassVar[bool] = False
+    """Whether the kernel splits float32 operands into tf32 big and small parts (the kernel's
+    Cfg::TF32X3: :class:`WgmmaTf32x3`): a stage holds the small parts beside the loaded
+    boxes (:meth:`stage_copies`)."""
+    TMA_DTYPE: ClassVar[str | None] = None
+    """The element type the operands' TMA maps read (:mod:`.tma`); None: the dtype."""
+    TRADES: ClassVar[tuple] = ()
+    """(BM, BN, CTAs an SM) of the 16-bit menu whose entry of this type trades registers
+    where the 16-bit one does not."""
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
@@ -630,11 +646,24 @@ class Wgmma(KernelBase):
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
+                f"  static constexpr bool TF32X3 = {_cxx_bool(self.TF32X3)};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}, Acc>;\n")
 
     @property
     def streams(self) -> bool:
         return (self.bm, self.bn) == WGMMA_STREAMING_TILE
+
+    @classmethod
+    def stage_copies(cls) -> int:
+        """Boxes' worth of shared memory a stage holds per box it loads (2 with the 3xTF32
+        split's small parts); the 16-bit menu's stage counts are divided by it, so every
+        entry type's ring fills the same shared memory."""
+        return 2 if cls.TF32X3 else 1
+
+    @property
+    def tma_dtype(self) -> str:
+        """The element type of the operands' TMA maps (:func:`.tma.gemm_maps`)."""
+        return self.TMA_DTYPE or self.dtype
 
     @property
     def tma_store(self) -> bool:
@@ -669,7 +698,7 @@ class Wgmma(KernelBase):
         arriving there), the ring's full / empty mbarriers, the fixup's flag and the cluster
         protocol's `ready` mbarrier, plus the slack that aligns the ring to the swizzle
         atom."""
-        ring = self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
+        ring = self.stage_copies() * self.stages * (self.bm + self.bn) * self.bk * self.elem_bytes
         tma_staging = self.store_cols * self.elem_bytes if self.tma_store else 0
         staging = (self.bm // 64) * 64 * max(WGMMA_EPI_PITCH * 4, tma_staging)
         ready = 0
@@ -739,6 +768,7 @@ class WgmmaTf32(WgmmaKMajor):
     FAMILY: ClassVar[str] = "WgmmaTf32"
     DTYPES: ClassVar[tuple] = ("float32",)
     EFFICIENCY_SCALE: ClassVar[float] = WGMMA_TF32_EFFICIENCY_SCALE
+    TMA_DTYPE: ClassVar[str | None] = TF32
 
     def protocols(self) -> tuple[str, ...]:
         """The register-trading entries (128 x 256, the paired 128 x 64) run no arrival
@@ -747,6 +777,33 @@ class WgmmaTf32(WgmmaKMajor):
         entry whose protocol a forced mode or reduction asks for and its kernels lack."""
         protos = super().protocols()
         return tuple(p for p in protos if p != ARRIVAL) if self.trades_registers else protos
+
+
+WGMMA_TF32X3_PRODUCTS = 3
+"""The wgmmas of a 3xTF32 k step (big x big, big x small, small x big)."""
+
+
+@dataclass(frozen=True)
+class WgmmaTf32x3(WgmmaTf32):
+    """float32 operands at float32 accuracy on tf32 wgmma (``gemm(precision="3xtf32")`` on
+    sm_90a): the tf32 kernel loading the raw floats (``TMA_DTYPE`` float32: no rounding).
+    The consumers split each landed stage (``sk_wgmma.cuh``, ``split_stage``): x = big +
+    small, big what tf32 wgmma reads of x itself (its 10-bit mantissa, truncated), small =
+    x - big rounded to tf32 and written beside the stage in the same layout. A k step is
+    three wgmmas, small x big, big x small and big x big, into one of two partial
+    accumulators, fresh each k-tile, which the consumers add to the tile's in fp32 once
+    they are done (``wgmma_consume_x3``: the tensor cores truncate their own sums, which over
+    a long K costs float32 accuracy). The dropped small x small term is below 2^-20 of a
+    product. Three accumulators a thread leave the 128- and 256-column tiles of one
+    warpgroup and the 128 x 256 tile out and make the 128 x 128 tile trade registers; the
+    paired 128 x 64 entry (one stage) is left out too."""
+
+    FAMILY: ClassVar[str] = "WgmmaTf32x3"
+    EFFICIENCY_SCALE: ClassVar[float] = WGMMA_TF32X3_PRODUCTS * WGMMA_TF32_EFFICIENCY_SCALE
+    TMA_DTYPE: ClassVar[str | None] = "float32"
+    TF32X3: ClassVar[bool] = True
+    LEFT_OUT: ClassVar[tuple] = ((128, 256, 1), (64, 256, 1), (64, 128, 2), (128, 64, 2))
+    TRADES: ClassVar[tuple] = ((128, 128, 1),)
 
 
 @dataclass(frozen=True)
@@ -872,14 +929,15 @@ def _kc(loader: str) -> str:
 
 
 FAMILIES = {cls.FAMILY: cls for cls in (Mma16, Dmma, Ffma, Tf32, Imma, Wgmma, WgmmaTf32,
-                                         WgmmaInt8, WgmmaPair, Dot)}
+                                         WgmmaTf32x3, WgmmaInt8, WgmmaPair, Dot)}
 """Family name -> entry type (for :meth:`KernelBase.from_dict`)."""
 
 
 def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
            min_waves: float = 0.0, trades_registers: bool = False, cls=Wgmma) -> Wgmma:
     eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm] * cls.EFFICIENCY_SCALE
-    return cls(dtype, bm, bn, WGMMA_SWIZZLE_BYTES // CXX_TYPES[dtype][1], stages,
+    return cls(dtype, bm, bn, WGMMA_SWIZZLE_BYTES // CXX_TYPES[dtype][1],
+               stages // cls.stage_copies(),
                4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm, efficiency=eff, min_cc=90,
                vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
 
@@ -899,16 +957,21 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     (:data:`WGMMA_STREAMING_TILE`), which gives skinny products (decode) tiles enough to
     spread over every SM with small partial tiles. ``cls``: the entry type (WgmmaTf32 for
     float32 operands on tf32, WgmmaInt8 for int8: a k-tile of as many bytes), less its
-    ``LEFT_OUT`` tiles."""
-    entries = (_wgmma(dtype, 128, 128, 6, cls=cls),
-               _wgmma(dtype, 128, 256, 4, trades_registers=True, cls=cls),
-               _wgmma(dtype, 64, 256, 5, cls=cls),
-               _wgmma(dtype, 64, 128, 4, ctas_per_sm=2, cls=cls),
-               _wgmma(dtype, 128, 64, 8, cls=cls),
-               _wgmma(dtype, 128, 64, 3, ctas_per_sm=2, min_waves=WGMMA_PAIRED_MIN_WAVES,
-                      trades_registers=True, cls=cls),
-               _wgmma(dtype, 64, 64, 13, cls=cls))
-    return tuple(e for e in entries if (e.bm, e.bn, e.ctas_per_sm) not in cls.LEFT_OUT)
+    ``LEFT_OUT`` tiles (its stages divided by its stage copies, :meth:`Wgmma.stage_copies`;
+    its ``TRADES`` trading registers)."""
+    menu = ((128, 128, 6, {}),
+            (128, 256, 4, {"trades_registers": True}),
+            (64, 256, 5, {}),
+            (64, 128, 4, {"ctas_per_sm": 2}),
+            (128, 64, 8, {}),
+            (128, 64, 3, {"ctas_per_sm": 2, "min_waves": WGMMA_PAIRED_MIN_WAVES,
+                          "trades_registers": True}),
+            (64, 64, 13, {}))
+    return tuple(_wgmma(dtype, bm, bn, stages, cls=cls, **kw)
+                 if (bm, bn, kw.get("ctas_per_sm", 1)) not in cls.TRADES
+                 else _wgmma(dtype, bm, bn, stages, cls=cls, trades_registers=True, **kw)
+                 for bm, bn, stages, kw in menu
+                 if (bm, bn, kw.get("ctas_per_sm", 1)) not in cls.LEFT_OUT)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0
@@ -940,26 +1003,29 @@ channels (256 x 64), 1.07 on 64 x 2112 x 7168 (64 x 256), 0.68 on the 7 x 7 x 51
 batch 32 (64 x 256 by Stream-K against 128 x 128 by split-K). At 1.0 auto takes them on every
 shape where they measured faster and on none where they measured slower."""
 
+_FLOAT32 = (
+    Ffma("float32", 128, 128, 32, 3, 2, 4),
+    # a finer k-iteration: strong-scaling shapes split over twice the CTAs
+    Ffma("float32", 128, 128, 16, 3, 2, 4, efficiency=1.05),
+    # M <= 8: the skinny tile
+    Ffma("float32", 8, 256, 16, 4, 2, 4, ctas_per_sm=2, efficiency=2.8331),
+    # 64 columns or rows (a convolution's 64 output channels, an NCHW pointwise
+    # convolution's transposed product, a 64-row GEMM), where the 128 x 128 tile
+    # computes half padding: its 8 x 8 thread tiles over 256 x 64 and 64 x 256
+    Ffma("float32", 256, 64, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
+    Ffma("float32", 64, 256, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
+    # M = 1: one row, 4 columns a thread, B streams through shared memory once;
+    # BK = 8 so that a column-major B's [1024][BK + 4] stages fit 4 deep
+    Ffma("float32", 1, 1024, 8, 4, 1, 8, efficiency=18.5),
+)
+"""The exact float32 entries (FFMA)."""
+
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": ((Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16")
                 + _wgmma_pairs("float16")),
     "bfloat16": ((Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16")
                  + _wgmma_pairs("bfloat16")),
-    "float32": (
-        Ffma("float32", 128, 128, 32, 3, 2, 4),
-        # a finer k-iteration: strong-scaling shapes split over twice the CTAs
-        Ffma("float32", 128, 128, 16, 3, 2, 4, efficiency=1.05),
-        # M <= 8: the skinny tile
-        Ffma("float32", 8, 256, 16, 4, 2, 4, ctas_per_sm=2, efficiency=2.8331),
-        # 64 columns or rows (a convolution's 64 output channels, an NCHW pointwise
-        # convolution's transposed product, a 64-row GEMM), where the 128 x 128 tile
-        # computes half padding: its 8 x 8 thread tiles over 256 x 64 and 64 x 256
-        Ffma("float32", 256, 64, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
-        Ffma("float32", 64, 256, 32, 3, 2, 4, efficiency=FFMA_NARROW_EFFICIENCY),
-        # M = 1: one row, 4 columns a thread, B streams through shared memory once;
-        # BK = 8 so that a column-major B's [1024][BK + 4] stages fit 4 deep
-        Ffma("float32", 1, 1024, 8, 4, 1, 8, efficiency=18.5),
-    ),
+    "float32": _FLOAT32,
     "float64": (
         Dmma("float64", 128, 64, 32, 3, 4, 2, efficiency=0.87, mma_k=8, frag="vec"),
         # the same tile as 4 warps of 64x32 and two CTAs per SM; its 255 registers spill on
@@ -973,9 +1039,13 @@ CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     # the Wgmma entries first: where they are offered (sm_90, aligned K-major operands) they
     # name the 128 x 128 tile, which the portable entry shares
     TF32: _wgmma_entries("float32", WgmmaTf32) + (Tf32("float32", 128, 128, 32, 3, 2, 4),),
+    # where the 3xTF32 entries are not offered (before sm_90, operands off 16 bytes), the
+    # exact float32 entries run it: float32 accuracy, as asked
+    TF32X3: _wgmma_entries("float32", WgmmaTf32x3) + _FLOAT32,
     "int8": _wgmma_entries("int8", WgmmaInt8) + (Imma("int8", 128, 128, 64, 4, 2, 4),),
 }
-"""Every entry the launcher may choose, by operand dtype (and :data:`TF32`)."""
+"""Every entry the launcher may choose, by operand dtype (and the float32
+:data:`PRECISIONS`)."""
 
 
 DOT_SHAPES = ("rows8", "rows1", "cols")
@@ -999,15 +1069,25 @@ def withdraw(base: KernelBase) -> None:
     _WITHDRAWN.add(base)
 
 
-def bases_for(dtype: str, allow_tf32: bool = False, cc: int | None = None,
-              vec16: bool = True) -> tuple[KernelBase, ...]:
-    """The entries offered for ``dtype`` operands on compute capability ``cc`` (None: any);
-    ``vec16=False`` (an operand not 16-byte aligned) leaves out the ``vec16_only`` ones.
-    TypeError for a dtype no kernel takes."""
-    key = TF32 if (allow_tf32 and dtype == "float32") else dtype
-    if key not in CATALOGUE or key == TF32 and dtype != "float32":
+def catalogue_key(dtype: str, precision: str | None = None) -> str:
+    """The catalogue key of ``dtype`` operands at ``precision`` (None: exact; one of
+    :data:`PRECISIONS`, which float32 alone has: other dtypes ignore it). TypeError for a
+    dtype no kernel takes, ValueError for an unknown precision."""
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"gemm: unknown precision {precision!r} (have None (exact), "
+                         f"{', '.join(repr(p) for p in PRECISIONS)})")
+    if dtype not in CATALOGUE or dtype in PRECISIONS:
         raise TypeError(f"gemm: unsupported dtype {dtype!r} (have "
-                        f"{', '.join(k for k in CATALOGUE if k != TF32)})")
+                        f"{', '.join(k for k in CATALOGUE if k not in PRECISIONS)})")
+    return precision if precision is not None and dtype == "float32" else dtype
+
+
+def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
+              vec16: bool = True) -> tuple[KernelBase, ...]:
+    """The entries offered for ``dtype`` operands at ``precision`` (:func:`catalogue_key`)
+    on compute capability ``cc`` (None: any); ``vec16=False`` (an operand not 16-byte
+    aligned) leaves out the ``vec16_only`` ones. TypeError for a dtype no kernel takes."""
+    key = catalogue_key(dtype, precision)
     entries = CATALOGUE[key] + (PENDING.get(key, ()) if OFFER_PENDING else ())
     return tuple(b for b in entries
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
@@ -1031,6 +1111,7 @@ def pending_for(dtype: str, cc: int | None = None) -> tuple[KernelBase, ...]:
 
 
 def all_bases() -> list[KernelBase]:
-    """Every entry a kernel is built for: the offered ones and :data:`PENDING`."""
-    return [b for table in (CATALOGUE, DOT_CATALOGUE, PENDING) for bases in table.values()
-            for b in bases]
+    """Every entry a kernel is built for, once (an entry may serve several keys): the
+    offered ones and :data:`PENDING`."""
+    return list(dict.fromkeys(b for table in (CATALOGUE, DOT_CATALOGUE, PENDING)
+                              for bases in table.values() for b in bases))

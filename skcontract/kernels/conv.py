@@ -256,7 +256,7 @@ def uses_tma(g, dtype: str, device: DeviceInfo) -> bool:
     """Whether the device and the dtype have a TMA convolution entry whose maps express
     ``g`` (alignment aside)."""
     cc = compute_capability(device)
-    return (any(b.IM2COL == "tma" for b in bases_for(dtype, False, cc))
+    return (any(b.IM2COL == "tma" for b in bases_for(dtype, None, cc))
             and tma.conv_geometry_fits(g, specs.CXX_TYPES[dtype][1]))
 
 

@@ -1,8 +1,8 @@
 """``gemm``: the Python entry point of the GPU engine.
 
     out = gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto",
-               reduction="deterministic", tile=None, grid=None, allow_tf32=False, stream=None,
-               schedule=None)
+               reduction="deterministic", tile=None, grid=None, allow_tf32=False,
+               precision=None, stream=None, schedule=None)
 
 ``a`` is (m, k) or (batch, m, k), ``b`` is (k, n) or (batch, k, n): CuPy arrays or any GPU
 array with ``__cuda_array_interface__`` or ``__dlpack__`` (:mod:`.operands`), with any
@@ -22,7 +22,8 @@ import warnings
 from ..schedule import GemmProblem, Schedule
 from ..schedule.types import CLUSTER
 from . import dot, jit, relayout, specs
-from .catalogue import CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, TF32, bases_for, withdraw
+from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, TF32, bases_for, catalogue_key,
+                        withdraw)
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
@@ -74,12 +75,13 @@ def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> N
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
-              reduction, tile, grid, dev, schedule=None, allow_tf32=False,
+              reduction, tile, grid, dev, schedule=None, precision=None,
               stream=None) -> LaunchPlan:
     """Resolve (or take), specialise, compile and upload for one problem (the cold path).
 
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; else the
-    problem is resolved for the device with ``mode`` / ``reduction`` / ``tile`` / ``grid``.
+    problem is resolved for the device with ``mode`` / ``reduction`` / ``tile`` / ``grid``;
+    ``precision``: float32's (:func:`.catalogue.catalogue_key`).
     """
     vec16 = a_vec16 and b_vec16
     planned_here = schedule is None and tile is None
@@ -92,9 +94,9 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
             red = DEFAULT_REDUCTION if schedule.reduction == CLUSTER else schedule.reduction
             return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                              mode=schedule.mode, reduction=red, tile=None, grid=None,
-                             dev=dev, allow_tf32=allow_tf32, stream=stream)
+                             dev=dev, precision=precision, stream=stream)
     elif schedule is not None:
-        base = entry_for(schedule, dtype, allow_tf32, compute_capability(device_info(dev)),
+        base = entry_for(schedule, dtype, precision, compute_capability(device_info(dev)),
                          (a_layout, b_layout))
     if schedule is not None:
         _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
@@ -102,7 +104,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         options = {} if grid is None else {"grid": grid}
         schedule, base = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
                                       device_info(dev), mode=mode, reduction=reduction,
-                                      tile=tile, allow_tf32=allow_tf32, vec16=vec16,
+                                      tile=tile, precision=precision, vec16=vec16,
                                       layouts=(a_layout, b_layout), **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
@@ -120,7 +122,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         warnings.warn(f"{e}; {base.name} is withdrawn for this process", RuntimeWarning)
         return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
-                         allow_tf32=allow_tf32, stream=stream)
+                         precision=precision, stream=stream)
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "
                      f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"
@@ -129,7 +131,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
 
 
 def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_REDUCTION,
-         tile=None, grid=None, allow_tf32=False, stream=None, schedule=None, bind=False):
+         tile=None, grid=None, allow_tf32=False, precision=None, stream=None, schedule=None,
+         bind=False):
     """``out = alpha * a @ b + beta * out`` on the GPU with a Stream-K family kernel.
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned" (passed to
@@ -137,16 +140,21 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     ``reduction``: "deterministic" (workspace + lock, bitwise reproducible; auto may pick the
     arrival protocol's shared sum, also bitwise reproducible, for few tiles with many peers),
     "arrival" (a slot per split; the peers share the final sum when every CTA is resident)
-    or "atomic". ``allow_tf32``: float32 operands run on tf32 tensor cores (operands
-    rounded to a 10-bit mantissa, fp32 accumulation: wgmma on sm_90, ``mma.m16n8k8.tf32``
-    elsewhere); by default float32 is exact (FFMA). Other dtypes ignore it. wgmma reads tf32
-    and int8 operands K-major only: on sm_90 an A that is not row-major or a B that is not
-    column-major is copied into that layout first (where its rows of K elements lie on 16
-    bytes; else the mma.sync entries run it as it is).
+    or "atomic". ``precision`` (float32 operands; other dtypes ignore it): None (the
+    default) is exact float32 (FFMA); ``"tf32"`` runs tf32 tensor cores (operands rounded
+    to a 10-bit mantissa, fp32 accumulation: wgmma on sm_90, ``mma.m16n8k8.tf32``
+    elsewhere); ``"3xtf32"`` runs tf32 wgmma at float32 accuracy (each operand split into
+    a tf32 big and small part, three products a k step: about a third of tf32's speed,
+    twice exact float32's on the H200; where wgmma is not offered, before sm_90 or on
+    operands off 16 bytes, the exact entries run it). ``allow_tf32=True`` is
+    ``precision="tf32"``. wgmma reads tf32 and int8 operands K-major only: on sm_90 an A
+    that is not row-major or a B that is not column-major is copied into that layout first
+    (where its rows of K elements lie on 16 bytes; else the portable entries run it as it
+    is).
     With ``mode="auto"`` (and no ``tile``, ``grid`` or ``schedule``), a product with
     ``m == 1`` or ``n == 1`` whose vector side is contiguous along k (or whose matrix is)
     is memory-bound and runs on the Dot family (:mod:`.dot`), as einsum runs it; float32
-    is then exact whatever ``allow_tf32`` says.
+    is then exact whatever ``precision`` says.
     int8 operands accumulate in int32 (s8 wgmma or ``mma.m16n8k32.s8``) and ``out`` is
     int32 (the default output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be
     integers (applied in int32, wrapping). ``out`` is required for dtypes CuPy has no arrays
@@ -168,6 +176,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     a_dt = A.dtype
     if a_dt not in INPUT_DTYPES:
         raise TypeError(f"gemm: unsupported dtype {a_dt!r} (have {', '.join(INPUT_DTYPES)})")
+    precision = _precision(a_dt, allow_tf32, precision)
     (ba, m, k), (sba, sam, sak) = _as3(A.shape, A.strides)
     (bb, k2, n), (sbb, sbk, sbn) = _as3(B.shape, B.strides)
     if k != k2:
@@ -219,26 +228,26 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     b_kmajor = lay_b is not None and lay_b[0] == "col"
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
     if schedule is None and n > 1 and not (a_kmajor and b_kmajor) and \
-            _reads_k_major(a_dt, allow_tf32, k):
+            _reads_k_major(a_dt, precision, k):
         # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
             a2 = a if a_kmajor else relayout.row_major(a)
             b2 = b if b_kmajor else relayout.col_major(b)
             r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
-                     tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream)
+                     tile=tile, grid=grid, precision=precision, stream=stream)
         return (r, None) if bind else r
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
     if copy_a or copy_b:  # neither inner stride is 1 (or negative strides): copy once
         if bind:
             return gemm(a, b, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
-                        tile=tile, grid=grid, allow_tf32=allow_tf32, stream=stream,
+                        tile=tile, grid=grid, precision=precision, stream=stream,
                         schedule=schedule), None
         return gemm(cupy.ascontiguousarray(a) if copy_a else a,
                     cupy.ascontiguousarray(b) if copy_b else b, out, alpha=alpha, beta=beta,
                     mode=mode, reduction=reduction, tile=tile, grid=grid,
-                    allow_tf32=allow_tf32, stream=stream, schedule=schedule)
+                    precision=precision, stream=stream, schedule=schedule)
 
     (la, lda), (lb, ldb) = lay_a, lay_b
     a_ptr, b_ptr = A.ptr, B.ptr
@@ -267,19 +276,18 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         a2 = a if a_vec16 else _aligned_copy(a, la == "col", schedule.base)
         b2 = b if b_vec16 else _aligned_copy(b, lb == "col", schedule.base)
         r = gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
-                 allow_tf32=allow_tf32)
+                 precision=precision)
         return (r, None) if bind else r
     dev = _check_device(A, B, C)
-    tf32 = bool(allow_tf32) and a_dt == "float32"
     key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, mode, reduction,
-           None if tile is None else tuple(tile), grid, _schedule_key(schedule), tf32)
+           None if tile is None else tuple(tile), grid, _schedule_key(schedule), precision)
     if stream is None:
         stream = cupy.cuda.get_current_stream()
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = make_plan(a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16,
                                        mode=mode, reduction=reduction, tile=tile, grid=grid,
-                                       dev=dev, schedule=schedule, allow_tf32=tf32,
+                                       dev=dev, schedule=schedule, precision=precision,
                                        stream=stream)
     plan.launch(a_ptr, b_ptr, C.ptr, m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta,
                 stream)
@@ -294,24 +302,35 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
 
 K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items()
                      if any(("row", "row") not in b.layouts() for b in bases))
-"""The catalogue keys (a dtype, or :data:`~.catalogue.TF32`) that have entries reading
-K-major operands only (WgmmaInt8, WgmmaTf32)."""
+"""The catalogue keys (a dtype, or a float32 precision) that have entries reading K-major
+operands only (WgmmaInt8, WgmmaTf32, WgmmaTf32x3)."""
 
 
-def _reads_k_major(dtype: str, allow_tf32: bool, k: int) -> bool:
-    """Whether ``dtype`` operands run on the current device's K-major-only entries
-    (:class:`~.catalogue.WgmmaTf32` for float32 with tf32 allowed, ``WgmmaInt8``) once
-    copied K-major: such entries are offered there, and a K-major copy's rows of ``k``
+def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | None:
+    """The float32 precision a call asks for (None: exact, or an operand dtype that has
+    none); ValueError for an unknown one, or for ``allow_tf32`` with another."""
+    if allow_tf32:
+        if precision not in (None, TF32):
+            raise ValueError(f"gemm: allow_tf32=True asks for precision {TF32!r}; got "
+                             f"precision={precision!r} too")
+        precision = TF32
+    catalogue_key(dtype, precision)  # (ValueError for an unknown precision)
+    return precision if dtype == "float32" else None
+
+
+def _reads_k_major(dtype: str, precision: str | None, k: int) -> bool:
+    """Whether ``dtype`` operands at ``precision`` run on the current device's
+    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaTf32x3``, ``WgmmaInt8``)
+    once copied K-major: such entries are offered there, and a K-major copy's rows of ``k``
     elements lie on 16 bytes, as TMA needs (else the portable entries run the operands in
     any layout, uncopied)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    tf32 = bool(allow_tf32) and dtype == "float32"
-    if (TF32 if tf32 else dtype) not in K_MAJOR_KEYS or \
+    if catalogue_key(dtype, precision) not in K_MAJOR_KEYS or \
             (k * specs.CXX_TYPES[dtype][1]) % specs.VEC16_BYTES:
         return False
     cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
-    return any(("row", "row") not in b.layouts() for b in bases_for(dtype, tf32, cc))
+    return any(("row", "row") not in b.layouts() for b in bases_for(dtype, precision, cc))
 
 
 def _on(stream):

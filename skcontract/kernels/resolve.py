@@ -52,7 +52,7 @@ def compute_capability(device: DeviceInfo) -> int:
 
 
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
-                 reduction: str = DEFAULT_REDUCTION, tile=None, allow_tf32: bool = False,
+                 reduction: str = DEFAULT_REDUCTION, tile=None, precision: str | None = None,
                  vec16: bool = True, im2col: str | None = None, masked: bool = False,
                  operand_elems: int | None = None, layouts: tuple | None = None,
                  **options) -> Resolved:
@@ -64,8 +64,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     entry by (BM, BN, BK, CTAs an SM), offered then whatever its waves;
     :data:`.catalogue.PENDING`
     ones included (else a memory-bound problem gets its dtype's streaming entry where one
-    is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``allow_tf32``: float32 on
-    the tf32 entries; ``vec16``: both operands are 16-byte aligned (entries that need it are
+    is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on
+    the entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are 16-byte aligned (entries that need it are
     left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
     entries whose convolution entry gets A that way ("gather" or "tma",
     :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded convolution, on the entries
@@ -77,7 +77,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
-    bases = bases_for(problem.dtype, allow_tf32, cc, vec16)
+    bases = bases_for(problem.dtype, precision, cc, vec16)
     if tile is not None:
         want = tuple(int(t) for t in tile)
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
@@ -171,16 +171,16 @@ def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
     return min(base.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
 
 
-def entry_for(schedule: Schedule, dtype: str, allow_tf32: bool, cc: int | None,
+def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | None,
               layouts: tuple | None = None) -> KernelBase:
     """The catalogue entry that runs ``schedule``: the one with its tile and its CTAs an SM
     (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns, in
     its own orientation), among those specialised for the operands' (A, B) ``layouts`` when
-    they are given."""
+    they are given; ``precision`` as :func:`resolve_gemm` takes it."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
-    pending = () if allow_tf32 else pending_for(dtype, cc)  # a forced tile may name one
-    bases = tuple(dots) + bases_for(dtype, allow_tf32, cc) + pending
+    pending = () if precision else pending_for(dtype, cc)  # a forced tile may name one
+    bases = tuple(dots) + bases_for(dtype, precision, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
     fits = [(ctas_on(b, schedule.device), b) for b in bases
             if b.tile == tile and schedule.protocol in b.protocols()

@@ -39,11 +39,14 @@ MAP_CACHE_SIZE = 4096
 
 _TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
                "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
-               # float32 is loaded by the tf32 entries only: the TMA unit rounds each element
-               # to tf32 (to nearest, as cuBLAS's tf32 products do; the tensor cores would
-               # truncate the raw float)
-               "float32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32",
+               # the tf32 entries' float32 operands: the TMA unit rounds each element to tf32
+               # (to nearest, as cuBLAS's tf32 products do; the tensor cores would truncate
+               # the raw float)
+               "tf32": "CU_TENSOR_MAP_DATA_TYPE_TFLOAT32",
+               # the 3xTF32 entries': the raw floats, which their consumers split
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
                "int8": "CU_TENSOR_MAP_DATA_TYPE_UINT8"}  # the bytes as they are
+"""A map's element type (an entry's ``tma_dtype``) -> the driver's name of it."""
 TMA_MAP_DTYPE = np.dtype((np.void, TMA_MAP_BYTES))
 """A descriptor as a NumPy scalar, the form a CuPy kernel call passes by value."""
 
@@ -158,7 +161,7 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
     def one(ptr, rows, tile_rows, ld, bs, kmajor):
         dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
         box = (bk, kmajor_box_rows(rows, tile_rows), 1) if kmajor else (MN_BOX, bk, 1)
-        return operand_map(ptr, spec.dtype_in, dims, strides, box)
+        return operand_map(ptr, spec.base.tma_dtype, dims, strides, box)
 
     # a cluster pair's CTAs each load one part of B's tile (sk_wgmma.cuh, load_part)
     b_rows = spec.bn // spec.base.CLUSTER

@@ -351,7 +351,7 @@ def test_a_folded_convolution_runs_on_the_tma_entry_only():
     assert resolve_conv(g, "float16", h200, tma_only=True).base.FAMILY == "Wgmma"
     with pytest.raises(ValueError, match="no TMA convolution entry"):
         resolve_conv(g, "float32", h200, tma_only=True)
-    wgmma = [b for b in bases_for("float16", False, 90, True) if b.FAMILY == "Wgmma"]
+    wgmma = [b for b in bases_for("float16", None, 90, True) if b.FAMILY == "Wgmma"]
     assert [b.tile[:2] for b in wgmma if not b.masks_stages] == [(64, 256)]
     assert resolve_conv(g, "float16", h200, tile=(64, 256)).base.tile[:2] == (64, 256)
     with pytest.raises(ValueError, match="no TMA convolution entry"):

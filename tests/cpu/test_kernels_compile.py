@@ -82,6 +82,40 @@ def test_source_inlines_every_header():
     assert "---- mainloop_mma16.cuh ----" not in sources["sk_dot.cuh"]
 
 
+def test_3xtf32_entries():
+    """The 3xTF32 entries: the tf32 menu less the tiles whose two accumulators a thread (the
+    tile's and the partial sums') do not fit, with half the stages, each stage twice the
+    loaded boxes (their small parts), so every ring fills what the
+    tf32 entry's fills; the 128 x 128 tile trades registers; the kernel's Cfg says TF32X3;
+    the exact FFMA entries follow them in the key (where wgmma is not offered)."""
+    from skcontract.kernels import catalogue as C
+    from skcontract.kernels import specs
+    x3 = [b for b in C.CATALOGUE[C.TF32X3] if isinstance(b, C.WgmmaTf32x3)]
+    tf32 = {(b.bm, b.bn, b.ctas_per_sm): b for b in C.CATALOGUE[C.TF32]
+            if isinstance(b, C.WgmmaTf32)}
+    assert {(b.bm, b.bn, b.ctas_per_sm) for b in x3} == \
+        {(128, 128, 1), (128, 64, 1), (64, 64, 1)} == set(tf32) - set(C.WgmmaTf32x3.LEFT_OUT)
+    for b in x3:
+        t = tf32[b.bm, b.bn, b.ctas_per_sm]
+        assert b.stages == t.stages // 2 and b.layouts() == (("row", "col"),)
+        assert b.trades_registers == ((b.bm, b.bn) == (128, 128))
+        assert b.efficiency == pytest.approx(3 * t.efficiency)
+        assert (b.tma_dtype, t.tma_dtype) == ("float32", "tf32")
+        spec = specs.specialise(b, protocol="none", a_layout="row", b_layout="col")
+        t_spec = specs.specialise(t, protocol="none", a_layout="row", b_layout="col")
+        # a stage: its loaded A and B boxes (twice for 3xTF32) and its mbarriers
+        stage = (b.bm + b.bn) * b.bk * 4
+        assert spec.smem_bytes - b.stages * (2 * stage + 2 * C.MBARRIER_BYTES) == \
+            t_spec.smem_bytes - t.stages * (stage + 2 * C.MBARRIER_BYTES)
+        assert "TF32X3 = true" in spec.cfg_source()
+        assert "TF32X3 = false" in t_spec.cfg_source()
+    assert C.CATALOGUE[C.TF32X3][len(x3):] == C.CATALOGUE["float32"]
+    assert C.bases_for("float32", "3xtf32", cc=80) == C.CATALOGUE["float32"]
+    assert C.catalogue_key("float64", "3xtf32") == "float64"
+    with pytest.raises(ValueError, match="'bf16x9'"):
+        C.catalogue_key("float32", "bf16x9")
+
+
 def test_tf32_and_int8_specs():
     """tf32 (float32 on wgmma for sm_90 and K-major operands, on mma_sync elsewhere) and int8
     (int32 accumulators / output) are catalogue entries, in the compiled lists, and chosen
@@ -95,7 +129,7 @@ def test_tf32_and_int8_specs():
                if isinstance(s.base, C.WgmmaTf32))
     spec = specs.specialise(tf32, protocol="none", a_layout="row", b_layout="row")
     assert isinstance(tf32, C.Tf32) and "MainloopTf32" in spec.cfg_source()
-    assert C.bases_for("float32", allow_tf32=True, cc=80) == (tf32,)
+    assert C.bases_for("float32", precision="tf32", cc=80) == (tf32,)
     w8, i8 = C.CATALOGUE["int8"][0], C.CATALOGUE["int8"][-1]
     assert isinstance(w8, C.WgmmaInt8) and w8.layouts() == (("row", "col"),) and w8.bk == 128
     assert "WgmmaTile<128, 128, Acc>" in specs.specialise(
@@ -105,9 +139,9 @@ def test_tf32_and_int8_specs():
     assert "MainloopImma" in spec.cfg_source()
     assert C.bases_for("int8", cc=80) == (i8,)
     assert all(isinstance(b, C.Ffma) for b in C.bases_for("float32"))
-    assert C.bases_for("float32", allow_tf32=True) == C.CATALOGUE[C.TF32]
-    assert C.bases_for("float16", allow_tf32=True) == C.CATALOGUE["float16"]
-    for bad in ("tf32", "int16"):
+    assert C.bases_for("float32", precision="tf32") == C.CATALOGUE[C.TF32]
+    assert C.bases_for("float16", precision="tf32") == C.CATALOGUE["float16"]
+    for bad in ("tf32", "3xtf32", "int16"):
         with pytest.raises(TypeError):
             C.bases_for(bad)
     with pytest.raises(ValueError):

@@ -50,8 +50,9 @@ def test_each_entry_is_planned_at_its_own_occupancy():
     for entry in catalogue.all_bases():
         if entry.dtype == "int8" or entry.FAMILY in ("Tf32", "Dot"):
             continue
-        r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile,
-                     allow_tf32=entry in catalogue.CATALOGUE[catalogue.TF32],
+        precision = next((p for p in catalogue.PRECISIONS if entry in catalogue.CATALOGUE[p]
+                          and entry not in catalogue.CATALOGUE.get(entry.dtype, ())), None)
+        r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile, precision=precision,
                      layouts=entry.layouts()[0])
         # a tile names its entry, or its entries of different occupancy (the model picks)
         assert r.base is entry or (r.base.tile == entry.tile and
@@ -131,7 +132,7 @@ def test_the_paired_128x64_entry_needs_a_wave_of_tiles(batch, m, n, k, paired):
                      tile=(128, 64, 64))
     assert r.base.ctas_per_sm == (2 if paired else 1)
     assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
-    assert entry_for(r.schedule, "float16", False, 90) == r.base
+    assert entry_for(r.schedule, "float16", None, 90) == r.base
     for ctas in (1, 2):  # (BM, BN, BK, CTAs an SM) forces one entry, on any product
         one = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype="float16"), H200,
                            tile=(128, 64, 64, ctas))
@@ -351,7 +352,7 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
         r = _resolve(2000, 3000, 5000, "float16", tile=pair.tile, mode=mode)
         assert r.base is pair and tuple(r.schedule.tile) == pair.tile
         assert r.schedule.grid <= H200.sms // 2
-        assert entry_for(r.schedule, "float16", False, 90) is pair  # a plan's launch
+        assert entry_for(r.schedule, "float16", None, 90) is pair  # a plan's launch
     with pytest.raises(ValueError, match="WgmmaPair"):
         catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, min_cc=90, vec16_only=True)
 
@@ -381,10 +382,10 @@ def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable
     """tf32 and s8 wgmma read K-major operands only: a row-major A with a column-major B
     resolves to their Wgmma entries on the H200, any other layout pair to the portable
     entry (float32 with tf32 allowed)."""
-    r = _resolve(2048, 2048, 2048, dtype, allow_tf32=True, layouts=("row", "col"))
+    r = _resolve(2048, 2048, 2048, dtype, precision="tf32", layouts=("row", "col"))
     assert r.base.FAMILY == wgmma
     for layouts in (("row", "row"), ("col", "col"), ("col", "row")):
-        r = _resolve(2048, 2048, 2048, dtype, allow_tf32=True, layouts=layouts)
+        r = _resolve(2048, 2048, 2048, dtype, precision="tf32", layouts=layouts)
         assert r.base.FAMILY == portable, layouts
 
 
@@ -396,9 +397,28 @@ def test_an_entry_is_planned_only_with_the_protocols_it_runs(mode, reduction):
     schedule that needs arrival (the aligned split, a forced arrival) is planned on another
     entry, and the others may take it."""
     for shape in ((4096, 4096, 4096), (2304, 2304, 4096)):
-        r = _resolve(*shape, "float32", allow_tf32=True, layouts=("row", "col"), mode=mode,
+        r = _resolve(*shape, "float32", precision="tf32", layouts=("row", "col"), mode=mode,
                      reduction=reduction)
         assert r.schedule.protocol in r.base.protocols(), (shape, r.base.name)
-    wide = _resolve(4096, 4096, 4096, "float32", allow_tf32=True, layouts=("row", "col"),
+    wide = _resolve(4096, 4096, 4096, "float32", precision="tf32", layouts=("row", "col"),
                     tile=(128, 256, 32))
     assert "arrival" not in wide.base.protocols() and wide.schedule.protocol != "arrival"
+
+
+def test_3xtf32_runs_wgmma_on_k_major_operands_and_exact_float32_elsewhere():
+    """precision="3xtf32": its Wgmma entries on the H200 for a row-major A and a
+    column-major B; the exact FFMA entries for other layouts, unaligned operands or before
+    sm_90 (float32 accuracy either way)."""
+    r = _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=("row", "col"))
+    assert r.base.FAMILY == "WgmmaTf32x3"
+    for kw in ({"layouts": ("row", "row")}, {"layouts": ("row", "col"), "vec16": False}):
+        assert _resolve(2048, 2048, 2048, "float32", precision="3xtf32", **kw).base.FAMILY \
+            == "Ffma", kw
+    a100 = dataclasses.replace(H200, compute_capability=(8, 0))
+    r = resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float32"), a100,
+                     precision="3xtf32")
+    assert r.base.FAMILY == "Ffma"
+    # other dtypes ignore a precision; an unknown one is refused by name
+    assert _resolve(2048, 2048, 2048, "float16", precision="3xtf32").base.dtype == "float16"
+    with pytest.raises(ValueError, match="'fp32x3'"):
+        _resolve(2048, 2048, 2048, "float32", precision="fp32x3")

@@ -57,3 +57,17 @@ def test_small_products_keep_the_threads_store(encoded, monkeypatch):
                                                  (10000, 128), (16, 128), (32, 256)])
 def test_rows_that_start_mid_sector_promote_128_bytes(row_bytes, promotion):
     assert tma.l2_promotion_bytes(row_bytes) == promotion
+
+
+@pytest.mark.parametrize("key,family,element", [("tf32", "WgmmaTf32", "tf32"),
+                                                ("3xtf32", "WgmmaTf32x3", "float32"),
+                                                ("float16", "Wgmma", "float16")])
+def test_operand_maps_read_the_entrys_element_type(encoded, key, family, element):
+    """tf32 maps round the floats to tf32 as they load (TFLOAT32); the 3xTF32 entries' maps
+    load them raw (FLOAT32), since their consumers split each float into two tf32 parts."""
+    from skcontract.kernels import catalogue, specs
+    base = next(b for b in catalogue.CATALOGUE[key] if b.FAMILY == family)
+    spec = specs.specialise(base, protocol="none", a_layout="row", b_layout="col")
+    tma.gemm_maps(spec, 0x1000, 0x2000, 1, 512, 512, 1024, 1024, 1024, 0, 0)
+    assert [c[1] for c in encoded] == [element, element]
+    assert element in tma._TMA_DTYPES

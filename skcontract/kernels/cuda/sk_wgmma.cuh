@@ -21,8 +21,8 @@
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
 // whose warpgroups trade registers; 0: no trade) with PRODUCER_REGS and CONSUMER_REGS (the
 // setmaxnreg targets of the trade: the producer keeps what issuing TMA needs, the consumers
-// take the rest), STORE_COLS (WgmmaEpilogue), ML (WgmmaTile below). Shared memory:
-// WgmmaSmem.
+// take the rest), STORE_COLS (WgmmaEpilogue), TF32X3 (float32 operands at float32 accuracy:
+// split_stage and wgmma_consume_x3 below), ML (WgmmaTile below). Shared memory: WgmmaSmem.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -164,6 +164,35 @@ struct WgmmaOperand {
     }
   }
 };
+
+__device__ __forceinline__ float4 ld_shared_f4(unsigned at) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(at));
+  return v;
+}
+
+__device__ __forceinline__ void st_shared_f4(unsigned at, float4 v) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
+               ::"r"(at), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+// ---- 3xTF32 (Cfg::TF32X3) ---------------------------------------------------------------
+// A float x is big + small: big is what tf32 wgmma reads of x itself (its 10-bit mantissa,
+// the low 13 bits ignored), small = x - big (exact in fp32), rounded here to tf32 so that
+// wgmma reads it whole. The k step sums small x big, big x small and big x big; the
+// dropped small x small is below 2^-20 of the product. A non-finite x has small 0 (its big
+// carries the inf or nan).
+constexpr unsigned TF32_BIG_MASK = 0xffffe000u;  // sign, exponent and 10 mantissa bits
+constexpr unsigned F32_EXPONENT = 0x7f800000u;
+
+__device__ __forceinline__ float tf32_small(float x) {
+  const unsigned bits = __float_as_uint(x);
+  if ((bits & F32_EXPONENT) == F32_EXPONENT) return 0.0f;
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x - __uint_as_float(bits & TF32_BIG_MASK)));
+  return __uint_as_float(r);
+}
 
 // The tile's store, through shared memory, by one of two paths (the host picks per launch:
 // the kernel's store_tma argument, skcontract/kernels/tma.py's output_map).
@@ -321,7 +350,7 @@ struct WgmmaEpilogue {
           float4 v[READS];
 #pragma unroll
           for (int j = 0; j < READS; ++j)
-            v[j] = ld_shared_v4(out_at + 4 * (pass0 + j) * rows_per_pass * PITCH);
+            v[j] = ld_shared_f4(out_at + 4 * (pass0 + j) * rows_per_pass * PITCH);
 #pragma unroll
           for (int j = 0; j < READS; ++j) {
             const int gr = row0 + (pass0 + j) * rows_per_pass + orow;
@@ -332,13 +361,6 @@ struct WgmmaEpilogue {
       }
       group_sync(wg);  // the buffer is rewritten by the next chunk
     }
-  }
-
-  __device__ __forceinline__ static float4 ld_shared_v4(unsigned at) {
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(at));
-    return v;
   }
 
   // EPI_VEC outputs at p (those of them before the tile's end: `left` of them)
@@ -379,10 +401,11 @@ template <> constexpr bool WGMMA_STAGED_EPILOGUE<float> = true;
 // Rows a lane of the epilogue reads before storing them (WgmmaEpilogue): all four of a
 // chunk where the accumulators leave registers to spare (two consumer warpgroups, at most
 // 128 columns: the many-tile entries, whose short tiles the epilogue dominates), else one
-// (the 64-row and 256-column tiles use every register a thread has).
+// (the 64-row and 256-column tiles use every register a thread has, and the 3xTF32 tiles'
+// partial sums double their mainloop's accumulators).
 template <class Cfg>
 struct EpiReads {
-  static constexpr int value = (Cfg::BM == 128 && Cfg::BN <= 128) ? 4 : 1;
+  static constexpr int value = (Cfg::BM == 128 && Cfg::BN <= 128 && !Cfg::TF32X3) ? 4 : 1;
 };
 
 // Named barrier 1 over the consumer warpgroups (barrier 0 is __syncthreads).
@@ -423,7 +446,10 @@ struct WgmmaSmem {
                               Cfg::B_KMAJOR>;  // what one CTA of a pair loads of B
   using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value,
                               Cfg::STORE_COLS>;
-  static constexpr int STAGE_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
+  // the bytes of a stage's A and B boxes; a 3xTF32 stage holds their small parts after
+  // them, in the same layout (split_stage)
+  static constexpr int LOADED_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
+  static constexpr int STAGE_BYTES = LOADED_BYTES * (Cfg::TF32X3 ? 2 : 1);
   // Bytes a stage's loads bring this CTA: its A box and every CTA's part of B.
   __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
     return OA::load_bytes(M) + Cfg::CLUSTER * OBPart::load_bytes(N);
@@ -575,6 +601,102 @@ __device__ __forceinline__ void mask_stage(const Loads& loads, const unsigned ch
                "n"(WARPGROUP) : "memory");
 }
 
+// 3xTF32: the small parts (tf32_small) of a landed stage's boxes, written LOADED_BYTES on.
+// The swizzle permutes whole 16-byte chunks, so an element-wise pass keeps each box's
+// layout, and the small parts' descriptors differ from the boxes' only in their base. Every
+// consumer thread takes its share of both boxes (B's is common to the warpgroups); the
+// pass is fenced to the async proxy, which the wgmmas read through, and the consumers meet
+// before any of them reads the stage. It runs while the previous k-tile's wgmmas are in
+// flight (wgmma_consume_x3).
+template <class Cfg>
+__device__ __forceinline__ void split_stage(const unsigned char* st) {
+  using Sm = WgmmaSmem<Cfg>;
+  constexpr int CONSUMERS = Cfg::ML::THREADS;
+  constexpr int CHUNKS = Sm::LOADED_BYTES / 16;
+  static_assert(CHUNKS % CONSUMERS == 0, "whole 16-byte chunks a consumer thread");
+  const unsigned at = smem_addr(st) + 16 * threadIdx.x;
+#pragma unroll
+  for (int i = 0; i < CHUNKS / CONSUMERS; ++i) {
+    const unsigned x_at = at + 16 * CONSUMERS * i;
+    const float4 x = ld_shared_f4(x_at);
+    st_shared_f4(x_at + Sm::LOADED_BYTES, make_float4(tf32_small(x.x), tf32_small(x.y),
+                                                      tf32_small(x.z), tf32_small(x.w)));
+  }
+  fence_async_shared();
+  ConsumerSync<CONSUMERS>::sync();
+}
+
+// One k-tile of 3xTF32 products into d, from zero (a consumer warpgroup's rows): a k step
+// is small x big, big x small, big x big (the small parts LOADED_BYTES after the boxes).
+template <class Cfg>
+__device__ __forceinline__ void wgmma_x3_ktile(typename Cfg::Acc (&d)[Cfg::ML::NACC],
+                                               const unsigned char* sa, const unsigned char* sb,
+                                               int row0) {
+  using Sm = WgmmaSmem<Cfg>;
+  constexpr int SMALL = Sm::LOADED_BYTES;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk) {
+    const unsigned long long da = Sm::OA::desc(sa, row0, kk), db = Sm::OB::desc(sb, 0, kk);
+    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+        d, Sm::OA::desc(sa + SMALL, row0, kk), db, kk == 0 ? 0 : 1);
+    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+        d, da, Sm::OB::desc(sb + SMALL, 0, kk), 1);
+    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(d, da, db, 1);
+  }
+}
+
+// Free the stage whose wgmmas have finished (one arrival per consumer warp).
+template <class Cfg>
+__device__ __forceinline__ void release_stage(const WgmmaSmem<Cfg>& sm, int stage) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) mbar_arrive(&sm.empty[stage]);
+}
+
+// 3xTF32's mainloop (wgmma_consume's for Cfg::TF32X3). Each k-tile's products sum from zero
+// into a partial accumulator, which the consumer adds to the tile's in fp32 (rounded to
+// nearest) once they are done: the tensor cores truncate the sums they make, an error that
+// grows with the sums made into one accumulator, so a k-tile's twelve keep 3xTF32 at
+// float32's accuracy where a K-long chain of them would not. While a k-tile's wgmmas run,
+// the consumers split the next stage (split_stage), which has landed by then or lands
+// while they wait: the ring has a stage for it, the one the k-tile before freed.
+template <class Cfg>
+__device__ __forceinline__ void wgmma_consume_x3(const WgmmaSmem<Cfg>& sm, RingCursor& at,
+                                                 const Split& s,
+                                                 float (&acc)[Cfg::ML::NACC]) {
+  static_assert(Cfg::CLUSTER == 1 && Cfg::STAGES >= 2, "3xTF32: no pairs, a stage ahead");
+  using Sm = WgmmaSmem<Cfg>;
+  constexpr int NACC = Cfg::ML::NACC;
+  const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);
+#pragma unroll
+  for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
+  const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
+  float part[NACC];
+  auto land_and_split = [&](const RingCursor& c) {
+    mbar_wait(&sm.full[c.stage], c.phase);
+    split_stage<Cfg>(sm.stage(c.stage));
+  };
+  if (ktiles > 0) land_and_split(at);
+  if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
+  for (int kt = 0; kt < ktiles; ++kt) {
+    const unsigned char* sa = sm.stage(at.stage);
+    fence_accumulators(part);
+    wgmma_fence();
+    wgmma_x3_ktile<Cfg>(part, sa, sa + Sm::OA::STAGE_BYTES, row0);
+    wgmma_commit();
+    if (kt + 1 < ktiles) {
+      RingCursor next = at;
+      next.template advance<Cfg::STAGES>();
+      land_and_split(next);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(part);
+#pragma unroll
+    for (int i = 0; i < NACC; ++i) acc[i] += part[i];
+    release_stage(sm, at.stage);
+    at.template advance<Cfg::STAGES>();
+  }
+}
+
 // A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
 // One k-tile's wgmmas stay in flight; a stage is freed (one arrival per warp) once the
 // wgmmas that read it are done.
@@ -583,6 +705,10 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
                                               const Split& s, const Loads& loads,
                                               typename Cfg::Acc (&acc)[Cfg::ML::NACC]) {
   using Sm = WgmmaSmem<Cfg>;
+  if constexpr (Cfg::TF32X3) {
+    wgmma_consume_x3<Cfg>(sm, at, s, acc);
+    return;
+  }
   const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
   const bool warp_leader = (threadIdx.x & 31) == 0;
 #pragma unroll
