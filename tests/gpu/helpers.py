@@ -4,6 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 TOL = {"float16": 2e-3, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
+"""(A, B) orders: row-major ("C") or column-major ("F")."""
+EDGE_SHAPES = [  # (batch, m, n, k)
+    (1, 1, 1, 1),
+    (1, 1, 300, 40),        # M = 1
+    (1, 300, 1, 72),        # N = 1
+    (1, 128, 128, 32),      # one tile, one k-tile
+    (1, 64, 64, 16),        # K < BK
+    (1, 200, 136, 100),     # K not a multiple of BK
+    (1, 257, 383, 3000),    # ragged, long K: Stream-K splits
+    (1, 1024, 768, 256),    # many tiles
+    (3, 130, 70, 900),      # batched
+]
+"""GEMM shapes at the edges of the tiles, the k-tiles and the splits."""
 
 
 def schedule_gemm(*args, **kwargs):

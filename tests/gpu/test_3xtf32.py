@@ -7,29 +7,19 @@ within float32's tolerance (TOL), and the largest element error is within
 ACCURACY_FACTOR of exact float32's (cuBLAS's SGEMM through CuPy, and our FFMA) on the same
 operands, while tf32's is far outside it (the split is really used). Every entry is forced
 on more than a wave of its tiles under each fixup it runs; layouts, modes, batches, edges,
-determinism, non-finite operands and the longest chain of waiting splits as for tf32.
+non-finite operands and the longest chain of waiting splits as for tf32 (determinism:
+test_tf32_int8.py).
 Outputs are poisoned first (NaN), so an unwritten element fails.
 """
 from __future__ import annotations
 
 import pytest
 
-from .helpers import TOL, as_bytes, poisoned, rand, rel_error, schedule_gemm, to64
+from .helpers import EDGE_SHAPES, LAYOUTS, TOL, poisoned, rand, rel_error, schedule_gemm, to64
 
 X3 = "3xtf32"
 TOL_X3 = TOL["float32"]
 ACCURACY_FACTOR = 2.0  # the issue's bound: 3xTF32's error within 2x of exact float32's
-LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
-EDGE_SHAPES = [  # (batch, m, n, k)
-    (1, 1, 1, 1),
-    (1, 1, 300, 40),        # M = 1
-    (1, 300, 1, 72),        # N = 1
-    (1, 128, 128, 32),      # one tile, one k-tile
-    (1, 64, 64, 16),        # K < BK
-    (1, 200, 136, 100),     # K not a multiple of BK
-    (1, 257, 383, 3000),    # ragged, long K: Stream-K splits
-    (3, 130, 70, 900),      # batched
-]
 
 
 def _gemm(*args, **kwargs):
@@ -195,20 +185,6 @@ def test_non_finite_operands_propagate():
     rest = [i for i in range(m) if i not in (3, 7)]
     ref = cupy.matmul(to64(a[rest]), to64(b))
     assert rel_error(out[rest], ref) <= TOL_X3
-
-
-@pytest.mark.parametrize("mode", ["stream_k", "hybrid", "split_k"])
-def test_deterministic_bitwise(mode):
-    import cupy
-    m, n, k = 700, 600, 6000
-    a, b = rand((m, k), "float32", "C", 10), rand((k, n), "float32", "F", 11)
-    outs = []
-    for _ in range(10):
-        out = poisoned((m, n), a)
-        _gemm(a, b, out, mode=mode, reduction="deterministic", precision=X3)
-        outs.append(as_bytes(out))
-    assert all(o == outs[0] for o in outs), "deterministic 3xTF32 changed between runs"
-    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL_X3
 
 
 def test_worst_case_coresidency():

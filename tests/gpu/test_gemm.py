@@ -11,21 +11,10 @@ import pytest
 
 from skcontract.kernels.launch import record_launches
 
-from .helpers import TOL, as_bytes, poisoned, rand, rel_error, schedule_gemm, to64
+from .helpers import (EDGE_SHAPES, LAYOUTS, TOL, as_bytes, poisoned, rand, rel_error,
+                      schedule_gemm, to64)
 
 DTYPES = ["float16", "bfloat16", "float32", "float64"]
-LAYOUTS = [("C", "C"), ("F", "F"), ("C", "F"), ("F", "C")]
-EDGE_SHAPES = [  # (batch, m, n, k)
-    (1, 1, 1, 1),
-    (1, 1, 300, 40),        # M = 1
-    (1, 300, 1, 72),        # N = 1
-    (1, 128, 128, 32),      # one tile, one k-tile
-    (1, 64, 64, 16),        # K < BK
-    (1, 200, 136, 100),     # K not a multiple of BK
-    (1, 257, 383, 3000),    # ragged, long K: Stream-K splits
-    (1, 1024, 768, 256),    # many tiles
-    (3, 130, 70, 900),      # batched
-]
 MODES = ["data_parallel", "stream_k", "hybrid", "split_k", "aligned", "auto"]
 
 

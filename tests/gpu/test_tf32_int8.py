@@ -233,17 +233,18 @@ def test_tf32_broadcast_batch():
 
 
 @pytest.mark.parametrize("mode", ["stream_k", "hybrid", "aligned", "split_k"])
-def test_tf32_deterministic_bitwise(mode):
+@pytest.mark.parametrize("precision,tol", [("tf32", TOL_TF32), ("3xtf32", TOL["float32"])])
+def test_tf32_deterministic_bitwise(mode, precision, tol):
     import cupy
     m, n, k = 700, 600, 6000
     a, b = rand((m, k), "float32", "C", 10), rand((k, n), "float32", "C", 11)
     outs = []
     for _ in range(10):
         out = poisoned((m, n), a)
-        _gemm(a, b, out, mode=mode, reduction="deterministic", allow_tf32=True)
+        _gemm(a, b, out, mode=mode, reduction="deterministic", precision=precision)
         outs.append(as_bytes(out))
-    assert all(o == outs[0] for o in outs), "deterministic tf32 changed between runs"
-    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL_TF32
+    assert all(o == outs[0] for o in outs), f"deterministic {precision} changed between runs"
+    assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= tol
 
 
 # ---- int8 ----------------------------------------------------------------------------------
