@@ -16,12 +16,14 @@ from .bench.conv2d import main as bench_conv2d
 from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
+from .bench.tf32_int8 import main as bench_tf32_int8
 from .explain import explain
 from .schedule.device import DEVICE_NAMES
 
 HELP = ("-h", "--help")
 #: benchmarks that time the GPU, by name
-GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum, "conv2d": bench_conv2d}
+GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum, "conv2d": bench_conv2d,
+               "tf32_int8": bench_tf32_int8}
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -51,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
-    bench = sub.add_parser("bench", help="run a benchmark (gemm, einsum and conv2d need a GPU)")
+    bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"])
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")

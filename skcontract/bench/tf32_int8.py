@@ -1,6 +1,6 @@
 """tf32, 3xTF32 and int8 GEMM against cuBLAS in one run (device time by CUDA-graph replay).
 
-    python -m skcontract.bench.tf32_int8 [--out DIR]
+    python -m skcontract bench tf32_int8 [--out DIR]
 
 tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed, B row-major (which
 our tf32 wgmma kernels copy to column-major first, inside the timed call) and column-major
