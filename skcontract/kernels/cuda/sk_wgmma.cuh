@@ -671,22 +671,22 @@ __device__ __forceinline__ void wgmma_consume_x3(const WgmmaSmem<Cfg>& sm, RingC
   for (int i = 0; i < NACC; ++i) acc[i] = 0.0f;
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   float part[NACC];
-  auto land_and_split = [&](const RingCursor& c) {
-    mbar_wait(&sm.full[c.stage], c.phase);
-    split_stage<Cfg>(sm.stage(c.stage));
-  };
-  if (ktiles > 0) land_and_split(at);
-  if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
+  if (ktiles > 0) {
+    mbar_wait(&sm.full[at.stage], at.phase);
+    if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
+    split_stage<Cfg>(sm.stage(at.stage));
+  }
   for (int kt = 0; kt < ktiles; ++kt) {
     const unsigned char* sa = sm.stage(at.stage);
     fence_accumulators(part);
     wgmma_fence();
     wgmma_x3_ktile<Cfg>(part, sa, sa + Sm::OA::STAGE_BYTES, row0);
     wgmma_commit();
-    if (kt + 1 < ktiles) {
+    if (kt + 1 < ktiles) {  // the next stage, split while this k-tile's wgmmas run
       RingCursor next = at;
       next.template advance<Cfg::STAGES>();
-      land_and_split(next);
+      mbar_wait(&sm.full[next.stage], next.phase);
+      split_stage<Cfg>(sm.stage(next.stage));
     }
     wgmma_wait<0>();
     fence_accumulators(part);
@@ -706,6 +706,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
                                               typename Cfg::Acc (&acc)[Cfg::ML::NACC]) {
   using Sm = WgmmaSmem<Cfg>;
   if constexpr (Cfg::TF32X3) {
+    static_assert(!Loads::MASKS, "3xTF32 splits the stages as loaded");
     wgmma_consume_x3<Cfg>(sm, at, s, acc);
     return;
   }
