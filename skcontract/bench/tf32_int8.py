@@ -2,7 +2,7 @@
 
     python -m skcontract bench tf32_int8 [--out DIR]
 
-tf32: ``gemm(..., allow_tf32=True)`` vs torch.matmul with TF32 allowed, B row-major (which
+tf32: ``gemm(..., precision="tf32")`` vs torch.matmul with TF32 allowed, B row-major (which
 our tf32 wgmma kernels copy to column-major first, inside the timed call) and column-major
 (read in place). 3xTF32: ``gemm(..., precision="3xtf32")`` vs torch.matmul in exact float32
 (cuBLAS SGEMM: what the precision stands in for), the same two layouts of B, and the
@@ -40,14 +40,14 @@ def _rows():
         a32 = rs.standard_normal((m, k), dtype=cupy.float32)
         b32 = rs.standard_normal((k, n), dtype=cupy.float32)
         out32 = cupy.empty((m, n), cupy.float32)
-        ours = device_time_us(lambda: gemm(a32, b32, out32, allow_tf32=True), stream,
+        ours = device_time_us(lambda: gemm(a32, b32, out32, precision="tf32"), stream,
                               calls, REPS)
         ta, tb = torch.as_tensor(a32, device="cuda"), torch.as_tensor(b32, device="cuda")
         peer = torch_graph_us(lambda: torch.matmul(ta, tb), calls, REPS)
         yield ("tf32", m, n, k, ours, peer, flops)
         # B column-major (K-major), which tf32 wgmma reads in place: no copy on our side
         b32f = cupy.asfortranarray(b32)
-        ours = device_time_us(lambda: gemm(a32, b32f, out32, allow_tf32=True), stream,
+        ours = device_time_us(lambda: gemm(a32, b32f, out32, precision="tf32"), stream,
                               calls, REPS)
         tbf = torch.as_tensor(b32f, device="cuda")
         peer = torch_graph_us(lambda: torch.matmul(ta, tbf), calls, REPS)

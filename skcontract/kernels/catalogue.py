@@ -760,7 +760,7 @@ class WgmmaKMajor(Wgmma):
 
 @dataclass(frozen=True)
 class WgmmaTf32(WgmmaKMajor):
-    """float32 operands on tf32 wgmma (``gemm(allow_tf32=True)`` on sm_90a): the Wgmma kernel
+    """float32 operands on tf32 wgmma (``gemm(precision="tf32")`` on sm_90a): the Wgmma kernel
     with BK = 32 (one 128-byte swizzle row of floats) and wgmma m64nNk8.tf32 on operands the
     TMA loads round to tf32 (a 10-bit mantissa, to nearest), fp32 accumulators and output.
     The epilogue stores C by the threads (the TMA store packs 16-bit outputs)."""
