@@ -3,7 +3,9 @@
     ncu --profile-from-start off --section SpeedOfLight --section WarpStateStats ... \\
         python -m tools.ncu_cases [--cases fp64-2304:auto,fp64-2304:cublas,...]
 
-A case is ``<dtype>-<shape>:<kernel>``: shape a name of SHAPES or MxNxK, kernel ``auto`` (our
+A case is ``<dtype>-<shape>:<kernel>`` (dtype fp16, bf16, fp32, fp64, or tf32 / 3xtf32: float32
+at that precision with B column-major, cuBLAS then in tf32 / exact float32), shape a name of
+SHAPES or MxNxK, kernel ``auto`` (our
 ``gemm``, which picks among the shipped kernels), a schedule mode of ours (``stream_k``,
 ``data_parallel``, ...) or ``cublas`` (torch.matmul); ``<dtype>-<shape>:<mode>:BMxBNxBK``
 forces our tile too. Every case is planned,
@@ -20,7 +22,10 @@ from skcontract.kernels import gemm as G
 SHAPES = {"1024": (1024, 1024, 1024), "2304": (2304, 2304, 4096), "128": (128, 128, 16384),
           "gemv": (1, 8192, 8192), "1000": (1000, 1000, 1000),
           "decode16": (16, 4096, 4096), "decode64": (64, 2112, 7168)}
-DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+          "tf32": "float32", "3xtf32": "float32"}
+PRECISIONS = ("tf32", "3xtf32")
+"""The float32 precisions a case may name (B column-major: the K-major operand they read)."""
 DEFAULT_CASES = ("fp64-2304:auto,fp64-2304:cublas,fp64-1024:auto,fp64-1024:cublas,"
                  "fp32-gemv:auto,fp32-gemv:cublas,fp32-2304:auto,fp32-2304:cublas")
 KERNELS = ("auto", "cublas", "stream_k", "data_parallel", "hybrid", "split_k")
@@ -41,10 +46,18 @@ def build(case):
     a = torch.randn((m, k), device="cuda", dtype=torch.float64).to(tdt)
     b = torch.randn((k, n), device="cuda", dtype=torch.float64).to(tdt)
     c = torch.empty((m, n), device="cuda", dtype=tdt)
+    precision = dt if dt in PRECISIONS else None
+    if precision is not None:
+        b = b.t().contiguous().t()
+
+    def cublas():
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.matmul(a, b, out=c)
+
     if kernel == "cublas":
-        fn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        fn = cublas
     else:
-        fn = lambda: G.gemm(a, b, c, mode=kernel, tile=tile)  # noqa: E731
+        fn = lambda: G.gemm(a, b, c, mode=kernel, tile=tile, precision=precision)  # noqa: E731
     fn()  # plans and compiles now, outside the profiled range (gemm keeps the plan)
     return fn
 
