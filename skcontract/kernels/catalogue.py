@@ -967,11 +967,14 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
             (128, 64, 3, {"ctas_per_sm": 2, "min_waves": WGMMA_PAIRED_MIN_WAVES,
                           "trades_registers": True}),
             (64, 64, 13, {}))
-    return tuple(_wgmma(dtype, bm, bn, stages, cls=cls, **kw)
-                 if (bm, bn, kw.get("ctas_per_sm", 1)) not in cls.TRADES
-                 else _wgmma(dtype, bm, bn, stages, cls=cls, trades_registers=True, **kw)
-                 for bm, bn, stages, kw in menu
-                 if (bm, bn, kw.get("ctas_per_sm", 1)) not in cls.LEFT_OUT)
+    out = []
+    for bm, bn, stages, kw in menu:
+        key = (bm, bn, kw.get("ctas_per_sm", 1))
+        if key not in cls.LEFT_OUT:
+            kw = {**kw, "trades_registers": kw.get("trades_registers", False)
+                  or key in cls.TRADES}
+            out.append(_wgmma(dtype, bm, bn, stages, cls=cls, **kw))
+    return tuple(out)
 
 
 WGMMA_PAIRED_MIN_WAVES = 1.0

@@ -645,11 +645,19 @@ __device__ __forceinline__ void wgmma_x3_ktile(typename Cfg::Acc (&d)[Cfg::ML::N
   }
 }
 
-// Free the stage whose wgmmas have finished (one arrival per consumer warp).
+// Free the stage whose wgmmas have finished (one arrival per consumer warp); a pair's stage
+// holds data from every CTA of the cluster, so it is freed in each.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(const WgmmaSmem<Cfg>& sm, int stage) {
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) mbar_arrive(&sm.empty[stage]);
+  if ((threadIdx.x & 31) == 0) {
+    if constexpr (Cfg::CLUSTER == 1) {
+      mbar_arrive(&sm.empty[stage]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < Cfg::CLUSTER; ++r) mbar_arrive_cluster(&sm.empty[stage], r);
+    }
+  }
 }
 
 // 3xTF32's mainloop (wgmma_consume's for Cfg::TF32X3). Each k-tile's products sum from zero
@@ -711,23 +719,12 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     return;
   }
   const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
-  const bool warp_leader = (threadIdx.x & 31) == 0;
 #pragma unroll
   for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = typename Cfg::Acc(0);
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   int held = -1;  // the stage whose wgmmas may still be in flight
-  auto release = [&]() {  // the stage's data came from every CTA of a pair: free it in each
-    if (held >= 0) {
-      __syncwarp();
-      if (warp_leader) {
-        if constexpr (Cfg::CLUSTER == 1) {
-          mbar_arrive(&sm.empty[held]);
-        } else {
-#pragma unroll
-          for (int r = 0; r < Cfg::CLUSTER; ++r) mbar_arrive_cluster(&sm.empty[held], r);
-        }
-      }
-    }
+  auto release = [&]() {
+    if (held >= 0) release_stage(sm, held);
   };
   for (int kt = 0; kt < ktiles; ++kt) {
     mbar_wait(&sm.full[at.stage], at.phase);
