@@ -18,6 +18,7 @@ from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
 from .bench.tf32_int8 import main as bench_tf32_int8
 from .explain import explain
+from .kernels.catalogue import PRECISIONS
 from .schedule.device import DEVICE_NAMES
 
 HELP = ("-h", "--help")
@@ -52,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--device", default="h200", choices=DEVICE_NAMES,
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
+    ex.add_argument("--precision", default=None, choices=PRECISIONS,
+                    help="float32 on tensor cores (default: exact)")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"])
@@ -69,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             dtype = np.dtype(args.dtype)
             print(explain(args.subscripts, *args.shapes, shapes=True, draw=args.draw,
-                          device=args.device, optimize=args.optimize, dtype=dtype))
+                          device=args.device, optimize=args.optimize, dtype=dtype,
+                          precision=args.precision))
         except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else e
             parser.exit(2, f"{parser.prog} explain: error: {message}\n")

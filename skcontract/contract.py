@@ -25,6 +25,7 @@ import numpy as np
 from .backends import backend_for, get_backend, plan_allocates
 from .parse import parse_equation, split_operands
 from .interop import has_torch, run_on_torch
+from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
 from .schedule.device import DeviceInfo
@@ -43,6 +44,12 @@ def _check_order_casting(order: Any, casting: Any) -> None:
     if casting not in _CASTINGS:
         raise ValueError("casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
                          f"'unsafe' (got {casting!r})")
+
+
+def _check_precision(precision: Any) -> None:
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"precision must be None (exact float32) or one of "
+                         f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
 
 
 def _check_numeric(dt: np.dtype, what: str) -> None:
@@ -99,11 +106,11 @@ def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device) -
     return build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device)
 
 
-def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend):
+def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precision):
     device = _device_for(backend)
     plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device)
     if backend != "numpy":
-        plan = schedule_plan(plan, device)
+        plan = schedule_plan(plan, device, precision=precision)
     bk = get_backend(backend)
     return plan, bk.compile(plan), plan_allocates(plan)
 
@@ -159,16 +166,21 @@ def _check_out(out, bk, shape, res_dtype, casting) -> None:
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
-           memory_limit=None, backend=None):
+           memory_limit=None, backend=None, precision=None):
     """``einsum(subscripts, *operands, out=None, dtype=None, order='K', casting='safe',
-    optimize='auto', memory_limit=None, backend=None)``: numpy.einsum, planned.
+    optimize='auto', memory_limit=None, backend=None, precision=None)``: numpy.einsum,
+    planned.
 
     Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
     diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
     ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
     opt_einsum optimiser name, a ``PathOptimizer`` or an explicit path; ``memory_limit``
     bounds the largest intermediate as in opt_einsum; ``backend`` is 'numpy' or 'cupy'
-    (by default the operands' own). torch tensors come back as torch tensors on their device
+    (by default the operands' own). ``precision`` opts float32 products on the GPU into
+    tensor cores: None (the default) is exact float32; "tf32" rounds the operands to tf32
+    (10-bit mantissa, fp32 sums); "3xtf32" keeps float32 accuracy on tf32 tensor cores
+    (:func:`skcontract.kernels.gemm.gemm` says where each runs). Memory-bound steps, other
+    dtypes and the NumPy backend stay exact; an unknown precision is a ValueError. torch tensors come back as torch tensors on their device
     (:mod:`skcontract.interop`); broadcast (stride-0) operands are read once, never
     materialised.
 
@@ -183,7 +195,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     >>> float(einsum('i->', np.ones(5000, np.float16)))  # float16 accumulates in float32
     5000.0
     """
-    warm_key = _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend)
+    warm_key = _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend,
+                         precision)
     if warm_key is not None:
         try:
             warm = _WARM.get(warm_key)
@@ -192,11 +205,12 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         if warm is not None:
             return warm(operands[1:])
     _check_order_casting(order, casting)
+    _check_precision(precision)
     subscripts, ops = split_operands(operands)
     if has_torch(ops, out):
         return run_on_torch(ops, out, lambda arrays: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
-            memory_limit=memory_limit, backend=backend), dtype)
+            memory_limit=memory_limit, backend=backend, precision=precision), dtype)
     if backend is None:
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
@@ -205,7 +219,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     shapes = tuple(tuple(a.shape) for a in arrays)
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
-    args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend)
+    args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
+            precision)
     prepared = None
     if out is None and len(arrays) == 1 and arrays[0].dtype == res:
         # (planning one operand calls no path optimiser, so a stateful one is not used up)
@@ -221,7 +236,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             sub, small, expand = reduced
             return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
                                  optimize=optimize, memory_limit=memory_limit,
-                                 backend=backend), order)
+                                 backend=backend, precision=precision), order)
     plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
@@ -242,7 +257,8 @@ _WARM_MAX = 1024
 _WARM_OPTIMIZE = (str, bool)
 
 
-def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend):
+def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend,
+              precision):
     """The :data:`_WARM` key of an einsum call, or None for a call the warm path does not
     take (``out``, the sublist form, an optimiser object, operands that are not arrays)."""
     if out is not None or not operands or type(operands[0]) is not str or \
@@ -252,7 +268,8 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
         ops = tuple([(type(a), a.shape, a.strides, a.dtype) for a in operands[1:]])
     except AttributeError:
         return None
-    return (operands[0], ops, dtype, order, casting, optimize, memory_limit, backend)
+    return (operands[0], ops, dtype, order, casting, optimize, memory_limit, backend,
+            precision)
 
 
 def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
@@ -442,7 +459,7 @@ def _shape(s, i: int) -> tuple[int, ...]:
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
                   memory_limit=None, dtype=None, device=None, mode="auto",
-                  reduction=DEFAULT_REDUCTION):
+                  reduction=DEFAULT_REDUCTION, precision=None):
     """Plan a contraction without running it: returns ``(path, plan)``.
 
     ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
@@ -451,7 +468,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     type (float64 for shapes); ``device`` (a DeviceInfo) defaults to the GPU holding CuPy
     operands, else the H200 preset. Each GEMM-class step shows the schedule our kernels run
     it with on that device; ``mode`` and ``reduction`` force the scheduler's choices there
-    (as :func:`skcontract.kernels.gemm.gemm` takes them).
+    (as :func:`skcontract.kernels.gemm.gemm` takes them), ``precision`` is :func:`einsum`'s
+    (the float32 steps that run at it show it before their schedule).
 
     >>> path, plan = contract_path('bij,bjk->bik', (4, 8, 16), (4, 16, 32), shapes=True)
     >>> path
@@ -462,12 +480,13 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     >>> s.m, s.n, s.k, s.batch, s.merge.name
     (8, 32, 16, 4, 'ATOMIC_CAPABLE')
     """
+    _check_precision(precision)
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
     if device is None:
         device = _device_for("numpy" if shapes else backend_for(operands_or_shapes))
     device = DeviceInfo.named(device)
     plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
-    plan = schedule_plan(plan, device, mode=mode, reduction=reduction)
+    plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
     return [tuple(p) for p in plan.path], plan
 
 
@@ -584,8 +603,8 @@ class ContractExpression:
 
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
-                        backend=None, device=None, mode="auto",
-                        reduction=DEFAULT_REDUCTION) -> ContractExpression:
+                        backend=None, device=None, mode="auto", reduction=DEFAULT_REDUCTION,
+                        precision=None) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on
@@ -595,8 +614,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     on the GPU another dtype's steps are scheduled on their first call). On the GPU the
     GEMM-class steps are scheduled once, here, and the expression's repr shows the schedules
     that launch; ``mode`` and ``reduction`` force the scheduler's choices (see
-    :func:`contract_path`). The NumPy backend runs no GPU schedule and plans none unless
-    ``device=`` asks to see one.
+    :func:`contract_path`); ``precision`` is :func:`einsum`'s. The NumPy backend runs no
+    GPU schedule and plans none unless ``device=`` asks to see one.
 
     >>> import numpy as np
     >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
@@ -608,10 +627,12 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     ...
     ValueError: operand 2 has shape (5, 4), but the expression 'ij,jk,kl->il' was planned for (4, 5)
     """
+    _check_precision(precision)
     shp = tuple(_shape(s, i) for i, s in enumerate(shapes))
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     _check_numeric(plan_dtype, "dtype=")
     dev = DeviceInfo.named(device) if device is not None else None
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
                       dev if dev is not None else _device_for(backend or "numpy"))
-    return ContractExpression(plan, dtype, backend, dev, mode=mode, reduction=reduction)
+    return ContractExpression(plan, dtype, backend, dev, mode=mode, reduction=reduction,
+                              precision=precision)

@@ -9,12 +9,13 @@ from .schedule.draw import draw_schedule
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
-            optimize="auto", dtype=None, mode="auto", reduction=DEFAULT_REDUCTION):
+            optimize="auto", dtype=None, mode="auto", reduction=DEFAULT_REDUCTION,
+            precision=None):
     """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
 
     The schedules are the ones our GPU kernels run on ``device`` (default: the GPU holding
     CuPy operands, else the H200 preset); ``mode`` / ``reduction`` force the scheduler's
-    choices as :func:`skcontract.contract_path` does.
+    choices and ``precision`` sets float32's as :func:`skcontract.contract_path` does.
 
     The picture has one panel per GEMM-class step: one row per CTA, k-iterations on the x
     axis, splits coloured by tile, waits for a fixup marked (see docs/schedules.md).
@@ -26,7 +27,7 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     """
     _, plan = contract_path(subscripts, *operands_or_shapes, shapes=shapes,
                             optimize=optimize, dtype=dtype, device=device, mode=mode,
-                            reduction=reduction)
+                            reduction=reduction, precision=precision)
     if draw is not None and not isinstance(draw, (str, os.PathLike)) and \
             not hasattr(draw, "write"):
         raise TypeError(f"draw must be a file path or a writable file, got {draw!r}")

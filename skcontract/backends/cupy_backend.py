@@ -6,7 +6,8 @@ GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kern
 memory-bound (batches of dots, matrix-vector products), on
 :func:`skcontract.kernels.dot.matvec` (the Dot family): the plan is
 resolved for the device once (:func:`skcontract.kernels.resolve.schedule_plan`), so what
-the plan shows is what launches. float32 stays exact (no tf32). int8 steps accumulate in
+the plan shows is what launches. float32 is exact unless the plan was made at a precision
+(``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in
 int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
 does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
 integers, bool, complex), steps whose operands arrive in another dtype than planned, and
@@ -51,10 +52,11 @@ def compute_dtype(dtype):
     return dt if dt.name in catalogue.INPUT_DTYPES else _cpu_compute_dtype(dt)
 
 
-def _stream_k_matmul(x, y, resolved: Resolved | None = None):
+def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | None = None):
     """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels with the step's
     schedule when the operands have the planned dtype; resolved on first use for another
     dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul.
+    ``precision``: float32's, as :func:`~skcontract.kernels.gemm.gemm` takes it.
     Returns ``(result, binding)``: the binding repeats the launch for operands like these
     (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
     name = x.dtype.name
@@ -68,7 +70,8 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None):
         if r is not None:
             return r, binding
         resolved = None  # strides without a Dot form: a GEMM kernel runs it
-    r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION, bind=True)
+    r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION,
+                      precision=precision, bind=True)
     if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
         return r.astype(x.dtype), None
     return r, binding
@@ -99,8 +102,8 @@ def matmul_for(step, views):
     resolved = None
     if s is not None:
         cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
-        layouts, _ = step_operands(step)
-        resolved = Resolved(s, entry_for(s, s.problem.dtype, None, cc, layouts))
+        layouts, _ = step_operands(step, cc)
+        resolved = Resolved(s, entry_for(s, s.problem.dtype, step.precision, cc, layouts))
     direct: dict = {}  # operands' layout -> binding on the operands (views were views)
     copied: dict = {}  # copies' layout -> binding on the copies
     current_stream = cupy.cuda.get_current_stream
@@ -110,7 +113,7 @@ def matmul_for(step, views):
     def product(xv, yv, into: dict, key, replay_shape):
         """The product of the views, its binding kept in ``into`` under ``key``,
         allocating ``replay_shape`` (None: the product's own) on a replay."""
-        r, binding = _stream_k_matmul(xv, yv, resolved)
+        r, binding = _stream_k_matmul(xv, yv, resolved, step.precision)
         if binding is not None and len(into) < MAX_BINDINGS:
             into[key] = binding if replay_shape is None else \
                 binding._replace(out_shape=replay_shape)

@@ -22,13 +22,12 @@ import warnings
 from ..schedule import GemmProblem, Schedule
 from ..schedule.types import CLUSTER
 from . import dot, jit, relayout, specs
-from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, TF32, bases_for, catalogue_key,
-                        withdraw)
+from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, TF32, catalogue_key, withdraw
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
-                      entry_for, resolve_gemm)
+                      entry_for, k_major_only, reads_k_major, resolve_gemm)
 
 _PLANS: dict = {}
 
@@ -228,15 +227,16 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     b_kmajor = lay_b is not None and lay_b[0] == "col"
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
-    if schedule is None and n > 1 and not (a_kmajor and b_kmajor) and \
-            _reads_k_major(a_dt, precision, k):
+    if (schedule is None or _reads_k_major_only(schedule)) and n > 1 and \
+            not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k):
         # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
             a2 = a if a_kmajor else relayout.row_major(a)
             b2 = b if b_kmajor else relayout.col_major(b)
             r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
-                     tile=tile, grid=grid, precision=precision, stream=stream)
+                     tile=tile, grid=grid, precision=precision, stream=stream,
+                     schedule=schedule)
         return (r, None) if bind else r
     copy_a = lay_a is None or min(sam, sak, sba) < 0
     copy_b = lay_b is None or min(sbk, sbn, sbb) < 0
@@ -301,12 +301,6 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
-K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items()
-                     if any(("row", "row") not in b.layouts() for b in bases))
-"""The catalogue keys (a dtype, or a float32 precision) that have entries reading K-major
-operands only (WgmmaInt8, WgmmaTf32, WgmmaTf32x3)."""
-
-
 def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | None:
     """The float32 precision a call asks for (None: exact, or an operand dtype that has
     none); ValueError for an unknown one, or for ``allow_tf32`` with another."""
@@ -320,18 +314,17 @@ def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | Non
 
 
 def _reads_k_major(dtype: str, precision: str | None, k: int) -> bool:
-    """Whether ``dtype`` operands at ``precision`` run on the current device's
-    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaTf32x3``, ``WgmmaInt8``)
-    once copied K-major: such entries are offered there, and a K-major copy's rows of ``k``
-    elements lie on 16 bytes, as TMA needs (else the portable entries run the operands in
-    any layout, uncopied)."""
+    """:func:`~.resolve.reads_k_major` on the current device."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    if catalogue_key(dtype, precision) not in K_MAJOR_KEYS or \
-            (k * specs.CXX_TYPES[dtype][1]) % specs.VEC16_BYTES:
-        return False
-    cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
-    return any(("row", "row") not in b.layouts() for b in bases_for(dtype, precision, cc))
+    return reads_k_major(dtype, precision, k,
+                         compute_capability(device_info(cupy.cuda.runtime.getDevice())))
+
+
+def _reads_k_major_only(schedule) -> bool:
+    """Whether a given schedule's entry reads K-major operands only (a plan step's, resolved
+    for K-major copies: :func:`~.resolve.step_operands`)."""
+    return isinstance(schedule, Resolved) and k_major_only(schedule.base)
 
 
 def _on(stream):

@@ -18,14 +18,35 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.types import CLUSTER
-from .catalogue import (DOT_CATALOGUE, INPUT_DTYPES, SMEM_RESERVED_PER_CTA, KernelBase,
-                        bases_for, dot_bases, output_tiles, pending_for, streaming_wanted)
+from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, SMEM_RESERVED_PER_CTA, Dot,
+                        KernelBase, bases_for, catalogue_key, dot_bases, output_tiles,
+                        pending_for, streaming_wanted)
 from .forms import dot_form
-from .specs import LAYOUTS, VEC16_BYTES, specialise
+from .specs import CXX_TYPES, LAYOUTS, VEC16_BYTES, specialise
 
 DEFAULT_REDUCTION = "deterministic"
 """The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
 numpy users expect (auto may pick the arrival protocol's shared sum, also reproducible)."""
+
+
+K_MAJOR = ("row", "col")
+"""The (A, B) layouts that put K innermost in both operands: what tf32 and s8 wgmma read."""
+
+
+def k_major_only(base: KernelBase) -> bool:
+    """Whether ``base`` reads K-major operands only (no kernel of it for row-major B)."""
+    return ("row", "row") not in base.layouts()
+
+
+def runs_exact(base: KernelBase) -> bool:
+    """Whether ``base`` runs float32 exactly whatever the precision asked (a Dot entry, or
+    one of the exact entries that follow the tensor-core ones under a precision's key)."""
+    return isinstance(base, Dot) or base in CATALOGUE["float32"]
+
+
+K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items() if any(map(k_major_only, bases)))
+"""The catalogue keys (a dtype, or a float32 precision) that have entries reading K-major
+operands only (WgmmaInt8, WgmmaTf32, WgmmaTf32x3)."""
 
 
 class Resolved(NamedTuple):
@@ -195,10 +216,33 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
                      f"{[(b.tile, b.ctas_per_sm) for b in bases]})")
 
 
-def step_operands(step) -> tuple[tuple[str, str], bool]:
+def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None) -> bool:
+    """Whether ``dtype`` operands at ``precision`` run on compute capability ``cc``'s
+    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaTf32x3``, ``WgmmaInt8``)
+    once copied K-major (A row-major, B column-major): such entries are offered there, and
+    a K-major copy's rows of ``k`` elements lie on 16 bytes, as TMA needs (else the portable
+    entries run the operands in any layout, uncopied)."""
+    if catalogue_key(dtype, precision) not in K_MAJOR_KEYS or \
+            (k * CXX_TYPES[dtype][1]) % VEC16_BYTES:
+        return False
+    return any(map(k_major_only, bases_for(dtype, precision, cc)))
+
+
+def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     """The (A, B) layouts a plan step's matrix product sees, and whether both operands are
     16-byte aligned, for the views the array backends make of contiguous operands (a copy
-    where the plan says ``needs_copy`` is C-contiguous)."""
+    where the plan says ``needs_copy`` is C-contiguous). A float32 step at a precision
+    whose entries on ``cc`` read K-major operands only (:func:`reads_k_major`) sees them
+    K-major (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it
+    does for any product at that precision."""
+    if step.precision is not None and step.dtype.name == "float32" and step.n > 1 and \
+            reads_k_major("float32", step.precision, step.k, cc):
+        return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)
+    return _contiguous_operands(step)
+
+
+def _contiguous_operands(step) -> tuple[tuple[str, str], bool]:
+    """:func:`step_operands` for the views of contiguous operands, as they are."""
     a_row = step.needs_copy[0] or step.layouts[0] == "MK"
     b_row = step.needs_copy[1] or step.layouts[1] == "KN"
     elem = step.dtype.itemsize
@@ -219,9 +263,11 @@ def step_dot_form(step):
 
 
 def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
-    """The schedule and entry the GPU runs a plan step with; None when the step is not
-    GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it).
-    Memory-bound steps with a Dot form run on the Dot kernel (:func:`resolve_dot`)."""
+    """The schedule and entry the GPU runs a plan step with, at the step's ``precision``;
+    None when the step is not GEMM-class or no kernel takes its dtype (the backend's
+    documented fallback runs it). Memory-bound steps with a Dot form run on the Dot kernel
+    (:func:`resolve_dot`), exactly whatever the precision. The schedule's reason names the
+    operands copied K-major for the precision's entries (:func:`step_operands`)."""
     dtype = step.dtype.name
     if not step.is_gemm_class or dtype not in INPUT_DTYPES or \
             min(step.m, step.n, step.k, step.batch) == 0:  # empty: nothing to launch
@@ -229,17 +275,36 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:
         return resolve_dot(form, dtype, device, **options)
-    layouts, vec16 = step_operands(step)
+    layouts, vec16 = step_operands(step, compute_capability(device))
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
-    return resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
-                        associative=step.associative, layouts=layouts, **options)
+    r = resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
+                     associative=step.associative, layouts=layouts,
+                     precision=step.precision, **options)
+    copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
+              if lay != want]
+    if not copied:
+        return r
+    return r._replace(schedule=replace(r.schedule, reason=(
+        f"{r.schedule.reason}; {' and '.join(copied)} copied K-major for {step.precision}")))
 
 
-def schedule_plan(plan, device: DeviceInfo, **options):
+def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):
     """``plan`` with each GEMM-class step's ``schedule`` set to the one the GPU runs it with
-    on ``device`` (None for steps no kernel takes). ``options`` (mode, reduction, tile,
-    grid, ...) apply to every step."""
+    on ``device`` (None for steps no kernel takes). ``precision``: float32 products on the
+    entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact), which the GEMM-
+    class steps then carry as ``precision`` (a step planned for another dtype keeps it for
+    float32 operands it gets at run time); float32 steps on exact entries (the Dot family,
+    or the exact fallback of operands off 16 bytes) say None.
+    ``options`` (mode, reduction, tile, grid, ...) apply to every step."""
+    catalogue_key("float32", precision)  # (ValueError for an unknown precision)
+
     def one(step):
+        if not step.is_gemm_class:
+            return step
+        step = replace(step, precision=precision)
         r = resolve_step(step, device, **options)
-        return None if r is None else r.schedule
-    return plan.with_schedules(one)
+        if r is None:
+            return replace(step, schedule=None)
+        exact = step.dtype.name == "float32" and runs_exact(r.base)
+        return replace(step, schedule=r.schedule, precision=None if exact else precision)
+    return replace(plan, steps=tuple(one(s) for s in plan.steps))

@@ -14,7 +14,8 @@ Then the path's pairwise steps follow; every one has been classified (see
 
 The schedule hook: ``Step.schedule`` is None until ``Plan.with_schedules(fn)`` fills it for
 the GEMM-class steps (:func:`skcontract.kernels.resolve.schedule_plan` does, with the
-schedules the GPU kernels run).
+schedules the GPU kernels run, and sets ``Step.precision`` on the float32 steps that run at
+a requested precision such as "3xtf32"; None: exact).
 """
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ class Step:
     ``C[batch, m, n] = sum_k A[batch, m, k] * B[batch, k, n]`` with the label groups in
     the orders given (``output == batch_labels + m_labels + n_labels``). For UNARY steps
     ``m_labels`` are the kept labels, ``k_labels`` the summed ones, ``squeeze`` the input
-    axes dropped as size-1 broadcasts; repeated input labels are diagonals.
+    axes dropped as size-1 broadcasts; repeated input labels are diagonals. ``precision``:
+    the precision its GEMM kernel runs float32 operands at (None: exact; other dtypes
+    ignore it).
     """
 
     index: int
@@ -72,6 +75,7 @@ class Step:
     flops: int
     squeeze: tuple[int, ...] = ()
     schedule: Any = None
+    precision: str | None = None
 
     @property
     def subscripts(self) -> str:
@@ -105,6 +109,8 @@ class Step:
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
         sched = "-" if self.schedule is None else (
             self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
+        if self.precision is not None and self.dtype.name == "float32":
+            sched = f"{self.precision}: {sched}"
         return (str(self.index), self.subscripts, self.kind.value,
                 "-" if unary else self._group(self.batch_labels, self.batch),
                 self._group(self.m_labels, self.m),

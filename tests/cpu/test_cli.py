@@ -32,6 +32,7 @@ def test_explain_prints_the_plan_and_draws(tmp_path, capsys):
     (["explain", "ij,jk->ik", "128x64", "64x32", "--optimize", "nope"], "'nope'"),
     (["explain", "ij,jk->ik", "128x64", "64x32", "--dtype", "str"], "dtype"),
     (["explain", "ij,jk->ik", "128x64", "64x32", "--device", "a100"], "invalid choice"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--precision", "fp8"], "invalid choice"),
 ])
 def test_user_mistakes_print_one_line_and_exit_2(argv, needle, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -48,6 +49,15 @@ def test_explain_takes_dtype_device_and_optimizer(capsys):
                  "--device", "h100", "--optimize", "greedy"]) == 0
     out = capsys.readouterr().out
     assert "dtype float16" in out and "H100" in out and "sum assoc float32" in out
+
+
+def test_explain_takes_a_precision(capsys):
+    assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32",
+                 "--precision", "3xtf32"]) == 0
+    out = capsys.readouterr().out
+    assert "3xtf32: " in out and "B copied K-major for 3xtf32" in out
+    assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32"]) == 0
+    assert "tf32" not in capsys.readouterr().out
 
 
 def test_version(capsys):

@@ -148,6 +148,12 @@ def test_expression_errors():
     (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, device=3), TypeError,
      "DeviceInfo"),
     (lambda: explain("ij,jk->ik", (2, 3), (3, 4), shapes=True, draw=True), TypeError, "draw"),
+    (lambda: einsum("ij,jk->ik", A, B, precision="fp16"), ValueError, "precision.*'fp16'"),
+    (lambda: einsum("ij,jk->ik", A, B, precision=["tf32"]), ValueError, "precision"),
+    (lambda: contract_path("ij,jk->ik", (2, 3), (3, 4), shapes=True, precision="TF32"),
+     ValueError, "precision.*'3xtf32'"),
+    (lambda: contract_expression("ij,jk->ik", (2, 3), (3, 4), precision=True), ValueError,
+     "precision"),
 ])
 def test_the_front_door_names_what_is_wrong(call, error, needle):
     with pytest.raises(error, match=needle):

@@ -422,3 +422,52 @@ def test_3xtf32_runs_wgmma_on_k_major_operands_and_exact_float32_elsewhere():
     assert _resolve(2048, 2048, 2048, "float16", precision="3xtf32").base.dtype == "float16"
     with pytest.raises(ValueError, match="'fp32x3'"):
         _resolve(2048, 2048, 2048, "float32", precision="fp32x3")
+
+
+@pytest.mark.parametrize("precision,family", [("3xtf32", "WgmmaTf32x3"), ("tf32", "WgmmaTf32")])
+def test_a_plan_at_a_precision_runs_its_float32_steps_on_its_entries(precision, family):
+    """contract_path(precision=) plans float32 GEMM steps on the precision's entries, for
+    K-major copies where the operands are not (the reason says which are copied), and the
+    step names the precision; the exact plan of the same product does not."""
+    from skcontract.contract import contract_path
+    from skcontract.kernels.resolve import resolve_step
+
+    def planned(subscripts, *shapes, **kw):
+        _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=np.float32,
+                                device="h200", **kw)
+        return plan.steps[0]
+
+    exact = planned("ij,jk->ik", (4096, 4096), (4096, 4096))
+    assert exact.precision is None and "tf32" not in str(exact.row())
+    step = planned("ij,jk->ik", (4096, 4096), (4096, 4096), precision=precision)
+    assert step.precision == precision
+    assert step_operands(step, 90) == (("row", "col"), True)
+    assert type(resolve_step(step, H200).base).__name__ == family
+    assert step.schedule.reason.endswith(f"; B copied K-major for {precision}")
+    assert step.row()[-1].startswith(f"{precision}: ")
+    both = planned("ji,jk->ik", (4096, 4096), (4096, 4096), precision=precision)
+    assert both.schedule.reason.endswith(f"; A and B copied K-major for {precision}")
+    k_major = planned("ij,kj->ik", (4096, 4096), (4096, 4096), precision=precision)
+    assert "copied" not in k_major.schedule.reason and k_major.precision == precision
+
+
+def test_a_plan_at_a_precision_keeps_exact_steps_exact():
+    """Where the precision's entries do not run a float32 step (a memory-bound step on the
+    Dot family; rows off 16 bytes, which TMA cannot read, on the exact fallback), the step
+    says precision None; other dtypes carry it but show none (their kernels ignore it)."""
+    from skcontract.contract import contract_path
+
+    def planned(subscripts, *shapes, dtype=np.float32):
+        _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=dtype,
+                                device="h200", precision="3xtf32")
+        return plan.steps[0]
+
+    dot = planned("ij,j->i", (4096, 4096), (4096,))
+    assert dot.precision is None and "Dot" in dot.schedule.reason
+    odd = planned("ij,jk->ik", (4096, 4095), (4095, 4096))
+    assert odd.precision is None
+    assert "copied" not in odd.schedule.reason and not odd.row()[-1].startswith("3xtf32")
+    half = planned("ij,jk->ik", (4096, 4096), (4096, 4096), dtype=np.float16)
+    _, exact = contract_path("ij,jk->ik", (4096, 4096), (4096, 4096), shapes=True,
+                             dtype=np.float16, device="h200")
+    assert half.row() == exact.steps[0].row()

@@ -74,3 +74,18 @@ def test_an_unhashable_keyword_takes_the_full_path():
         with pytest.raises(TypeError, match="dtype"):
             einsum("ij->i", a, dtype=[])
     np.testing.assert_array_equal(einsum("ij->i", a), np.full(3, 3.0))
+
+
+@pytest.mark.parametrize("precision", ["tf32", "3xtf32"])
+def test_the_numpy_backend_is_exact_at_any_precision(precision):
+    """precision= opts GPU float32 products into tensor cores; NumPy computes exactly, so
+    its results are numpy's to the bit, cold and warm, and an exact call after it too."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 48), dtype=np.float32)
+    b = rng.standard_normal((48, 40), dtype=np.float32)
+    want = einsum("ij,jk->ik", a, b)
+    for _ in range(2):
+        np.testing.assert_array_equal(einsum("ij,jk->ik", a, b, precision=precision), want)
+    expr = contract.contract_expression("ij,jk->ik", a.shape, b.shape, precision=precision)
+    np.testing.assert_array_equal(expr(a, b), want)
+    np.testing.assert_array_equal(einsum("ij,jk->ik", a, b), want)

@@ -227,3 +227,47 @@ def test_worst_case_coresidency():
     cupy.cuda.runtime.deviceSynchronize()
     assert _last_spec().base == base
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_X3
+
+
+EINSUM_CASES = [  # (subscripts, shapes): B row-major (copied K-major), K-major, batched
+    ("ij,jk->ik", ((384, 1024), (1024, 320))),
+    ("ij,kj->ik", ((384, 1024), (320, 1024))),
+    ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192))),
+    ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EINSUM_CASES)))
+def test_einsum_at_a_precision(case):
+    """einsum(precision=) runs float32 steps on the precision's entries: "3xtf32" within
+    ACCURACY_FACTOR of exact float32's largest error (our exact einsum and cuBLAS's),
+    "tf32" far outside it (so tf32 really ran); the step names its precision; a warm call
+    and contract_expression on CuPy arrays give the same bits."""
+    import cupy
+    from skcontract import contract_expression, contract_path, einsum
+    sub, shapes = EINSUM_CASES[case]
+    a, b = rand(shapes[0], "float32", "C", 40 + case), rand(shapes[1], "float32", "C", 50)
+    ref = cupy.einsum(sub, to64(a), to64(b))
+    exact = min(max_error(einsum(sub, a, b), ref), max_error(cupy.einsum(sub, a, b), ref))
+    ours = einsum(sub, a, b, precision=X3)
+    assert max_error(ours, ref) <= ACCURACY_FACTOR * exact, (sub, max_error(ours, ref), exact)
+    assert bool((einsum(sub, a, b, precision=X3) == ours).all())  # warm, deterministic
+    expr = contract_expression(sub, *shapes, dtype="float32", precision=X3)
+    assert bool((expr(a, b) == ours).all())
+    (step,) = expr.plan_for("cupy").steps
+    _, plan = contract_path(sub, a, b, precision=X3)
+    assert plan.steps[0].precision == step.precision == (X3 if _x3_family() != "Ffma"
+                                                         else None)
+    tf32 = max_error(einsum(sub, a, b, precision="tf32"), ref)
+    assert tf32 > 10 * ACCURACY_FACTOR * exact, (sub, tf32, exact)
+
+
+def test_einsum_at_a_precision_keeps_memory_bound_steps_exact():
+    """A matrix-vector step runs on the Dot family, exactly: the same bits as without a
+    precision; a float64 expression ignores it."""
+    import cupy
+    from skcontract import einsum
+    a, x = rand((512, 768), "float32", "C", 60), rand((768,), "float32", "C", 61)
+    assert bool((einsum("ij,j->i", a, x, precision=X3) == einsum("ij,j->i", a, x)).all())
+    d = rand((128, 96), "float32", "C", 62).astype(cupy.float64)
+    assert bool((einsum("ij,kj->ik", d, d, precision="tf32") == einsum("ij,kj->ik", d, d)).all())
