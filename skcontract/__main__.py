@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
     ex.add_argument("--precision", default=None, choices=PRECISIONS,
-                    help="float32 on tensor cores (default: exact)")
+                    help="float32 steps on tensor cores (with --dtype float32; default: exact)")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"])

@@ -180,9 +180,9 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     tensor cores: None (the default) is exact float32; "tf32" rounds the operands to tf32
     (10-bit mantissa, fp32 sums); "3xtf32" keeps float32 accuracy on tf32 tensor cores
     (:func:`skcontract.kernels.gemm.gemm` says where each runs). Memory-bound steps, other
-    dtypes and the NumPy backend stay exact; an unknown precision is a ValueError. torch tensors come back as torch tensors on their device
-    (:mod:`skcontract.interop`); broadcast (stride-0) operands are read once, never
-    materialised.
+    dtypes and the NumPy backend stay exact; an unknown precision is a ValueError. torch
+    tensors come back as torch tensors on their device (:mod:`skcontract.interop`);
+    broadcast (stride-0) operands are read once, never materialised.
 
     >>> import numpy as np
     >>> a = np.arange(6.0).reshape(2, 3); b = np.arange(12.0).reshape(3, 4)
@@ -220,7 +220,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
-            precision)
+            None if backend == "numpy" else precision)  # (NumPy is exact at any precision)
     prepared = None
     if out is None and len(arrays) == 1 and arrays[0].dtype == res:
         # (planning one operand calls no path optimiser, so a stateful one is not used up)

@@ -227,13 +227,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     b_kmajor = lay_b is not None and lay_b[0] == "col"
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
-    if (schedule is None or _reads_k_major_only(schedule)) and n > 1 and \
+    if _copies_k_major(schedule, precision) and n > 1 and \
             not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k):
         # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
-            a2 = a if a_kmajor else relayout.row_major(a)
-            b2 = b if b_kmajor else relayout.col_major(b)
+            a2 = a if a_kmajor else _one_copy(a, relayout.row_major, ba < batch or sba == 0)
+            b2 = b if b_kmajor else _one_copy(b, relayout.col_major, bb < batch or sbb == 0)
             r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
                      tile=tile, grid=grid, precision=precision, stream=stream,
                      schedule=schedule)
@@ -321,10 +321,24 @@ def _reads_k_major(dtype: str, precision: str | None, k: int) -> bool:
                          compute_capability(device_info(cupy.cuda.runtime.getDevice())))
 
 
-def _reads_k_major_only(schedule) -> bool:
-    """Whether a given schedule's entry reads K-major operands only (a plan step's, resolved
-    for K-major copies: :func:`~.resolve.step_operands`)."""
-    return isinstance(schedule, Resolved) and k_major_only(schedule.base)
+def _copies_k_major(schedule, precision: str | None) -> bool:
+    """Whether a call with ``schedule`` copies operands K-major where its dtype's entries read
+    them so: with no schedule; with a Resolved one whose entry reads K-major only (a plan
+    step's, resolved for the copies: :func:`~.resolve.step_operands`); with a plain one at
+    a float32 precision (which its entry is then looked up for)."""
+    if isinstance(schedule, Resolved):
+        return k_major_only(schedule.base)
+    return schedule is None or precision is not None
+
+
+def _one_copy(x, copy, broadcast: bool):
+    """``copy(x)``; of one matrix where ``x``'s batch repeats it (``broadcast``), read back
+    with a batch stride of 0, so a broadcast operand is not materialised."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    if not broadcast or len(x.shape) < 3:
+        return copy(x)
+    return cupy.broadcast_to(copy(x[0]), tuple(x.shape))
 
 
 def _on(stream):

@@ -200,7 +200,8 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
     they are given; ``precision`` as :func:`resolve_gemm` takes it."""
     p = schedule.problem
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
-    pending = () if precision else pending_for(dtype, cc)  # a forced tile may name one
+    # a forced tile may name a pending entry (none are pending under a precision's key)
+    pending = () if catalogue_key(dtype, precision) != dtype else pending_for(dtype, cc)
     bases = tuple(dots) + bases_for(dtype, precision, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
     fits = [(ctas_on(b, schedule.device), b) for b in bases
@@ -254,8 +255,9 @@ def _contiguous_operands(step) -> tuple[tuple[str, str], bool]:
 
 def step_dot_form(step):
     """The Dot form (:mod:`.dot`) of a plan step's product for the views the array backends
-    make of contiguous operands; None when it has none (a GEMM kernel runs it)."""
-    (la, lb), _ = step_operands(step)
+    make of contiguous operands (uncopied: the Dot family reads any layout); None when it
+    has none (a GEMM kernel runs it)."""
+    (la, lb), _ = _contiguous_operands(step)
     m, n, k = step.m, step.n, step.k
     xs = (m * k, k, 1) if la == "row" else (m * k, 1, m)
     ys = (k * n, n, 1) if lb == "row" else (k * n, 1, k)
@@ -282,7 +284,7 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
                      precision=step.precision, **options)
     copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
               if lay != want]
-    if not copied:
+    if not copied or not k_major_only(r.base):  # (an exact fallback reads them as they are)
         return r
     return r._replace(schedule=replace(r.schedule, reason=(
         f"{r.schedule.reason}; {' and '.join(copied)} copied K-major for {step.precision}")))

@@ -12,10 +12,10 @@ size-1 axes, takes diagonals of repeated labels and sums labels needed nowhere e
 Then the path's pairwise steps follow; every one has been classified (see
 :mod:`skcontract.plan.classify`).
 
-The schedule hook: ``Step.schedule`` is None until ``Plan.with_schedules(fn)`` fills it for
-the GEMM-class steps (:func:`skcontract.kernels.resolve.schedule_plan` does, with the
-schedules the GPU kernels run, and sets ``Step.precision`` on the float32 steps that run at
-a requested precision such as "3xtf32"; None: exact).
+The schedule hook: ``Step.schedule`` is None until it is filled for the GEMM-class steps:
+``Plan.with_schedules(fn)`` sets ``fn(step)``; :func:`skcontract.kernels.resolve.schedule_plan`
+sets the schedules the GPU kernels run, and ``Step.precision`` where a float32 precision such
+as "3xtf32" was asked for (None: exact).
 """
 from __future__ import annotations
 

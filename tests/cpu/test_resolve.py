@@ -464,9 +464,16 @@ def test_a_plan_at_a_precision_keeps_exact_steps_exact():
 
     dot = planned("ij,j->i", (4096, 4096), (4096,))
     assert dot.precision is None and "Dot" in dot.schedule.reason
+    for sub, shapes in (("j,jk->k", ((4096,), (4096, 4096))),  # the Dot family's own layout
+                        ("ij,jk->ik", ((1, 4096), (4096, 4096)))):
+        _, exact = contract_path(sub, *shapes, shapes=True, dtype=np.float32, device="h200")
+        assert planned(sub, *shapes).row() == exact.steps[0].row()
     odd = planned("ij,jk->ik", (4096, 4095), (4095, 4096))
     assert odd.precision is None
     assert "copied" not in odd.schedule.reason and not odd.row()[-1].startswith("3xtf32")
+    _, tf32 = contract_path("ij,jk->ik", (4096, 4095), (4095, 4096), shapes=True,
+                            dtype=np.float32, device="h200", precision="tf32")
+    assert tf32.steps[0].precision == "tf32" and "copied" not in tf32.steps[0].schedule.reason
     half = planned("ij,jk->ik", (4096, 4096), (4096, 4096), dtype=np.float16)
     _, exact = contract_path("ij,jk->ik", (4096, 4096), (4096, 4096), shapes=True,
                              dtype=np.float16, device="h200")

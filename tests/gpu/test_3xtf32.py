@@ -234,6 +234,7 @@ EINSUM_CASES = [  # (subscripts, shapes): B row-major (copied K-major), K-major,
     ("ij,kj->ik", ((384, 1024), (320, 1024))),
     ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192))),
     ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160))),
+    ("ji,jk->ik", ((1024, 384), (1024, 320))),       # A and B copied K-major
 ]
 
 
@@ -271,3 +272,41 @@ def test_einsum_at_a_precision_keeps_memory_bound_steps_exact():
     assert bool((einsum("ij,j->i", a, x, precision=X3) == einsum("ij,j->i", a, x)).all())
     d = rand((128, 96), "float32", "C", 62).astype(cupy.float64)
     assert bool((einsum("ij,kj->ik", d, d, precision="tf32") == einsum("ij,kj->ik", d, d)).all())
+
+
+def test_einsum_at_a_precision_from_other_plans_and_arrays():
+    """A broadcast (stride-0) batch operand gives the bits of its dense copy; a float64-
+    planned expression called with float32 CuPy arrays and torch tensors run at the
+    precision too (float32's accuracy); a vector-matrix step is the exact Dot's."""
+    import cupy
+    import torch
+    from skcontract import contract_expression, einsum
+    a, b = rand((2, 256, 512), "float32", "C", 70), rand((512, 192), "float32", "C", 71)
+    wide = cupy.broadcast_to(b, (2, 512, 192))  # a stride-0 batch
+    want = einsum("bij,bjk->bik", a, cupy.ascontiguousarray(wide), precision=X3)
+    ref = cupy.einsum("bij,jk->bik", to64(a), to64(b))
+    bound = ACCURACY_FACTOR * max_error(einsum("bij,jk->bik", a, b), ref)
+    assert max_error(want, ref) <= bound
+    assert bool((einsum("bij,bjk->bik", a, wide, precision=X3) == want).all())
+    expr = contract_expression("bij,bjk->bik", a.shape, wide.shape, precision=X3)  # float64
+    assert max_error(expr(a, wide), ref) <= bound
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    got = einsum("bij,bjk->bik", ta, tb.expand(2, 512, 192), precision=X3)
+    assert isinstance(got, torch.Tensor) and max_error(cupy.asarray(got), ref) <= bound
+    x = rand((512,), "float32", "C", 72)
+    assert bool((einsum("j,jk->k", x, b, precision=X3) == einsum("j,jk->k", x, b)).all())
+
+
+def test_gemm_with_a_plain_schedule_at_a_precision():
+    """A plan's plain Schedule at "3xtf32" copies a row-major B K-major and runs the 3xTF32
+    entry the schedule's tile names, as a Resolved one does."""
+    import cupy
+    from skcontract import contract_path
+    _require_wgmma()
+    a, b = rand((384, 1024), "float32", "C", 80), rand((1024, 320), "float32", "C", 81)
+    _, plan = contract_path("ij,jk->ik", a, b, precision=X3)
+    out = poisoned((384, 320), a)
+    _gemm(a, b, out, schedule=plan.steps[0].schedule, precision=X3)
+    assert _last_spec().base.FAMILY == "WgmmaTf32x3"
+    ref = cupy.matmul(to64(a), to64(b))
+    assert max_error(out, ref) <= ACCURACY_FACTOR * max_error(cupy.matmul(a, b), ref)
