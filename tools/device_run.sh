@@ -17,6 +17,7 @@
 set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
+ROOT=$PWD
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 # the device's copy of the checkout may carry stale git metadata: write the commit to .commit
 # (git-ignored: name it in the run's carry) before the run, or pass SKCONTRACT_COMMIT
@@ -65,8 +66,11 @@ for step in $STEPS; do
     ab)
       for i in $(seq ${AB_ROUNDS:-2}); do
         for tree in old new; do
-          pp=$PWD; [ $tree = old ] && pp=$PWD/.old:$PWD
-          PYTHONPATH=$pp timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}" >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
+          # python -m puts the working directory first on sys.path: the old tree's run
+          # starts in .old so that its skcontract is the one imported (tools come from the
+          # checkout through PYTHONPATH; each row's "tree" says which skcontract ran)
+          dir=$PWD; [ $tree = old ] && dir=$PWD/.old
+          (cd "$dir" && PYTHONPATH=$dir:$ROOT timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}") >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
         done
       done
       echo "ab rc=$? ($(( $(date +%s) - t0 ))s)"; cat "$OUT/ab.jsonl" | python3 -c "

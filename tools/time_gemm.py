@@ -1,7 +1,7 @@
 """Device time of ``gemm`` (auto) on a few shapes, for A/B runs of two trees (GPU).
 
-    PYTHONPATH=<tree> python -m tools.time_gemm --shapes 4x4096x4096,16x4096x4096 \\
-        --dtypes float32,float64 [--reps 15]
+    cd <tree> && PYTHONPATH=<tree>:<checkout> python -m tools.time_gemm \\
+        --shapes 4x4096x4096,16x4096x4096 --dtypes float32,float64 [--reps 15]
 
 Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
 of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever the tree;
@@ -15,9 +15,12 @@ B column-major, against exact float32 on the peer's side). ``--store tma,threads
 epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
 (``tma_store``).
-16-bit operands are made by torch (CuPy has no bfloat16). It imports ``skcontract`` from
-whatever tree ``PYTHONPATH`` names first, so running it alternately over two trees in one
-device session compares them on the same machine state.
+16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
+directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
+``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the
+tools (``tools/device_run.sh ab`` does); each row's ``tree`` names the ``skcontract`` that
+ran. Running it alternately over two trees in one device session compares them on the same
+machine state.
 """
 from __future__ import annotations
 
