@@ -144,9 +144,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     to a 10-bit mantissa, fp32 accumulation: wgmma on sm_90, ``mma.m16n8k8.tf32``
     elsewhere); ``"3xtf32"`` runs tf32 wgmma at float32 accuracy (each operand split into
     a tf32 big and small part, three products a k step, errors no larger than exact
-    float32's: 1.7x cuBLAS's SGEMM on the H200; an infinite element times a tf32-exact
-    one makes NaN where exact float32 makes an infinity; where wgmma is not offered, before
-    sm_90 or on operands off 16 bytes, the exact entries run it). ``allow_tf32=True`` is
+    float32's, at about twice the speed of cuBLAS's SGEMM on the H200 (with B column-major:
+    docs/benchmarks/tf32-int8-h200.md); an infinite element times a tf32-exact one makes
+    NaN where exact float32 makes an infinity; where wgmma is not offered, before sm_90 or
+    on operands off 16 bytes, the exact entries run it). ``allow_tf32=True`` is
     ``precision="tf32"``. wgmma reads tf32 and int8 operands K-major only: on sm_90 an A
     that is not row-major or a B that is not column-major is copied into that layout first
     (where its rows of K elements lie on 16 bytes; else the portable entries run it as it
