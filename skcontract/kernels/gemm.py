@@ -233,8 +233,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
-            a2 = a if a_kmajor else _one_copy(a, relayout.row_major, ba < batch or sba == 0)
-            b2 = b if b_kmajor else _one_copy(b, relayout.col_major, bb < batch or sbb == 0)
+            a2 = a if a_kmajor else _one_copy(a, relayout.row_major, sba == 0)
+            b2 = b if b_kmajor else _one_copy(b, relayout.col_major, sbb == 0)
             r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
                      tile=tile, grid=grid, precision=precision, stream=stream,
                      schedule=schedule)

@@ -236,8 +236,8 @@ def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     whose entries on ``cc`` read K-major operands only (:func:`reads_k_major`) sees them
     K-major (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it
     does for any product at that precision."""
-    if step.precision is not None and step.dtype.name == "float32" and step.n > 1 and \
-            reads_k_major("float32", step.precision, step.k, cc):
+    if step.float32_precision is not None and step.n > 1 and \
+            reads_k_major("float32", step.float32_precision, step.k, cc):
         return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)
     return _contiguous_operands(step)
 

@@ -87,6 +87,12 @@ class Step:
         return self.accumulator_dtype
 
     @property
+    def float32_precision(self) -> str | None:
+        """The precision this step's float32 operands run at: ``precision`` on a float32
+        step, None (exact) otherwise."""
+        return self.precision if self.dtype.name == "float32" else None
+
+    @property
     def is_gemm_class(self) -> bool:
         """Whether a (batched) GEMM kernel, scheduled by Stream-K, runs this step."""
         return self.kind in GEMM_KINDS
@@ -109,8 +115,8 @@ class Step:
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
         sched = "-" if self.schedule is None else (
             self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
-        if self.precision is not None and self.dtype.name == "float32":
-            sched = f"{self.precision}: {sched}"
+        if self.float32_precision is not None:
+            sched = f"{self.float32_precision}: {sched}"
         return (str(self.index), self.subscripts, self.kind.value,
                 "-" if unary else self._group(self.batch_labels, self.batch),
                 self._group(self.m_labels, self.m),
