@@ -82,12 +82,26 @@ def _binary(fa, fb, op, post) -> Callable:
     return run
 
 
+def _operand(term, holds, bl, inner, shape_in, lead, matrix, xp):
+    """A function viewing one GEMM operand as (batch, rows, cols), or None where it is one
+    already; an operand without the batch labels (``holds`` false) is broadcast over the
+    batch (stride 0: no copy)."""
+    if holds:
+        return _shaper(term, bl + inner, shape_in, lead + matrix)
+    f = _shaper(term, inner, shape_in, matrix)
+    full = lead + matrix
+    if f is None:
+        return lambda x: xp.broadcast_to(x, full)
+    return lambda x: xp.broadcast_to(f(x), full)
+
+
 def _gemm(step: Step, ops: ArrayOps) -> Callable:
     a, b = step.inputs
     bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
     lead = (step.batch,) if bl else ()
-    fa = _shaper(a, bl + ml + kl, step.input_shapes[0], lead + (step.m, step.k))
-    fb = _shaper(b, bl + kl + nl, step.input_shapes[1], lead + (step.k, step.n))
+    ha, hb = step.holds_batch
+    fa = _operand(a, ha, bl, ml + kl, step.input_shapes[0], lead, (step.m, step.k), ops.xp)
+    fb = _operand(b, hb, bl, kl + nl, step.input_shapes[1], lead, (step.k, step.n), ops.xp)
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
     return ops.matmul_for(step, StepViews(fa, fb, None if flat == out_shape else out_shape))

@@ -248,9 +248,19 @@ def _contiguous_operands(step) -> tuple[tuple[str, str], bool]:
     b_row = step.needs_copy[1] or step.layouts[1] == "KN"
     elem = step.dtype.itemsize
     lds = (step.k if a_row else step.m, step.n if b_row else step.k)
-    batch_strides = (step.m * step.k, step.k * step.n) if step.batch > 1 else (0, 0)
+    batch_strides = _batch_strides(step)
     vec16 = all((x * elem) % VEC16_BYTES == 0 for x in lds + batch_strides)
     return ("row" if a_row else "col", "row" if b_row else "col"), vec16
+
+
+def _batch_strides(step) -> tuple[int, int]:
+    """The (A, B) batch strides of the operands' views in elements: a whole matrix, or 0
+    for a batch of one and for an operand broadcast over the batch
+    (:attr:`~skcontract.plan.plan.Step.holds_batch`)."""
+    if step.batch <= 1:
+        return 0, 0
+    ha, hb = step.holds_batch
+    return (step.m * step.k if ha else 0), (step.k * step.n if hb else 0)
 
 
 def step_dot_form(step):
@@ -259,8 +269,9 @@ def step_dot_form(step):
     has none (a GEMM kernel runs it)."""
     (la, lb), _ = _contiguous_operands(step)
     m, n, k = step.m, step.n, step.k
-    xs = (m * k, k, 1) if la == "row" else (m * k, 1, m)
-    ys = (k * n, n, 1) if lb == "row" else (k * n, 1, k)
+    sxb, syb = _batch_strides(step)
+    xs = (sxb, k, 1) if la == "row" else (sxb, 1, m)
+    ys = (syb, n, 1) if lb == "row" else (syb, 1, k)
     return dot_form(step.batch, m, n, k, xs, ys, (m * n, n, 1))
 
 

@@ -142,6 +142,39 @@ def _in_term_order(labels, term):
     return tuple(lab for lab in term if lab in labels)
 
 
+BROADCAST_BATCH_MIN_ROWS = 64
+"""A batch made of one operand's leading M (or N) labels must leave at least this many rows
+(columns) a matrix: the GPU kernels' tiles are 64 to 256 rows, so fewer would pad every
+batch's tiles where the copy it saves lets one product fill them."""
+
+
+def _held(batch_order, term):
+    """An operand's batch group: the batch labels in their order, or none where the operand
+    lacks them (read with batch stride 0)."""
+    return tuple(batch_order) if set(batch_order) <= set(term) else ()
+
+
+def _candidates(a, b, batch, m_order, n_order, k, sizes):
+    """(batch order, M order, N order, K order) candidates of :func:`choose_layout`: the
+    batch and K labels in either operand's order, then, for a step without a batch that
+    sums, the batches one operand's leading M (A) or N (B) labels make, the other operand
+    read with batch stride 0 (a broadcast view, no copy)."""
+    k_orders = dict.fromkeys((_in_term_order(k, a), _in_term_order(k, b)))
+    for b_order in dict.fromkeys((_in_term_order(batch, a), _in_term_order(batch, b))):
+        for k_order in k_orders:
+            yield b_order, m_order, n_order, k_order
+    if any(sizes[x] != 1 for x in batch) or prod(sizes[x] for x in k) == 1:
+        return
+    for j in range(1, len(m_order)):
+        if prod(sizes[x] for x in m_order[j:]) >= BROADCAST_BATCH_MIN_ROWS:
+            for k_order in k_orders:
+                yield m_order[:j], m_order[j:], n_order, k_order
+    for j in range(1, len(n_order)):
+        if prod(sizes[x] for x in n_order[j:]) >= BROADCAST_BATCH_MIN_ROWS:
+            for k_order in k_orders:
+                yield n_order[:j], m_order, n_order[j:], k_order
+
+
 def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
                   sizes: Mapping[str, int]):
     """Pick label orders for the groups that avoid copies, assuming both operands are
@@ -151,20 +184,20 @@ def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
     Returns ``(orders, needs_copy, layouts)``: orders = (batch, m, n, k) label tuples;
     needs_copy = (a, b) booleans; layouts = ('MK' or 'KM', 'KN' or 'NK'), the memory
     order of each operand's matrix (the first letter is the outer, strided dimension).
+    The batch labels may be one operand's leading M or N labels (where that saves a copy);
+    the other operand, which lacks them, is then read with batch stride 0
+    (:attr:`~skcontract.plan.plan.Step.holds_batch`).
     """
     sa, sb = _contiguous_strides(a, sizes), _contiguous_strides(b, sizes)
-    m_order = _in_term_order(m, a)
-    n_order = _in_term_order(n, b)
     size_a = prod(sizes[x] for x in a)
     size_b = prod(sizes[x] for x in b)
     best = None
-    for b_order in dict.fromkeys((_in_term_order(batch, a), _in_term_order(batch, b))):
-        for k_order in dict.fromkeys((_in_term_order(k, a), _in_term_order(k, b))):
-            ok_a, a_kc = view_ok((b_order, m_order, k_order), sa, sizes)
-            ok_b, b_nc = view_ok((b_order, k_order, n_order), sb, sizes)
-            cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
-            cand = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
+    for b_order, m_order, n_order, k_order in _candidates(
+            a, b, batch, _in_term_order(m, a), _in_term_order(n, b), k, sizes):
+        ok_a, a_kc = view_ok((_held(b_order, a), m_order, k_order), sa, sizes)
+        ok_b, b_nc = view_ok((_held(b_order, b), k_order, n_order), sb, sizes)
+        cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
+        if best is None or cost < best[0]:  # ties keep the earlier (batch-free) candidate
+            best = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
                     ("MK" if a_kc else "KM", "KN" if b_nc else "NK"))
-            if best is None or cand[0] < best[0]:
-                best = cand
     return best[1], best[2], best[3]

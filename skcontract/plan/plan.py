@@ -93,6 +93,14 @@ class Step:
         return self.precision if self.dtype.name == "float32" else None
 
     @property
+    def holds_batch(self) -> tuple[bool, ...]:
+        """Whether each input carries the batch labels. A step without a shared batch may
+        take one operand's leading M (or N) labels as its batch; the other operand then
+        lacks them and is read with batch stride 0 (a broadcast view), where viewing the
+        labels as M (or N) would need a copy."""
+        return tuple(set(self.batch_labels) <= set(term) for term in self.inputs)
+
+    @property
     def is_gemm_class(self) -> bool:
         """Whether a (batched) GEMM kernel, scheduled by Stream-K, runs this step."""
         return self.kind in GEMM_KINDS
@@ -104,6 +112,13 @@ class Step:
 
     def _group(self, labels, size) -> str:
         return f"{_term(labels)}={size}" if labels else "-"
+
+    def _batch_column(self) -> str:
+        """The batch group, naming the operand read with batch stride 0 where one lacks
+        the batch labels (:attr:`holds_batch`)."""
+        text = self._group(self.batch_labels, self.batch)
+        lacking = [x for x, held in zip("AB", self.holds_batch) if not held]
+        return f"{text} ({lacking[0]} broadcast)" if self.batch_labels and lacking else text
 
     def row(self) -> tuple[str, ...]:
         unary = self.kind is Kind.UNARY
@@ -118,7 +133,7 @@ class Step:
         if self.float32_precision is not None:
             sched = f"{self.float32_precision}: {sched}"
         return (str(self.index), self.subscripts, self.kind.value,
-                "-" if unary else self._group(self.batch_labels, self.batch),
+                "-" if unary else self._batch_column(),
                 self._group(self.m_labels, self.m),
                 "-" if unary else self._group(self.n_labels, self.n),
                 self._group(self.k_labels, self.k), f"{self.flops:,}", copy, red, sched)

@@ -99,6 +99,37 @@ def test_needs_copy(subscripts, shapes, copies, layouts):
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("subscripts,shapes,batch,holds", [
+    # A's leading M label i is the batch; B (jm) is read with batch stride 0
+    ("ijkl,jm->iklm", [(3, 5, 8, 8), (5, 6)], ("i",), (True, False)),
+    # B's leading N label i is the batch; A (jk) broadcast
+    ("jk,ijl->ikl", [(5, 9), (3, 5, 70)], ("i",), (False, True)),
+])
+def test_leading_labels_become_a_broadcast_batch(subscripts, shapes, batch, holds):
+    _, plan = contract_path(subscripts, *shapes, shapes=True)
+    (step,) = plan.steps
+    assert step.batch_labels == batch and step.holds_batch == holds
+    assert step.needs_copy == (False, False)
+    lacking = "AB"[holds.index(False)]
+    assert f"({lacking} broadcast)" in plan.table()
+    rng = np.random.default_rng(3)
+    ops = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(einsum(subscripts, *ops), np.einsum(subscripts, *ops),
+                               rtol=1e-12)
+
+
+def test_broadcast_batch_only_where_it_saves_a_copy():
+    # views as they are: no batch taken from M
+    _, plan = contract_path("ikj,jl->ikl", (4, 96, 5), (5, 7), shapes=True)
+    assert plan.steps[0].batch_labels == () and plan.steps[0].needs_copy == (False, False)
+    # a batch leaving fewer than BROADCAST_BATCH_MIN_ROWS rows keeps the copy
+    _, plan = contract_path("ijk,jl->ikl", (40, 5, 6), (5, 7), shapes=True)
+    assert plan.steps[0].batch_labels == () and plan.steps[0].needs_copy == (True, False)
+    # ... as does a step that sums nothing
+    _, plan = contract_path("ij,k->ikj", (4, 70), (90,), shapes=True)
+    assert all(st.holds_batch == (True,) * len(st.inputs) for st in plan.steps)
+
+
 def test_view_ok_rule():
     sizes = dict(b=2, m=3, k=4)
     c = dict(b=12, m=4, k=1)      # C-contiguous (b, m, k)

@@ -21,6 +21,10 @@ CASES = [
     ("ij,ij->ij", [(31, 37), (31, 37)]),
     ("ii->i", [(77, 77)]),
     ("...ij,...jk->...ik", [(2, 3, 20, 30), (2, 3, 30, 10)]),
+    # a batch of A's leading M labels, B broadcast (batch stride 0), and of B's N labels
+    ("ijkl,jm->iklm", [(3, 24, 8, 9), (24, 40)]),
+    ("jk,ijl->ikl", [(20, 30), (5, 20, 66)]),
+    ("ijkl,jm,kn,lo->imno", [(4, 16, 8, 8), (16, 8), (8, 8), (8, 8)]),
 ]
 TOL = {"float16": 3e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5, "int32": 0}
 
