@@ -4,8 +4,9 @@ The tf32 and int8 Wgmma entries read both operands K-major (wgmma has no transpo
 32-bit and 8-bit operands), so ``gemm`` copies a row-major B (k x n) into column-major order first
 (:func:`col_major`), and a column-major A into row-major order (:func:`row_major`).
 Through the array library such a copy is an element-wise kernel whose reads or writes are
-strided; :func:`col_major` moves 32 x 32 blocks through shared memory instead, so both
-sides are coalesced.
+strided; :func:`col_major` moves blocks through shared memory instead, so both sides are
+coalesced: 64 x 64 blocks in 16-byte vectors where the rows allow them (4-byte elements,
+contiguous rows on 16 bytes), 32 x 32 blocks an element at a time otherwise.
 """
 from __future__ import annotations
 
@@ -24,7 +25,21 @@ MAX_GRID_X = 2**31 - 1
 """The blocks of one matrix are the grid's x extent, at most this."""
 TYPES = {1: "unsigned char", 4: "unsigned int"}
 """Element bytes the kernel is instantiated for -> the C++ type it moves them as."""
-NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
+ELEMENT_NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
+"""The element copy's instantiations, by element size (:data:`TYPES`)."""
+VEC_NAME = "skc::transpose_copy_vec<unsigned int>"
+"""The copy in 16-byte vectors, for 4-byte elements (the kernel's transpose_copy_vec)."""
+NAMES = ELEMENT_NAMES + (VEC_NAME,)
+"""Every kernel of the header (one module)."""
+VEC_TILE = 64
+"""Rows and columns of the block a CTA of the vector copy moves (TRANSPOSE_VEC_TILE)."""
+VEC_THREADS = 256
+"""Threads of a CTA of the vector copy (TRANSPOSE_VEC_THREADS)."""
+VEC = 4
+"""Elements of one 16-byte vector (TRANSPOSE_VEC): rows, columns and the row stride must be
+multiples of it for the vector copy."""
+VEC16 = 16
+"""Bytes of one vector (its alignment)."""
 
 
 def col_major(x):
@@ -52,12 +67,30 @@ def col_major(x):
         return out
     strides = [s // x.itemsize for s in x.strides]
     sb = strides[0] if lead else 0
-    dev = x.device.id
-    fn = jit.get_module(HEADER, NAMES, dev).get_function(
-        NAMES[tuple(TYPES).index(x.itemsize)])
+    module = jit.get_module(HEADER, NAMES, x.device.id)
+    if _vectors(x):
+        vec_blocks = -(-rows // VEC_TILE) * -(-cols // VEC_TILE)
+        module.get_function(VEC_NAME)(
+            (vec_blocks, batch), (VEC_THREADS,),
+            (x, out, np.int32(rows), np.int32(cols), np.int64(sb), np.int64(strides[-2])))
+        return out
+    fn = module.get_function(ELEMENT_NAMES[tuple(TYPES).index(x.itemsize)])
     fn((blocks, batch), (THREADS,), (x, out, np.int32(rows), np.int32(cols), np.int64(sb),
                           np.int64(strides[-2]), np.int64(strides[-1])))
     return out
+
+
+def _vectors(x) -> bool:
+    """Whether the 16-byte vector copy takes the CuPy array ``x`` (one batch stride, as
+    :func:`col_major` checks first): 4-byte elements in contiguous rows whose starts, like
+    the batches', fall on 16 bytes, and rows and columns in whole vectors (so that every
+    vector of the output's columns is whole too)."""
+    if x.ndim < 2 or x.itemsize * VEC != VEC16 or x.data.ptr % VEC16:
+        return False
+    *_, rows, cols = x.shape
+    strides = [s // x.itemsize for s in x.strides]
+    sb = strides[-3] if x.ndim > 2 else 0
+    return strides[-1] == 1 and all(v % VEC == 0 for v in (rows, cols, strides[-2], sb))
 
 
 def row_major(x):

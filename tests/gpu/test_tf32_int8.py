@@ -171,7 +171,13 @@ def test_relayout_copies_are_dense_and_equal():
     base = cupy.arange(4 * 70 * 90, dtype=cupy.float32).reshape(4, 70, 90)
     views = [base[0], base[0, :33, :65], base, base[:, ::2, 1:], base[1].T, base[:1, :1, :1],
              base.astype(cupy.float64)[:, 3:, :40], base[:, :0]]
-    for x in views:
+    # the 16-byte vector copy: whole 64 x 64 blocks, ragged ones, a view that starts inside
+    # a row, a batch, a transposed view (row_major copies its transpose)
+    wide = cupy.arange(3 * 132 * 200, dtype=cupy.float32).reshape(3, 132, 200)
+    vec_views = [wide[0, :128, :192], wide[0], wide[:, 4:68, 8:196], wide, wide[1].T]
+    assert all(relayout._vectors(v) for v in vec_views[:4])
+    assert not relayout._vectors(base[0]) and not relayout._vectors(wide[0, :, 1:])
+    for x in views + vec_views:
         for fn, order in ((relayout.col_major, "F"), (relayout.row_major, "C")):
             y = fn(x)
             assert y.shape == x.shape and bool((y == x).all()), (x.shape, x.strides, order)
