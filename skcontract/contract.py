@@ -327,7 +327,10 @@ def _single_operand_view(eq, a, xp):
 
 
 def _broadcast_axes(a) -> list[int]:
-    """Axes along which ``a`` repeats itself (stride 0, more than one element)."""
+    """Axes along which ``a`` repeats itself (stride 0, more than one element); none in an
+    empty array (NumPy gives its axes stride 0 whatever their length)."""
+    if a.size == 0:
+        return []
     return [ax for ax, (n, st) in enumerate(zip(a.shape, a.strides)) if st == 0 and n > 1]
 
 
@@ -348,7 +351,8 @@ def _without_broadcast_axes(subscripts, arrays):
 
     def repeats(i, ax):
         n, st = arrays[i].shape[ax], arrays[i].strides[ax]
-        return (st == 0 and n > 1) or (n == 1 and eq.sizes[eq.inputs[i][ax]] > 1)
+        return (st == 0 and n > 1 and arrays[i].size > 0) or \
+            (n == 1 and eq.sizes[eq.inputs[i][ax]] > 1)
 
     full = [{lab for ax, lab in enumerate(t) if not repeats(i, ax)}
             for i, t in enumerate(eq.inputs)]

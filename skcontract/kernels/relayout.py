@@ -66,7 +66,7 @@ def col_major(x):
         out[...] = x
         return out
     strides = [s // x.itemsize for s in x.strides]
-    sb = strides[0] if lead else 0
+    sb = strides[-3] if lead else 0  # the step of the flat batch: its innermost axis's
     module = jit.get_module(HEADER, NAMES, x.device.id)
     if _vectors(x):
         vec_blocks = -(-rows // VEC_TILE) * -(-cols // VEC_TILE)

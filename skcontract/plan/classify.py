@@ -163,7 +163,7 @@ def _candidates(a, b, batch, m_order, n_order, k, sizes):
     for b_order in dict.fromkeys((_in_term_order(batch, a), _in_term_order(batch, b))):
         for k_order in k_orders:
             yield b_order, m_order, n_order, k_order
-    if any(sizes[x] != 1 for x in batch) or prod(sizes[x] for x in k) == 1:
+    if batch or prod(sizes[x] for x in k) == 1:  # a batch of size 1 is still a batch
         return
     for j in range(1, len(m_order)):
         if prod(sizes[x] for x in m_order[j:]) >= BROADCAST_BATCH_MIN_ROWS:

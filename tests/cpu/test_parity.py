@@ -432,6 +432,9 @@ def test_zero_size_operands(xp):
     r = einsum("ij,jk->ik", xp.ones((2, 0)), xp.ones((0, 3)))
     np.testing.assert_array_equal(to_numpy(r), np.zeros((2, 3)))
     assert einsum("ij,jk->ik", xp.ones((0, 2)), xp.ones((2, 3))).shape == (0, 3)
+    # an empty operand beside a size-1 label that broadcasts (NumPy gives an empty
+    # array's axes stride 0: they are not broadcast axes)
+    assert einsum("cc,cb->bc", xp.ones((1, 1)), xp.ones((64, 0))).shape == (0, 64)
 
 
 BROADCAST_CASES = [

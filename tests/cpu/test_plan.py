@@ -130,6 +130,17 @@ def test_broadcast_batch_only_where_it_saves_a_copy():
     assert all(st.holds_batch == (True,) * len(st.inputs) for st in plan.steps)
 
 
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("aijk,ajl->aikl", [(1, 3, 5, 70), (1, 5, 6)]),   # a shared batch of size 1 stays
+    ("afb,da,edab,cbe->ec", [(1, 1, 64), (96, 1), (8, 96, 1, 64), (3, 64, 8)]),
+])
+def test_a_size_one_batch_is_kept(subscripts, shapes):
+    rng = np.random.default_rng(5)
+    ops = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(einsum(subscripts, *ops), np.einsum(subscripts, *ops),
+                               rtol=1e-12)
+
+
 def test_view_ok_rule():
     sizes = dict(b=2, m=3, k=4)
     c = dict(b=12, m=4, k=1)      # C-contiguous (b, m, k)

@@ -235,6 +235,7 @@ EINSUM_CASES = [  # (subscripts, shapes): B row-major (copied K-major), K-major,
     ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192))),
     ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160))),
     ("ji,jk->ik", ((1024, 384), (1024, 320))),       # A and B copied K-major
+    ("jk,ijl->ikl", ((512, 96), (3, 512, 160))),     # a batch of B's, A broadcast (stride 0)
 ]
 
 
