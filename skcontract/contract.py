@@ -349,10 +349,10 @@ def _without_broadcast_axes(subscripts, arrays):
     if len(labels) > len(_LETTERS):
         return None
 
+    strided = [_broadcast_axes(a) for a in arrays]
+
     def repeats(i, ax):
-        n, st = arrays[i].shape[ax], arrays[i].strides[ax]
-        return (st == 0 and n > 1 and arrays[i].size > 0) or \
-            (n == 1 and eq.sizes[eq.inputs[i][ax]] > 1)
+        return ax in strided[i] or (arrays[i].shape[ax] == 1 and eq.sizes[eq.inputs[i][ax]] > 1)
 
     full = [{lab for ax, lab in enumerate(t) if not repeats(i, ax)}
             for i, t in enumerate(eq.inputs)]

@@ -118,7 +118,7 @@ class Step:
         the batch labels (:attr:`holds_batch`)."""
         text = self._group(self.batch_labels, self.batch)
         lacking = [x for x, held in zip("AB", self.holds_batch) if not held]
-        return f"{text} ({lacking[0]} broadcast)" if self.batch_labels and lacking else text
+        return f"{text} ({lacking[0]} broadcast)" if lacking else text
 
     def row(self) -> tuple[str, ...]:
         unary = self.kind is Kind.UNARY
