@@ -118,6 +118,12 @@ def main(argv=None) -> int:
         ("float16", (1056, 1056, 4096), "stream_k", "deterministic", (256, 128, 64)),
         ("float16", (1056, 1056, 4096), "stream_k", "arrival", (256, 256, 64), ("F", "C")),
         ("float16", (1056, 1056, 4096), "stream_k", "atomic", (256, 128, 64), ("C", "C")),
+        # narrow pairs: a K-major B's box split along its rows, an N-major B's along k
+        ("float16", (1000, 1000, 1000), "stream_k", "deterministic", (128, 64, 64, 1, 2)),
+        ("float16", (1000, 1000, 1000), "stream_k", "arrival", (256, 64, 64, 1, 2),
+         ("C", "C")),
+        ("float16", (1000, 1000, 1000), "stream_k", "atomic", (128, 64, 64, 1, 2),
+         ("F", "C")),
         # the cluster protocol: a tile's splits summed in one cluster's shared memory
         ("float16", (128, 128, 16384), "aligned", "cluster", (64, 64, 64)),
         ("float16", (136, 264, 4032), "aligned", "cluster", (128, 64, 64), ("F", "C")),

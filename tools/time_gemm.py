@@ -6,9 +6,10 @@
 Prints one JSON line per (shape, dtype): CUDA-graph replay time in microseconds (the median
 of ``--reps``), timed by this checkout's ``skcontract/bench/timing.py`` whatever the tree;
 ``--peer`` adds torch.matmul (cuBLAS) on the same operands, timed by torch's graph replay,
-and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs]) / ``--reduction`` / ``--grid`` force a
-schedule mode, an entry, a fixup protocol or a grid; each takes a comma list, and every
-combination is timed (one line each, carrying the peer's time when there is one; a
+and the ratio; ``--mode`` / ``--tile`` (BMxBNxBK[xCTAs an SM[xCTAs a unit]]: ``x2`` last
+names a cluster pair, whose unit tile a single CTA's may equal) / ``--reduction`` /
+``--grid`` force a schedule mode, an entry, a fixup protocol or a grid; each takes a comma
+list, and every combination is timed (one line each, carrying the peer's time when there is one; a
 combination the scheduler refuses prints its error; ``--dtypes tf32``: float32 with tf32
 allowed on both sides, B column-major; ``--dtypes 3xtf32``: float32 at precision "3xtf32",
 B column-major, against exact float32 on the peer's side). ``--store tma,threads`` times the Wgmma
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--peer", action="store_true", help="also time torch.matmul")
     p.add_argument("--mode", default="auto", help="comma list of modes")
     p.add_argument("--tile", default=None,
-                   help="comma list of BMxBNxBK[xCTAs an SM] entries to force")
+                   help="comma list of BMxBNxBK[xCTAs an SM[xCTAs a unit]] entries to force")
     p.add_argument("--reduction", default=None,
                    help="comma list of deterministic, arrival, atomic (default: gemm's)")
     p.add_argument("--grid", default=None, help="comma list of grids to force")

@@ -829,9 +829,11 @@ class WgmmaPair(Wgmma):
     schedule: each CTA computes BM of its rows over the same k range, loads its own A and
     half of B, and multicasts that half into both CTAs' shared memory, so the pair reads B
     once from L2 for both (the L2 bounds the Wgmma tiles when every SM runs them). ``bm``
-    is one CTA's rows; :attr:`tile`, the schedule's, is twice that. Each CTA keeps its own
-    fixup: two locks and slots a tile. GEMMs only (no im2col entry); B's part is whole
-    64-column boxes, so BN is 128 or 256."""
+    is one CTA's rows; :attr:`tile`, the schedule's, is twice that (a 64 x 64 pair's unit
+    tile is a single 128 x 64 CTA's: an entry is named by its cluster too). Each CTA keeps
+    its own fixup: two locks and slots a tile. GEMMs only (no im2col entry). B's part is
+    half its rows, or, for an N-major B of 64 columns (one box), half the box's k rows
+    (``load_part``)."""
 
     FAMILY: ClassVar[str] = "WgmmaPair"
     KERNEL: ClassVar[str] = "skc::sk_wgmma_pair"
@@ -841,8 +843,8 @@ class WgmmaPair(Wgmma):
 
     def check(self):
         super().check()
-        if self.bm != 128 or self.bn not in (128, 256) or self.ctas_per_sm != 1:
-            raise ValueError("WgmmaPair: 128-row CTAs, 128 or 256 columns, one CTA an SM")
+        if self.ctas_per_sm != 1:
+            raise ValueError("WgmmaPair: one CTA an SM (a cluster's CTAs on as many SMs)")
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -855,10 +857,11 @@ class WgmmaPair(Wgmma):
         return replace(super().option(), cluster=self.CLUSTER)
 
 
-def _wgmma_pair(dtype: str, bn: int, stages: int, trades_registers: bool = False) -> WgmmaPair:
-    return WgmmaPair(dtype, 128, bn, 64, stages, 12, 1, efficiency=WGMMA_PAIR_EFFICIENCY[bn],
-                     min_cc=90, vec16_only=True, max_waves=WGMMA_PAIR_MAX_WAVES,
-                     trades_registers=trades_registers)
+def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int,
+                trades_registers: bool = False) -> WgmmaPair:
+    return WgmmaPair(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1,
+                     efficiency=WGMMA_PAIR_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True,
+                     max_waves=WGMMA_PAIR_MAX_WAVES, trades_registers=trades_registers)
 
 
 WGMMA_PAIR_MAX_WAVES = 1.5
@@ -872,11 +875,14 @@ the pairs offered against without (2026-12-02, docs/benchmarks/log.md): 2000 x 3
 93.6 / 91.7, 3200^3 (2.56) 104.4 / 94.8, 8192^3 (15.5) 1748 / 1429."""
 
 
-WGMMA_PAIR_EFFICIENCY = {128: 0.195, 256: 0.146}
-"""Cost-model efficiency of the pairs' (256 x BN) unit tiles. A unit is two SMs, so a
-k-iteration of its tile takes what one of its CTAs' 128 x BN k-iterations takes: about
-half a single CTA's efficiency. Fitted on the H200, 2026-12-02 (docs/benchmarks/log.md), so
-that measured / predicted time over eight wave-quantized and exact-wave fp16 shapes matches
+WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.195, (128, 256): 0.146,
+                         (64, 64): 0.24, (128, 64): 0.225}
+"""Cost-model efficiency of the pairs' (2 BM x BN) unit tiles by one CTA's (BM, BN). A unit
+is two SMs, so a k-iteration of its tile takes what one of its CTAs' BM x BN k-iterations
+takes: about half a single CTA's efficiency. The narrow pairs' (64 x 64, 128 x 64,
+:func:`_narrow_pairs`) are estimates: half the single tile's, less the share of L2 bytes
+the shared B saves (a quarter, a sixth), which they did not measure. The others are
+fitted on the H200, 2026-12-02 (docs/benchmarks/log.md), so that measured / predicted time over eight wave-quantized and exact-wave fp16 shapes matches
 that of the single-CTA entries auto picks there (geomean 0.70): the 128 x 128 pair 0.73
 at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto would take the 128 x 256 pair
 on 3200^3, where it measured 8% slower (:data:`WGMMA_PAIR_MAX_WAVES` keeps it from
@@ -945,7 +951,19 @@ def _wgmma(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
 def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
     """The cluster pairs: 256 x 128 and 256 x 256 work units on two CTAs that share B's
     k-tiles, for products of few waves (:data:`WGMMA_PAIR_MAX_WAVES`)."""
-    return (_wgmma_pair(dtype, 128, 6), _wgmma_pair(dtype, 256, 4, trades_registers=True))
+    return (_wgmma_pair(dtype, 128, 128, 6),
+            _wgmma_pair(dtype, 128, 256, 4, trades_registers=True))
+
+
+def _narrow_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
+    """The narrow pairs: 128 x 64 and 256 x 64 work units of the 64 x 64 and 128 x 64 tiles
+    on two CTAs sharing B, as deep-pipelined as the single-CTA entries. :data:`PENDING`:
+    on the H200 (fp16, docs/benchmarks/log.md, 2026-12-03) they run within 5% of the
+    single-CTA tiles on the products of few tiles they were built for (8 x 256^2 x 4096
+    13.8 against 14.5 us, 512 x 1024 x 4096 12.8 against 12.3), so the narrow tiles are
+    not bound by the L2 bytes the pair saves; they win where B's rows lie off 128 bytes
+    (1000^3: 8.8 against 10.0), which the cost model does not see."""
+    return _wgmma_pair(dtype, 64, 64, 13), _wgmma_pair(dtype, 128, 64, 8)
 
 
 def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
@@ -1096,7 +1114,8 @@ def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
                  if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {}
+PENDING: dict[str, tuple[KernelBase, ...]] = {dtype: _narrow_pairs(dtype)
+                                              for dtype in ("float16", "bfloat16")}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with

@@ -376,7 +376,8 @@ def _schedule_key(schedule):
     if schedule is None:
         return None
     s, base = schedule if isinstance(schedule, Resolved) else (schedule, None)
-    return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.protocol, base)
+    return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.cluster, s.protocol,
+            base)
 
 
 def _aligned_copy(x, col: bool, base):

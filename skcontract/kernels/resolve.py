@@ -81,20 +81,22 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
     entries of two occupancies, the model picks between those whose waves the product
-    fills, :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or one
-    entry by (BM, BN, BK, CTAs an SM), offered then whatever its waves;
-    :data:`.catalogue.PENDING`
-    ones included (else a memory-bound problem gets its dtype's streaming entry where one
-    is offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on
-    the entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are 16-byte aligned (entries that need it are
-    left out otherwise); ``im2col``: the problem is a convolution's implicit GEMM, on the
-    entries whose convolution entry gets A that way ("gather" or "tma",
-    :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded convolution, on the entries
-    that zero its padding taps (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands hold
-    where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A, B)
-    layouts ("row" / "col") of the operands, on the entries specialised for them (None: any,
-    as when planning from shapes). Other ``options`` (grid,
-    splits, groups, ...) go to the scheduler.
+    fills, :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or the
+    entries of (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a
+    work unit: 2 for a cluster pair, whose unit tile a single CTA's may equal; a shorter
+    tile names the entries of the fewest), offered then whatever its waves; :data:`.catalogue.PENDING` ones included (else a memory-bound
+    problem gets its dtype's streaming entry where one is offered and fits,
+    :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the entries of that
+    precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are
+    16-byte aligned (entries that need it are left out otherwise); ``im2col``: the problem
+    is a convolution's implicit GEMM, on the entries whose convolution entry gets A that way
+    ("gather" or "tma", :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded
+    convolution, on the entries that zero its padding taps
+    (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
+    hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the
+    (A, B) layouts ("row" / "col") of the operands, on the entries specialised for them
+    (None: any, as when planning from shapes). Other ``options`` (grid, splits, groups,
+    ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
@@ -104,7 +106,10 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
                                 if vec16 or not b.vec16_only)
         offered = tuple(b for b in offered if im2col is None or b.IM2COL == im2col)
-        bases = tuple(b for b in offered if (*b.tile, b.ctas_per_sm)[:len(want)] == want)
+        bases = tuple(b for b in offered
+                      if (*b.tile, b.ctas_per_sm, b.CLUSTER)[:len(want)] == want)
+        if len(want) < 5 and bases:  # without the unit's CTAs: the fewest of them
+            bases = tuple(b for b in bases if b.CLUSTER == min(x.CLUSTER for x in bases))
         if not bases:
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
                              f"{[b.tile for b in offered]}")
@@ -120,16 +125,16 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             raise ValueError(f"gemm: reduction='cluster' needs a kernel that sums in a "
                              f"cluster's shared memory; none takes {problem.dtype} on "
                              f"compute capability {cc}")
-    one_entry = tile is not None and len(tile) == 4  # forced whatever its min_waves
-    by_entry, fit = {}, {}  # (tile, CTAs an SM) -> entry: what names an entry here
+    one_entry = tile is not None and len(tile) >= 4  # forced whatever its min_waves
+    by_entry, fit = {}, {}  # (tile, CTAs an SM, CTAs a unit) -> entry: what names an entry
     for b in bases:
         c = ctas_on(b, device)
         tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
         units = c * device.with_clusters(b.CLUSTER).sms
         if c > 0:
-            fit.setdefault((b.tile, c), b)
+            fit.setdefault((b.tile, c, b.CLUSTER), b)
             if one_entry or b.fills_waves(tiles, units):
-                by_entry.setdefault((b.tile, c), b)
+                by_entry.setdefault((b.tile, c, b.CLUSTER), b)
     if tile is not None and not by_entry:  # a forced tile whose entries' waves all miss
         by_entry = fit
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
@@ -139,10 +144,10 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")
     while True:
-        options_ = [replace(b.option(), ctas_per_sm=c) for (_, c), b in by_entry.items()]
+        options_ = [replace(b.option(), ctas_per_sm=c) for (_, c, _), b in by_entry.items()]
         schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                     tiles=options_, **options)
-        key = schedule.tile, schedule.device.ctas_per_sm
+        key = schedule.tile, schedule.device.ctas_per_sm, schedule.cluster
         if schedule.protocol in by_entry[key].protocols():
             return Resolved(schedule, by_entry[key])
         # an entry is planned only with the fixup protocols its kernels are built for (a
@@ -208,8 +213,11 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
             if b.tile == tile and schedule.protocol in b.protocols()
             and (layouts is None or b in dots or tuple(layouts) in b.layouts())]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
-    # SM (the schedule's co-resident CTAs are resident on it too)
-    for c, b in sorted(fits, key=lambda cb: cb[0] != ctas):
+    # SM (the schedule's co-resident CTAs are resident on it too); of those, the entry of
+    # the schedule's CTAs a unit where a pair's unit tile is a single CTA's (a schedule
+    # built for a pair's tile without them, on a device of units, still gets the pair)
+    for c, b in sorted(fits, key=lambda cb: (cb[1].CLUSTER != schedule.cluster,
+                                             cb[0] != ctas)):
         if c >= ctas:
             return b
     raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} at "

@@ -156,17 +156,29 @@ def _as_scalar(tmap) -> np.void:
 def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, lda: int,
               ldb: int, sa: int, sb: int) -> tuple[np.void, np.void]:
     """The descriptors of a Wgmma launch's A (m x k) and B (k x n) operands."""
-    elem, bk = spec.elem_bytes, spec.bk
+    elem = spec.elem_bytes
 
-    def one(ptr, rows, tile_rows, ld, bs, kmajor):
+    def one(ptr, rows, tile_rows, ld, bs, kmajor, parts=1):
         dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
-        box = (bk, kmajor_box_rows(rows, tile_rows), 1) if kmajor else (MN_BOX, bk, 1)
+        box = load_box(kmajor, rows, tile_rows, spec.bk, parts)
         return operand_map(ptr, spec.base.tma_dtype, dims, strides, box)
 
-    # a cluster pair's CTAs each load one part of B's tile (sk_wgmma.cuh, load_part)
-    b_rows = spec.bn // spec.base.CLUSTER
+    # a cluster pair's CTAs each load one part of B's stage and multicast it to both
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
-            one(b_ptr, n, b_rows, ldb, sb, spec.b_kcontig))
+            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.base.CLUSTER))
+
+
+def load_box(kmajor: bool, rows: int, tile_rows: int, bk: int,
+             parts: int = 1) -> tuple[int, int, int]:
+    """The box (innermost first) of one load of an operand of ``rows`` rows into a stage of
+    ``tile_rows`` rows, or of one of ``parts`` equal parts of it (sk_wgmma.cuh,
+    ``load_part``): K-major, the part's rows (:func:`kmajor_box_rows`); MN-major, whole
+    64-row boxes, or, where a part is narrower than one box (a pair's 64-column B), the
+    box's k rows split in parts."""
+    part_rows = tile_rows // parts
+    if kmajor:
+        return bk, kmajor_box_rows(rows, part_rows), 1
+    return (MN_BOX, bk // parts, 1) if part_rows < MN_BOX else (MN_BOX, bk, 1)
 
 
 STORE_BOX_ROWS = 64

@@ -104,7 +104,8 @@ class _Builder:
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
-                        pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix)
+                        pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix,
+                        cluster=self.option.cluster)
 
     # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
@@ -308,8 +309,9 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
 
 
 def _entry(s: Schedule) -> tuple:
-    """What names the kernel entry a schedule plans for: its tile and its CTAs an SM."""
-    return s.tile, s.device.ctas_per_sm
+    """What names the kernel entry a schedule plans for: its tile, its CTAs an SM and the
+    CTAs of its work unit."""
+    return s.tile, s.device.ctas_per_sm, s.cluster
 
 
 def _lower_bound(b: _Builder) -> float:

@@ -354,6 +354,7 @@ class Schedule:
     candidates: tuple = field(default=())
     tile_efficiency: float | None = None  # the kernel's own cost-model efficiency, if given
     fixup_cost: float = 1.0  # the kernel's own partial-tile cost relative to the model's
+    cluster: int = 1  # CTAs that run one work unit (TileOption.cluster); the grid counts units
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode(self.mode))

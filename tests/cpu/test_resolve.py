@@ -11,7 +11,7 @@ import pytest
 
 from skcontract.kernels import catalogue
 from skcontract.kernels.resolve import entry_for, resolve_gemm, step_operands
-from skcontract.schedule import DeviceInfo, GemmProblem
+from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm
 from skcontract.schedule.heuristics import selection_key
 
 H200 = DeviceInfo.h200()
@@ -354,7 +354,39 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
         assert r.schedule.grid <= H200.sms // 2
         assert entry_for(r.schedule, "float16", None, 90) is pair  # a plan's launch
     with pytest.raises(ValueError, match="WgmmaPair"):
-        catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, min_cc=90, vec16_only=True)
+        catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, ctas_per_sm=2, min_cc=90,
+                            vec16_only=True)
+
+
+def test_a_narrow_pair_is_its_own_entry():
+    """The 64 x 64 pair's work unit is 128 x 64, the single 128 x 64 CTA's tile: the entry
+    is named by its cluster too, so forcing (128, 64, 64, 1, CTAs a unit) reaches each,
+    a plan's schedule says which it is for, and the launch finds that one. Each of the
+    pair's CTAs loads half of B: half its rows K-major, half the k rows of its one 64-column
+    box N-major."""
+    pair = next(b for b in catalogue.all_bases()
+                if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bm == 64)
+    single = next(b for b in catalogue.all_bases()
+                  if b.FAMILY == "Wgmma" and b.dtype == "float16" and b.tile == pair.tile
+                  and b.ctas_per_sm == 1)
+    for entry in (pair, single):
+        r = _resolve(8 * 256, 256, 4096, "float16", tile=(*entry.tile, 1, entry.CLUSTER),
+                     mode="data_parallel")
+        assert r.base is entry and r.schedule.cluster == entry.CLUSTER
+        assert entry_for(r.schedule, "float16", None, 90) is entry
+    # a schedule built by hand for a pair's tile on a device of units (no cluster named)
+    wide = next(b for b in catalogue.all_bases()
+                if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bn == 128)
+    hand = schedule_gemm(512, 128, 8192, device=H200.with_clusters(2), mode="stream_k",
+                         tile=wide.tile)
+    assert hand.cluster == 1 and entry_for(hand, "float16", None, 90) is wide
+    for short in ((128, 64), (128, 64, 64), (128, 64, 64, 1)):  # the single CTA's
+        assert _resolve(512, 1024, 4096, "float16", tile=short).base is single
+    from skcontract.kernels.tma import load_box
+    assert load_box(False, 1000, pair.bn, 64, pair.CLUSTER) == (64, 32, 1)
+    assert load_box(True, 1000, pair.bn, 64, pair.CLUSTER) == (64, 32, 1)
+    assert load_box(False, 1000, 128, 64, 2) == (64, 64, 1)
+    assert load_box(True, 20, pair.bn, 64, pair.CLUSTER) == (64, 24, 1)
 
 
 def test_auto_offers_the_pairs_only_for_few_waves():

@@ -76,16 +76,23 @@ def test_every_tile(dtype, entry, layout):
                 assert entry.vec16_only and "kernel with tile" in str(e), e
 
 
+def _pairs(dtype):
+    from skcontract.kernels.catalogue import all_bases
+    return [b for b in all_bases() if b.FAMILY == "WgmmaPair" and b.dtype == dtype]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("bn", [128, 256])
+@pytest.mark.parametrize("cta_tile", [(128, 128), (128, 256), (64, 64), (128, 64)])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_cluster_pairs(dtype, bn, layout):
+def test_cluster_pairs(dtype, cta_tile, layout):
     """The WgmmaPair entries (two CTAs a work unit, B's k-tiles shared by multicast), forced:
-    a unit whose second CTA lies partly (M = 200) or wholly (M = 104) past the rows, B
-    narrower than one CTA's part (N = 40), a batch, many Stream-K splits whose fixups wait
-    at every unit resident; every fixup; deterministic runs bitwise reproducible."""
-    tile = (256, bn, 64)
-    shapes = [(1, 200, 136, 2000), (1, 104, 40, 512), (3, 264, 264, 640),
+    a unit whose second CTA lies partly (M = 200, 104) or wholly (M = 104 of 256-row units,
+    40) past the rows, B narrower than one CTA's part (N = 40), K ending inside a k-tile's
+    second half (936), a batch, many Stream-K splits whose fixups wait at every unit
+    resident; every fixup; deterministic runs bitwise reproducible."""
+    entry = next(b for b in _pairs(dtype) if (b.bm, b.bn) == cta_tile)
+    tile = (*entry.tile, 1, entry.CLUSTER)
+    shapes = [(1, 200, 136, 2000), (1, 104, 40, 512), (1, 40, 200, 936), (3, 264, 264, 640),
               (1, 1056, 1056, 4096), (1, 4224, 1096, 2048)]
     for mode, reduction in [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
                             ("stream_k", "atomic"), ("stream_k", "arrival"),
@@ -97,7 +104,7 @@ def test_cluster_pairs(dtype, bn, layout):
                 with record_launches() as launches:
                     again = _check(dtype, batch, m, n, k, layout=layout, mode=mode,
                                    reduction=reduction, tile=tile)
-                assert as_bytes(out) == as_bytes(again), (dtype, bn, layout, mode)
+                assert as_bytes(out) == as_bytes(again), (dtype, cta_tile, layout, mode)
                 ran = launches[0]
                 assert ran.kernel.startswith("wgmmapair") and ran.ctas == 2 * ran.grid
 

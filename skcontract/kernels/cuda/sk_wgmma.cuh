@@ -129,21 +129,30 @@ struct WgmmaOperand {
           BOX_BYTES, SWIZZLE_ATOM_BYTES);
     }
   }
-  // Part `part` of PARTS equal row blocks of the stage (rows [x0 + part ROWS / PARTS, ..)),
-  // multicast into the same offset of every CTA of the cluster, each completing its bytes on
-  // its own `bar`: the operand a cluster pair shares. The host encodes the map's box as one
-  // part (skcontract/kernels/tma.py).
+  // Part `part` of PARTS equal parts of the stage, multicast into the same offset of every
+  // CTA of the cluster, each completing its bytes on its own `bar`: the operand a cluster
+  // pair shares. A part is a block of rows (rows [x0 + part ROWS / PARTS, ..)), or, for an
+  // MN-major stage of one box (ROWS = 64), a block of its k rows: either way whole swizzle
+  // atoms at their own offset in the stage, so the swizzle, which follows the shared-memory
+  // address, lays them out as one load of the whole stage would. The host encodes the
+  // map's box as one part (skcontract/kernels/tma.py, load_box).
   template <int PARTS>
   __device__ __forceinline__ static void load_part(unsigned char* stage, const TmaMap& map,
                                                    unsigned long long* bar, int x0, int k,
                                                    int batch, int part) {
     constexpr int PART_ROWS = ROWS / PARTS;
+    constexpr int ATOM_ROWS = SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES;
     constexpr unsigned short ALL = (unsigned short)((1u << PARTS) - 1);
     const int r0 = part * PART_ROWS;
     if constexpr (KMAJOR) {
-      static_assert(PART_ROWS % (SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES) == 0,
-                    "a K-major part is whole swizzle atoms");
+      static_assert(PART_ROWS % ATOM_ROWS == 0, "a K-major part is whole swizzle atoms");
       tma_load_3d_multicast(stage + r0 * SWIZZLE_ROW_BYTES, map, bar, k, x0 + r0, batch, ALL);
+    } else if constexpr (PART_ROWS < MN_CHUNK) {
+      constexpr int PART_K = BK / PARTS;
+      static_assert(ROWS == MN_CHUNK && PART_K % ATOM_ROWS == 0,
+                    "an MN-major part within one box is whole swizzle atoms of its k rows");
+      tma_load_3d_multicast(stage + part * PART_K * SWIZZLE_ROW_BYTES, map, bar, x0,
+                            k + part * PART_K, batch, ALL);
     } else {
       static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole 64-element boxes");
 #pragma unroll
