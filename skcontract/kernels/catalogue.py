@@ -202,8 +202,10 @@ class KernelBase:
     run 16-byte aligned operands only (their element-wise copies would spill); ``min_waves``:
     the entry is offered only to products whose output tiles fill at least that many waves
     of its resident CTAs (:meth:`fills_waves`), and, where ``max_waves`` is set, at most that
-    many. An entry is named by its tile and its occupancy: two entries of one tile differ in
-    ``ctas_per_sm``.
+    many; ``b_off_lines_only``: the entry is offered only to products whose B rows start
+    off :data:`LINE_BYTES` lines (and to a caller who forces its tile). An entry is named
+    by its tile, its occupancy and its unit's CTAs (:attr:`CLUSTER`): two entries of one
+    tile differ in ``ctas_per_sm`` or in their family's CLUSTER.
     """
 
     dtype: str
@@ -219,6 +221,7 @@ class KernelBase:
     vec16_only: bool = False
     min_waves: float = 0.0
     max_waves: float | None = None
+    b_off_lines_only: bool = False
 
     FAMILY: ClassVar[str] = ""
     DTYPES: ClassVar[tuple] = ()
@@ -857,11 +860,12 @@ class WgmmaPair(Wgmma):
         return replace(super().option(), cluster=self.CLUSTER)
 
 
-def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int,
-                trades_registers: bool = False) -> WgmmaPair:
+def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int, trades_registers: bool = False,
+                b_off_lines_only: bool = False) -> WgmmaPair:
     return WgmmaPair(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1,
                      efficiency=WGMMA_PAIR_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True,
-                     max_waves=WGMMA_PAIR_MAX_WAVES, trades_registers=trades_registers)
+                     max_waves=WGMMA_PAIR_MAX_WAVES, trades_registers=trades_registers,
+                     b_off_lines_only=b_off_lines_only)
 
 
 WGMMA_PAIR_MAX_WAVES = 1.5
@@ -957,13 +961,19 @@ def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
 
 def _narrow_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
     """The narrow pairs: 128 x 64 and 256 x 64 work units of the 64 x 64 and 128 x 64 tiles
-    on two CTAs sharing B, as deep-pipelined as the single-CTA entries. :data:`PENDING`:
-    on the H200 (fp16, docs/benchmarks/log.md, 2026-12-03) they run within 5% of the
-    single-CTA tiles on the products of few tiles they were built for (8 x 256^2 x 4096
-    13.8 against 14.5 us, 512 x 1024 x 4096 12.8 against 12.3), so the narrow tiles are
-    not bound by the L2 bytes the pair saves; they win where B's rows lie off 128 bytes
-    (1000^3: 8.8 against 10.0), which the cost model does not see."""
-    return _wgmma_pair(dtype, 64, 64, 13), _wgmma_pair(dtype, 128, 64, 8)
+    on two CTAs sharing B, as deep-pipelined as the single-CTA entries, offered only where
+    B's rows start off :data:`LINE_BYTES` lines: each of B's loads then reads a line more a
+    row, and the pair makes half of them. H200, fp16 (docs/benchmarks/log.md, 2026-12-03):
+    1000^3 8.8 us against 10.0 on the single-CTA tiles; on products of few tiles whose B
+    lies on lines they run within 5% of the single-CTA tiles, either way (8 x 256^2 x 4096
+    13.8 against 14.5 us, 512 x 1024 x 4096 12.8 against 12.3), which the cost model does
+    not tell apart."""
+    return (_wgmma_pair(dtype, 64, 64, 13, b_off_lines_only=True),
+            _wgmma_pair(dtype, 128, 64, 8, b_off_lines_only=True))
+
+
+LINE_BYTES = 128
+"""The L2 line a TMA load reads rows in: a row that starts off one reads a line more."""
 
 
 def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
@@ -1043,9 +1053,9 @@ _FLOAT32 = (
 
 CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
     "float16": ((Mma16("float16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("float16")
-                + _wgmma_pairs("float16")),
+                + _wgmma_pairs("float16") + _narrow_pairs("float16")),
     "bfloat16": ((Mma16("bfloat16", 128, 128, 32, 4, 2, 4),) + _wgmma_entries("bfloat16")
-                 + _wgmma_pairs("bfloat16")),
+                 + _wgmma_pairs("bfloat16") + _narrow_pairs("bfloat16")),
     "float32": _FLOAT32,
     "float64": (
         Dmma("float64", 128, 64, 32, 3, 4, 2, efficiency=0.87, mma_k=8, frag="vec"),
@@ -1104,18 +1114,20 @@ def catalogue_key(dtype: str, precision: str | None = None) -> str:
 
 
 def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
-              vec16: bool = True) -> tuple[KernelBase, ...]:
+              vec16: bool = True, b_off_lines: bool = True) -> tuple[KernelBase, ...]:
     """The entries offered for ``dtype`` operands at ``precision`` (:func:`catalogue_key`)
     on compute capability ``cc`` (None: any); ``vec16=False`` (an operand not 16-byte
-    aligned) leaves out the ``vec16_only`` ones. TypeError for a dtype no kernel takes."""
+    aligned) leaves out the ``vec16_only`` ones, ``b_off_lines=False`` (B's rows start on
+    :data:`LINE_BYTES` lines) the ``b_off_lines_only`` ones. TypeError for a dtype no
+    kernel takes."""
     key = catalogue_key(dtype, precision)
     entries = CATALOGUE[key] + (PENDING.get(key, ()) if OFFER_PENDING else ())
     return tuple(b for b in entries
-                 if b.offered_on(cc) and (vec16 or not b.vec16_only) and b not in _WITHDRAWN)
+                 if b.offered_on(cc) and (vec16 or not b.vec16_only)
+                 and (b_off_lines or not b.b_off_lines_only) and b not in _WITHDRAWN)
 
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {dtype: _narrow_pairs(dtype)
-                                              for dtype in ("float16", "bfloat16")}
+PENDING: dict[str, tuple[KernelBase, ...]] = {}
 """Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
 (:func:`bases_for`) until the whole GPU suite passes with them on the device; a caller
 reaches them by forcing their tile (:func:`pending_for`), and a process with

@@ -27,7 +27,8 @@ from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
-                      entry_for, k_major_only, reads_k_major, resolve_gemm)
+                      entry_for, k_major_only, reads_k_major, resolve_gemm,
+                      rows_off_lines)
 
 _PLANS: dict = {}
 
@@ -75,12 +76,13 @@ def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> N
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
               reduction, tile, grid, dev, schedule=None, precision=None,
-              stream=None) -> LaunchPlan:
+              stream=None, b_off_lines=False) -> LaunchPlan:
     """Resolve (or take), specialise, compile and upload for one problem (the cold path).
 
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; else the
     problem is resolved for the device with ``mode`` / ``reduction`` / ``tile`` / ``grid``;
-    ``precision``: float32's (:func:`.catalogue.catalogue_key`).
+    ``precision``: float32's (:func:`.catalogue.catalogue_key`); ``b_off_lines``: B's rows
+    start off the L2's lines (:func:`.resolve.rows_off_lines`).
     """
     vec16 = a_vec16 and b_vec16
     planned_here = schedule is None and tile is None
@@ -93,7 +95,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
             red = DEFAULT_REDUCTION if schedule.reduction == CLUSTER else schedule.reduction
             return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                              mode=schedule.mode, reduction=red, tile=None, grid=None,
-                             dev=dev, precision=precision, stream=stream)
+                             dev=dev, precision=precision, stream=stream,
+                             b_off_lines=b_off_lines)
     elif schedule is not None:
         base = entry_for(schedule, dtype, precision, compute_capability(device_info(dev)),
                          (a_layout, b_layout))
@@ -104,7 +107,8 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         schedule, base = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
                                       device_info(dev), mode=mode, reduction=reduction,
                                       tile=tile, precision=precision, vec16=vec16,
-                                      layouts=(a_layout, b_layout), **options)
+                                      layouts=(a_layout, b_layout), b_off_lines=b_off_lines,
+                                      **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
@@ -121,7 +125,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         warnings.warn(f"{e}; {base.name} is withdrawn for this process", RuntimeWarning)
         return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
-                         precision=precision, stream=stream)
+                         precision=precision, stream=stream, b_off_lines=b_off_lines)
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "
                      f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"
@@ -281,7 +285,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                  precision=precision)
         return (r, None) if bind else r
     dev = _check_device(A, B, C)
-    key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, mode, reduction,
+    b_off = rows_off_lines(ldb, elem)
+    key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, b_off, mode, reduction,
            None if tile is None else tuple(tile), grid, _schedule_key(schedule), precision)
     if stream is None:
         stream = cupy.cuda.get_current_stream()
@@ -290,7 +295,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         plan = _PLANS[key] = make_plan(a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16,
                                        mode=mode, reduction=reduction, tile=tile, grid=grid,
                                        dev=dev, schedule=schedule, precision=precision,
-                                       stream=stream)
+                                       stream=stream, b_off_lines=b_off)
     plan.launch(a_ptr, b_ptr, C.ptr, m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta,
                 stream)
     if not bind:

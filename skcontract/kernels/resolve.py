@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.types import CLUSTER
-from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, SMEM_RESERVED_PER_CTA, Dot,
-                        KernelBase, bases_for, catalogue_key, dot_bases, output_tiles,
-                        pending_for, streaming_wanted)
+from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
+                        SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
+                        dot_bases, output_tiles, pending_for, streaming_wanted)
 from .forms import dot_form
 from .specs import CXX_TYPES, LAYOUTS, VEC16_BYTES, specialise
 
@@ -76,7 +76,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                  reduction: str = DEFAULT_REDUCTION, tile=None, precision: str | None = None,
                  vec16: bool = True, im2col: str | None = None, masked: bool = False,
                  operand_elems: int | None = None, layouts: tuple | None = None,
-                 **options) -> Resolved:
+                 b_off_lines: bool = False, **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
@@ -95,12 +95,13 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
     hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the
     (A, B) layouts ("row" / "col") of the operands, on the entries specialised for them
-    (None: any, as when planning from shapes). Other ``options`` (grid, splits, groups,
-    ...) go to the scheduler.
+    (None: any, as when planning from shapes); ``b_off_lines``: B's rows start off
+    :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered).
+    Other ``options`` (grid, splits, groups, ...) go to the scheduler.
     TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
-    bases = bases_for(problem.dtype, precision, cc, vec16)
+    bases = bases_for(problem.dtype, precision, cc, vec16, b_off_lines or tile is not None)
     if tile is not None:
         want = tuple(int(t) for t in tile)
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
@@ -283,6 +284,12 @@ def step_dot_form(step):
     return dot_form(step.batch, m, n, k, xs, ys, (m * n, n, 1))
 
 
+def rows_off_lines(ld: int, itemsize: int) -> bool:
+    """Whether an operand's rows, ``ld`` elements of ``itemsize`` bytes apart, start off
+    :data:`~.catalogue.LINE_BYTES` lines (:func:`resolve_gemm`'s ``b_off_lines``)."""
+    return (ld * itemsize) % LINE_BYTES != 0
+
+
 def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     """The schedule and entry the GPU runs a plan step with, at the step's ``precision``;
     None when the step is not GEMM-class or no kernel takes its dtype (the backend's
@@ -298,9 +305,11 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
         return resolve_dot(form, dtype, device, **options)
     layouts, vec16 = step_operands(step, compute_capability(device))
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
+    b_row = step.n if layouts[1] == "row" else step.k  # B's leading dimension, contiguous
     r = resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
                      associative=step.associative, layouts=layouts,
-                     precision=step.precision, **options)
+                     precision=step.precision,
+                     b_off_lines=rows_off_lines(b_row, step.dtype.itemsize), **options)
     copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
               if lay != want]
     if not copied or not k_major_only(r.base):  # (an exact fallback reads them as they are)

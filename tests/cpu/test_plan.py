@@ -282,6 +282,19 @@ def test_schedule_plan_resolves_gemm_steps_on_the_kernels():
     assert s.summary() in scheduled.table()
 
 
+def test_an_einsum_step_shares_b_rows_that_start_off_lines():
+    """A float16 step whose contiguous B has rows of 2000 bytes (off the L2's lines) runs
+    on a narrow cluster pair; one of 2048 bytes on the single CTA's tile."""
+    from skcontract.kernels.resolve import resolve_step
+
+    h200 = DeviceInfo.h200()
+    for n, shared in ((1000, True), (1024, False)):
+        plan = build_plan(parse_equation("ij,jk->ik", [(1000, 1000), (1000, n)]),
+                          np.float16, device=h200)
+        r = resolve_step(plan.steps[0], h200)
+        assert r.base.b_off_lines_only is shared and (r.base.CLUSTER == 2) is shared
+
+
 def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
     plan = build_plan(parse_equation("ij,jk->ik", [(8, 4), (4, 8)]), np.bool_,
                       device=DeviceInfo.h200())

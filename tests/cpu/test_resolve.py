@@ -98,13 +98,14 @@ def test_catalogue_entries_check_their_family_constraints():
         catalogue.Dmma("float64", 128, 64, 32, 3, 4, 2, mma_k=16, frag="vec")
     with pytest.raises(ValueError, match="takes"):
         catalogue.Mma16("float32", 128, 128, 32, 4, 2, 4)
-    # a tile and occupancy name one entry of a catalogue key, or an earlier one offered only
-    # where the later is too (a higher compute capability, aligned operands or fewer
-    # layouts), which then runs (resolve_gemm and entry_for take the first)
+    # a tile, occupancy and unit's CTAs name one entry of a catalogue key, or an earlier
+    # one offered only where the later is too (a higher compute capability, aligned
+    # operands or fewer layouts), which then runs (resolve_gemm and entry_for take the first)
     for key, bases in catalogue.CATALOGUE.items():
         for i, first in enumerate(bases):
             for later in bases[i + 1:]:
-                if (first.tile, first.ctas_per_sm) != (later.tile, later.ctas_per_sm):
+                if (first.tile, first.ctas_per_sm, first.CLUSTER) != \
+                        (later.tile, later.ctas_per_sm, later.CLUSTER):
                     continue
                 assert (first.min_cc > later.min_cc or first.vec16_only > later.vec16_only
                         or set(first.layouts()) < set(later.layouts())), (key, first, later)
@@ -356,6 +357,24 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
     with pytest.raises(ValueError, match="WgmmaPair"):
         catalogue.WgmmaPair("float16", 128, 64, 64, 4, 12, 1, ctas_per_sm=2, min_cc=90,
                             vec16_only=True)
+
+
+def test_narrow_pairs_are_offered_where_b_rows_start_off_lines():
+    """The narrow pairs share B's loads, which pay where B's rows start off the L2's lines:
+    auto offers them only then (1000^3 fp16, B rows of 2000 bytes, takes the 128 x 64
+    pair; the same product with B said to lie on lines keeps the single CTA's tile), a
+    forced tile reaches them either way, and an einsum step's B is judged by its
+    contiguous rows."""
+    narrow = [b for b in catalogue.CATALOGUE["float16"] if b.b_off_lines_only]
+    assert {(b.bm, b.bn, b.FAMILY) for b in narrow} == {(64, 64, "WgmmaPair"),
+                                                       (128, 64, "WgmmaPair")}
+    on = _resolve(1000, 1000, 1000, "float16", b_off_lines=False)
+    off = _resolve(1000, 1000, 1000, "float16", b_off_lines=True)
+    assert not on.base.b_off_lines_only and off.base in narrow
+    assert _resolve(1024, 1024, 1024, "float16", tile=(256, 64, 64, 1, 2)).base in narrow
+    from skcontract.kernels.resolve import rows_off_lines
+    assert rows_off_lines(1000, 2) and not rows_off_lines(1024, 2)
+    assert not rows_off_lines(0, 2) and rows_off_lines(40, 4)
 
 
 def test_a_narrow_pair_is_its_own_entry():

@@ -71,7 +71,7 @@ def test_every_tile(dtype, entry, layout):
                                (1, 7, 1000, 2000), (3, 130, 70, 900), (1, 256, 384, 3072)]:
             try:
                 _check(dtype, batch, m, n, k, layout=layout, mode=fix[0], reduction=fix[1],
-                       tile=entry.tile)
+                       tile=(*entry.tile, entry.ctas_per_sm, entry.CLUSTER))
             except ValueError as e:  # only for entries that need aligned operands
                 assert entry.vec16_only and "kernel with tile" in str(e), e
 
@@ -278,18 +278,19 @@ def test_worst_case_coresidency(dtype, index, reduction):
     assert kern.occupancy >= base.ctas_per_sm
     # a cluster entry's units are resident pairs of SMs
     dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
-    dev = dev.with_clusters(base.CLUSTER)
-    resident = dev.resident_ctas
+    resident = dev.with_clusters(base.CLUSTER).resident_ctas
     m, n = base.tile[:2]
     k = base.bk * MIN_ITERS_PER_SPLIT * resident
     a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
-    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=base.tile,
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tiles=[base.option()],
                           grid=resident, reduction=reduction, dtype=dtype)
     assert sched.grid == resident and len(sched.table) >= resident
     assert sched.waits
     out = poisoned((m, n), a)
-    _gemm(a, b, out, schedule=sched)
+    with record_launches() as ran:
+        _gemm(a, b, out, schedule=sched)
     cupy.cuda.runtime.deviceSynchronize()
+    assert ran[0].ctas == base.CLUSTER * ran[0].grid  # the entry's own kernel
     assert rel_error(out, _reference(a, b)) <= 4 * TOL[dtype]
 
 
