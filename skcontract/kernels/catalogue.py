@@ -880,12 +880,16 @@ the pairs offered against without (2026-12-02, docs/benchmarks/log.md): 2000 x 3
 
 
 WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.195, (128, 256): 0.146,
-                         (64, 64): 0.24, (128, 64): 0.225}
+                         (64, 64): 0.24, (128, 64): 0.24}
 """Cost-model efficiency of the pairs' (2 BM x BN) unit tiles by one CTA's (BM, BN). A unit
 is two SMs, so a k-iteration of its tile takes what one of its CTAs' BM x BN k-iterations
-takes: about half a single CTA's efficiency. The narrow pairs' (64 x 64, 128 x 64,
-:func:`_narrow_pairs`) are estimates: half the single tile's, less the share of L2 bytes
-the shared B saves (a quarter, a sixth), which they did not measure. The others are
+takes: about half a single CTA's efficiency. The narrow pairs (:func:`_narrow_pairs`,
+offered where B's rows start off lines): the 64 x 64 pair's is 0.6 / 2 x 0.8, its time
+against the single 64 x 64 tile's on 1000^3 fp16 (9.8 against 12.3 us, forced data-parallel,
+H200, 2026-12-03, docs/benchmarks/log.md); the 128 x 64 pair's is the middle of the range
+(0.235-0.25) in which auto keeps both orders measured that day: the pair on 1000^3 (8.9
+against 10.2 us for the single 128 x 64 tile) and Stream-K on 128 x 128 tiles on
+1000 x 1000 x 4096 (19.9 against 21.5 for the pair). The wide pairs' are
 fitted on the H200, 2026-12-02 (docs/benchmarks/log.md), so that measured / predicted time over eight wave-quantized and exact-wave fp16 shapes matches
 that of the single-CTA entries auto picks there (geomean 0.70): the 128 x 128 pair 0.73
 at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto would take the 128 x 256 pair
