@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from skcontract.bench.timing import geomean
-from skcontract.kernels.catalogue import bases_for
-from skcontract.kernels.resolve import resolve_gemm
+from skcontract.kernels.catalogue import CXX_TYPES, bases_for
+from skcontract.kernels.resolve import resolve_gemm, rows_off_lines
 from skcontract.schedule import GemmProblem, schedule_problem
 from skcontract.schedule.device import DeviceInfo
 from skcontract.schedule.heuristics import (DEFAULT_COST, MEASURED_H200_COST, REF_TILE,
@@ -78,10 +78,14 @@ def rebuild(row: dict, occupancy: dict | None = None, cost: CostModel = MEASURED
     problem = GemmProblem(int(row["m"]), int(row["n"]), int(row["k"]),
                           batch=int(row.get("batch", 1)), dtype=dt)
     device = measurement_device(dt, occupancy, cost)
+    # the benchmark's operands are C-contiguous: B's rows are N elements apart
+    b_off = rows_off_lines(0, problem.n, problem.k * problem.n if problem.batch > 1 else 0,
+                           CXX_TYPES[dt][1])
     if occupancy is None:  # the catalogue's entries at their declared occupancy
-        return resolve_gemm(problem, device, mode=mode or row["mode"]).schedule
+        return resolve_gemm(problem, device, mode=mode or row["mode"],
+                            b_off_lines=b_off).schedule
     options = [replace(b.option(), ctas_per_sm=occupancy.get(dt, b.ctas_per_sm))
-               for b in bases_for(dt)]
+               for b in bases_for(dt, b_off_lines=b_off)]
     return schedule_problem(problem, device, mode=mode or row["mode"],
                             reduction="deterministic", tiles=options)
 

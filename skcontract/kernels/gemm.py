@@ -285,7 +285,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                  precision=precision)
         return (r, None) if bind else r
     dev = _check_device(A, B, C)
-    b_off = rows_off_lines(ldb, elem)
+    b_off = rows_off_lines(b_ptr, ldb, sbb if batch > 1 else 0, elem)
     key = (dev, a_dt, batch, m, n, k, la, lb, a_vec16, b_vec16, b_off, mode, reduction,
            None if tile is None else tuple(tile), grid, _schedule_key(schedule), precision)
     if stream is None:

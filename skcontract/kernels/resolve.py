@@ -84,8 +84,10 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     fills, :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or the
     entries of (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a
     work unit: 2 for a cluster pair, whose unit tile a single CTA's may equal; a shorter
-    tile names the entries of the fewest), offered then whatever its waves; :data:`.catalogue.PENDING` ones included (else a memory-bound
-    problem gets its dtype's streaming entry where one is offered and fits,
+    tile names the entries of the fewest), offered then whatever its waves;
+    :data:`.catalogue.PENDING` ones and those offered only where B's rows start off lines
+    included (else a memory-bound problem gets its dtype's streaming entry where one is
+    offered and fits,
     :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the entries of that
     precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are
     16-byte aligned (entries that need it are left out otherwise); ``im2col``: the problem
@@ -109,8 +111,6 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         offered = tuple(b for b in offered if im2col is None or b.IM2COL == im2col)
         bases = tuple(b for b in offered
                       if (*b.tile, b.ctas_per_sm, b.CLUSTER)[:len(want)] == want)
-        if len(want) < 5 and bases:  # without the unit's CTAs: the fewest of them
-            bases = tuple(b for b in bases if b.CLUSTER == min(x.CLUSTER for x in bases))
         if not bases:
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
                              f"{[b.tile for b in offered]}")
@@ -126,6 +126,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             raise ValueError(f"gemm: reduction='cluster' needs a kernel that sums in a "
                              f"cluster's shared memory; none takes {problem.dtype} on "
                              f"compute capability {cc}")
+    if tile is not None and len(tile) < 5 and bases:  # no unit's CTAs named: the fewest
+        bases = tuple(b for b in bases if b.CLUSTER == min(x.CLUSTER for x in bases))
     one_entry = tile is not None and len(tile) >= 4  # forced whatever its min_waves
     by_entry, fit = {}, {}  # (tile, CTAs an SM, CTAs a unit) -> entry: what names an entry
     for b in bases:
@@ -214,9 +216,9 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
             if b.tile == tile and schedule.protocol in b.protocols()
             and (layouts is None or b in dots or tuple(layouts) in b.layouts())]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
-    # SM (the schedule's co-resident CTAs are resident on it too); of those, the entry of
-    # the schedule's CTAs a unit where a pair's unit tile is a single CTA's (a schedule
-    # built for a pair's tile without them, on a device of units, still gets the pair)
+    # SM (the schedule's co-resident CTAs are resident on it too); first those of the
+    # schedule's CTAs a unit, else another's (a schedule built by hand for a wide pair's
+    # tile, which no single CTA has, names no unit's CTAs and still gets the pair)
     for c, b in sorted(fits, key=lambda cb: (cb[1].CLUSTER != schedule.cluster,
                                              cb[0] != ctas)):
         if c >= ctas:
@@ -284,10 +286,11 @@ def step_dot_form(step):
     return dot_form(step.batch, m, n, k, xs, ys, (m * n, n, 1))
 
 
-def rows_off_lines(ld: int, itemsize: int) -> bool:
-    """Whether an operand's rows, ``ld`` elements of ``itemsize`` bytes apart, start off
-    :data:`~.catalogue.LINE_BYTES` lines (:func:`resolve_gemm`'s ``b_off_lines``)."""
-    return (ld * itemsize) % LINE_BYTES != 0
+def rows_off_lines(ptr: int, ld: int, batch_stride: int, itemsize: int) -> bool:
+    """Whether any row of an operand at address ``ptr`` whose rows are ``ld`` and batches
+    ``batch_stride`` elements of ``itemsize`` bytes apart starts off a
+    :data:`~.catalogue.LINE_BYTES` line (:func:`resolve_gemm`'s ``b_off_lines``)."""
+    return any(x % LINE_BYTES for x in (ptr, ld * itemsize, batch_stride * itemsize))
 
 
 def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
@@ -305,11 +308,12 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
         return resolve_dot(form, dtype, device, **options)
     layouts, vec16 = step_operands(step, compute_capability(device))
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
-    b_row = step.n if layouts[1] == "row" else step.k  # B's leading dimension, contiguous
+    # B as the backends make it: a fresh array (on a line) or a view of a contiguous one
+    b_row = step.n if layouts[1] == "row" else step.k
+    b_off = rows_off_lines(0, b_row, _batch_strides(step)[1], step.dtype.itemsize)
     r = resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
                      associative=step.associative, layouts=layouts,
-                     precision=step.precision,
-                     b_off_lines=rows_off_lines(b_row, step.dtype.itemsize), **options)
+                     precision=step.precision, b_off_lines=b_off, **options)
     copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
               if lay != want]
     if not copied or not k_major_only(r.base):  # (an exact fallback reads them as they are)

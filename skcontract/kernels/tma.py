@@ -11,6 +11,8 @@ A GEMM operand is a 3-D tensor, innermost dimension first:
 K-major (A row-major, B column-major): (K, rows, batch), box (BK, rows of the tile, 1), or
 fewer rows for an operand narrower than the tile (:func:`kmajor_box_rows`);
 M- / N-major: (rows, K, batch), box (64, BK, 1), loaded once per 64 rows of the tile.
+A cluster pair's CTAs each load half of B's stage (:func:`load_box`): half its rows, or,
+for a 64-column N-major B, half the box's k rows.
 A batch stride of 0 (a broadcast operand) is a batch extent of 1: the kernel reads batch 0.
 The epilogue stores C through a map of the same form, (N, M, batch) (:func:`output_map`).
 A convolution (:func:`conv_maps`) reads its input through an im2col map, whose loads gather

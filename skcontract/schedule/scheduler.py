@@ -240,7 +240,7 @@ def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) ->
     t0 = best.predicted_time_us
     cands = tuple(
         Candidate(c.mode, c.tile, c.grid, c.predicted_time_us, c.predicted_efficiency, c.waves,
-                  c.predicted_time_us / t0, c is best, note, c.device.ctas_per_sm)
+                  c.predicted_time_us / t0, c is best, note, c.device.ctas_per_sm, c.cluster)
         for c, note in built)
     return replace(best, reason=reason, candidates=cands)
 
@@ -303,8 +303,9 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
     reason = best.reason
     if len(builders) > 1:
+        pair = " on cluster pairs" if best.cluster > 1 else ""
         reason += (f"; tile {best.tile[0]}x{best.tile[1]}x{best.tile[2]} at "
-                   f"{best.device.ctas_per_sm} CTAs an SM by cost model")
+                   f"{best.device.ctas_per_sm} CTAs an SM{pair} by cost model")
     return _finalise(best, built, reason)
 
 

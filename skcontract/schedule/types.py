@@ -298,7 +298,8 @@ class TileOption:
 class Candidate:
     """One (mode, tile, grid) option auto considered, with the cost model's view of it;
     ``ctas_per_sm``: the occupancy of the kernel entry it plans for (a tile may have
-    entries of two)."""
+    entries of two); ``cluster``: the CTAs of its work unit (2: a cluster pair, whose unit
+    tile a single CTA's may equal)."""
 
     mode: Mode
     tile: tuple
@@ -310,11 +311,12 @@ class Candidate:
     chosen: bool = False
     note: str = ""
     ctas_per_sm: int = 1
+    cluster: int = 1
 
     def __str__(self):
         bm, bn, bk = self.tile
         occupancy = f"/{self.ctas_per_sm}" if self.ctas_per_sm > 1 else ""
-        tile = f"{bm}x{bn}x{bk}{occupancy}"
+        tile = f"{bm}x{bn}x{bk}{occupancy}{',pair' if self.cluster == 2 else ''}"
         return (f"{'*' if self.chosen else ' '} {self.mode:<13} {tile:<14} "
                 f"grid={self.grid:<5} waves={self.waves:5.2f} eff={self.predicted_efficiency:4.2f} "
                 f"t={self.predicted_time_us:9.1f}us rel={self.relative_time:5.2f} {self.note}")

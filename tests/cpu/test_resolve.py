@@ -52,11 +52,17 @@ def test_each_entry_is_planned_at_its_own_occupancy():
             continue
         precision = next((p for p in catalogue.PRECISIONS if entry in catalogue.CATALOGUE[p]
                           and entry not in catalogue.CATALOGUE.get(entry.dtype, ())), None)
-        r = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile, precision=precision,
+        named = (*entry.tile, entry.ctas_per_sm, entry.CLUSTER)
+        r = _resolve(4096, 4096, 4096, entry.dtype, tile=named, precision=precision,
                      layouts=entry.layouts()[0])
-        # a tile names its entry, or its entries of different occupancy (the model picks)
-        assert r.base is entry or (r.base.tile == entry.tile and
-                                   r.base.ctas_per_sm != entry.ctas_per_sm)
+        assert r.base is entry  # a tile, occupancy and unit's CTAs name one entry
+        short = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile, precision=precision,
+                         layouts=entry.layouts()[0]).base
+        # a tile names its entries of one CTA a unit where a single CTA's tile is a pair's
+        # unit tile, else its entries of any occupancy (the model picks)
+        assert short.tile == entry.tile and (short is entry or
+                                             short.ctas_per_sm != entry.ctas_per_sm or
+                                             short.CLUSTER < entry.CLUSTER)
         assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
         assert r.schedule.grid <= H200.sms * r.base.ctas_per_sm
         assert r.schedule.tile_efficiency == r.base.efficiency
@@ -370,11 +376,16 @@ def test_narrow_pairs_are_offered_where_b_rows_start_off_lines():
                                                        (128, 64, "WgmmaPair")}
     on = _resolve(1000, 1000, 1000, "float16", b_off_lines=False)
     off = _resolve(1000, 1000, 1000, "float16", b_off_lines=True)
-    assert not on.base.b_off_lines_only and off.base in narrow
+    assert on.base.FAMILY == "Wgmma" and off.base in narrow and off.base.bm == 128
+    assert not any(b.b_off_lines_only for b in catalogue.bases_for("float16", cc=90,
+                                                                    b_off_lines=False))
     assert _resolve(1024, 1024, 1024, "float16", tile=(256, 64, 64, 1, 2)).base in narrow
     from skcontract.kernels.resolve import rows_off_lines
-    assert rows_off_lines(1000, 2) and not rows_off_lines(1024, 2)
-    assert not rows_off_lines(0, 2) and rows_off_lines(40, 4)
+    assert rows_off_lines(0, 1000, 0, 2) and not rows_off_lines(0, 1024, 0, 2)
+    assert not rows_off_lines(0, 0, 0, 2) and rows_off_lines(0, 40, 0, 4)
+    assert rows_off_lines(16, 1024, 0, 2)  # a view off a line: every row starts off one
+    assert rows_off_lines(0, 1024, 1000 * 1024 + 8, 2)  # the second batch's rows
+    assert not rows_off_lines(0, 1024, 64 * 1024, 2)
 
 
 def test_a_narrow_pair_is_its_own_entry():

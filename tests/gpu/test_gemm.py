@@ -87,13 +87,13 @@ def _pairs(dtype):
 def test_cluster_pairs(dtype, cta_tile, layout):
     """The WgmmaPair entries (two CTAs a work unit, B's k-tiles shared by multicast), forced:
     a unit whose second CTA lies partly (M = 200, 104) or wholly (M = 104 of 256-row units,
-    40) past the rows, B narrower than one CTA's part (N = 40), K ending inside a k-tile's
+    40) past the rows, B narrower than one CTA's part (N = 40, 24), K ending inside a k-tile's
     second half (936), a batch, many Stream-K splits whose fixups wait at every unit
     resident; every fixup; deterministic runs bitwise reproducible."""
     entry = next(b for b in _pairs(dtype) if (b.bm, b.bn) == cta_tile)
     tile = (*entry.tile, 1, entry.CLUSTER)
-    shapes = [(1, 200, 136, 2000), (1, 104, 40, 512), (1, 40, 200, 936), (3, 264, 264, 640),
-              (1, 1056, 1056, 4096), (1, 4224, 1096, 2048)]
+    shapes = [(1, 200, 136, 2000), (1, 104, 40, 512), (1, 40, 200, 936), (1, 40, 24, 936),
+              (3, 264, 264, 640), (1, 1056, 1056, 4096), (1, 4224, 1096, 2048)]
     for mode, reduction in [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
                             ("stream_k", "atomic"), ("stream_k", "arrival"),
                             ("hybrid", "arrival"), ("split_k", "deterministic")]:
