@@ -515,9 +515,10 @@ class Schedule:
 
     # -- text ----------------------------------------------------------------------------
     def summary(self) -> str:
-        """One line for plan tables: mode, tile, grid, waves, predicted efficiency, reason."""
+        """One line for plan tables: mode, tile (",pair": a cluster pair's unit), grid,
+        waves, predicted efficiency, reason."""
         bm, bn, bk = self.tile
-        tile = f"{bm}x{bn}x{bk}"
+        tile = f"{bm}x{bn}x{bk}{',pair' if self.cluster == 2 else ''}"
         if self.small_tile is not None:
             tile += "+{}x{}x{}".format(*self.small_tile)
         extra = ""
