@@ -12,6 +12,8 @@
 #   pending : the GPU tests that wait longest (co-residency, shared sums, auto), one process,
 #             verbose, with catalogue.PENDING offered (SKCONTRACT_OFFER_PENDING=1): the last
 #             line of pending.log names the test a stop happened in
+#   narrow  : Nsight Compute on the narrow Wgmma tiles (64x64, 128x64) against cuBLAS's 64x64 on
+#             products of few tiles: shared-memory and L2 throughput, stalls by source line
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
 #             carried) and this one, AB_SHAPES x AB_DTYPES, twice each
 set -u
@@ -80,6 +82,17 @@ for l in sys.stdin:
     r = json.loads(l)
     if 'us' in r: d[(r['shape'], r['dtype'], r['tag'])].append(r['us'])
 for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}' for x in v))";;
+    narrow)
+      cases=fp16-512x1024x4096:data_parallel:64x64x64,fp16-512x1024x4096:data_parallel:128x64x64x1x1
+      cases=$cases,fp16-512x1024x4096:cublas,fp16-8x256x256x4096:data_parallel:64x64x64
+      cases=$cases,fp16-8x256x256x4096:cublas
+      timeout ${NCU_S:-300} ncu --clock-control none --profile-from-start off \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section SourceCounters \
+        --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed \
+        python3 -m tools.ncu_cases --cases "$cases" > "$OUT/ncu-narrow.txt" 2>&1
+      echo "ncu narrow rc=$? ($(( $(date +%s) - t0 ))s)"
+      grep -E "sk_wgmma|nvjet|Duration|Shared|shared|Throughput" "$OUT/ncu-narrow.txt" | head -60;;
     conv)
       timeout ${CONV_S:-200} python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv.log" 2>&1
       echo "conv tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -4 "$OUT/conv.log";;

@@ -5,10 +5,10 @@
 
 A case is ``<dtype>-<shape>:<kernel>`` (dtype fp16, bf16, fp32, fp64, or tf32 / 3xtf32: float32
 at that precision with B column-major, cuBLAS then in tf32 / exact float32), shape a name of
-SHAPES or MxNxK, kernel ``auto`` (our
+SHAPES, MxNxK or BxMxNxK (a batch), kernel ``auto`` (our
 ``gemm``, which picks among the shipped kernels), a schedule mode of ours (``stream_k``,
 ``data_parallel``, ...) or ``cublas`` (torch.matmul); ``<dtype>-<shape>:<mode>:BMxBNxBK``
-forces our tile too. Every case is planned,
+forces our tile too (``x1x2`` after it: a cluster pair, as gemm's ``tile=`` names one). Every case is planned,
 compiled and run once before the range opens, so the range holds exactly one launch of each;
 ``SKCONTRACT_PRINT_KERNEL=1`` names the kernel each ``auto`` case runs.
 """
@@ -41,11 +41,12 @@ def build(case):
         raise ValueError(f"{case}: the kernel is one of {KERNELS}")
     dt, shape = shape_dtype.split("-")
     dtype = DTYPES[dt]
-    m, n, k = SHAPES[shape] if shape in SHAPES else (int(v) for v in shape.split("x"))
+    dims = SHAPES[shape] if shape in SHAPES else tuple(int(v) for v in shape.split("x"))
+    lead, (m, n, k) = tuple(dims[:-3]), dims[-3:]  # BxMxNxK: a batch of products
     tdt = getattr(torch, dtype)
-    a = torch.randn((m, k), device="cuda", dtype=torch.float64).to(tdt)
-    b = torch.randn((k, n), device="cuda", dtype=torch.float64).to(tdt)
-    c = torch.empty((m, n), device="cuda", dtype=tdt)
+    a = torch.randn((*lead, m, k), device="cuda", dtype=torch.float64).to(tdt)
+    b = torch.randn((*lead, k, n), device="cuda", dtype=torch.float64).to(tdt)
+    c = torch.empty((*lead, m, n), device="cuda", dtype=tdt)
     precision = dt if dt in PRECISIONS else None
     if precision is not None:
         b = b.t().contiguous().t()
