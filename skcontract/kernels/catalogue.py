@@ -871,13 +871,13 @@ def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int, trades_registers: boo
 WGMMA_PAIR_MAX_WAVES = 1.5
 """The cluster pairs are offered only to products whose unit tiles fill at most this many
 waves of pairs (measured on the wide pairs' 256-row units; the narrow pairs, offered where
-B's rows start off lines, keep it). There the pair's shared B loads pay and the cost model, which has no
-term for the L2's bandwidth, picks them where they measured faster; on products of more
-waves it would pick them where the single-CTA tiles measured faster. H200, fp16, auto with
-the pairs offered against without (2026-12-02, docs/benchmarks/log.md): 2000 x 3000 x 5000
-(1.45 waves) 93.3 / 122.3 us, 1280 x 2560 x 4096 (0.76) 44.4 / 50.6, 4352 x 1024 x 4096
-(1.03) 56.2 / 60.2, 2304^2 x 4096 (1.23) 65.6 / 66.8; left out: 3072 x 2816 x 4096 (2.0)
-93.6 / 91.7, 3200^3 (2.56) 104.4 / 94.8, 8192^3 (15.5) 1748 / 1429."""
+B's rows start off lines, keep it). There the pair's shared B loads pay and the cost model,
+which has no term for the L2's bandwidth, picks them where they measured faster; on products
+of more waves it would pick them where the single-CTA tiles measured faster. H200, fp16,
+auto with the pairs offered against without (2026-12-02, docs/benchmarks/log.md): 2000 x
+3000 x 5000 (1.45 waves) 93.3 / 122.3 us, 1280 x 2560 x 4096 (0.76) 44.4 / 50.6, 4352 x 1024
+x 4096 (1.03) 56.2 / 60.2, 2304^2 x 4096 (1.23) 65.6 / 66.8; left out: 3072 x 2816 x 4096
+(2.0) 93.6 / 91.7, 3200^3 (2.56) 104.4 / 94.8, 8192^3 (15.5) 1748 / 1429."""
 
 
 WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.195, (128, 256): 0.146,
@@ -886,18 +886,19 @@ WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.195, (128, 256): 0.146,
 is two SMs, so a k-iteration of its tile takes what one of its CTAs' BM x BN k-iterations
 takes: about half a single CTA's efficiency. The narrow pairs (:func:`_narrow_pairs`,
 offered where B's rows start off lines): the 64 x 64 pair's is 0.6 / 2 x 0.8, its time
-against the single 64 x 64 tile's on 1000^3 fp16 (9.8 against 12.3 us, forced
-data-parallel, H200, 2026-12-03, docs/benchmarks/log.md); the 128 x 64 pair's lies inside
-the range (0.235-0.25) in which auto keeps both orders measured that day: the pair on
-1000^3 (8.9 against 10.2 us for the single 128 x 64 tile) and Stream-K on 128 x 128 tiles
-on 1000 x 1000 x 4096 (19.9 against 21.5 for the pair). The wide pairs' are fitted on the
-H200, 2026-12-02 (docs/benchmarks/log.md), so that measured / predicted time over eight
-wave-quantized and exact-wave fp16 shapes matches that of the single-CTA entries auto picks there (geomean 0.70): the 128 x 128 pair 0.73
-at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto would take the 128 x 256 pair
-on 3200^3, where it measured 8% slower (:data:`WGMMA_PAIR_MAX_WAVES` keeps it from
-products of that many tiles), and leaves 1536^2 x 8192, where it measured 13% faster. The
-128 x 128 pair's 0.195 (from 0.18): on 1536 x 1408 x 4096, one wave of it measured 26.7 us
-against 25.3 for one wave of the single 128 x 128 tile (2026-12-02), 1.055 x 0.37 / 2."""
+against the single 64 x 64 tile's on 1000^3 fp16 (9.8 against 12.3 us, forced data-parallel,
+H200, 2026-12-03, docs/benchmarks/log.md); the 128 x 64 pair's lies inside the range
+(0.235-0.25) in which auto keeps both orders measured that day: the pair on 1000^3 (8.9
+against 10.2 us for the single 128 x 64 tile) and Stream-K on 128 x 128 tiles on 1000 x 1000
+x 4096 (19.9 against 21.5 for the pair). The wide pairs' are fitted on the H200, 2026-12-02
+(docs/benchmarks/log.md), so that measured / predicted time over eight wave-quantized and
+exact-wave fp16 shapes matches that of the single-CTA entries auto picks there (geomean
+0.70): the 128 x 128 pair 0.73 at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto
+would take the 128 x 256 pair on 3200^3, where it measured 8% slower
+(:data:`WGMMA_PAIR_MAX_WAVES` keeps it from products of that many tiles), and leaves 1536^2
+x 8192, where it measured 13% faster. The 128 x 128 pair's 0.195 (from 0.18): on 1536 x 1408
+x 4096, one wave of it measured 26.7 us against 25.3 for one wave of the single 128 x 128
+tile (2026-12-02), 1.055 x 0.37 / 2."""
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:

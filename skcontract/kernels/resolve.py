@@ -80,14 +80,13 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
-    entries of two occupancies, the model picks between those whose waves the product
-    fills, :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or the
-    entries of (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a
-    work unit: 2 for a cluster pair, whose unit tile a single CTA's may equal; a shorter
-    tile names the entries of the fewest), offered then whatever its waves;
-    :data:`.catalogue.PENDING` ones and those offered only where B's rows start off lines
-    included (else a memory-bound problem gets its dtype's streaming entry where one is
-    offered and fits,
+    entries of two occupancies, the model picks between those whose waves the product fills,
+    :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or the entries of
+    (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a work unit: 2
+    for a cluster pair, whose unit tile a single CTA's may equal; a shorter tile names the
+    entries of the fewest), offered then whatever its waves; :data:`.catalogue.PENDING` ones
+    and those offered only where B's rows start off lines included (else a memory-bound
+    problem gets its dtype's streaming entry where one is offered and fits,
     :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the entries of that
     precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are
     16-byte aligned (entries that need it are left out otherwise); ``im2col``: the problem
@@ -95,12 +94,12 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     ("gather" or "tma", :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded
     convolution, on the entries that zero its padding taps
     (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
-    hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the
-    (A, B) layouts ("row" / "col") of the operands, on the entries specialised for them
-    (None: any, as when planning from shapes); ``b_off_lines``: B's rows start off
-    :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered).
-    Other ``options`` (grid, splits, groups, ...) go to the scheduler.
-    TypeError when no kernel takes the dtype; ValueError for a tile no entry has.
+    hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A,
+    B) layouts ("row" / "col") of the operands, on the entries specialised for them (None:
+    any, as when planning from shapes); ``b_off_lines``: B's rows start off
+    :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered). Other
+    ``options`` (grid, splits, groups, ...) go to the scheduler. TypeError when no kernel
+    takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
     bases = bases_for(problem.dtype, precision, cc, vec16, b_off_lines or tile is not None)
