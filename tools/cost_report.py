@@ -17,8 +17,9 @@ import argparse
 import json
 from importlib import resources
 
-from skcontract.kernels.catalogue import CXX_TYPES, DOT_CATALOGUE, VEC16_BYTES
+from skcontract.kernels.catalogue import CXX_TYPES, DOT_CATALOGUE
 from skcontract.kernels.forms import dot_form
+from skcontract.kernels.gemm import is_vec16
 from skcontract.kernels.resolve import resolve_dot, resolve_gemm, rows_off_lines
 from skcontract.schedule import GemmProblem
 from skcontract.schedule.device import DeviceInfo
@@ -57,7 +58,8 @@ def choice(batch: int, m: int, n: int, k: int, dtype: str, device: DeviceInfo):
         form = dot_form(batch, m, n, k, (m * k, k, 1), (k * n, n, 1), (m * n, n, 1))
         if form is not None:
             return resolve_dot(form, dtype, device)
-    vec16 = (k * elem) % VEC16_BYTES == 0 and (n * elem) % VEC16_BYTES == 0
+    # fresh C-contiguous operands: A's rows K elements apart, B's N
+    vec16 = is_vec16(0, k, m * k, batch, elem) and is_vec16(0, n, k * n, batch, elem)
     b_off = rows_off_lines(0, n, k * n if batch > 1 else 0, elem)
     return resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), device,
                         layouts=("row", "row"), vec16=vec16, b_off_lines=b_off)
