@@ -12,6 +12,23 @@
 
 namespace skc {
 
+// The TILE x TILE block of x a CTA moves (blockIdx.x: row block x column blocks + column
+// block) and its batch's matrices (blockIdx.y): the first row and column, x's and out's.
+template <class T, int TILE>
+struct TransposeBlock {
+  int r0, c0;
+  const T* xb;
+  T* ob;
+  __device__ __forceinline__ TransposeBlock(const T* x, T* out, int rows, int cols,
+                                            long long sb) {
+    const int col_blocks = (cols + TILE - 1) / TILE;
+    r0 = (int)(blockIdx.x / col_blocks) * TILE;
+    c0 = (int)(blockIdx.x % col_blocks) * TILE;
+    xb = x + (long long)blockIdx.y * sb;
+    ob = out + (long long)blockIdx.y * rows * cols;
+  }
+};
+
 constexpr int TRANSPOSE_TILE = 32;
 constexpr int TRANSPOSE_ROWS = 8;
 
@@ -20,22 +37,18 @@ __global__ void __launch_bounds__(TRANSPOSE_TILE * TRANSPOSE_ROWS)
 transpose_copy(const T* __restrict__ x, T* __restrict__ out, int rows, int cols,
                long long sb, long long sr, long long sc) {
   __shared__ T block[TRANSPOSE_TILE][TRANSPOSE_TILE + 1];
-  const int col_blocks = (cols + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE;
-  const int r0 = (int)(blockIdx.x / col_blocks) * TRANSPOSE_TILE;
-  const int c0 = (int)(blockIdx.x % col_blocks) * TRANSPOSE_TILE;
-  const T* xb = x + (long long)blockIdx.y * sb;
-  T* ob = out + (long long)blockIdx.y * rows * cols;
+  const TransposeBlock<T, TRANSPOSE_TILE> at(x, out, rows, cols, sb);
   const int tx = threadIdx.x % TRANSPOSE_TILE, ty = threadIdx.x / TRANSPOSE_TILE;
 #pragma unroll
   for (int j = ty; j < TRANSPOSE_TILE; j += TRANSPOSE_ROWS) {
-    const int r = r0 + j, c = c0 + tx;
-    if (r < rows && c < cols) block[j][tx] = xb[r * sr + c * sc];
+    const int r = at.r0 + j, c = at.c0 + tx;
+    if (r < rows && c < cols) block[j][tx] = at.xb[r * sr + c * sc];
   }
   __syncthreads();
 #pragma unroll
   for (int j = ty; j < TRANSPOSE_TILE; j += TRANSPOSE_ROWS) {
-    const int c = c0 + j, r = r0 + tx;
-    if (r < rows && c < cols) ob[(long long)c * rows + r] = block[tx][j];
+    const int c = at.c0 + j, r = at.r0 + tx;
+    if (r < rows && c < cols) at.ob[(long long)c * rows + r] = block[tx][j];
   }
 }
 
@@ -57,24 +70,20 @@ transpose_copy_vec(const T* __restrict__ x, T* __restrict__ out, int rows, int c
   static_assert(sizeof(T) == 4, "16-byte vectors of four 4-byte elements");
   constexpr int TILE = TRANSPOSE_VEC_TILE, V = TRANSPOSE_VEC, PER_ROW = TILE / V;
   __shared__ T block[TILE][TILE + 1];
-  const int col_blocks = (cols + TILE - 1) / TILE;
-  const int r0 = (int)(blockIdx.x / col_blocks) * TILE;
-  const int c0 = (int)(blockIdx.x % col_blocks) * TILE;
-  const T* xb = x + (long long)blockIdx.y * sb;
-  T* ob = out + (long long)blockIdx.y * rows * cols;
+  const TransposeBlock<T, TILE> at(x, out, rows, cols, sb);
   uint4 in[TRANSPOSE_VEC_LOADS];
 #pragma unroll
   for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
-    const int r = r0 + idx / PER_ROW, c = c0 + (idx % PER_ROW) * V;
+    const int r = at.r0 + idx / PER_ROW, c = at.c0 + (idx % PER_ROW) * V;
     if (r < rows && c < cols)
-      in[i] = *reinterpret_cast<const uint4*>(xb + (long long)r * sr + c);
+      in[i] = *reinterpret_cast<const uint4*>(at.xb + (long long)r * sr + c);
   }
 #pragma unroll
   for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
     const int j = idx / PER_ROW, v = (idx % PER_ROW) * V;
-    if (r0 + j < rows && c0 + v < cols) {
+    if (at.r0 + j < rows && at.c0 + v < cols) {
       block[j][v] = in[i].x; block[j][v + 1] = in[i].y;
       block[j][v + 2] = in[i].z; block[j][v + 3] = in[i].w;
     }
@@ -84,11 +93,11 @@ transpose_copy_vec(const T* __restrict__ x, T* __restrict__ out, int rows, int c
   for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
     const int j = idx / PER_ROW, v = (idx % PER_ROW) * V;
-    const int c = c0 + j, r = r0 + v;
+    const int c = at.c0 + j, r = at.r0 + v;
     if (r < rows && c < cols) {
       uint4 q;
       q.x = block[v][j]; q.y = block[v + 1][j]; q.z = block[v + 2][j]; q.w = block[v + 3][j];
-      *reinterpret_cast<uint4*>(ob + (long long)c * rows + r) = q;
+      *reinterpret_cast<uint4*>(at.ob + (long long)c * rows + r) = q;
     }
   }
 }
