@@ -12,8 +12,12 @@ names a cluster pair, whose unit tile a single CTA's may equal) / ``--reduction`
 list, and every combination is timed (one line each, carrying the peer's time when there is one; a
 combination the scheduler refuses prints its error; ``--dtypes tf32``: float32 with tf32
 allowed on both sides, B column-major; ``--dtypes 3xtf32``: float32 at precision "3xtf32",
-B column-major, against exact float32 on the peer's side). ``--store tma,threads`` times the Wgmma
-epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
+B column-major, against exact float32 on the peer's side). ``--layouts rr,rc,cr,cc`` times
+each pair of A's and B's orders (``r`` row-major, ``c`` column-major; each row says its
+``layout``), the peer on the same operands. ``--probe none,loads,mma`` times the Wgmma
+kernels' probe builds too (``SKCONTRACT_PROBE``: the mainloop's loads alone, its wgmmas
+alone; their outputs are wrong), which tell what bounds a tile. ``--store tma,threads``
+times the Wgmma epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
 (``tma_store``).
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
@@ -29,6 +33,7 @@ import argparse
 import importlib.util
 import itertools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +61,10 @@ def main(argv=None) -> int:
     p.add_argument("--reduction", default=None,
                    help="comma list of deterministic, arrival, atomic (default: gemm's)")
     p.add_argument("--grid", default=None, help="comma list of grids to force")
+    p.add_argument("--layouts", default=None,
+                   help="comma list of A and B orders: rr, rc, cr, cc (r: row-major)")
+    p.add_argument("--probe", default=None,
+                   help="comma list of none, loads, mma: the Wgmma kernels' probe builds")
     p.add_argument("--store", default=None,
                    help="comma list of tma, threads: the Wgmma epilogue's store path")
     args = p.parse_args(argv)
@@ -64,17 +73,17 @@ def main(argv=None) -> int:
     reductions = [None] if args.reduction is None else args.reduction.split(",")
     grids = [None] if args.grid is None else [int(g) for g in args.grid.split(",")]
     stores = [None] if args.store is None else args.store.split(",")
-    combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores))
+    probes = [None] if args.probe is None else args.probe.split(",")
+    combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores,
+                                    probes))
     import cupy  # optional dependency: this tool times the GPU
 
-    # imported here, after PYTHONPATH picked the tree to time; both trees are timed by this
-    # checkout's helpers, so they time alike
-    import skcontract
-    from skcontract.kernels import tma
-    from skcontract.kernels.gemm import gemm
-    from skcontract.kernels.launch import record_launches
+    # skcontract is imported in _time_shape, after PYTHONPATH picked the tree to time; both
+    # trees are timed by this checkout's helpers, so they time alike
     timing = _timing()
 
+    layouts = [(None, None)] if args.layouts is None else [tuple(x) for x in
+                                                           args.layouts.split(",")]
     stream = cupy.cuda.Stream(non_blocking=True)
     for shape in args.shapes.split(","):
         dims = [int(x) for x in shape.split("x")]
@@ -82,40 +91,70 @@ def main(argv=None) -> int:
         flops = 2.0 * batch * m * n * k
         for dtype in args.dtypes.split(","):
             tf32, x3 = dtype == TF32, dtype == TF32X3
-            a, b, c = _operands(batch, m, n, k, "float32" if tf32 or x3 else dtype, args.peer,
-                                tf32 or x3)
-            calls = timing.calls_for(flops)
-            peer = {}
-            if args.peer:
-                import torch  # the peer
-                torch.backends.cuda.matmul.allow_tf32 = tf32
-                peer["torch_us"] = timing.torch_graph_us(
-                    lambda: torch.matmul(a, b, out=c), calls, args.reps)
-            # (allow_tf32 for tf32: older trees take no precision)
-            forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
-            for mode, tile, reduction, grid, store in combos:
-                forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
-                                              ("reduction", reduction)) if v is not None}
-                forced.update(forced_tf32)
-                if store is not None:
-                    tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
-                row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
-                       "dtype": dtype, "mode": mode, **forced, **peer}
-                try:
-                    if store is not None:  # what the launches did, not only what was asked
-                        with record_launches() as launched:
-                            gemm(a, b, c, mode=mode, **forced)
-                        row["store"] = store
-                        row["tma_store"] = any(x.tma_store for x in launched)
-                    us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
-                                               stream, calls, args.reps)
-                    row.update(us=us, tflops=flops * 1e-6 / us)
-                    if peer:
-                        row["vs_torch"] = peer["torch_us"] / us
-                except Exception as e:  # noqa: BLE001 - report the refused combination
-                    row["error"] = f"{type(e).__name__}: {e}"
-                print(json.dumps(row), flush=True)
+            a0, b0, c = _operands(batch, m, n, k, "float32" if tf32 or x3 else dtype,
+                                  args.peer, tf32 or x3)
+            for layout in layouts:
+                a, b = _laid_out(a0, layout[0]), _laid_out(b0, layout[1])
+                _time_shape(args, combos, timing, stream, shape, dtype,
+                            None if layout[0] is None else "".join(layout), a, b, c, flops)
     return 0
+
+
+def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flops):
+    """One JSON line a combination of ``combos`` on operands ``a``, ``b`` (``layout``: their
+    orders, None for the operands as made), with the peer's time on the same operands."""
+    import skcontract
+    from skcontract.kernels import tma
+    from skcontract.kernels.gemm import gemm
+    from skcontract.kernels.launch import record_launches
+    tf32, x3 = dtype == TF32, dtype == TF32X3
+    calls = timing.calls_for(flops)
+    peer = {}
+    if args.peer:
+        import torch  # the peer
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        peer["torch_us"] = timing.torch_graph_us(
+            lambda: torch.matmul(a, b, out=c), calls, args.reps)
+    # (allow_tf32 for tf32: older trees take no precision)
+    forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
+    for mode, tile, reduction, grid, store, probe in combos:
+        forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
+                                      ("reduction", reduction)) if v is not None}
+        forced.update(forced_tf32)
+        if store is not None:
+            tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
+        row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
+               "dtype": dtype, "mode": mode, **forced, **peer}
+        if layout is not None:
+            row["layout"] = layout
+        if probe is not None:
+            os.environ["SKCONTRACT_PROBE"] = row["probe"] = probe
+        try:
+            if store is not None:  # what the launches did, not only what was asked
+                with record_launches() as launched:
+                    gemm(a, b, c, mode=mode, **forced)
+                row["store"] = store
+                row["tma_store"] = any(x.tma_store for x in launched)
+            us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
+                                       stream, calls, args.reps)
+            row.update(us=us, tflops=flops * 1e-6 / us)
+            if peer:
+                row["vs_torch"] = peer["torch_us"] / us
+        except Exception as e:  # noqa: BLE001 - report the refused combination
+            row["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            os.environ.pop("SKCONTRACT_PROBE", None)
+        print(json.dumps(row), flush=True)
+
+
+def _laid_out(x, order):
+    """``x`` (a torch tensor or CuPy array) with its last two dimensions row-major (``r``) or
+    column-major (``c``); None: as made."""
+    if order is None or order == "r":
+        return x
+    t = x.swapaxes(-1, -2)
+    t = t.contiguous() if hasattr(t, "contiguous") else t.copy(order="C")
+    return t.swapaxes(-1, -2)
 
 
 STORE_NEVER = 1 << 62

@@ -4,11 +4,13 @@
   source text, not headers found through ``-I``), so any header change is a new kernel.
 * :func:`cache_key` hashes every source + header, the options, the NVRTC and CuPy versions
   and the target arch. It names the manifest written under ``SKCONTRACT_CACHE_DIR``.
-* An in-memory memo keyed by ``(device id, spec, debug)`` makes a warm call a dict lookup.
+* An in-memory memo keyed by the device id, the spec and the debug, trace and probe builds
+  makes a warm call a dict lookup.
 
 Environment variables (docs/gpu.md has the table): ``SKCONTRACT_CACHE_DIR``,
 ``SKCONTRACT_PRINT_KERNEL``, ``SKCONTRACT_DEBUG_SPIN``, ``SKCONTRACT_TRACE`` (kernels that
-stamp their phases, read by ``tools/trace_kernel.py``).
+stamp their phases, read by ``tools/trace_kernel.py``), ``SKCONTRACT_PROBE`` (Wgmma kernels
+that run one half of their mainloop, timed by ``tools/time_gemm.py --probe``).
 """
 from __future__ import annotations
 
@@ -65,14 +67,34 @@ def trace_enabled() -> bool:
     return os.environ.get("SKCONTRACT_TRACE", "0") not in ("", "0")
 
 
-def compile_options(arch: str, *, debug: bool = False,
-                    trace: bool = False) -> tuple[str, ...]:
-    """NVRTC options. ``arch`` like ``sm_90a`` (DeviceInfo.arch) or ``sm_80``."""
+PROBES = {"loads": "-DSKCONTRACT_PROBE_LOADS_ONLY", "mma": "-DSKCONTRACT_PROBE_MMA_ONLY"}
+"""``SKCONTRACT_PROBE`` -> the define of a probe build (sk_wgmma.cuh): the Wgmma mainloop's
+loads alone (the consumers issue no wgmma) or its wgmmas alone (the producer loads the ring
+once, then marks its stages full without loading). For timing what bounds a tile; a probe
+build's outputs are wrong."""
+
+
+def probe() -> str | None:
+    """The probe build ``SKCONTRACT_PROBE`` asks for (a key of :data:`PROBES`), or None."""
+    name = os.environ.get("SKCONTRACT_PROBE", "")
+    if name in ("", "0", "none"):
+        return None
+    if name not in PROBES:
+        raise ValueError(f"SKCONTRACT_PROBE={name!r}: expected one of {sorted(PROBES)}")
+    return name
+
+
+def compile_options(arch: str, *, debug: bool = False, trace: bool = False,
+                    probe_build: str | None = None) -> tuple[str, ...]:
+    """NVRTC options. ``arch`` like ``sm_90a`` (DeviceInfo.arch) or ``sm_80``;
+    ``probe_build``: a key of :data:`PROBES`."""
     opts = ["-std=c++17", f"-arch={arch}"]
     if debug:
         opts.append("-DSKCONTRACT_DEBUG_SPIN")
     if trace:
         opts.append("-DSKCONTRACT_TRACE")
+    if probe_build is not None:
+        opts.append(PROBES[probe_build])
     return tuple(opts)
 
 
@@ -196,13 +218,13 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     dev = device_id if device_id is not None else cupy.cuda.runtime.getDevice()
-    debug, traced = debug_spin_enabled(), trace_enabled()
-    memo_key = (dev, spec, debug, traced)
+    debug, traced, probed = debug_spin_enabled(), trace_enabled(), probe()
+    memo_key = (dev, spec, debug, traced, probed)
     hit = _MEMO.get(memo_key)
     if hit is not None:
         return hit
     arch = device_arch(dev)
-    options = compile_options(arch, debug=debug, trace=traced)
+    options = compile_options(arch, debug=debug, trace=traced, probe_build=probed)
     key = cache_key(spec, options, arch)
     source = render_source(spec)
     cdir = cache_dir()

@@ -295,3 +295,36 @@ def test_vec16_only_entries_specialise_aligned_only():
     assert len(mine) - len(dense) == len(base.protocols())  # its im2col entry, aligned only
     assert all(s.a_vec == 2 and s.b_vec == 2 for s in mine)
     assert not C.bases_for("float64")[0].vec16_only
+
+
+def test_probe_builds_are_asked_for_by_name(monkeypatch):
+    """SKCONTRACT_PROBE names a probe build (its define among the options, in the cache key
+    through them); anything else is refused, naming the value."""
+    from skcontract.kernels import jit
+    for unset in ("", "0", "none"):
+        monkeypatch.setenv("SKCONTRACT_PROBE", unset)
+        assert jit.probe() is None
+    monkeypatch.setenv("SKCONTRACT_PROBE", "mma")
+    assert jit.probe() == "mma"
+    assert "-DSKCONTRACT_PROBE_MMA_ONLY" in jit.compile_options("sm_90a", probe_build="mma")
+    assert not any("PROBE" in o for o in jit.compile_options("sm_90a"))
+    monkeypatch.setenv("SKCONTRACT_PROBE", "loadz")
+    with pytest.raises(ValueError, match="loadz"):
+        jit.probe()
+
+
+@pytest.mark.parametrize("probe", ["loads", "mma"])
+def test_the_probe_builds_compile(probe):
+    """The Wgmma probe builds (one half of the mainloop, for tools.time_gemm --probe) of a
+    single CTA's kernel and a pair's: sm_90a, no spill."""
+    from skcontract.kernels import catalogue, jit, specs
+    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == "float16"
+                  and (b.bm, b.bn) == (64, 64)) for family in ("Wgmma", "WgmmaPair")]
+    define = jit.PROBES[probe].removeprefix("-D")
+    for base in bases:
+        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="row")
+        out = compile_check.compile_source(f"#define {define}\n" + jit.render_source(spec),
+                                           spec.name, (spec.name_expression,), "sm_90a")
+        assert out["compiled"], out["log"][-2000:]
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
+        assert spills and max(spills) == 0, out["log"][-2000:]

@@ -23,6 +23,12 @@
 // setmaxnreg targets of the trade: the producer keeps what issuing TMA needs, the consumers
 // take the rest), STORE_COLS (WgmmaEpilogue), TF32X3 (float32 operands at float32 accuracy:
 // split_stage and wgmma_consume_x3 below), ML (WgmmaTile below). Shared memory: WgmmaSmem.
+//
+// Probe builds (jit.py's PROBES; tools/time_gemm.py --probe) time one half of the mainloop,
+// their outputs wrong: SKCONTRACT_PROBE_LOADS_ONLY, the loads alone (the consumers wait for
+// each stage and free it, issuing no wgmma); SKCONTRACT_PROBE_MMA_ONLY, the wgmmas alone (the
+// producer loads the ring once, then marks each freed stage full without loading it).
+// 3xTF32's mainloop has no probe.
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -572,6 +578,9 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   const unsigned stage_tx = Sm::stage_tx(M, N);
   const int rank = loads.part;
   RingCursor at;
+#ifdef SKCONTRACT_PROBE_MMA_ONLY
+  int loaded = 0;  // the probe build loads the ring once, then marks its stages full
+#endif
   for_each_split_of<Cfg::BM * Cfg::CLUSTER, Cfg::BN, false, false, true>(
       blockIdx.x / Cfg::CLUSTER, table, cta_offsets, M, N, tile_order, [&](const Split& us) {
     const Split s = cluster_part<Cfg>(us, rank);
@@ -580,6 +589,13 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
     loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
+#ifdef SKCONTRACT_PROBE_MMA_ONLY
+      if (loaded++ >= Cfg::STAGES) {
+        mbar_arrive(&sm.full[at.stage]);
+        at.template advance<Cfg::STAGES>();
+        continue;
+      }
+#endif
       mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
       loads.load(sm.stage(at.stage), &sm.full[at.stage], kt);
       if (at.at_start()) trace(TRACE_FIRST_LOAD);
@@ -748,10 +764,12 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     }
     fence_accumulators(acc);
     wgmma_fence();
+#ifndef SKCONTRACT_PROBE_LOADS_ONLY  // (the probe build that times the loads alone)
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk)
       wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
           acc, Sm::OA::desc(sa, row0, kk), Sm::OB::desc(sb, 0, kk), 1);
+#endif
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
     fence_accumulators(acc);
