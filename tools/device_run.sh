@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|narrow|probes|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
@@ -13,7 +13,10 @@
 #             verbose, with catalogue.PENDING offered (SKCONTRACT_OFFER_PENDING=1): the last
 #             line of pending.log names the test a stop happened in
 #   narrow  : Nsight Compute on the narrow Wgmma tiles (64x64, 128x64) against cuBLAS's 64x64 on
-#             products of few tiles: shared-memory and L2 throughput, stalls by source line
+#             products of few tiles: shared-memory and L2 throughput; stall samples by SASS
+#             instruction (tools.ncu_stalls) of our 64x64 and cuBLAS's
+#   probes  : tools.time_gemm --probe none,loads,mma on the narrow tiles, every layout (the
+#             mainloop's halves timed apart: PROBE_SHAPES, PROBE_TILES, PROBE_LAYOUTS)
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
 #             carried) and this one, AB_SHAPES x AB_DTYPES, twice each
 set -u
@@ -92,7 +95,29 @@ for (sh, dt, tag), v in sorted(d.items()): print(sh, dt, tag, ' '.join(f'{x:.1f}
         --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed \
         python3 -m tools.ncu_cases --cases "$cases" > "$OUT/ncu-narrow.txt" 2>&1
       echo "ncu narrow rc=$? ($(( $(date +%s) - t0 ))s)"
-      grep -E "sk_wgmma|nvjet|Duration|Shared|shared|Throughput" "$OUT/ncu-narrow.txt" | head -60;;
+      grep -E "sk_wgmma|nvjet|Duration|Shared|shared|Throughput" "$OUT/ncu-narrow.txt" | head -60
+      # stall samples by SASS instruction (ncu's source page), ours and cuBLAS's
+      for c in fp16-512x1024x4096:data_parallel:64x64x64 fp16-512x1024x4096:cublas; do
+        f="$OUT/ncu-source-$(echo "$c" | tr ':' '_').csv"
+        timeout 150 ncu --clock-control none --profile-from-start off --section WarpStateStats \
+          --section SourceCounters --page source --print-source sass --csv \
+          python3 -m tools.ncu_cases --cases "$c" > "$f" 2>&1
+        python3 -m tools.ncu_stalls "$f" --top 12
+      done;;
+    probes)
+      # the Wgmma mainloop in halves (tools.time_gemm --probe): full, loads alone, wgmmas
+      # alone, on the narrow tiles' products of one tile an SM, each layout, cuBLAS beside
+      timeout ${PROBES_S:-240} python3 -m tools.time_gemm --peer --dtypes float16 \
+        --shapes ${PROBE_SHAPES:-512x1024x8192,8x256x256x4096} --mode data_parallel \
+        --tile ${PROBE_TILES:-64x64x64,128x64x64x1x2} --layouts ${PROBE_LAYOUTS:-rr,rc,cr,cc} \
+        --probe none,loads,mma > "$OUT/probes.jsonl" 2> "$OUT/probes.err"
+      echo "probes rc=$? ($(( $(date +%s) - t0 ))s)"
+      python3 -c "
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(r['shape'], r.get('layout'), r.get('tile'), r.get('probe'), round(r.get('us', -1), 2),
+          'cublas', round(r.get('torch_us', -1), 2), r.get('error', '')[:60])" "$OUT/probes.jsonl";;
     conv)
       timeout ${CONV_S:-200} python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv.log" 2>&1
       echo "conv tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -4 "$OUT/conv.log";;

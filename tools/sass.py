@@ -25,7 +25,7 @@ from pathlib import Path
 from skcontract.kernels import jit, specs
 from skcontract.kernels.catalogue import KernelBase
 
-MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "FFMA", "DFMA")
+MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "HGMMA", "FFMA", "DFMA")
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
                    r"(.*?);")
 _TARGET = re.compile(r"`\(\.L_x_(\d+)\)|0x([0-9a-f]+)")

@@ -68,3 +68,23 @@ def test_trace_report_keeps_nanoseconds_of_real_timestamps():
     stamps[0, ev["first_split"]] = clk0 + 200
     rows = {line.split()[0]: line.split()[1:] for line in trace_kernel.report(stamps)[2:]}
     assert rows["first_split"] == ["1", "0.10", "0.10", "0.10"]
+
+
+def test_ncu_stalls_reads_the_source_page_per_kernel():
+    """tools.ncu_stalls: a kernel's instructions from ncu's source-page CSV (thousands with
+    commas, non-CSV lines skipped), its samples in all, and the top instruction first with
+    its largest stall reasons."""
+    from tools import ncu_stalls
+    head = ('"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'
+            '"stall_long_sb","stall_wait","stall_wait (Not Issued)"')
+    lines = ["==PROF== Connected to process 1\n", '"Kernel Name","k1",\n', head + "\n",
+             '"0x10","HGMMA.64x64x16.F32 R24","1,200","30,720","0","900","5"\n',
+             '"0x20","BRA !P0","300","30,208","250","10","0"\n',
+             '"Kernel Name","k2",\n', head + "\n", '"0x10","EXIT","0","128","0","0","0"\n']
+    k1, k2 = ncu_stalls.read(lines)
+    assert (k1.name, len(k1.rows), k1.total()) == ("k1", 2, 1500.0)
+    assert (k2.name, k2.total()) == ("k2", 0.0)
+    out = ncu_stalls.report(k1, top=1)
+    assert "1500 samples" in out[0] and out[1].startswith("stalls: wait 60.7%, long_sb 16.7%")
+    assert len(out) == 3 and "HGMMA" in out[2] and " 80.0% " in out[2]
+    assert out[2].endswith("wait=900")
