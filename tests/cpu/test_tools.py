@@ -88,3 +88,22 @@ def test_ncu_stalls_reads_the_source_page_per_kernel():
     assert "1500 samples" in out[0] and out[1].startswith("stalls: wait 60.7%, long_sb 16.7%")
     assert len(out) == 3 and "HGMMA" in out[2] and " 80.0% " in out[2]
     assert out[2].endswith("wait=900")
+
+
+def test_plot_probes_groups_medians_by_shape_and_tile():
+    """tools.plot_probes: a (shape, tile) group's median time per probe, cuBLAS's median on
+    the shape, groups in the order asked for (a missing probe is left out, not zero)."""
+    from tools import plot_probes
+    rows = [{"shape": "512x1024x8192", "tile": [64, 64, 64], "probe": p, "us": us,
+             "torch_us": 17.0 + i}
+            for i, (p, us) in enumerate([("none", 23.0), ("none", 22.0), ("none", 30.0),
+                                         ("loads", 20.7), ("mma", 20.1)])]
+    rows.append({"shape": "8x256x256x4096", "tile": [128, 64, 64, 1, 2], "us": 14.0})
+    first, second = plot_probes.groups(rows, ["8x256x256x4096:128x64x64x1x2",
+                                              "512x1024x8192:64x64x64"])
+    assert first == {"label": "128x64x64x1x2\n8x256x256x4096", "times": {"none": 14.0},
+                     "peer": None}
+    assert second["times"] == {"none": 23.0, "loads": 20.7, "mma": 20.1}
+    assert second["peer"] == 19.0
+    assert [g["label"] for g in plot_probes.groups(rows)] == [
+        "64x64x64\n512x1024x8192", "128x64x64x1x2\n8x256x256x4096"]
