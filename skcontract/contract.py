@@ -301,8 +301,17 @@ def _warm_call(plan, run, allocates, res, cd, order, casting, xp):
 
 def _view_call(shape, strides, xp):
     """The warm call of a single operand's view (:func:`_single_operand_view`)."""
-    as_strided = xp.lib.stride_tricks.as_strided
-    return lambda arrays: as_strided(arrays[0], shape, strides)
+    return lambda arrays: _strided_view(arrays[0], shape, strides, xp)
+
+
+def _strided_view(a, shape, strides, xp):
+    """``a``'s elements at ``shape`` and ``strides`` from its first, as ``as_strided`` makes
+    them. A contiguous NumPy array lends its buffer to an ndarray directly, a quarter of
+    ``as_strided``'s cost (which wraps ``a`` in an array interface first); the view is
+    writeable where ``a`` is, and its base is ``a``."""
+    if xp is np and (a.flags.c_contiguous or a.flags.f_contiguous):
+        return np.ndarray(shape, a.dtype, buffer=a, strides=strides)
+    return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
 
 def _has_order(a, order) -> bool:
@@ -322,8 +331,8 @@ def _single_operand_view(eq, a, xp):
     strides = {lab: 0 for lab in eq.output}
     for lab, st in zip(labels, a.strides):
         strides[lab] += st
-    return xp.lib.stride_tricks.as_strided(a, tuple(eq.sizes[x] for x in eq.output),
-                                           tuple(strides[x] for x in eq.output))
+    return _strided_view(a, tuple(eq.sizes[x] for x in eq.output),
+                         tuple(strides[x] for x in eq.output), xp)
 
 
 def _broadcast_axes(a) -> list[int]:

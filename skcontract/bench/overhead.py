@@ -28,6 +28,7 @@ from ..contract import contract_expression
 CASES = (
     ("ij,jk->ik", ((8, 8), (8, 8))),
     ("ij,jk,kl->il", ((8, 8), (8, 8), (8, 8))),
+    ("ii->i", ((8, 8),)),  # a view of the operand, no arithmetic
 )
 DEFAULT_REPEAT = 7
 DEFAULT_NUMBER = 20_000
