@@ -503,6 +503,12 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     return [tuple(p) for p in plan.path], plan
 
 
+_NO_VIEW_YET = object()
+"""ContractExpression._views' marker of an operand layout not yet seen."""
+_VIEWS_MAX = 64
+"""Operand layouts an expression keeps the view of before it starts again."""
+
+
 class ContractExpression:
     """A planned contraction: call it with arrays of the planned shapes.
 
@@ -515,7 +521,7 @@ class ContractExpression:
     """
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
-                 "_prepared", "_dtypes", "_by_types")
+                 "_prepared", "_dtypes", "_by_types", "_views")
 
     def __init__(self, plan: Plan, dtype, backend: str | None, device=None, **options):
         self._base = plan
@@ -529,6 +535,9 @@ class ContractExpression:
         self._dtypes: dict = {}    # (backend, operand dtypes) -> (result, compute dtype)
         # operand types -> (backend, its _prepare entry): arrays of one backend's own type
         self._by_types: dict = {}
+        # (backend, operand shape, strides) -> the single operand's view's (shape, strides),
+        # or None where it has none (_single_operand_view)
+        self._views: dict = {}
         if backend is not None:
             self._prepare(backend)
 
@@ -583,7 +592,7 @@ class ContractExpression:
             self._check_shapes(arrays, plan)
         res, cd, cast = self._resolve(backend, bk, arrays)
         if out is None and self._n == 1 and arrays[0].dtype == res:
-            view = _single_operand_view(plan.equation, arrays[0], bk.xp)  # as einsum's
+            view = self._view(backend, bk, plan, arrays[0])  # as einsum's
             if view is not None:
                 return view
         if out is not None:
@@ -592,6 +601,19 @@ class ContractExpression:
         if out is None and allocates and r.dtype == res:
             return r[()] if r.ndim == 0 else r
         return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
+
+    def _view(self, backend, bk, plan, a):
+        """The single operand's view (:func:`_single_operand_view`), its strides worked out
+        once for each layout of the operand."""
+        key = (backend, a.shape, a.strides)
+        hit = self._views.get(key, _NO_VIEW_YET)
+        if hit is _NO_VIEW_YET:
+            view = _single_operand_view(plan.equation, a, bk.xp)
+            if len(self._views) >= _VIEWS_MAX:
+                self._views.clear()
+            self._views[key] = None if view is None else (view.shape, view.strides)
+            return view
+        return None if hit is None else _strided_view(a, hit[0], hit[1], bk.xp)
 
     def _backend_of(self, arrays, out):
         """(backend, its _prepare entry) of a call's arrays; backend None for torch tensors.
