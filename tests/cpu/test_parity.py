@@ -402,6 +402,23 @@ def test_an_expression_of_one_operand_gives_the_same_view(xp, subscripts):
     np.testing.assert_array_equal(to_numpy(r), np.einsum(subscripts, a))
 
 
+def test_an_expression_gives_each_operand_layout_its_own_view(xp):
+    """An expression keeps a view's strides per operand layout: C-ordered, Fortran-ordered
+    and strided operands of one shape, in turn and again, each get numpy's view of them."""
+    base = np.random.default_rng(14).standard_normal((8, 8))
+
+    def layouts(m):
+        full = m.asarray(base)
+        return [m.ascontiguousarray(full[:4, :4]), m.asfortranarray(full[:4, :4]),
+                full[::2, ::2]]
+
+    expr = contract_expression("ij->ji", (4, 4))
+    for a, xa in 2 * list(zip(layouts(np), layouts(xp))):
+        r, expected = expr(xa), np.einsum("ij->ji", a)
+        assert xp.shares_memory(r, xa) and r.strides == expected.strides
+        np.testing.assert_array_equal(to_numpy(r), expected)
+
+
 @pytest.mark.parametrize("kwargs", [{"dtype": "float64"}, {"order": "C"}])
 def test_single_operand_copy_when_a_view_cannot_be_what_was_asked(xp, kwargs):
     a = np.random.default_rng(10).standard_normal((3, 3)).astype(np.float32)
