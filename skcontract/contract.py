@@ -222,7 +222,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
             None if backend == "numpy" else precision)  # (NumPy is exact at any precision)
     prepared = None
-    if out is None and len(arrays) == 1 and arrays[0].dtype == res:
+    if out is None and len(arrays) == 1 and _viewable(arrays[0].dtype, res):
         # (planning one operand calls no path optimiser, so a stateful one is not used up)
         prepared = prepare(*args)
         view = _single_operand_view(prepared[0].equation, arrays[0], bk.xp)
@@ -312,6 +312,13 @@ def _strided_view(a, shape, strides, xp):
     if xp is np and (a.flags.c_contiguous or a.flags.f_contiguous):
         return np.ndarray(shape, a.dtype, buffer=a, strides=strides)
     return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def _viewable(operand_dtype, res) -> bool:
+    """Whether a single operand's result may be a view of it: its dtype is the result's up
+    to byte order (numpy.einsum's view keeps the operand's byte order). Another dtype makes
+    a copy in that dtype (where numpy.einsum would return the view, ignoring ``dtype``)."""
+    return operand_dtype.newbyteorder("=") == res.newbyteorder("=")
 
 
 def _has_order(a, order) -> bool:
@@ -591,7 +598,7 @@ class ContractExpression:
         if tuple(a.shape for a in arrays) != self._shapes:
             self._check_shapes(arrays, plan)
         res, cd, cast = self._resolve(backend, bk, arrays)
-        if out is None and self._n == 1 and arrays[0].dtype == res:
+        if out is None and self._n == 1 and _viewable(arrays[0].dtype, res):
             view = self._view(backend, bk, plan, arrays[0])  # as einsum's
             if view is not None:
                 return view

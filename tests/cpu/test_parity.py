@@ -419,6 +419,22 @@ def test_an_expression_gives_each_operand_layout_its_own_view(xp):
         np.testing.assert_array_equal(to_numpy(r), expected)
 
 
+@pytest.mark.parametrize("asked", [None, "<f4", ">f4"])
+def test_a_byte_swapped_operand_gives_numpys_view(asked):
+    """A transpose or diagonal of an operand in the other byte order is a view in that byte
+    order, as numpy's is, whatever byte order ``dtype`` names (NumPy only: CuPy has no
+    byte-swapped arrays); its sums are computed in native order, as numpy's are."""
+    a = np.random.default_rng(15).standard_normal((3, 3)).astype(">f4")
+    for subscripts in ("ij->ji", "ii->i"):
+        for r in (einsum(subscripts, a, dtype=asked),
+                  contract_expression(subscripts, a.shape, dtype=asked)(a)):
+            expected = np.einsum(subscripts, a, dtype=asked)
+            assert np.shares_memory(r, a) and r.dtype == expected.dtype == a.dtype
+            np.testing.assert_array_equal(r, expected)
+    trace = einsum("ii", a)
+    assert trace.dtype == np.einsum("ii", a).dtype == np.dtype("float32")
+
+
 @pytest.mark.parametrize("kwargs", [{"dtype": "float64"}, {"order": "C"}])
 def test_single_operand_copy_when_a_view_cannot_be_what_was_asked(xp, kwargs):
     a = np.random.default_rng(10).standard_normal((3, 3)).astype(np.float32)
