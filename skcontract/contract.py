@@ -318,7 +318,7 @@ def _viewable(operand_dtype, res) -> bool:
     """Whether a single operand's result may be a view of it: its dtype is the result's up
     to byte order (numpy.einsum's view keeps the operand's byte order). Another dtype makes
     a copy in that dtype (where numpy.einsum would return the view, ignoring ``dtype``)."""
-    return operand_dtype.newbyteorder("=") == res.newbyteorder("=")
+    return operand_dtype == res or operand_dtype.newbyteorder("=") == res.newbyteorder("=")
 
 
 def _has_order(a, order) -> bool:
@@ -542,8 +542,8 @@ class ContractExpression:
         self._dtypes: dict = {}    # (backend, operand dtypes) -> (result, compute dtype)
         # operand types -> (backend, its _prepare entry): arrays of one backend's own type
         self._by_types: dict = {}
-        # (backend, operand shape, strides) -> the single operand's view's (shape, strides),
-        # or None where it has none (_single_operand_view)
+        # (backend, operand shape, strides) -> the single operand's view as a warm call
+        # (_view_call), or None where it has none (_single_operand_view)
         self._views: dict = {}
         if backend is not None:
             self._prepare(backend)
@@ -618,9 +618,10 @@ class ContractExpression:
             view = _single_operand_view(plan.equation, a, bk.xp)
             if len(self._views) >= _VIEWS_MAX:
                 self._views.clear()
-            self._views[key] = None if view is None else (view.shape, view.strides)
+            self._views[key] = None if view is None else _view_call(view.shape, view.strides,
+                                                                   bk.xp)
             return view
-        return None if hit is None else _strided_view(a, hit[0], hit[1], bk.xp)
+        return None if hit is None else hit((a,))
 
     def _backend_of(self, arrays, out):
         """(backend, its _prepare entry) of a call's arrays; backend None for torch tensors.
