@@ -105,7 +105,7 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
     orders, None for the operands as made), with the peer's time on the same operands."""
     import skcontract
     from skcontract.kernels import tma
-    from skcontract.kernels.gemm import gemm
+    from skcontract.kernels.gemm import clear_plans, gemm
     from skcontract.kernels.launch import record_launches
     tf32, x3 = dtype == TF32, dtype == TF32X3
     calls = timing.calls_for(flops)
@@ -129,6 +129,8 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             row["layout"] = layout
         if probe is not None:
             os.environ["SKCONTRACT_PROBE"] = row["probe"] = probe
+        if probe is not None or store is not None:
+            clear_plans()  # a cached plan keeps the kernel and store path it was made with
         try:
             if store is not None:  # what the launches did, not only what was asked
                 with record_launches() as launched:
