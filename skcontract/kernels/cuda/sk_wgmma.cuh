@@ -50,6 +50,13 @@ template <class T>
 constexpr int WGMMA_K = WGMMA_K_BYTES / (int)sizeof(T);
 template <class T, bool KMAJOR>
 constexpr bool WGMMA_READS = KMAJOR || sizeof(T) == 2;
+// The calling thread's warpgroup, read from lane 0 so that the compiler knows the warp
+// agrees on it and may keep what is derived from it (the wgmma descriptors) in uniform
+// registers (ptxas does on the 128 x 256 tile: 12 instructions a wgmma in its loop, against
+// 15 from threadIdx.x directly; docs/benchmarks/log.md).
+__device__ __forceinline__ int warpgroup_index() {
+  return __shfl_sync(0xffffffffu, (int)threadIdx.x / WARPGROUP, 0);
+}
 // Loads in flight a consumer thread keeps in the shared sum's pass (Fixup::finish_shared): its
 // accumulators are dead by then, and fewer dependent L2 round trips shorten the pass that
 // ends the kernel (the portable families keep the Fixup's default).
@@ -123,17 +130,23 @@ struct WgmmaOperand {
       return STAGE_BYTES;
     }
   }
+  // Bytes from a stage's start to rows [row0, row0 + 64 or ROWS) at k step kk.
+  __device__ __forceinline__ static int offset(int row0, int kk) {
+    if constexpr (KMAJOR)
+      return row0 * SWIZZLE_ROW_BYTES + kk * WGMMA_K_BYTES;
+    else
+      return (row0 / MN_CHUNK) * BOX_BYTES + kk * WGMMA_K<TIn> * SWIZZLE_ROW_BYTES;
+  }
   // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k step kk
   __device__ __forceinline__ static unsigned long long desc(const unsigned char* stage, int row0,
                                                             int kk) {
-    if constexpr (KMAJOR) {
-      return wgmma_desc(stage + row0 * SWIZZLE_ROW_BYTES + kk * WGMMA_K_BYTES, 16,
-                        SWIZZLE_ATOM_BYTES);
-    } else {
-      return wgmma_desc(
-          stage + (row0 / MN_CHUNK) * BOX_BYTES + kk * WGMMA_K<TIn> * SWIZZLE_ROW_BYTES,
-          BOX_BYTES, SWIZZLE_ATOM_BYTES);
-    }
+    return wgmma_desc(stage + offset(row0, kk), KMAJOR ? 16 : BOX_BYTES, SWIZZLE_ATOM_BYTES);
+  }
+  // The descriptor `bytes` further on: the start address is the low field, in 16-byte units,
+  // and shared memory's addresses (under 2^18) leave it room, so offsets add to the low word.
+  __device__ __forceinline__ static unsigned long long advance(unsigned long long desc,
+                                                               unsigned bytes) {
+    return (desc >> 32 << 32) | ((unsigned)desc + (bytes >> 4));
   }
   // Part `part` of PARTS equal parts of the stage, multicast into the same offset of every
   // CTA of the cluster, each completing its bytes on its own `bar`: the operand a cluster
@@ -746,7 +759,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     wgmma_consume_x3<Cfg>(sm, at, s, acc);
     return;
   }
-  const int row0 = WGMMA_M * (threadIdx.x / WARPGROUP);  // this warpgroup's rows of the tile
+  const int row0 = WGMMA_M * warpgroup_index();  // this warpgroup's rows of the tile
 #pragma unroll
   for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = typename Cfg::Acc(0);
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
@@ -757,18 +770,21 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   for (int kt = 0; kt < ktiles; ++kt) {
     mbar_wait(&sm.full[at.stage], at.phase);
     if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
-    const unsigned char* sa = sm.stage(at.stage);
-    const unsigned char* sb = sa + Sm::OA::STAGE_BYTES;
     if constexpr (Loads::MASKS) {
-      if (loads.masks()) mask_stage(loads, sa, row0, s.k0 / Cfg::BK + kt);
+      if (loads.masks()) mask_stage(loads, sm.stage(at.stage), row0, s.k0 / Cfg::BK + kt);
     }
     fence_accumulators(acc);
     wgmma_fence();
 #ifndef SKCONTRACT_PROBE_LOADS_ONLY  // (the probe build that times the loads alone)
+    // the k-tile's first descriptors, each k step's these advanced by the step's offset
+    const unsigned char* sa = sm.stage(at.stage);
+    const unsigned long long da = Sm::OA::desc(sa, row0, 0);
+    const unsigned long long db = Sm::OB::desc(sa + Sm::OA::STAGE_BYTES, 0, 0);
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk)
       wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
-          acc, Sm::OA::desc(sa, row0, kk), Sm::OB::desc(sb, 0, kk), 1);
+          acc, Sm::OA::advance(da, Sm::OA::offset(0, kk)),
+          Sm::OB::advance(db, Sm::OB::offset(0, kk)), 1);
 #endif
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
