@@ -52,8 +52,7 @@ template <class T, bool KMAJOR>
 constexpr bool WGMMA_READS = KMAJOR || sizeof(T) == 2;
 // The calling thread's warpgroup, read from lane 0 so that the compiler knows the warp
 // agrees on it and may keep what is derived from it (the wgmma descriptors) in uniform
-// registers (ptxas does on the 128 x 256 tile: 12 instructions a wgmma in its loop, against
-// 15 from threadIdx.x directly; docs/benchmarks/log.md).
+// registers, as ptxas does on the 128 x 256 tile (docs/benchmarks/log.md).
 __device__ __forceinline__ int warpgroup_index() {
   return __shfl_sync(0xffffffffu, (int)threadIdx.x / WARPGROUP, 0);
 }
@@ -142,8 +141,9 @@ struct WgmmaOperand {
                                                             int kk) {
     return wgmma_desc(stage + offset(row0, kk), KMAJOR ? 16 : BOX_BYTES, SWIZZLE_ATOM_BYTES);
   }
-  // The descriptor `bytes` further on: the start address is the low field, in 16-byte units,
-  // and shared memory's addresses (under 2^18) leave it room, so offsets add to the low word.
+  // The descriptor `bytes` further on (a multiple of 16, the address staying in shared
+  // memory): the start address is the low field, in 16-byte units, and holds any address
+  // under 2^18, so the sum never carries out of it and adds to the low word alone.
   __device__ __forceinline__ static unsigned long long advance(unsigned long long desc,
                                                                unsigned bytes) {
     return (desc >> 32 << 32) | ((unsigned)desc + (bytes >> 4));
@@ -776,7 +776,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     fence_accumulators(acc);
     wgmma_fence();
 #ifndef SKCONTRACT_PROBE_LOADS_ONLY  // (the probe build that times the loads alone)
-    // the k-tile's first descriptors, each k step's these advanced by the step's offset
+    // the k-tile's first descriptors; each k step's are these advanced by the step's offset
     const unsigned char* sa = sm.stage(at.stage);
     const unsigned long long da = Sm::OA::desc(sa, row0, 0);
     const unsigned long long db = Sm::OB::desc(sa + Sm::OA::STAGE_BYTES, 0, 0);
