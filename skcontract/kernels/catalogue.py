@@ -967,7 +967,7 @@ def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
 
 def _narrow_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
     """The narrow pairs: 128 x 64 and 256 x 64 work units of the 64 x 64 and 128 x 64 tiles
-    on two CTAs sharing B, as deep-pipelined as the single-CTA entries, offered only where
+    on two CTAs sharing B (13 and 8 stages), offered only where
     B's rows start off :data:`LINE_BYTES` lines: each of B's loads then reads a line more a
     row, and the pair makes half of them. H200, fp16 (docs/benchmarks/log.md, 2026-12-03):
     1000^3 8.8 us against 10.0 on the single-CTA tiles; on products of few tiles whose B
@@ -992,7 +992,10 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     spread over every SM with small partial tiles. ``cls``: the entry type (WgmmaTf32 for
     float32 operands on tf32, WgmmaInt8 for int8: a k-tile of as many bytes), less its
     ``LEFT_OUT`` tiles (its stages divided by its stage copies, :meth:`Wgmma.stage_copies`;
-    its ``TRADES`` trading registers)."""
+    its ``TRADES`` trading registers). The 64 x 64 ring is 8 stages, not the 13 its shared
+    memory holds: on its products of one tile an SM more loads in flight run slower, 13
+    stages 0 - 9% behind 8 and 5 stages up to 16% (H200, fp16; docs/benchmarks/log.md,
+    2026-12-03)."""
     menu = ((128, 128, 6, {}),
             (128, 256, 4, {"trades_registers": True}),
             (64, 256, 5, {}),
@@ -1000,7 +1003,7 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
             (128, 64, 8, {}),
             (128, 64, 3, {"ctas_per_sm": 2, "min_waves": WGMMA_PAIRED_MIN_WAVES,
                           "trades_registers": True}),
-            (64, 64, 13, {}))
+            (64, 64, 8, {}))
     out = []
     for bm, bn, stages, kw in menu:
         key = (bm, bn, kw.get("ctas_per_sm", 1))
