@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from skcontract.kernels import catalogue
-from skcontract.kernels.resolve import entry_for, resolve_gemm, step_operands
+from skcontract.kernels.resolve import ctas_on, entry_for, resolve_gemm, step_operands
 from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm
 from skcontract.schedule.heuristics import selection_key
 
@@ -316,9 +316,18 @@ def test_pending_entries_are_built_offered_on_request_and_forced_by_tile(offer, 
 
 
 def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit():
-    small = dataclasses.replace(DeviceInfo.h200(), smem_per_sm=160 * 1024)
+    h200 = DeviceInfo.h200()
+    streaming = next(b for b in catalogue.bases_for("float16", cc=90) if b.streams)
+    assert ctas_on(streaming, h200) == 1
+    # the largest SM, to a kilobyte, whose shared memory cannot hold the streaming entry
+    small = dataclasses.replace(h200, smem_per_sm=h200.smem_per_sm // 2)
+    while ctas_on(streaming, small) == 0:
+        small = dataclasses.replace(small, smem_per_sm=small.smem_per_sm + 1024)
+    small = dataclasses.replace(small, smem_per_sm=small.smem_per_sm - 1024)
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), small)
     assert not r.base.streams
+    fits = dataclasses.replace(small, smem_per_sm=small.smem_per_sm + 1024)
+    assert resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), fits).base.streams
 
 
 @pytest.mark.parametrize("rows,tile_rows,box", [(16, 64, 16), (1, 64, 8), (7, 128, 8),
