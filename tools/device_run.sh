@@ -18,7 +18,8 @@
 #   probes  : tools.time_gemm --probe none,loads,mma on the narrow tiles, every layout (the
 #             mainloop's halves timed apart: PROBE_SHAPES, PROBE_TILES, PROBE_LAYOUTS)
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
-#             carried) and this one, AB_SHAPES x AB_DTYPES, twice each
+#             carried) and this one, AB_SHAPES x AB_DTYPES, AB_ROUNDS (2) times each; AB_ARGS
+#             adds time_gemm's options (e.g. "--tile 64x64x64 --mode data_parallel")
 set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
@@ -75,7 +76,7 @@ for step in $STEPS; do
           # starts in .old so that its skcontract is the one imported (tools come from the
           # checkout through PYTHONPATH; each row's "tree" says which skcontract ran)
           dir=$PWD; [ $tree = old ] && dir=$PWD/.old
-          (cd "$dir" && PYTHONPATH=$dir:$ROOT timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}") >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
+          (cd "$dir" && PYTHONPATH=$dir:$ROOT timeout 120 python3 -m tools.time_gemm --tag $tree --shapes "${AB_SHAPES}" --dtypes "${AB_DTYPES:-float32,float64}" ${AB_ARGS:-}) >> "$OUT/ab.jsonl" 2>> "$OUT/ab.err"
         done
       done
       echo "ab rc=$? ($(( $(date +%s) - t0 ))s)"; cat "$OUT/ab.jsonl" | python3 -c "

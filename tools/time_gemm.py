@@ -19,7 +19,9 @@ kernels' probe builds too (``SKCONTRACT_PROBE``: the mainloop's loads alone, its
 alone; their outputs are wrong), which tell what bounds a tile. ``--store tma,threads``
 times the Wgmma epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
-(``tma_store``).
+(``tma_store``). ``--stages 6,8,13`` (with ``--tile``) times the forced entry with each ring
+depth: the catalogue entries of that tile are replaced, in this process only, by copies
+with that many stages (``stages`` in the row; ``default`` keeps the catalogue's).
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
 directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
 ``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the
@@ -67,6 +69,8 @@ def main(argv=None) -> int:
                    help="comma list of none, loads, mma: the Wgmma kernels' probe builds")
     p.add_argument("--store", default=None,
                    help="comma list of tma, threads: the Wgmma epilogue's store path")
+    p.add_argument("--stages", default=None,
+                   help="comma list of ring depths (or default) for the --tile entries")
     args = p.parse_args(argv)
     tiles = [None] if args.tile is None else [tuple(int(x) for x in t.split("x"))
                                               for t in args.tile.split(",")]
@@ -74,8 +78,12 @@ def main(argv=None) -> int:
     grids = [None] if args.grid is None else [int(g) for g in args.grid.split(",")]
     stores = [None] if args.store is None else args.store.split(",")
     probes = [None] if args.probe is None else args.probe.split(",")
+    if args.stages is not None and args.tile is None:
+        p.error("--stages needs --tile: it sets the ring depth of the forced entries")
+    stages = [None] if args.stages is None else [None if x == "default" else int(x)
+                                                 for x in args.stages.split(",")]
     combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores,
-                                    probes))
+                                    probes, stages))
     import cupy  # optional dependency: this tool times the GPU
 
     # skcontract is imported in _time_shape, after PYTHONPATH picked the tree to time; both
@@ -117,7 +125,7 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             lambda: torch.matmul(a, b, out=c), calls, args.reps)
     # (allow_tf32 for tf32: older trees take no precision)
     forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
-    for mode, tile, reduction, grid, store, probe in combos:
+    for mode, tile, reduction, grid, store, probe, depth in combos:
         forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                       ("reduction", reduction)) if v is not None}
         forced.update(forced_tf32)
@@ -129,8 +137,11 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             row["layout"] = layout
         if probe is not None:
             os.environ["SKCONTRACT_PROBE"] = row["probe"] = probe
-        if probe is not None or store is not None:
+        if depth is not None:
+            row["stages"] = depth
+        if probe is not None or store is not None or depth is not None:
             clear_plans()  # a cached plan keeps the kernel and store path it was made with
+        restore = _set_stages(tile, depth)
         try:
             if store is not None:  # what the launches did, not only what was asked
                 with record_launches() as launched:
@@ -146,7 +157,29 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             row["error"] = f"{type(e).__name__}: {e}"
         finally:
             os.environ.pop("SKCONTRACT_PROBE", None)
+            restore()
         print(json.dumps(row), flush=True)
+
+
+def _set_stages(tile, depth):
+    """Replace the catalogue entries that ``tile`` (``--tile``'s numbers) names by copies
+    with ``depth`` stages; returns what puts them back (nothing to do for ``depth`` None)."""
+    if depth is None:
+        return lambda: None
+    import dataclasses
+
+    from skcontract.kernels import catalogue
+
+    def named(b):
+        return ((b.bm, b.bn, b.bk) == tuple(tile[:3])
+                and (len(tile) < 4 or b.ctas_per_sm == tile[3])
+                and (len(tile) < 5 or b.CLUSTER == tile[4]))
+
+    saved = dict(catalogue.CATALOGUE)
+    for key, bases in saved.items():
+        catalogue.CATALOGUE[key] = tuple(dataclasses.replace(b, stages=depth) if named(b)
+                                         else b for b in bases)
+    return lambda: catalogue.CATALOGUE.update(saved)
 
 
 def _laid_out(x, order):

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from skcontract.kernels import catalogue, specs
-from tools import trace_kernel, warm_kernels
+from tools import time_gemm, trace_kernel, warm_kernels
 
 
 def test_the_library_imports_no_tools():
@@ -107,3 +107,18 @@ def test_plot_probes_groups_medians_by_shape_and_tile():
     assert second["peer"] == 19.0
     assert [g["label"] for g in plot_probes.groups(rows)] == [
         "64x64x64\n512x1024x8192", "128x64x64x1x2\n8x256x256x4096"]
+
+
+def test_time_gemm_stages_swaps_the_forced_entries_and_puts_them_back():
+    before = catalogue.bases_for("float16", cc=90)
+    restore = time_gemm._set_stages((64, 64, 64, 1), 5)
+    try:
+        narrow = [b for b in catalogue.bases_for("float16", cc=90)
+                  if (b.bm, b.bn, b.ctas_per_sm) == (64, 64, 1)]
+        assert narrow and {b.stages for b in narrow} == {5}
+        others = [b for b in catalogue.bases_for("float16", cc=90) if (b.bm, b.bn) != (64, 64)]
+        assert others == [b for b in before if (b.bm, b.bn) != (64, 64)]
+    finally:
+        restore()
+    assert catalogue.bases_for("float16", cc=90) == before
+    time_gemm._set_stages(None, None)()  # no depth: nothing to put back
