@@ -20,8 +20,9 @@ alone; their outputs are wrong), which tell what bounds a tile. ``--store tma,th
 times the Wgmma epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
 with every size allowed, or with none); each such row says whether a launch stored by TMA
 (``tma_store``). ``--stages 6,8,13`` (with ``--tile``) times the forced entry with each ring
-depth: the catalogue entries of that tile are replaced, in this process only, by copies
-with that many stages (``stages`` in the row; ``default`` keeps the catalogue's).
+depth: the catalogue entries that tile forces are replaced, in this process and for that
+row only, by copies with that many stages (the entry's own count, ``stages`` in the row;
+``default`` keeps the catalogue's).
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
 directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
 ``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the
@@ -32,6 +33,8 @@ machine state.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -80,8 +83,11 @@ def main(argv=None) -> int:
     probes = [None] if args.probe is None else args.probe.split(",")
     if args.stages is not None and args.tile is None:
         p.error("--stages needs --tile: it sets the ring depth of the forced entries")
-    stages = [None] if args.stages is None else [None if x == "default" else int(x)
-                                                 for x in args.stages.split(",")]
+    try:
+        stages = [None] if args.stages is None else [None if x == "default" else int(x)
+                                                     for x in args.stages.split(",")]
+    except ValueError:
+        p.error(f"--stages {args.stages!r}: expected ring depths or default")
     combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores,
                                     probes, stages))
     import cupy  # optional dependency: this tool times the GPU
@@ -139,17 +145,19 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             os.environ["SKCONTRACT_PROBE"] = row["probe"] = probe
         if depth is not None:
             row["stages"] = depth
-        if probe is not None or store is not None or depth is not None:
-            clear_plans()  # a cached plan keeps the kernel and store path it was made with
-        restore = _set_stages(tile, depth)
+        if probe is not None or store is not None or args.stages is not None:
+            # a cached plan keeps the kernel (its probe build, its entry's stages) and the
+            # store path it was made with
+            clear_plans()
         try:
-            if store is not None:  # what the launches did, not only what was asked
-                with record_launches() as launched:
-                    gemm(a, b, c, mode=mode, **forced)
-                row["store"] = store
-                row["tma_store"] = any(x.tma_store for x in launched)
-            us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
-                                       stream, calls, args.reps)
+            with _stages_swapped(tile, depth):
+                if store is not None:  # what the launches did, not only what was asked
+                    with record_launches() as launched:
+                        gemm(a, b, c, mode=mode, **forced)
+                    row["store"] = store
+                    row["tma_store"] = any(x.tma_store for x in launched)
+                us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
+                                           stream, calls, args.reps)
             row.update(us=us, tflops=flops * 1e-6 / us)
             if peer:
                 row["vs_torch"] = peer["torch_us"] / us
@@ -157,29 +165,39 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             row["error"] = f"{type(e).__name__}: {e}"
         finally:
             os.environ.pop("SKCONTRACT_PROBE", None)
-            restore()
         print(json.dumps(row), flush=True)
 
 
-def _set_stages(tile, depth):
-    """Replace the catalogue entries that ``tile`` (``--tile``'s numbers) names by copies
-    with ``depth`` stages; returns what puts them back (nothing to do for ``depth`` None)."""
+@contextlib.contextmanager
+def _stages_swapped(tile, depth):
+    """Within the block, the catalogue entries (offered and pending) that ``tile`` forces
+    (``--tile``'s numbers, matched as ``gemm``'s ``tile=`` matches them) are copies with
+    ``depth`` stages (an entry's own count: a 3xTF32 stage holds two boxes' worth); None
+    leaves them. ValueError when no entry matches."""
     if depth is None:
-        return lambda: None
-    import dataclasses
-
+        yield
+        return
     from skcontract.kernels import catalogue
 
-    def named(b):
-        return ((b.bm, b.bn, b.bk) == tuple(tile[:3])
-                and (len(tile) < 4 or b.ctas_per_sm == tile[3])
-                and (len(tile) < 5 or b.CLUSTER == tile[4]))
+    def forced_by_tile(b):
+        return (*b.tile, b.ctas_per_sm, b.CLUSTER)[:len(tile)] == tuple(tile)
 
-    saved = dict(catalogue.CATALOGUE)
-    for key, bases in saved.items():
-        catalogue.CATALOGUE[key] = tuple(dataclasses.replace(b, stages=depth) if named(b)
-                                         else b for b in bases)
-    return lambda: catalogue.CATALOGUE.update(saved)
+    tables = (catalogue.CATALOGUE, catalogue.PENDING)
+    saved = [dict(t) for t in tables]
+    try:
+        swapped = 0
+        for table in tables:
+            for key, bases in table.items():
+                table[key] = tuple(dataclasses.replace(b, stages=depth) if forced_by_tile(b)
+                                   else b for b in bases)
+                swapped += sum(map(forced_by_tile, bases))
+        if not swapped:
+            raise ValueError(f"--stages: no catalogue entry has the tile {tile}")
+        yield
+    finally:
+        for table, old in zip(tables, saved):
+            table.clear()
+            table.update(old)
 
 
 def _laid_out(x, order):

@@ -146,7 +146,7 @@ less (33.0 against 35.5 us) and stays with the model."""
 WGMMA_STREAMING_TILE = (64, 64)
 """The Wgmma tile that streams memory-bound products: 64 columns of weights a tile give a
 decode product tiles enough for Stream-K to spread over every SM with 16 KB partial tiles.
-It runs one CTA an SM with 8 stages (6 stages at two CTAs an SM measured as 13 at one)."""
+It runs one CTA an SM with 8 stages."""
 
 
 STREAMING_MAX_WAVES = 2
@@ -967,9 +967,9 @@ def _wgmma_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
 
 def _narrow_pairs(dtype: str) -> tuple[WgmmaPair, ...]:
     """The narrow pairs: 128 x 64 and 256 x 64 work units of the 64 x 64 and 128 x 64 tiles
-    on two CTAs sharing B (13 and 8 stages), offered only where
-    B's rows start off :data:`LINE_BYTES` lines: each of B's loads then reads a line more a
-    row, and the pair makes half of them. H200, fp16 (docs/benchmarks/log.md, 2026-12-03):
+    on two CTAs sharing B (13 and 8 stages), offered only where B's rows start off
+    :data:`LINE_BYTES` lines: each of B's loads then reads a line more a row, and the pair
+    makes half of them. H200, fp16 (docs/benchmarks/log.md, 2026-12-03):
     1000^3 8.8 us against 10.0 on the single-CTA tiles; on products of few tiles whose B
     lies on lines they run within 5% of the single-CTA tiles, either way (8 x 256^2 x 4096
     13.8 against 14.5 us, 512 x 1024 x 4096 12.8 against 12.3), which the cost model does
@@ -993,8 +993,8 @@ def _wgmma_entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     float32 operands on tf32, WgmmaInt8 for int8: a k-tile of as many bytes), less its
     ``LEFT_OUT`` tiles (its stages divided by its stage copies, :meth:`Wgmma.stage_copies`;
     its ``TRADES`` trading registers). The 64 x 64 ring is 8 stages, not the 13 its shared
-    memory holds: on its products of one tile an SM more loads in flight run slower, 13
-    stages 0 - 9% behind 8 and 5 stages up to 16% (H200, fp16; docs/benchmarks/log.md,
+    memory holds: on its products of one tile an SM more loads in flight run slower, at 13
+    stages up to 10% longer than at 8, at 5 up to 27% (H200, fp16; docs/benchmarks/log.md,
     2026-12-03)."""
     menu = ((128, 128, 6, {}),
             (128, 256, 4, {"trades_registers": True}),

@@ -5,8 +5,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from skcontract.kernels import catalogue, specs
+from skcontract.kernels.resolve import resolve_gemm
+from skcontract.schedule import DeviceInfo, GemmProblem
 from tools import time_gemm, trace_kernel, warm_kernels
 
 
@@ -109,16 +112,22 @@ def test_plot_probes_groups_medians_by_shape_and_tile():
         "64x64x64\n512x1024x8192", "128x64x64x1x2\n8x256x256x4096"]
 
 
-def test_time_gemm_stages_swaps_the_forced_entries_and_puts_them_back():
+def test_time_gemm_stages_swaps_the_entries_a_tile_forces_and_puts_them_back():
+    def picked(tile):
+        return resolve_gemm(GemmProblem(512, 1024, 8192, dtype="float16"),
+                            DeviceInfo.h200(), tile=tile).base
+
     before = catalogue.bases_for("float16", cc=90)
-    restore = time_gemm._set_stages((64, 64, 64, 1), 5)
-    try:
-        narrow = [b for b in catalogue.bases_for("float16", cc=90)
-                  if (b.bm, b.bn, b.ctas_per_sm) == (64, 64, 1)]
-        assert narrow and {b.stages for b in narrow} == {5}
-        others = [b for b in catalogue.bases_for("float16", cc=90) if (b.bm, b.bn) != (64, 64)]
-        assert others == [b for b in before if (b.bm, b.bn) != (64, 64)]
-    finally:
-        restore()
+    for tile in [(64, 64, 64, 1, 1), (128, 64, 64, 1, 2)]:  # the 64x64 CTA; its pair
+        with time_gemm._stages_swapped(tile, 5):
+            assert picked(tile).stages == 5
+            changed = [b for b in catalogue.bases_for("float16", cc=90) if b not in before]
+            assert changed == [picked(tile)]
+        assert catalogue.bases_for("float16", cc=90) == before
+    with pytest.raises(ValueError, match="at least two stages"):
+        with time_gemm._stages_swapped((64, 64, 64, 1, 1), 1):
+            pass
+    with pytest.raises(ValueError, match="no catalogue entry"):
+        with time_gemm._stages_swapped((48, 48, 64), 5):
+            pass
     assert catalogue.bases_for("float16", cc=90) == before
-    time_gemm._set_stages(None, None)()  # no depth: nothing to put back
