@@ -17,9 +17,9 @@ each pair of A's and B's orders (``r`` row-major, ``c`` column-major; each row s
 ``layout``), the peer on the same operands. ``--probe none,loads,mma`` times the Wgmma
 kernels' probe builds too (``SKCONTRACT_PROBE``: the mainloop's loads alone, its wgmmas
 alone; their outputs are wrong), which tell what bounds a tile. ``--store tma,threads``
-times the Wgmma epilogue's two store paths (the library's rule, :func:`skcontract.kernels.tma.output_map`,
-with every size allowed, or with none); each such row says whether a launch stored by TMA
-(``tma_store``). ``--stages 6,8,13`` (with ``--tile``) times the forced entry with each ring
+times the Wgmma epilogue's two store paths (the library's rule,
+:func:`skcontract.kernels.tma.output_map`, with every size allowed, or with none); each
+such row says whether a launch stored by TMA (``tma_store``). ``--stages 6,8,13`` (with ``--tile``) times the forced entry with each ring
 depth: the catalogue entries that tile forces are replaced, in this process and for that
 row only, by copies with that many stages (the entry's own count, ``stages`` in the row;
 ``default`` keeps the catalogue's).
