@@ -19,10 +19,10 @@ kernels' probe builds too (``SKCONTRACT_PROBE``: the mainloop's loads alone, its
 alone; their outputs are wrong), which tell what bounds a tile. ``--store tma,threads``
 times the Wgmma epilogue's two store paths (the library's rule,
 :func:`skcontract.kernels.tma.output_map`, with every size allowed, or with none); each
-such row says whether a launch stored by TMA (``tma_store``). ``--stages 6,8,13`` (with ``--tile``) times the forced entry with each ring
-depth: the catalogue entries that tile forces are replaced, in this process and for that
-row only, by copies with that many stages (the entry's own count, ``stages`` in the row;
-``default`` keeps the catalogue's).
+such row says whether a launch stored by TMA (``tma_store``). ``--stages 6,8,13`` (with
+``--tile``) times the forced entry with each ring depth: the catalogue entries that tile
+forces are replaced, in this process and for that row only, by copies with that many
+stages (the entry's own count, ``stages`` in the row; ``default`` keeps the catalogue's).
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
 directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
 ``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the

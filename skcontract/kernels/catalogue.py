@@ -1030,10 +1030,10 @@ WGMMA_EFFICIENCY = {(128, 128, 1): 0.37, (128, 256, 1): 0.345, (64, 256, 1): 0.4
 against the Mma16 entry's (1.0) on the same shapes, H200, 2026-12-01
 (docs/benchmarks/log.md): 128 x 256 0.341 (4096^3), 0.342 (3072 x 2816 x 4096), 0.354
 (8192^3); 128 x 128 0.364 (1536 x 1408 x 4096), 0.366 (4096^3). The 128 x 128 tile reads
-more L2 bytes per flop, and the L2 limits it when every SM runs it. The 64-row tiles' 0.42 is an estimate (one consumer warpgroup a CTA;
-docs/benchmarks/log.md), as are the narrow tiles' 0.5 and 0.6 (more L2 bytes per flop
-again: auto takes them only where a shape has few tiles, or, for 64 x 64, by the
-memory-bound rule). The paired 128 x 64's 0.43 is the eight-stage entry's 0.5 times its
+more L2 bytes per flop, and the L2 limits it when every SM runs it. The 64-row tiles' 0.42
+is an estimate (one consumer warpgroup a CTA; docs/benchmarks/log.md), as are the narrow
+tiles' 0.5 and 0.6 (more L2 bytes per flop again: auto takes them only where a shape has
+few tiles, or, for 64 x 64, by the memory-bound rule). The paired 128 x 64's 0.43 is the eight-stage entry's 0.5 times its
 measured 0.87-0.92 on many-tile convolutions (:data:`WGMMA_PAIRED_MIN_WAVES`)."""
 
 FFMA_NARROW_EFFICIENCY = 1.0
