@@ -1033,8 +1033,9 @@ against the Mma16 entry's (1.0) on the same shapes, H200, 2026-12-01
 more L2 bytes per flop, and the L2 limits it when every SM runs it. The 64-row tiles' 0.42
 is an estimate (one consumer warpgroup a CTA; docs/benchmarks/log.md), as are the narrow
 tiles' 0.5 and 0.6 (more L2 bytes per flop again: auto takes them only where a shape has
-few tiles, or, for 64 x 64, by the memory-bound rule). The paired 128 x 64's 0.43 is the eight-stage entry's 0.5 times its
-measured 0.87-0.92 on many-tile convolutions (:data:`WGMMA_PAIRED_MIN_WAVES`)."""
+few tiles, or, for 64 x 64, by the memory-bound rule). The paired 128 x 64's 0.43 is the
+eight-stage entry's 0.5 times its measured 0.87-0.92 on many-tile convolutions
+(:data:`WGMMA_PAIRED_MIN_WAVES`)."""
 
 FFMA_NARROW_EFFICIENCY = 1.0
 """Time per flop of the fp32 256 x 64 and 64 x 256 entries against the 128 x 128 x 32
