@@ -11,7 +11,11 @@ stamped it) and the phases' lengths per CTA. The stamps cost a few stores a CTA;
 kernel's time is printed beside the peer's (cuBLAS or cuDNN) for scale. Only the Wgmma
 kernels stamp (a launch of another family prints that nothing was stamped). A case is
 ``<dtype>-<shape>:<mode>[:BMxBNxBK[xCTAs]]`` (``--gemm``: MxNxK; ``--conv``:
-NxCxHxWxKxRxSxstridexpad, channels-last).
+NxCxHxWxKxRxSxstridexpad, channels-last). ``--ktiles`` adds the ring's k-tiles (the first
+``KTRACE_TILES`` of each CTA; ``trace_ktile``, 3xTF32's consumers stamp none): how long a
+k-tile's loads take from the producer's issue to the consumers finding them landed, how
+far apart the issues and the landings are, and how many k-tiles are in flight at an issue,
+over every k-tile and over those past the ring's first fill (``--skip``).
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ PHASES = (("first split read", "start", "first_split"),
           ("shared sum + store", "shared_waited", "shared_done"),
           ("whole CTA", "start", "end"))
 TRACE_CTAS, TRACE_SLOTS, FIRST_CLOCK_SLOT = 1024, 16, 2
+KTRACE_TILES = 256
+"""sk_common.cuh's SKC_KTRACE_TILES: the k-tiles a CTA stamps (issued, landed)."""
+QUANTILES = (0.0, 0.1, 0.5, 0.9, 1.0)
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 TIMED_REPS = 7
 
@@ -76,7 +83,8 @@ def _on_cupy_stream(fn, calls: int, reps: int) -> float:
 
 
 def stamps_of(run):
-    """The launch's kernel and its stamps: (CTAs, TRACE_SLOTS) uint64, zero where unset."""
+    """The launch's kernel, its stamps ((CTAs, TRACE_SLOTS) uint64) and its k-tile stamps
+    ((CTAs, KTRACE_TILES, 2) uint64: issued, landed), zero where unset."""
     import cupy
 
     with record_launches() as launches:
@@ -84,13 +92,59 @@ def stamps_of(run):
     if len(launches) != 1:
         raise SystemExit(f"the case launched {len(launches)} kernels; trace one")
     launch = launches[0]
-    compiled = [k for k in jit._MEMO.values() if k.spec.name == launch.kernel]
-    ptr = compiled[0].module.get_global("skc_trace")
-    buf = cupy.ndarray((TRACE_CTAS, TRACE_SLOTS), dtype=cupy.uint64, memptr=ptr)
+    module = next(k for k in jit._MEMO.values() if k.spec.name == launch.kernel).module
+    buf = cupy.ndarray((TRACE_CTAS, TRACE_SLOTS), dtype=cupy.uint64,
+                       memptr=module.get_global("skc_trace"))
+    kbuf = cupy.ndarray((TRACE_CTAS, KTRACE_TILES, 2), dtype=cupy.uint64,
+                        memptr=module.get_global("skc_ktrace"))
     buf.fill(0)
+    kbuf.fill(0)
     run()
     cupy.cuda.runtime.deviceSynchronize()
-    return launch, cupy.asnumpy(buf[:launch.ctas or launch.grid])
+    ctas = launch.ctas or launch.grid
+    return launch, cupy.asnumpy(buf[:ctas]), cupy.asnumpy(kbuf[:ctas])
+
+
+def clock_rate(stamps) -> float:
+    """SM clocks per ns, pooled over the CTAs that stamped their start and end (the
+    globaltimer ticks coarsely); nan where none did."""
+    raw = stamps.astype(np.int64)
+    start, end = FIRST_CLOCK_SLOT, FIRST_CLOCK_SLOT + 1
+    ok = (raw[:, start] != 0) & (raw[:, end] != 0) & (raw[:, 1] > raw[:, 0])
+    if not ok.any():
+        return float("nan")
+    return float((raw[ok, end] - raw[ok, start]).sum() / (raw[ok, 1] - raw[ok, 0]).sum())
+
+
+def ktile_report(kstamps, rate: float, skip: int) -> list[str]:
+    """The ring's k-tiles (``kstamps``: (CTAs, tiles, 2) SM clocks, issued and landed; 0
+    unset) at ``rate`` clocks per ns: quantiles over every k-tile, and over those from the
+    ``skip``-th of each CTA on, of the load time (issue to landed), the intervals between
+    consecutive issues and landings, and the k-tiles in flight at an issue (issued before
+    it, not yet landed)."""
+    k = kstamps.astype(np.int64)
+    issued, landed = k[..., 0], k[..., 1]
+    both = (issued != 0) & (landed != 0)
+    if not both.any():
+        return ["no k-tile stamped (only the Wgmma ring's 16-bit, tf32 and int8 consumers)"]
+    us = 1e-3 / rate
+    step = both[:, 1:] & both[:, :-1]
+    # in flight at k-tile t's issue: the k-tiles u < t landed after it ([cta, t, u])
+    before = np.tri(k.shape[1], k=-1, dtype=bool)[None]
+    flight = (before & both[:, None, :] & (landed[:, None, :] > issued[:, :, None])).sum(axis=2)
+    series = {"load (us)": ((landed - issued) * us, both),
+              "issue gap (us)": (np.diff(issued, axis=1) * us, step),
+              "landed gap (us)": (np.diff(landed, axis=1) * us, step),
+              "in flight": (flight.astype(np.float64), both)}
+    lines = [f"k-tiles: {int(both.sum())} stamped in {int(both.any(axis=1).sum())} CTAs; "
+             f"quantiles {', '.join(f'{q:g}' for q in QUANTILES)} (all | from k-tile {skip})"]
+    for name, (v, mask) in series.items():
+        tail = mask.copy()
+        tail[:, :skip] = False
+        parts = [" ".join(f"{x:7.3f}" for x in np.quantile(v[m], QUANTILES)) if m.any()
+                 else "-" for m in (mask, tail)]
+        lines.append(f"{name:<16}{parts[0]} | {parts[1]}")
+    return lines
 
 
 def report(stamps) -> list[str]:
@@ -105,10 +159,9 @@ def report(stamps) -> list[str]:
     # differences in integers first: the globaltimer counts ns since the epoch, whose
     # float64 steps are 256 ns, and the clocks count from the GPU's start
     base = raw[ok, 0].min()
-    gt0, gt1 = (raw[:, 0] - base).astype(np.float64), (raw[:, 1] - base).astype(np.float64)
+    gt0 = (raw[:, 0] - base).astype(np.float64)
     clk = (clocks - clocks[:, :1]).astype(np.float64)
-    # SM clocks per ns, pooled over the CTAs (the globaltimer ticks coarsely)
-    rate = (clk[ok, 1] - clk[ok, 0]).sum() / (gt1[ok] - gt0[ok]).sum()
+    rate = clock_rate(stamps)
     at = gt0[:, None] + clk / rate  # ns, on the globaltimer's axis
     at = np.where(set_, at / 1e3, np.nan)
     lines = [f"{len(stamps)} CTAs, SM clock {rate:.2f} GHz; us from the first CTA's start",
@@ -133,6 +186,9 @@ def main(argv=None) -> int:
     p.add_argument("--conv", default="", help="comma list of conv2d cases")
     p.add_argument("--grid", type=int, default=None)
     p.add_argument("--reduction", default=None)
+    p.add_argument("--ktiles", action="store_true", help="also report the ring's k-tiles")
+    p.add_argument("--skip", type=int, default=16,
+                   help="k-tiles of each CTA left out of the steady-state quantiles")
     args = p.parse_args(argv)
     os.environ["SKCONTRACT_TRACE"] = "1"  # read when a kernel is compiled (jit.get_kernel)
     cases = [("gemm", c) for c in args.gemm.split(",") if c] + [
@@ -140,12 +196,14 @@ def main(argv=None) -> int:
     for kind, case in cases:
         run, peer, timed = build(kind, case, args.grid, args.reduction)
         run()
-        launch, stamps = stamps_of(run)
+        launch, stamps, kstamps = stamps_of(run)
         calls = 200
         print(f"== {kind} {case}: {launch.kernel} grid {launch.grid} ({launch.mode}); "
               f"traced {timed(run, calls, TIMED_REPS):.2f} us, peer "
               f"{torch_graph_us(peer, calls, TIMED_REPS):.2f} us")
         print("\n".join(report(stamps)), flush=True)
+        if args.ktiles:
+            print("\n".join(ktile_report(kstamps, clock_rate(stamps), args.skip)), flush=True)
     return 0
 
 

@@ -328,3 +328,19 @@ def test_the_probe_builds_compile(probe):
         assert out["compiled"], out["log"][-2000:]
         spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
         assert spills and max(spills) == 0, out["log"][-2000:]
+
+
+def test_the_trace_build_compiles():
+    """The traced Wgmma kernels (tools.trace_kernel: phase and k-tile stamps) of a single CTA,
+    a pair and 3xTF32: sm_90a, no spill."""
+    from skcontract.kernels import catalogue, jit, specs
+    picks = (("Wgmma", "float16"), ("WgmmaPair", "float16"), ("WgmmaTf32x3", "float32"))
+    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == dtype
+                  and (b.bm, b.bn) == (64, 64)) for family, dtype in picks]
+    for base in bases:
+        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")
+        out = compile_check.compile_source("#define SKCONTRACT_TRACE\n" + jit.render_source(spec),
+                                           spec.name, (spec.name_expression,), "sm_90a")
+        assert out["compiled"], out["log"][-2000:]
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
+        assert spills and max(spills) == 0, out["log"][-2000:]

@@ -131,3 +131,19 @@ def test_time_gemm_stages_swaps_the_entries_a_tile_forces_and_puts_them_back():
         with time_gemm._stages_swapped((48, 48, 64), 5):
             pass
     assert catalogue.bases_for("float16", cc=90) == before
+
+
+def test_ktile_report_times_loads_gaps_and_k_tiles_in_flight():
+    """One CTA at 2 GHz issuing a k-tile every 1 us, each landing 1.5 us later (the next
+    issue finds one in flight); a CTA that stamped nothing is left out."""
+    kst = np.zeros((2, 8, 2), np.uint64)
+    for t in range(4):
+        kst[0, t] = (1000 + 2000 * t, 4000 + 2000 * t)
+    # a row: its name in 16 columns, the quantiles over every k-tile | from k-tile 1 on
+    rows = {line[:16].strip(): [part.split() for part in line[16:].split("|")]
+            for line in trace_kernel.ktile_report(kst, 2.0, 1)[1:]}
+    assert rows["load (us)"] == [["1.500"] * 5, ["1.500"] * 5]
+    assert rows["issue gap (us)"][1] == ["1.000"] * 5
+    assert rows["in flight"] == [["0.000", "0.300", "1.000", "1.000", "1.000"], ["1.000"] * 5]
+    assert "4 stamped in 1 CTAs" in trace_kernel.ktile_report(kst, 2.0, 1)[0]
+    assert "no k-tile" in trace_kernel.ktile_report(np.zeros((1, 8, 2), np.uint64), 2.0, 0)[0]

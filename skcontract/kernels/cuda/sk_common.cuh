@@ -13,6 +13,10 @@
 #define SKC_TRACE_CTAS 1024
 #define SKC_TRACE_SLOTS 16
 __device__ unsigned long long skc_trace[SKC_TRACE_CTAS * SKC_TRACE_SLOTS];
+// Per k-tile of a CTA's first SKC_KTRACE_TILES (the Wgmma ring's): the SM clock where the
+// producer issues its loads (side 0) and where the consumers find it landed (side 1).
+#define SKC_KTRACE_TILES 256
+__device__ unsigned long long skc_ktrace[SKC_TRACE_CTAS * SKC_KTRACE_TILES * 2];
 #endif
 
 namespace skc {
@@ -39,6 +43,19 @@ __device__ __forceinline__ void trace(int point) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     row[point - TRACE_START] = t;
   }
+#endif
+}
+
+// The ring's k-tile stamps of a traced build: `side` 0 where the producer issues the CTA's
+// k-tile `taken` (its count of k-tiles so far, over its splits), 1 where the consumers
+// find it landed; nothing without SKCONTRACT_TRACE.
+enum KtileSide : int { KTILE_ISSUED = 0, KTILE_LANDED = 1 };
+__device__ __forceinline__ void trace_ktile(int side, int taken) {
+#ifdef SKCONTRACT_TRACE
+  if (blockIdx.x >= SKC_TRACE_CTAS || taken >= SKC_KTRACE_TILES) return;
+  long long clk;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+  skc_ktrace[(blockIdx.x * SKC_KTRACE_TILES + taken) * 2 + side] = (unsigned long long)clk;
 #endif
 }
 

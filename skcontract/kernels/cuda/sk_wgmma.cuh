@@ -609,6 +609,7 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
         continue;
       }
 #endif
+      trace_ktile(KTILE_ISSUED, at.taken);
       mbar_arrive_expect_tx(&sm.full[at.stage], stage_tx);
       loads.load(sm.stage(at.stage), &sm.full[at.stage], kt);
       if (at.at_start()) trace(TRACE_FIRST_LOAD);
@@ -769,7 +770,10 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
   };
   for (int kt = 0; kt < ktiles; ++kt) {
     mbar_wait(&sm.full[at.stage], at.phase);
-    if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
+    if (threadIdx.x == 0) {
+      if (at.at_start()) trace(TRACE_FIRST_LANDED);
+      trace_ktile(KTILE_LANDED, at.taken);
+    }
     if constexpr (Loads::MASKS) {
       if (loads.masks()) mask_stage(loads, sm.stage(at.stage), row0, s.k0 / Cfg::BK + kt);
     }
