@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|narrow|probes|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
@@ -15,6 +15,8 @@
 #   narrow  : Nsight Compute on the narrow Wgmma tiles (64x64, 128x64) against cuBLAS's 64x64 on
 #             products of few tiles: shared-memory and L2 throughput; stall samples by SASS
 #             instruction (tools.ncu_stalls) of our 64x64 and cuBLAS's
+#   ktrace  : tools.trace_kernel --ktiles on the narrow tiles' products of one tile an SM (each
+#             k-tile's loads from issue to landed, KTRACE_CASES), cuBLAS's time beside
 #   probes  : tools.time_gemm --probe none,loads,mma on the narrow tiles, every layout (the
 #             mainloop's halves timed apart: PROBE_SHAPES, PROBE_TILES, PROBE_LAYOUTS)
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
@@ -119,6 +121,13 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     print(r['shape'], r.get('layout'), r.get('tile'), r.get('probe'), round(r.get('us', -1), 2),
           'cublas', round(r.get('torch_us', -1), 2), r.get('error', '')[:60])" "$OUT/probes.jsonl";;
+    ktrace)
+      cases=fp16-512x1024x8192:data_parallel:64x64x64,fp16-8x256x256x4096:data_parallel:64x64x64
+      cases=$cases,fp16-1024x1024x8192:data_parallel:128x64x64x1
+      cases=$cases,fp16-2048x2048x8192:data_parallel:128x256x64
+      timeout ${KTRACE_S:-150} python3 -m tools.trace_kernel --ktiles \
+        --gemm "${KTRACE_CASES:-$cases}" > "$OUT/ktrace.txt" 2>&1
+      echo "ktrace rc=$? ($(( $(date +%s) - t0 ))s)"; cat "$OUT/ktrace.txt" | tail -60;;
     conv)
       timeout ${CONV_S:-200} python3 -m pytest -q $XDIST -p no:cacheprovider tests/gpu/test_conv2d_gpu.py > "$OUT/conv.log" 2>&1
       echo "conv tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -4 "$OUT/conv.log";;

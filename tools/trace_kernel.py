@@ -10,7 +10,7 @@ time from the first CTA's start (microseconds; min / median / max over the CTAs 
 stamped it) and the phases' lengths per CTA. The stamps cost a few stores a CTA; the traced
 kernel's time is printed beside the peer's (cuBLAS or cuDNN) for scale. Only the Wgmma
 kernels stamp (a launch of another family prints that nothing was stamped). A case is
-``<dtype>-<shape>:<mode>[:BMxBNxBK[xCTAs]]`` (``--gemm``: MxNxK; ``--conv``:
+``<dtype>-<shape>:<mode>[:BMxBNxBK[xCTAs]]`` (``--gemm``: MxNxK or BxMxNxK; ``--conv``:
 NxCxHxWxKxRxSxstridexpad, channels-last). ``--ktiles`` adds the ring's k-tiles (the first
 ``KTRACE_TILES`` of each CTA; ``trace_ktile``, 3xTF32's consumers stamp none): how long a
 k-tile's loads take from the producer's issue to the consumers finding them landed, how
@@ -62,10 +62,10 @@ def build(kind: str, case: str, grid, reduction):
     extra = {k: v for k, v in (("grid", grid), ("reduction", reduction)) if v is not None}
     if kind == "gemm":
         from skcontract.kernels.gemm import gemm
-        m, n, k = dims
-        a = torch.randn((m, k), device="cuda").to(tdt)
-        b = torch.randn((k, n), device="cuda").to(tdt)
-        c = torch.empty((m, n), device="cuda", dtype=tdt)
+        *batch, m, n, k = dims  # MxNxK or BxMxNxK
+        a = torch.randn((*batch, m, k), device="cuda").to(tdt)
+        b = torch.randn((*batch, k, n), device="cuda").to(tdt)
+        c = torch.empty((*batch, m, n), device="cuda", dtype=tdt)
         run = lambda: gemm(a, b, c, mode=mode, tile=tile, **extra)  # noqa: E731
         return run, lambda: torch.matmul(a, b, out=c), _on_cupy_stream
     from skcontract.ops.conv2d import conv2d
