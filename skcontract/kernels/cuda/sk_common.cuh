@@ -28,6 +28,14 @@ enum TracePoint : int {
   TRACE_SHARED_DONE, TRACE_FIRST_SPLIT
 };
 
+#ifdef SKCONTRACT_TRACE
+__device__ __forceinline__ unsigned long long sm_clock() {
+  long long clk;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+  return (unsigned long long)clk;
+}
+#endif
+
 // Stamp `point` for this CTA (the caller picks the one thread); nothing without
 // SKCONTRACT_TRACE. TRACE_START and TRACE_END also record the globaltimer, which aligns the
 // CTAs' clocks on the host.
@@ -35,9 +43,7 @@ __device__ __forceinline__ void trace(int point) {
 #ifdef SKCONTRACT_TRACE
   if (blockIdx.x >= SKC_TRACE_CTAS) return;
   unsigned long long* row = skc_trace + blockIdx.x * SKC_TRACE_SLOTS;
-  long long clk;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
-  row[point] = (unsigned long long)clk;
+  row[point] = sm_clock();
   if (point == TRACE_START || point == TRACE_END) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -53,9 +59,7 @@ enum KtileSide : int { KTILE_ISSUED = 0, KTILE_LANDED = 1 };
 __device__ __forceinline__ void trace_ktile(int side, int taken) {
 #ifdef SKCONTRACT_TRACE
   if (blockIdx.x >= SKC_TRACE_CTAS || taken >= SKC_KTRACE_TILES) return;
-  long long clk;
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
-  skc_ktrace[(blockIdx.x * SKC_KTRACE_TILES + taken) * 2 + side] = (unsigned long long)clk;
+  skc_ktrace[(blockIdx.x * SKC_KTRACE_TILES + taken) * 2 + side] = sm_clock();
 #endif
 }
 
