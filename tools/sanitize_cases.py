@@ -107,6 +107,9 @@ def main(argv=None) -> int:
         ("float16", (200, 136, 2000), "stream_k", "atomic", (128, 256, 64), ("C", "C")),
         ("float16", (256, 256, 8192), "stream_k", "arrival", (128, 128, 64), ("F", "C")),
         ("float16", (136, 264, 72), "data_parallel", "deterministic", (128, 256, 64), ("F", "F")),
+        # HyTiS: the 128 x 256 kernel's small rows (half of B, half the columns stored)
+        ("float16", (2200, 2312, 200), "hytis", "deterministic", (128, 256, 64), ("C", "C")),
+        ("float16", (1000, 136, 264), "hytis", "deterministic", (128, 256, 64), ("C", "F")),
         # a shared sum in groups of peers, its scratch in the idle ring
         ("float16", (64, 128, 16384), "stream_k", "arrival", (64, 128, 64), ("C", "C")),
         # the paired 128 x 64 (two CTAs an SM, registers traded): split tiles whose fixups

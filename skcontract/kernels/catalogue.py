@@ -186,6 +186,11 @@ WGMMA_STORE_COLS = 128
 (the kernel's Cfg::STORE_COLS, :attr:`Wgmma.store_cols`): a 128-column pass of 64 rows is
 16 KB a consumer warpgroup, which fits beside the rings of the one-CTA entries; a wider
 tile stores in passes, each waiting until the last has read the staging."""
+WGMMA_HYTIS_TILES = ((128, 256, 1),)
+"""Wgmma: (BM, BN, CTAs an SM) of the entries whose kernel also runs HyTiS's small tile,
+BM x BN / 2 (:attr:`Wgmma.small_bn`): the widest tile, whose last partial wave HyTiS runs as
+twice as many half tiles with no reduction, where auto's cost model prefers that to
+Stream-K and hybrid."""
 WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -621,6 +626,9 @@ class Wgmma(KernelBase):
     TRADES: ClassVar[tuple] = ()
     """(BM, BN, CTAs an SM) of the 16-bit menu whose entry of this type trades registers
     where the 16-bit one does not."""
+    HYTIS_TILES: ClassVar[tuple] = WGMMA_HYTIS_TILES
+    """(BM, BN, CTAs an SM) of the entries whose data-parallel kernel also runs HyTiS's
+    small tile, BM x BN / 2, on a table's small rows (:attr:`small_bn`)."""
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
@@ -650,7 +658,35 @@ class Wgmma(KernelBase):
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
                 f"  static constexpr bool TF32X3 = {_cxx_bool(self.TF32X3)};\n"
+                f"  static constexpr int SMALL_BN = {self.small_bn_of(spec)};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}, Acc>;\n")
+
+    @property
+    def small_bn(self) -> int:
+        """Columns of the entry's HyTiS small tile (BM x BN / 2), 0 for an entry without
+        one (:attr:`HYTIS_TILES`)."""
+        key = (self.bm, self.bn, self.ctas_per_sm)
+        return self.bn // 2 if key in self.HYTIS_TILES and self.CLUSTER == 1 else 0
+
+    def small_bn_of(self, spec) -> int:
+        """The small tile's columns in the kernel of ``spec`` (its Cfg::SMALL_BN): the
+        entry's in its GEMM kernel without a fixup (a HyTiS table splits no tile), else 0."""
+        return self.small_bn if spec.protocol == "none" and not spec.im2col else 0
+
+    def b_parts(self, spec) -> int:
+        """The parts B's stage loads in (its map's box is one): a pair's CTAs each load
+        one, and a kernel with the small tile loads two halves (a small row the first)."""
+        return 2 if self.small_bn_of(spec) else self.CLUSTER
+
+    def option(self) -> TileOption:
+        """The entry's tile option, with its HyTiS small tile where it has one."""
+        option = super().option()
+        if not self.small_bn:
+            return option
+        small_eff = WGMMA_EFFICIENCY[self.bm, self.small_bn, self.ctas_per_sm] * \
+            self.EFFICIENCY_SCALE
+        return replace(option, small_tiles=((self.bm, self.small_bn),),
+                       small_efficiency=small_eff)
 
     @property
     def streams(self) -> bool:
@@ -753,9 +789,10 @@ class WgmmaKMajor(Wgmma):
     """The Wgmma kernel on 32- or 8-bit operands, which wgmma reads K-major only: the
     entries take a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an
     operand of another layout into that one first (:func:`skcontract.kernels.gemm.gemm`).
-    No convolution entry."""
+    No convolution entry, no HyTiS tile."""
 
     IM2COL: ClassVar[str | None] = None
+    HYTIS_TILES: ClassVar[tuple] = ()
 
     def layouts(self) -> tuple[tuple[str, str], ...]:
         return (("row", "col"),)

@@ -69,9 +69,10 @@ def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> N
                         f"{dtype}")
     if base.vec16_only and not vec16:
         raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands")
-    if schedule.small_tile is not None:
-        raise ValueError("gemm: a HyTiS schedule needs a second tile shape in the launch, "
-                         "which the kernels do not run")
+    small = schedule.small_tile
+    if small is not None and tuple(small[:2]) not in (base.option().small_tiles or ()):
+        raise ValueError(f"gemm: the HyTiS schedule's small tile {tuple(small)} is not one "
+                         f"that kernel {base.name} runs beside its {schedule.tile} tile")
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
@@ -138,8 +139,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
          bind=False):
     """``out = alpha * a @ b + beta * out`` on the GPU with a Stream-K family kernel.
 
-    ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned" (passed to
-    the scheduler; "hytis" raises ValueError: the kernels run one tile shape per launch).
+    ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned" or
+    "hytis" (passed to the scheduler; "hytis" runs on the entries whose kernel has a small
+    tile, :data:`.catalogue.WGMMA_HYTIS_TILES`, and raises ValueError where none is offered).
     ``reduction``: "deterministic" (workspace + lock, bitwise reproducible; auto may pick the
     arrival protocol's shared sum, also bitwise reproducible, for few tiles with many peers),
     "arrival" (a slot per split; the peers share the final sum when every CTA is resident)

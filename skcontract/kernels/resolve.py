@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
-from ..schedule.types import CLUSTER
+from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
                         dot_bases, output_tiles, pending_for, streaming_wanted)
@@ -142,11 +142,16 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
         by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
+    if tile is None and mode == HYTIS:  # forced: the entries that run a small tile
+        by_entry = {key: b for key, b in fit.items() if b.option().small_tiles} or by_entry
     if not by_entry:
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")
     while True:
-        options_ = [replace(b.option(), ctas_per_sm=c) for (_, c, _), b in by_entry.items()]
+        # a convolution's kernels run one tile shape (no HyTiS small rows)
+        smalls = {} if im2col is None else {"small_tiles": ()}
+        options_ = [replace(b.option(), ctas_per_sm=c, **smalls)
+                    for (_, c, _), b in by_entry.items()]
         schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                     tiles=options_, **options)
         key = schedule.tile, schedule.device.ctas_per_sm, schedule.cluster

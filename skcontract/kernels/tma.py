@@ -165,9 +165,10 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
         box = load_box(kmajor, rows, tile_rows, spec.bk, parts)
         return operand_map(ptr, spec.base.tma_dtype, dims, strides, box)
 
-    # a cluster pair's CTAs each load one part of B's stage and multicast it to both
+    # a cluster pair's CTAs each load one part of B's stage and multicast it to both; a
+    # kernel with HyTiS's small tile loads B's stage in halves (Wgmma.b_parts)
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
-            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.base.CLUSTER))
+            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.base.b_parts(spec)))
 
 
 def load_box(kmajor: bool, rows: int, tile_rows: int, bk: int,

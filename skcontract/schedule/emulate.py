@@ -371,7 +371,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     model = cost_of(s.device)
     c_big = iteration_cost(s.tile, s.problem.dtype, model, s.tile_efficiency)
     rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.acc_dtype, model,
-                   s.tile_efficiency, fixup_cost=s.fixup_cost, cluster=s.reduction == CLUSTER)
+                   s.tile_efficiency, fixup_cost=s.fixup_cost, cluster=s.reduction == CLUSTER,
+                   small_efficiency=s.small_efficiency)
     dur = rc.compute / c_big
     fix = (rc.write + rc.d * rc.chain) / c_big
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0

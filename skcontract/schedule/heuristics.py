@@ -104,9 +104,10 @@ HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
 
 HYTIS_MIN_TILE = 16
 
-MODE_PREFERENCE = ("data_parallel", "hybrid", "stream_k", "aligned", "split_k", "hytis")
-"""Order auto prefers modes in when the model cannot tell them apart: simpler first, and
-hybrid before stream_k because it keeps most tiles in DP raster order (L2 locality)."""
+MODE_PREFERENCE = ("data_parallel", "hytis", "hybrid", "stream_k", "aligned", "split_k")
+"""Order auto prefers modes in when the model cannot tell them apart: simpler first (hytis,
+whose tiles each have one split, right after data-parallel), and hybrid before stream_k
+because it keeps most tiles in DP raster order (L2 locality)."""
 PREFERENCE_MARGIN = 0.01
 """A mode later in MODE_PREFERENCE must be predicted this much faster per step to win."""
 
@@ -249,19 +250,20 @@ class RowCosts:
 
 def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: CostModel,
               efficiency: float | None = None, share: int = 1,
-              fixup_cost: float = 1.0, cluster: bool = False) -> RowCosts:
+              fixup_cost: float = 1.0, cluster: bool = False,
+              small_efficiency: float | None = None) -> RowCosts:
     """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM;
-    ``efficiency``: the kernel's own for the big tile; ``fixup_cost``: the kernel's own, for
-    both tiles (one kernel runs them); ``cluster``: the table runs the ``cluster`` reduction
-    (:data:`CLUSTER_SUM_TILES`)."""
+    ``efficiency`` / ``small_efficiency``: the kernel's own for the big / small tile;
+    ``fixup_cost``: the kernel's own, for both tiles (one kernel runs them); ``cluster``:
+    the table runs the ``cluster`` reduction (:data:`CLUSTER_SUM_TILES`)."""
     bk = tile[2]
     flags = table[:, T.FLAGS]
     tiles = np.where(flags & T.FLAG_RANGE, table[:, T.RANGE_COUNT], 1)
     iters = -(-(table[:, T.K1].astype(np.int64) - table[:, T.K0]) // bk) * tiles
     small = (flags & T.FLAG_SMALL) != 0
     c_big = iteration_cost(tile, dtype, model, efficiency) * share
-    c_small = (iteration_cost(small_tile, dtype, model) * share if small_tile is not None
-               else c_big)
+    c_small = (iteration_cost(small_tile, dtype, model, small_efficiency) * share
+               if small_tile is not None else c_big)
     b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model, fixup_cost))
     b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model, fixup_cost))
                   if small_tile is not None else (b_big, d_big))
@@ -283,10 +285,11 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
 
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
             dtype, acc_dtype, device, efficiency: float | None = None,
-            fixup_cost: float = 1.0, cluster: bool = False) -> Prediction:
-    """Evaluate the cost model on a split table (vectorised); ``efficiency`` as in
-    :func:`iteration_cost`, ``fixup_cost`` as in :func:`fixup_costs` (for the big
-    tile) and ``cluster`` as in :func:`row_costs`."""
+            fixup_cost: float = 1.0, cluster: bool = False,
+            small_efficiency: float | None = None) -> Prediction:
+    """Evaluate the cost model on a split table (vectorised); ``efficiency`` (and
+    ``small_efficiency``, the small tile's) as in :func:`iteration_cost`, ``fixup_cost`` as
+    in :func:`fixup_costs` (for the big tile) and ``cluster`` as in :func:`row_costs`."""
     model = cost_of(device)
     resident = device.resident_ctas
     # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
@@ -294,7 +297,7 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
     rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share,
-                   fixup_cost, cluster)
+                   fixup_cost, cluster, small_efficiency)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
     per_cta_compute = np.bincount(cta, weights=rc.compute, minlength=grid)
     per_cta = per_cta_compute + np.bincount(cta, weights=rc.fixup, minlength=grid)

@@ -28,8 +28,9 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DAT
                     TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
 
 
-NO_SECOND_TILE = "the kernels run one tile shape per launch"
-"""Why HyTiS is not offered for tile options that name no small tiles (the GPU's)."""
+NO_SECOND_TILE = "these kernels run one tile shape per launch"
+"""Why HyTiS is not offered for tile options that name no small tiles (the GPU entries but
+those of :data:`skcontract.kernels.catalogue.WGMMA_HYTIS_TILES`)."""
 
 
 def _options(tiles, tile, dtype, device) -> list[TileOption]:
@@ -97,15 +98,16 @@ class _Builder:
             raw.grid <= self.device.resident_ctas
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
+        small_eff = self.option.small_efficiency if small is not None else None
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device, eff, fix,
-                       cluster=reduction == CLUSTER)
+                       cluster=reduction == CLUSTER, small_efficiency=small_eff)
         note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
                         pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix,
-                        cluster=self.option.cluster)
+                        cluster=self.option.cluster, small_efficiency=small_eff)
 
     # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
@@ -290,6 +292,8 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
     if mode == ALIGNED and red != CLUSTER:
         red = ARRIVAL
     ok, why = can_apply_stream_k(kind, reduction=red, **facts)
+    if mode == HYTIS:  # the options that have a small tile (none: the first says why not)
+        builders = [b for b in builders if b.option.small_tiles != ()] or builders[:1]
     built = []
     for b in builders:
         t = b.option.tile
@@ -366,6 +370,8 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             few_waves = ts.n <= STREAM_K_MAX_WAVES * resident
             modes = [] if rule else ([STREAM_K] if few_waves else []) + \
                 ([HYBRID] if ts.n >= resident else []) + ([SPLIT_K] if ts.n < resident else [])
+            if not rule and b.option.small_tiles and ts.n % g:
+                modes.append(HYTIS)  # a kernel's own small tile, weighed with the others
             if rule:
                 built[-1] = (dp, f"rule: {rule}")
         elif ts.n % g and b.option.small_tiles == ():

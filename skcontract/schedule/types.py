@@ -261,7 +261,10 @@ class TileOption:
     schedule's grid and co-residency use it). ``efficiency``: its cost-model time per unit
     of tile volume relative to the reference tile (None: the cost model's own estimate for
     the shape). ``small_tiles``: (BM, BN) latency tiles the same launch can also run, which
-    HyTiS needs; a kernel that runs one tile shape per launch offers none.
+    HyTiS needs; a kernel that runs one tile shape per launch offers none (``()``), and None
+    lets the scheduler choose any (:func:`~.decompose.hytis_small_tiles`: planning without a
+    kernel). ``small_efficiency``: the efficiency of the kernel's small tiles (None: the cost
+    model's estimate).
     ``fixup_cost``: its cost of writing and merging a partial tile relative to the cost
     model's (``b`` and ``d``). ``cluster``: CTAs (on as many SMs) that run one work unit
     together (a cluster pair sharing an operand); the schedule's grid counts units, and the
@@ -277,6 +280,7 @@ class TileOption:
     ctas_per_sm: int = 1
     efficiency: float | None = None
     small_tiles: tuple | None = None
+    small_efficiency: float | None = None
     fixup_cost: float = 1.0
     cluster: int = 1
     cluster_sum: bool = False
@@ -355,6 +359,7 @@ class Schedule:
     waves: float = float("nan")
     candidates: tuple = field(default=())
     tile_efficiency: float | None = None  # the kernel's own cost-model efficiency, if given
+    small_efficiency: float | None = None  # the same for its HyTiS small tile
     fixup_cost: float = 1.0  # the kernel's own partial-tile cost relative to the model's
     cluster: int = 1  # CTAs that run one work unit (TileOption.cluster); the grid counts units
 

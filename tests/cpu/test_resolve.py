@@ -12,6 +12,8 @@ import pytest
 from skcontract.kernels import catalogue
 from skcontract.kernels.resolve import ctas_on, entry_for, resolve_gemm, step_operands
 from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm
+from skcontract.kernels.specs import specialise
+from skcontract.schedule import table as T
 from skcontract.schedule.heuristics import selection_key
 
 H200 = DeviceInfo.h200()
@@ -78,16 +80,41 @@ def test_vec16_only_entries_need_aligned_operands_and_hopper():
     assert not r.base.vec16_only
 
 
-def test_hytis_is_not_offered_for_the_kernels():
-    """The kernels run one tile shape per launch: auto never picks hytis for them, a forced
-    hytis is refused, and a step that cannot split K says why it stays data-parallel."""
-    for dtype in ("float16", "float32", "float64"):
+def test_hytis_runs_on_the_entries_with_a_small_tile():
+    """Only the 16-bit Wgmma 128 x 256 entry runs HyTiS's small tile (128 x 128, priced
+    with the 128 x 128 entry's efficiency): a forced hytis plans on it, its data-parallel
+    kernel is the one built with the small tile, and a convolution, whose kernels run one
+    tile, never gets one. Elsewhere a forced hytis is refused, and a step that cannot split
+    K says why it stays data-parallel."""
+    for dtype in ("float16", "bfloat16"):
+        r = _resolve(2304, 2304, 4096, dtype, mode="hytis")
+        s = r.schedule
+        assert (s.mode, s.tile, s.small_tile) == ("hytis", (128, 256, 64), (128, 128, 64))
+        small = (s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0
+        assert int(small.sum()) == 60 and (s.table[small, T.BN] == 128).all()
+        assert s.protocol == "none" and r.base.small_bn == 128
+        assert s.small_efficiency == catalogue.WGMMA_EFFICIENCY[128, 128, 1]
+        spec = specialise(r.base, protocol="none", a_layout="row", b_layout="col")
+        assert "SMALL_BN = 128;" in spec.cfg_source() and r.base.b_parts(spec) == 2
+        split = specialise(r.base, protocol="deterministic", a_layout="row", b_layout="col")
+        assert "SMALL_BN = 0;" in split.cfg_source() and r.base.b_parts(split) == 1
+    # auto weighs it: on 3200^3 the model prices the 128 x 256 full waves and the small
+    # tail (113 tiles of 128 x 128) below data-parallel 128 x 128 (measured 94.2 against
+    # 96.4 us, docs/benchmarks/log.md)
+    s = _resolve(3200, 3200, 3200, "float16").schedule
+    assert (s.mode, s.tile, s.small_tile) == ("hytis", (128, 256, 64), (128, 128, 64))
+    assert not any(b.option().small_tiles for key, bases in catalogue.CATALOGUE.items()
+                   for b in bases if key not in ("float16", "bfloat16"))
+    for dtype in ("float32", "float64"):
         assert _resolve(2176, 1024, 4096, dtype).schedule.mode != "hytis"
-    with pytest.raises(ValueError, match="one tile shape per launch"):
-        _resolve(2176, 1024, 4096, "float16", mode="hytis")
-    s = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float16"), H200,
+        with pytest.raises(ValueError, match="one tile shape per launch"):
+            _resolve(2176, 1024, 4096, dtype, mode="hytis")
+    s = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float32"), H200,
                      associative=False).schedule
     assert s.mode == "data_parallel" and "one tile shape per launch" in s.reason
+    with pytest.raises(ValueError, match="one tile shape per launch"):
+        resolve_gemm(GemmProblem(2304, 2304, 4096, dtype="float16"), H200, mode="hytis",
+                     im2col="tma")
 
 
 def test_unknown_dtype_and_tile_are_clear_errors():

@@ -91,6 +91,51 @@ def test_the_paired_128x64_entry(dtype, layout, fix):
         assert err <= TOL[dtype], (batch, m, n, k, err)
 
 
+# products with a partial last wave of 128 x 256 tiles, which HyTiS runs as twice as many
+# 128 x 128 tiles in the same launch (sk_wgmma.cuh, SMALL_BN): a full wave and its tail (162
+# tiles: 60 small), ragged M, N and K (small tiles cut by the edges), batched, fewer tiles
+# than SMs (every tile small), and B narrower than a small tile
+HYTIS_SHAPES = [(1, 2304, 2304, 520), (1, 2200, 2312, 200), (3, 1032, 1032, 136),
+                (1, 1000, 136, 264), (1, 520, 72, 64)]
+
+
+def _small_rows(dtype, batch, m, n, k):
+    """The small rows of the HyTiS table gemm plans for the product (on an H200's SMs)."""
+    from skcontract.kernels.resolve import device_info, resolve_gemm
+    from skcontract.schedule import GemmProblem
+    from skcontract.schedule import table as T
+    s = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), device_info(0),
+                     mode="hytis").schedule
+    return int(((s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0).sum())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "".join(l))
+def test_hytis_small_tiles(dtype, layout):
+    """The 128 x 256 kernel runs a HyTiS table's small rows (half of B loaded, wgmma
+    m64n128 on half the accumulators, half the columns stored) beside its full tiles, in
+    every layout, stored by TMA."""
+    for batch, m, n, k in HYTIS_SHAPES:
+        assert _small_rows(dtype, batch, m, n, k) > 0
+        with record_launches() as launched:
+            _, err = _run(dtype, batch, m, n, k, layout, None, "hytis", "deterministic")
+        ran = launched[0]
+        assert ran.mode == "hytis" and ran.tile[:2] == (128, 256) and ran.tma_store, ran
+        assert err <= TOL[dtype], (batch, m, n, k, err)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_hytis_stored_by_the_threads(dtype):
+    """Where the epilogue's threads store C (beta != 0), a small row stores its half."""
+    a, b = rand((2200, 200), dtype, "C", 7), rand((200, 2312), dtype, "C", 8)
+    out = rand((2200, 2312), dtype, "C", 9)
+    old = to64(out).copy()
+    with record_launches() as launched:
+        _gemm(a, b, out, alpha=0.5, beta=-1.5, mode="hytis")
+    assert launched[0].mode == "hytis" and not launched[0].tma_store, launched
+    assert rel_error(out, 0.5 * cupy.matmul(to64(a), to64(b)) - 1.5 * old) <= TOL[dtype]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_column_major_out_and_broadcast_batch(dtype):
     _, err = _run(dtype, 1, 520, 264, 1024, ("C", "C"), TILES[0], "stream_k", "deterministic",

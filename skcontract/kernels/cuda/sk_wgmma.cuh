@@ -22,7 +22,15 @@
 // whose warpgroups trade registers; 0: no trade) with PRODUCER_REGS and CONSUMER_REGS (the
 // setmaxnreg targets of the trade: the producer keeps what issuing TMA needs, the consumers
 // take the rest), STORE_COLS (WgmmaEpilogue), TF32X3 (float32 operands at float32 accuracy:
-// split_stage and wgmma_consume_x3 below), ML (WgmmaTile below). Shared memory: WgmmaSmem.
+// split_stage and wgmma_consume_x3 below), ML (WgmmaTile below), SMALL_BN (HyTiS: the
+// columns of the small tile the table's FLAG_SMALL rows name, BM x SMALL_BN = BN / 2; 0 for
+// a kernel that runs the one tile). Shared memory: WgmmaSmem.
+//
+// HyTiS (SMALL_BN > 0): a small row's k-tile loads A's box and the first half of B's stage
+// (B's map box is one half: the full tile loads two), its wgmmas are m64nSMALL_BN on the
+// first half of the accumulators (m64nN's fragment for N = BN / 2 is the first half of
+// N = BN's, and the stage's layout, 64-column boxes or K-major rows, is the same), and the
+// epilogue stores SMALL_BN columns. Whole tiles only: such a kernel runs no fixup.
 //
 // Probe builds (jit.py's PROBES; tools/time_gemm.py --probe) time one half of the mainloop,
 // their outputs wrong: SKCONTRACT_PROBE_LOADS_ONLY, the loads alone (the consumers wait for
@@ -180,6 +188,30 @@ struct WgmmaOperand {
                               x0 + r0 + j * MN_CHUNK, k, batch, ALL);
     }
   }
+  // The first `count` of PARTS equal blocks of the stage's rows, each at its own offset
+  // (whole swizzle atoms, or whole 64-element boxes MN-major), through a map whose box is
+  // one block: a HyTiS small row loads one half of B, its full tiles both.
+  template <int PARTS>
+  __device__ __forceinline__ static void load_parts(unsigned char* stage, const TmaMap& map,
+                                                    unsigned long long* bar, int x0, int k,
+                                                    int batch, int count) {
+    constexpr int PART_ROWS = ROWS / PARTS;
+    if constexpr (KMAJOR) {
+      static_assert(PART_ROWS % (SWIZZLE_ATOM_BYTES / SWIZZLE_ROW_BYTES) == 0,
+                    "a K-major part is whole swizzle atoms");
+#pragma unroll
+      for (int p = 0; p < PARTS; ++p)
+        if (p < count)
+          tma_load_3d(stage + p * PART_ROWS * SWIZZLE_ROW_BYTES, map, bar, k, x0 + p * PART_ROWS,
+                      batch);
+    } else {
+      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole 64-element boxes");
+#pragma unroll
+      for (int j = 0; j < ROWS / MN_CHUNK; ++j)
+        if (j < count * (PART_ROWS / MN_CHUNK))
+          tma_load_3d(stage + j * BOX_BYTES, map, bar, x0 + j * MN_CHUNK, k, batch);
+    }
+  }
   // TMA loads of the stage: rows [x0, x0 + ROWS) at k; coordinates are innermost first.
   __device__ __forceinline__ static void load(unsigned char* stage, const TmaMap& map,
                                               unsigned long long* bar, int x0, int k, int batch) {
@@ -285,19 +317,21 @@ struct WgmmaEpilogue {
   // The thread of a warpgroup that issues its TMA stores (and alone waits for them).
   __device__ __forceinline__ static bool store_issuer() { return threadIdx.x % WARPGROUP == 0; }
 
+  // cols: the tile's columns from s.n0 (BN, or a HyTiS small row's); none past them is
+  // stored (a TMA box would write the next tile's).
   __device__ __forceinline__ static void run_tma(const Split& s, const float (&acc)[NACC],
                                                  float* staging, const TmaMap& map_c,
-                                                 float alpha) {
+                                                 float alpha, int cols = BN) {
     if constexpr (!TMA_STORE) {
       __trap();
     } else {
-      run_tma_16(s, acc, staging, map_c, alpha);
+      run_tma_16(s, acc, staging, map_c, alpha, cols);
     }
   }
 
   __device__ __forceinline__ static void run_tma_16(const Split& s, const float (&acc)[NACC],
                                                     float* staging, const TmaMap& map_c,
-                                                    float alpha) {
+                                                    float alpha, int cols) {
     const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
     unsigned char* buf = reinterpret_cast<unsigned char*>(staging) + wg * BYTES_PER_GROUP;
     const unsigned base = smem_addr(buf);
@@ -308,6 +342,7 @@ struct WgmmaEpilogue {
     const int swz = fr & 7;
 #pragma unroll
     for (int pass = 0; pass < BN / STORE_COLS; ++pass) {
+      if (pass * STORE_COLS >= cols) break;
       if (store_issuer()) bulk_wait_read<0>();  // the last stores have read the staging
       group_sync(wg);
 #pragma unroll
@@ -323,8 +358,10 @@ struct WgmmaEpilogue {
       if (store_issuer()) {
 #pragma unroll
         for (int box = 0; box < STORE_COLS / BOX_COLS; ++box)
-          tma_store_3d(map_c, buf + box * BOX_BYTES, s.n0 + pass * STORE_COLS + box * BOX_COLS,
-                       s.m0 + WGMMA_M * wg, s.batch);
+          if (pass * STORE_COLS + box * BOX_COLS < cols)
+            tma_store_3d(map_c, buf + box * BOX_BYTES,
+                         s.n0 + pass * STORE_COLS + box * BOX_COLS, s.m0 + WGMMA_M * wg,
+                         s.batch);
         bulk_commit();
       }
     }
@@ -345,7 +382,8 @@ struct WgmmaEpilogue {
 
   __device__ __forceinline__ static void run(const Split& s, const float (&acc)[NACC],
                                              float* staging, TOut* __restrict__ C,
-                                             long long ldc, float alpha, float beta) {
+                                             long long ldc, float alpha, float beta,
+                                             int cols = BN) {
     const int t = threadIdx.x, wg = t / WARPGROUP, lt = t % WARPGROUP;
     float* buf = staging + wg * (BYTES_PER_GROUP / 4);
     const int fr = Tile::group_row(lt), fc = Tile::group_col(lt);
@@ -356,6 +394,7 @@ struct WgmmaEpilogue {
     constexpr int PASSES = WGMMA_M / rows_per_pass;
 #pragma unroll
     for (int chunk = 0; chunk < BN / EPI_COLS; ++chunk) {
+      if (chunk * EPI_COLS >= cols) break;  // (the same for the whole warpgroup)
 #pragma unroll
       for (int j = 0; j < EPI_COLS / 8; ++j) {  // 8-column groups of the chunk: i = 4 g .. 4 g + 3
         const int i = 4 * (chunk * (EPI_COLS / 8) + j);
@@ -473,17 +512,21 @@ struct WgmmaSmem {
   using ML = typename Cfg::ML;
   using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
   using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
-  using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / Cfg::CLUSTER, Cfg::BK,
-                              Cfg::B_KMAJOR>;  // what one CTA of a pair loads of B
+  static_assert(Cfg::SMALL_BN == 0 || (Cfg::SMALL_BN * 2 == Cfg::BN && Cfg::CLUSTER == 1),
+                "HyTiS's small tile is half the columns, on single CTAs");
+  // B's stage in parts: a pair's CTAs load one each, a HyTiS small row the first of two
+  static constexpr int B_PARTS = Cfg::SMALL_BN > 0 ? 2 : Cfg::CLUSTER;
+  using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / B_PARTS, Cfg::BK, Cfg::B_KMAJOR>;
   using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value,
                               Cfg::STORE_COLS>;
   // the bytes of a stage's A and B boxes; a 3xTF32 stage holds their small parts after
   // them, in the same layout (split_stage)
   static constexpr int LOADED_BYTES = OA::STAGE_BYTES + OB::STAGE_BYTES;
   static constexpr int STAGE_BYTES = LOADED_BYTES * (Cfg::TF32X3 ? 2 : 1);
-  // Bytes a stage's loads bring this CTA: its A box and every CTA's part of B.
-  __device__ __forceinline__ static unsigned stage_tx(int M, int N) {
-    return OA::load_bytes(M) + Cfg::CLUSTER * OBPart::load_bytes(N);
+  // Bytes a stage's loads bring this CTA: its A box and every part of B (a small row's
+  // one part).
+  __device__ __forceinline__ static unsigned stage_tx(int M, int N, bool small = false) {
+    return OA::load_bytes(M) + (small ? 1 : B_PARTS) * OBPart::load_bytes(N);
   }
   static constexpr int FLAG_WORDS = 2;  // the fixup flag's 16 bytes (WGMMA_FLAG_BYTES)
   static constexpr int STAGING_BYTES = ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP;
@@ -519,6 +562,12 @@ struct WgmmaSmem {
   }
 };
 
+// Whether split s is a HyTiS small row (only a kernel with the small tile has them).
+template <class Cfg>
+__device__ __forceinline__ bool small_row(const Split& s) {
+  return Cfg::SMALL_BN > 0 && (s.flags & FLAG_SMALL);
+}
+
 // Where the producer's boxes come from. A Loads has prefetch() (the maps' descriptors),
 // split(s) (a split's coordinates, once per split) and load(stage, bar, kt) (k-tile kt of
 // the split: A's box, then B's, completing on bar; called for kt = 0, 1, ... in turn).
@@ -536,6 +585,7 @@ struct DenseTmaLoads {
   bool batched_a, batched_b;
   int part = 0;  // a pair's cluster rank: the part of B this CTA loads for both
   int m0 = 0, n0 = 0, k0 = 0, ba = 0, bb = 0;
+  bool small = false;  // a HyTiS small row: the first half of B
   __device__ __forceinline__ void prefetch() const {
     tma_prefetch(map_a);
     tma_prefetch(map_b);
@@ -546,15 +596,19 @@ struct DenseTmaLoads {
     k0 = s.k0;
     ba = batched_a ? s.batch : 0;
     bb = batched_b ? s.batch : 0;
+    small = small_row<Cfg>(s);
   }
   __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
     const int k = k0 + kt * Cfg::BK;
     Sm::OA::load(st, map_a, bar, m0, k, ba);
-    if constexpr (Cfg::CLUSTER == 1)
-      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
-    else
+    if constexpr (Cfg::CLUSTER > 1)
       Sm::OB::template load_part<Cfg::CLUSTER>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb,
                                                part);
+    else if constexpr (Cfg::SMALL_BN > 0)
+      Sm::OB::template load_parts<Sm::B_PARTS>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb,
+                                               small ? 1 : Sm::B_PARTS);
+    else
+      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
   }
 };
 
@@ -588,7 +642,6 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
                                               const int* table, const int* cta_offsets, int M,
                                               int N, int tile_order) {
   using Sm = WgmmaSmem<Cfg>;
-  const unsigned stage_tx = Sm::stage_tx(M, N);
   const int rank = loads.part;
   RingCursor at;
 #ifdef SKCONTRACT_PROBE_MMA_ONLY
@@ -599,6 +652,7 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
     const Split s = cluster_part<Cfg>(us, rank);
     if (at.at_start()) trace(TRACE_FIRST_SPLIT);
     const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
+    const unsigned stage_tx = Sm::stage_tx(M, N, small_row<Cfg>(s));
     loads.split(s);
     for (int kt = 0; kt < ktiles; ++kt) {
       mbar_wait(&sm.empty[at.stage], at.phase ^ 1);  // a fresh barrier's previous phase is done
@@ -747,22 +801,15 @@ __device__ __forceinline__ void wgmma_consume_x3(const WgmmaSmem<Cfg>& sm, RingC
   }
 }
 
-// A consumer warpgroup's mainloop over one split: acc = its 64 rows of the split's product.
-// One k-tile's wgmmas stay in flight; a stage is freed (one arrival per warp) once the
-// wgmmas that read it are done.
-template <class Cfg, class Loads>
-__device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
-                                              const Split& s, const Loads& loads,
-                                              typename Cfg::Acc (&acc)[Cfg::ML::NACC]) {
+// A consumer warpgroup's mainloop over one split's k-tiles, N columns of the stage's B into
+// d (the split's tile, or a HyTiS small row's first half of it). One k-tile's wgmmas stay
+// in flight; a stage is freed (one arrival per warp) once the wgmmas that read it are done.
+template <int N, class Cfg, class Loads>
+__device__ __forceinline__ void wgmma_mainloop(const WgmmaSmem<Cfg>& sm, RingCursor& at,
+                                               const Split& s, const Loads& loads,
+                                               typename Cfg::Acc (&d)[N / 2]) {
   using Sm = WgmmaSmem<Cfg>;
-  if constexpr (Cfg::TF32X3) {
-    static_assert(!Loads::MASKS, "3xTF32 splits the stages as loaded");
-    wgmma_consume_x3<Cfg>(sm, at, s, acc);
-    return;
-  }
   const int row0 = WGMMA_M * warpgroup_index();  // this warpgroup's rows of the tile
-#pragma unroll
-  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = typename Cfg::Acc(0);
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   int held = -1;  // the stage whose wgmmas may still be in flight
   auto release = [&]() {
@@ -777,7 +824,7 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     if constexpr (Loads::MASKS) {
       if (loads.masks()) mask_stage(loads, sm.stage(at.stage), row0, s.k0 / Cfg::BK + kt);
     }
-    fence_accumulators(acc);
+    fence_accumulators(d);
     wgmma_fence();
 #ifndef SKCONTRACT_PROBE_LOADS_ONLY  // (the probe build that times the loads alone)
     // the k-tile's first descriptors; each k step's are these advanced by the step's offset
@@ -786,20 +833,44 @@ __device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCurs
     const unsigned long long db = Sm::OB::desc(sa + Sm::OA::STAGE_BYTES, 0, 0);
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk)
-      wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
-          acc, Sm::OA::advance(da, Sm::OA::offset(0, kk)),
+      wgmma_step<N, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+          d, Sm::OA::advance(da, Sm::OA::offset(0, kk)),
           Sm::OB::advance(db, Sm::OB::offset(0, kk)), 1);
 #endif
     wgmma_commit();
     wgmma_wait<1>();  // the previous k-tile's wgmmas are done: free its stage
-    fence_accumulators(acc);
+    fence_accumulators(d);
     release();
     held = at.stage;
     at.template advance<Cfg::STAGES>();
   }
   wgmma_wait<0>();
-  fence_accumulators(acc);
+  fence_accumulators(d);
   release();
+}
+
+// A consumer warpgroup's split: acc = its 64 rows of the split's product (of a HyTiS small
+// row, the first half of acc; the rest stays zero and is not stored).
+template <class Cfg, class Loads>
+__device__ __forceinline__ void wgmma_consume(const WgmmaSmem<Cfg>& sm, RingCursor& at,
+                                              const Split& s, const Loads& loads,
+                                              typename Cfg::Acc (&acc)[Cfg::ML::NACC]) {
+  using Acc = typename Cfg::Acc;
+  if constexpr (Cfg::TF32X3) {
+    static_assert(!Loads::MASKS, "3xTF32 splits the stages as loaded");
+    wgmma_consume_x3<Cfg>(sm, at, s, acc);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < Cfg::ML::NACC; ++i) acc[i] = Acc(0);
+  if constexpr (Cfg::SMALL_BN > 0) {
+    if (small_row<Cfg>(s)) {
+      wgmma_mainloop<Cfg::SMALL_BN, Cfg>(sm, at, s, loads,
+                                         reinterpret_cast<Acc(&)[Cfg::SMALL_BN / 2]>(acc));
+      return;
+    }
+  }
+  wgmma_mainloop<Cfg::BN, Cfg>(sm, at, s, loads, acc);
 }
 
 // The cluster protocol (REDUCTION_CLUSTER): the split's tile is shared by the CTAs of its
@@ -912,6 +983,9 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   using Fx = Fixup<ML, Cfg::REDUCTION, ConsumerSync<ML::THREADS>>;
   constexpr int CONSUMERS = ML::THREADS;
   static_assert(Cfg::THREADS == CONSUMERS + WARPGROUP, "consumers and one producer warpgroup");
+  static_assert(Cfg::SMALL_BN == 0 || (Cfg::REDUCTION == REDUCTION_NONE && !Cfg::TF32X3 &&
+                                       WGMMA_STAGED_EPILOGUE<Acc>),
+                "HyTiS's tables split no tile; its small rows run the 16-bit staged mainloop");
   static_assert(Cfg::STAGES * Sm::STAGE_BYTES >= CONSUMERS * Fx::V * (int)sizeof(Acc),
                 "the shared sum's scratch lives in the ring");
   // The register split (Cfg::SPLIT_REGS: the registers a thread the launch allocates, 0 for
@@ -977,13 +1051,15 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     }
     if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
     if (owns) {
+      const int cols = small_row<Cfg>(s) ? Cfg::SMALL_BN : Cfg::BN;
       if constexpr (!WGMMA_STAGED_EPILOGUE<Acc>)
         Epilogue<ML, typename Cfg::TOut, false, false>::run(
             s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
       else if (store_tma)
-        Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha);
+        Sm::Store::run_tma(s, acc, sm.epi, map_c, alpha, cols);
       else
-        Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta);
+        Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta,
+                       cols);
     }
   });
   if (store_tma) Sm::Store::drain_tma();

@@ -30,6 +30,7 @@ struct Im2colTmaLoads {
   using Sm = WgmmaSmem<Cfg>;
   static_assert(Cfg::A_KMAJOR && Cfg::B_KMAJOR, "channels-last input, (K, R, S, C) filters");
   static_assert(Cfg::CLUSTER == 1, "convolutions run on single CTAs");
+  static_assert(Cfg::SMALL_BN == 0, "convolutions run one tile shape (no HyTiS rows)");
   static constexpr int part = 0;  // the cluster rank wgmma_gemm reads (no pairs)
   static constexpr bool MASKS = Cfg::MASKS_STAGES;  // (the host's Wgmma.masks_stages)
   static constexpr int CHUNKS = SWIZZLE_ROW_BYTES / 16;  // 16-byte chunks of a k-tile row
