@@ -104,17 +104,29 @@ HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
 
 HYTIS_MIN_TILE = 16
 
-MODE_PREFERENCE = ("data_parallel", "hytis", "hybrid", "stream_k", "aligned", "split_k")
-"""Order auto prefers modes in when the model cannot tell them apart: simpler first (hytis,
-whose tiles each have one split, right after data-parallel), and hybrid before stream_k
-because it keeps most tiles in DP raster order (L2 locality)."""
+MODE_PREFERENCE = ("data_parallel", "hybrid", "stream_k", "aligned", "split_k", "hytis")
+"""Order auto prefers modes in when the model cannot tell them apart: simpler first, and
+hybrid before stream_k because it keeps most tiles in DP raster order (L2 locality)."""
 PREFERENCE_MARGIN = 0.01
 """A mode later in MODE_PREFERENCE must be predicted this much faster per step to win."""
+KERNEL_HYTIS_PREFERENCE = 1
+"""The step of a HyTiS schedule on a kernel's own small tile (priced with that tile's
+efficiency: a schedule with ``small_efficiency``): beside hybrid, one step after
+data-parallel, as its tiles each have one split. HyTiS on a small tile the scheduler chose
+(planning without a kernel) keeps its place last in MODE_PREFERENCE."""
 
 
-def selection_key(mode: str, time_us: float) -> float:
-    """What auto minimises: predicted time, nudged by MODE_PREFERENCE."""
-    return time_us * (1.0 + PREFERENCE_MARGIN * MODE_PREFERENCE.index(mode))
+def selection_key(mode: str, time_us: float, kernel_small_tile: bool = False) -> float:
+    """What auto minimises: predicted time, nudged by MODE_PREFERENCE
+    (:data:`KERNEL_HYTIS_PREFERENCE` for hytis on a kernel's own small tile)."""
+    step = KERNEL_HYTIS_PREFERENCE if mode == "hytis" and kernel_small_tile else \
+        MODE_PREFERENCE.index(mode)
+    return time_us * (1.0 + PREFERENCE_MARGIN * step)
+
+
+def schedule_key(s) -> float:
+    """:func:`selection_key` of a Schedule."""
+    return selection_key(s.mode, s.predicted_time_us, s.small_efficiency is not None)
 
 
 def tile_candidates(dtype) -> tuple:

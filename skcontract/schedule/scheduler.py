@@ -20,7 +20,7 @@ from .device import DeviceInfo
 from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
                          STREAM_K_MAX_WAVES, cost_of,
-                         iteration_cost, predict, rule_mode, selection_key, tile_candidates)
+                         iteration_cost, predict, rule_mode, schedule_key, tile_candidates)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DATA_PARALLEL,
                     DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
@@ -210,6 +210,14 @@ class _Builder:
         smalls = [tuple(self.small_tile[:2])] if self.small_tile is not None else \
             list(self.option.small_tiles) if self.option.small_tiles is not None else \
             D.hytis_small_tiles(tile[0], tile[1])
+        if self.option.small_tiles:  # a kernel's: only the small tiles it runs
+            smalls = [sm for sm in smalls if sm in self.option.small_tiles]
+            if not smalls:
+                why = (f"small_tile={tuple(self.small_tile)} is not one the kernel runs "
+                       f"beside its {tile[0]}x{tile[1]} tile {list(self.option.small_tiles)}")
+                if forced:
+                    raise ValueError(f"mode='hytis': {why}")
+                return self.dp(tile, grid, _join(reason, f"hytis: {why} -> data_parallel"))
         best = None
         for sm in smalls:
             raw = D.hytis(ts, tile[2], g, sm)
@@ -402,8 +410,8 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             if s is not None:
                 built.append((s, "cluster sum"))
                 allowed.append(s)
-        best_key = min(selection_key(x.mode, x.predicted_time_us) for x in allowed)
-    best = min(allowed, key=lambda s: selection_key(s.mode, s.predicted_time_us))
+        best_key = min(schedule_key(x) for x in allowed)
+    best = min(allowed, key=schedule_key)
     dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and _entry(s) == _entry(best))
     if best.mode == DATA_PARALLEL:
         rule = rules.get(_entry(best))

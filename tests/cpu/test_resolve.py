@@ -103,6 +103,11 @@ def test_hytis_runs_on_the_entries_with_a_small_tile():
     # 96.4 us, docs/benchmarks/log.md)
     s = _resolve(3200, 3200, 3200, "float16").schedule
     assert (s.mode, s.tile, s.small_tile) == ("hytis", (128, 256, 64), (128, 128, 64))
+    # only the small tile the kernel runs: another one asked for is refused (forced) or
+    # leaves auto without hytis
+    with pytest.raises(ValueError, match="not one the kernel runs"):
+        _resolve(2304, 2304, 4096, "float16", mode="hytis", small_tile=(64, 128))
+    assert _resolve(3200, 3200, 3200, "float16", small_tile=(64, 64)).schedule.mode != "hytis"
     assert not any(b.option().small_tiles for key, bases in catalogue.CATALOGUE.items()
                    for b in bases if key not in ("float16", "bfloat16"))
     for dtype in ("float32", "float64"):

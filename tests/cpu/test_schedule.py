@@ -14,8 +14,9 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
-from skcontract.schedule.heuristics import tile_candidates
+from skcontract.schedule.heuristics import schedule_key, selection_key, tile_candidates
 from skcontract.schedule.swizzle import tile_order
+from skcontract.schedule.types import TileOption
 
 H200 = DeviceInfo.h200()
 TILES = [(128, 128, 64), (128, 256, 64), (64, 64, 32), (32, 32, 16)]
@@ -184,6 +185,23 @@ def test_hytis_retiles_the_partial_wave():
     assert np.count_nonzero(~small) == 264  # two full waves keep the big tile
     assert s2.workspace_slots == 0 and s2.num_locks == 0
     validate_schedule(s2)
+
+
+def test_hytis_on_a_kernels_small_tile_ranks_beside_hybrid():
+    """Auto's nudge: hytis on a kernel's own small tile (a schedule with small_efficiency)
+    needs no more lead over data-parallel than hybrid does; on a small tile the scheduler
+    chose it keeps its place last, and the other modes keep theirs."""
+    assert selection_key("hytis", 100.0, kernel_small_tile=True) == \
+        selection_key("hybrid", 100.0)
+    assert selection_key("hytis", 100.0) > selection_key("split_k", 100.0) > \
+        selection_key("stream_k", 100.0) > selection_key("hybrid", 100.0) > \
+        selection_key("data_parallel", 100.0)
+    own = TileOption((128, 256, 64), small_tiles=((128, 128),), small_efficiency=0.37)
+    s = schedule_gemm(3200, 3200, 3200, mode="hytis", tiles=[own])
+    assert s.small_efficiency == 0.37 and schedule_key(s) == \
+        selection_key("hybrid", s.predicted_time_us)
+    assert schedule_key(schedule_gemm(3200, 3200, 3200, mode="hytis",
+                                      tile=(128, 256, 64))) > s.predicted_time_us * 1.04
 
 
 def test_grouped_gemm_batch_is_group():
