@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|race|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab]...
 #   smoke   : tools.sanitize_cases without the sanitizer
+#   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
+#             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
+#             RACE_S (150) s: the whole list takes longer than one device call
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
@@ -60,6 +63,12 @@ for step in $STEPS; do
       for tool in memcheck racecheck; do
         timeout ${SAN_S:-90} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 -m tools.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
         echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
+      done;;
+    race)
+      for group in ${RACE_GROUPS:-float16}; do
+        log="$OUT/racecheck-$(echo "$group" | tr ',' '-').log"
+        timeout ${RACE_S:-150} compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 9 python3 -m tools.sanitize_cases "$group" > "$log" 2>&1
+        echo "racecheck $group rc=$? ($(( $(date +%s) - t0 ))s), $(grep -c '^ok' "$log") cases ok"; grep -E "RACECHECK SUMMARY|FAIL" "$log" | tail -3
       done;;
     bench)
       timeout ${BENCH_S:-500} python3 -m skcontract.bench.gemm --out "$OUT" > "$OUT/bench.log" 2>&1

@@ -7,7 +7,8 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 
 ``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes;
 ``SHAPE`` may also be a dtype of the cases (``3xtf32``, ``tf32``, ``int8``, ...), which runs
-those.
+those, or ``dot`` / ``conv``, the Dot kernel's or the convolutions' cases. racecheck takes
+about 10 s a case, so ``tools/device_run.sh race`` runs the list in such groups.
 """
 from __future__ import annotations
 
@@ -193,8 +194,9 @@ def main(argv=None) -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {dtype} {m}x{n}x{k} {mode} {red} err={err:.2e}",
               flush=True)
-    if only is None:
+    if only is None or "dot" in only:
         bad += dot_cases()
+    if only is None or "conv" in only:
         bad += conv_cases()
     return 1 if bad else 0
 
