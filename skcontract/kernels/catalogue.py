@@ -666,7 +666,7 @@ class Wgmma(KernelBase):
         """Columns of the entry's HyTiS small tile (BM x BN / 2), 0 for an entry without
         one (:attr:`HYTIS_TILES`)."""
         key = (self.bm, self.bn, self.ctas_per_sm)
-        return self.bn // 2 if key in self.HYTIS_TILES and self.CLUSTER == 1 else 0
+        return self.bn // 2 if key in self.HYTIS_TILES else 0
 
     def small_bn_of(self, spec) -> int:
         """The small tile's columns in the kernel of ``spec`` (its Cfg::SMALL_BN): the
@@ -880,6 +880,7 @@ class WgmmaPair(Wgmma):
     IM2COL: ClassVar[str | None] = None
     CLUSTER: ClassVar[int] = 2
     CLUSTER_SUM: ClassVar[bool] = False  # its clusters are the pair
+    HYTIS_TILES: ClassVar[tuple] = ()  # a pair's unit runs one tile shape
 
     def check(self):
         super().check()

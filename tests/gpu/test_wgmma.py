@@ -10,6 +10,9 @@ from __future__ import annotations
 import pytest
 
 from skcontract.kernels.launch import record_launches
+from skcontract.kernels.resolve import device_info, resolve_gemm
+from skcontract.schedule import GemmProblem
+from skcontract.schedule import table as T
 
 from .helpers import TOL, as_bytes, launch_chain, poisoned, rand, rel_error, to64
 
@@ -100,10 +103,7 @@ HYTIS_SHAPES = [(1, 2304, 2304, 520), (1, 2200, 2312, 200), (3, 1032, 1032, 136)
 
 
 def _small_rows(dtype, batch, m, n, k):
-    """The small rows of the HyTiS table gemm plans for the product (on an H200's SMs)."""
-    from skcontract.kernels.resolve import device_info, resolve_gemm
-    from skcontract.schedule import GemmProblem
-    from skcontract.schedule import table as T
+    """The small rows of the HyTiS table gemm plans for the product (on this device)."""
     s = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), device_info(0),
                      mode="hytis").schedule
     return int(((s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0).sum())
