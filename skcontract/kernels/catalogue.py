@@ -191,6 +191,15 @@ WGMMA_HYTIS_TILES = ((128, 256, 1),)
 BM x BN / 2 (:attr:`Wgmma.small_bn`): the widest tile, whose last partial wave HyTiS runs as
 twice as many half tiles with no reduction, where auto's cost model prefers that to
 Stream-K and hybrid."""
+WGMMA_SOLO_FRACTION = {(128, 128, 1): 0.65}
+"""Wgmma: (BM, BN, CTAs an SM) -> a k-iteration's time on a data-parallel wave that leaves
+SMs idle, at least, relative to its time when every SM runs the tile
+(:func:`skcontract.schedule.heuristics.partial_wave_scale`). The 128 x 128 tile is L2-bound on
+every SM: H200, fp16, its k-iterations take 0.29 - 0.32 us in data-parallel waves of 64 - 100
+CTAs and 0.42 - 0.49 us in Stream-K on 132 (docs/benchmarks/log.md, "Stream-K against
+data-parallel on one partial wave"), so those waves run as fast as Stream-K from 61% of a
+wave up. The other tiles are 1 (not measured apart, or, 128 x 256, at its tensor rate on
+every SM)."""
 WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
@@ -627,6 +636,9 @@ class Wgmma(KernelBase):
     """(BM, BN, CTAs an SM) of the 16-bit menu whose entry of this type trades registers
     where the 16-bit one does not."""
     HYTIS_TILES: ClassVar[tuple] = WGMMA_HYTIS_TILES
+    SOLO_FRACTION: ClassVar[dict] = WGMMA_SOLO_FRACTION
+    """(BM, BN, CTAs an SM) -> the entry's :attr:`TileOption.solo_fraction` (the tiles
+    measured L2-bound on every SM; others 1)."""
     """(BM, BN, CTAs an SM) of the entries whose data-parallel kernel also runs HyTiS's
     small tile, BM x BN / 2, on a table's small rows (:attr:`small_bn`)."""
 
@@ -679,8 +691,10 @@ class Wgmma(KernelBase):
         return 2 if self.small_bn_of(spec) else self.CLUSTER
 
     def option(self) -> TileOption:
-        """The entry's tile option, with its HyTiS small tile where it has one."""
-        option = super().option()
+        """The entry's tile option, with its partial waves' k-iteration time and its HyTiS
+        small tile where it has them."""
+        option = replace(super().option(), solo_fraction=self.SOLO_FRACTION.get(
+            (self.bm, self.bn, self.ctas_per_sm), 1.0))
         if not self.small_bn:
             return option
         small_eff = WGMMA_EFFICIENCY[self.bm, self.small_bn, self.ctas_per_sm] * \
@@ -793,6 +807,7 @@ class WgmmaKMajor(Wgmma):
 
     IM2COL: ClassVar[str | None] = None
     HYTIS_TILES: ClassVar[tuple] = ()
+    SOLO_FRACTION: ClassVar[dict] = {}
 
     def layouts(self) -> tuple[tuple[str, str], ...]:
         return (("row", "col"),)
@@ -881,6 +896,7 @@ class WgmmaPair(Wgmma):
     CLUSTER: ClassVar[int] = 2
     CLUSTER_SUM: ClassVar[bool] = False  # its clusters are the pair
     HYTIS_TILES: ClassVar[tuple] = ()  # a pair's unit runs one tile shape
+    SOLO_FRACTION: ClassVar[dict] = {}  # B multicast: not measured apart
 
     def check(self):
         super().check()

@@ -34,7 +34,7 @@ import heapq
 import numpy as np
 
 from . import table as T
-from .heuristics import cost_of, iteration_cost, row_costs
+from .heuristics import cost_of, iteration_cost, partial_wave_scale, row_costs
 from .types import (ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, ProtocolViolation, Schedule,
                     ScheduleDeadlock)
 
@@ -373,7 +373,8 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.acc_dtype, model,
                    s.tile_efficiency, fixup_cost=s.fixup_cost, cluster=s.reduction == CLUSTER,
                    small_efficiency=s.small_efficiency)
-    dur = rc.compute / c_big
+    dur = rc.compute * partial_wave_scale(s.table, s.grid, s.device.resident_ctas,
+                                          s.solo_fraction, s.tile[2]) / c_big
     fix = (rc.write + rc.d * rc.chain) / c_big
     first = (t[:, T.FLAGS] & T.FLAG_FIRST) != 0
     multi = t[:, T.PEERS] > 1

@@ -295,13 +295,35 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
         d=np.where(small, d_sm, d_big))
 
 
+SOLO_MIN_K_ITERATIONS = 64
+"""The k-iterations a tile's loop needs before :func:`partial_wave_scale` prices its partial
+wave's faster k-iterations: measured on the 128 x 128 Wgmma tile from 64 up (H200, fp16,
+docs/benchmarks/log.md, "The partial-wave term"); at 16 (1024^3) the shorter loop is bound
+by filling the ring, and the term's pick, half as many CTAs, ran slower."""
+
+
+def partial_wave_scale(table: np.ndarray, grid: int, resident: int,
+                       solo_fraction: float = 1.0, bk: int = 1) -> float:
+    """A k-iteration's time in a table of whole tiles (no split) whose one wave leaves SMs
+    idle, relative to its time when every SM runs the kernel: the CTAs share the L2 among
+    fewer SMs, so an L2-bound kernel's k-iteration takes ``grid / resident`` of its time,
+    down to its ``solo_fraction`` (:attr:`.types.TileOption.solo_fraction`), where the
+    tiles' loops run :data:`SOLO_MIN_K_ITERATIONS` of ``bk`` or more; 1 otherwise."""
+    if solo_fraction >= 1.0 or grid >= resident or not len(table) or \
+            int(table[:, T.TILE].max()) >= 0 or \
+            int(table[:, T.K1].min() - table[:, T.K0].max()) < SOLO_MIN_K_ITERATIONS * bk:
+        return 1.0
+    return max(solo_fraction, grid / resident)
+
+
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
             dtype, acc_dtype, device, efficiency: float | None = None,
             fixup_cost: float = 1.0, cluster: bool = False,
-            small_efficiency: float | None = None) -> Prediction:
+            small_efficiency: float | None = None, solo_fraction: float = 1.0) -> Prediction:
     """Evaluate the cost model on a split table (vectorised); ``efficiency`` (and
     ``small_efficiency``, the small tile's) as in :func:`iteration_cost`, ``fixup_cost`` as
-    in :func:`fixup_costs` (for the big tile) and ``cluster`` as in :func:`row_costs`."""
+    in :func:`fixup_costs` (for the big tile), ``cluster`` as in :func:`row_costs` and
+    ``solo_fraction`` as in :func:`partial_wave_scale`."""
     model = cost_of(device)
     resident = device.resident_ctas
     # c is an SM's time per k-iteration (calibrated at one CTA per SM); CTAs sharing an SM
@@ -311,7 +333,8 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share,
                    fixup_cost, cluster, small_efficiency)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
-    per_cta_compute = np.bincount(cta, weights=rc.compute, minlength=grid)
+    scale = partial_wave_scale(table, grid, resident, solo_fraction, tile[2])
+    per_cta_compute = np.bincount(cta, weights=rc.compute * scale, minlength=grid)
     per_cta = per_cta_compute + np.bincount(cta, weights=rc.fixup, minlength=grid)
     if grid > resident:
         # CTAs beyond the resident ones start as earlier ones leave: charge each wave

@@ -99,15 +99,18 @@ class _Builder:
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
         small_eff = self.option.small_efficiency if small is not None else None
+        solo = self.option.solo_fraction
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device, eff, fix,
-                       cluster=reduction == CLUSTER, small_efficiency=small_eff)
+                       cluster=reduction == CLUSTER, small_efficiency=small_eff,
+                       solo_fraction=solo)
         note = _join(reason, raw.note)
         return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
                         offsets, note, small, raw.splits_per_tile, raw.groups,
                         raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
                         pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix,
-                        cluster=self.option.cluster, small_efficiency=small_eff)
+                        cluster=self.option.cluster, small_efficiency=small_eff,
+                        solo_fraction=solo)
 
     # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):

@@ -264,7 +264,9 @@ class TileOption:
     HyTiS needs; a kernel that runs one tile shape per launch offers none (``()``), and None
     lets the scheduler choose any (:func:`~.decompose.hytis_small_tiles`: planning without a
     kernel). ``small_efficiency``: the efficiency of the kernel's small tiles (None: the cost
-    model's estimate).
+    model's estimate). ``solo_fraction``: an L2-bound kernel's k-iteration time on a grid
+    that leaves SMs idle, at least, relative to its time on every SM (1: not L2-bound;
+    :func:`~.heuristics.partial_wave_scale`).
     ``fixup_cost``: its cost of writing and merging a partial tile relative to the cost
     model's (``b`` and ``d``). ``cluster``: CTAs (on as many SMs) that run one work unit
     together (a cluster pair sharing an operand); the schedule's grid counts units, and the
@@ -281,6 +283,7 @@ class TileOption:
     efficiency: float | None = None
     small_tiles: tuple | None = None
     small_efficiency: float | None = None
+    solo_fraction: float = 1.0
     fixup_cost: float = 1.0
     cluster: int = 1
     cluster_sum: bool = False
@@ -360,6 +363,7 @@ class Schedule:
     candidates: tuple = field(default=())
     tile_efficiency: float | None = None  # the kernel's own cost-model efficiency, if given
     small_efficiency: float | None = None  # the same for its HyTiS small tile
+    solo_fraction: float = 1.0  # TileOption.solo_fraction of the kernel it plans for
     fixup_cost: float = 1.0  # the kernel's own partial-tile cost relative to the model's
     cluster: int = 1  # CTAs that run one work unit (TileOption.cluster); the grid counts units
 
