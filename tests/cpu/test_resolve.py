@@ -581,3 +581,32 @@ def test_a_plan_at_a_precision_keeps_exact_steps_exact():
     _, exact = contract_path("ij,jk->ik", (4096, 4096), (4096, 4096), shapes=True,
                              dtype=np.float16, device="h200")
     assert half.row() == exact.steps[0].row()
+
+
+@pytest.mark.parametrize("shape,grid", [((1056, 1056, 8192), 81), ((1152, 1152, 4096), 81),
+                                        ((1408, 1152, 4096), 99), ((1024, 1536, 4096), 96)])
+def test_a_partial_wave_of_long_loops_runs_data_parallel(shape, grid):
+    """The products whose 128 x 128 tiles make one partial wave of loops of 64 k-iterations
+    or more run data-parallel on that many CTAs (measured 9 - 18% faster than Stream-K on
+    132, docs/benchmarks/log.md); 1024^3 (16 k-iterations) keeps a full wave of 128 x 64."""
+    s = _resolve(*shape, "float16").schedule
+    assert (s.mode, s.tile[:2], s.grid) == ("data_parallel", (128, 128), grid)
+    s = _resolve(1024, 1024, 1024, "float16").schedule
+    assert (s.mode, s.tile[:2], s.grid) == ("data_parallel", (128, 64), 128)
+
+
+def test_partial_wave_scale_prices_only_whole_tiles_of_long_loops():
+    from skcontract.schedule.heuristics import SOLO_MIN_K_ITERATIONS, partial_wave_scale
+    bk, k = 64, 64 * SOLO_MIN_K_ITERATIONS
+
+    def table(k_end, tile=-1):
+        t = np.zeros((1, T.NUM_COLUMNS), dtype=np.int32)
+        t[0, T.K1], t[0, T.TILE] = k_end, tile
+        return t
+
+    assert partial_wave_scale(table(k), 81, 132, 0.65, bk) == pytest.approx(0.65)
+    assert partial_wave_scale(table(k), 100, 132, 0.65, bk) == pytest.approx(100 / 132)
+    assert partial_wave_scale(table(k), 132, 132, 0.65, bk) == 1.0  # a full wave
+    assert partial_wave_scale(table(k - bk), 81, 132, 0.65, bk) == 1.0  # a short loop
+    assert partial_wave_scale(table(k, tile=0), 81, 132, 0.65, bk) == 1.0  # split tiles
+    assert partial_wave_scale(table(k), 81, 132, 1.0, bk) == 1.0  # not measured apart
