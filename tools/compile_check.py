@@ -78,32 +78,15 @@ def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
 
 
 def compile_source(source: str, name: str, name_expressions, arch: str) -> dict:
-    """Compile a translation unit with cuda.bindings.nvrtc, instantiating
+    """Compile a translation unit as the library does (jit.compile_cubin), instantiating
     ``name_expressions``: ``{"compiled", "log", "cubin_bytes"}`` (the log holds ptxas's
     registers and spills)."""
-    from cuda.bindings import nvrtc
-
-    def check(err, what):
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise RuntimeError(f"{what}: {err}")
-
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
-    check(err, "nvrtcCreateProgram")
-    for expr in name_expressions:
-        (err,) = nvrtc.nvrtcAddNameExpression(prog, expr.encode())
-        check(err, "nvrtcAddNameExpression")
-    opts = [o.encode() for o in jit.compile_options(arch)] + [b"--ptxas-options=-v"]
-    (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-    err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    log = b" " * size
-    (err,) = nvrtc.nvrtcGetProgramLog(prog, log)
-    log = log.decode(errors="replace").rstrip("\x00")
-    out = {"compiled": cerr == nvrtc.nvrtcResult.NVRTC_SUCCESS, "log": log}
-    if out["compiled"]:
-        err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        out["cubin_bytes"] = size
-    nvrtc.nvrtcDestroyProgram(prog)
-    return out
+    options = jit.compile_options(arch) + ("--ptxas-options=-v",)
+    try:
+        built = jit.compile_cubin(source, name, name_expressions, options)
+    except jit.CompileError as e:
+        return {"compiled": False, "log": str(e)}
+    return {"compiled": True, "log": built.log, "cubin_bytes": len(built.cubin)}
 
 
 def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result:

@@ -44,23 +44,9 @@ def find_nvdisasm() -> str:
 
 
 def cubin_of(spec: specs.KernelSpec, arch: str) -> bytes:
-    from cuda.bindings import nvrtc
-
-    src = jit.render_source(spec).encode()
-    err, prog = nvrtc.nvrtcCreateProgram(src, f"{spec.name}.cu".encode(), 0, [], [])
-    nvrtc.nvrtcAddNameExpression(prog, spec.name_expression.encode())
-    opts = [o.encode() for o in jit.compile_options(arch)]
-    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(f"{spec.name} does not compile:\n{log.decode(errors='replace')}")
-    _, size = nvrtc.nvrtcGetCUBINSize(prog)
-    buf = b" " * size
-    nvrtc.nvrtcGetCUBIN(prog, buf)
-    nvrtc.nvrtcDestroyProgram(prog)
-    return buf
+    """The cubin the library builds for ``spec`` on ``arch`` (jit.compile_cubin)."""
+    return jit.compile_cubin(jit.render_source(spec), spec.name, [spec.name_expression],
+                             jit.compile_options(arch)).cubin
 
 
 def disassemble(cubin: bytes) -> str:

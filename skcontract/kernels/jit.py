@@ -1,9 +1,15 @@
-"""Run-time compilation of KernelSpecs through CuPy (NVRTC), with our own cache key.
+"""Run-time compilation of KernelSpecs through NVRTC (cuda.bindings), with our own cache.
 
-* Headers are inlined into the source handed to CuPy (CuPy's disk cache hashes only the
-  source text, not headers found through ``-I``), so any header change is a new kernel.
-* :func:`cache_key` hashes every source + header, the options, the NVRTC and CuPy versions
-  and the target arch. It names the manifest written under ``SKCONTRACT_CACHE_DIR``.
+* We compile with NVRTC ourselves and load the cubin with ``cupy.RawModule(path=...)``:
+  CuPy's own compile appends ``-ftz=true`` to every program, which flushes float32
+  subnormals to zero; our kernels keep them, as numpy does (``-ftz=false``), and the
+  compile check and ``tools.sass`` build exactly what runs (:func:`compile_cubin`). The
+  library compiles in a child process (:func:`compile_isolated`), which NVRTC's side
+  effects cannot reach past.
+* Headers are inlined into the source, so any header change is a new source and a new key.
+* :func:`cache_key` hashes every source + header, the options, the NVRTC version and the
+  target arch. It names the cubin, the lowered kernel names and the manifest kept under
+  :func:`cache_dir`.
 * An in-memory memo keyed by the device id, the spec and the debug, trace and probe builds
   makes a warm call a dict lookup.
 
@@ -19,11 +25,12 @@ import json
 import multiprocessing as mp
 import os
 import re
+import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from ..schedule.types import CLUSTER
 from .specs import KernelSpec
@@ -88,7 +95,7 @@ def compile_options(arch: str, *, debug: bool = False, trace: bool = False,
                     probe_build: str | None = None) -> tuple[str, ...]:
     """NVRTC options. ``arch`` like ``sm_90a`` (DeviceInfo.arch) or ``sm_80``;
     ``probe_build``: a key of :data:`PROBES`."""
-    opts = ["-std=c++17", f"-arch={arch}"]
+    opts = ["-std=c++17", f"-arch={arch}", "-ftz=false"]  # float32 subnormals kept
     if debug:
         opts.append("-DSKCONTRACT_DEBUG_SPIN")
     if trace:
@@ -111,14 +118,6 @@ def nvrtc_version() -> str:
             return "unknown"
 
 
-def cupy_version() -> str:
-    try:
-        import cupy  # optional dependency: only the GPU path needs CuPy
-        return cupy.__version__
-    except Exception:  # noqa: BLE001
-        return "none"
-
-
 def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
     h = hashlib.sha256()
     for path in header_files():
@@ -126,43 +125,156 @@ def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
         h.update(path.read_bytes())
     h.update(spec.cfg_source().encode())
     h.update(repr(options).encode())
-    h.update(f"nvrtc={nvrtc_version()} cupy={cupy_version()} arch={arch}".encode())
+    h.update(f"nvrtc={nvrtc_version()} arch={arch}".encode())
     return h.hexdigest()[:32]
 
 
-def cache_dir() -> Path | None:
+def cache_dir() -> Path:
+    """Where compiled kernels are kept across processes: ``SKCONTRACT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/skcontract`` (``~/.cache/skcontract``)."""
     d = os.environ.get("SKCONTRACT_CACHE_DIR")
-    return Path(d) if d else None
+    if d:
+        return Path(d)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skcontract"
 
 
-@contextmanager
-def _cupy_cache_dir(path: Path | None):
-    """Point CuPy's kernel cache at ``path/cupy`` for the duration of one compile."""
-    if path is None:
-        yield
-        return
-    old = os.environ.get("CUPY_CACHE_DIR")
-    os.environ["CUPY_CACHE_DIR"] = str(path / "cupy")
+class CompileError(RuntimeError):
+    """NVRTC refused a kernel's source; the message holds its log."""
+
+
+class Compiled(NamedTuple):
+    """One translation unit compiled: the cubin, each name expression's lowered (mangled)
+    name, and NVRTC's log (ptxas's registers and spills with ``--ptxas-options=-v``)."""
+
+    cubin: bytes
+    lowered: dict
+    log: str
+
+
+def compile_cubin(source: str, label: str, name_expressions, options) -> Compiled:
+    """Compile ``source`` with NVRTC for the ``-arch`` in ``options`` (no GPU needed),
+    instantiating ``name_expressions``. CompileError with NVRTC's log if it fails."""
+    from cuda.bindings import nvrtc  # optional dependency: the GPU path's (and the CPU check's)
+
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], [])
+    if err != ok:
+        raise CompileError(f"nvrtcCreateProgram({label}): {err}")
     try:
-        yield
+        for expr in name_expressions:
+            (err,) = nvrtc.nvrtcAddNameExpression(prog, expr.encode())
+            if err != ok:
+                raise CompileError(f"nvrtcAddNameExpression({expr}): {err}")
+        opts = [o.encode() for o in options]
+        (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log = log.decode(errors="replace").rstrip("\x00")
+        if cerr != ok:
+            raise CompileError(f"{label} does not compile ({cerr}):\n{log}")
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        lowered = {}
+        for expr in name_expressions:
+            err, name = nvrtc.nvrtcGetLoweredName(prog, expr.encode())
+            if err != ok:
+                raise CompileError(f"nvrtcGetLoweredName({expr}): {err}")
+            lowered[expr] = name.decode()
+        return Compiled(cubin, lowered, log)
     finally:
-        if old is None:
-            os.environ.pop("CUPY_CACHE_DIR", None)
-        else:
-            os.environ["CUPY_CACHE_DIR"] = old
+        nvrtc.nvrtcDestroyProgram(prog)
 
 
-def _write_manifest(path: Path, key: str, spec: KernelSpec, options, arch: str) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    target = path / f"{key}.json"
-    if target.exists():
-        return
-    data = {"key": key, "spec": spec.to_dict(), "name": spec.name, "options": list(options),
-            "arch": arch, "nvrtc": nvrtc_version(), "cupy": cupy_version()}
-    fd, tmp = tempfile.mkstemp(dir=path, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, target)  # atomic
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+"""The directory holding the ``skcontract`` package: the compile child imports it from there."""
+
+
+def compile_isolated(source: str, label: str, name_expressions, options) -> Compiled:
+    """:func:`compile_cubin` in a child Python process. NVRTC's compile leaves process-wide
+    state behind: on the H200 (NVRTC 13, torch 2.11), importing torch after it fails to
+    parse torch's own operator schemas. So the library never compiles in its caller's
+    process; the child costs a Python start (about half a second) on a kernel's first use
+    only (the cache keeps it after)."""
+    request = json.dumps({"source": source, "label": label, "names": list(name_expressions),
+                          "options": list(options)})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT),
+                                                    env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="skcontract-") as tmp:
+        target = Path(tmp) / f"{label}.cubin"
+        proc = subprocess.run([sys.executable, "-m", __name__, str(target)], input=request,
+                              capture_output=True, text=True, env=env)
+        try:
+            reply = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            raise CompileError(f"{label}: the compile child failed ({proc.returncode}):\n"
+                               f"{proc.stderr.strip()}") from None
+        if "error" in reply:
+            raise CompileError(reply["error"])
+        return Compiled(target.read_bytes(), reply["lowered"], reply["log"])
+
+
+def _compile_child(target: str) -> int:
+    """The child of :func:`compile_isolated`: a JSON request on stdin, the cubin to
+    ``target``, a JSON reply (lowered names and log, or the error) on stdout's last line."""
+    request = json.loads(sys.stdin.read())
+    try:
+        built = compile_cubin(request["source"], request["label"], request["names"],
+                              request["options"])
+    except CompileError as e:
+        print(json.dumps({"error": str(e)}))
+        return 1
+    Path(target).write_bytes(built.cubin)
+    print(json.dumps({"lowered": built.lowered, "log": built.log}))
+    return 0
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, target)  # atomic: a concurrent reader sees the whole file or none
+
+
+class LoadedModule:
+    """A loaded cubin whose functions are asked for by their name expressions (as CuPy's
+    ``RawModule(code=..., name_expressions=...)`` takes them)."""
+
+    __slots__ = ("raw", "lowered")
+
+    def __init__(self, raw, lowered: dict):
+        self.raw, self.lowered = raw, lowered
+
+    def get_function(self, name_expression: str):
+        return self.raw.get_function(self.lowered.get(name_expression, name_expression))
+
+    def get_global(self, name: str):
+        return self.raw.get_global(name)
+
+
+def load_module(source: str, label: str, name_expressions, options, key: str,
+                manifest: dict | None = None) -> LoadedModule:
+    """The module of ``source`` from the cache (:func:`cache_dir`), compiled and kept there
+    first if it is not: ``<key>.cubin`` with ``<key>.json`` (the lowered names and
+    ``manifest``: what was built, for people reading the cache)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    root = cache_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    cubin, meta = root / f"{key}.cubin", root / f"{key}.json"
+    lowered = None
+    if cubin.exists() and meta.exists():
+        lowered = json.loads(meta.read_text()).get("lowered")
+    if lowered is None or set(lowered) != set(name_expressions):
+        built = compile_isolated(source, label, name_expressions, options)
+        lowered = built.lowered
+        data = {"key": key, "lowered": lowered, "options": list(options),
+                "nvrtc": nvrtc_version(), **(manifest or {})}
+        _write_atomic(meta, json.dumps(data, indent=1).encode())
+        _write_atomic(cubin, built.cubin)
+    return LoadedModule(cupy.RawModule(path=str(cubin)), lowered)
 
 
 class RegisterCountError(RuntimeError):
@@ -226,14 +338,9 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     arch = device_arch(dev)
     options = compile_options(arch, debug=debug, trace=traced, probe_build=probed)
     key = cache_key(spec, options, arch)
-    source = render_source(spec)
-    cdir = cache_dir()
-    with _cupy_cache_dir(cdir):
-        module = cupy.RawModule(code=source, options=options,
-                                name_expressions=[spec.name_expression])
-        function = module.get_function(spec.name_expression)
-    if cdir is not None:
-        _write_manifest(cdir, key, spec, options, arch)
+    module = load_module(render_source(spec), spec.name, [spec.name_expression], options, key,
+                         {"name": spec.name, "spec": spec.to_dict(), "arch": arch})
+    function = module.get_function(spec.name_expression)
     from cupy.cuda import driver  # optional dependency: only the GPU path needs CuPy
     smem = spec.smem_bytes
     function.max_dynamic_shared_size_bytes = smem  # RawKernel: sets the CUfunction attribute
@@ -273,20 +380,24 @@ def device_arch(device_id: int) -> str:
 _MODULES: dict = {}
 
 
-def get_module(header: str, name_expressions: tuple[str, ...], device_id: int):
-    """The CuPy RawModule of an auxiliary kernel header (one that is no catalogue entry:
+def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -> LoadedModule:
+    """The module of an auxiliary kernel header (one that is no catalogue entry:
     ``fold_copy.cuh``), its headers inlined, with ``name_expressions`` instantiated;
-    compiled once a device."""
+    compiled once a device (and kept in :func:`cache_dir`)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    key = (header, name_expressions, device_id)
-    module = _MODULES.get(key)
+    memo = (header, name_expressions, device_id)
+    module = _MODULES.get(memo)
     if module is None:
-        with cupy.cuda.Device(device_id), _cupy_cache_dir(cache_dir()):
-            module = cupy.RawModule(code=inline_headers(header),
-                                    options=compile_options(device_arch(device_id)),
-                                    name_expressions=list(name_expressions))
-        _MODULES[key] = module
+        arch = device_arch(device_id)
+        options = compile_options(arch)
+        source = inline_headers(header)
+        h = hashlib.sha256(source.encode())
+        h.update(repr((tuple(name_expressions), options, nvrtc_version(), arch)).encode())
+        with cupy.cuda.Device(device_id):
+            module = load_module(source, Path(header).stem, list(name_expressions), options,
+                                 h.hexdigest()[:32], {"header": header, "arch": arch})
+        _MODULES[memo] = module
     return module
 
 
@@ -305,8 +416,12 @@ def _warm_one(spec_dict) -> str:
 
 
 def warm(spec_list, jobs: int = 8) -> list[str]:
-    """Compile specs into CuPy's disk cache in parallel processes (each a CUDA context)."""
+    """Compile and load specs in parallel processes (each a CUDA context), keeping the cubins in
+    :func:`cache_dir`."""
     ctx = mp.get_context("spawn")
     with ctx.Pool(jobs) as pool:
         return pool.map(_warm_one, [s.to_dict() for s in spec_list], chunksize=1)
 
+
+if __name__ == "__main__":
+    sys.exit(_compile_child(sys.argv[1]))

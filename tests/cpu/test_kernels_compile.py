@@ -32,6 +32,21 @@ def test_representative_specs_compile_without_spills():
     assert not bad, "\n".join(bad)
 
 
+def test_the_library_compiles_in_a_child_process_keeping_subnormals():
+    """jit.compile_isolated returns the cubin and lowered names the child built, with
+    float32 subnormals kept (-ftz=false: an FFMA, not FFMA.FTZ); a source NVRTC refuses is a
+    CompileError that carries NVRTC's log."""
+    from skcontract.kernels import jit
+    source = ("template <int N> __global__ void scale(float* x, float a, float b) {\n"
+              "  x[threadIdx.x] = __fmaf_rn(x[threadIdx.x], a, b) * N;\n}\n")
+    built = jit.compile_isolated(source, "scale", ["scale<2>"], jit.compile_options("sm_90a"))
+    assert built.lowered == {"scale<2>": "_Z5scaleILi2EEvPfff"}
+    text = sass.disassemble(built.cubin)
+    assert re.search(r"\bFFMA\b", text) and "FFMA.FTZ" not in text
+    with pytest.raises(jit.CompileError, match="error"):
+        jit.compile_isolated("__global__ void k( { }", "bad", [], jit.compile_options("sm_90a"))
+
+
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
 def test_the_fold_copy_compiles_for_every_pixel_width(arch):
     """The folded convolution's input copy (no catalogue entry): every instantiation, both

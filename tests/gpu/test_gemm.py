@@ -140,6 +140,34 @@ def test_modes(dtype, mode, reduction):
         _check(dtype, batch, m, n, k, mode=mode, reduction=reduction)
 
 
+SUBNORMAL_SCALE = 2.0 ** -140
+"""Operand A's scale in the subnormal test: products and sums of 64 of them stay below
+float32's smallest normal (2^-126), where flushing to zero would make them 0."""
+
+
+@pytest.mark.parametrize("mode,reduction", [("data_parallel", "deterministic"),
+                                            ("stream_k", "deterministic"),
+                                            ("stream_k", "arrival"), ("auto", None)])
+@pytest.mark.parametrize("m,n,k", [(256, 256, 64), (8, 512, 64), (1, 700, 64)])
+def test_float32_keeps_subnormals(mode, reduction, m, n, k):
+    """Our kernels build with -ftz=false (CuPy's own compile flushes float32 subnormals):
+    subnormal products and sums come out as numpy computes them, to a few of their ulps
+    (2^-149). The atomic protocol is left out: PTX's float atomic add flushes them."""
+    import cupy
+    rng = np.random.default_rng(11)
+    a_host = (rng.uniform(0.5, 1.0, (m, k)) * SUBNORMAL_SCALE).astype(np.float32)
+    b_host = rng.uniform(0.5, 1.0, (k, n)).astype(np.float32)
+    assert np.all(np.abs(a_host) < np.finfo(np.float32).tiny)
+    a, b = cupy.asarray(a_host), cupy.asarray(b_host)
+    out = poisoned((m, n), a)
+    forced = {} if reduction is None else {"reduction": reduction}
+    _gemm(a, b, out, mode=mode, **forced)
+    ref = a_host.astype(np.float64) @ b_host.astype(np.float64)
+    got = cupy.asnumpy(out).astype(np.float64)
+    assert np.all(got > 0), "subnormal results flushed to zero"
+    np.testing.assert_allclose(got, ref, rtol=0, atol=k * 2.0 ** -149)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_unaligned_leading_dimensions(dtype):
     """Odd leading dimensions / offsets take the element-wise loader."""
