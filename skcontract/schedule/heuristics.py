@@ -302,14 +302,22 @@ docs/benchmarks/log.md, "The partial-wave term"); at 16 (1024^3) the shorter loo
 by filling the ring, and the term's pick, half as many CTAs, ran slower."""
 
 
+SOLO_MIN_WAVE_SHARE = 0.6
+"""The share of the SMs a partial wave must run on for :func:`partial_wave_scale` to price
+it: measured from 81 CTAs of 132 up (docs/benchmarks/log.md, "The partial-wave term"); a
+128 x 128 wave of 56 CTAs ran 1.4x slower than 128 x 64 tiles on 112."""
+
+
 def partial_wave_scale(table: np.ndarray, grid: int, resident: int,
                        solo_fraction: float = 1.0, bk: int = 1) -> float:
     """A k-iteration's time in a table of whole tiles (no split) whose one wave leaves SMs
     idle, relative to its time when every SM runs the kernel: the CTAs share the L2 among
     fewer SMs, so an L2-bound kernel's k-iteration takes ``grid / resident`` of its time,
     down to its ``solo_fraction`` (:attr:`.types.TileOption.solo_fraction`), where the
-    tiles' loops run :data:`SOLO_MIN_K_ITERATIONS` of ``bk`` or more; 1 otherwise."""
-    if solo_fraction >= 1.0 or grid >= resident or not len(table) or \
+    wave runs on :data:`SOLO_MIN_WAVE_SHARE` of the SMs or more and the tiles' loops run
+    :data:`SOLO_MIN_K_ITERATIONS` of ``bk`` or more; 1 otherwise."""
+    if solo_fraction >= 1.0 or grid >= resident or grid < SOLO_MIN_WAVE_SHARE * resident or \
+            not len(table) or \
             int(table[:, T.TILE].max()) >= 0 or \
             int(table[:, T.K1].min() - table[:, T.K0].max()) < SOLO_MIN_K_ITERATIONS * bk:
         return 1.0

@@ -99,7 +99,9 @@ class _Builder:
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
         small_eff = self.option.small_efficiency if small is not None else None
-        solo = self.option.solo_fraction
+        # measured on data-parallel waves only: a Stream-K table of the same whole tiles on
+        # as many CTAs ran 1.35x slower (docs/benchmarks/log.md, "The partial-wave term")
+        solo = self.option.solo_fraction if mode == DATA_PARALLEL else 1.0
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device, eff, fix,
                        cluster=reduction == CLUSTER, small_efficiency=small_eff,

@@ -5,6 +5,9 @@ vector width at least once per family); ``python -m tools.compile_check --all`` 
 launcher can choose.
 """
 import re
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,19 +35,33 @@ def test_representative_specs_compile_without_spills():
     assert not bad, "\n".join(bad)
 
 
+SCALE_SOURCE = ("template <int N> __global__ void scale(float* x, float a, float b) {\n"
+                "  x[threadIdx.x] = __fmaf_rn(x[threadIdx.x], a, b) * N;\n}\n")
+
+
 def test_the_library_compiles_in_a_child_process_keeping_subnormals():
     """jit.compile_isolated returns the cubin and lowered names the child built, with
-    float32 subnormals kept (-ftz=false: an FFMA, not FFMA.FTZ); a source NVRTC refuses is a
-    CompileError that carries NVRTC's log."""
+    -ftz=false (another cubin than a -ftz=true build, which flushes float32 subnormals); a
+    source NVRTC refuses is a CompileError that carries NVRTC's log."""
     from skcontract.kernels import jit
-    source = ("template <int N> __global__ void scale(float* x, float a, float b) {\n"
-              "  x[threadIdx.x] = __fmaf_rn(x[threadIdx.x], a, b) * N;\n}\n")
-    built = jit.compile_isolated(source, "scale", ["scale<2>"], jit.compile_options("sm_90a"))
+    options = jit.compile_options("sm_90a")
+    assert "-ftz=false" in options
+    built = jit.compile_isolated(SCALE_SOURCE, "scale", ["scale<2>"], options)
     assert built.lowered == {"scale<2>": "_Z5scaleILi2EEvPfff"}
+    flushing = jit.compile_cubin(SCALE_SOURCE, "scale", ["scale<2>"],
+                                 [o for o in options if o != "-ftz=false"] + ["-ftz=true"])
+    assert built.cubin != flushing.cubin
+    with pytest.raises(jit.CompileError, match="error"):
+        jit.compile_isolated("__global__ void k( { }", "bad", [], options)
+
+
+@pytest.mark.skipif(shutil.which("nvdisasm") is None and not any(
+    Path(p).glob("nvidia/cu*/bin/nvdisasm") for p in sys.path), reason="no nvdisasm")
+def test_the_library_build_has_no_flushing_ffma():
+    from skcontract.kernels import jit
+    built = jit.compile_cubin(SCALE_SOURCE, "scale", ["scale<2>"], jit.compile_options("sm_90a"))
     text = sass.disassemble(built.cubin)
     assert re.search(r"\bFFMA\b", text) and "FFMA.FTZ" not in text
-    with pytest.raises(jit.CompileError, match="error"):
-        jit.compile_isolated("__global__ void k( { }", "bad", [], jit.compile_options("sm_90a"))
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])

@@ -593,6 +593,10 @@ def test_a_partial_wave_of_long_loops_runs_data_parallel(shape, grid):
     assert (s.mode, s.tile[:2], s.grid) == ("data_parallel", (128, 128), grid)
     s = _resolve(1024, 1024, 1024, "float16").schedule
     assert (s.mode, s.tile[:2], s.grid) == ("data_parallel", (128, 64), 128)
+    s = _resolve(*shape, "float16", mode="stream_k").schedule  # measured on DP waves only
+    assert (s.mode, s.grid) == ("stream_k", 132)
+    s = _resolve(256, 3584, 8192, "float16", mode="data_parallel").schedule  # 56 CTAs: no
+    assert (s.tile[:2], s.grid) == ((128, 64), 112)
 
 
 def test_partial_wave_scale_prices_only_whole_tiles_of_long_loops():
@@ -607,6 +611,7 @@ def test_partial_wave_scale_prices_only_whole_tiles_of_long_loops():
     assert partial_wave_scale(table(k), 81, 132, 0.65, bk) == pytest.approx(0.65)
     assert partial_wave_scale(table(k), 100, 132, 0.65, bk) == pytest.approx(100 / 132)
     assert partial_wave_scale(table(k), 132, 132, 0.65, bk) == 1.0  # a full wave
+    assert partial_wave_scale(table(k), 56, 132, 0.65, bk) == 1.0  # too few SMs
     assert partial_wave_scale(table(k - bk), 81, 132, 0.65, bk) == 1.0  # a short loop
     assert partial_wave_scale(table(k, tile=0), 81, 132, 0.65, bk) == 1.0  # split tiles
     assert partial_wave_scale(table(k), 81, 132, 1.0, bk) == 1.0  # not measured apart
