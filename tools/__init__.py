@@ -9,7 +9,7 @@ repository root. The library imports none of them, and the wheel does not ship t
 * :mod:`.ncu_cases` - one launch per case inside a profiler range, for Nsight Compute (GPU)
 * :mod:`.time_layouts` - gemm per operand layout against cuBLAS (GPU)
 * :mod:`.time_gemm` - gemm's device time on given shapes, for A/B runs of two trees (GPU)
-* :mod:`.warm_kernels` - compile kernel specs into the kernel cache (jit.cache_dir) ahead of a run (GPU)
+* :mod:`.warm_kernels` - compile kernel specs into the kernel cache ahead of a run (GPU)
 
 ``bash tools/device_run.sh [smoke|tests|sanitize|bench|quick|subset|half|ab]...`` runs the GPU steps
 in one device session.

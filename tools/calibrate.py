@@ -34,7 +34,8 @@ from skcontract.kernels.resolve import resolve_gemm, rows_off_lines
 from skcontract.schedule import GemmProblem, schedule_problem
 from skcontract.schedule.device import DeviceInfo
 from skcontract.schedule.heuristics import (DEFAULT_COST, MEASURED_H200_COST, REF_TILE,
-                                            CostModel, iteration_cost, row_costs)
+                                            CostModel, iteration_cost, partial_wave_scale,
+                                            row_costs)
 
 DEFAULT_JSON = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "gemm-h200.json"
 FORCED_MODES = ("data_parallel", "stream_k", "hybrid")
@@ -118,7 +119,11 @@ def cta_features(s) -> np.ndarray:
     unit = CostModel(a=0.0, b=1.0, c=1.0, d=1.0)
     rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0,
                    fixup_cost=s.fixup_cost, cluster=s.reduction == "cluster")
-    part, merge, iters = rc.write, rc.d * (rc.chain + rc.pooled), rc.iters
+    # a partial data-parallel wave's k-iterations count at the model's scale for them, so
+    # the fitted c stays a full wave's (heuristics.partial_wave_scale)
+    scale = partial_wave_scale(s.table, s.grid, s.device.resident_ctas, s.solo_fraction,
+                               s.tile[2])
+    part, merge, iters = rc.write, rc.d * (rc.chain + rc.pooled), rc.iters * scale
     cta = np.repeat(np.arange(s.grid), np.diff(s.cta_offsets))
     f = np.stack([np.bincount(cta, weights=w.astype(float), minlength=s.grid)
                   for w in (part, merge, iters)], axis=1)

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from skcontract.kernels import jit, specs
+from skcontract.kernels import jit, nvrtc, specs
 from skcontract.kernels.catalogue import ARCH_CC
 
 ARCHS = ("sm_90a", "sm_80")
@@ -83,8 +83,8 @@ def compile_source(source: str, name: str, name_expressions, arch: str) -> dict:
     registers and spills)."""
     options = jit.compile_options(arch) + ("--ptxas-options=-v",)
     try:
-        built = jit.compile_cubin(source, name, name_expressions, options)
-    except jit.CompileError as e:
+        built = nvrtc.compile_cubin(source, name, name_expressions, options)
+    except nvrtc.CompileError as e:
         return {"compiled": False, "log": str(e)}
     return {"compiled": True, "log": built.log, "cubin_bytes": len(built.cubin)}
 

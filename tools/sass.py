@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from skcontract.kernels import jit, specs
+from skcontract.kernels import jit, nvrtc, specs
 from skcontract.kernels.catalogue import KernelBase
 
 MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "HGMMA", "FFMA", "DFMA")
@@ -45,7 +45,7 @@ def find_nvdisasm() -> str:
 
 def cubin_of(spec: specs.KernelSpec, arch: str) -> bytes:
     """The cubin the library builds for ``spec`` on ``arch`` (jit.compile_cubin)."""
-    return jit.compile_cubin(jit.render_source(spec), spec.name, [spec.name_expression],
+    return nvrtc.compile_cubin(jit.render_source(spec), spec.name, [spec.name_expression],
                              jit.compile_options(arch)).cubin
 
 

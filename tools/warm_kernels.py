@@ -1,4 +1,5 @@
-"""Compile kernel specs into the kernel cache (jit.cache_dir) ahead of a run, in parallel processes (GPU).
+"""Compile kernel specs into the kernel cache (jit.cache_dir) ahead of a run, in parallel
+processes (GPU).
 
     python -m tools.warm_kernels [--warm all|representative|default-tiles] [--jobs 8]
                                  [--dtypes float32,float64] [--families WgmmaPair]

@@ -636,11 +636,11 @@ class Wgmma(KernelBase):
     """(BM, BN, CTAs an SM) of the 16-bit menu whose entry of this type trades registers
     where the 16-bit one does not."""
     HYTIS_TILES: ClassVar[tuple] = WGMMA_HYTIS_TILES
+    """(BM, BN, CTAs an SM) of the entries whose data-parallel kernel also runs HyTiS's
+    small tile, BM x BN / 2, on a table's small rows (:attr:`small_bn`)."""
     SOLO_FRACTION: ClassVar[dict] = WGMMA_SOLO_FRACTION
     """(BM, BN, CTAs an SM) -> the entry's :attr:`TileOption.solo_fraction` (the tiles
     measured L2-bound on every SM; others 1)."""
-    """(BM, BN, CTAs an SM) of the entries whose data-parallel kernel also runs HyTiS's
-    small tile, BM x BN / 2, on a table's small rows (:attr:`small_bn`)."""
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):

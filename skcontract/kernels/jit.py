@@ -3,8 +3,8 @@
 * We compile with NVRTC ourselves and load the cubin with ``cupy.RawModule(path=...)``:
   CuPy's own compile appends ``-ftz=true`` to every program, which flushes float32
   subnormals to zero; our kernels keep them, as numpy does (``-ftz=false``), and the
-  compile check and ``tools.sass`` build exactly what runs (:func:`compile_cubin`). The
-  library compiles in a child process (:func:`compile_isolated`), which NVRTC's side
+  compile check and ``tools.sass`` build exactly what runs (:mod:`.nvrtc`). The library
+  compiles in a child process (:func:`.nvrtc.compile_isolated`), which NVRTC's side
   effects cannot reach past.
 * Headers are inlined into the source, so any header change is a new source and a new key.
 * :func:`cache_key` hashes every source + header, the options, the NVRTC version and the
@@ -25,14 +25,14 @@ import json
 import multiprocessing as mp
 import os
 import re
-import subprocess
 import sys
 import tempfile
+import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 from ..schedule.types import CLUSTER
+from .nvrtc import CompileError, compile_isolated
 from .specs import KernelSpec
 
 CUDA_DIR = Path(__file__).with_name("cuda")
@@ -124,6 +124,7 @@ def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(spec.cfg_source().encode())
+    h.update(f"{spec.entry_header} {spec.name_expression}".encode())
     h.update(repr(options).encode())
     h.update(f"nvrtc={nvrtc_version()} arch={arch}".encode())
     return h.hexdigest()[:32]
@@ -131,111 +132,45 @@ def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
 
 def cache_dir() -> Path:
     """Where compiled kernels are kept across processes: ``SKCONTRACT_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/skcontract`` (``~/.cache/skcontract``)."""
+    ``$XDG_CACHE_HOME/skcontract`` (``~/.cache/skcontract``); a per-process temporary
+    folder where no home is known or the folder cannot be written (:func:`load_module`)."""
     d = os.environ.get("SKCONTRACT_CACHE_DIR")
     if d:
-        return Path(d)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skcontract"
-
-
-class CompileError(RuntimeError):
-    """NVRTC refused a kernel's source; the message holds its log."""
-
-
-class Compiled(NamedTuple):
-    """One translation unit compiled: the cubin, each name expression's lowered (mangled)
-    name, and NVRTC's log (ptxas's registers and spills with ``--ptxas-options=-v``)."""
-
-    cubin: bytes
-    lowered: dict
-    log: str
-
-
-def compile_cubin(source: str, label: str, name_expressions, options) -> Compiled:
-    """Compile ``source`` with NVRTC for the ``-arch`` in ``options`` (no GPU needed),
-    instantiating ``name_expressions``. CompileError with NVRTC's log if it fails."""
-    from cuda.bindings import nvrtc  # optional dependency: the GPU path's (and the CPU check's)
-
-    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), f"{label}.cu".encode(), 0, [], [])
-    if err != ok:
-        raise CompileError(f"nvrtcCreateProgram({label}): {err}")
+        return Path(d).absolute()
+    base = os.environ.get("XDG_CACHE_HOME")
     try:
-        for expr in name_expressions:
-            (err,) = nvrtc.nvrtcAddNameExpression(prog, expr.encode())
-            if err != ok:
-                raise CompileError(f"nvrtcAddNameExpression({expr}): {err}")
-        opts = [o.encode() for o in options]
-        (cerr,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log = b" " * size
-        nvrtc.nvrtcGetProgramLog(prog, log)
-        log = log.decode(errors="replace").rstrip("\x00")
-        if cerr != ok:
-            raise CompileError(f"{label} does not compile ({cerr}):\n{log}")
-        _, size = nvrtc.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        nvrtc.nvrtcGetCUBIN(prog, cubin)
-        lowered = {}
-        for expr in name_expressions:
-            err, name = nvrtc.nvrtcGetLoweredName(prog, expr.encode())
-            if err != ok:
-                raise CompileError(f"nvrtcGetLoweredName({expr}): {err}")
-            lowered[expr] = name.decode()
-        return Compiled(cubin, lowered, log)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        return Path(base or Path.home() / ".cache").absolute() / "skcontract"
+    except RuntimeError:  # no home directory
+        return _scratch_dir()
 
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-"""The directory holding the ``skcontract`` package: the compile child imports it from there."""
+_SCRATCH: list = []
 
 
-def compile_isolated(source: str, label: str, name_expressions, options) -> Compiled:
-    """:func:`compile_cubin` in a child Python process. NVRTC's compile leaves process-wide
-    state behind: on the H200 (NVRTC 13, torch 2.11), importing torch after it fails to
-    parse torch's own operator schemas. So the library never compiles in its caller's
-    process; the child costs a Python start (about half a second) on a kernel's first use
-    only (the cache keeps it after)."""
-    request = json.dumps({"source": source, "label": label, "names": list(name_expressions),
-                          "options": list(options)})
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT),
-                                                    env.get("PYTHONPATH")) if p)
-    with tempfile.TemporaryDirectory(prefix="skcontract-") as tmp:
-        target = Path(tmp) / f"{label}.cubin"
-        proc = subprocess.run([sys.executable, "-m", __name__, str(target)], input=request,
-                              capture_output=True, text=True, env=env)
-        try:
-            reply = json.loads(proc.stdout.strip().splitlines()[-1])
-        except (IndexError, ValueError):
-            raise CompileError(f"{label}: the compile child failed ({proc.returncode}):\n"
-                               f"{proc.stderr.strip()}") from None
-        if "error" in reply:
-            raise CompileError(reply["error"])
-        return Compiled(target.read_bytes(), reply["lowered"], reply["log"])
+def _scratch_dir() -> Path:
+    """A temporary folder for this process's kernels, removed at exit."""
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="skcontract-kernels-"))
+    return Path(_SCRATCH[0].name)
 
 
-def _compile_child(target: str) -> int:
-    """The child of :func:`compile_isolated`: a JSON request on stdin, the cubin to
-    ``target``, a JSON reply (lowered names and log, or the error) on stdout's last line."""
-    request = json.loads(sys.stdin.read())
-    try:
-        built = compile_cubin(request["source"], request["label"], request["names"],
-                              request["options"])
-    except CompileError as e:
-        print(json.dumps({"error": str(e)}))
-        return 1
-    Path(target).write_bytes(built.cubin)
-    print(json.dumps({"lowered": built.lowered, "log": built.log}))
-    return 0
+CACHE_FILE_MODE = 0o644
+"""The cache's files are readable by everyone, as a shared cache folder needs."""
 
 
 def _write_atomic(target: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, target)  # atomic: a concurrent reader sees the whole file or none
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, CACHE_FILE_MODE)
+        os.replace(tmp, target)  # atomic: a concurrent reader sees the whole file or none
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 class LoadedModule:
@@ -254,27 +189,64 @@ class LoadedModule:
         return self.raw.get_global(name)
 
 
-def load_module(source: str, label: str, name_expressions, options, key: str,
-                manifest: dict | None = None) -> LoadedModule:
-    """The module of ``source`` from the cache (:func:`cache_dir`), compiled and kept there
-    first if it is not: ``<key>.cubin`` with ``<key>.json`` (the lowered names and
-    ``manifest``: what was built, for people reading the cache)."""
+def _cached(root: Path, key: str, name_expressions) -> LoadedModule | None:
+    """The module kept under ``key``, loaded, or None where it is missing or unreadable."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    root = cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
     cubin, meta = root / f"{key}.cubin", root / f"{key}.json"
-    lowered = None
-    if cubin.exists() and meta.exists():
+    try:
         lowered = json.loads(meta.read_text()).get("lowered")
-    if lowered is None or set(lowered) != set(name_expressions):
-        built = compile_isolated(source, label, name_expressions, options)
-        lowered = built.lowered
-        data = {"key": key, "lowered": lowered, "options": list(options),
-                "nvrtc": nvrtc_version(), **(manifest or {})}
-        _write_atomic(meta, json.dumps(data, indent=1).encode())
-        _write_atomic(cubin, built.cubin)
-    return LoadedModule(cupy.RawModule(path=str(cubin)), lowered)
+        if not isinstance(lowered, dict) or set(lowered) != set(name_expressions):
+            return None
+        module = LoadedModule(cupy.RawModule(path=str(cubin)), lowered)
+        for expr in name_expressions:  # loads the cubin: a damaged one fails here
+            module.get_function(expr)
+        return module
+    except (OSError, ValueError, cupy.cuda.driver.CUDADriverError):
+        return None
+
+
+_UNWRITABLE: set = set()
+"""Cache folders this process failed to write (it keeps its kernels in :func:`_scratch_dir`)."""
+
+
+def _keep(root: Path, key: str, cubin: bytes, meta: bytes) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    _write_atomic(root / f"{key}.cubin", cubin)
+    _write_atomic(root / f"{key}.json", meta)  # last: a complete entry has both
+
+
+def load_module(source: str, label: str, name_expressions, options, key: str,
+                manifest: dict | None = None) -> LoadedModule:
+    """The module of ``source`` from the cache (:func:`cache_dir`), compiled (in a child
+    process) and kept there first where it is missing or damaged: ``<key>.cubin`` with
+    ``<key>.json`` (the lowered names and ``manifest``: what was built, for people reading
+    the cache). A cache folder that cannot be written is replaced, with a warning, by a
+    temporary one for this process."""
+    root = cache_dir()
+    for where in (root, _scratch_dir()) if root in _UNWRITABLE else (root,):
+        module = _cached(where, key, name_expressions)
+        if module is not None:
+            return module
+    built = compile_isolated(source, label, name_expressions, options)
+    data = json.dumps({"key": key, "lowered": built.lowered, "options": list(options),
+                       "nvrtc": nvrtc_version(), **(manifest or {})}, indent=1).encode()
+    if root not in _UNWRITABLE:
+        try:
+            _keep(root, key, built.cubin, data)
+        except OSError as e:
+            _UNWRITABLE.add(root)
+            warnings.warn(f"skcontract: cannot write the kernel cache {root} ({e}); this "
+                          f"process keeps its kernels in {_scratch_dir()} (set "
+                          f"SKCONTRACT_CACHE_DIR to a writable folder)", RuntimeWarning,
+                          stacklevel=3)
+    if root in _UNWRITABLE:
+        root = _scratch_dir()
+        _keep(root, key, built.cubin, data)
+    module = _cached(root, key, name_expressions)
+    if module is None:
+        raise CompileError(f"{label}: the cubin just built under {root} does not load")
+    return module
 
 
 class RegisterCountError(RuntimeError):
@@ -422,6 +394,3 @@ def warm(spec_list, jobs: int = 8) -> list[str]:
     with ctx.Pool(jobs) as pool:
         return pool.map(_warm_one, [s.to_dict() for s in spec_list], chunksize=1)
 
-
-if __name__ == "__main__":
-    sys.exit(_compile_child(sys.argv[1]))

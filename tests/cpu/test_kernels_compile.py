@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tools import compile_check, sass
+from skcontract.kernels import nvrtc as nvrtc_compile
 from skcontract.schedule import DeviceInfo
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
@@ -37,19 +38,33 @@ SCALE_SOURCE = ("template <int N> __global__ void scale(float* x, float a, float
 
 
 def test_the_library_compiles_in_a_child_process_keeping_subnormals():
-    """jit.compile_isolated returns the cubin and lowered names the child built, with
+    """nvrtc.compile_isolated returns the cubin and lowered names the child built, with
     -ftz=false (another cubin than a -ftz=true build, which flushes float32 subnormals); a
     source NVRTC refuses is a CompileError that carries NVRTC's log."""
     from skcontract.kernels import jit
     options = jit.compile_options("sm_90a")
     assert "-ftz=false" in options
-    built = jit.compile_isolated(SCALE_SOURCE, "scale", ["scale<2>"], options)
+    built = nvrtc_compile.compile_isolated(SCALE_SOURCE, "scale", ["scale<2>"], options)
     assert built.lowered == {"scale<2>": "_Z5scaleILi2EEvPfff"}
-    flushing = jit.compile_cubin(SCALE_SOURCE, "scale", ["scale<2>"],
-                                 [o for o in options if o != "-ftz=false"] + ["-ftz=true"])
+    flushing = nvrtc_compile.compile_cubin(
+        SCALE_SOURCE, "scale", ["scale<2>"],
+        [o for o in options if o != "-ftz=false"] + ["-ftz=true"])
     assert built.cubin != flushing.cubin
-    with pytest.raises(jit.CompileError, match="error"):
-        jit.compile_isolated("__global__ void k( { }", "bad", [], options)
+    with pytest.raises(nvrtc_compile.CompileError, match="error"):
+        nvrtc_compile.compile_isolated("__global__ void k( { }", "bad", [], options)
+
+
+def test_the_compile_child_ignores_the_callers_folder(tmp_path, monkeypatch):
+    """The child runs by path in its own folder: packages named skcontract or cuda in the
+    caller's working directory cannot replace the ones it uses."""
+    from skcontract.kernels import jit
+    for name in ("skcontract", "cuda"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('shadowed')\n")
+    monkeypatch.chdir(tmp_path)
+    built = nvrtc_compile.compile_isolated(SCALE_SOURCE, "scale", ["scale<2>"],
+                                           jit.compile_options("sm_90a"))
+    assert built.cubin
 
 
 def _has_nvdisasm() -> bool:
@@ -63,7 +78,8 @@ def _has_nvdisasm() -> bool:
 @pytest.mark.skipif(not _has_nvdisasm(), reason="nvdisasm (a developer tool) not installed")
 def test_the_library_build_has_no_flushing_ffma():
     from skcontract.kernels import jit
-    built = jit.compile_cubin(SCALE_SOURCE, "scale", ["scale<2>"], jit.compile_options("sm_90a"))
+    built = nvrtc_compile.compile_cubin(SCALE_SOURCE, "scale", ["scale<2>"],
+                                        jit.compile_options("sm_90a"))
     text = sass.disassemble(built.cubin)
     assert re.search(r"\bFFMA\b", text) and "FFMA.FTZ" not in text
 
