@@ -115,5 +115,8 @@ def _child(target: str) -> int:
 
 
 if __name__ == "__main__":
-    del sys.path[0]  # this file's folder: its cuda/ holds the kernels, not cuda.bindings
+    # this file's folder, which Python puts first for a script: its cuda/ holds the
+    # kernels, not cuda.bindings
+    if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+        del sys.path[0]
     sys.exit(_child(sys.argv[1]))

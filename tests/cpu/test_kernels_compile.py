@@ -5,6 +5,7 @@ vector width at least once per family); ``python -m tools.compile_check --all`` 
 launcher can choose.
 """
 import re
+import sys
 
 import pytest
 
@@ -396,3 +397,67 @@ def test_the_trace_build_compiles():
         assert out["compiled"], out["log"][-2000:]
         spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
         assert spills and max(spills) == 0, out["log"][-2000:]
+
+
+class _FakeRawModule:
+    """Stands in for cupy.RawModule(path=...): loads the file, knows the lowered names."""
+
+    def __init__(self, path):
+        data = open(path, "rb").read()
+        if not data.startswith(b"\x7fELF"):
+            raise _FakeDriverError("CUDA_ERROR_INVALID_IMAGE")
+        self.path = path
+
+    def get_function(self, name):
+        if not name.startswith("_Z"):
+            raise _FakeDriverError(f"CUDA_ERROR_NOT_FOUND: {name}")
+        return name
+
+
+class _FakeDriverError(RuntimeError):
+    pass
+
+
+def test_the_kernel_cache_compiles_once_rebuilds_damage_and_survives_a_read_only_folder(
+        tmp_path, monkeypatch):
+    """jit.load_module on a stand-in CuPy: a miss compiles and keeps <key>.cubin and
+    <key>.json, a hit loads without compiling, a damaged entry is compiled again, and a
+    folder it cannot write gives a warning and a temporary folder."""
+    import types
+    import warnings
+    from skcontract.kernels import jit
+    fake = types.ModuleType("cupy")
+    fake.RawModule = lambda path: _FakeRawModule(path)
+    fake.cuda = types.SimpleNamespace(driver=types.SimpleNamespace(
+        CUDADriverError=_FakeDriverError))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    compiles = []
+    real = jit.compile_isolated
+    monkeypatch.setattr(jit, "compile_isolated",
+                        lambda *a: compiles.append(a[1]) or real(*a))
+    monkeypatch.setenv("SKCONTRACT_CACHE_DIR", str(tmp_path / "cache"))
+    options = jit.compile_options("sm_90a")
+
+    def load():
+        return jit.load_module(SCALE_SOURCE, "scale", ["scale<2>"], options, "k1")
+
+    assert load().get_function("scale<2>") == "_Z5scaleILi2EEvPfff"
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["k1.cubin", "k1.json"]
+    load()
+    assert len(compiles) == 1  # the hit compiled nothing
+    (tmp_path / "cache" / "k1.cubin").write_bytes(b"truncated")
+    assert load().get_function("scale<2>") == "_Z5scaleILi2EEvPfff"
+    assert len(compiles) == 2
+    (tmp_path / "cache" / "k1.json").write_text("{not json")
+    load()
+    assert len(compiles) == 3
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("SKCONTRACT_CACHE_DIR", str(blocked))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = jit.load_module(SCALE_SOURCE, "scale", ["scale<2>"], options, "k2")
+    assert module.get_function("scale<2>") == "_Z5scaleILi2EEvPfff"
+    assert any("cannot write the kernel cache" in str(w.message) for w in caught)
+    jit.load_module(SCALE_SOURCE, "scale", ["scale<2>"], options, "k2")
+    assert len(compiles) == 4  # the temporary folder keeps it for the process
