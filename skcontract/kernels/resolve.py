@@ -148,8 +148,9 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")
     while True:
-        # a convolution's kernels run one tile shape (no HyTiS small rows)
-        smalls = {} if im2col is None else {"small_tiles": ()}
+        # a convolution's kernels run one tile shape (no HyTiS small rows), and their
+        # partial waves (another producer) are not measured apart
+        smalls = {} if im2col is None else {"small_tiles": (), "solo_fraction": 1.0}
         options_ = [replace(b.option(), ctas_per_sm=c, **smalls)
                     for (_, c, _), b in by_entry.items()]
         schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
