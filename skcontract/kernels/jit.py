@@ -7,9 +7,9 @@
   compiles in a child process (:func:`.nvrtc.compile_isolated`), which NVRTC's side
   effects cannot reach past.
 * Headers are inlined into the source, so any header change is a new source and a new key.
-* :func:`cache_key` hashes every source + header, the options, the NVRTC version and the
-  target arch. It names the cubin, the lowered kernel names and the manifest kept under
-  :func:`cache_dir`.
+* :func:`cache_key` hashes the whole source, the name expressions, the options, the NVRTC
+  version and the target arch. It names the cubin, the lowered kernel names and the
+  manifest kept under :func:`cache_dir`.
 * An in-memory memo keyed by the device id, the spec and the debug, trace and probe builds
   makes a warm call a dict lookup.
 
@@ -118,15 +118,11 @@ def nvrtc_version() -> str:
             return "unknown"
 
 
-def cache_key(spec: KernelSpec, options: tuple[str, ...], arch: str) -> str:
-    h = hashlib.sha256()
-    for path in header_files():
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    h.update(spec.cfg_source().encode())
-    h.update(f"{spec.entry_header} {spec.name_expression}".encode())
-    h.update(repr(options).encode())
-    h.update(f"nvrtc={nvrtc_version()} arch={arch}".encode())
+def cache_key(source: str, name_expressions, options, arch: str) -> str:
+    """The cache's name for a translation unit: a hash of its whole source (headers inlined),
+    the instantiated name expressions, the options, the NVRTC version and the arch."""
+    h = hashlib.sha256(source.encode())
+    h.update(repr((tuple(name_expressions), tuple(options), nvrtc_version(), arch)).encode())
     return h.hexdigest()[:32]
 
 
@@ -309,8 +305,9 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
         return hit
     arch = device_arch(dev)
     options = compile_options(arch, debug=debug, trace=traced, probe_build=probed)
-    key = cache_key(spec, options, arch)
-    module = load_module(render_source(spec), spec.name, [spec.name_expression], options, key,
+    source = render_source(spec)
+    key = cache_key(source, [spec.name_expression], options, arch)
+    module = load_module(source, spec.name, [spec.name_expression], options, key,
                          {"name": spec.name, "spec": spec.to_dict(), "arch": arch})
     function = module.get_function(spec.name_expression)
     from cupy.cuda import driver  # optional dependency: only the GPU path needs CuPy
@@ -364,11 +361,10 @@ def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -
         arch = device_arch(device_id)
         options = compile_options(arch)
         source = inline_headers(header)
-        h = hashlib.sha256(source.encode())
-        h.update(repr((tuple(name_expressions), options, nvrtc_version(), arch)).encode())
+        key = cache_key(source, name_expressions, options, arch)
         with cupy.cuda.Device(device_id):
             module = load_module(source, Path(header).stem, list(name_expressions), options,
-                                 h.hexdigest()[:32], {"header": header, "arch": arch})
+                                 key, {"header": header, "arch": arch})
         _MODULES[memo] = module
     return module
 
