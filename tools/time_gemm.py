@@ -23,6 +23,11 @@ such row says whether a launch stored by TMA (``tma_store``). ``--stages 6,8,13`
 ``--tile``) times the forced entry with each ring depth: the catalogue entries that tile
 forces are replaced, in this process and for that row only, by copies with that many
 stages (the entry's own count, ``stages`` in the row; ``default`` keeps the catalogue's).
+``--walk G:R:S,...`` (with ``--tile`` BMxBNxBK and a mode other than auto) times the forced
+tile's schedule with Stream-K groups ``G``, raster ``R`` (``N`` or ``M``) and log2 swizzle
+band ``S``, each a number or ``auto`` (the scheduler's rule), e.g. ``auto:N:3,1:M:0``: these
+set which CTA runs which tile (docs/design/stream_k.md); each row says the ``walk`` asked
+and the ``groups``, ``raster`` and ``swizzle`` its schedule has.
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
 directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
 ``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the
@@ -74,6 +79,9 @@ def main(argv=None) -> int:
                    help="comma list of tma, threads: the Wgmma epilogue's store path")
     p.add_argument("--stages", default=None,
                    help="comma list of ring depths (or default) for the --tile entries")
+    p.add_argument("--walk", default=None,
+                   help="comma list of GROUPS:RASTER:SWIZZLE (each a value or auto) for "
+                        "the --tile schedule")
     args = p.parse_args(argv)
     tiles = [None] if args.tile is None else [tuple(int(x) for x in t.split("x"))
                                               for t in args.tile.split(",")]
@@ -88,8 +96,14 @@ def main(argv=None) -> int:
                                                      for x in args.stages.split(",")]
     except ValueError:
         p.error(f"--stages {args.stages!r}: expected ring depths or default")
+    try:
+        walks = [None] if args.walk is None else [parse_walk(w) for w in args.walk.split(",")]
+    except ValueError as e:
+        p.error(str(e))
+    if args.walk is not None and (args.tile is None or "auto" in args.mode.split(",")):
+        p.error("--walk needs --tile and a mode other than auto: it plans that tile's table")
     combos = list(itertools.product(args.mode.split(","), tiles, reductions, grids, stores,
-                                    probes, stages))
+                                    probes, stages, walks))
     import cupy  # optional dependency: this tool times the GPU
 
     # skcontract is imported in _time_shape, after PYTHONPATH picked the tree to time; both
@@ -100,8 +114,7 @@ def main(argv=None) -> int:
                                                            args.layouts.split(",")]
     stream = cupy.cuda.Stream(non_blocking=True)
     for shape in args.shapes.split(","):
-        dims = [int(x) for x in shape.split("x")]
-        batch, (m, n, k) = (dims[0] if len(dims) == 4 else 1), dims[-3:]
+        batch, (m, n, k) = _dims(shape)
         flops = 2.0 * batch * m * n * k
         for dtype in args.dtypes.split(","):
             tf32, x3 = dtype == TF32, dtype == TF32X3
@@ -131,20 +144,36 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             lambda: torch.matmul(a, b, out=c), calls, args.reps)
     # (allow_tf32 for tf32: older trees take no precision)
     forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
-    for mode, tile, reduction, grid, store, probe, depth in combos:
+    for mode, tile, reduction, grid, store, probe, depth, walk in combos:
         forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                       ("reduction", reduction)) if v is not None}
         forced.update(forced_tf32)
+        sched, refused = None, None
+        if walk is not None:
+            batch, (m, n, k) = _dims(shape)
+            try:
+                sched = walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk)
+                forced = {"schedule": sched, **forced_tf32}
+            except (ValueError, RuntimeError) as e:  # the scheduler refuses the walk
+                refused = f"{type(e).__name__}: {e}"
         if store is not None:
             tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
         row = {"tag": args.tag, "tree": skcontract.__file__, "shape": shape,
-               "dtype": dtype, "mode": mode, **forced, **peer}
+               "dtype": dtype, "mode": mode,
+               **{k_: v for k_, v in forced.items() if k_ != "schedule"}, **peer}
         if layout is not None:
             row["layout"] = layout
         if probe is not None:
             os.environ["SKCONTRACT_PROBE"] = row["probe"] = probe
         if depth is not None:
             row["stages"] = depth
+        if walk is not None:
+            row["walk"] = ":".join("auto" if v is None else str(v) for v in walk)
+            if refused is not None:
+                print(json.dumps({**row, "error": refused}), flush=True)
+                continue
+            row.update(groups=sched.groups, raster=sched.raster, swizzle=sched.log_swizzle,
+                       tile=tile, grid=sched.grid, reduction=sched.reduction)
         if probe is not None or store is not None or args.stages is not None:
             # a cached plan keeps the kernel (its probe build, its entry's stages) and the
             # store path it was made with
@@ -153,11 +182,12 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             with _stages_swapped(tile, depth):
                 if store is not None:  # what the launches did, not only what was asked
                     with record_launches() as launched:
-                        gemm(a, b, c, mode=mode, **forced)
+                        gemm(a, b, c, **_call_args(mode, forced))
                     row["store"] = store
                     row["tma_store"] = any(x.tma_store for x in launched)
-                us = timing.device_time_us(lambda: gemm(a, b, c, mode=mode, **forced),
-                                           stream, calls, args.reps)
+                call = _call_args(mode, forced)
+                us = timing.device_time_us(lambda: gemm(a, b, c, **call), stream, calls,
+                                           args.reps)
             row.update(us=us, tflops=flops * 1e-6 / us)
             if peer:
                 row["vs_torch"] = peer["torch_us"] / us
@@ -198,6 +228,44 @@ def _stages_swapped(tile, depth):
         for table, old in zip(tables, saved):
             table.clear()
             table.update(old)
+
+
+def _dims(shape: str):
+    """``(batch, (m, n, k))`` of a ``MxNxK`` or ``BxMxNxK`` shape."""
+    dims = [int(x) for x in shape.split("x")]
+    return (dims[0] if len(dims) == 4 else 1), tuple(dims[-3:])
+
+
+def _call_args(mode, forced) -> dict:
+    """``gemm``'s keywords for one row: a planned schedule is launched as it is."""
+    return forced if "schedule" in forced else {"mode": mode, **forced}
+
+
+def parse_walk(text: str) -> tuple:
+    """``(groups, raster, swizzle)`` of a ``--walk`` item ``G:R:S`` (``auto``: None)."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"--walk {text!r}: expected GROUPS:RASTER:SWIZZLE")
+    g, r, sw = (None if p_ == "auto" else p_ for p_ in parts)
+    if r not in (None, "N", "M"):
+        raise ValueError(f"--walk {text!r}: the raster is N, M or auto")
+    try:
+        return (None if g is None else int(g)), r, (None if sw is None else int(sw))
+    except ValueError:
+        raise ValueError(f"--walk {text!r}: groups and swizzle are numbers or auto") from None
+
+
+def walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk):
+    """The schedule of the forced ``tile`` (its BM x BN x BK) with ``walk``'s groups, raster
+    and swizzle (None: the scheduler's rule), for ``gemm(schedule=...)``."""
+    from skcontract.kernels.gemm import DEFAULT_REDUCTION
+    from skcontract.schedule.scheduler import schedule_gemm
+    if len(tile) > 3:
+        raise ValueError("--walk plans single-CTA tiles: give --tile as BMxBNxBK")
+    options = {k_: v for k_, v in zip(("groups", "raster", "swizzle"), walk) if v is not None}
+    return schedule_gemm(m, n, k, batch=batch, mode=mode, tile=tuple(tile), grid=grid,
+                         reduction=reduction or DEFAULT_REDUCTION,
+                         dtype="float32" if dtype in (TF32, TF32X3) else dtype, **options)
 
 
 def _laid_out(x, order):

@@ -27,7 +27,8 @@ MIN_ITERS_PER_SPLIT = 8
 Split boundaries closer than this to a tile edge are moved onto the edge."""
 
 MAX_STREAM_K_GROUPS = 8
-"""Stream-K groups (L2 locality) are at most this many."""
+"""Stream-K groups are at most this many (the groups set which CTA runs which tile:
+docs/design/stream_k.md, "Groups and swizzle")."""
 
 MAX_SPLIT_K = 16
 """Largest S auto tries for split_k / aligned."""

@@ -354,7 +354,7 @@ class Schedule:
     reason: str = ""
     small_tile: tuple | None = None     # HyTiS latency tile (BM, BN, BK)
     splits_per_tile: int = 1            # S of split_k / aligned
-    groups: int = 1                     # Stream-K groups (L2 locality)
+    groups: int = 1                     # Stream-K groups (which CTA runs which tile)
     log_swizzle: int = 0
     raster: str = "N"                   # "N": bands of rows walked along N; "M": the transpose
     predicted_time_us: float = float("nan")

@@ -10,6 +10,7 @@ import pytest
 from skcontract.kernels import catalogue, specs
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import DeviceInfo, GemmProblem
+from skcontract.schedule.table import RANGE_FIRST
 from tools import time_gemm, trace_kernel, warm_kernels
 
 
@@ -147,3 +148,24 @@ def test_ktile_report_times_loads_gaps_and_k_tiles_in_flight():
     assert rows["in flight"] == [["0.000", "0.300", "1.000", "1.000", "1.000"], ["1.000"] * 5]
     assert "4 stamped in 1 CTAs" in trace_kernel.ktile_report(kst, 2.0, 1)[0]
     assert "no k-tile" in trace_kernel.ktile_report(np.zeros((1, 8, 2), np.uint64), 2.0, 0)[0]
+
+
+def test_time_gemm_walk_plans_the_forced_tile_with_the_groups_and_walk_asked():
+    assert time_gemm.parse_walk("auto:N:3") == (None, "N", 3)
+    assert time_gemm.parse_walk("1:auto:auto") == (1, None, None)
+    for bad in ("1:N", "x:N:3", "1:Q:3"):
+        with pytest.raises(ValueError, match="--walk"):
+            time_gemm.parse_walk(bad)
+    # 81 whole tiles on 81 CTAs: Stream-K's auto groups deal CTA c tile 3 (c mod 27) + c // 27
+    # (the range rows' first tile); one group deals CTA c tile c, as data-parallel does
+    auto = time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k", (128, 128, 64),
+                                   81, "deterministic", (None, None, None))
+    one = time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k", (128, 128, 64),
+                                  81, "deterministic", (1, "M", 0))
+    first = RANGE_FIRST
+    assert auto.groups == 3 and auto.table[:3, first].tolist() == [0, 3, 6]
+    assert (one.groups, one.raster, one.log_swizzle) == (1, "M", 0)
+    assert one.table[:, first].tolist() == list(range(81))
+    with pytest.raises(ValueError, match="single-CTA tiles"):
+        time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k",
+                                (128, 64, 64, 1, 2), None, None, (1, None, None))
