@@ -6,7 +6,9 @@ disassemble it with ``nvdisasm`` and count the instructions of its inner loops.
 
 For each loop (a backward branch) that holds math instructions (DMMA / HMMA / IMMA / FFMA /
 DFMA) it prints the loop's size, the count of each opcode and the instructions per math
-instruction: the number that ncu's "issued instructions" divides into. ``nvdisasm`` comes
+instruction: the number that ncu's "issued instructions" divides into; for FFMA loops, the
+share of FFMAs whose operands meet in a register bank (:func:`fma_bank_conflicts`), what
+ncu counts as dispatch stalls in the exact float32 kernel. ``nvdisasm`` comes
 with the CUDA toolkit or the ``nvidia-cuda-nvdisasm`` wheel; this is a developer tool, not
 a dependency.
 """
@@ -90,6 +92,36 @@ def loops(instrs, labels):
     return sorted(set(out), key=lambda r: r[1] - r[0])
 
 
+_FMA_OPERANDS = re.compile(r"FFMA\S*\s+R\d+,\s*-?(R\w+)(\.reuse)?,\s*-?(R\w+)(\.reuse)?,"
+                           r"\s*-?(R\w+)(\.reuse)?")
+REGISTER_BANKS = 2
+"""Register banks an FFMA's operands are read from (register number modulo this): the model
+of the Volta-and-later register file that microbenchmarks (Jia et al., "Dissecting the NVIDIA
+Volta GPU Architecture via Microbenchmarking", 2018) found; Hopper's is not documented."""
+
+
+def fma_bank_conflicts(instrs, start: int, end: int) -> tuple[int, int]:
+    """(FFMAs, FFMAs with a bank conflict) among ``instrs`` in [start, end]: a conflict is
+    two source registers read from one bank (:data:`REGISTER_BANKS`) in one FFMA, counting
+    neither RZ nor an operand the previous FFMA flagged ``.reuse`` in the same slot (served
+    by the operand reuse cache). A static count: ptxas' order, not the issue order."""
+    fmas = conflicts = 0
+    cached = (None, None, None)
+    for addr, op, text in instrs:
+        if not start <= addr <= end or op != "FFMA":
+            continue
+        m = _FMA_OPERANDS.search(text)
+        if not m:
+            continue
+        regs, flags = m.group(1, 3, 5), m.group(2, 4, 6)
+        read = {r for slot, r in enumerate(regs) if r != "RZ" and cached[slot] != r}
+        banks = [int(r[1:]) % REGISTER_BANKS for r in read]
+        fmas += 1
+        conflicts += len(banks) != len(set(banks))
+        cached = tuple(r if f else None for r, f in zip(regs, flags))
+    return fmas, conflicts
+
+
 def report(spec: specs.KernelSpec, arch: str = "sm_90a", dump: str | None = None) -> str:
     sass = disassemble(cubin_of(spec, arch))
     if dump:
@@ -103,8 +135,12 @@ def report(spec: specs.KernelSpec, arch: str = "sm_90a", dump: str | None = None
         if not math:
             continue
         top = " ".join(f"{o}:{c}" for o, c in hist.most_common(12))
-        lines.append(f"  loop {start:#x}-{end:#x}: {len(body)} instr, {math} math, "
-                     f"{len(body) / math:.2f} per math | {top}")
+        line = (f"  loop {start:#x}-{end:#x}: {len(body)} instr, {math} math, "
+                f"{len(body) / math:.2f} per math | {top}")
+        fmas, conflicts = fma_bank_conflicts(instrs, start, end)
+        if fmas:
+            line += f" | FFMA bank conflicts {conflicts} ({conflicts / fmas:.1%})"
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -324,6 +324,23 @@ def test_sass_loop_report_parses_a_listing():
     assert labels == {1: 0x10} and sass.loops(instrs, labels) == [(0x10, 0x40)]
 
 
+def test_sass_counts_fma_register_bank_conflicts():
+    """Two sources in one bank conflict; an operand the previous FFMA flagged .reuse in the
+    same slot, and RZ, are not read from a bank."""
+    listing = """
+        /*0000*/                   FFMA R10, R1, R3, R10 ;
+        /*0010*/                   FFMA R11, R1.reuse, R2, R11 ;
+        /*0020*/                   FFMA R13, R1, R2, R13 ;
+        /*0030*/                   FFMA R12, R5, R4, R12 ;
+        /*0040*/                   FFMA R15, R5, R6, RZ ;
+"""
+    instrs, _ = sass.parse(listing)
+    # 0x00: R1, R3 in bank 1; 0x10: three reads, two banks; 0x20: R1 from the reuse cache,
+    # R2 and R13 in banks 0 and 1 (none); 0x30: R4, R12 in bank 0; 0x40: R5, R6 (none)
+    assert sass.fma_bank_conflicts(instrs, 0, 0x40) == (5, 3)
+    assert sass.fma_bank_conflicts(instrs, 0x10, 0x20) == (2, 1)
+
+
 def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on():
     """min_cc: the fp64 two-CTA entry (Hopper only) is compiled for sm_90a, not sm_80, by the
     compile check, and there it fits the 2 CTAs per SM it declares."""
