@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: warm the kernel cache, run the GPU tests, compute-sanitizer on each fixup
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
-# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|race|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab]...
+# Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|race|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab|placement]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
 #             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
@@ -22,6 +22,8 @@
 #             k-tile's loads from issue to landed, KTRACE_CASES), cuBLAS's time beside
 #   probes  : tools.time_gemm --probe none,loads,mma on the narrow tiles, every layout (the
 #             mainloop's halves timed apart: PROBE_SHAPES, PROBE_TILES, PROBE_LAYOUTS)
+#   placement: tools.sm_placement: the SM of each CTA of one-CTA-an-SM launches (132 and 81
+#             CTAs, three times each) and the GPCs that clusters of 2 - 16 imply
 #   ab      : tools.time_gemm alternately on the tree in .old/ (an earlier commit's skcontract,
 #             carried) and this one, AB_SHAPES x AB_DTYPES, AB_ROUNDS (2) times each; AB_ARGS
 #             adds time_gemm's options (e.g. "--tile 64x64x64 --mode data_parallel")
@@ -146,6 +148,9 @@ for line in open(sys.argv[1]):
     einsum)
       timeout ${BENCH_S:-400} python3 -m skcontract.bench.einsum --out "$OUT" > "$OUT/bench-einsum.log" 2>&1
       echo "bench einsum rc=$? ($(( $(date +%s) - t0 ))s)"; tail -30 "$OUT/bench-einsum.log";;
+    placement)
+      timeout ${PLACEMENT_S:-120} python3 -m tools.sm_placement > "$OUT/placement.jsonl" 2> "$OUT/placement.err"
+      echo "placement rc=$? ($(( $(date +%s) - t0 ))s)"; tail -c 3000 "$OUT/placement.jsonl";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;

@@ -169,3 +169,11 @@ def test_time_gemm_walk_plans_the_forced_tile_with_the_groups_and_walk_asked():
     with pytest.raises(ValueError, match="single-CTA tiles"):
         time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k",
                                 (128, 64, 64, 1, 2), None, None, (1, None, None))
+
+
+def test_sm_placement_probe_compiles_and_joins_clusters_into_gpcs():
+    from tools import sm_placement
+    assert sm_placement.compile_probe("sm_90a")
+    # clusters never straddle a GPC: SMs that shared one in any launch are one GPC's
+    assert sm_placement.gpc_groups([[0, 1], [2, 3], [1, 4], [5]]) == [[0, 1, 4], [2, 3], [5]]
+    assert sm_placement.gpc_groups([]) == []
