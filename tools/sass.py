@@ -7,8 +7,8 @@ disassemble it with ``nvdisasm`` and count the instructions of its inner loops.
 For each loop (a backward branch) that holds math instructions (DMMA / HMMA / IMMA / FFMA /
 DFMA) it prints the loop's size, the count of each opcode and the instructions per math
 instruction: the number that ncu's "issued instructions" divides into; for FFMA loops, the
-share of FFMAs whose operands meet in a register bank (:func:`fma_bank_conflicts`), what
-ncu counts as dispatch stalls in the exact float32 kernel. ``nvdisasm`` comes
+share of FFMAs whose three reads meet in one register bank (:func:`fma_bank_conflicts`),
+one cause of what ncu counts as dispatch stalls. ``nvdisasm`` comes
 with the CUDA toolkit or the ``nvidia-cuda-nvdisasm`` wheel; this is a developer tool, not
 a dependency.
 """
@@ -92,32 +92,40 @@ def loops(instrs, labels):
     return sorted(set(out), key=lambda r: r[1] - r[0])
 
 
-_FMA_OPERANDS = re.compile(r"FFMA\S*\s+R\d+,\s*-?(R\w+)(\.reuse)?,\s*-?(R\w+)(\.reuse)?,"
-                           r"\s*-?(R\w+)(\.reuse)?")
+_FMA_OPERANDS = re.compile(r"FFMA\S*\s+[^,]+,\s*([^,]+),\s*([^,]+),\s*([^,;]+)")
+_REGISTER = re.compile(r"^-?\|?(R\d+)\|?(\.reuse)?$")
 REGISTER_BANKS = 2
-"""Register banks an FFMA's operands are read from (register number modulo this): the model
-of the Volta-and-later register file that microbenchmarks (Jia et al., "Dissecting the NVIDIA
-Volta GPU Architecture via Microbenchmarking", 2018) found; Hopper's is not documented."""
+"""Register banks an FFMA's operands are read from (register number modulo this), the
+model of the Volta-and-later register file that microbenchmarks found (Jia et al.,
+"Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018): a bank serves
+two of an instruction's reads a cycle, so an FFMA waits when its three reads all fall in
+one bank. Hopper's is not documented."""
 
 
 def fma_bank_conflicts(instrs, start: int, end: int) -> tuple[int, int]:
     """(FFMAs, FFMAs with a bank conflict) among ``instrs`` in [start, end]: a conflict is
-    two source registers read from one bank (:data:`REGISTER_BANKS`) in one FFMA, counting
-    neither RZ nor an operand the previous FFMA flagged ``.reuse`` in the same slot (served
-    by the operand reuse cache). A static count: ptxas' order, not the issue order."""
+    three source registers read from one bank (:data:`REGISTER_BANKS`), counting neither
+    RZ, a constant or an immediate, nor an operand the previous instruction, an FFMA,
+    flagged ``.reuse`` in the same slot (served by the operand reuse cache). A static
+    count: ptxas' order, not the issue order."""
     fmas = conflicts = 0
     cached = (None, None, None)
     for addr, op, text in instrs:
-        if not start <= addr <= end or op != "FFMA":
+        if not start <= addr <= end:
             continue
-        m = _FMA_OPERANDS.search(text)
-        if not m:
+        m = _FMA_OPERANDS.search(text) if op == "FFMA" else None
+        if m is None:
+            cached = (None, None, None)
             continue
-        regs, flags = m.group(1, 3, 5), m.group(2, 4, 6)
-        read = {r for slot, r in enumerate(regs) if r != "RZ" and cached[slot] != r}
-        banks = [int(r[1:]) % REGISTER_BANKS for r in read]
+        regs, flags = [], []
+        for token in m.groups():
+            r = _REGISTER.match(token.strip())
+            regs.append(r.group(1) if r else None)
+            flags.append(bool(r and r.group(2)))
+        read = [r for slot, r in enumerate(regs) if r is not None and cached[slot] != r]
+        banks = collections.Counter(int(r[1:]) % REGISTER_BANKS for r in set(read))
         fmas += 1
-        conflicts += len(banks) != len(set(banks))
+        conflicts += max(banks.values(), default=0) >= 3
         cached = tuple(r if f else None for r, f in zip(regs, flags))
     return fmas, conflicts
 

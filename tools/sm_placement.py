@@ -7,8 +7,9 @@ the hardware's choice, and which SM runs which tile moves a wave's time by up to
 the H200 (docs/benchmarks/log.md, "which SM runs which tile"). This launches a probe
 kernel (``tools/cuda/sm_probe.cuh``) with the shared memory of one CTA an SM and prints,
 as JSON lines: for each grid, the SM of each CTA and whether repeats agree; for each
-cluster size, the SMs of each cluster (clusters never straddle a GPC); and the GPCs that
-the clusters imply (SMs that shared a cluster in any launch, joined).
+cluster size, the SMs of each cluster (clusters never straddle a GPC) and whether repeats
+agree; and the GPCs that the clusters imply (SMs that shared a cluster in any launch,
+joined: a GPC whose SMs never shared one stays split, so the groups are at most the GPCs).
 """
 from __future__ import annotations
 
@@ -58,8 +59,9 @@ def gpc_groups(clusters) -> list[list[int]]:
     return sorted(sorted(g) for g in groups.values())
 
 
-def _launch(function, grid: int, cluster: int, out, stream) -> np.ndarray:
-    """One probe launch; (grid, 3) of SM, cluster index, rank in the cluster."""
+def _launch(function: int, grid: int, cluster: int, out, stream) -> np.ndarray:
+    """One probe launch of the CUfunction ``function``; (grid, 3) of SM, cluster index, rank
+    in the cluster."""
     from cuda.bindings import driver as cu  # optional dependency: the GPU path's
 
     spin = np.array([SPIN_CYCLES], np.int64)
@@ -77,7 +79,7 @@ def _launch(function, grid: int, cluster: int, out, stream) -> np.ndarray:
         attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
         attrs.append(attr)
     config.attrs, config.numAttrs = attrs, len(attrs)
-    (err,) = cu.cuLaunchKernelEx(config, function.ptr, params.ctypes.data, 0)
+    (err,) = cu.cuLaunchKernelEx(config, function, params.ctypes.data, 0)
     if err != cu.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"probe launch (grid {grid}, cluster {cluster}): {err}")
     stream.synchronize()
@@ -99,12 +101,15 @@ def main(argv=None) -> int:
         path.write_bytes(compile_probe(f"sm_{cc}a" if cc == "90" else f"sm_{cc}"))
         function = cupy.RawModule(path=str(path)).get_function("sm_probe")
     function.max_dynamic_shared_size_bytes = ONE_CTA_SMEM
-    jit.allow_large_clusters(function.ptr)
+    # a RawKernel holds its CUfunction in .kernel (as jit.get_kernel reads it)
+    handle = getattr(function, "kernel", function).ptr
+    jit.allow_large_clusters(handle)
     sms = dev.attributes["MultiProcessorCount"]
-    out = cupy.full(3 * sms * 2, -1, cupy.int32)
+    grids = [int(g) for g in args.grids.split(",")]
+    out = cupy.full(3 * max(grids + [sms]), -1, cupy.int32)
     stream = cupy.cuda.Stream(non_blocking=True)
-    for grid in (int(g) for g in args.grids.split(",")):
-        runs = [_launch(function, grid, 1, out, stream)[:, 0].tolist()
+    for grid in grids:
+        runs = [_launch(handle, grid, 1, out, stream)[:, 0].tolist()
                 for _ in range(args.repeats)]
         print(json.dumps({"grid": grid, "cluster": 1, "smid": runs[0],
                           "repeats_agree": all(r == runs[0] for r in runs)}), flush=True)
@@ -112,14 +117,16 @@ def main(argv=None) -> int:
     for cluster in (int(c) for c in args.clusters.split(",")):
         grid = sms // cluster * cluster
         try:
+            runs = []
             for _ in range(args.repeats):
-                got = _launch(function, grid, cluster, out, stream)
+                got = _launch(handle, grid, cluster, out, stream)
                 members: dict = {}
                 for sm, cid, _rank in got.tolist():
                     members.setdefault(cid, []).append(sm)
+                runs.append([members[c] for c in sorted(members)])
                 seen.extend(members.values())
-            print(json.dumps({"grid": grid, "cluster": cluster,
-                              "clusters": [members[c] for c in sorted(members)]}), flush=True)
+            print(json.dumps({"grid": grid, "cluster": cluster, "clusters": runs[0],
+                              "repeats_agree": all(r == runs[0] for r in runs)}), flush=True)
         except RuntimeError as e:  # a cluster size the device does not launch
             print(json.dumps({"grid": grid, "cluster": cluster, "error": str(e)}), flush=True)
     print(json.dumps({"gpcs": gpc_groups(seen)}), flush=True)

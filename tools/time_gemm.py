@@ -131,9 +131,11 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
     """One JSON line a combination of ``combos`` on operands ``a``, ``b`` (``layout``: their
     orders, None for the operands as made), with the peer's time on the same operands."""
     import skcontract
+    import cupy  # optional dependency: this tool times the GPU
     from skcontract.kernels import tma
     from skcontract.kernels.gemm import clear_plans, gemm
     from skcontract.kernels.launch import record_launches
+    from skcontract.kernels.resolve import device_info
     tf32, x3 = dtype == TF32, dtype == TF32X3
     calls = timing.calls_for(flops)
     peer = {}
@@ -151,10 +153,13 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
         sched, refused = None, None
         if walk is not None:
             batch, (m, n, k) = _dims(shape)
+            orders = {"r": "row", "c": "col"}
+            layouts = ("row", "row") if layout is None else tuple(orders[x] for x in layout)
             try:
-                sched = walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk)
+                sched = walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk,
+                                      layouts, device_info(cupy.cuda.runtime.getDevice()))
                 forced = {"schedule": sched, **forced_tf32}
-            except (ValueError, RuntimeError) as e:  # the scheduler refuses the walk
+            except (ValueError, TypeError, RuntimeError) as e:  # the planner refuses it
                 refused = f"{type(e).__name__}: {e}"
         if store is not None:
             tma.STORE_MIN_OUTPUTS = 0 if store == "tma" else STORE_NEVER
@@ -172,8 +177,10 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             if refused is not None:
                 print(json.dumps({**row, "error": refused}), flush=True)
                 continue
-            row.update(groups=sched.groups, raster=sched.raster, swizzle=sched.log_swizzle,
-                       tile=tile, grid=sched.grid, reduction=sched.reduction)
+            plan = sched.schedule
+            row.update(planned_mode=str(plan.mode), groups=plan.groups, raster=plan.raster,
+                       swizzle=plan.log_swizzle, tile=tile, grid=plan.grid,
+                       reduction=str(plan.reduction), entry=sched.base.name)
         if probe is not None or store is not None or args.stages is not None:
             # a cached plan keeps the kernel (its probe build, its entry's stages) and the
             # store path it was made with
@@ -250,22 +257,39 @@ def parse_walk(text: str) -> tuple:
     if r not in (None, "N", "M"):
         raise ValueError(f"--walk {text!r}: the raster is N, M or auto")
     try:
-        return (None if g is None else int(g)), r, (None if sw is None else int(sw))
+        groups, swizzle = (None if g is None else int(g)), (None if sw is None else int(sw))
     except ValueError:
         raise ValueError(f"--walk {text!r}: groups and swizzle are numbers or auto") from None
+    if (groups is not None and groups < 1) or \
+            (swizzle is not None and not 0 <= swizzle <= MAX_LOG_SWIZZLE):
+        raise ValueError(f"--walk {text!r}: groups >= 1, swizzle in [0, {MAX_LOG_SWIZZLE}]")
+    return groups, r, swizzle
 
 
-def walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk):
-    """The schedule of the forced ``tile`` (its BM x BN x BK) with ``walk``'s groups, raster
-    and swizzle (None: the scheduler's rule), for ``gemm(schedule=...)``."""
+MAX_LOG_SWIZZLE = 7
+"""The widest swizzle band --walk takes (its log2): the kernels decode the walk from one int
+whose low bits hold it (skcontract/schedule/table.py, RASTER_M_BIT)."""
+
+
+def walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk,
+                  layouts=("row", "row"), device=None):
+    """The plan of the forced ``tile`` (as ``--tile`` names it) with ``walk``'s groups, raster
+    and swizzle (None: the scheduler's rule), resolved as ``gemm(tile=...)`` resolves it (the
+    entry at its own occupancy, for operands in ``layouts``) on ``device`` (default: the
+    H200 preset), for ``gemm(schedule=...)``."""
     from skcontract.kernels.gemm import DEFAULT_REDUCTION
-    from skcontract.schedule.scheduler import schedule_gemm
-    if len(tile) > 3:
-        raise ValueError("--walk plans single-CTA tiles: give --tile as BMxBNxBK")
+    from skcontract.kernels.resolve import resolve_gemm
+    from skcontract.schedule import DeviceInfo, GemmProblem
     options = {k_: v for k_, v in zip(("groups", "raster", "swizzle"), walk) if v is not None}
-    return schedule_gemm(m, n, k, batch=batch, mode=mode, tile=tuple(tile), grid=grid,
-                         reduction=reduction or DEFAULT_REDUCTION,
-                         dtype="float32" if dtype in (TF32, TF32X3) else dtype, **options)
+    if grid is not None:
+        options["grid"] = grid
+    x3 = dtype == TF32X3
+    precision = "tf32" if dtype == TF32 else TF32X3 if x3 else None
+    return resolve_gemm(GemmProblem(m, n, k, batch=batch,
+                                    dtype="float32" if precision else dtype),
+                        device if device is not None else DeviceInfo.h200(), mode=mode,
+                        tile=tuple(tile), reduction=reduction or DEFAULT_REDUCTION,
+                        precision=precision, layouts=layouts, **options)
 
 
 def _laid_out(x, order):

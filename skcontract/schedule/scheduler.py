@@ -286,6 +286,14 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
         raise ValueError(f"grid must be a positive int, got {grid!r}")
     if splits is not None and (int(splits) != splits or splits < 1):
         raise ValueError(f"splits must be a positive int, got {splits!r}")
+    if groups is not None and (int(groups) != groups or groups < 1):
+        raise ValueError(f"groups must be a positive int, got {groups!r}")
+    if swizzle is not None and (int(swizzle) != swizzle or not 0 <= swizzle < T.RASTER_M_BIT):
+        # the kernels read the walk as one int, the band's log2 below RASTER_M_BIT
+        raise ValueError(f"swizzle (log2 of the band width) must be an int in "
+                         f"[0, {T.RASTER_M_BIT - 1}], got {swizzle!r}")
+    if raster not in (None, "M", "N"):
+        raise ValueError(f"raster must be 'M' or 'N', got {raster!r}")
     if small_tile is not None:
         small_tile = tuple(int(x) for x in small_tile)
     kind = kind_of(kind if kind is not None else problem.kind)

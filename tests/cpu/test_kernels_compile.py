@@ -325,20 +325,25 @@ def test_sass_loop_report_parses_a_listing():
 
 
 def test_sass_counts_fma_register_bank_conflicts():
-    """Two sources in one bank conflict; an operand the previous FFMA flagged .reuse in the
-    same slot, and RZ, are not read from a bank."""
+    """Three reads in one bank conflict; RZ, constants, immediates and an operand the
+    previous FFMA flagged .reuse in the same slot are not read from a bank."""
     listing = """
-        /*0000*/                   FFMA R10, R1, R3, R10 ;
-        /*0010*/                   FFMA R11, R1.reuse, R2, R11 ;
-        /*0020*/                   FFMA R13, R1, R2, R13 ;
-        /*0030*/                   FFMA R12, R5, R4, R12 ;
-        /*0040*/                   FFMA R15, R5, R6, RZ ;
+        /*0000*/                   FFMA R10, R1, R3, R11 ;
+        /*0010*/                   FFMA R11, R1.reuse, R3, R5 ;
+        /*0020*/                   FFMA R13, R1, R3, R5 ;
+        /*0030*/               @P0 FFMA.FTZ R12, -R5, R7, R9 ;
+        /*0040*/                   FFMA R15, R5, c[0x0][0x10], R7 ;
+        /*0050*/                   FFMA R15, R5, 0.5, RZ ;
+        /*0060*/                   FFMA R16, R1.reuse, R3, R7 ;
+        /*0070*/                   IADD3 R2, R2, 0x1, RZ ;
+        /*0080*/                   FFMA R17, R1, R3, R7 ;
 """
     instrs, _ = sass.parse(listing)
-    # 0x00: R1, R3 in bank 1; 0x10: three reads, two banks; 0x20: R1 from the reuse cache,
-    # R2 and R13 in banks 0 and 1 (none); 0x30: R4, R12 in bank 0; 0x40: R5, R6 (none)
-    assert sass.fma_bank_conflicts(instrs, 0, 0x40) == (5, 3)
-    assert sass.fma_bank_conflicts(instrs, 0x10, 0x20) == (2, 1)
+    # 0x00: R1, R3, R11 all bank 1; 0x10: likewise; 0x20: R1 from the reuse cache, two
+    # reads; 0x30: predicated, negated, .FTZ, three in bank 1; 0x40 / 0x50: a constant, an
+    # immediate, RZ; 0x80: the IADD3 between empties the reuse cache (three in bank 1)
+    assert sass.fma_bank_conflicts(instrs, 0, 0x80) == (8, 5)
+    assert sass.fma_bank_conflicts(instrs, 0x20, 0x30) == (2, 2)
 
 
 def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on():

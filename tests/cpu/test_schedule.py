@@ -263,6 +263,20 @@ def test_forced_choices_are_honoured():
     assert d.grid == 1000  # a plain (non-persistent) launch is allowed without waits
 
 
+@pytest.mark.parametrize("option, value", [
+    ("swizzle", -1), ("swizzle", 8), ("swizzle", 2.5), ("raster", "X"), ("groups", 0)])
+def test_a_tile_walk_outside_what_the_kernels_decode_is_refused(option, value):
+    """The kernels decode the walk from one int (the band's log2 below RASTER_M_BIT, the
+    raster above): a swizzle outside it would make them take other tiles than the table."""
+    with pytest.raises(ValueError, match=option):
+        schedule_gemm(1000, 1000, 1000, mode="stream_k", tile=(128, 128, 64),
+                      **{option: value})
+    s = schedule_gemm(1000, 1000, 1000, mode="stream_k", tile=(128, 128, 64), swizzle=7,
+                      raster="M", groups=1)
+    assert (s.log_swizzle, s.raster, s.groups) == (7, "M", 1)
+    assert s.tile_order == T.tile_order_code(7, "M")
+
+
 def test_deterministic_grid_above_residency_is_refused():
     with pytest.raises(ValueError, match="deadlock"):
         schedule_gemm(1000, 1000, 4000, mode="stream_k", grid=200, reduction="deterministic")

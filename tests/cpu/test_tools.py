@@ -156,24 +156,38 @@ def test_time_gemm_walk_plans_the_forced_tile_with_the_groups_and_walk_asked():
     for bad in ("1:N", "x:N:3", "1:Q:3"):
         with pytest.raises(ValueError, match="--walk"):
             time_gemm.parse_walk(bad)
+    for bad in ("0:N:3", "1:N:-1", "1:N:8"):  # the kernels decode swizzles 0 - 7
+        with pytest.raises(ValueError, match="swizzle in"):
+            time_gemm.parse_walk(bad)
     # 81 whole tiles on 81 CTAs: Stream-K's auto groups deal CTA c tile 3 (c mod 27) + c // 27
     # (the range rows' first tile); one group deals CTA c tile c, as data-parallel does
     auto = time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k", (128, 128, 64),
-                                   81, "deterministic", (None, None, None))
+                                   81, "deterministic", (None, None, None)).schedule
     one = time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k", (128, 128, 64),
-                                  81, "deterministic", (1, "M", 0))
+                                  81, "deterministic", (1, "M", 0)).schedule
     first = RANGE_FIRST
     assert auto.groups == 3 and auto.table[:3, first].tolist() == [0, 3, 6]
     assert (one.groups, one.raster, one.log_swizzle) == (1, "M", 0)
     assert one.table[:, first].tolist() == list(range(81))
-    with pytest.raises(ValueError, match="single-CTA tiles"):
-        time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k",
-                                (128, 64, 64, 1, 2), None, None, (1, None, None))
+
+
+@pytest.mark.parametrize("dtype, tile", [("float16", (128, 64, 64)), ("float32", (8, 256, 16)),
+                                         ("float16", (128, 64, 64, 1, 2))])
+def test_time_gemm_walk_at_auto_plans_what_the_forced_tile_plans(dtype, tile):
+    """An all-auto walk is the plain --tile row's plan: the entry at its own occupancy (two
+    CTAs an SM for these), so the walks compare with it."""
+    m, n, k = 512, 1024, 8192
+    walked = time_gemm.walk_schedule(m, n, k, 1, dtype, "stream_k", tile, None, None,
+                                     (None, None, None))
+    plain = resolve_gemm(GemmProblem(m, n, k, dtype=dtype), DeviceInfo.h200(), mode="stream_k",
+                         tile=tile, layouts=("row", "row"))
+    assert walked.base == plain.base
+    assert walked.schedule.digest() == plain.schedule.digest()
+    assert walked.schedule.grid == plain.schedule.grid
 
 
 def test_sm_placement_probe_compiles_and_joins_clusters_into_gpcs():
     from tools import sm_placement
-    assert sm_placement.compile_probe("sm_90a")
+    assert b"sm_probe" in sm_placement.compile_probe("sm_90a")  # the kernel, by its name
     # clusters never straddle a GPC: SMs that shared one in any launch are one GPC's
     assert sm_placement.gpc_groups([[0, 1], [2, 3], [1, 4], [5]]) == [[0, 1, 4], [2, 3], [5]]
-    assert sm_placement.gpc_groups([]) == []
