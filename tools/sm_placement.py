@@ -95,10 +95,9 @@ def main(argv=None) -> int:
     import cupy  # optional dependency: this tool runs on the GPU
 
     dev = cupy.cuda.Device()
-    cc = dev.compute_capability
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sm_probe.cubin"
-        path.write_bytes(compile_probe(f"sm_{cc}a" if cc == "90" else f"sm_{cc}"))
+        path.write_bytes(compile_probe(jit.device_arch(dev.id)))
         function = cupy.RawModule(path=str(path)).get_function("sm_probe")
     function.max_dynamic_shared_size_bytes = ONE_CTA_SMEM
     # a RawKernel holds its CUfunction in .kernel (as jit.get_kernel reads it)

@@ -23,11 +23,12 @@ such row says whether a launch stored by TMA (``tma_store``). ``--stages 6,8,13`
 ``--tile``) times the forced entry with each ring depth: the catalogue entries that tile
 forces are replaced, in this process and for that row only, by copies with that many
 stages (the entry's own count, ``stages`` in the row; ``default`` keeps the catalogue's).
-``--walk G:R:S,...`` (with ``--tile`` BMxBNxBK and a mode other than auto) times the forced
-tile's schedule with Stream-K groups ``G``, raster ``R`` (``N`` or ``M``) and log2 swizzle
-band ``S``, each a number or ``auto`` (the scheduler's rule), e.g. ``auto:N:3,1:M:0``: these
-set which CTA runs which tile (docs/design/stream_k.md); each row says the ``walk`` asked
-and the ``groups``, ``raster`` and ``swizzle`` its schedule has.
+``--walk G:R:S,...`` (with ``--tile`` and a mode other than auto) times the forced tile's
+plan with Stream-K groups ``G``, raster ``R`` (``N`` or ``M``) and log2 swizzle band ``S``,
+each a number or ``auto`` (the scheduler's rule), e.g. ``auto:N:3,1:M:0``: these set which
+CTA runs which tile (docs/design/stream_k.md); each row says the ``walk`` asked, the
+``planned_mode``, ``groups``, ``raster``, ``swizzle`` and ``entry`` of its plan, or the
+planner's refusal (a group count or swizzle the kernels cannot run).
 16-bit operands are made by torch (CuPy has no bfloat16). ``python -m`` puts the working
 directory first on ``sys.path``, so ``skcontract`` comes from the directory it runs in (then
 ``PYTHONPATH``): run it from the tree to time, with this checkout on ``PYTHONPATH`` for the
@@ -146,15 +147,15 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             lambda: torch.matmul(a, b, out=c), calls, args.reps)
     # (allow_tf32 for tf32: older trees take no precision)
     forced_tf32 = {"allow_tf32": True} if tf32 else {"precision": TF32X3} if x3 else {}
+    batch, (m, n, k) = _dims(shape)
+    orders = {"r": "row", "c": "col"}
+    layouts = ("row", "row") if layout is None else tuple(orders[x] for x in layout)
     for mode, tile, reduction, grid, store, probe, depth, walk in combos:
         forced = {k_: v for k_, v in (("tile", tile), ("grid", grid),
                                       ("reduction", reduction)) if v is not None}
         forced.update(forced_tf32)
         sched, refused = None, None
         if walk is not None:
-            batch, (m, n, k) = _dims(shape)
-            orders = {"r": "row", "c": "col"}
-            layouts = ("row", "row") if layout is None else tuple(orders[x] for x in layout)
             try:
                 sched = walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk,
                                       layouts, device_info(cupy.cuda.runtime.getDevice()))
@@ -256,19 +257,10 @@ def parse_walk(text: str) -> tuple:
     g, r, sw = (None if p_ == "auto" else p_ for p_ in parts)
     if r not in (None, "N", "M"):
         raise ValueError(f"--walk {text!r}: the raster is N, M or auto")
-    try:
-        groups, swizzle = (None if g is None else int(g)), (None if sw is None else int(sw))
+    try:  # (their ranges are the scheduler's to check)
+        return (None if g is None else int(g)), r, (None if sw is None else int(sw))
     except ValueError:
         raise ValueError(f"--walk {text!r}: groups and swizzle are numbers or auto") from None
-    if (groups is not None and groups < 1) or \
-            (swizzle is not None and not 0 <= swizzle <= MAX_LOG_SWIZZLE):
-        raise ValueError(f"--walk {text!r}: groups >= 1, swizzle in [0, {MAX_LOG_SWIZZLE}]")
-    return groups, r, swizzle
-
-
-MAX_LOG_SWIZZLE = 7
-"""The widest swizzle band --walk takes (its log2): the kernels decode the walk from one int
-whose low bits hold it (skcontract/schedule/table.py, RASTER_M_BIT)."""
 
 
 def walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk,
@@ -283,8 +275,7 @@ def walk_schedule(m, n, k, batch, dtype, mode, tile, grid, reduction, walk,
     options = {k_: v for k_, v in zip(("groups", "raster", "swizzle"), walk) if v is not None}
     if grid is not None:
         options["grid"] = grid
-    x3 = dtype == TF32X3
-    precision = "tf32" if dtype == TF32 else TF32X3 if x3 else None
+    precision = {TF32: "tf32", TF32X3: TF32X3}.get(dtype)
     return resolve_gemm(GemmProblem(m, n, k, batch=batch,
                                     dtype="float32" if precision else dtype),
                         device if device is not None else DeviceInfo.h200(), mode=mode,

@@ -156,9 +156,10 @@ def test_time_gemm_walk_plans_the_forced_tile_with_the_groups_and_walk_asked():
     for bad in ("1:N", "x:N:3", "1:Q:3"):
         with pytest.raises(ValueError, match="--walk"):
             time_gemm.parse_walk(bad)
-    for bad in ("0:N:3", "1:N:-1", "1:N:8"):  # the kernels decode swizzles 0 - 7
-        with pytest.raises(ValueError, match="swizzle in"):
-            time_gemm.parse_walk(bad)
+    for bad in ((0, "N", 3), (1, "N", -1), (1, "N", 8)):  # the kernels decode swizzles 0 - 7
+        with pytest.raises(ValueError, match="groups|swizzle"):  # the scheduler refuses them
+            time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k",
+                                    (128, 128, 64), None, None, bad)
     # 81 whole tiles on 81 CTAs: Stream-K's auto groups deal CTA c tile 3 (c mod 27) + c // 27
     # (the range rows' first tile); one group deals CTA c tile c, as data-parallel does
     auto = time_gemm.walk_schedule(1056, 1056, 8192, 1, "float16", "stream_k", (128, 128, 64),
