@@ -16,6 +16,7 @@ the operand's a converted copy (numpy returns the view in the operand's dtype).
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Sequence
@@ -38,12 +39,20 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 _PLAN_CACHE_SIZE = 512
 
 
-def _check_order_casting(order: Any, casting: Any) -> None:
-    if order not in _ORDERS:
+def _checked_order_casting(order: Any, casting: Any) -> str:
+    """``order`` as one of 'C', 'F', 'A', 'K' (numpy's spellings: either case, bytes, None
+    for 'K'); ValueError for another order or casting rule."""
+    name = "K" if order is None else order
+    if isinstance(name, bytes):
+        name = name.decode("latin-1")
+    if isinstance(name, str):
+        name = name.upper()
+    if name not in _ORDERS:
         raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
     if casting not in _CASTINGS:
         raise ValueError("casting must be one of 'no', 'equiv', 'safe', 'same_kind', or "
                          f"'unsafe' (got {casting!r})")
+    return name
 
 
 def _check_precision(precision: Any) -> None:
@@ -78,15 +87,19 @@ _RESULT_DTYPES_MAX = 4096
 
 
 def _result_dtype_of(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtype:
+    """The result dtype; every operand must cast to it by ``casting`` (which the operands'
+    common type fails only under 'no' and 'equiv')."""
     if dtype is None:
         res = np.result_type(*[a.dtype for a in arrays])
         _check_numeric(res, "the operands' common type")
-        return res
-    res = np.dtype(dtype)
-    _check_numeric(res, "dtype=")
+        what = "their common type"
+    else:
+        res = np.dtype(dtype)
+        _check_numeric(res, "dtype=")
+        what = "dtype="
     for i, a in enumerate(arrays):
         if not np.can_cast(a.dtype, res, casting):
-            raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {res!r} (dtype=) "
+            raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {res!r} ({what}) "
                             f"according to the rule {casting!r}")
     return res
 
@@ -115,7 +128,8 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
     return plan, bk.compile(plan), plan_allocates(plan)
 
 
-_prepare_cached = lru_cache(maxsize=_PLAN_CACHE_SIZE)(_prepare)
+# typed: a memory_limit of 1.0 (refused) is not the cached plan of 1
+_prepare_cached = lru_cache(maxsize=_PLAN_CACHE_SIZE, typed=True)(_prepare)
 
 
 def _optimize_key(optimize: Any):
@@ -125,10 +139,12 @@ def _optimize_key(optimize: Any):
     if isinstance(optimize, (list, tuple)):
         try:
             key = tuple(s if isinstance(s, str) else tuple(s) for s in optimize)
-            hash(key)
-            return key
         except TypeError:
             return None
+        # a path of other than ints (0.0 == 0) is checked, and refused, every call
+        if all(isinstance(s, str) or all(isinstance(x, (int, np.integer)) for x in s)
+               for s in key):
+            return key
     return None  # optimiser objects may be stateful or random
 
 
@@ -204,7 +220,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             warm = warm_key = None
         if warm is not None:
             return warm(operands[1:])
-    _check_order_casting(order, casting)
+    order = _checked_order_casting(order, casting)
     _check_precision(precision)
     subscripts, ops = split_operands(operands)
     if has_torch(ops, out):
@@ -215,8 +231,12 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
     arrays = [bk.asarray(x) for x in ops]
-    res = _result_dtype(arrays, dtype, casting)
     shapes = tuple(tuple(a.shape) for a in arrays)
+    try:
+        res = _result_dtype(arrays, dtype, casting)
+    except TypeError:
+        parse_equation(subscripts, shapes)  # numpy reports bad subscripts or shapes first
+        raise
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
@@ -268,8 +288,8 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
         ops = tuple([(type(a), a.shape, a.strides, a.dtype) for a in operands[1:]])
     except AttributeError:
         return None
-    return (operands[0], ops, dtype, order, casting, optimize, memory_limit, backend,
-            precision)
+    return (operands[0], ops, dtype, order, casting, optimize, memory_limit,
+            type(memory_limit), backend, precision)
 
 
 def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
@@ -373,19 +393,27 @@ def _without_broadcast_axes(subscripts, arrays):
     full = [{lab for ax, lab in enumerate(t) if not repeats(i, ax)}
             for i, t in enumerate(eq.inputs)]
     terms, small = [], []
+    kept = set()   # labels kept at their full size (on an axis that does not repeat)
+    swept = set()  # labels kept on a repeating axis longer than 1 (a broadcast diagonal)
     for i, (t, a) in enumerate(zip(eq.inputs, arrays)):
         index, keep = [slice(None)] * a.ndim, []
         for ax, lab in enumerate(t):
             spanned = any(lab in full[j] for j in range(len(arrays)) if j != i)
             if repeats(i, ax) and t.count(lab) == 1 and (spanned or lab in eq.output):
                 index[ax] = 0
-            else:
-                keep.append(lab)
+                continue
+            keep.append(lab)
+            if not repeats(i, ax):
+                kept.add(lab)
+            elif a.shape[ax] > 1:
+                swept.add(lab)
         terms.append(keep)
         small.append(a[tuple(index)] if len(keep) != len(t) else a)
-    if all(s is a for s, a in zip(small, arrays)):
+    if all(s is a for s, a in zip(small, arrays)) or swept - kept:
+        # (a label kept only on broadcast axes longer than 1 would be summed over them)
         return None
-    kept = {x for t in terms for x in t}
+    # A label left only on axes of length 1 has length 1 in the smaller contraction: it is
+    # summed there (over one term) and broadcast back where the output has it.
     letter = dict(zip(labels, _LETTERS))
     out_small = [x for x in eq.output if x in kept]
     sub = ",".join("".join(letter[x] for x in t) for t in terms) + "->" + \
@@ -415,18 +443,16 @@ def tensordot(a, b, axes=2):
     ...                     np.tensordot(a, b, axes=([1, 2], [1, 0]))))
     True
     """
+    a = a if hasattr(a, "shape") else np.asarray(a)
+    b = b if hasattr(b, "shape") else np.asarray(b)
+    ax_a, ax_b = _tensordot_axes(axes)
     na, nb = len(a.shape), len(b.shape)
-    if isinstance(axes, int):
-        if axes < 0 or axes > min(na, nb):
-            raise ValueError(f"tensordot: axes={axes} does not fit shapes {a.shape} and "
-                             f"{b.shape}")
-        ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
-    else:
-        ax_a, ax_b = ([x] if isinstance(x, int) else list(x) for x in axes)
-        if len(ax_a) != len(ax_b):
-            raise ValueError("tensordot: the two axes sequences differ in length")
-    ax_a = [x % na for x in ax_a]
-    ax_b = [x % nb for x in ax_b]
+    if len(ax_a) != len(ax_b) or any(a.shape[i] != b.shape[j] for i, j in zip(ax_a, ax_b)):
+        raise ValueError("shape-mismatch for sum")  # (an axis out of range: IndexError)
+    ax_a = [i + na if i < 0 else i for i in ax_a]
+    ax_b = [j + nb if j < 0 else j for j in ax_b]
+    if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
+        raise ValueError("duplicate axes are not allowed in tensordot")
     if na + nb - len(ax_a) > len(_LETTERS):
         raise ValueError("tensordot: too many dimensions")
     ta = list(_LETTERS[:na])
@@ -435,7 +461,26 @@ def tensordot(a, b, axes=2):
         tb[j] = ta[i]
     out = [ta[i] for i in range(na) if i not in ax_a] + \
         [tb[j] for j in range(nb) if j not in ax_b]
-    return einsum(f"{''.join(ta)},{''.join(tb)}->{''.join(out)}", a, b)
+    r = einsum(f"{''.join(ta)},{''.join(tb)}->{''.join(out)}", a, b)
+    return np.asarray(r) if isinstance(r, np.generic) else r  # a full contraction: 0-d
+
+
+def _tensordot_axes(axes) -> tuple[list[int], list[int]]:
+    """numpy.tensordot's ``axes``: an int n (the last n axes of a, the first n of b), or a
+    pair of axis sequences (or of single axes), as lists of ints."""
+    try:
+        iter(axes)
+    except TypeError:
+        n = operator.index(axes)
+        return list(range(-n, 0)), list(range(0, n))
+    ax_a, ax_b = axes
+
+    def as_list(x):
+        try:
+            return [operator.index(i) for i in x]
+        except TypeError:
+            return [operator.index(x)]
+    return as_list(ax_a), as_list(ax_b)
 
 
 def transpose(a, axes=None):

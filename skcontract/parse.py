@@ -111,6 +111,9 @@ def split_operands(args: Sequence[Any]) -> tuple[str, list]:
         return first, list(args[1:])
     if isinstance(first, bytes):
         return first.decode("ascii"), list(args[1:])
+    if len(args) == 1:  # an operand without its subscripts list
+        raise ValueError("must provide at least an operand and a subscripts list to einsum "
+                         f"(got a lone {type(first).__name__})")
     # sublist form
     rest = list(args)
     ops, terms = [], []
@@ -120,9 +123,6 @@ def split_operands(args: Sequence[Any]) -> tuple[str, list]:
     subs = ",".join(terms)
     if rest:
         subs += "->" + _sublist_to_term(rest.pop(0))
-    if not ops:
-        raise TypeError("einsum: the first argument must be a subscripts string or an operand "
-                        f"followed by its subscripts list (got a lone {type(first).__name__})")
     return subs, ops
 
 

@@ -57,6 +57,16 @@ CASES = [
     ("bad-dtype", ("ij->ji", A), {"dtype": "foo"}, ["foo"]),
     ("spaced-arrow", ("ij - > ji", A), {}, ["'->'"]),
     ("object-strings-summed", ("i->", np.array(["a", "b"], dtype=object)), {}, ["str"]),
+    ("casting-no-mixed", ("i,i", np.ones(3, np.float32), np.ones(3)), {"casting": "no"},
+     ["operand 0", "float32", "'no'"]),
+    ("casting-equiv-mixed", ("i,i", np.ones(3, np.float32), np.ones(3)),
+     {"casting": "equiv"}, ["operand 0", "'equiv'"]),
+    ("casting-no-byte-order", ("i,i->i", np.ones(3, ">f8"), np.ones(3)), {"casting": "no"},
+     ["operand 0", "'no'"]),
+    ("lone-operand", (A,), {}, ["subscripts list"]),
+    # a bad shape is reported before a bad dtype, as numpy does
+    ("shape-before-dtype", ("ii,i", np.ones((2, 3)), np.ones(2)), {"dtype": "f4"},
+     ["'i'", "operand 0"]),
 ]
 
 
@@ -110,6 +120,31 @@ def test_path_must_end_with_one_operand():
 def test_bad_memory_limit():
     with pytest.raises(ValueError, match="memory_limit"):
         einsum("ij,jk,kl->il", A, B, np.ones((4, 2)), memory_limit="lots")
+
+
+def test_a_cached_call_does_not_vouch_for_an_equal_bad_argument():
+    """1.0 == 1 and (0.0, 1) == (0, 1): a call that planned with the int must not let the
+    float through the plan caches or the warm path."""
+    c = np.ones((4, 2))
+    for _ in range(2):
+        einsum("ij,jk,kl->il", A, B, c, memory_limit=1)
+        with pytest.raises(TypeError, match="memory_limit"):
+            einsum("ij,jk,kl->il", A, B, c, memory_limit=1.0)
+        with pytest.raises(TypeError, match="memory_limit"):
+            einsum("ij,jk,kl->il", A, B, c, memory_limit=1.0, out=np.empty((2, 2)))
+        einsum("ij,jk,kl->il", A, B, c, optimize=[(0, 1), (0, 1)])
+        with pytest.raises(ValueError, match="step 0"):
+            einsum("ij,jk,kl->il", A, B, c, optimize=[(0.0, 1), (0, 1)])
+
+
+@pytest.mark.parametrize("order", ["c", "f", "a", "k", None, b"C", b"f"])
+def test_order_spellings_numpy_accepts(order):
+    want = np.einsum("ij,jk->ki", A, B, order=order)
+    got = einsum("ij,jk->ki", A, B, order=order)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    name = (order.decode() if isinstance(order, bytes) else order or "K").upper()
+    if name in "CF":  # the layout those two ask for
+        assert got.flags.c_contiguous == (name == "C") == want.flags.c_contiguous
 
 
 def test_unsupported_dtype():

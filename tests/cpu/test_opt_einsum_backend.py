@@ -34,11 +34,39 @@ def test_tensordot_matches_numpy(sa, sb, axes):
                                rtol=1e-12, atol=1e-12)
 
 
-def test_tensordot_refuses_axes_that_do_not_fit():
-    with pytest.raises(ValueError, match="axes"):
-        skcontract.tensordot(np.ones((2, 3)), np.ones((3, 4)), axes=3)
-    with pytest.raises(ValueError, match="length"):
-        skcontract.tensordot(np.ones((2, 3)), np.ones((3, 4)), axes=([1], [0, 1]))
+@pytest.mark.parametrize("sa,sb,axes", [
+    ((2, 3), (3, 4), 3),                   # IndexError: more axes than a has
+    ((2, 3), (3, 4), ([3], [0])),          # IndexError: out of range
+    ((2, 3), (3, 4), ([-3], [0])),
+    ((2, 3), (3, 4), ([1], [0, 1])),       # ValueError: lengths differ
+    ((2, 1), (3, 4), 1),                   # ValueError: 1 against 3 is not broadcast
+    ((3, 3), (3, 3), ([0, 0], [0, 1])),    # ValueError: an axis twice
+])
+def test_tensordot_refuses_what_numpy_refuses(sa, sb, axes):
+    a, b = np.ones(sa), np.ones(sb)
+    with pytest.raises(Exception) as theirs:
+        np.tensordot(a, b, axes)
+    with pytest.raises(theirs.type):
+        skcontract.tensordot(a, b, axes)
+
+
+@pytest.mark.parametrize("axes", [np.int64(1), (np.int64(1), np.int64(0)), -1, 0,
+                                  ([1], 0), (1, [0])])
+def test_tensordot_axes_as_numpy_reads_them(axes):
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 4))
+    want = np.tensordot(a, b, axes)
+    got = skcontract.tensordot(a, b, axes)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_tensordot_full_contraction_and_lists():
+    a = RNG.standard_normal((2, 3))
+    got = skcontract.tensordot(a, a, 2)
+    assert isinstance(got, np.ndarray) and got.shape == ()   # numpy's 0-d array
+    np.testing.assert_allclose(got, np.tensordot(a, a, 2), rtol=1e-12)
+    np.testing.assert_array_equal(skcontract.tensordot([[1.0, 2.0]], [[1.0], [2.0]], 1),
+                                  [[5.0]])
 
 
 def test_transpose():

@@ -483,6 +483,13 @@ BROADCAST_CASES = [
     ("...i,i->...", [(1, 1, 5), (5,)], [(2, 3, 5), None]),
     ("ij,jk,kl->il", [(4, 1), (1, 5), (5, 2)], [(4, 6), (6, 5), None]),
     ("ij,ij->ij", [(1, 3), (2, 1)], [(2, 3), (2, 3)]),
+    # an output label dropped from its broadcast operand and left only on another's
+    # length-1 diagonal: broadcast back to its full length
+    ("ii,i->i", [(1, 1), (1,)], [None, (2,)]),
+    ("b,bbe,d->bed", [(1,), (1, 1, 3), (4,)], [(2,), None, None]),
+    ("...ddd,...cd->...cd", [(1, 1, 1), (3, 1)], [None, (3, 4)]),
+    # a diagonal of a broadcast operand longer than 1: read as it is
+    ("ii,i->i", [(1, 1), (1,)], [(3, 3), (3,)]),
 ]
 
 
