@@ -65,6 +65,7 @@ def _as_array(t, device):
 
     if t.dtype == torch.bfloat16:  # neither NumPy nor CuPy has it: compute in float32
         t = t.float()
+    t = t.resolve_conj().resolve_neg()  # lazy conjugates and negations do not export
     if device.type == "cpu":
         return t.numpy()
     import cupy  # optional dependency: CUDA tensors run on the CuPy backend

@@ -91,16 +91,21 @@ class ConvGeometry(NamedTuple):
 
 
 def _pair(value, name: str, minimum: int) -> tuple[int, int]:
-    """An int or a pair of ints as a pair, each at least ``minimum``."""
+    """An int, or one or two ints (one is used for both dimensions, as torch does), as a
+    pair, each at least ``minimum``."""
     vals = (value, value) if isinstance(value, (int, np.integer)) else value
     try:
         vals = tuple(vals)
     except TypeError:
         raise TypeError(f"conv2d: {name} must be an int or a pair of ints, got "
                         f"{type(value).__name__}") from None
-    if len(vals) != 2 or not all(isinstance(v, (int, np.integer)) and
-                                 not isinstance(v, bool) for v in vals):
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals):
         raise TypeError(f"conv2d: {name} must be an int or a pair of ints, got {value!r}")
+    if len(vals) == 1:
+        vals = vals * 2
+    if len(vals) != 2:
+        raise ValueError(f"conv2d: {name} must be one int or two, got {len(vals)}: "
+                         f"{value!r}")
     if min(vals) < minimum:
         what = "positive" if minimum == 1 else "non-negative"
         raise ValueError(f"conv2d: {name} must be {what}, got {value!r}")
@@ -147,6 +152,9 @@ def conv_geometry(input_shape, weight_shape, stride=1, padding=0, dilation=1,
         raise TypeError(f"conv2d: groups must be an int, got {groups!r}")
     if groups < 1:
         raise ValueError(f"conv2d: groups must be positive, got {groups}")
+    if k < groups:
+        raise ValueError(f"conv2d: out_channels ({k}, weight shape {weight_shape}) must be "
+                         f"at least groups={groups}")
     if k % groups:
         raise ValueError(f"conv2d: out_channels ({k}, weight shape {weight_shape}) must be "
                          f"divisible by groups={groups}")
@@ -157,6 +165,9 @@ def conv_geometry(input_shape, weight_shape, stride=1, padding=0, dilation=1,
     if min(r, s) < 1:
         raise ValueError(f"conv2d: kernel size must be positive, got {r} x {s} (weight "
                          f"shape {weight_shape})")
+    if min(h, w) < 1 and n * c > 0:  # (torch: only an empty batch or no channels)
+        raise ValueError(f"conv2d: input height and width must be positive, got {h} x {w} "
+                         f"(input shape {input_shape})")
     stride_ = _pair(stride, "stride", 1)
     dilation_ = _pair(dilation, "dilation", 1)
     pad = _padding(padding, stride_, dilation_, r, s)
@@ -246,7 +257,11 @@ def _check_arrays(input, weight, bias) -> str:
 
 
 def _dtype_name(a) -> str:
-    return str(a.dtype).removeprefix("torch.")
+    """The dtype's name, whatever its byte order (a NumPy '>f8' is float64)."""
+    dt = a.dtype
+    if isinstance(dt, np.dtype):
+        dt = dt.newbyteorder("=")
+    return str(dt).removeprefix("torch.")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
@@ -282,7 +297,7 @@ def _on_torch_cpu(input, weight, bias, g):
     import torch  # optional dependency: only torch callers reach this
 
     def view(t):
-        t = t.detach()
+        t = t.detach().resolve_conj().resolve_neg()  # NumPy views have no such bits
         return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
     out = _conv2d_cpu(view(input), view(weight), None if bias is None else view(bias), g)
@@ -292,12 +307,13 @@ def _on_torch_cpu(input, weight, bias, g):
 def _conv2d_cpu(input, weight, bias, g):
     batched = input.ndim == 4
     x = input if batched else input[None]
-    compute = np.float32 if input.dtype == np.float16 else input.dtype
+    native = input.dtype.newbyteorder("=")  # the result in native byte order
+    compute = np.float32 if native == np.float16 else native
     out = _implicit_gemm(x.astype(compute, copy=False), weight.astype(compute, copy=False),
                          g)
     if bias is not None:
         out += bias.astype(compute, copy=False)[None, :, None, None]
-    out = out.astype(input.dtype, copy=False)
+    out = out.astype(native, copy=False)
     if _channels_last(x):
         out = np.ascontiguousarray(out.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     else:

@@ -109,6 +109,25 @@ def test_zero_batch_gives_an_empty_output():
 X, W = np.ones((2, 4, 6, 6)), np.ones((8, 4, 3, 3))
 
 
+@pytest.mark.parametrize("kwargs,pair", [
+    (dict(stride=(2,)), dict(stride=(2, 2))), (dict(padding=[1]), dict(padding=(1, 1))),
+    (dict(dilation=(2,)), dict(dilation=(2, 2)))])
+def test_one_value_in_a_sequence_serves_both_dimensions(kwargs, pair):
+    """torch reads stride=(2,) as (2, 2)."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((1, 2, 7, 7)), rng.standard_normal((3, 2, 3, 3))
+    np.testing.assert_array_equal(conv2d(x, w, **kwargs), conv2d(x, w, **pair))
+
+
+def test_non_native_byte_order_convolves():
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s) for s in ((2, 3, 6, 6), (4, 3, 3, 3), (4,)))
+    want = direct(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    got = conv2d(x.astype(">f8"), w.astype(">f8"), b.astype(">f8"), padding=1)
+    assert got.dtype == np.float64 and got.dtype.isnative
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("kwargs,error,words", [
     (dict(input=np.ones((4, 6, 6, 1, 1))), ValueError, "input must be 3-D"),
     (dict(weight=np.ones((8, 4, 3))), ValueError, "weight must be 4-D"),
@@ -117,7 +136,13 @@ X, W = np.ones((2, 4, 6, 6)), np.ones((8, 4, 3, 3))
     (dict(groups=0), ValueError, "groups must be positive"),
     (dict(groups=2.0), TypeError, "groups must be an int"),
     (dict(stride=0), ValueError, "stride must be positive"),
-    (dict(stride=(1, 2, 3)), TypeError, "stride must be an int or a pair"),
+    (dict(stride=(1, 2, 3)), ValueError, "stride must be one int or two, got 3"),
+    (dict(padding=(1, 1, 1, 1)), ValueError, "padding must be one int or two, got 4"),
+    (dict(stride=(1, 2.0)), TypeError, "stride must be an int or a pair"),
+    (dict(weight=np.ones((0, 4, 3, 3))), ValueError, "must be at least groups=1"),
+    (dict(weight=np.ones((0, 2, 3, 3)), groups=2), ValueError, "at least groups=2"),
+    (dict(input=np.ones((1, 4, 0, 6)), weight=np.ones((2, 4, 1, 1)), padding=1), ValueError,
+     "height and width must be positive, got 0 x 6"),
     (dict(dilation=-1), ValueError, "dilation must be positive"),
     (dict(padding=-1), ValueError, "padding must be non-negative"),
     (dict(padding="full"), ValueError, "padding must be 'valid', 'same'"),

@@ -43,3 +43,27 @@ def test_torch_out_and_expressions():
     got = expr(a.cuda(), b.cuda())
     assert isinstance(got, torch.Tensor) and got.is_cuda
     torch.testing.assert_close(got.cpu(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_lazy_conjugate_is_read_as_its_values(device):
+    """torch's conj() is a view with a bit set, not new values (neither NumPy nor DLPack
+    takes it): it is read as the values it stands for."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(4, 5, generator=g, dtype=torch.complex64).to(device)
+    b = torch.randn(5, 3, generator=g, dtype=torch.complex64).to(device)
+    x = a.conj()
+    assert x.is_conj()
+    got = skcontract.einsum("ij,jk->ik", x, b)
+    want = x.resolve_conj().cpu().numpy() @ b.cpu().numpy()
+    assert got.device.type == device
+    assert float(abs(got.cpu().numpy() - want).max()) < 1e-4
+
+
+def test_conv2d_reads_a_lazy_conjugate_on_the_cpu():
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(2, 4, 6, 6, generator=g, dtype=torch.complex64)
+    w = torch.randn(6, 2, 3, 3, generator=g, dtype=torch.complex64)
+    got = skcontract.conv2d(x.conj(), w, groups=2)
+    want = torch.nn.functional.conv2d(x.conj().resolve_conj(), w, groups=2)
+    assert float((got - want).abs().max()) < 1e-4
