@@ -4,9 +4,9 @@ implicit GEMM.
     out = conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
 
 ``input`` is (N, C, H, W) or unbatched (C, H, W); ``weight`` is (K, C / groups, R, S);
-``bias`` is None or (K,). ``stride``, ``dilation`` and ``padding`` are ints or pairs;
-``padding`` may also be ``"valid"`` (none) or ``"same"`` (stride 1 only; an odd total is
-padded one more at the bottom / right, as torch does). The result has the input's dtype,
+``bias`` is None or (K,). ``stride``, ``dilation`` and ``padding`` are ints or pairs (or
+sequences of one); ``padding`` may also be ``"valid"`` (none) or ``"same"`` (stride 1 only;
+an odd total is padded one more at the bottom / right, as torch does). The result has the input's dtype,
 its batching, and its memory format: a channels-last input (an NCHW-shaped array with NHWC
 strides) gives a channels-last output.
 
