@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
+        if args.backend == "cupy" and not _demo.gpu_available():
+            parser.exit(2, f"{parser.prog} demo: error: --backend cupy needs CuPy and an "
+                           "NVIDIA GPU (pip install 'skcontract[cuda13]')\n")
         return _demo.run_demo(args.backend)
     if args.command == "explain":
         try:

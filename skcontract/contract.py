@@ -16,6 +16,7 @@ the operand's a converted copy (numpy returns the view in the operand's dtype).
 """
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import replace
 from functools import lru_cache
@@ -30,6 +31,7 @@ from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
 from .schedule.device import DeviceInfo
+from .schedule.types import as_mode, as_reduction
 
 __all__ = ["einsum", "contract_path", "contract_expression", "ContractExpression",
            "tensordot", "transpose"]
@@ -102,6 +104,20 @@ def _result_dtype_of(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtyp
             raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {res!r} ({what}) "
                             f"according to the rule {casting!r}")
     return res
+
+
+def _widened_by_out(arrays: Sequence[Any], res: np.dtype, out_dtype, casting: str):
+    """The dtype numpy computes in with ``out`` and no ``dtype=``: the operands' and out's
+    common type (a wider out widens the sums: int8 sums into an int64 out do not wrap at
+    8 bits), each operand castable to it by ``casting``."""
+    wide = np.result_type(res, out_dtype)
+    if wide != res:
+        for i, a in enumerate(arrays):
+            if not np.can_cast(a.dtype, wide, casting):
+                raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {wide!r} (the "
+                                f"operands' and out's common type) according to the rule "
+                                f"{casting!r}")
+    return wide
 
 
 @lru_cache(maxsize=None)
@@ -234,6 +250,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     shapes = tuple(tuple(a.shape) for a in arrays)
     try:
         res = _result_dtype(arrays, dtype, casting)
+        if out is not None and dtype is None and bk.is_array(out):
+            res = _widened_by_out(arrays, res, out.dtype, casting)
     except TypeError:
         parse_equation(subscripts, shapes)  # numpy reports bad subscripts or shapes first
         raise
@@ -518,8 +536,17 @@ def _shape(s, i: int) -> tuple[int, ...]:
                             "not an int")
         if d < 0:
             raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a negative dimension")
+        if d > _MAX_DIM:
+            raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a dimension above "
+                             f"{_MAX_DIM}, the largest an array may have")
         dims.append(int(d))
+    if math.prod(dims) > _MAX_DIM:
+        raise ValueError(f"operand {i}'s shape {tuple(s)!r} has more elements than an array "
+                         f"may have ({_MAX_DIM})")
     return tuple(dims)
+
+
+_MAX_DIM = int(np.iinfo(np.intp).max)
 
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
@@ -552,7 +579,14 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     device = DeviceInfo.named(device)
     plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
     plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
-    return [tuple(p) for p in plan.path], plan
+    return _path_of(plan), plan
+
+
+def _path_of(plan: Plan) -> list[tuple[int, ...]]:
+    """The plan's contraction path as opt_einsum writes it: one operand's is [(0,)] (an
+    empty path would tell opt_einsum to do nothing with it)."""
+    path = [tuple(p) for p in plan.path]
+    return path or [(0,)] if len(plan.input_shapes) == 1 else path
 
 
 _NO_VIEW_YET = object()
@@ -584,7 +618,8 @@ class ContractExpression:
         self._shapes = plan.input_shapes
         self._dtype = None if dtype is None else np.dtype(dtype)
         self._prepared: dict = {}  # backend -> (plan, module, run, allocates)
-        self._dtypes: dict = {}    # (backend, operand dtypes) -> (result, compute dtype)
+        # (backend, operand dtypes, out's or None) -> (result, compute dtype, cast)
+        self._dtypes: dict = {}
         # operand types -> (backend, its _prepare entry): arrays of one backend's own type
         self._by_types: dict = {}
         # (backend, operand shape, strides) -> the single operand's view as a warm call
@@ -612,12 +647,16 @@ class ContractExpression:
             hit = self._prepared[backend] = (plan, bk, bk.compile(plan), plan_allocates(plan))
         return hit
 
-    def _resolve(self, backend, bk, arrays):
+    def _resolve(self, backend, bk, arrays, out_dtype=None):
+        """(result dtype, compute dtype, whether an operand needs the cast) of a call:
+        einsum's rule, with ``out_dtype`` (out's, when the call has one) widening it."""
         dts = tuple(a.dtype for a in arrays)
-        hit = self._dtypes.get((backend, dts))
+        hit = self._dtypes.get((backend, dts, out_dtype))
         if hit is None:
             if self._dtype is None:
                 res = _result_dtype(arrays, None, "safe")
+                if out_dtype is not None:
+                    res = _widened_by_out(arrays, res, out_dtype, "safe")
             else:
                 res = self._dtype
                 for i, dt in enumerate(dts):
@@ -625,7 +664,8 @@ class ContractExpression:
                         raise TypeError(f"operand {i} has dtype {dt}, which cannot be cast "
                                         f"safely to the expression's dtype {res}")
             cd = bk.compute_dtype(res)
-            hit = self._dtypes[(backend, dts)] = (res, cd, any(dt != cd for dt in dts))
+            hit = self._dtypes[(backend, dts, out_dtype)] = (res, cd,
+                                                            any(dt != cd for dt in dts))
         return hit
 
     def __call__(self, *arrays, out=None):
@@ -642,7 +682,9 @@ class ContractExpression:
                 self._by_types[tuple(map(type, arrays))] = (backend, (plan, bk, run, allocates))
         if tuple(a.shape for a in arrays) != self._shapes:
             self._check_shapes(arrays, plan)
-        res, cd, cast = self._resolve(backend, bk, arrays)
+        res, cd, cast = self._resolve(backend, bk, arrays,
+                                      out.dtype if out is not None and bk.is_array(out)
+                                      else None)
         if out is None and self._n == 1 and _viewable(arrays[0].dtype, res):
             view = self._view(backend, bk, plan, arrays[0])  # as einsum's
             if view is not None:
@@ -716,6 +758,7 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     ValueError: operand 2 has shape (5, 4), but the expression 'ij,jk,kl->il' was planned for (4, 5)
     """
     _check_precision(precision)
+    as_mode(mode), as_reduction(reduction)  # refused now, not at the first GPU call
     shp = tuple(_shape(s, i) for i, s in enumerate(shapes))
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     _check_numeric(plan_dtype, "dtype=")

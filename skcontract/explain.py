@@ -31,6 +31,8 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     if draw is not None and not isinstance(draw, (str, os.PathLike)) and \
             not hasattr(draw, "write"):
         raise TypeError(f"draw must be a file path or a writable file, got {draw!r}")
+    if isinstance(draw, (str, os.PathLike)) and not os.fspath(draw):
+        raise ValueError("draw: the file path is empty")
     if draw is not None:
         scheduled = [s for s in plan.steps if getattr(s, "schedule", None) is not None]
         if not scheduled:

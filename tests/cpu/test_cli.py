@@ -33,6 +33,11 @@ def test_explain_prints_the_plan_and_draws(tmp_path, capsys):
     (["explain", "ij,jk->ik", "128x64", "64x32", "--dtype", "str"], "dtype"),
     (["explain", "ij,jk->ik", "128x64", "64x32", "--device", "a100"], "invalid choice"),
     (["explain", "ij,jk->ik", "128x64", "64x32", "--precision", "fp8"], "invalid choice"),
+    (["explain", "ij,jk->ik", "128x64", "64x32", "--draw", ""], "file path is empty"),
+    (["explain", "ij,jk->ik", "9223372036854775808x2", "2x3"], "dimension above"),
+    (["explain", "ij,jk->ik", "4611686018427387904x4", "4x2"], "more elements than"),
+    (["bench", "overhead", "--repeat", "0"], "must be at least 1, got 0"),
+    (["bench", "overhead", "--number", "-3"], "must be at least 1, got -3"),
 ])
 def test_user_mistakes_print_one_line_and_exit_2(argv, needle, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -97,3 +102,12 @@ def test_bench_overhead_writes_no_file_unless_told(tmp_path, monkeypatch, capsys
     assert main(["bench", "overhead", "--repeat", "1", "--number", "1", "--out",
                  "t.md"]) == 0
     assert (tmp_path / "t.md").read_text().startswith("#")
+
+
+def test_demo_on_cupy_without_a_gpu_says_so(capsys, monkeypatch):
+    monkeypatch.setattr("skcontract.demo.gpu_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["demo", "--backend", "cupy"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "needs CuPy and an NVIDIA GPU" in err and "Traceback" not in err

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
+import opt_einsum as oe
 import pytest
 
-from skcontract.contract import ContractExpression, contract_expression
+from skcontract.contract import ContractExpression, contract_expression, contract_path
 
 
 def test_call_many_times():
@@ -96,3 +97,26 @@ def test_an_expression_without_a_backend_plans_each_on_first_use():
                                 device="h100")
     assert fixed.plan.steps[0].schedule is not None
     assert "H100" in repr(fixed)
+
+
+def test_a_wider_out_widens_the_sums_as_in_einsum():
+    expr = contract_expression("i->", (100,))
+    x = np.full(100, 100, np.int8)
+    out = np.zeros((), np.int64)
+    assert expr(x, out=out) is out and int(out) == 10000
+    assert expr(x) == np.einsum("i->", x)  # without out, int8 wraps as numpy's does
+
+
+def test_a_single_operand_path_is_one_step():
+    """opt_einsum reads [] as 'nothing to do': one operand's path is [(0,)], as its own."""
+    path, _ = contract_path("ii->i", (3, 3), shapes=True)
+    assert path == oe.contract_path("ii->i", np.eye(3))[0] == [(0,)]
+    x = np.arange(9.0).reshape(3, 3)
+    np.testing.assert_array_equal(oe.contract("ii->i", x, optimize=path), np.diag(x))
+
+
+def test_a_bad_mode_or_reduction_is_refused_at_once():
+    with pytest.raises(ValueError, match="mode must be"):
+        contract_expression("ij,jk->ik", (2, 3), (3, 4), mode="bogus")
+    with pytest.raises(ValueError, match="reduction must be"):
+        contract_expression("ij,jk->ik", (2, 3), (3, 4), reduction="nope")

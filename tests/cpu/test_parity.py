@@ -351,6 +351,25 @@ def test_out_casting_like_numpy(xp, casting, out_dtype):
     np.testing.assert_allclose(to_numpy(ours), theirs, rtol=1e-6)
 
 
+@pytest.mark.parametrize("subscripts,shapes,dtype,out_dtype", [
+    ("i->", [(100,)], "int8", "int64"),
+    ("i->", [(100,)], "int8", "int16"),
+    ("ij,jk->ik", [(10, 10), (10, 10)], "int8", "int64"),
+    ("i,i->", [(1000,)] * 2, "float16", "float32"),
+])
+def test_a_wider_out_widens_the_sums(xp, subscripts, shapes, dtype, out_dtype):
+    """numpy computes in the operands' and out's common type: int8 sums into an int64 out
+    do not wrap at 8 bits, float16 ones into a float32 out keep float32's precision."""
+    rng = np.random.default_rng(7)
+    ops = [(rng.integers(90, 110, s) if dtype.startswith("int") else
+            rng.uniform(0.5, 1.5, s)).astype(dtype) for s in shapes]
+    theirs = np.zeros(np.einsum(subscripts, *ops).shape, out_dtype)
+    np.einsum(subscripts, *ops, out=theirs)
+    ours = xp.zeros(theirs.shape, out_dtype)
+    assert einsum(subscripts, *[xp.asarray(o) for o in ops], out=ours) is ours
+    np.testing.assert_allclose(to_numpy(ours), theirs, rtol=1e-6)
+
+
 @pytest.mark.parametrize("dtype,casting", [("float32", "same_kind"), ("float64", "safe"),
                                            ("complex64", "same_kind"), ("int16", "unsafe")])
 def test_dtype_like_numpy(xp, dtype, casting):

@@ -5,6 +5,7 @@ only make sense for NumPy (object dtype, Python lists, host-memory accounting) s
 import pytest
 
 from tests.cpu.test_parity import (  # noqa: F401 - collected here with the CuPy fixture
+    test_a_wider_out_widens_the_sums,
     test_bool_is_or_of_and, test_broadcast_operands_match_numpy, test_dtype_like_numpy,
     test_dtype_upcast_int_to_float, test_float16_accumulates_in_float32,
     test_integer_overflow_wraps_like_numpy, test_order, test_out_casting_like_numpy,
