@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
+from ..schedule.table import INDEX_MAX
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
@@ -306,7 +307,8 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     operands copied K-major for the precision's entries (:func:`step_operands`)."""
     dtype = step.dtype.name
     if not step.is_gemm_class or dtype not in INPUT_DTYPES or \
-            min(step.m, step.n, step.k, step.batch) == 0:  # empty: nothing to launch
+            min(step.m, step.n, step.k, step.batch) == 0 or \
+            max(step.m, step.n, step.k, step.batch) > INDEX_MAX:  # empty, or beyond 32 bits
         return None
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:

@@ -180,6 +180,9 @@ def _check_clusters(s: Schedule, t, multi) -> None:
     if size != s.splits_per_tile:
         _fail(f"cluster: PEERS {size} but {s.splits_per_tile} splits a tile (the launch's "
               "cluster size)")
+    if size > s.device.resident_ctas:
+        _fail(f"cluster: clusters of {size} CTAs, but only {s.device.resident_ctas} are "
+              "resident at once")
     cta = np.arange(len(t))  # one row a CTA, in CTA order
     if np.any(t[:, T.SPLIT] != cta % size):
         _fail("cluster: CTA c computes split c % PEERS")

@@ -500,6 +500,10 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
         listed = np.concatenate([listed, rows])
         cta = np.concatenate([cta, r.cta])
         seq = np.concatenate([seq, r.seq])
+    if len(listed) and (listed.max() > T.INDEX_MAX or listed.min() < -T.INDEX_MAX):
+        raise ValueError(f"the split table holds a value beyond {T.INDEX_MAX} (a tile index "
+                         f"or coordinate of {int(np.abs(listed).max())}): more than the "
+                         f"kernels' 32-bit tables address")
     order = np.lexsort((np.arange(len(cta)), seq, cta))
     table = listed[order].astype(np.int32)
     offsets = np.zeros(raw.grid + 1, dtype=np.int64)

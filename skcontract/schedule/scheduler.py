@@ -198,10 +198,12 @@ class _Builder:
         return _cheapest(build(s_count) for s_count in opts)
 
     def _clusters_fit(self, tiles: int, size: int) -> bool:
-        """Whether ``tiles`` clusters of ``size`` CTAs are resident at once (True where the
-        device does not say how many are)."""
+        """Whether ``tiles`` clusters of ``size`` CTAs are resident at once (where the
+        device does not say how many are: whether they fit in its resident CTAs)."""
         resident = self.device.clusters_resident(size)
-        return resident == 0 or tiles <= resident
+        if resident == 0:
+            return size <= self.device.resident_ctas
+        return tiles <= resident
 
     def hytis(self, tile, grid, reason="", forced=False):
         ts = self.tiles(tile)

@@ -95,6 +95,10 @@ COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "s
                 "peers", "split")
 """The columns in order; ``sk_scheduler.cuh`` names them ``COL_<NAME>``."""
 NUM_COLUMNS = len(COLUMN_NAMES)
+INDEX_MAX = 2**31 - 1
+"""The largest value a table entry holds: the kernels read the table as 32-bit ints, so a
+problem whose M, N, K or batch (or tile count) is larger has no schedule (the GPU backend
+runs such a step on its documented fallback)."""
 BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(NUM_COLUMNS)
 
 FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8, "range": 16}

@@ -11,6 +11,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  can_apply_stream_k, conv_problem, grouped_problem,
                                  schedule_gemm, schedule_problem, schedule_step,
                                  validate_schedule)
+from skcontract.contract import contract_path
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
@@ -479,3 +480,34 @@ def test_shared_sum_needs_residency_not_an_order_of_visits():
         with pytest.raises(InvalidSchedule, match="exactly"):
             validate_schedule(dataclasses.replace(ok.expanded(), table=t))
 
+
+
+@pytest.mark.parametrize("m,n,k,batch", [(64, 64, 2**31 + 4096, 1), (2**31 + 7, 64, 64, 1),
+                                         (64, 64, 64, 2**31)])
+def test_a_problem_beyond_32_bit_tables_is_refused(m, n, k, batch):
+    """The kernels read the split table as 32-bit ints: a larger coordinate would wrap
+    (K1 negative, a tile outside the matrix), so the problem is refused."""
+    with pytest.raises(ValueError, match="32-bit"):
+        schedule_gemm(m, n, k, batch=batch, dtype="float32")
+
+
+def test_a_plan_step_beyond_32_bit_tables_has_no_schedule():
+    """An einsum step whose merged K exceeds the tables' range gets no schedule: the GPU
+    backend runs it on its documented fallback."""
+    _, plan = contract_path("ijk,njk->in", (256, 50000, 50000), (256, 50000, 50000),
+                            shapes=True, dtype="float32")
+    (step,) = plan.steps
+    assert step.k == 2_500_000_000 and step.schedule is None
+
+
+def test_a_cluster_larger_than_the_resident_ctas_is_not_planned():
+    """On a device that does not count its clusters, a cluster must still fit in its
+    resident CTAs (else its CTAs wait for peers that never start); the checker says so."""
+    dev = DeviceInfo("3-SM device", 3, (9, 0), 8 << 20, 228 * 1024)
+    s = schedule_gemm(128, 128, 8192, reduction="cluster", device=dev)
+    validate_schedule(s)
+    assert s.splits_per_tile <= dev.resident_ctas
+    big = schedule_gemm(128, 128, 8192, reduction="cluster", device=DeviceInfo.h200())
+    assert big.splits_per_tile > dev.resident_ctas
+    with pytest.raises(InvalidSchedule, match="resident"):
+        validate_schedule(dataclasses.replace(big, device=dev))
