@@ -195,6 +195,9 @@ def _check_out(out, bk, shape, res_dtype, casting) -> None:
     if not np.can_cast(res_dtype, out.dtype, casting):
         raise TypeError(f"Cannot cast the einsum result from {res_dtype!r} to out's "
                         f"{out.dtype!r} according to the rule {casting!r}")
+    if not np.can_cast(out.dtype, res_dtype, casting):  # numpy reads out in that type too
+        raise TypeError(f"Cannot cast out's {out.dtype!r} to the einsum's {res_dtype!r} "
+                        f"according to the rule {casting!r}")
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",

@@ -64,6 +64,9 @@ CASES = [
     ("casting-no-byte-order", ("i,i->i", np.ones(3, ">f8"), np.ones(3)), {"casting": "no"},
      ["operand 0", "'no'"]),
     ("lone-operand", (A,), {}, ["subscripts list"]),
+    # numpy reads out in the computation's dtype too: out must cast to dtype= as well
+    ("out-not-castable-to-dtype", ("i->", np.arange(3, dtype=np.int8)),
+     {"dtype": "int8", "out": np.zeros((), np.float32)}, ["out's", "float32", "int8"]),
     # a bad shape is reported before a bad dtype, as numpy does
     ("shape-before-dtype", ("ii,i", np.ones((2, 3)), np.ones(2)), {"dtype": "f4"},
      ["'i'", "operand 0"]),
