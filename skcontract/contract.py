@@ -99,11 +99,17 @@ def _result_dtype_of(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtyp
         res = np.dtype(dtype)
         _check_numeric(res, "dtype=")
         what = "dtype="
+    _check_operand_casts(arrays, res, casting, what)
+    return res
+
+
+def _check_operand_casts(arrays: Sequence[Any], res: np.dtype, casting: str, what: str):
+    """TypeError naming the first operand that does not cast to ``res`` (``what``) by
+    ``casting``."""
     for i, a in enumerate(arrays):
         if not np.can_cast(a.dtype, res, casting):
             raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {res!r} ({what}) "
                             f"according to the rule {casting!r}")
-    return res
 
 
 def _widened_by_out(arrays: Sequence[Any], res: np.dtype, out_dtype, casting: str):
@@ -112,11 +118,7 @@ def _widened_by_out(arrays: Sequence[Any], res: np.dtype, out_dtype, casting: st
     8 bits), each operand castable to it by ``casting``."""
     wide = np.result_type(res, out_dtype)
     if wide != res:
-        for i, a in enumerate(arrays):
-            if not np.can_cast(a.dtype, wide, casting):
-                raise TypeError(f"Cannot cast operand {i} from {a.dtype!r} to {wide!r} (the "
-                                f"operands' and out's common type) according to the rule "
-                                f"{casting!r}")
+        _check_operand_casts(arrays, wide, casting, "the operands' and out's common type")
     return wide
 
 
@@ -539,17 +541,17 @@ def _shape(s, i: int) -> tuple[int, ...]:
                             "not an int")
         if d < 0:
             raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a negative dimension")
-        if d > _MAX_DIM:
+        if d > _INTP_MAX:
             raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a dimension above "
-                             f"{_MAX_DIM}, the largest an array may have")
+                             f"{_INTP_MAX}, the largest an array may have")
         dims.append(int(d))
-    if math.prod(dims) > _MAX_DIM:
+    if math.prod(dims) > _INTP_MAX:
         raise ValueError(f"operand {i}'s shape {tuple(s)!r} has more elements than an array "
-                         f"may have ({_MAX_DIM})")
+                         f"may have ({_INTP_MAX})")
     return tuple(dims)
 
 
-_MAX_DIM = int(np.iinfo(np.intp).max)
+_INTP_MAX = int(np.iinfo(np.intp).max)
 
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
@@ -589,7 +591,9 @@ def _path_of(plan: Plan) -> list[tuple[int, ...]]:
     """The plan's contraction path as opt_einsum writes it: one operand's is [(0,)] (an
     empty path would tell opt_einsum to do nothing with it)."""
     path = [tuple(p) for p in plan.path]
-    return path or [(0,)] if len(plan.input_shapes) == 1 else path
+    if not path and len(plan.input_shapes) == 1:
+        return [(0,)]
+    return path
 
 
 _NO_VIEW_YET = object()
