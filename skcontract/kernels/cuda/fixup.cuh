@@ -53,8 +53,8 @@ enum : int {
 };
 
 // Every kernel's entry into the stream: wait for the previous kernel (grid_dependency_wait,
-// before any global access, the split table's included), then, where SIGNAL_EARLY, let the
-// next one start its CTAs; else the signal is the grid's exit. The deterministic fixup keeps
+// before any global access but the reads of the CTA's first split-table row), then, where
+// SIGNAL_EARLY, let the next one start its CTAs; else the signal is the grid's exit. The deterministic fixup keeps
 // it to the exit: its ordered waits measure slower with the next grid's CTAs arriving during
 // them. So do kernels of which an SM holds several CTAs while their schedule counts one
 // (the portable GEMM families): the next grid's CTAs, placed while this grid holds the SMs,
@@ -64,6 +64,15 @@ __device__ __forceinline__ void follow_previous_grid() {
   grid_dependency_wait();
   if constexpr (SIGNAL_EARLY && REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
 }
+// The same as a split walk's entry (sk_scheduler.cuh, for_each_split_of): every thread that
+// walks the table passes it once its first row is read. A thread that walks no row makes no
+// global access, so it needs no wait; its exit is its signal.
+template <int REDUCTION, bool SIGNAL_EARLY = true>
+struct FollowPreviousGrid {
+  __device__ __forceinline__ void operator()() const {
+    follow_previous_grid<REDUCTION, SIGNAL_EARLY>();
+  }
+};
 
 // 16-byte L2 (.cg) vector access to accumulators (fp32, fp64, int32).
 template <class Acc> struct Vec16;
@@ -164,13 +173,8 @@ struct Fixup {
   __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last_arrival,
                                                      int* flag) {
     Sync::sync();
-    if (threadIdx.x == 0) {
-      __threadfence();  // release this CTA's partials (made visible to thread 0 by the barrier)
-      const unsigned old = atomicAdd(counter, 1u);
-      const int last = old == (unsigned)last_arrival;
-      if (last) __threadfence();  // acquire the peers' partials
-      *flag = last;
-    }
+    if (threadIdx.x == 0)  // releases this CTA's partials, acquires the earlier arrivals'
+      *flag = atom_add_acq_rel_gpu(counter, 1u) == (unsigned)last_arrival;
     Sync::sync();
     return *flag != 0;
   }
@@ -183,10 +187,7 @@ struct Fixup {
                                                        Acc* ws, unsigned* locks) {
     store(ws, s.slot, acc);
     Sync::sync();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicAdd(locks + s.tile, 1u);
-    }
+    if (threadIdx.x == 0) red_add_release_gpu(locks + s.tile, 1u);
   }
 
   // Wait for every peer, sum this split's share of the tile and pass it to
@@ -271,7 +272,7 @@ struct Fixup {
         if (!s.first()) add_from(ws, s.slot, acc);
         store(ws, s.slot, acc);
         Sync::sync();
-        if (threadIdx.x == 0) { __threadfence(); st_release_gpu(lock, (unsigned)s.k1); }
+        if (threadIdx.x == 0) st_release_gpu(lock, (unsigned)s.k1);
         return false;
       }
       add_from(ws, s.slot, acc);

@@ -202,5 +202,19 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
 __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
+// *p += v, returning the old value, ordered as a release and an acquire at GPU scope: the
+// CTA's writes before its barrier are visible before the add, and the peers' writes released
+// by the adds this one follows are visible after it. One MEMBAR.ALL, where a
+// __threadfence() (fence.sc) on each side costs two MEMBAR.SC.
+__device__ __forceinline__ unsigned atom_add_acq_rel_gpu(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v)
+               : "memory");
+  return old;
+}
+// *p += v as a release at GPU scope, where the old value is not needed.
+__device__ __forceinline__ void red_add_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 
 }  // namespace skc

@@ -254,12 +254,8 @@ struct DotMerge {
   // Arrive on counter; true in every thread of the CTA whose arrival is number `last`.
   __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last, int* flag) {
     __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();  // release this CTA's partial (made visible to thread 0 by the barrier)
-      const int is_last = atomicAdd(counter, 1u) == (unsigned)last;
-      if (is_last) __threadfence();  // acquire the peers' partials
-      *flag = is_last;
-    }
+    if (threadIdx.x == 0)  // releases this CTA's partial, acquires the earlier arrivals'
+      *flag = atom_add_acq_rel_gpu(counter, 1u) == (unsigned)last;
     __syncthreads();
     return *flag != 0;
   }
@@ -302,7 +298,7 @@ struct DotMerge {
       if (!s.final_()) {
         if (o < OUT) st_cg(slot + o, tot);
         __syncthreads();
-        if (threadIdx.x == 0) { __threadfence(); st_release_gpu(lock, (unsigned)s.k1); }
+        if (threadIdx.x == 0) st_release_gpu(lock, (unsigned)s.k1);
         return false;
       }
       __syncthreads();  // every thread has read the slot before the lock is reset
@@ -356,7 +352,6 @@ sk_dot(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restr
   __shared__ Acc scratch[SCRATCH];
   __shared__ Acc sums[OUT];
   __shared__ int flag;
-  follow_previous_grid<Cfg::REDUCTION>();
   for_each_split<Cfg::BM, Cfg::BN>(table, cta_offsets, M, N, tile_order, [&](const Split& s) {
     Acc acc[DotFragment<Cfg>::CPT];
 #pragma unroll
@@ -367,7 +362,7 @@ sk_dot(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restr
     Acc tot = threadIdx.x < OUT ? sums[threadIdx.x] : Acc(0);
     if (Merge::run(s, tot, ws, staging, locks, &flag, scratch) && threadIdx.x < OUT)
       dot_emit<Cfg>(s, threadIdx.x, tot, C + (long long)s.batch * batch_c, ldc, alpha, beta);
-  });
+  }, FollowPreviousGrid<Cfg::REDUCTION>());
 }
 
 }  // namespace skc

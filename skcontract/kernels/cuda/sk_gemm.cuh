@@ -124,7 +124,6 @@ __device__ __forceinline__ void stream_k_gemm(
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     if (dyn < (unsigned)(STAGES_BYTES + SCRATCH_BYTES)) __trap();
   }
-  follow_previous_grid<Cfg::REDUCTION, false>();
   TIn* sA = reinterpret_cast<TIn*>(smem_raw);
   TIn* sB = sA + STAGES * LA::STAGE_ELEMS;
   unsigned char* scratch = smem_raw + STAGES_BYTES;  // after the stages (KernelSpec.smem_bytes)
@@ -193,7 +192,7 @@ __device__ __forceinline__ void stream_k_gemm(
     __syncthreads();  // the next split's prologue overwrites the stages
     if (Fixup<ML, Cfg::REDUCTION>::run(s, acc, ws, staging, locks, &flag))
       Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
-  });
+  }, FollowPreviousGrid<Cfg::REDUCTION, false>());
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,

@@ -100,8 +100,18 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
   return v;
 }
 
+// What a walk runs before its first split's body (Entry): nothing, or the kernel's entry into
+// the stream (fixup.cuh, FollowPreviousGrid), so that a CTA reads its first row while the
+// previous kernel of the stream finishes.
+struct NoEntry {
+  __device__ __forceinline__ void operator()() const {}
+};
+
 // The persistent loop: Body is called once per split, in table order, a range row once per
-// tile (one call site, so the body is inlined once). REREAD_END: the end is re-read after
+// tile (one call site, so the body is inlined once). entry() runs once, after the first
+// row is read and before its body: the table and the CTA offsets are written once by the host
+// before any launch reads them (launch.py) and never by a kernel, so they are the one global
+// memory a CTA may read before it waits for the previous kernel. REREAD_END: the end is re-read after
 // each split (an L1 hit) instead of living in a register through the body, whose peak (fixup
 // workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
 // (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed
@@ -112,13 +122,15 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
 // for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that
 // share the unit's tiles: sk_wgmma.cuh's pairs).
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false,
-          bool EAGER = false, class Body>
+          bool EAGER = false, class Body, class Entry = NoEntry>
 __device__ __forceinline__ void for_each_split_of(int unit, const int* __restrict__ table,
                                                   const int* __restrict__ cta_offsets, int M,
-                                                  int N, int tile_order, Body&& body) {
+                                                  int N, int tile_order, Body&& body,
+                                                  Entry entry = Entry()) {
   const int* end_at = cta_offsets + unit + 1;
   const int end = __ldg(end_at);
   int j = 0;  // the next tile of the range row being walked
+  bool entered = false;
   for (int row = __ldg(cta_offsets + unit);
        row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
     const int* r = table + (long long)row * NUM_COLUMNS;
@@ -138,16 +150,22 @@ __device__ __forceinline__ void for_each_split_of(int unit, const int* __restric
       if (!EAGER) s = load_split(table, row, M, N);
       ++row;
     }
+    if (!entered) {
+      entry();
+      entered = true;
+    }
     body(s);
   }
 }
 
-template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body>
+template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body,
+          class Entry = NoEntry>
 __device__ __forceinline__ void for_each_split(const int* __restrict__ table,
                                                const int* __restrict__ cta_offsets, int M, int N,
-                                               int tile_order, Body&& body) {
+                                               int tile_order, Body&& body,
+                                               Entry entry = Entry()) {
   for_each_split_of<BM, BN, REREAD_END, SKIP_RANGES>((int)blockIdx.x, table, cta_offsets, M, N,
-                                                     tile_order, body);
+                                                     tile_order, body, entry);
 }
 
 }  // namespace skc

@@ -669,7 +669,7 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
       if (at.at_start()) trace(TRACE_FIRST_LOAD);
       at.template advance<Cfg::STAGES>();
     }
-  });
+  }, FollowPreviousGrid<Cfg::REDUCTION>());
   trace(TRACE_LAST_LOAD);
   if constexpr (Cfg::CLUSTER > 1) {
     // Stay until every consumer of the cluster has released every stage: the peer's
@@ -1019,9 +1019,8 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     cluster_sync();  // the peers' barriers are initialised before their loads or arrivals
   else
     __syncthreads();
-  // The set-up above reads only shared memory and the parameters, so it overlaps the previous
-  // kernel of the stream.
-  follow_previous_grid<Cfg::REDUCTION>();
+  // The set-up above reads only shared memory and the parameters, and each walk below reads its
+  // first row before it waits (FollowPreviousGrid): both overlap the previous kernel.
   if (threadIdx.x == 0) trace(TRACE_START);
 
   if (threadIdx.x >= CONSUMERS) {  // the producer warpgroup: one thread issues every load
@@ -1061,7 +1060,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
         Sm::Store::run(s, acc, sm.epi, C + (long long)s.batch * batch_c, ldc, alpha, beta,
                        cols);
     }
-  });
+  }, FollowPreviousGrid<Cfg::REDUCTION>());
   if (store_tma) Sm::Store::drain_tma();
   if (threadIdx.x == 0) trace(TRACE_EPILOGUE_DONE);
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
