@@ -273,8 +273,9 @@ def test_attributes_go_through_the_extended_launch(driver, monkeypatch, clusters
 
 def test_every_family_waits_for_the_previous_grid():
     """Kernels built for sm_90 and later launch with programmatic serialization, so every
-    family's kernel must wait for the previous kernel before its first global access: its
-    source calls follow_previous_grid (griddepcontrol.wait) with its fixup protocol."""
+    family's kernel must wait for the previous kernel before any global access but the read
+    of its first split-table row: its split walk's entry is FollowPreviousGrid
+    (griddepcontrol.wait) with its fixup protocol, and nothing else waits."""
     from skcontract.kernels import jit, specs
     seen = set()
     for spec in specs.all_specs():
@@ -283,10 +284,11 @@ def test_every_family_waits_for_the_previous_grid():
             continue
         seen.add(family)
         source = jit.render_source(spec)
-        assert "follow_previous_grid<Cfg::REDUCTION" in source, family.__name__
+        assert "FollowPreviousGrid<Cfg::REDUCTION" in source, family.__name__
+        assert "follow_previous_grid<Cfg::" not in source, family.__name__
         # the portable GEMM kernels (several CTAs an SM, one planned) signal the next grid
         # only at their exit; the others as they start (but under the deterministic fixup)
-        at_exit = "follow_previous_grid<Cfg::REDUCTION, false>();" in source
+        at_exit = "FollowPreviousGrid<Cfg::REDUCTION, false>()" in source
         assert at_exit == (family.ENTRY_HEADER == "sk_gemm.cuh"), family.__name__
     assert len(seen) >= 6, seen
 

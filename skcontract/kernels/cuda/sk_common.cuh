@@ -66,7 +66,8 @@ __device__ __forceinline__ void trace_ktile(int side, int taken) {
 // ---- Programmatic dependent launch ----------------------------------------------------------
 // A kernel launched with programmatic stream serialization (launch.py does, on sm_90 and
 // later) may start while the kernel before it in the stream still runs: it waits here, before
-// its first global access, until that kernel has finished and its writes are visible. Without
+// any global access but the read of its first split-table row (sk_scheduler.cuh,
+// for_each_split_of), until that kernel has finished and its writes are visible. Without
 // the launch attribute the wait returns at once; before sm_90 both are no-ops (the host
 // launches plainly there).
 __device__ __forceinline__ void grid_dependency_wait() {
