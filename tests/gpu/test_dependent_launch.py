@@ -1,9 +1,9 @@
 """Launches that overlap: on sm_90 and later every family's kernels launch with programmatic
 stream serialization (each may start while the kernel before it runs, reads its first
-split-table row and waits for it before any other global access). Chains of launches across the portable families and the
-Dot family, with no synchronisation between them, must read what the previous kernel wrote
-and write only after the previous kernel has read. The Wgmma family's chains are in
-test_wgmma.py."""
+split-table row and waits for it before any other global access). Chains of launches across the
+portable families and the Dot family, with no synchronisation between them, must read what
+the previous kernel wrote and write only after the previous kernel has read. The Wgmma
+family's chains are in test_wgmma.py."""
 from __future__ import annotations
 
 import pytest
