@@ -10,9 +10,9 @@ the plan shows is what launches. float32 is exact unless the plan was made at a 
 (``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in
 int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
 does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
-integers, bool, complex), steps whose operands arrive in another dtype than planned, and
-the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply,
-``sum``).
+integers, bool, complex), steps whose operands arrive in another dtype than planned, steps
+with a dimension beyond the kernels' 32-bit index, and the other step kinds use CuPy's own
+operations (``cupy.matmul``, broadcast multiply, ``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -28,6 +28,7 @@ from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
 from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for, step_operands
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
+from ..schedule.table import INDEX_MAX
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -61,7 +62,8 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | No
     (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
     name = x.dtype.name
     if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
-            x.size == 0 or y.size == 0:  # nothing to launch for empty operands
+            x.size == 0 or y.size == 0 or \
+            max(x.shape + y.shape) > INDEX_MAX:  # empty, or beyond the kernels' 32-bit index
         return cupy.matmul(x, y), None
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None

@@ -299,6 +299,18 @@ def rows_off_lines(ptr: int, ld: int, batch_stride: int, itemsize: int) -> bool:
     return any(x % LINE_BYTES for x in (ptr, ld * itemsize, batch_stride * itemsize))
 
 
+def unscheduled_reason(step) -> str | None:
+    """Why the GPU runs a GEMM-class plan step without a schedule (CuPy's operations run
+    it, the backend's documented fallback), or None when a kernel takes it."""
+    if step.dtype.name not in INPUT_DTYPES:
+        return f"no kernel for {step.dtype.name}: CuPy runs it"
+    if min(step.m, step.n, step.k, step.batch) == 0:
+        return "empty: nothing to launch"
+    if max(step.m, step.n, step.k, step.batch) > INDEX_MAX:
+        return f"a dimension beyond the kernels' {INDEX_MAX}: CuPy runs it"
+    return None
+
+
 def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     """The schedule and entry the GPU runs a plan step with, at the step's ``precision``;
     None when the step is not GEMM-class or no kernel takes its dtype (the backend's
@@ -306,9 +318,7 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     (:func:`resolve_dot`), exactly whatever the precision. The schedule's reason names the
     operands copied K-major for the precision's entries (:func:`step_operands`)."""
     dtype = step.dtype.name
-    if not step.is_gemm_class or dtype not in INPUT_DTYPES or \
-            min(step.m, step.n, step.k, step.batch) == 0 or \
-            max(step.m, step.n, step.k, step.batch) > INDEX_MAX:  # empty, or beyond 32 bits
+    if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:
@@ -345,7 +355,7 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
         step = replace(step, precision=precision)
         r = resolve_step(step, device, **options)
         if r is None:
-            return replace(step, schedule=None)
+            return replace(step, schedule=None, unscheduled=unscheduled_reason(step))
         exact = step.dtype.name == "float32" and runs_exact(r.base)
         return replace(step, schedule=r.schedule, precision=None if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

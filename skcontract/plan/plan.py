@@ -47,7 +47,8 @@ class Step:
     ``m_labels`` are the kept labels, ``k_labels`` the summed ones, ``squeeze`` the input
     axes dropped as size-1 broadcasts; repeated input labels are diagonals. ``precision``:
     the precision its GEMM kernel runs float32 operands at (None: exact; other dtypes
-    ignore it).
+    ignore it). ``unscheduled``: why a GEMM-class step of a plan resolved for a GPU has no
+    schedule (its operations fall back to CuPy's), shown in the plan's table.
     """
 
     index: int
@@ -76,6 +77,7 @@ class Step:
     squeeze: tuple[int, ...] = ()
     schedule: Any = None
     precision: str | None = None
+    unscheduled: str | None = None
 
     @property
     def subscripts(self) -> str:
@@ -130,6 +132,8 @@ class Step:
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
         sched = "-" if self.schedule is None else (
             self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
+        if self.schedule is None and self.unscheduled:
+            sched = f"- ({self.unscheduled})"
         if self.float32_precision is not None:
             sched = f"{self.float32_precision}: {sched}"
         return (str(self.index), self.subscripts, self.kind.value,

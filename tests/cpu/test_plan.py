@@ -301,6 +301,20 @@ def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
     assert schedule_plan(plan, DeviceInfo.h200()).steps[0].schedule is None
 
 
+@pytest.mark.parametrize("shapes,dtype,why", [
+    (((8, 4), (4, 8)), "complex64", "no kernel for complex64"),
+    (((8, 0), (0, 8)), "float32", "empty"),
+    (((4, 3_000_000_000), (3_000_000_000, 4)), "float16", "beyond the kernels' 2147483647"),
+])
+def test_a_gemm_step_without_a_schedule_says_why(shapes, dtype, why):
+    """A GEMM-class step the GPU runs on CuPy's fallback shows the reason in the plan's
+    schedule column, not a bare '-'."""
+    _, plan = contract_path("ij,jk->ik", *shapes, shapes=True, dtype=dtype, device="h200")
+    (step,) = plan.steps
+    assert step.schedule is None and why in step.unscheduled
+    assert f"- ({step.unscheduled})" in str(plan)
+
+
 def test_a_plan_says_which_device_its_schedules_are_for():
     from skcontract.contract import contract_expression
 

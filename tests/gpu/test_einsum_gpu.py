@@ -104,3 +104,23 @@ def test_zero_size_operands(shapes):
     if len(sa) == 2:
         out = gemm(cupy.asarray(a), cupy.asarray(b))
         assert np.array_equal(cupy.asnumpy(out), want)
+
+
+def test_a_step_beyond_the_kernels_index_runs_on_cupy(monkeypatch):
+    """A product with a dimension beyond the kernels' 32-bit index runs on cupy.matmul, not
+    on a kernel (whose tables would wrap): the limit lowered so that a small product
+    crosses it, and the kernels made to fail if called."""
+    import cupy
+    from skcontract.backends import cupy_backend
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a kernel ran a product beyond its index")
+
+    monkeypatch.setattr(cupy_backend, "INDEX_MAX", 100)
+    monkeypatch.setattr(cupy_backend, "gemm", refuse)
+    monkeypatch.setattr(cupy_backend, "matvec", refuse)
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((23, 131)), rng.standard_normal((131, 29))
+    got = skcontract.einsum("ij,jk->ik", cupy.asarray(a, "float32"), cupy.asarray(b, "float32"))
+    ref = a @ b
+    assert np.linalg.norm(cupy.asnumpy(got) - ref) <= 1e-5 * np.linalg.norm(ref)
