@@ -3,7 +3,9 @@
 Each split is a bar coloured by its output tile (neighbouring tiles get different colours);
 splits of tiles that have several peers (Stream-K / split-K fixup) are hatched and outlined,
 plain data-parallel tiles are flat; the time a deterministic waiter spends spinning on its
-lock is drawn as a red bar, fixup work (writing / reading partials) as a dark sliver.
+lock is drawn as a red bar, fixup work (writing / reading partials) as a dark sliver. A
+table of more than :data:`MAX_SINGLE_BARS` rows draws each CTA's runs of whole tiles as one
+grey bar.
 Times come from :func:`skcontract.schedule.emulate.timeline` (the cost model).
 
 matplotlib is optional (``pip install skcontract[plot]``); it is imported only here.
@@ -51,49 +53,81 @@ def legend_handles(waits: bool = True):
     return handles
 
 
+MAX_SINGLE_BARS = 2000
+"""Table rows a picture draws as one bar each; beyond it each CTA's consecutive whole tiles
+(one split, no wait) merge into one grey bar: tens of thousands of bars are neither legible
+nor quick to draw (16471 rows took 9 s)."""
+
+
+def _bars(s, tl, rows):
+    """The picture's bars as (x, y, width, height, face, hatched) tuples, in drawing order."""
+    t, cta = s.table, tl["cta"]
+    key = t[:, T.BATCH].astype(np.int64) * (1 << 42) + t[:, T.M0].astype(np.int64) * (1 << 21) \
+        + t[:, T.N0]  # a stable id per output tile: order of first appearance
+    _, tile_id = np.unique(key, return_inverse=True)
+    cmap = _mpl().colormaps["tab20"]
+    peers, h = t[:, T.PEERS], 0.8
+    plain = (peers == 1) & (tl["wait_end"] <= tl["compute_end"] + 1e-9) & \
+        (tl["end"] <= tl["wait_end"] + 1e-9) & ~(tl["sum_end"] == tl["sum_end"])
+    merge = len(rows) > MAX_SINGLE_BARS
+    bars, i, n = [], 0, len(rows)
+    while i < n:
+        r = rows[i]
+        if merge and plain[r]:
+            j = i
+            while j + 1 < n and plain[rows[j + 1]] and cta[rows[j + 1]] == cta[r]:
+                j += 1
+            last = rows[j]
+            bars.append((tl["start"][r], cta[r] - h / 2, tl["end"][last] - tl["start"][r], h,
+                         "0.75", False))
+            i = j + 1
+            continue
+        bars.extend(_row_bars(tl, r, cmap((tile_id[r] * 7) % 20), peers[r] > 1, h))
+        i += 1
+    return bars
+
+
+def _row_bars(tl, i, colour, multi: bool, h: float):
+    """Row i's bars: its split, then its wait, its fixup work and its shared sum."""
+    y, x0, x1 = tl["cta"][i], tl["start"][i], tl["compute_end"][i]
+    out = [(x0, y - h / 2, x1 - x0, h, colour, bool(multi))]
+    if tl["wait_end"][i] > x1 + 1e-9:
+        out.append((x1, y - h / 4, tl["wait_end"][i] - x1, h / 2, "red", False))
+    if tl["end"][i] > tl["wait_end"][i] + 1e-9:
+        out.append((tl["wait_end"][i], y - h / 2, tl["end"][i] - tl["wait_end"][i], h, "0.15",
+                    False))
+    if tl["sum_end"][i] == tl["sum_end"][i]:  # a shared sum after the CTA's last row
+        out.append((tl["sum_wait"][i], y - h / 4, tl["sum_start"][i] - tl["sum_wait"][i],
+                    h / 2, "red", False))
+        out.append((tl["sum_start"][i], y - h / 2, tl["sum_end"][i] - tl["sum_start"][i], h,
+                    "0.15", False))
+    return out
+
+
 def draw_on_axes(s, ax, *, max_ctas: int | None = None, title: str | None = None,
                  xmax: float | None = None, legend: bool = True):
-    """Draw schedule ``s`` on a matplotlib Axes."""
-    from matplotlib.patches import Rectangle  # optional dependency (the plot extra)
+    """Draw schedule ``s`` on a matplotlib Axes (splits of shared tiles hatched; beyond
+    :data:`MAX_SINGLE_BARS` rows, runs of whole tiles merged)."""
+    from matplotlib.collections import PatchCollection  # optional dependency (plot extra)
+    from matplotlib.patches import Rectangle
 
     s = s.expanded()
     tl = timeline(s)
     t = s.table
-    cta = tl["cta"]
     rows = np.arange(len(t))
     if max_ctas is not None:
-        rows = rows[cta < max_ctas]
-    ntiles_colour = 20
-    cmap = _mpl().colormaps["tab20"]
-    # a stable id per output tile: order of first appearance of (batch, m0, n0)
-    key = t[:, T.BATCH].astype(np.int64) * (1 << 42) + t[:, T.M0].astype(np.int64) * (1 << 21) \
-        + t[:, T.N0]
-    _, tile_id = np.unique(key, return_inverse=True)
-    peers = t[:, T.PEERS]
-    h = 0.8
-    for i in rows.tolist():
-        y = cta[i]
-        x0, x1 = tl["start"][i], tl["compute_end"][i]
-        colour = cmap((tile_id[i] * 7) % ntiles_colour)
-        multi = peers[i] > 1
-        ax.add_patch(Rectangle((x0, y - h / 2), x1 - x0, h, facecolor=colour,
-                               edgecolor="black" if multi else colour,
-                               linewidth=0.4 if multi else 0.0,
-                               hatch="////" if multi else None))
-        if tl["wait_end"][i] > x1 + 1e-9:
-            ax.add_patch(Rectangle((x1, y - h / 4), tl["wait_end"][i] - x1, h / 2,
-                                   facecolor="red", edgecolor="none"))
-        if tl["end"][i] > tl["wait_end"][i] + 1e-9:
-            ax.add_patch(Rectangle((tl["wait_end"][i], y - h / 2),
-                                   tl["end"][i] - tl["wait_end"][i], h,
-                                   facecolor="0.15", edgecolor="none"))
-        if tl["sum_end"][i] == tl["sum_end"][i]:  # a shared sum after the CTA's last row
-            ax.add_patch(Rectangle((tl["sum_wait"][i], y - h / 4),
-                                   tl["sum_start"][i] - tl["sum_wait"][i], h / 2,
-                                   facecolor="red", edgecolor="none"))
-            ax.add_patch(Rectangle((tl["sum_start"][i], y - h / 2),
-                                   tl["sum_end"][i] - tl["sum_start"][i], h,
-                                   facecolor="0.15", edgecolor="none"))
+        rows = rows[tl["cta"] < max_ctas]
+    bars = _bars(s, tl, rows.tolist())
+    for hatched in (False, True):
+        group = [b for b in bars if b[5] is hatched]
+        if not group:
+            continue
+        patches = [Rectangle((x, y), w, hh) for x, y, w, hh, _, _ in group]
+        faces = [f for *_, f, _ in group]
+        ax.add_collection(PatchCollection(
+            patches, facecolors=faces, edgecolors="black" if hatched else "none",
+            linewidths=0.4 if hatched else 0.0, hatch="////" if hatched else None,
+            match_original=False))
     nrows = s.grid if max_ctas is None else min(s.grid, max_ctas)
     makespan = _makespan(tl) if len(t) else 1.0
     ax.set_ylim(nrows - 0.5, -0.5)

@@ -2,6 +2,7 @@
 import builtins
 import json
 
+import numpy as np
 import pytest
 
 from skcontract.schedule import DeviceInfo, draw_schedule, schedule_gemm
@@ -33,7 +34,8 @@ def test_draw_on_an_axes_and_waits_marked():
     ax = Figure().subplots()
     out = draw_schedule(s, ax)
     assert out is ax
-    assert any(p.get_facecolor()[:3] == (1.0, 0.0, 0.0) for p in ax.patches)  # a red wait
+    faces = [tuple(c[:3]) for coll in ax.collections for c in coll.get_facecolors()]
+    assert (1.0, 0.0, 0.0) in faces  # a red wait
 
 
 def test_draw_without_matplotlib_says_how_to_install(monkeypatch):
@@ -71,3 +73,20 @@ def test_report_reads_the_corpus_given(tmp_path, capsys):
 def test_report_parses_batched_entries():
     corpus = {"gemm": [{"class": "b", "shapes": [{"batch": 4, "mnk": [8, 9, 10]}, [1, 2, 3]]}]}
     assert list(corpus_shapes(corpus)) == [("b", 4, 8, 9, 10), ("b", 1, 1, 2, 3)]
+
+
+def test_a_picture_of_many_tiles_merges_each_ctas_whole_tiles():
+    """Beyond MAX_SINGLE_BARS rows, a CTA's consecutive whole tiles are one bar: 16471 tiles
+    become one bar a CTA (they took 9 s to draw one by one)."""
+    from skcontract.schedule import draw
+    from skcontract.schedule.emulate import timeline
+
+    s = schedule_gemm(23168, 23168, 1024, dtype="float16", device=DeviceInfo.h200()).expanded()
+    assert len(s.table) > draw.MAX_SINGLE_BARS and s.num_fixup_tiles == 0
+    tl = timeline(s)
+    bars = draw._bars(s, tl, list(range(len(s.table))))
+    assert len(bars) == s.grid
+    ends = {round(y + 0.4): x + w for x, y, w, *_ in bars}
+    assert max(ends.values()) == float(np.nanmax(tl["end"]))
+    few = draw._bars(s, tl, list(range(100)))  # under the cap: a bar a tile
+    assert len(few) == 100
