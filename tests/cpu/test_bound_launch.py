@@ -288,7 +288,7 @@ def test_every_family_waits_for_the_previous_grid():
         assert "follow_previous_grid<Cfg::" not in source, family.__name__
         # the portable GEMM kernels (several CTAs an SM, one planned) signal the next grid
         # only at their exit; the others as they start (but under the deterministic fixup)
-        at_exit = "FollowPreviousGrid<Cfg::REDUCTION, false>()" in source
+        at_exit = "FollowPreviousGrid<Cfg::REDUCTION, false, false>()" in source
         assert at_exit == (family.ENTRY_HEADER == "sk_gemm.cuh"), family.__name__
     assert len(seen) >= 6, seen
 

@@ -35,7 +35,8 @@
 // (sk_dot.cuh, DotMerge).
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
-// barrier, then one thread fences and releases.
+// barrier, then one thread releases (st.release, red.release or atom.acq_rel: a release is
+// cumulative over what the barrier showed that thread).
 #pragma once
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
@@ -65,10 +66,14 @@ __device__ __forceinline__ void follow_previous_grid() {
   if constexpr (SIGNAL_EARLY && REDUCTION != REDUCTION_DETERMINISTIC) launch_dependent_grids();
 }
 // The same as a split walk's entry (sk_scheduler.cuh, for_each_split_of): every thread that
-// walks the table passes it once its first row is read. A thread that walks no row makes no
-// global access, so it needs no wait; its exit is its signal.
-template <int REDUCTION, bool SIGNAL_EARLY = true>
+// walks the table passes it once, after its first row's loads (AT_FIRST_ROW) or, in the
+// portable GEMM kernels, before the walk with that row prefetched: there the later wait
+// raised registers by up to 86 and measured 7% slower on exact float32 (1024^3), where the
+// Dot and Wgmma kernels, within a few registers, gain the row's round trips
+// (docs/benchmarks/log.md).
+template <int REDUCTION, bool SIGNAL_EARLY = true, bool AT_FIRST_ROW_ = true>
 struct FollowPreviousGrid {
+  static constexpr bool AT_FIRST_ROW = AT_FIRST_ROW_;
   __device__ __forceinline__ void operator()() const {
     follow_previous_grid<REDUCTION, SIGNAL_EARLY>();
   }

@@ -38,7 +38,8 @@ __device__ __forceinline__ unsigned long long sm_clock() {
 
 // Stamp `point` for this CTA (the caller picks the one thread); nothing without
 // SKCONTRACT_TRACE. TRACE_START and TRACE_END also record the globaltimer, which aligns the
-// CTAs' clocks on the host.
+// CTAs' clocks on the host. TRACE_START is the CTA's start, before it waits for the previous
+// kernel: a traced kernel is timed alone (tools.trace_kernel), its buffer its own.
 __device__ __forceinline__ void trace(int point) {
 #ifdef SKCONTRACT_TRACE
   if (blockIdx.x >= SKC_TRACE_CTAS) return;

@@ -192,7 +192,7 @@ __device__ __forceinline__ void stream_k_gemm(
     __syncthreads();  // the next split's prologue overwrites the stages
     if (Fixup<ML, Cfg::REDUCTION>::run(s, acc, ws, staging, locks, &flag))
       Epi::run(s, acc, C + (long long)s.batch * batch_c, ldc, alpha, beta);
-  }, FollowPreviousGrid<Cfg::REDUCTION, false>());
+  }, FollowPreviousGrid<Cfg::REDUCTION, false, false>());
   if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
     // Shared sums: the CTA has arrived on all its tiles; now it waits and sums its shares.
     static_assert(STAGES_BYTES >= Cfg::THREADS * 16,

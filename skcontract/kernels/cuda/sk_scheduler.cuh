@@ -94,6 +94,12 @@ __device__ __forceinline__ Split range_tile(const int* __restrict__ r, int j, in
   return s;
 }
 
+// A table row's columns into L1 (the lines of its first and last column).
+__device__ __forceinline__ void prefetch_row(const int* r) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(r));
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(r + NUM_COLUMNS - 1));
+}
+
 __device__ __forceinline__ int ld_nc_volatile(const int* p) {
   int v;
   asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));
@@ -104,21 +110,23 @@ __device__ __forceinline__ int ld_nc_volatile(const int* p) {
 // the stream (fixup.cuh, FollowPreviousGrid), so that a CTA reads its first row while the
 // previous kernel of the stream finishes.
 struct NoEntry {
+  static constexpr bool AT_FIRST_ROW = false;
   __device__ __forceinline__ void operator()() const {}
 };
 
 // The persistent loop: Body is called once per split, in table order, a range row once per
-// tile (one call site, so the body is inlined once). entry() runs once, after the first
-// row is read and before its body: the table and the CTA offsets are written once by the host
-// before any launch reads them (launch.py) and never by a kernel, so they are the one global
-// memory a CTA may read before it waits for the previous kernel. REREAD_END: the end is re-read after
-// each split (an L1 hit) instead of living in a register through the body, whose peak (fixup
-// workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
-// (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed
-// rows only (the shared-sum pass, which has nothing to do for whole tiles). EAGER: read a
-// row's columns with its flags, before knowing whether it is a range row, so that a split
-// costs one round trip, not two (the Wgmma producer, whose first split holds up every load;
-// the others keep the registers).
+// tile (one call site, so the body is inlined once). entry() runs once: where
+// Entry::AT_FIRST_ROW, after the first row's loads (or after the loop, for a unit with no
+// row), else before the loop with the first row's columns on their way into L1. The table
+// and the CTA offsets are written once by the host before any launch reads them (launch.py)
+// and never by a kernel, so they are the one global memory a CTA may read before it waits
+// for the previous kernel. REREAD_END: the end is re-read after each split (an L1 hit) instead of living
+// in a register through the body, whose peak (fixup workspace loads) spilled 128-register
+// (512-thread) kernels; it costs the others time (docs/benchmarks/log.md), so only those
+// kernels ask for it. SKIP_RANGES: walk the listed rows only (the shared-sum pass, which has
+// nothing to do for whole tiles). EAGER: read a row's columns with its flags, before knowing
+// whether it is a range row, so that a split costs one round trip, not two (the Wgmma
+// producer, whose first split holds up every load; the others keep the registers).
 // for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that
 // share the unit's tiles: sk_wgmma.cuh's pairs).
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false,
@@ -129,10 +137,14 @@ __device__ __forceinline__ void for_each_split_of(int unit, const int* __restric
                                                   Entry entry = Entry()) {
   const int* end_at = cta_offsets + unit + 1;
   const int end = __ldg(end_at);
+  int row = __ldg(cta_offsets + unit);
+  bool entered = !Entry::AT_FIRST_ROW;
+  if (!Entry::AT_FIRST_ROW) {
+    if (row < end) prefetch_row(table + (long long)row * NUM_COLUMNS);
+    entry();
+  }
   int j = 0;  // the next tile of the range row being walked
-  bool entered = false;
-  for (int row = __ldg(cta_offsets + unit);
-       row < (REREAD_END ? ld_nc_volatile(end_at) : end);) {
+  while (row < (REREAD_END ? ld_nc_volatile(end_at) : end)) {
     const int* r = table + (long long)row * NUM_COLUMNS;
     Split s;
     if (EAGER) s = load_split(table, row, M, N);
@@ -150,12 +162,13 @@ __device__ __forceinline__ void for_each_split_of(int unit, const int* __restric
       if (!EAGER) s = load_split(table, row, M, N);
       ++row;
     }
-    if (!entered) {
+    if (Entry::AT_FIRST_ROW && !entered) {
       entry();
       entered = true;
     }
     body(s);
   }
+  if (!entered) entry();
 }
 
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false, class Body,
