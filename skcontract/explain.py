@@ -36,7 +36,10 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     if draw is not None:
         scheduled = [s for s in plan.steps if getattr(s, "schedule", None) is not None]
         if not scheduled:
-            raise ValueError(f"{subscripts!r} has no GEMM-class step to draw a schedule for")
+            why = "; ".join(f"step {s.index}: {s.unscheduled}" for s in plan.steps
+                            if s.unscheduled)
+            raise ValueError(f"{subscripts!r} has no scheduled GEMM-class step to draw"
+                             + (f" ({why})" if why else ""))
         _draw_steps(scheduled, draw)
     return plan
 

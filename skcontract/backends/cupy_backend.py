@@ -11,8 +11,8 @@ the plan shows is what launches. float32 is exact unless the plan was made at a 
 int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
 does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
 integers, bool, complex), steps whose operands arrive in another dtype than planned, steps
-with a dimension beyond the kernels' 32-bit index, and the other step kinds use CuPy's own
-operations (``cupy.matmul``, broadcast multiply, ``sum``).
+with a dimension or a tile walk beyond the kernels' 32-bit index, and the other step kinds
+use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -28,7 +28,7 @@ from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
 from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for, step_operands
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from ..schedule.table import INDEX_MAX
+from ..schedule.table import INDEX_MAX, TableOverflow
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -67,13 +67,16 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | No
         return cupy.matmul(x, y), None
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None
-    if resolved is None or isinstance(resolved.base, catalogue.Dot):
-        r, binding = matvec(x, y, resolved, bind=True)  # memory-bound: the Dot kernel
-        if r is not None:
-            return r, binding
-        resolved = None  # strides without a Dot form: a GEMM kernel runs it
-    r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION,
-                      precision=precision, bind=True)
+    try:
+        if resolved is None or isinstance(resolved.base, catalogue.Dot):
+            r, binding = matvec(x, y, resolved, bind=True)  # memory-bound: the Dot kernel
+            if r is not None:
+                return r, binding
+            resolved = None  # strides without a Dot form: a GEMM kernel runs it
+        r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION,
+                          precision=precision, bind=True)
+    except TableOverflow:  # a tile walk beyond the kernels' 32-bit index, found planning
+        return cupy.matmul(x, y), None
     if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
         return r.astype(x.dtype), None
     return r, binding

@@ -24,11 +24,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..schedule import GemmProblem
+from ..schedule.table import INDEX_MAX
 
 
-MAX_K = 2**31 - 2**20
+MAX_K = INDEX_MAX
 """Longest reduction a Dot form takes: the kernel's positions are 32-bit, and its unrolled
-loads reach up to a few thousand elements past a split's end (longer ones run as GEMMs)."""
+loads reach up to a few thousand elements past a split's end (table.INDEX_HEADROOM)."""
 
 
 class DotForm(NamedTuple):

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
-from ..schedule.table import INDEX_MAX
+from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
@@ -317,9 +317,21 @@ def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
     documented fallback runs it). Memory-bound steps with a Dot form run on the Dot kernel
     (:func:`resolve_dot`), exactly whatever the precision. The schedule's reason names the
     operands copied K-major for the precision's entries (:func:`step_operands`)."""
-    dtype = step.dtype.name
     if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
+    try:
+        return _resolve_step(step, device, **options)
+    except TableOverflow:  # a tile walk beyond 32 bits (TILES_BEYOND_INDEX)
+        return None
+
+
+TILES_BEYOND_INDEX = f"its tiles beyond the kernels' {INDEX_MAX}: CuPy runs it"
+"""The reason a step shows whose dimensions fit the kernels' index but its tile walk does
+not (a Dot of ``batch x rows`` tiles of one or eight rows; :class:`TableOverflow`)."""
+
+
+def _resolve_step(step, device: DeviceInfo, **options) -> Resolved:
+    dtype = step.dtype.name
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:
         return resolve_dot(form, dtype, device, **options)
@@ -354,8 +366,10 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
             return step
         step = replace(step, precision=precision)
         r = resolve_step(step, device, **options)
-        if r is None:
-            return replace(step, schedule=None, unscheduled=unscheduled_reason(step))
+        if r is None:  # CuPy runs it: float32 exactly, whatever the precision asked
+            return replace(step, schedule=None,
+                           unscheduled=unscheduled_reason(step) or TILES_BEYOND_INDEX,
+                           precision=None if step.dtype.name == "float32" else precision)
         exact = step.dtype.name == "float32" and runs_exact(r.base)
         return replace(step, schedule=r.schedule, precision=None if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

@@ -198,7 +198,7 @@ class Plan:
 
     def with_schedules(self, fn: Callable[[Step], Any]) -> "Plan":
         """A copy whose GEMM-class steps carry ``fn(step)`` as their ``schedule``."""
-        steps = tuple(replace(s, schedule=fn(s)) if s.is_gemm_class else s
+        steps = tuple(replace(s, schedule=fn(s), unscheduled=None) if s.is_gemm_class else s
                       for s in self.steps)
         return replace(self, steps=steps)
 
@@ -209,7 +209,7 @@ class Plan:
         head = (f"Plan {self.subscripts!r}: {len(self.equation.inputs)} operand(s) "
                 f"{', '.join(str(s) for s in self.equation.shapes)} -> "
                 f"{self.output_shape}, dtype {self.dtype.name}")
-        if any(s.schedule is not None for s in self.steps):
+        if any(s.schedule is not None or s.unscheduled for s in self.steps):
             dev = getattr(self.device, "name", "?")
             head += (f"; schedules: what the GPU backend launches on {dev} (the NumPy "
                      "backend runs none)")

@@ -501,9 +501,16 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
         cta = np.concatenate([cta, r.cta])
         seq = np.concatenate([seq, r.seq])
     if len(listed) and (listed.max() > T.INDEX_MAX or listed.min() < -T.INDEX_MAX):
-        raise ValueError(f"the split table holds a value beyond {T.INDEX_MAX} (a tile index "
-                         f"or coordinate of {int(np.abs(listed).max())}): more than the "
-                         f"kernels' 32-bit tables address")
+        raise T.TableOverflow(f"the split table holds a value beyond {T.INDEX_MAX} (a tile "
+                              f"index or coordinate of {int(np.abs(listed).max())}): more "
+                              f"than the kernels' 32-bit tables address")
+    walked = listed[(listed[:, T.FLAGS] & T.FLAG_RANGE) != 0]
+    last = walked[:, T.RANGE_FIRST].astype(np.int64) + \
+        (walked[:, T.RANGE_COUNT].astype(np.int64) - 1) * walked[:, T.RANGE_STRIDE]
+    if len(last) and last.max() > T.INDEX_MAX:
+        raise T.TableOverflow(f"a range row walks to tile {int(last.max())}, beyond "
+                              f"{T.INDEX_MAX}: more than the kernels' 32-bit tile walk "
+                              f"addresses")
     order = np.lexsort((np.arange(len(cta)), seq, cta))
     table = listed[order].astype(np.int32)
     offsets = np.zeros(raw.grid + 1, dtype=np.int64)

@@ -95,10 +95,19 @@ COLUMN_NAMES = ("batch", "m0", "n0", "bm", "bn", "k0", "k1", "flags", "tile", "s
                 "peers", "split")
 """The columns in order; ``sk_scheduler.cuh`` names them ``COL_<NAME>``."""
 NUM_COLUMNS = len(COLUMN_NAMES)
-INDEX_MAX = 2**31 - 1
-"""The largest value a table entry holds: the kernels read the table as 32-bit ints, so a
-problem whose M, N, K or batch (or tile count) is larger has no schedule (the GPU backend
-runs such a step on its documented fallback)."""
+INDEX_HEADROOM = 2**20
+"""How far the kernels' 32-bit index arithmetic runs past a table value: a tile's extent
+(``M + BM - 1``, ``m0 + BM``), a Dot sweep's unrolled loads past a split's end."""
+INDEX_MAX = 2**31 - 1 - INDEX_HEADROOM
+"""The largest value a table entry holds: the kernels read the table as 32-bit ints and
+compute a little past its values (:data:`INDEX_HEADROOM`), so a problem whose M, N, K or
+batch, or whose tile walk, reaches beyond has no schedule (:class:`TableOverflow`; the GPU
+backend runs such a step on its documented fallback)."""
+
+
+class TableOverflow(ValueError):
+    """A problem or its split table reaches beyond :data:`INDEX_MAX`: the kernels' 32-bit
+    indices would wrap."""
 BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(NUM_COLUMNS)
 
 FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8, "range": 16}

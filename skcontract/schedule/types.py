@@ -162,8 +162,8 @@ class GemmProblem:
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
             if v > T.INDEX_MAX:
-                raise ValueError(f"{name} = {v} exceeds {T.INDEX_MAX}, the largest "
-                                 f"coordinate of the kernels' 32-bit split tables")
+                raise T.TableOverflow(f"{name} = {v} exceeds {T.INDEX_MAX}, the largest "
+                                      f"coordinate of the kernels' 32-bit split tables")
         object.__setattr__(self, "dtype", dtype_name(self.dtype))
         if self.groups is not None:
             groups = tuple(tuple(int(x) for x in g) for g in self.groups)

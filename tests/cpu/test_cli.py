@@ -23,7 +23,7 @@ def test_explain_prints_the_plan_and_draws(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["explain", "ii->i", "5x5", "--draw", "{tmp}/x.png"], "no GEMM-class step"),
+    (["explain", "ii->i", "5x5", "--draw", "{tmp}/x.png"], "no scheduled GEMM-class step"),
     (["explain", "ij,jk->ik", "128,64", "64,32"], "'128,64' is not like 128x64"),
     (["explain", "ij,jk->ik", "128x64", "32x32"], "label 'j'"),
     (["explain", "ij,jk->ik", "128x64"], "fewer operands"),

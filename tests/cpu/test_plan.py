@@ -304,7 +304,9 @@ def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
 @pytest.mark.parametrize("shapes,dtype,why", [
     (((8, 4), (4, 8)), "complex64", "no kernel for complex64"),
     (((8, 0), (0, 8)), "float32", "empty"),
-    (((4, 3_000_000_000), (3_000_000_000, 4)), "float16", "beyond the kernels' 2147483647"),
+    (((4, 3_000_000_000), (3_000_000_000, 4)), "float16", "a dimension beyond the kernels'"),
+    # within a kernel tile of 2^31: M + BM - 1 would wrap
+    (((2**31 - 1, 8), (8, 8)), "float16", "a dimension beyond the kernels'"),
 ])
 def test_a_gemm_step_without_a_schedule_says_why(shapes, dtype, why):
     """A GEMM-class step the GPU runs on CuPy's fallback shows the reason in the plan's
@@ -315,6 +317,24 @@ def test_a_gemm_step_without_a_schedule_says_why(shapes, dtype, why):
     assert f"- ({step.unscheduled})" in str(plan)
 
 
+def test_a_dot_whose_tile_walk_passes_32_bits_has_no_schedule():
+    """Every dimension fits the kernels' index, but 270000 x 65536 rows of one-to-eight-row
+    Dot tiles walk past 2^31 tile positions: no schedule, and the reason says so (the
+    range rows used to be accepted and the kernel's tile index wrapped)."""
+    _, plan = contract_path("bij,bj->bi", (270000, 65536, 2), (270000, 2), shapes=True,
+                            dtype="float16", device="h200")
+    (step,) = plan.steps
+    assert step.schedule is None and "its tiles beyond" in step.unscheduled
+
+
+def test_a_fallback_step_runs_float32_exactly_whatever_the_precision():
+    """CuPy runs an unscheduled float32 step exactly: the plan does not name tf32 for it."""
+    _, plan = contract_path("ij,jk->ik", (4, 0), (0, 4), shapes=True, dtype="float32",
+                            device="h200", precision="tf32")
+    (step,) = plan.steps
+    assert step.precision is None and "tf32" not in str(plan).splitlines()[2]
+
+
 def test_a_plan_says_which_device_its_schedules_are_for():
     from skcontract.contract import contract_expression
 
@@ -323,3 +343,11 @@ def test_a_plan_says_which_device_its_schedules_are_for():
     assert "GPU backend launches on NVIDIA H100 (preset)" in head and "NumPy backend" in head
     cpu_only = contract_expression("ij,jk->ik", (256, 512), (512, 128)).plan
     assert "schedules" not in str(cpu_only).splitlines()[0]
+
+
+def test_drawing_a_plan_without_schedules_says_why(tmp_path):
+    """explain(draw=...) on a plan whose GEMM-class steps all fall back names the reason."""
+    from skcontract import explain
+    with pytest.raises(ValueError, match="no kernel for complex128"):
+        explain("ij,jk->ik", (4, 3), (3, 4), shapes=True, dtype="complex128", device="h200",
+                draw=str(tmp_path / "x.png"))

@@ -491,6 +491,15 @@ def test_a_problem_beyond_32_bit_tables_is_refused(m, n, k, batch):
         schedule_gemm(m, n, k, batch=batch, dtype="float32")
 
 
+def test_a_range_row_walking_past_32_bits_is_refused():
+    """A range row's last tile position (first + (count - 1) x stride) is a 32-bit value
+    in the kernel too: a walk past INDEX_MAX is refused as a TableOverflow (a ValueError)."""
+    from skcontract.schedule.table import TableOverflow
+    with pytest.raises(TableOverflow, match="range row"):
+        schedule_gemm(65536, 1, 2, batch=270000, tile=(1, 1, 2), dtype="float16",
+                      mode="data_parallel")
+
+
 def test_a_plan_step_beyond_32_bit_tables_has_no_schedule():
     """An einsum step whose merged K exceeds the tables' range gets no schedule: the GPU
     backend runs it on its documented fallback."""
