@@ -28,7 +28,7 @@ from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
 from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for, step_operands
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from ..schedule.table import INDEX_MAX, TableOverflow
+from ..schedule.table import TableOverflow
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -62,8 +62,7 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | No
     (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
     name = x.dtype.name
     if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
-            x.size == 0 or y.size == 0 or \
-            max(x.shape + y.shape) > INDEX_MAX:  # empty, or beyond the kernels' 32-bit index
+            x.size == 0 or y.size == 0:  # nothing to launch for empty operands
         return cupy.matmul(x, y), None
     if resolved is not None and resolved.schedule.problem.dtype != name:
         resolved = None
@@ -75,7 +74,7 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | No
             resolved = None  # strides without a Dot form: a GEMM kernel runs it
         r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION,
                           precision=precision, bind=True)
-    except TableOverflow:  # a tile walk beyond the kernels' 32-bit index, found planning
+    except TableOverflow:  # a dimension or tile walk beyond the kernels' 32-bit index
         return cupy.matmul(x, y), None
     if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
         return r.astype(x.dtype), None

@@ -27,11 +27,6 @@ from ..schedule import GemmProblem
 from ..schedule.table import INDEX_MAX
 
 
-MAX_K = INDEX_MAX
-"""Longest reduction a Dot form takes: the kernel's positions are 32-bit, and its unrolled
-loads reach up to a few thousand elements past a split's end (table.INDEX_HEADROOM)."""
-
-
 class DotForm(NamedTuple):
     """A product in the Dot kernel's terms (strides in elements; batch strides 0 for one
     batch entry). ``swap``: the kernel's A is the product's y (and B its x)."""
@@ -59,7 +54,7 @@ def dot_form(batch, m, n, k, xs, ys, cs) -> DotForm | None:
     (batch, m, n) with element strides ``xs``, ``ys``, ``cs`` (batch stride first); None when
     the product is not memory-bound (``m > 1`` and ``n > 1``) or its strides fit neither
     shape."""
-    if (m > 1 and n > 1) or min(batch, m, n, k) < 1 or k > MAX_K:
+    if (m > 1 and n > 1) or min(batch, m, n, k) < 1 or k > INDEX_MAX:
         return None
     if min(*xs, *ys, *cs) < 0:
         return None

@@ -114,21 +114,21 @@ struct NoEntry {
   __device__ __forceinline__ void operator()() const {}
 };
 
-// The persistent loop: Body is called once per split, in table order, a range row once per
-// tile (one call site, so the body is inlined once). entry() runs once: where
-// Entry::AT_FIRST_ROW, after the first row's loads (or after the loop, for a unit with no
-// row), else before the loop with the first row's columns on their way into L1. The table
-// and the CTA offsets are written once by the host before any launch reads them (launch.py)
-// and never by a kernel, so they are the one global memory a CTA may read before it waits
-// for the previous kernel. REREAD_END: the end is re-read after each split (an L1 hit) instead of living
-// in a register through the body, whose peak (fixup workspace loads) spilled 128-register
-// (512-thread) kernels; it costs the others time (docs/benchmarks/log.md), so only those
-// kernels ask for it. SKIP_RANGES: walk the listed rows only (the shared-sum pass, which has
-// nothing to do for whole tiles). EAGER: read a row's columns with its flags, before knowing
-// whether it is a range row, so that a split costs one round trip, not two (the Wgmma
-// producer, whose first split holds up every load; the others keep the registers).
-// for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that
-// share the unit's tiles: sk_wgmma.cuh's pairs).
+// The persistent loop: Body is called once per split, in table order, a range row once per tile
+// (one call site, so the body is inlined once). entry() runs once: where Entry::AT_FIRST_ROW,
+// after the first row's loads (or after the loop, for a unit with no row), else before the loop
+// with the first row's columns on their way into L1. The table and the CTA offsets are written
+// once by the host before any launch reads them (launch.py) and never by a kernel, so they are the
+// one global memory a CTA may read before it waits for the previous kernel. REREAD_END: the end is
+// re-read after each split (an L1 hit) instead of living in a register through the body, whose
+// peak (fixup workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
+// (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed rows
+// only (the shared-sum pass, which has nothing to do for whole tiles). EAGER: read a row's columns
+// with its flags, before knowing whether it is a range row, so that a split costs one round trip,
+// not two (the Wgmma producer, whose first split holds up every load; the others keep the
+// registers).
+// for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that share the
+// unit's tiles: sk_wgmma.cuh's pairs).
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false,
           bool EAGER = false, class Body, class Entry = NoEntry>
 __device__ __forceinline__ void for_each_split_of(int unit, const int* __restrict__ table,
