@@ -311,7 +311,6 @@ struct Fixup {
 #pragma unroll
         for (int e = 0; e < V; ++e) atomicAdd(p + e, acc[g * V + e]);
       }
-      __threadfence();
       if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
       Acc zero[V];
 #pragma unroll
