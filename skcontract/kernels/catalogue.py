@@ -216,7 +216,9 @@ class KernelBase:
     run 16-byte aligned operands only (their element-wise copies would spill); ``min_waves``:
     the entry is offered only to products whose output tiles fill at least that many waves
     of its resident CTAs (:meth:`fills_waves`), and, where ``max_waves`` is set, at most that
-    many; ``b_off_lines_only``: the entry is offered only to products whose B rows start
+    many; ``min_k_iterations``: the entry is offered only to products whose tiles' loops
+    run at least that many k-iterations (:meth:`runs_long_enough`); ``b_off_lines_only``:
+    the entry is offered only to products whose B rows start
     off :data:`LINE_BYTES` lines (and to a caller who forces its tile). An entry is named
     by its tile, its occupancy and its unit's CTAs (:attr:`CLUSTER`): two entries of one
     tile differ in ``ctas_per_sm`` or in their family's CLUSTER.
@@ -235,6 +237,7 @@ class KernelBase:
     vec16_only: bool = False
     min_waves: float = 0.0
     max_waves: float | None = None
+    min_k_iterations: int = 0
     b_off_lines_only: bool = False
 
     FAMILY: ClassVar[str] = ""
@@ -289,6 +292,9 @@ class KernelBase:
             raise ValueError(f"{self.FAMILY}: the pipeline needs at least two stages")
         if not self.min_waves >= 0:
             raise ValueError(f"{self.FAMILY}.min_waves must be >= 0, got {self.min_waves!r}")
+        if int(self.min_k_iterations) != self.min_k_iterations or self.min_k_iterations < 0:
+            raise ValueError(f"{self.FAMILY}.min_k_iterations must be an int >= 0, got "
+                             f"{self.min_k_iterations!r}")
         if self.max_waves is not None and not self.max_waves > self.min_waves:
             raise ValueError(f"{self.FAMILY}.max_waves must exceed min_waves, got "
                              f"{self.max_waves!r}")
@@ -386,6 +392,11 @@ class KernelBase:
         if self.max_waves is not None and tiles > self.max_waves * resident:
             return False
         return tiles >= self.min_waves * resident
+
+    def runs_long_enough(self, k: int) -> bool:
+        """Whether a product of ``k`` columns of A runs its tiles' loops over at least
+        :attr:`min_k_iterations` k-iterations, as the entry needs to be offered."""
+        return -(-k // self.bk) >= self.min_k_iterations
 
     def offered_on(self, cc: int | None) -> bool:
         """Whether the launcher offers this entry on compute capability ``cc`` (None: any)."""
@@ -918,8 +929,9 @@ def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int, trades_registers: boo
                 b_off_lines_only: bool = False) -> WgmmaPair:
     return WgmmaPair(dtype, bm, bn, 64, stages, 4 * (bm // 64 + 1), 1,
                      efficiency=WGMMA_PAIR_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True,
-                     max_waves=WGMMA_PAIR_MAX_WAVES, trades_registers=trades_registers,
-                     b_off_lines_only=b_off_lines_only)
+                     max_waves=WGMMA_PAIR_MAX_WAVES,
+                     min_k_iterations=WGMMA_PAIR_MIN_K_ITERATIONS.get((bm, bn), 0),
+                     trades_registers=trades_registers, b_off_lines_only=b_off_lines_only)
 
 
 WGMMA_PAIR_MAX_WAVES = 1.5
@@ -934,7 +946,7 @@ x 4096 (1.03) 56.2 / 60.2, 2304^2 x 4096 (1.23) 65.6 / 66.8; left out: 3072 x 28
 (2.0) 93.6 / 91.7, 3200^3 (2.56) 104.4 / 94.8, 8192^3 (15.5) 1748 / 1429."""
 
 
-WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.195, (128, 256): 0.146,
+WGMMA_PAIR_EFFICIENCY = {(128, 128): 0.16, (128, 256): 0.146,
                          (64, 64): 0.24, (128, 64): 0.24}
 """Cost-model efficiency of the pairs' (2 BM x BN) unit tiles by one CTA's (BM, BN). A unit
 is two SMs, so a k-iteration of its tile takes what one of its CTAs' BM x BN k-iterations
@@ -944,15 +956,31 @@ against the single 64 x 64 tile's on 1000^3 fp16 (9.8 against 12.3 us, forced da
 H200, 2026-12-03, docs/benchmarks/log.md); the 128 x 64 pair's lies inside the range
 (0.235-0.25) in which auto keeps both orders measured that day: the pair on 1000^3 (8.9
 against 10.2 us for the single 128 x 64 tile) and Stream-K on 128 x 128 tiles on 1000 x 1000
-x 4096 (19.9 against 21.5 for the pair). The wide pairs' are fitted on the H200, 2026-12-02
-(docs/benchmarks/log.md), so that measured / predicted time over eight wave-quantized and
-exact-wave fp16 shapes matches that of the single-CTA entries auto picks there (geomean
-0.70): the 128 x 128 pair 0.73 at 0.1725, the 128 x 256 pair 0.64 at 0.16. With these, auto
-would take the 128 x 256 pair on 3200^3, where it measured 8% slower
-(:data:`WGMMA_PAIR_MAX_WAVES` keeps it from products of that many tiles), and leaves 1536^2
-x 8192, where it measured 13% faster. The 128 x 128 pair's 0.195 (from 0.18): on 1536 x 1408
-x 4096, one wave of it measured 26.7 us against 25.3 for one wave of the single 128 x 128
-tile (2026-12-02), 1.055 x 0.37 / 2."""
+x 4096 (19.9 against 21.5 for the pair). The 128 x 256 pair's is fitted on the H200,
+2026-12-02 (docs/benchmarks/log.md), so that measured / predicted time over eight
+wave-quantized and exact-wave fp16 shapes matches that of the single-CTA entries auto picks
+there (geomean 0.70); with it, auto would take that pair on 3200^3, where it measured 8%
+slower (:data:`WGMMA_PAIR_MAX_WAVES` keeps it from products of that many tiles). The 128 x
+128 pair's 0.16 is its k-iterations' time at full occupancy against the single 128 x 128
+tile's (0.37 / 2 x 0.85): on 1536^2 x 8192, hybrid on 72 units, 57.5 us against the single
+tile's 67.0 on 144 tiles, the same 139.6 k-iterations a CTA (H200, fp16, 2026-12-03,
+docs/benchmarks/log.md); where its loops are short it is not offered
+(:data:`WGMMA_PAIR_MIN_K_ITERATIONS`)."""
+
+
+WGMMA_PAIR_MIN_K_ITERATIONS = {(128, 128): 128}
+"""The k-iterations a tile's loop must run for the pair of (BM, BN) CTAs to be offered
+(:attr:`KernelBase.min_k_iterations`; pairs not named: any). The 128 x 128 pair's
+k-iterations run faster than the single tile's, yet on loops of 64 it measured slower on
+every product timed, data-parallel and split alike: fp16, us, pair against auto's single
+128 x 128 tile, 1536 x 1408 x 4096 26.7 / 25.3 (one wave each, 2026-12-02), 1664 x 1408 x
+4096 40.1 / 32.1, 2176 x 1024 x 4096 36.6 / 29.5, 896 x 2432 x 4096 41.6 / 29.9. On loops of
+128 and more it measured faster where auto splits the single tile: 1536^2 x 8192 57.5 /
+67.0 (hybrid), 256 x 3584 x 8192 27.8 / 30.1 (Stream-K), 256^2 x 32768 16.0 against 17.0 for
+auto's 128 x 64 tile; slower than the one partial data-parallel wave of 1056^2 x 8192
+(51.4 / 49.0) that :func:`~skcontract.schedule.heuristics.partial_wave_scale` prices (H200,
+2026-12-03, docs/benchmarks/log.md). With the efficiency above and this floor, auto takes
+the pair over the GEMM corpus on 1536^2 x 8192 and 256 x 3584 x 8192."""
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:

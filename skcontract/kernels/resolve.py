@@ -136,7 +136,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         units = c * device.with_clusters(b.CLUSTER).sms
         if c > 0:
             fit.setdefault((b.tile, c, b.CLUSTER), b)
-            if one_entry or b.fills_waves(tiles, units):
+            if one_entry or (b.fills_waves(tiles, units) and b.runs_long_enough(problem.k)):
                 by_entry.setdefault((b.tile, c, b.CLUSTER), b)
     if tile is not None and not by_entry:  # a forced tile whose entries' waves all miss
         by_entry = fit

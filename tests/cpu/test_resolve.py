@@ -479,6 +479,28 @@ def test_auto_offers_the_pairs_only_for_few_waves():
         dataclasses.replace(pair, max_waves=0.0)
 
 
+def test_the_128x128_pair_is_offered_only_to_long_loops():
+    """The 128 x 128 pair is offered only where a tile's loop runs
+    WGMMA_PAIR_MIN_K_ITERATIONS k-iterations or more: auto takes it on 1536^2 x 8192 (128
+    k-iterations) and not on 1536^2 x 4096 (64), where the single tile measured faster; a
+    forced pair tile is planned whatever its loop."""
+    pair = next(b for b in catalogue.CATALOGUE["float16"]
+                if b.FAMILY == "WgmmaPair" and (b.bm, b.bn) == (128, 128))
+    floor = catalogue.WGMMA_PAIR_MIN_K_ITERATIONS[128, 128]
+    assert pair.min_k_iterations == floor
+    assert pair.runs_long_enough(floor * pair.bk)
+    assert pair.runs_long_enough(floor * pair.bk - pair.bk + 1)  # a last, partial k-tile
+    assert not pair.runs_long_enough((floor - 1) * pair.bk)
+    assert _resolve(1536, 1536, 8192, "float16").base is pair
+    assert _resolve(1536, 1536, 4096, "float16").base is not pair
+    assert _resolve(1536, 1536, 4096, "float16", tile=(*pair.tile, 1, 2)).base is pair
+    wide = next(b for b in catalogue.CATALOGUE["float16"]
+                if b.FAMILY == "WgmmaPair" and b.bn == 256)
+    assert wide.min_k_iterations == 0 and wide.runs_long_enough(1)
+    with pytest.raises(ValueError, match="min_k_iterations"):
+        dataclasses.replace(pair, min_k_iterations=-1)
+
+
 @pytest.mark.parametrize("dtype,wgmma,portable", [("float32", "WgmmaTf32", "Tf32"),
                                                   ("int8", "WgmmaInt8", "Imma")])
 def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable):
