@@ -217,9 +217,11 @@ class KernelBase:
     the entry is offered only to products whose output tiles fill at least that many waves
     of its resident CTAs (:meth:`fills_waves`), and, where ``max_waves`` is set, at most that
     many; ``min_k_iterations``: the entry is offered only to products whose tiles' loops
-    run at least that many k-iterations (:meth:`runs_long_enough`); ``b_off_lines_only``:
-    the entry is offered only to products whose B rows start
-    off :data:`LINE_BYTES` lines (and to a caller who forces its tile). An entry is named
+    run at least that many k-iterations (:meth:`runs_long_enough`); ``splits_only``: the
+    entry is planned only in schedules that split its tiles
+    (:attr:`~skcontract.schedule.types.TileOption.splits_only`); ``b_off_lines_only``: the
+    entry is offered only to products whose B rows start off :data:`LINE_BYTES` lines (and
+    to a caller who forces its tile). An entry is named
     by its tile, its occupancy and its unit's CTAs (:attr:`CLUSTER`): two entries of one
     tile differ in ``ctas_per_sm`` or in their family's CLUSTER.
     """
@@ -238,6 +240,7 @@ class KernelBase:
     min_waves: float = 0.0
     max_waves: float | None = None
     min_k_iterations: int = 0
+    splits_only: bool = False
     b_off_lines_only: bool = False
 
     FAMILY: ClassVar[str] = ""
@@ -383,7 +386,8 @@ class KernelBase:
         """What the scheduler needs of this entry; one tile shape per launch (no HyTiS)."""
         return TileOption(self.tile, self.ctas_per_sm, self.efficiency, small_tiles=(),
                           fixup_cost=self.FIXUP_COST, cluster_sum=self.cluster_sum,
-                          shared_sum=self.SHARED_SUM, arrival=ARRIVAL in self.protocols())
+                          shared_sum=self.SHARED_SUM, arrival=ARRIVAL in self.protocols(),
+                          splits_only=self.splits_only)
 
     def fills_waves(self, tiles: int, resident: int) -> bool:
         """Whether ``tiles`` output tiles fill :attr:`min_waves` waves of ``resident`` CTAs
@@ -395,7 +399,10 @@ class KernelBase:
 
     def runs_long_enough(self, k: int) -> bool:
         """Whether a product of ``k`` columns of A runs its tiles' loops over at least
-        :attr:`min_k_iterations` k-iterations, as the entry needs to be offered."""
+        :attr:`min_k_iterations` k-iterations, as the entry needs to be offered. A last,
+        partial k-tile counts, as the kernel's loop runs it (the partial-wave term's
+        :data:`~skcontract.schedule.heuristics.SOLO_MIN_K_ITERATIONS` counts whole k-tiles:
+        a floor on the loop's time, where this one names a loop)."""
         return -(-k // self.bk) >= self.min_k_iterations
 
     def offered_on(self, cc: int | None) -> bool:
@@ -931,6 +938,7 @@ def _wgmma_pair(dtype: str, bm: int, bn: int, stages: int, trades_registers: boo
                      efficiency=WGMMA_PAIR_EFFICIENCY[bm, bn], min_cc=90, vec16_only=True,
                      max_waves=WGMMA_PAIR_MAX_WAVES,
                      min_k_iterations=WGMMA_PAIR_MIN_K_ITERATIONS.get((bm, bn), 0),
+                     splits_only=(bm, bn) in WGMMA_PAIR_SPLITS_ONLY,
                      trades_registers=trades_registers, b_off_lines_only=b_off_lines_only)
 
 
@@ -961,26 +969,34 @@ x 4096 (19.9 against 21.5 for the pair). The 128 x 256 pair's is fitted on the H
 wave-quantized and exact-wave fp16 shapes matches that of the single-CTA entries auto picks
 there (geomean 0.70); with it, auto would take that pair on 3200^3, where it measured 8%
 slower (:data:`WGMMA_PAIR_MAX_WAVES` keeps it from products of that many tiles). The 128 x
-128 pair's 0.16 is its k-iterations' time at full occupancy against the single 128 x 128
-tile's (0.37 / 2 x 0.85): on 1536^2 x 8192, hybrid on 72 units, 57.5 us against the single
-tile's 67.0 on 144 tiles, the same 139.6 k-iterations a CTA (H200, fp16, 2026-12-03,
-docs/benchmarks/log.md); where its loops are short it is not offered
-(:data:`WGMMA_PAIR_MIN_K_ITERATIONS`)."""
+128 pair's 0.16 is its split k-iterations' time at full occupancy against the single 128 x
+128 tile's (0.37 / 2 x 0.85): on 1536^2 x 8192, hybrid, 72 unit tiles on 66 clusters ran in
+57.5 us against the single tile's 144 tiles on 132 CTAs in 67.0, the same 139.6 k-iterations
+a CTA (H200, fp16, 2026-12-03, docs/benchmarks/log.md); where its loops are short it is not
+offered (:data:`WGMMA_PAIR_MIN_K_ITERATIONS`), nor on whole tiles
+(:data:`WGMMA_PAIR_SPLITS_ONLY`)."""
 
 
 WGMMA_PAIR_MIN_K_ITERATIONS = {(128, 128): 128}
 """The k-iterations a tile's loop must run for the pair of (BM, BN) CTAs to be offered
-(:attr:`KernelBase.min_k_iterations`; pairs not named: any). The 128 x 128 pair's
+(:attr:`KernelBase.min_k_iterations`; pairs not named: any). The 128 x 128 pair's split
 k-iterations run faster than the single tile's, yet on loops of 64 it measured slower on
-every product timed, data-parallel and split alike: fp16, us, pair against auto's single
-128 x 128 tile, 1536 x 1408 x 4096 26.7 / 25.3 (one wave each, 2026-12-02), 1664 x 1408 x
-4096 40.1 / 32.1, 2176 x 1024 x 4096 36.6 / 29.5, 896 x 2432 x 4096 41.6 / 29.9. On loops of
-128 and more it measured faster where auto splits the single tile: 1536^2 x 8192 57.5 /
-67.0 (hybrid), 256 x 3584 x 8192 27.8 / 30.1 (Stream-K), 256^2 x 32768 16.0 against 17.0 for
-auto's 128 x 64 tile; slower than the one partial data-parallel wave of 1056^2 x 8192
-(51.4 / 49.0) that :func:`~skcontract.schedule.heuristics.partial_wave_scale` prices (H200,
-2026-12-03, docs/benchmarks/log.md). With the efficiency above and this floor, auto takes
-the pair over the GEMM corpus on 1536^2 x 8192 and 256 x 3584 x 8192."""
+every product timed: fp16, us, pair against auto's single 128 x 128 tile, 1664 x 1408 x 4096
+40.1 / 32.1, 2176 x 1024 x 4096 36.6 / 29.5, 896 x 2432 x 4096 41.6 / 29.9 (hybrid each). On
+loops of 128 and more it measured faster where auto splits the single tile: 1536^2 x 8192
+57.5 / 67.0 (hybrid), 256 x 3584 x 8192 27.8 / 30.1 (Stream-K), 256^2 x 32768 16.0 against
+17.0 for auto's 128 x 64 tile (H200, 2026-12-03, docs/benchmarks/log.md). With the
+efficiency above, this floor and :data:`WGMMA_PAIR_SPLITS_ONLY`, auto takes the pair over
+the GEMM corpus on 1536^2 x 8192 and 256 x 3584 x 8192."""
+
+
+WGMMA_PAIR_SPLITS_ONLY = ((128, 128),)
+"""The pairs of (BM, BN) CTAs planned only in schedules that split their tiles
+(:attr:`KernelBase.splits_only`). On whole tiles a wave of the 128 x 128 pair measured no
+faster than the single 128 x 128 tile's: fp16, data-parallel, us, pair / single, 1536^2 x
+8192 86.8 / 86.4, 256 x 3584 x 8192 39.8 / 39.7, 1056^2 x 8192 55.8 / 49.4 (H200,
+2026-12-03), one wave of 1536 x 1408 x 4096 26.7 / 25.3 (2026-12-02; docs/benchmarks/log.md);
+its efficiency above is its split k-iterations' rate."""
 
 
 def memory_bound_efficiency(dtype: str, tile, bytes_per_iteration: int) -> float:

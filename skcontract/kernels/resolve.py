@@ -81,17 +81,19 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
-    entries of two occupancies, the model picks between those whose waves the product fills,
-    :meth:`~.catalogue.KernelBase.fills_waves`, or among all when none), or the entries of
-    (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a work unit: 2
+    entries of two occupancies, the model picks between those offered to the product by
+    their waves and loops, :meth:`~.catalogue.KernelBase.fills_waves` and
+    :meth:`~.catalogue.KernelBase.runs_long_enough`, or among all when none), or the entries
+    of (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a work unit: 2
     for a cluster pair, whose unit tile a single CTA's may equal; a shorter tile names the
-    entries of the fewest), offered then whatever its waves; :data:`.catalogue.PENDING` ones
-    and those offered only where B's rows start off lines included (else a memory-bound
-    problem gets its dtype's streaming entry where one is offered and fits,
-    :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the entries of that
-    precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both operands are
-    16-byte aligned (entries that need it are left out otherwise); ``im2col``: the problem
-    is a convolution's implicit GEMM, on the entries whose convolution entry gets A that way
+    entries of the fewest), offered then whatever its waves and loops;
+    :data:`.catalogue.PENDING` ones and those offered only where B's rows start off lines
+    included (else a memory-bound problem gets its dtype's streaming entry where one is
+    offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the
+    entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both
+    operands are 16-byte aligned (entries that need it are left out otherwise);
+    ``im2col``: the problem is a convolution's implicit GEMM, on the entries whose
+    convolution entry gets A that way
     ("gather" or "tma", :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded
     convolution, on the entries that zero its padding taps
     (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
@@ -128,7 +130,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"compute capability {cc}")
     if tile is not None and len(tile) < 5 and bases:  # no unit's CTAs named: the fewest
         bases = tuple(b for b in bases if b.CLUSTER == min(x.CLUSTER for x in bases))
-    one_entry = tile is not None and len(tile) >= 4  # forced whatever its min_waves
+    one_entry = tile is not None and len(tile) >= 4  # forced whatever its waves and loops
     by_entry, fit = {}, {}  # (tile, CTAs an SM, CTAs a unit) -> entry: what names an entry
     for b in bases:
         c = ctas_on(b, device)
@@ -138,7 +140,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             fit.setdefault((b.tile, c, b.CLUSTER), b)
             if one_entry or (b.fills_waves(tiles, units) and b.runs_long_enough(problem.k)):
                 by_entry.setdefault((b.tile, c, b.CLUSTER), b)
-    if tile is not None and not by_entry:  # a forced tile whose entries' waves all miss
+    if tile is not None and not by_entry:  # a forced tile none of whose entries is offered
         by_entry = fit
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):

@@ -33,6 +33,10 @@ NO_SECOND_TILE = "these kernels run one tile shape per launch"
 those of :data:`skcontract.kernels.catalogue.WGMMA_HYTIS_TILES`)."""
 
 
+SPLITS_ONLY = "data-parallel not offered: the entry is planned on split tiles only"
+"""Why auto's candidate list shows a ``splits_only`` option's data-parallel table unchosen."""
+
+
 def _options(tiles, tile, dtype, device) -> list[TileOption]:
     """The tile options to plan with: ``tiles`` (TileOptions or (BM, BN, BK) tuples; default
     the design-study menu at the device's occupancy), narrowed to ``tile`` when it is given
@@ -327,7 +331,9 @@ def _forced(mode, builders, grid, splits, kind, facts) -> Schedule:
         else:
             s = b.build(mode, t, grid, splits, f"forced {mode}", forced=True)
         built.append((s, ""))
-    best = min((s for s, _ in built), key=lambda s: s.predicted_time_us)
+    offered = [s for (s, _), b in zip(built, builders)
+               if not (b.option.splits_only and s.mode == DATA_PARALLEL)]
+    best = min(offered or [s for s, _ in built], key=lambda s: s.predicted_time_us)
     reason = best.reason
     if len(builders) > 1:
         pair = " on cluster pairs" if best.cluster > 1 else ""
@@ -382,8 +388,11 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
         if _lower_bound(b) >= best_key:
             continue  # no schedule of this tile can beat the best one found
         dp = b.dp(t, grid)
-        built.append((dp, ""))
-        allowed.append(dp)
+        if b.option.splits_only:
+            built.append((dp, SPLITS_ONLY))
+        else:
+            built.append((dp, ""))
+            allowed.append(dp)
         g = grid if grid is not None else resident
         if (fragment_accumulators or reduction == CLUSTER) and ok:
             modes = [ALIGNED]
@@ -395,7 +404,7 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
                 ([HYBRID] if ts.n >= resident else []) + ([SPLIT_K] if ts.n < resident else [])
             if not rule and b.option.small_tiles and ts.n % g:
                 modes.append(HYTIS)  # a kernel's own small tile, weighed with the others
-            if rule:
+            if rule and not b.option.splits_only:
                 built[-1] = (dp, f"rule: {rule}")
         elif ts.n % g and b.option.small_tiles == ():
             modes, no_hytis = [], f"hytis not offered: {NO_SECOND_TILE}"
@@ -425,8 +434,8 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             if s is not None:
                 built.append((s, "cluster sum"))
                 allowed.append(s)
-        best_key = min(schedule_key(x) for x in allowed)
-    best = min(allowed, key=schedule_key)
+        best_key = min((schedule_key(x) for x in allowed), default=float("inf"))
+    best = min(allowed or [s for s, _ in built], key=schedule_key)
     dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and _entry(s) == _entry(best))
     if best.mode == DATA_PARALLEL:
         rule = rules.get(_entry(best))

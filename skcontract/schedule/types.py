@@ -279,6 +279,9 @@ class TileOption:
     CTAs are all resident; without it (a kernel whose partials are output sums, not
     fragments: the Dot family's) the last arrival sums them. ``arrival``: its kernels run
     the arrival protocol at all (auto then weighs it for few tiles with many peers).
+    ``splits_only``: the option is planned only in schedules that split its tiles (its
+    data-parallel table is listed among auto's candidates, not chosen, and a forced
+    data-parallel mode takes another option), unless it is the only option.
     """
 
     tile: tuple
@@ -292,6 +295,7 @@ class TileOption:
     cluster_sum: bool = False
     shared_sum: bool = True
     arrival: bool = True
+    splits_only: bool = False
 
     def __post_init__(self):
         tile = tuple(int(x) for x in self.tile)

@@ -11,10 +11,12 @@ import pytest
 
 from skcontract.kernels import catalogue
 from skcontract.kernels.resolve import ctas_on, entry_for, resolve_gemm, step_operands
-from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm
+from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm, schedule_problem
 from skcontract.kernels.specs import specialise
 from skcontract.schedule import table as T
 from skcontract.schedule.heuristics import selection_key
+from skcontract.schedule.scheduler import SPLITS_ONLY
+from skcontract.schedule.types import TileOption
 
 H200 = DeviceInfo.h200()
 
@@ -479,26 +481,71 @@ def test_auto_offers_the_pairs_only_for_few_waves():
         dataclasses.replace(pair, max_waves=0.0)
 
 
+def _pair_128():
+    return next(b for b in catalogue.CATALOGUE["float16"]
+                if b.FAMILY == "WgmmaPair" and (b.bm, b.bn) == (128, 128))
+
+
+def _candidate_tiles(r) -> set:
+    return {(s.tile, s.cluster) for s in r.schedule.candidates}
+
+
 def test_the_128x128_pair_is_offered_only_to_long_loops():
     """The 128 x 128 pair is offered only where a tile's loop runs
-    WGMMA_PAIR_MIN_K_ITERATIONS k-iterations or more: auto takes it on 1536^2 x 8192 (128
-    k-iterations) and not on 1536^2 x 4096 (64), where the single tile measured faster; a
-    forced pair tile is planned whatever its loop."""
-    pair = next(b for b in catalogue.CATALOGUE["float16"]
-                if b.FAMILY == "WgmmaPair" and (b.bm, b.bn) == (128, 128))
+    WGMMA_PAIR_MIN_K_ITERATIONS k-iterations or more (a last, partial k-tile counts): auto
+    takes it on 1536^2 x 8192 (128 k-iterations) and does not plan it at all on 1536^2 x 4096
+    (64); a forced pair tile is planned whatever its loop."""
+    pair = _pair_128()
     floor = catalogue.WGMMA_PAIR_MIN_K_ITERATIONS[128, 128]
     assert pair.min_k_iterations == floor
     assert pair.runs_long_enough(floor * pair.bk)
-    assert pair.runs_long_enough(floor * pair.bk - pair.bk + 1)  # a last, partial k-tile
+    assert pair.runs_long_enough(floor * pair.bk - pair.bk + 1)
     assert not pair.runs_long_enough((floor - 1) * pair.bk)
     assert _resolve(1536, 1536, 8192, "float16").base is pair
-    assert _resolve(1536, 1536, 4096, "float16").base is not pair
+    short = _resolve(1536, 1536, 4096, "float16")
+    assert (pair.tile, 2) not in _candidate_tiles(short)
     assert _resolve(1536, 1536, 4096, "float16", tile=(*pair.tile, 1, 2)).base is pair
     wide = next(b for b in catalogue.CATALOGUE["float16"]
                 if b.FAMILY == "WgmmaPair" and b.bn == 256)
     assert wide.min_k_iterations == 0 and wide.runs_long_enough(1)
     with pytest.raises(ValueError, match="min_k_iterations"):
         dataclasses.replace(pair, min_k_iterations=-1)
+
+
+def test_the_128x128_pair_runs_split_tiles_only():
+    """The 128 x 128 pair is planned only where its tiles split (WGMMA_PAIR_SPLITS_ONLY):
+    on 1536 x 1408 x 8192, one exact wave of its units, auto lists its data-parallel table
+    with the reason and runs the single tile's; a forced data-parallel mode takes another
+    entry, a forced pair tile runs data-parallel all the same."""
+    pair = _pair_128()
+    assert pair.splits_only and pair.option().splits_only
+    r = _resolve(1536, 1408, 8192, "float16")
+    assert r.base is not pair and r.schedule.mode == "data_parallel"
+    listed = [s for s in r.schedule.candidates if (s.tile, s.cluster) == (pair.tile, 2)]
+    assert listed and all(s.mode != "data_parallel" or s.note == SPLITS_ONLY
+                          for s in listed)
+    assert _resolve(1536, 1536, 8192, "float16", mode="data_parallel").base is not pair
+    forced = _resolve(1536, 1536, 8192, "float16", mode="data_parallel",
+                      tile=(*pair.tile, 1, 2))
+    assert forced.base is pair and forced.schedule.mode == "data_parallel"
+    assert _resolve(1536, 1536, 8192, "float16", mode="hybrid").base is pair
+
+
+def test_a_splits_only_option_is_chosen_on_split_tables_alone():
+    """A TileOption with splits_only is never auto's data-parallel pick, however cheap its
+    efficiency, and still plans where it is the only option."""
+    cheap = TileOption((128, 128, 64), efficiency=0.01, splits_only=True)
+    plain = TileOption((128, 64, 64))
+    exact = schedule_problem(GemmProblem(128 * 12, 128 * 11, 4096), H200,
+                             tiles=[cheap, plain])
+    assert exact.mode == "data_parallel" and exact.tile == plain.tile
+    split = schedule_problem(GemmProblem(1536, 1536, 8192), H200, tiles=[cheap, plain])
+    assert split.tile == cheap.tile and split.mode != "data_parallel"
+    dp = schedule_problem(GemmProblem(1536, 1536, 8192), H200, tiles=[cheap, plain],
+                          mode="data_parallel")
+    assert dp.tile == plain.tile
+    alone = schedule_problem(GemmProblem(128 * 12, 128 * 11, 4096), H200, tiles=[cheap])
+    assert alone.tile == cheap.tile and alone.mode == "data_parallel"
 
 
 @pytest.mark.parametrize("dtype,wgmma,portable", [("float32", "WgmmaTf32", "Tf32"),
