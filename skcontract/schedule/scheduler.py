@@ -388,10 +388,8 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
         if _lower_bound(b) >= best_key:
             continue  # no schedule of this tile can beat the best one found
         dp = b.dp(t, grid)
-        if b.option.splits_only:
-            built.append((dp, SPLITS_ONLY))
-        else:
-            built.append((dp, ""))
+        built.append((dp, SPLITS_ONLY if b.option.splits_only else ""))
+        if not b.option.splits_only:
             allowed.append(dp)
         g = grid if grid is not None else resident
         if (fragment_accumulators or reduction == CLUSTER) and ok:

@@ -108,6 +108,8 @@ backend runs such a step on its documented fallback)."""
 class TableOverflow(ValueError):
     """A problem or its split table reaches beyond :data:`INDEX_MAX`: the kernels' 32-bit
     indices would wrap."""
+
+
 BATCH, M0, N0, BM, BN, K0, K1, FLAGS, TILE, SLOT, PEERS, SPLIT = range(NUM_COLUMNS)
 
 FLAGS_BY_NAME = {"first": 1, "final": 2, "small": 4, "shared_sum": 8, "range": 16}
