@@ -156,10 +156,13 @@ def main(argv=None) -> int:
         ("tf32", (130, 70, 1001), "stream_k", "deterministic"),
         # the register-trading tf32 entry (no arrival protocol)
         ("tf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 256, 32)),
-        # 3xTF32: the splitter warps' pass, three wgmmas a k step, promotions, each fixup
+        # 3xTF32: the splitter warps' pass, three wgmmas a k step, promotions, each fixup;
+        # MN-major operands turned K-major in the stages by the producer's other warps
         ("3xtf32", (300, 200, 1000), "stream_k", "deterministic"),
         ("3xtf32", (300, 200, 1000), "stream_k", "atomic", (128, 128, 32), ("C", "C")),
         ("3xtf32", (256, 256, 8192), "stream_k", "arrival", (128, 64, 32)),
+        ("3xtf32", (256, 256, 8192), "stream_k", "arrival", (128, 64, 32), ("F", "C")),
+        ("3xtf32", (300, 200, 1000), "stream_k", "deterministic", (64, 64, 32), ("F", "F")),
         ("3xtf32", (136, 264, 4032), "aligned", "cluster", (64, 64, 32)),
         ("3xtf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 128, 32)),
         # int8: on s8 wgmma (B column-major), a shared sum, and on mma.sync (rows of K bytes

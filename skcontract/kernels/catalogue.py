@@ -126,6 +126,11 @@ SMEM_RESERVED_PER_CTA = 1024
 """Shared memory the hardware reserves per resident CTA (compute capability 8.0 and up)."""
 WGMMA_FLAG_BYTES = 16
 """Wgmma: the fixup's flag after the mbarriers (one int, 16 bytes kept)."""
+WGMMA_TRANSPOSER_REGISTER_SPLITS = {1: (168, 88, 208)}
+"""The register splits, by CTAs an SM, of the trading kernels whose producer warpgroup also
+transposes an operand in the stages (:meth:`Wgmma.transposes`): its transposers hold two
+boxes' chunks and walk the table, which spills at the issuer's 40 registers."""
+
 WGMMA_REGISTER_SPLITS = {1: (168, 40, 232), 2: (80, 32, 104)}
 """Wgmma entries of two consumer warpgroups whose warpgroups trade registers (setmaxnreg), by
 CTAs an SM: (the registers a thread has at launch: 65536 over the CTAs' threads, in units of
@@ -204,6 +209,10 @@ WGMMA_ALIGN_BYTES = 1024
 """Wgmma: slack to align the ring to the 128-byte swizzle's 1024-byte period."""
 COPY_BANDWIDTH_BYTES_PER_S = 4.14e12
 """Device-to-device copy bandwidth measured on the H200 (the memory-bound kernels' floor)."""
+
+
+LAYOUT_PAIRS = (("row", "row"), ("row", "col"), ("col", "row"), ("col", "col"))
+"""Every (A, B) pair of layouts ("row": last index contiguous)."""
 
 
 @dataclass(frozen=True)
@@ -324,6 +333,11 @@ class KernelBase:
                 f"  using LA = {la};\n  using LB = {lb};\n"
                 f"  using ML = {self.mainloop(la, lb)};\n")
 
+    def transposes(self, spec) -> bool:
+        """Whether the kernel of ``spec`` turns an operand's layout in its stages (the
+        Wgmma tf32 kernels do, :meth:`Wgmma.transposes`)."""
+        return False
+
     def smem_bytes(self, spec) -> int:
         """Dynamic shared memory of the spec's launch: the pipeline stages."""
         def stage(rows: int, kcontig: bool) -> int:
@@ -337,7 +351,7 @@ class KernelBase:
 
     def layouts(self) -> tuple[tuple[str, str], ...]:
         """The (A, B) layouts the entry is specialised for ("row": last index contiguous)."""
-        return (("row", "row"), ("row", "col"), ("col", "row"), ("col", "col"))
+        return LAYOUT_PAIRS
 
     def vec_fits(self, layout: str, operand: str) -> bool:
         """Whether a 16-byte vector of an operand in ``layout`` stays inside one tile."""
@@ -676,7 +690,7 @@ class Wgmma(KernelBase):
                              f"{sorted(WGMMA_REGISTER_SPLITS)} CTAs an SM")
 
     def cfg_lines(self, spec) -> str:
-        split = self.register_split or (0, 0, 0)
+        split = self.register_split_of(spec) or (0, 0, 0)
         return (f"  static constexpr int STAGES = {self.stages};\n"
                 f"  static constexpr int CLUSTER = {self.CLUSTER};\n"
                 f"  static constexpr bool A_KMAJOR = {_cxx_bool(spec.a_kcontig)};\n"
@@ -759,7 +773,15 @@ class Wgmma(KernelBase):
         return min(self.bn, WGMMA_STORE_COLS // self.ctas_per_sm)
 
     def smem_bytes(self, spec) -> int:
-        return self._smem_bytes(spec.protocol)
+        transposed = self.stages * MBARRIER_BYTES if self.transposes(spec) else 0
+        return self._smem_bytes(spec.protocol) + transposed
+
+    def transposes(self, spec) -> bool:
+        """Whether the kernel of ``spec`` turns an operand K-major in its stages (the
+        kernel's WgmmaSmem::TRANSPOSES): an MN-major operand of a type that wgmma reads
+        K-major only, which the producer warpgroup's other warps rewrite in place
+        (``sk_wgmma.cuh``, ``transpose_stage``; a stage's `transposed` mbarrier more)."""
+        return self.elem_bytes == 4 and not (spec.a_kcontig and spec.b_kcontig)
 
     def _smem_bytes(self, protocol: str) -> int:
         """The stage ring, the epilogue's staging (a consumer warpgroup's: 64 rows of
@@ -795,6 +817,17 @@ class Wgmma(KernelBase):
         registers (:data:`WGMMA_REGISTER_SPLITS`); None for an entry that does not."""
         return WGMMA_REGISTER_SPLITS[self.ctas_per_sm] if self.trades_registers else None
 
+    def register_split_of(self, spec) -> tuple[int, int, int] | None:
+        """The register split of the kernel of ``spec``: the entry's, or, where its
+        producer warpgroup also transposes an operand (:meth:`transposes`), the one of
+        :data:`WGMMA_TRANSPOSER_REGISTER_SPLITS` (the same launch)."""
+        if self.register_split is None or not self.transposes(spec):
+            return self.register_split
+        if self.ctas_per_sm not in WGMMA_TRANSPOSER_REGISTER_SPLITS:
+            raise ValueError(f"{self.name}: no register split for transposers at "
+                             f"{self.ctas_per_sm} CTAs an SM")
+        return WGMMA_TRANSPOSER_REGISTER_SPLITS[self.ctas_per_sm]
+
     @property
     def launch_registers(self) -> int | None:
         """Registers a thread the compiled kernel must be launched with: where the
@@ -820,8 +853,9 @@ are fitted."""
 class WgmmaKMajor(Wgmma):
     """The Wgmma kernel on 32- or 8-bit operands, which wgmma reads K-major only: the
     entries take a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an
-    operand of another layout into that one first (:func:`skcontract.kernels.gemm.gemm`).
-    No convolution entry, no HyTiS tile."""
+    operand of another layout into that one first (:func:`skcontract.kernels.gemm.gemm`),
+    but for the 3xTF32 entries, which turn it K-major in their stages
+    (:meth:`WgmmaTf32x3.layouts`). No convolution entry, no HyTiS tile."""
 
     IM2COL: ClassVar[str | None] = None
     HYTIS_TILES: ClassVar[tuple] = ()
@@ -877,6 +911,13 @@ class WgmmaTf32x3(WgmmaTf32):
     TF32X3: ClassVar[bool] = True
     LEFT_OUT: ClassVar[tuple] = ((128, 256, 1), (64, 256, 1), (64, 128, 2), (128, 64, 2))
     TRADES: ClassVar[tuple] = ((128, 128, 1),)
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        """Every layout: the producer warpgroup's other warps turn an MN-major operand
+        K-major in the stages (:meth:`Wgmma.transposes`), while the wgmmas of the k-tiles
+        before it run; a 3xTF32 k-tile's three products leave them the time (tf32's one does
+        not: its entries read copies, :class:`WgmmaKMajor`)."""
+        return LAYOUT_PAIRS
 
 
 @dataclass(frozen=True)

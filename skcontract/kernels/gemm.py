@@ -150,14 +150,15 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     to a 10-bit mantissa, fp32 accumulation: wgmma on sm_90, ``mma.m16n8k8.tf32``
     elsewhere); ``"3xtf32"`` runs tf32 wgmma at float32 accuracy (each operand split into
     a tf32 big and small part, three products a k step, errors no larger than exact
-    float32's, at about twice the speed of cuBLAS's SGEMM on the H200 (with B column-major:
+    float32's, at about twice the speed of cuBLAS's SGEMM on the H200:
     docs/benchmarks/tf32-int8-h200.md); an infinite element times a tf32-exact one makes
     NaN where exact float32 makes an infinity; where wgmma is not offered, before sm_90 or
     on operands off 16 bytes, the exact entries run it). ``allow_tf32=True`` is
-    ``precision="tf32"``. wgmma reads tf32 and int8 operands K-major only: on sm_90 an A
-    that is not row-major or a B that is not column-major is copied into that layout first
-    (where its rows of K elements lie on 16 bytes; else the portable entries run it as it
-    is).
+    ``precision="tf32"``. wgmma reads tf32 and int8 operands K-major only: the 3xTF32
+    kernels turn an MN-major operand K-major in their shared-memory stages; at "tf32" and
+    for int8, on sm_90, an A that is not row-major or a B that is not column-major is
+    copied into that layout first (where its rows of K elements lie on 16 bytes; else the
+    portable entries run it as it is).
     With ``mode="auto"`` (and no ``tile``, ``grid`` or ``schedule``), a product with
     ``m == 1`` or ``n == 1`` whose vector side is contiguous along k (or whose matrix is)
     is memory-bound and runs on the Dot family (:mod:`.dot`), as einsum runs it; float32
@@ -236,8 +237,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
     if _copies_k_major(schedule, precision) and n > 1 and \
             not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k):
-        # tf32 and s8 wgmma read K-major operands only: copy the others into that layout
-        # once, on the product's stream (the copies are freed to its pool when it returns)
+        # the tf32 and s8 entries read K-major operands only: copy the others into that
+        # layout once, on the product's stream (the copies are freed to its pool when it
+        # returns)
         with _on(stream):
             a2 = a if a_kmajor else _one_copy(a, relayout.row_major, sba == 0)
             b2 = b if b_kmajor else _one_copy(b, relayout.col_major, sbb == 0)

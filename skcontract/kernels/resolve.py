@@ -21,7 +21,7 @@ from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
-                        dot_bases, output_tiles, pending_for, streaming_wanted)
+                        Wgmma, dot_bases, output_tiles, pending_for, streaming_wanted)
 from .forms import dot_form
 from .specs import CXX_TYPES, LAYOUTS, VEC16_BYTES, specialise
 
@@ -45,9 +45,12 @@ def runs_exact(base: KernelBase) -> bool:
     return isinstance(base, Dot) or base in CATALOGUE["float32"]
 
 
-K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items() if any(map(k_major_only, bases)))
-"""The catalogue keys (a dtype, or a float32 precision) that have entries reading K-major
-operands only (WgmmaInt8, WgmmaTf32, WgmmaTf32x3)."""
+K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items()
+                     if any(isinstance(b, Wgmma) for b in bases)
+                     and all(k_major_only(b) for b in bases if isinstance(b, Wgmma)))
+"""The catalogue keys (a dtype, or a float32 precision) whose Wgmma entries read K-major
+operands only (WgmmaInt8, WgmmaTf32; the 3xTF32 entries turn MN-major operands K-major in
+their stages)."""
 
 
 class Resolved(NamedTuple):
@@ -119,7 +122,11 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     if im2col is not None:
         bases = tuple(b for b in bases if b.IM2COL == im2col)
     if layouts is not None:
+        named = bases
         bases = tuple(b for b in bases if tuple(layouts) in b.layouts())
+        if tile is not None and named and not bases:
+            raise ValueError(f"gemm: the {problem.dtype} kernel of tile {tuple(tile)} reads "
+                             f"{named[0].layouts()} operands only, not {tuple(layouts)}")
     if masked:
         bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
     if reduction == CLUSTER:
@@ -238,7 +245,7 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
 
 def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None) -> bool:
     """Whether ``dtype`` operands at ``precision`` run on compute capability ``cc``'s
-    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaTf32x3``, ``WgmmaInt8``)
+    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaInt8``)
     once copied K-major (A row-major, B column-major): such entries are offered there, and
     a K-major copy's rows of ``k`` elements lie on 16 bytes, as TMA needs (else the portable
     entries run the operands in any layout, uncopied)."""

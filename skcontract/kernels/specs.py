@@ -218,8 +218,13 @@ def representative_specs() -> list[KernelSpec]:
                 continue
             la, lb = layouts[i % 4] if len(own) == 4 else own[0]
             vec16 = proto != "arrival" or base.vec16_only
-            out.append(specialise(base, protocol=proto, a_layout=la, b_layout=lb,
-                                  a_vec16=vec16, b_vec16=vec16 or len(own) == 4))
+            spec = specialise(base, protocol=proto, a_layout=la, b_layout=lb,
+                              a_vec16=vec16, b_vec16=vec16 or len(own) == 4)
+            if not first_of_key and ("col", "row") in own:
+                both = specialise(base, protocol=proto, a_layout="col", b_layout="row")
+                if base.transposes(both):
+                    spec = both  # every entry's transposers, which take registers of their own
+            out.append(spec)
         if base.IM2COL and first_of_key:  # the family's im2col entry, aligned and not
             for vec16, proto in ((True, "deterministic"), (False, "arrival")):
                 vec16 = vec16 or base.vec16_only

@@ -32,8 +32,9 @@ except ImportError:  # pragma: no cover - the CPU-only install encodes nothing
 
 TMA_MAP_BYTES = 128
 """Size of a CUtensorMap."""
-MN_BOX = 64
-"""Rows of an M- / N-major box: 64 16-bit elements fill one 128-byte swizzle row."""
+SWIZZLE_ROW_BYTES = 128
+"""Bytes of an M- / N-major box's row: one 128-byte swizzle row (64 16-bit elements, 32
+32-bit ones, which the tf32 kernels turn K-major in their stages)."""
 ROW_ALIGN_BYTES = 16
 """TMA strides are multiples of 16 bytes (so is a made-up stride of a size-1 dimension)."""
 MAP_CACHE_SIZE = 4096
@@ -162,7 +163,7 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
 
     def one(ptr, rows, tile_rows, ld, bs, kmajor, parts=1):
         dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
-        box = load_box(kmajor, rows, tile_rows, spec.bk, parts)
+        box = load_box(kmajor, rows, tile_rows, spec.bk, parts, elem)
         return operand_map(ptr, spec.base.tma_dtype, dims, strides, box)
 
     # a cluster pair's CTAs each load one part of B's stage and multicast it to both; a
@@ -171,17 +172,18 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
             one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.base.b_parts(spec)))
 
 
-def load_box(kmajor: bool, rows: int, tile_rows: int, bk: int,
-             parts: int = 1) -> tuple[int, int, int]:
-    """The box (innermost first) of one load of an operand of ``rows`` rows into a stage of
-    ``tile_rows`` rows, or of one of ``parts`` equal parts of it (sk_wgmma.cuh,
-    ``load_part``): K-major, the part's rows (:func:`kmajor_box_rows`); MN-major, whole
-    64-row boxes, or, where a part is narrower than one box (a pair's 64-column B), the
-    box's k rows split in parts."""
+def load_box(kmajor: bool, rows: int, tile_rows: int, bk: int, parts: int = 1,
+             elem: int = 2) -> tuple[int, int, int]:
+    """The box (innermost first) of one load of an operand of ``rows`` rows of ``elem``
+    -byte elements into a stage of ``tile_rows`` rows, or of one of ``parts`` equal parts
+    of it (sk_wgmma.cuh, ``load_part``): K-major, the part's rows (:func:`kmajor_box_rows`);
+    MN-major, whole boxes of one swizzle row of elements, or, where a part is narrower than
+    one box (a pair's 64-column B), the box's k rows split in parts."""
     part_rows = tile_rows // parts
     if kmajor:
         return bk, kmajor_box_rows(rows, part_rows), 1
-    return (MN_BOX, bk // parts, 1) if part_rows < MN_BOX else (MN_BOX, bk, 1)
+    mn_box = SWIZZLE_ROW_BYTES // elem
+    return (mn_box, bk // parts, 1) if part_rows < mn_box else (mn_box, bk, 1)
 
 
 STORE_BOX_ROWS = 64
@@ -209,7 +211,7 @@ def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
             or (batch > 1 and (sc <= 0 or sc * elem % ROW_ALIGN_BYTES))):
         return None
     dims, strides = operand_dims(m, n, ldc, batch, sc, True, elem)
-    box = (MN_BOX, STORE_BOX_ROWS, 1)
+    box = (SWIZZLE_ROW_BYTES // elem, STORE_BOX_ROWS, 1)
     return operand_map(c_ptr, spec.dtype_out, dims, strides, box)
 
 

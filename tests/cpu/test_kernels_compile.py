@@ -165,7 +165,8 @@ def test_3xtf32_entries():
         {(128, 128, 1), (128, 64, 1), (64, 64, 1)} == set(tf32) - set(C.WgmmaTf32x3.LEFT_OUT)
     for b in x3:
         t = tf32[b.bm, b.bn, b.ctas_per_sm]
-        assert b.stages == t.stages // 2 and b.layouts() == (("row", "col"),)
+        assert b.stages == t.stages // 2 and b.layouts() == C.LAYOUT_PAIRS
+        assert t.layouts() == (("row", "col"),)  # tf32's read copies
         assert b.trades_registers == ((b.bm, b.bn) == (128, 128))
         assert b.efficiency == pytest.approx(3 * t.efficiency)
         assert (b.tma_dtype, t.tma_dtype) == ("float32", "tf32")
@@ -194,7 +195,7 @@ def test_tf32_and_int8_specs():
     assert isinstance(wgmma, C.WgmmaTf32) and wgmma.layouts() == (("row", "col"),)
     assert wgmma.bk == 32 and wgmma.min_cc == 90 and not wgmma.tma_store
     assert all(s.base.layouts() == (("row", "col"),) for s in specs.all_specs()
-               if isinstance(s.base, C.WgmmaTf32))
+               if type(s.base) is C.WgmmaTf32)
     spec = specs.specialise(tf32, protocol="none", a_layout="row", b_layout="row")
     assert isinstance(tf32, C.Tf32) and "MainloopTf32" in spec.cfg_source()
     assert C.bases_for("float32", precision="tf32", cc=80) == (tf32,)

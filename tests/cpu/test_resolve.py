@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from skcontract.kernels import catalogue
+from skcontract.kernels.catalogue import LAYOUT_PAIRS
 from skcontract.kernels.resolve import ctas_on, entry_for, resolve_gemm, step_operands
 from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm, schedule_problem
 from skcontract.kernels.specs import specialise
@@ -548,6 +549,17 @@ def test_a_splits_only_option_is_chosen_on_split_tables_alone():
     assert alone.tile == cheap.tile and alone.mode == "data_parallel"
 
 
+def test_a_forced_tile_whose_kernel_reads_other_layouts_is_refused_by_name():
+    """The tf32 entries read K-major operands only: forcing a tile of theirs on a row-major
+    B names the layouts it reads."""
+    with pytest.raises(ValueError, match=r"tile \(128, 256, 32\) reads .*'row', 'col'"):
+        _resolve(4096, 4096, 1024, "float32", precision="tf32", layouts=("row", "row"),
+                 tile=(128, 256, 32))
+    r = _resolve(4096, 4096, 1024, "float32", precision="tf32", layouts=("row", "col"),
+                 tile=(128, 256, 32))
+    assert (r.base.FAMILY, r.base.bn) == ("WgmmaTf32", 256)
+
+
 @pytest.mark.parametrize("dtype,wgmma,portable", [("float32", "WgmmaTf32", "Tf32"),
                                                   ("int8", "WgmmaInt8", "Imma")])
 def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable):
@@ -577,15 +589,17 @@ def test_an_entry_is_planned_only_with_the_protocols_it_runs(mode, reduction):
     assert "arrival" not in wide.base.protocols() and wide.schedule.protocol != "arrival"
 
 
-def test_3xtf32_runs_wgmma_on_k_major_operands_and_exact_float32_elsewhere():
-    """precision="3xtf32": its Wgmma entries on the H200 for a row-major A and a
-    column-major B; the exact FFMA entries for other layouts, unaligned operands or before
-    sm_90 (float32 accuracy either way)."""
-    r = _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=("row", "col"))
-    assert r.base.FAMILY == "WgmmaTf32x3"
-    for kw in ({"layouts": ("row", "row")}, {"layouts": ("row", "col"), "vec16": False}):
-        assert _resolve(2048, 2048, 2048, "float32", precision="3xtf32", **kw).base.FAMILY \
-            == "Ffma", kw
+def test_3xtf32_runs_wgmma_on_aligned_operands_and_exact_float32_elsewhere():
+    """precision="3xtf32": its Wgmma entries on the H200 for aligned operands of any layout
+    (an MN-major one turned K-major in the stages: the spec says so); the exact FFMA entries
+    for unaligned operands or before sm_90 (float32 accuracy either way)."""
+    for layouts in LAYOUT_PAIRS:
+        r = _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=layouts)
+        assert r.base.FAMILY == "WgmmaTf32x3", layouts
+        spec = specialise(r.base, protocol="none", a_layout=layouts[0], b_layout=layouts[1])
+        assert r.base.transposes(spec) == (layouts != ("row", "col")), layouts
+    assert _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=("row", "col"),
+                    vec16=False).base.FAMILY == "Ffma"
     a100 = dataclasses.replace(H200, compute_capability=(8, 0))
     r = resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float32"), a100,
                      precision="3xtf32")
@@ -596,11 +610,26 @@ def test_3xtf32_runs_wgmma_on_k_major_operands_and_exact_float32_elsewhere():
         _resolve(2048, 2048, 2048, "float32", precision="fp32x3")
 
 
-@pytest.mark.parametrize("precision,family", [("3xtf32", "WgmmaTf32x3"), ("tf32", "WgmmaTf32")])
-def test_a_plan_at_a_precision_runs_its_float32_steps_on_its_entries(precision, family):
-    """contract_path(precision=) plans float32 GEMM steps on the precision's entries, for
+def test_a_plan_at_3xtf32_runs_its_float32_steps_on_the_operands_as_they_lie():
+    """contract_path(precision="3xtf32") plans float32 GEMM steps on its entries in the
+    operands' own layouts: no copies (its kernels turn MN-major operands K-major)."""
+    from skcontract.contract import contract_path
+    from skcontract.kernels.resolve import resolve_step
+    for subscripts, layouts in (("ij,jk->ik", ("row", "row")), ("ji,jk->ik", ("col", "row")),
+                                ("ij,kj->ik", ("row", "col"))):
+        _, plan = contract_path(subscripts, (4096, 4096), (4096, 4096), shapes=True,
+                                dtype=np.float32, device="h200", precision="3xtf32")
+        step = plan.steps[0]
+        assert step_operands(step, 90) == (layouts, True)
+        assert type(resolve_step(step, H200).base).__name__ == "WgmmaTf32x3"
+        assert "copied" not in step.schedule.reason and step.precision == "3xtf32"
+
+
+def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():
+    """contract_path(precision="tf32") plans float32 GEMM steps on the tf32 entries, for
     K-major copies where the operands are not (the reason says which are copied), and the
     step names the precision; the exact plan of the same product does not."""
+    precision, family = "tf32", "WgmmaTf32"
     from skcontract.contract import contract_path
     from skcontract.kernels.resolve import resolve_step
 

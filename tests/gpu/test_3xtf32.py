@@ -135,16 +135,20 @@ def _x3_entries():
 @pytest.mark.parametrize("entry", _x3_entries(), ids=lambda b: b.name)
 def test_every_entry(entry):
     """Each 3xTF32 entry forced on more than a wave of its tiles and a ragged last k-tile,
-    under each fixup it runs, B column-major (read in place) and row-major (copied)."""
+    under each fixup it runs, in every layout it reads (A and B read in place K-major, turned
+    K-major in the stages otherwise)."""
     _require_wgmma()
     m, n, k = 24 * entry.bm, 12 * entry.bn, 6 * entry.bk + 8
     for red in ("deterministic", "atomic", "arrival"):
         if red not in entry.protocols():
             continue
-        for b_order in ("F", "C"):
-            _check(1, m, n, k, layout=("C", b_order), mode="stream_k", reduction=red,
+        for la, lb in entry.layouts():
+            layout = ({"row": "C", "col": "F"}[la], {"row": "C", "col": "F"}[lb])
+            _check(1, m, n, k, layout=layout, mode="stream_k", reduction=red,
                    tile=(*entry.tile, entry.ctas_per_sm))
-            assert _last_spec().base == entry, _last_spec().name
+            spec = _last_spec()
+            assert spec.base == entry, spec.name
+            assert spec.base.transposes(spec) == (layout != ("C", "F")), (layout, spec.name)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -229,12 +233,12 @@ def test_worst_case_coresidency():
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_X3
 
 
-EINSUM_CASES = [  # (subscripts, shapes): B row-major (copied K-major), K-major, batched
+EINSUM_CASES = [  # (subscripts, shapes): B row-major (turned K-major), K-major, batched
     ("ij,jk->ik", ((384, 1024), (1024, 320))),
     ("ij,kj->ik", ((384, 1024), (320, 1024))),
     ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192))),
     ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160))),
-    ("ji,jk->ik", ((1024, 384), (1024, 320))),       # A and B copied K-major
+    ("ji,jk->ik", ((1024, 384), (1024, 320))),       # A and B turned K-major
     ("jk,ijl->ikl", ((512, 96), (3, 512, 160))),     # a batch of B's, A broadcast (stride 0)
 ]
 
@@ -299,8 +303,8 @@ def test_einsum_at_a_precision_from_other_plans_and_arrays():
 
 
 def test_gemm_with_a_plain_schedule_at_a_precision():
-    """A plan's plain Schedule at "3xtf32" copies a row-major B K-major and runs the 3xTF32
-    entry the schedule's tile names, as a Resolved one does."""
+    """A plan's plain Schedule at "3xtf32" runs the 3xTF32 entry the schedule's tile names
+    on a row-major B (turned K-major in the stages), as a Resolved one does."""
     import cupy
     from skcontract import contract_path
     _require_wgmma()

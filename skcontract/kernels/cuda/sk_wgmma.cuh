@@ -49,7 +49,6 @@ namespace skc {
 constexpr int WARPGROUP = 128;
 constexpr int SWIZZLE_ROW_BYTES = 128;   // one row of a 128-byte-swizzled box
 constexpr int SWIZZLE_ATOM_BYTES = 1024; // 8 rows: the swizzle pattern's period
-constexpr int MN_CHUNK = 64;             // elements of an M- or N-major box row (128 bytes)
 constexpr int WGMMA_M = 64;              // rows of one wgmma: a consumer warpgroup's share
 constexpr int WGMMA_K_BYTES = 32;        // one wgmma's K of a K-major row: 16 f16, 8 tf32, 32 s8
 // One wgmma's K in elements of T, and the 16-bit rule: wgmma reads 32-bit (tf32) and 8-bit
@@ -114,16 +113,18 @@ __device__ __forceinline__ void wgmma_step(Acc (&d)[BN / 2], unsigned long long 
 // Shared-memory layout of one operand's stage and its wgmma descriptors. K-major (k
 // contiguous in memory): ROWS rows of BK elements, one 128-byte swizzled row each; a k step
 // moves WGMMA_K_BYTES along the row; 8-row groups are SWIZZLE_ATOM_BYTES apart (the
-// descriptor's stride offset; the leading offset is unused). MN-major (16-bit types only):
-// ROWS / 64 boxes of BK rows of 64 elements; a k16 step moves 16 rows (2048 bytes); boxes
-// are BK * 128 bytes apart (leading offset), 8-k groups SWIZZLE_ATOM_BYTES apart (stride
-// offset).
+// descriptor's stride offset; the leading offset is unused). MN-major: ROWS / MN_CHUNK
+// boxes of BK rows of MN_CHUNK elements (128 bytes); wgmma reads it for 16-bit types (a k16
+// step moves 16 rows, 2048 bytes; boxes are BK * 128 bytes apart, the leading offset, 8-k
+// groups SWIZZLE_ATOM_BYTES apart, the stride offset); a 32-bit one is loaded so and turned
+// K-major in place before the wgmmas read it (transpose_stage).
 template <class TIn, int ROWS, int BK, bool KMAJOR>
 struct WgmmaOperand {
+  // elements of an M- or N-major box row (one 128-byte swizzle row)
+  static constexpr int MN_CHUNK = SWIZZLE_ROW_BYTES / (int)sizeof(TIn);
   static constexpr int STAGE_BYTES = ROWS * BK * (int)sizeof(TIn);
   static constexpr int BOX_BYTES = MN_CHUNK * BK * (int)sizeof(TIn);  // one MN-major box
   static_assert(BK * (int)sizeof(TIn) == SWIZZLE_ROW_BYTES, "BK fills one swizzle row");
-  static_assert(WGMMA_READS<TIn, KMAJOR>, "wgmma reads 32- and 8-bit operands K-major only");
   // Bytes one load brings for an operand of `rows` rows: a K-major box stops at the operand's
   // rows rounded up to a swizzle atom when it is narrower than the tile (the host encodes the
   // same box: skcontract/kernels/tma.py, kmajor_box_rows); the rows it leaves stale feed only
@@ -147,6 +148,7 @@ struct WgmmaOperand {
   // descriptor of rows [row0, row0 + 64 or ROWS) of the stage at k step kk
   __device__ __forceinline__ static unsigned long long desc(const unsigned char* stage, int row0,
                                                             int kk) {
+    static_assert(WGMMA_READS<TIn, KMAJOR>, "wgmma reads 32- and 8-bit operands K-major only");
     return wgmma_desc(stage + offset(row0, kk), KMAJOR ? 16 : BOX_BYTES, SWIZZLE_ATOM_BYTES);
   }
   // The descriptor `bytes` further on (a multiple of 16, the address staying in shared
@@ -510,13 +512,26 @@ struct RingCursor {
 template <class Cfg>
 struct WgmmaSmem {
   using ML = typename Cfg::ML;
-  using OA = WgmmaOperand<typename Cfg::TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
-  using OB = WgmmaOperand<typename Cfg::TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
+  using TIn = typename Cfg::TIn;
+  // An MN-major operand of a type wgmma reads K-major only (tf32) is loaded MN-major and
+  // turned K-major in the stage (transpose_stage) before the consumers read it.
+  static constexpr bool A_TRANSPOSED = !WGMMA_READS<TIn, Cfg::A_KMAJOR>;
+  static constexpr bool B_TRANSPOSED = !WGMMA_READS<TIn, Cfg::B_KMAJOR>;
+  static constexpr bool TRANSPOSES = A_TRANSPOSED || B_TRANSPOSED;
+  static constexpr bool A_READ_KMAJOR = Cfg::A_KMAJOR || A_TRANSPOSED;
+  static constexpr bool B_READ_KMAJOR = Cfg::B_KMAJOR || B_TRANSPOSED;
+  // The operands as the wgmmas read them, and as the TMA loads them.
+  using OA = WgmmaOperand<TIn, Cfg::BM, Cfg::BK, A_READ_KMAJOR>;
+  using OB = WgmmaOperand<TIn, Cfg::BN, Cfg::BK, B_READ_KMAJOR>;
+  using OALoad = WgmmaOperand<TIn, Cfg::BM, Cfg::BK, Cfg::A_KMAJOR>;
+  using OBLoad = WgmmaOperand<TIn, Cfg::BN, Cfg::BK, Cfg::B_KMAJOR>;
   static_assert(Cfg::SMALL_BN == 0 || (Cfg::SMALL_BN * 2 == Cfg::BN && Cfg::CLUSTER == 1),
                 "HyTiS's small tile is half the columns, on single CTAs");
+  static_assert(!TRANSPOSES || (Cfg::SMALL_BN == 0 && Cfg::CLUSTER == 1),
+                "a transposed operand's stage is loaded whole, by one CTA");
   // B's stage in parts: a pair's CTAs load one each, a HyTiS small row the first of two
   static constexpr int B_PARTS = Cfg::SMALL_BN > 0 ? 2 : Cfg::CLUSTER;
-  using OBPart = WgmmaOperand<typename Cfg::TIn, Cfg::BN / B_PARTS, Cfg::BK, Cfg::B_KMAJOR>;
+  using OBPart = WgmmaOperand<TIn, Cfg::BN / B_PARTS, Cfg::BK, Cfg::B_KMAJOR>;
   using Store = WgmmaEpilogue<Cfg::BN, typename Cfg::TOut, Cfg::EPI_PITCH, EpiReads<Cfg>::value,
                               Cfg::STORE_COLS>;
   // the bytes of a stage's A and B boxes; a 3xTF32 stage holds their small parts after
@@ -526,7 +541,7 @@ struct WgmmaSmem {
   // Bytes a stage's loads bring this CTA: its A box and every part of B (a small row's
   // one part).
   __device__ __forceinline__ static unsigned stage_tx(int M, int N, bool small = false) {
-    return OA::load_bytes(M) + (small ? 1 : B_PARTS) * OBPart::load_bytes(N);
+    return OALoad::load_bytes(M) + (small ? 1 : B_PARTS) * OBPart::load_bytes(N);
   }
   static constexpr int FLAG_WORDS = 2;  // the fixup flag's 16 bytes (WGMMA_FLAG_BYTES)
   static constexpr int STAGING_BYTES = ML::CONSUMER_GROUPS * Store::BYTES_PER_GROUP;
@@ -538,6 +553,7 @@ struct WgmmaSmem {
   float* epi;
   unsigned long long* full;
   unsigned long long* empty;
+  unsigned long long* transposed;  // (TRANSPOSES) a landed stage is K-major: consumers may read
   int* flag;
   // The cluster protocol's barrier (cluster_push), after the flag; the host allocates it for
   // its specs only.
@@ -549,8 +565,9 @@ struct WgmmaSmem {
     epi = reinterpret_cast<float*>(ring + Cfg::STAGES * STAGE_BYTES);
     full = reinterpret_cast<unsigned long long*>(ring + Cfg::STAGES * STAGE_BYTES + EPI_BYTES);
     empty = full + Cfg::STAGES;
-    flag = reinterpret_cast<int*>(empty + Cfg::STAGES);
-    ready = empty + Cfg::STAGES + FLAG_WORDS;
+    transposed = empty + Cfg::STAGES;
+    flag = reinterpret_cast<int*>(transposed + (TRANSPOSES ? Cfg::STAGES : 0));
+    ready = reinterpret_cast<unsigned long long*>(flag) + FLAG_WORDS;
   }
   // One past the last byte the kernel uses.
   __device__ __forceinline__ const unsigned char* end() const {
@@ -600,15 +617,15 @@ struct DenseTmaLoads {
   }
   __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int kt) const {
     const int k = k0 + kt * Cfg::BK;
-    Sm::OA::load(st, map_a, bar, m0, k, ba);
+    Sm::OALoad::load(st, map_a, bar, m0, k, ba);
     if constexpr (Cfg::CLUSTER > 1)
-      Sm::OB::template load_part<Cfg::CLUSTER>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb,
-                                               part);
+      Sm::OBLoad::template load_part<Cfg::CLUSTER>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k,
+                                                   bb, part);
     else if constexpr (Cfg::SMALL_BN > 0)
-      Sm::OB::template load_parts<Sm::B_PARTS>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb,
-                                               small ? 1 : Sm::B_PARTS);
+      Sm::OBLoad::template load_parts<Sm::B_PARTS>(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k,
+                                                   bb, small ? 1 : Sm::B_PARTS);
     else
-      Sm::OB::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
+      Sm::OBLoad::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
   }
 };
 
@@ -681,6 +698,115 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
   }
 }
 
+// The producer's other warps where an operand is transposed in the stage (WgmmaSmem::
+// TRANSPOSES): the TMA loads a tf32 operand's MN-major boxes (MN_CHUNK = 32 columns by BK =
+// 32 k rows, 4 KB, 128-byte swizzled k rows) and these warps rewrite each in place as the
+// K-major rows wgmma reads (32 rows of 32 k, 128-byte swizzled): a box's 32 columns become
+// the 32 rows at the same 4 KB, so each box turns on its own. A chunk is 4 k of one column
+// (16 bytes of its K-major row): a thread reads its 4 floats from 4 k rows (a warp's lanes
+// take consecutive columns, so a warp reads whole 128-byte rows) and, once every
+// transposer has read the box, stores them at once (8 lanes on 8 rows: distinct
+// 16-byte chunks under the swizzle). Once every box is done, the stores are fenced to the
+// async proxy, which the wgmmas read through, and one thread marks the stage `transposed`.
+constexpr int TRANSPOSERS = WARPGROUP - 32;  // the producer warpgroup but the issuer's warp
+constexpr int TRANSPOSE_BARRIER = 4;         // named: 1 consumers, 2 and 3 a warpgroup's
+constexpr int TRANSPOSE_BOX = 32;            // columns (and k) of a 32-bit MN-major box
+constexpr int TRANSPOSE_BOX_CHUNKS = TRANSPOSE_BOX * TRANSPOSE_BOX / 4;
+
+__device__ __forceinline__ float ld_shared_f32(unsigned at) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(at));
+  return v;
+}
+
+// A box at a time, the next box's reads before this box's stores: a transposer holds two
+// boxes' chunks (3 each) in registers, and meets the others once a box (its stores wait for
+// every read of the box; the next box's reads touch only that box). The whole stage's
+// chunks at once would raise the kernel's registers past its cap and spill.
+template <int PER_THREAD>
+__device__ __forceinline__ void transpose_read(unsigned box, int t, float4 (&v)[PER_THREAD]) {
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int c = t + i * TRANSPOSERS;  // the box's chunk: column n, k rows 4 kq ..
+    const int n = c % TRANSPOSE_BOX, kq = c / TRANSPOSE_BOX;
+    if (c < TRANSPOSE_BOX_CHUNKS) {
+      float x[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int k = 4 * kq + e;
+        x[e] = ld_shared_f32(box + k * SWIZZLE_ROW_BYTES + (((n >> 2) ^ (k & 7)) << 4) +
+                             ((n & 3) << 2));
+      }
+      v[i] = make_float4(x[0], x[1], x[2], x[3]);
+    }
+  }
+}
+
+template <int PER_THREAD>
+__device__ __forceinline__ void transpose_write(unsigned box, int t,
+                                                const float4 (&v)[PER_THREAD]) {
+#pragma unroll
+  for (int i = 0; i < PER_THREAD; ++i) {
+    const int c = t + i * TRANSPOSERS;
+    const int n = c % TRANSPOSE_BOX, kq = c / TRANSPOSE_BOX;
+    if (c < TRANSPOSE_BOX_CHUNKS)
+      st_shared_f4(box + n * SWIZZLE_ROW_BYTES + ((kq ^ (n & 7)) << 4), v[i]);
+  }
+}
+
+__device__ __forceinline__ void transposers_sync() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(TRANSPOSE_BARRIER), "n"(TRANSPOSERS) : "memory");
+}
+
+template <class Cfg, int ROWS>
+__device__ __forceinline__ void transpose_stage(unsigned at, int t) {
+  static_assert(sizeof(typename Cfg::TIn) == 4 && Cfg::BK == TRANSPOSE_BOX,
+                "32-bit operands, one box's k rows a k-tile");
+  constexpr int PER_THREAD = (TRANSPOSE_BOX_CHUNKS + TRANSPOSERS - 1) / TRANSPOSERS;
+  constexpr int BOX_BYTES = TRANSPOSE_BOX * SWIZZLE_ROW_BYTES, BOXES = ROWS / TRANSPOSE_BOX;
+  float4 v[PER_THREAD], next[PER_THREAD];
+  transpose_read(at, t, v);
+#pragma unroll 1
+  for (int b = 0; b < BOXES; ++b) {
+    transposers_sync();  // every transposer has read box b
+    if (b + 1 < BOXES) transpose_read(at + (b + 1) * BOX_BYTES, t, next);
+    transpose_write(at + b * BOX_BYTES, t, v);
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; ++i) v[i] = next[i];
+  }
+}
+
+// The transposers' walk: every k-tile of every split of the CTA, as the issuer loads them.
+template <class Cfg>
+__device__ __forceinline__ void wgmma_transpose(const WgmmaSmem<Cfg>& sm, const int* table,
+                                                const int* cta_offsets, int M, int N,
+                                                int tile_order, int t) {
+  using Sm = WgmmaSmem<Cfg>;
+  RingCursor at;
+  for_each_split_of<Cfg::BM, Cfg::BN, false, false, true>(
+      blockIdx.x, table, cta_offsets, M, N, tile_order, [&](const Split& s) {
+    const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mbar_wait(&sm.full[at.stage], at.phase);
+      const unsigned st = smem_addr(sm.stage(at.stage));
+      if constexpr (Sm::A_TRANSPOSED) transpose_stage<Cfg, Cfg::BM>(st, t);
+      if constexpr (Sm::B_TRANSPOSED) transpose_stage<Cfg, Cfg::BN>(st + Sm::OA::STAGE_BYTES, t);
+      fence_async_shared();  // the stores, to the async proxy the wgmmas read through
+      transposers_sync();
+      if (t == 0) mbar_arrive(&sm.transposed[at.stage]);
+      at.template advance<Cfg::STAGES>();
+    }
+  }, FollowPreviousGrid<Cfg::REDUCTION>());
+}
+
+// Wait until the stage at `at` may be read: loaded and, where an operand is transposed in
+// it, turned K-major (waiting on both: the loads' bytes are the consumers' own to see).
+template <class Cfg>
+__device__ __forceinline__ void wait_stage(const WgmmaSmem<Cfg>& sm, const RingCursor& at) {
+  mbar_wait(&sm.full[at.stage], at.phase);
+  if constexpr (WgmmaSmem<Cfg>::TRANSPOSES) mbar_wait(&sm.transposed[at.stage], at.phase);
+}
+
 // A consumer warpgroup's touch-up of its 64 rows of a landed A box before its wgmmas read
 // them (a Loads with MASKS: Im2colTmaLoads, whose folded convolutions read whole channel
 // blocks): a row a thread of the first 64 zeros what Loads::mask names for K's k-tile t,
@@ -733,11 +859,11 @@ __device__ __forceinline__ void wgmma_x3_ktile(typename Cfg::Acc (&d)[Cfg::ML::N
 #pragma unroll
   for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk) {
     const unsigned long long da = Sm::OA::desc(sa, row0, kk), db = Sm::OB::desc(sb, 0, kk);
-    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+    wgmma_step<Cfg::BN, Sm::A_READ_KMAJOR, Sm::B_READ_KMAJOR, typename Cfg::TIn>(
         d, Sm::OA::desc(sa + SMALL, row0, kk), db, kk == 0 ? 0 : 1);
-    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+    wgmma_step<Cfg::BN, Sm::A_READ_KMAJOR, Sm::B_READ_KMAJOR, typename Cfg::TIn>(
         d, da, Sm::OB::desc(sb + SMALL, 0, kk), 1);
-    wgmma_step<Cfg::BN, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(d, da, db, 1);
+    wgmma_step<Cfg::BN, Sm::A_READ_KMAJOR, Sm::B_READ_KMAJOR, typename Cfg::TIn>(d, da, db, 1);
   }
 }
 
@@ -776,7 +902,7 @@ __device__ __forceinline__ void wgmma_consume_x3(const WgmmaSmem<Cfg>& sm, RingC
   const int ktiles = (s.k1 - s.k0 + Cfg::BK - 1) / Cfg::BK;
   float part[NACC];
   if (ktiles > 0) {
-    mbar_wait(&sm.full[at.stage], at.phase);
+    wait_stage(sm, at);
     if (threadIdx.x == 0 && at.at_start()) trace(TRACE_FIRST_LANDED);
     split_stage<Cfg>(sm.stage(at.stage));
   }
@@ -789,7 +915,7 @@ __device__ __forceinline__ void wgmma_consume_x3(const WgmmaSmem<Cfg>& sm, RingC
     if (kt + 1 < ktiles) {  // the next stage, split while this k-tile's wgmmas run
       RingCursor next = at;
       next.template advance<Cfg::STAGES>();
-      mbar_wait(&sm.full[next.stage], next.phase);
+      wait_stage(sm, next);
       split_stage<Cfg>(sm.stage(next.stage));
     }
     wgmma_wait<0>();
@@ -816,7 +942,7 @@ __device__ __forceinline__ void wgmma_mainloop(const WgmmaSmem<Cfg>& sm, RingCur
     if (held >= 0) release_stage(sm, held);
   };
   for (int kt = 0; kt < ktiles; ++kt) {
-    mbar_wait(&sm.full[at.stage], at.phase);
+    wait_stage(sm, at);
     if (threadIdx.x == 0) {
       if (at.at_start()) trace(TRACE_FIRST_LANDED);
       trace_ktile(KTILE_LANDED, at.taken);
@@ -833,7 +959,7 @@ __device__ __forceinline__ void wgmma_mainloop(const WgmmaSmem<Cfg>& sm, RingCur
     const unsigned long long db = Sm::OB::desc(sa + Sm::OA::STAGE_BYTES, 0, 0);
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK / WGMMA_K<typename Cfg::TIn>; ++kk)
-      wgmma_step<N, Cfg::A_KMAJOR, Cfg::B_KMAJOR, typename Cfg::TIn>(
+      wgmma_step<N, Sm::A_READ_KMAJOR, Sm::B_READ_KMAJOR, typename Cfg::TIn>(
           d, Sm::OA::advance(da, Sm::OA::offset(0, kk)),
           Sm::OB::advance(db, Sm::OB::offset(0, kk)), 1);
 #endif
@@ -1009,6 +1135,7 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
       mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / 32);  // a consumer warp of each CTA
+      if constexpr (Sm::TRANSPOSES) mbar_init(&sm.transposed[s], 1);  // one transposer
     }
     if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) cluster_expect<Cfg>(sm);
     mbar_fence_init();
@@ -1027,6 +1154,11 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
     if constexpr (SPLIT) setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     if (threadIdx.x == CONSUMERS)
       wgmma_produce<Cfg>(sm, loads, table, cta_offsets, M, N, tile_order);
+    else if constexpr (Sm::TRANSPOSES) {
+      if (threadIdx.x >= CONSUMERS + 32)  // the other warps transpose what it loads
+        wgmma_transpose<Cfg>(sm, table, cta_offsets, M, N, tile_order,
+                             threadIdx.x - CONSUMERS - 32);
+    }
     return;
   }
 
