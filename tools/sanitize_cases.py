@@ -164,6 +164,7 @@ def main(argv=None) -> int:
         ("3xtf32", (256, 256, 8192), "stream_k", "arrival", (128, 64, 32), ("F", "C")),
         ("3xtf32", (300, 200, 1000), "stream_k", "deterministic", (64, 64, 32), ("F", "F")),
         ("3xtf32", (136, 264, 4032), "aligned", "cluster", (64, 64, 32)),
+        ("3xtf32", (136, 264, 4032), "aligned", "cluster", (64, 64, 32), ("C", "C")),
         ("3xtf32", (2304, 2304, 520), "stream_k", "deterministic", (128, 128, 32)),
         # int8: on s8 wgmma (B column-major), a shared sum, and on mma.sync (rows of K bytes
         # off 16)

@@ -27,7 +27,7 @@ from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
-                      entry_for, k_major_only, reads_k_major, resolve_gemm,
+                      entry_for, k_major_only, reads_k_major, resolve_gemm, turns_operands,
                       rows_off_lines)
 
 _PLANS: dict = {}
@@ -234,9 +234,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                                                             out.dtype, cupy.empty))
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     b_kmajor = lay_b is not None and lay_b[0] == "col"
+    elem = specs.CXX_TYPES[a_dt][1]
+    aligned = (lay_a is not None and lay_b is not None
+               and is_vec16(A.ptr, lay_a[1], sba, batch, elem)
+               and is_vec16(B.ptr, lay_b[1], sbb, batch, elem))
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
     if _copies_k_major(schedule, precision) and n > 1 and \
-            not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k):
+            not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k, aligned):
         # the tf32 and s8 entries read K-major operands only: copy the others into that
         # layout once, on the product's stream (the copies are freed to its pool when it
         # returns)
@@ -278,7 +282,6 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     else:
         raise ValueError("gemm: out needs a unit inner stride")
 
-    elem = specs.CXX_TYPES[a_dt][1]
     a_vec16 = is_vec16(a_ptr, lda, sba, batch, elem)
     b_vec16 = is_vec16(b_ptr, ldb, sbb, batch, elem)
     if isinstance(schedule, Resolved) and schedule.base.vec16_only and not (a_vec16 and b_vec16):
@@ -323,21 +326,23 @@ def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | Non
     return precision if dtype == "float32" else None
 
 
-def _reads_k_major(dtype: str, precision: str | None, k: int) -> bool:
+def _reads_k_major(dtype: str, precision: str | None, k: int, aligned: bool) -> bool:
     """:func:`~.resolve.reads_k_major` on the current device."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     return reads_k_major(dtype, precision, k,
-                         compute_capability(device_info(cupy.cuda.runtime.getDevice())))
+                         compute_capability(device_info(cupy.cuda.runtime.getDevice())),
+                         aligned)
 
 
 def _copies_k_major(schedule, precision: str | None) -> bool:
     """Whether a call with ``schedule`` copies operands K-major where its dtype's entries read
-    them so: with no schedule; with a Resolved one whose entry reads K-major only (a plan
-    step's, resolved for the copies: :func:`~.resolve.step_operands`); with a plain one at
-    a float32 precision (which its entry is then looked up for)."""
+    them so (:func:`~.resolve.reads_k_major`): with no schedule; with a Resolved one whose
+    entry reads K-major only, or turns operands K-major in its stages (a plan step's,
+    resolved for the copies: :func:`~.resolve.step_operands`); with a plain one at a
+    float32 precision (which its entry is then looked up for)."""
     if isinstance(schedule, Resolved):
-        return k_major_only(schedule.base)
+        return k_major_only(schedule.base) or turns_operands(schedule.base)
     return schedule is None or precision is not None
 
 

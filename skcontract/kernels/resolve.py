@@ -21,7 +21,8 @@ from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
-                        Wgmma, dot_bases, output_tiles, pending_for, streaming_wanted)
+                        Wgmma, WgmmaKMajor, dot_bases, output_tiles, pending_for,
+                        streaming_wanted)
 from .forms import dot_form
 from .specs import CXX_TYPES, LAYOUTS, VEC16_BYTES, specialise
 
@@ -37,6 +38,12 @@ K_MAJOR = ("row", "col")
 def k_major_only(base: KernelBase) -> bool:
     """Whether ``base`` reads K-major operands only (no kernel of it for row-major B)."""
     return ("row", "row") not in base.layouts()
+
+
+def turns_operands(base: KernelBase) -> bool:
+    """Whether ``base`` reads MN-major operands by turning them K-major in its stages (the
+    3xTF32 entries: :meth:`~.catalogue.Wgmma.transposes`)."""
+    return isinstance(base, WgmmaKMajor) and not k_major_only(base)
 
 
 def runs_exact(base: KernelBase) -> bool:
@@ -243,16 +250,21 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
                      f"{[(b.tile, b.ctas_per_sm) for b in bases]})")
 
 
-def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None) -> bool:
-    """Whether ``dtype`` operands at ``precision`` run on compute capability ``cc``'s
-    K-major-only entries (:class:`~.catalogue.WgmmaTf32`, ``WgmmaInt8``)
-    once copied K-major (A row-major, B column-major): such entries are offered there, and
-    a K-major copy's rows of ``k`` elements lie on 16 bytes, as TMA needs (else the portable
-    entries run the operands in any layout, uncopied)."""
-    if catalogue_key(dtype, precision) not in K_MAJOR_KEYS or \
-            (k * CXX_TYPES[dtype][1]) % VEC16_BYTES:
+def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None,
+                  aligned: bool = True) -> bool:
+    """Whether ``dtype`` operands at ``precision`` run on compute capability ``cc``'s Wgmma
+    entries once copied K-major (A row-major, B column-major): where those entries read
+    K-major operands only (:class:`~.catalogue.WgmmaTf32`, ``WgmmaInt8``), or where they
+    turn MN-major ones in their stages (``WgmmaTf32x3``) but the operands as they lie are
+    not ``aligned`` (their rows off 16 bytes, which TMA cannot read). Either way a K-major
+    copy's rows of ``k`` elements must lie on 16 bytes (else the portable entries run the
+    operands in any layout, uncopied)."""
+    if (k * CXX_TYPES[dtype][1]) % VEC16_BYTES:
         return False
-    return any(map(k_major_only, bases_for(dtype, precision, cc)))
+    bases = bases_for(dtype, precision, cc)
+    if catalogue_key(dtype, precision) in K_MAJOR_KEYS:
+        return any(map(k_major_only, bases))
+    return not aligned and any(map(turns_operands, bases))
 
 
 def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
@@ -262,10 +274,11 @@ def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     whose entries on ``cc`` read K-major operands only (:func:`reads_k_major`) sees them
     K-major (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it
     does for any product at that precision."""
-    if step.float32_precision is not None and step.n > 1 and \
-            reads_k_major("float32", step.float32_precision, step.k, cc):
+    layouts, vec16 = _contiguous_operands(step)
+    if step.float32_precision is not None and step.n > 1 and layouts != K_MAJOR and \
+            reads_k_major("float32", step.float32_precision, step.k, cc, vec16):
         return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)
-    return _contiguous_operands(step)
+    return layouts, vec16
 
 
 def _contiguous_operands(step) -> tuple[tuple[str, str], bool]:
@@ -354,8 +367,8 @@ def _resolve_step(step, device: DeviceInfo, **options) -> Resolved:
                      precision=step.precision, b_off_lines=b_off, **options)
     copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
               if lay != want]
-    if not copied or not k_major_only(r.base):  # (an exact fallback reads them as they are)
-        return r
+    if not copied or not (k_major_only(r.base) or turns_operands(r.base)):
+        return r  # (an exact fallback reads them as they are)
     return r._replace(schedule=replace(r.schedule, reason=(
         f"{r.schedule.reason}; {' and '.join(copied)} copied K-major for {step.precision}")))
 

@@ -188,6 +188,30 @@ def test_unaligned_operands_run_exact():
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL_X3
 
 
+def test_rows_off_16_bytes_are_copied_k_major():
+    """A row-major B of 1001 columns (rows off 16 bytes, which TMA cannot read) is copied
+    K-major, whose rows of K floats lie on 16 bytes: the 3xTF32 entries run it, not the
+    exact fallback; and a plan of the same product says so."""
+    _require_wgmma()
+    from skcontract import contract_path
+    m, n, k = 384, 1001, 1024
+    _check(1, m, n, k, mode="stream_k")
+    spec = _last_spec()
+    assert spec.base.FAMILY == "WgmmaTf32x3" and not spec.base.transposes(spec), spec.name
+    a, b = rand((m, k), "float32", "C", 3), rand((k, n), "float32", "C", 4)
+    _, plan = contract_path("ij,jk->ik", a, b, precision=X3)
+    assert plan.steps[0].schedule.reason.endswith("B copied K-major for 3xtf32")
+
+
+def test_cluster_sum_on_turned_operands():
+    """The cluster protocol's aligned split on operands turned K-major in the stages."""
+    _require_wgmma()
+    for layout in (("C", "C"), ("F", "F")):
+        _check(1, 136, 264, 4032, layout=layout, mode="aligned", reduction="cluster",
+               tile=(64, 64, 32))
+        assert _last_spec().protocol == "cluster", _last_spec().name
+
+
 def test_non_finite_operands_propagate():
     """A NaN in A makes its row NaN; an infinity makes its row non-finite (an inf's small
     part is 0, its big part carries it): NaN where the column's B element is tf32-exact
