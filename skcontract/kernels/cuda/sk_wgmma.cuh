@@ -706,8 +706,9 @@ __device__ __forceinline__ void wgmma_produce(const WgmmaSmem<Cfg>& sm, Loads& l
 // (16 bytes of its K-major row): a thread reads its 4 floats from 4 k rows (a warp's lanes
 // take consecutive columns, so a warp reads whole 128-byte rows) and, once every
 // transposer has read the box, stores them at once (8 lanes on 8 rows: distinct
-// 16-byte chunks under the swizzle). Once every box is done, the stores are fenced to the
-// async proxy, which the wgmmas read through, and one thread marks the stage `transposed`.
+// 16-byte chunks under the swizzle). Once every box is done, each transposer fences its
+// stores to the async proxy, which the wgmmas read through, and arrives on the stage's
+// `transposed` mbarrier (TRANSPOSERS arrivals: each releases its own stores).
 constexpr int TRANSPOSERS = WARPGROUP - 32;  // the producer warpgroup but the issuer's warp
 constexpr int TRANSPOSE_BARRIER = 4;         // named: 1 consumers, 2 and 3 a warpgroup's
 constexpr int TRANSPOSE_BOX = 32;            // columns (and k) of a 32-bit MN-major box
@@ -792,8 +793,7 @@ __device__ __forceinline__ void wgmma_transpose(const WgmmaSmem<Cfg>& sm, const 
       if constexpr (Sm::A_TRANSPOSED) transpose_stage<Cfg, Cfg::BM>(st, t);
       if constexpr (Sm::B_TRANSPOSED) transpose_stage<Cfg, Cfg::BN>(st + Sm::OA::STAGE_BYTES, t);
       fence_async_shared();  // the stores, to the async proxy the wgmmas read through
-      transposers_sync();
-      if (t == 0) mbar_arrive(&sm.transposed[at.stage]);
+      mbar_arrive(&sm.transposed[at.stage]);  // each releases its own stores
       at.template advance<Cfg::STAGES>();
     }
   }, FollowPreviousGrid<Cfg::REDUCTION>());
@@ -867,10 +867,22 @@ __device__ __forceinline__ void wgmma_x3_ktile(typename Cfg::Acc (&d)[Cfg::ML::N
   }
 }
 
-// Free the stage whose wgmmas have finished (one arrival per consumer warp); a pair's stage
+// Consumer threads a stage's release counts as one arrival: a warp (its lanes met in
+// __syncwarp), or each thread where the transposers rewrite the stages with generic stores
+// after the consumers' generic reads of them (3xTF32's split pass): every reader's own
+// release orders its reads before the next k-tile's stores, which is what racecheck
+// follows, not a warp's meeting.
+template <class Cfg>
+constexpr int RELEASE_GROUP = WgmmaSmem<Cfg>::TRANSPOSES ? 1 : 32;
+
+// Free the stage whose wgmmas have finished (one arrival per RELEASE_GROUP); a pair's stage
 // holds data from every CTA of the cluster, so it is freed in each.
 template <class Cfg>
 __device__ __forceinline__ void release_stage(const WgmmaSmem<Cfg>& sm, int stage) {
+  if constexpr (RELEASE_GROUP<Cfg> == 1) {  // each thread releases its own reads
+    mbar_arrive(&sm.empty[stage]);
+    return;
+  }
   __syncwarp();
   if ((threadIdx.x & 31) == 0) {
     if constexpr (Cfg::CLUSTER == 1) {
@@ -1134,8 +1146,8 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&sm.full[s], 1);                    // the producer's arrive.expect_tx
-      mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / 32);  // a consumer warp of each CTA
-      if constexpr (Sm::TRANSPOSES) mbar_init(&sm.transposed[s], 1);  // one transposer
+      mbar_init(&sm.empty[s], Cfg::CLUSTER * CONSUMERS / RELEASE_GROUP<Cfg>);
+      if constexpr (Sm::TRANSPOSES) mbar_init(&sm.transposed[s], TRANSPOSERS);
     }
     if constexpr (Cfg::REDUCTION == REDUCTION_CLUSTER) cluster_expect<Cfg>(sm);
     mbar_fence_init();
