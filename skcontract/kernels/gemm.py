@@ -239,8 +239,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                and is_vec16(A.ptr, lay_a[1], sba, batch, elem)
                and is_vec16(B.ptr, lay_b[1], sbb, batch, elem))
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
-    if _copies_k_major(schedule, precision) and n > 1 and \
-            not (a_kmajor and b_kmajor) and _reads_k_major(a_dt, precision, k, aligned):
+    copied = (not a_kmajor) * ba * m * k + (not b_kmajor) * bb * k * n
+    if _copies_k_major(schedule, precision) and n > 1 and not (a_kmajor and b_kmajor) and \
+            _reads_k_major(a_dt, precision, k, aligned, copied, 2.0 * batch * m * n * k):
         # the tf32 and s8 entries read K-major operands only: copy the others into that
         # layout once, on the product's stream (the copies are freed to its pool when it
         # returns)
@@ -326,13 +327,14 @@ def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | Non
     return precision if dtype == "float32" else None
 
 
-def _reads_k_major(dtype: str, precision: str | None, k: int, aligned: bool) -> bool:
+def _reads_k_major(dtype: str, precision: str | None, k: int, aligned: bool,
+                   copied_elems: int, flops: float) -> bool:
     """:func:`~.resolve.reads_k_major` on the current device."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     return reads_k_major(dtype, precision, k,
                          compute_capability(device_info(cupy.cuda.runtime.getDevice())),
-                         aligned)
+                         aligned, copied_elems, flops)
 
 
 def _copies_k_major(schedule, precision: str | None) -> bool:

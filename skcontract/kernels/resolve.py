@@ -250,33 +250,57 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
                      f"{[(b.tile, b.ctas_per_sm) for b in bases]})")
 
 
+K_MAJOR_COPY_BANDWIDTH = 3.8e12
+"""Bytes a second the K-major copy (``relayout``) reads and writes on the H200: 3.8 - 4.0
+TB/s (docs/benchmarks/log.md, the copy's 16-byte vectors)."""
+TF32X3_RATE = 100e12
+"""Flops a second of the 3xTF32 entries on products of many tiles, H200: 92 - 105 TFLOP/s
+(docs/benchmarks/tf32-int8-h200.md)."""
+TURN_COST_SHARE = 0.15
+"""The in-stage pass's cost as a share of a 3xTF32 product's time (0 - 23% measured on
+compute-bound products, H200, docs/benchmarks/log.md, 2026-12-04): a copy K-major that costs
+less than this share of the product is made, and the K-major kernel runs (it measured
+faster there); a dearer one (an operand large against the product's flops, as B of 256 x
+3584 x 8192) is not, and the kernel turns the operand in its stages."""
+
+
 def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None,
-                  aligned: bool = True) -> bool:
+                  aligned: bool = True, copied_elems: int = 0, flops: float = 0.0) -> bool:
     """Whether ``dtype`` operands at ``precision`` run on compute capability ``cc``'s Wgmma
     entries once copied K-major (A row-major, B column-major): where those entries read
-    K-major operands only (:class:`~.catalogue.WgmmaTf32`, ``WgmmaInt8``), or where they
-    turn MN-major ones in their stages (``WgmmaTf32x3``) but the operands as they lie are
-    not ``aligned`` (their rows off 16 bytes, which TMA cannot read). Either way a K-major
-    copy's rows of ``k`` elements must lie on 16 bytes (else the portable entries run the
-    operands in any layout, uncopied)."""
-    if (k * CXX_TYPES[dtype][1]) % VEC16_BYTES:
+    K-major operands only (:class:`~.catalogue.WgmmaTf32`, ``WgmmaInt8``); where they turn
+    MN-major ones in their stages (``WgmmaTf32x3``), when the operands as they lie are not
+    ``aligned`` (their rows off 16 bytes, which TMA cannot read) or the copy of their
+    ``copied_elems`` elements costs less than :data:`TURN_COST_SHARE` of a product of
+    ``flops``. Either way a K-major copy's rows of ``k`` elements must lie on 16 bytes (else
+    the portable entries run the operands in any layout, uncopied)."""
+    elem = CXX_TYPES[dtype][1]
+    if (k * elem) % VEC16_BYTES:
         return False
     bases = bases_for(dtype, precision, cc)
     if catalogue_key(dtype, precision) in K_MAJOR_KEYS:
         return any(map(k_major_only, bases))
-    return not aligned and any(map(turns_operands, bases))
+    if not any(map(turns_operands, bases)):
+        return False
+    copy_s = 2 * copied_elems * elem / K_MAJOR_COPY_BANDWIDTH
+    return not aligned or copy_s <= TURN_COST_SHARE * flops / TF32X3_RATE
 
 
 def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     """The (A, B) layouts a plan step's matrix product sees, and whether both operands are
     16-byte aligned, for the views the array backends make of contiguous operands (a copy
     where the plan says ``needs_copy`` is C-contiguous). A float32 step at a precision
-    whose entries on ``cc`` read K-major operands only (:func:`reads_k_major`) sees them
-    K-major (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it
-    does for any product at that precision."""
+    whose entries on ``cc`` read them K-major (:func:`reads_k_major`) sees them K-major
+    (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it does
+    for any product at that precision."""
     layouts, vec16 = _contiguous_operands(step)
-    if step.float32_precision is not None and step.n > 1 and layouts != K_MAJOR and \
-            reads_k_major("float32", step.float32_precision, step.k, cc, vec16):
+    if step.float32_precision is None or step.n <= 1 or layouts == K_MAJOR:
+        return layouts, vec16
+    ha, hb = step.holds_batch
+    copied = ((layouts[0] == "col") * step.m * step.k * (step.batch if ha else 1)
+              + (layouts[1] == "row") * step.k * step.n * (step.batch if hb else 1))
+    flops = 2.0 * step.batch * step.m * step.n * step.k
+    if reads_k_major("float32", step.float32_precision, step.k, cc, vec16, copied, flops):
         return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)
     return layouts, vec16
 

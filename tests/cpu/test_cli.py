@@ -60,7 +60,11 @@ def test_explain_takes_a_precision(capsys):
     assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32",
                  "--precision", "3xtf32"]) == 0
     out = capsys.readouterr().out
-    assert "3xtf32: " in out and "copied" not in out  # B is turned K-major in the stages
+    assert "3xtf32: " in out and "B copied K-major for 3xtf32" in out
+    assert main(["explain", "ij,jk->ik", "256x8192", "8192x3584", "--dtype", "float32",
+                 "--precision", "3xtf32"]) == 0  # B dear to copy: turned in the stages
+    out = capsys.readouterr().out
+    assert "3xtf32: " in out and "copied" not in out
     assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32"]) == 0
     assert "tf32" not in capsys.readouterr().out
 

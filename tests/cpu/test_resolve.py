@@ -610,19 +610,30 @@ def test_3xtf32_runs_wgmma_on_aligned_operands_and_exact_float32_elsewhere():
         _resolve(2048, 2048, 2048, "float32", precision="fp32x3")
 
 
-def test_a_plan_at_3xtf32_runs_its_float32_steps_on_the_operands_as_they_lie():
-    """contract_path(precision="3xtf32") plans float32 GEMM steps on its entries in the
-    operands' own layouts: no copies (its kernels turn MN-major operands K-major)."""
+def test_a_plan_at_3xtf32_copies_only_operands_cheap_to_copy():
+    """contract_path(precision="3xtf32") plans float32 GEMM steps on its entries: an
+    MN-major operand whose copy costs less than TURN_COST_SHARE of the product is copied
+    K-major (the reason says so); a dearer one (B of a 256-row product, A of a 256-column
+    one) is read as it lies, its kernel turning it in the stages."""
     from skcontract.contract import contract_path
     from skcontract.kernels.resolve import resolve_step
-    for subscripts, layouts in (("ij,jk->ik", ("row", "row")), ("ji,jk->ik", ("col", "row")),
-                                ("ij,kj->ik", ("row", "col"))):
-        _, plan = contract_path(subscripts, (4096, 4096), (4096, 4096), shapes=True,
-                                dtype=np.float32, device="h200", precision="3xtf32")
-        step = plan.steps[0]
-        assert step_operands(step, 90) == (layouts, True)
-        assert type(resolve_step(step, H200).base).__name__ == "WgmmaTf32x3"
-        assert "copied" not in step.schedule.reason and step.precision == "3xtf32"
+
+    def step(subscripts, *shapes):
+        _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=np.float32,
+                                device="h200", precision="3xtf32")
+        return plan.steps[0]
+
+    for subscripts, shapes, layouts, copied in (
+            ("ij,jk->ik", ((256, 8192), (8192, 3584)), ("row", "row"), ""),
+            ("ji,jk->ik", ((8192, 3584), (8192, 256)), ("col", "row"), ""),
+            ("ij,kj->ik", ((4096, 4096), (4096, 4096)), ("row", "col"), ""),
+            ("ij,jk->ik", ((4096, 4096), (4096, 4096)), ("row", "col"), "B"),
+            ("ji,jk->ik", ((4096, 4096), (4096, 4096)), ("row", "col"), "A and B")):
+        s = step(subscripts, *shapes)
+        assert step_operands(s, 90) == (layouts, True), subscripts
+        assert type(resolve_step(s, H200).base).__name__ == "WgmmaTf32x3"
+        assert s.schedule.reason.endswith(f"; {copied} copied K-major for 3xtf32") if copied \
+            else "copied" not in s.schedule.reason, (subscripts, shapes, s.schedule.reason)
 
 
 def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():

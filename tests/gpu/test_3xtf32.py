@@ -134,11 +134,12 @@ def _x3_entries():
 
 @pytest.mark.parametrize("entry", _x3_entries(), ids=lambda b: b.name)
 def test_every_entry(entry):
-    """Each 3xTF32 entry forced on more than a wave of its tiles and a ragged last k-tile,
-    under each fixup it runs, in every layout it reads (A and B read in place K-major, turned
-    K-major in the stages otherwise)."""
+    """Each 3xTF32 entry forced on few tiles of long K (Stream-K splits them over many CTAs)
+    and a ragged last k-tile, under each fixup it runs, in every layout (A and B read in
+    place K-major; MN-major ones, whose copy would cost more than TURN_COST_SHARE of such
+    a product, turned K-major in the stages)."""
     _require_wgmma()
-    m, n, k = 24 * entry.bm, 12 * entry.bn, 6 * entry.bk + 8
+    m, n, k = 2 * entry.bm, 4 * entry.bn, 64 * entry.bk + 8
     for red in ("deterministic", "atomic", "arrival"):
         if red not in entry.protocols():
             continue
@@ -209,7 +210,8 @@ def test_cluster_sum_on_turned_operands():
     for layout in (("C", "C"), ("F", "F")):
         _check(1, 136, 264, 4032, layout=layout, mode="aligned", reduction="cluster",
                tile=(64, 64, 32))
-        assert _last_spec().protocol == "cluster", _last_spec().name
+        spec = _last_spec()
+        assert spec.protocol == "cluster" and spec.base.transposes(spec), spec.name
 
 
 def test_non_finite_operands_propagate():
