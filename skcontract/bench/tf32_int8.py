@@ -5,7 +5,8 @@
 tf32: ``gemm(..., precision="tf32")`` vs torch.matmul with TF32 allowed, B row-major (which
 our tf32 wgmma kernels copy to column-major first, inside the timed call) and column-major
 (read in place). 3xTF32: ``gemm(..., precision="3xtf32")`` vs torch.matmul in exact float32
-(cuBLAS SGEMM: what the precision stands in for), the same two layouts of B, and the
+(cuBLAS SGEMM: what the precision stands in for), the same two layouts of B (a row-major B
+copied where that is cheap, else turned K-major in the kernel's stages), and the
 largest element error of ours, cuBLAS's exact float32 and our tf32 against a float64
 reference, relative to the largest reference element. int8: ``gemm`` on
 int8 operands (int32 out) vs ``torch._int_mm`` (cuBLASLt int8), B column-major on both sides

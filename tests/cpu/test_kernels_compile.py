@@ -178,6 +178,19 @@ def test_3xtf32_entries():
             t_spec.smem_bytes - t.stages * (stage + 2 * C.MBARRIER_BYTES)
         assert "TF32X3 = true" in spec.cfg_source()
         assert "TF32X3 = false" in t_spec.cfg_source()
+    # an MN-major operand turned in the stages: a `transposed` mbarrier a stage, 32-float
+    # boxes, and the trading 128 x 128 entry's producer keeps registers for its transposers
+    from skcontract.kernels.tma import load_box
+    x128 = next(b for b in x3 if (b.bm, b.bn) == (128, 128))
+    turned = specs.specialise(x128, protocol="deterministic", a_layout="row", b_layout="row")
+    k_major = specs.specialise(x128, protocol="deterministic", a_layout="row", b_layout="col")
+    assert x128.transposes(turned) and not x128.transposes(k_major)
+    assert turned.smem_bytes - k_major.smem_bytes == x128.stages * C.MBARRIER_BYTES
+    assert "PRODUCER_REGS = 88;" in turned.cfg_source()
+    assert "CONSUMER_REGS = 208;" in turned.cfg_source()
+    assert "PRODUCER_REGS = 40;" in k_major.cfg_source()
+    assert load_box(False, 1000, 128, 32, 1, 4) == (32, 32, 1)
+    assert load_box(False, 1000, 128, 64, 1, 2) == (64, 64, 1)
     assert C.CATALOGUE[C.TF32X3][len(x3):] == C.CATALOGUE["float32"]
     assert C.bases_for("float32", "3xtf32", cc=80) == C.CATALOGUE["float32"]
     assert C.catalogue_key("float64", "3xtf32") == "float64"

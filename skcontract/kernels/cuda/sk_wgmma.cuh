@@ -13,7 +13,11 @@
 // mbarrier) once the wgmmas that read it are done. The fixup (fixup.cuh) and the epilogue
 // run on the consumers only, synchronising through named barriers 1 (all consumers) and
 // 2, 3 (one warpgroup's epilogue); the producer never waits on a fixup, so the
-// deadlock-freedom argument of docs/design/stream_k.md is unchanged.
+// deadlock-freedom argument of docs/design/stream_k.md is unchanged. Where an operand is
+// MN-major and wgmma reads its type K-major only (3xTF32's, WgmmaSmem::TRANSPOSES), the
+// producer warpgroup's other warps turn each landed stage K-major (wgmma_transpose; named
+// barrier 4) and mark it on the stage's `transposed` mbarrier, which the consumers wait on
+// after `full`.
 //
 // Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
 // BN (64, 128 or 256), BK (one 128-byte swizzle row: 64 16-bit, 32 tf32 or 128 s8), STAGES,
@@ -183,7 +187,7 @@ struct WgmmaOperand {
       tma_load_3d_multicast(stage + part * PART_K * SWIZZLE_ROW_BYTES, map, bar, x0,
                             k + part * PART_K, batch, ALL);
     } else {
-      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole 64-element boxes");
+      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole boxes");
 #pragma unroll
       for (int j = 0; j < PART_ROWS / MN_CHUNK; ++j)
         tma_load_3d_multicast(stage + (r0 / MN_CHUNK + j) * BOX_BYTES, map, bar,
@@ -191,7 +195,7 @@ struct WgmmaOperand {
     }
   }
   // The first `count` of PARTS equal blocks of the stage's rows, each at its own offset
-  // (whole swizzle atoms, or whole 64-element boxes MN-major), through a map whose box is
+  // (whole swizzle atoms, or whole MN_CHUNK-element boxes MN-major), through a map whose box is
   // one block: a HyTiS small row loads one half of B, its full tiles both.
   template <int PARTS>
   __device__ __forceinline__ static void load_parts(unsigned char* stage, const TmaMap& map,
@@ -207,7 +211,7 @@ struct WgmmaOperand {
           tma_load_3d(stage + p * PART_ROWS * SWIZZLE_ROW_BYTES, map, bar, k, x0 + p * PART_ROWS,
                       batch);
     } else {
-      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole 64-element boxes");
+      static_assert(PART_ROWS % MN_CHUNK == 0, "an MN-major part is whole boxes");
 #pragma unroll
       for (int j = 0; j < ROWS / MN_CHUNK; ++j)
         if (j < count * (PART_ROWS / MN_CHUNK))
@@ -506,9 +510,10 @@ struct RingCursor {
 };
 
 // The shared-memory layout of a Wgmma CTA (KernelSpec.smem_bytes is its size): the ring on
-// a swizzle atom, the epilogue's staging, the full / empty mbarriers, the fixup's flag. In
-// the cluster protocol the staging is also where the peers' shares of the tile arrive
-// (cluster_push), at least the tile's fp32 bytes: no CTA of a split tile stages its output.
+// a swizzle atom, the epilogue's staging, the full / empty (and, TRANSPOSES, transposed)
+// mbarriers, the fixup's flag. In the cluster protocol the staging is also where the peers'
+// shares of the tile arrive (cluster_push), at least the tile's fp32 bytes: no CTA of a
+// split tile stages its output.
 template <class Cfg>
 struct WgmmaSmem {
   using ML = typename Cfg::ML;
