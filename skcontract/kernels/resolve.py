@@ -24,7 +24,7 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         Wgmma, WgmmaKMajor, dot_bases, output_tiles, pending_for,
                         streaming_wanted)
 from .forms import dot_form
-from .specs import CXX_TYPES, LAYOUTS, VEC16_BYTES, specialise
+from .specs import CXX_TYPES, VEC16_BYTES, specialise
 
 DEFAULT_REDUCTION = "deterministic"
 """The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
@@ -216,9 +216,10 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
 
 def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
     """CTAs of ``base`` that fit on one SM of ``device``: its declared occupancy, fewer where
-    the device's shared memory holds fewer of its largest specialisation (0: none)."""
+    the device's shared memory holds fewer of its largest specialisation, over the layouts
+    it reads (0: none)."""
     smem = max(specialise(base, protocol="none", a_layout=la, b_layout=lb).smem_bytes
-               for la in LAYOUTS for lb in LAYOUTS)
+               for la, lb in base.layouts())
     return min(base.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
 
 
