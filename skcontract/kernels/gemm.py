@@ -27,8 +27,8 @@ from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import describe
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
-                      entry_for, k_major_only, reads_k_major, resolve_gemm, turns_operands,
-                      rows_off_lines)
+                      entry_for, k_major_copy_elems, k_major_only, reads_k_major,
+                      resolve_gemm, rows_off_lines, turns_operands)
 
 _PLANS: dict = {}
 
@@ -153,12 +153,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     float32's, at about twice the speed of cuBLAS's SGEMM on the H200:
     docs/benchmarks/tf32-int8-h200.md); an infinite element times a tf32-exact one makes
     NaN where exact float32 makes an infinity; where wgmma is not offered, before sm_90 or
-    on operands off 16 bytes, the exact entries run it). ``allow_tf32=True`` is
-    ``precision="tf32"``. wgmma reads tf32 and int8 operands K-major only: the 3xTF32
-    kernels turn an MN-major operand K-major in their shared-memory stages; at "tf32" and
-    for int8, on sm_90, an A that is not row-major or a B that is not column-major is
+    on operands whose K-major copies would still miss 16 bytes, the exact entries run
+    it). ``allow_tf32=True`` is ``precision="tf32"``. wgmma reads tf32 and int8 operands
+    K-major only: on sm_90 an A that is not row-major or a B that is not column-major is
     copied into that layout first (where its rows of K elements lie on 16 bytes; else the
-    portable entries run it as it is).
+    portable entries run it as it is), but at "3xtf32" where that copy is estimated dearer
+    than :data:`~.resolve.TURN_COST_SHARE` of the product and the operands lie on 16
+    bytes: its kernels then turn the operand K-major in their shared-memory stages.
     With ``mode="auto"`` (and no ``tile``, ``grid`` or ``schedule``), a product with
     ``m == 1`` or ``n == 1`` whose vector side is contiguous along k (or whose matrix is)
     is memory-bound and runs on the Dot family (:mod:`.dot`), as einsum runs it; float32
@@ -239,12 +240,13 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                and is_vec16(A.ptr, lay_a[1], sba, batch, elem)
                and is_vec16(B.ptr, lay_b[1], sbb, batch, elem))
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
-    copied = (not a_kmajor) * ba * m * k + (not b_kmajor) * bb * k * n
+    copied = k_major_copy_elems(not a_kmajor, not b_kmajor, m, n, k, ba if sba else 1,
+                                bb if sbb else 1)
     if _copies_k_major(schedule, precision) and n > 1 and not (a_kmajor and b_kmajor) and \
             _reads_k_major(a_dt, precision, k, aligned, copied, 2.0 * batch * m * n * k):
-        # the tf32 and s8 entries read K-major operands only: copy the others into that
-        # layout once, on the product's stream (the copies are freed to its pool when it
-        # returns)
+        # the tf32 and s8 entries read K-major operands only, and the 3xTF32 ones where
+        # the copy is cheap or their rows miss 16 bytes: copy the others into that layout
+        # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
             a2 = a if a_kmajor else _one_copy(a, relayout.row_major, sba == 0)
             b2 = b if b_kmajor else _one_copy(b, relayout.col_major, sbb == 0)

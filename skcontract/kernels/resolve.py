@@ -255,14 +255,24 @@ K_MAJOR_COPY_BANDWIDTH = 3.8e12
 """Bytes a second the K-major copy (``relayout``) reads and writes on the H200: 3.8 - 4.0
 TB/s (docs/benchmarks/log.md, the copy's 16-byte vectors)."""
 TF32X3_RATE = 100e12
-"""Flops a second of the 3xTF32 entries on products of many tiles, H200: 92 - 105 TFLOP/s
-(docs/benchmarks/tf32-int8-h200.md)."""
+"""Flops a second of the 3xTF32 entries on products of many tiles, H200: 92 - 107 TFLOP/s
+(docs/benchmarks/tf32-int8-h200.md, at 3e7a0aa and 3cdc7e6)."""
 TURN_COST_SHARE = 0.15
 """The in-stage pass's cost as a share of a 3xTF32 product's time (0 - 23% measured on
-compute-bound products, H200, docs/benchmarks/log.md, 2026-12-04): a copy K-major that costs
-less than this share of the product is made, and the K-major kernel runs (it measured
-faster there); a dearer one (an operand large against the product's flops, as B of 256 x
-3584 x 8192) is not, and the kernel turns the operand in its stages."""
+compute-bound products, H200; docs/benchmarks/log.md, "tf32 operands turned K-major in the
+stages"): a copy K-major estimated at less than this share of the product is made, and the
+K-major kernel runs (where the copy is that cheap the turn measured no faster beyond the
+runs' spread, and 4096^3 slower in two runs of three); a dearer one (an operand large
+against the product's flops, as B of 256 x 3584 x 8192, a 45% share) is not, and the
+kernel turns the operand in its stages."""
+
+
+def k_major_copy_elems(a_copied: bool, b_copied: bool, m: int, n: int, k: int,
+                       a_matrices: int, b_matrices: int) -> int:
+    """Elements a K-major copy of a product's MN-major operands moves: A's m x k, B's k x n,
+    each of as many matrices as the operand holds (one where its batch repeats it: the copy
+    is made once and read back with a batch stride of 0)."""
+    return a_copied * a_matrices * m * k + b_copied * b_matrices * k * n
 
 
 def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None,
@@ -298,8 +308,8 @@ def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     if step.float32_precision is None or step.n <= 1 or layouts == K_MAJOR:
         return layouts, vec16
     ha, hb = step.holds_batch
-    copied = ((layouts[0] == "col") * step.m * step.k * (step.batch if ha else 1)
-              + (layouts[1] == "row") * step.k * step.n * (step.batch if hb else 1))
+    copied = k_major_copy_elems(layouts[0] == "col", layouts[1] == "row", step.m, step.n,
+                                step.k, step.batch if ha else 1, step.batch if hb else 1)
     flops = 2.0 * step.batch * step.m * step.n * step.k
     if reads_k_major("float32", step.float32_precision, step.k, cc, vec16, copied, flops):
         return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)

@@ -610,6 +610,24 @@ def test_3xtf32_runs_wgmma_on_aligned_operands_and_exact_float32_elsewhere():
         _resolve(2048, 2048, 2048, "float32", precision="fp32x3")
 
 
+def test_a_k_major_copy_counts_a_repeated_matrix_once():
+    """The copy's elements, as gemm and the plan count them: each MN-major operand's
+    matrices, one where its batch repeats it (copied once, read back with stride 0)."""
+    from skcontract.kernels.resolve import TURN_COST_SHARE, k_major_copy_elems
+    assert k_major_copy_elems(True, False, 256, 3584, 8192, 4, 1) == 4 * 256 * 8192
+    assert k_major_copy_elems(False, True, 256, 3584, 8192, 4, 1) == 8192 * 3584
+    assert k_major_copy_elems(True, True, 2, 3, 5, 1, 7) == 2 * 5 + 7 * 5 * 3
+    assert k_major_copy_elems(False, False, 2, 3, 5, 9, 9) == 0
+    # a repeated B of 4096^2 against 16 x 256 rows: cheap as one matrix, dear as sixteen
+    flops = 2.0 * 16 * 256 * 4096 * 4096
+    from skcontract.kernels.resolve import reads_k_major
+    assert reads_k_major("float32", "3xtf32", 4096, 90, True,
+                         k_major_copy_elems(False, True, 256, 4096, 4096, 16, 1), flops)
+    assert not reads_k_major("float32", "3xtf32", 4096, 90, True,
+                             k_major_copy_elems(False, True, 256, 4096, 4096, 16, 16), flops)
+    assert 0 < TURN_COST_SHARE < 1
+
+
 def test_a_plan_at_3xtf32_copies_only_operands_cheap_to_copy():
     """contract_path(precision="3xtf32") plans float32 GEMM steps on its entries: an
     MN-major operand whose copy costs less than TURN_COST_SHARE of the product is copied
