@@ -236,14 +236,17 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     b_kmajor = lay_b is not None and lay_b[0] == "col"
     elem = specs.CXX_TYPES[a_dt][1]
-    aligned = (lay_a is not None and lay_b is not None
-               and is_vec16(A.ptr, lay_a[1], sba, batch, elem)
-               and is_vec16(B.ptr, lay_b[1], sbb, batch, elem))
     # (a B of one column reads as row-major whatever its copy: the portable entries take it)
-    copied = k_major_copy_elems(not a_kmajor, not b_kmajor, m, n, k, ba if sba else 1,
-                                bb if sbb else 1)
-    if _copies_k_major(schedule, precision) and n > 1 and not (a_kmajor and b_kmajor) and \
-            _reads_k_major(a_dt, precision, k, aligned, copied, 2.0 * batch * m * n * k):
+    copy_k_major = False
+    if _copies_k_major(schedule, precision) and n > 1 and not (a_kmajor and b_kmajor):
+        aligned = (lay_a is not None and lay_b is not None
+                   and is_vec16(A.ptr, lay_a[1], sba, batch, elem)
+                   and is_vec16(B.ptr, lay_b[1], sbb, batch, elem))
+        copied = k_major_copy_elems(not a_kmajor, not b_kmajor, m, n, k, ba if sba else 1,
+                                    bb if sbb else 1)
+        copy_k_major = _reads_k_major(a_dt, precision, k, aligned, copied,
+                                      2.0 * batch * m * n * k)
+    if copy_k_major:
         # the tf32 and s8 entries read K-major operands only, and the 3xTF32 ones where
         # the copy is cheap or their rows miss 16 bytes: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
