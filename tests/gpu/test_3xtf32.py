@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+from skcontract.kernels.resolve import K_MAJOR, step_operands
+
 from .helpers import EDGE_SHAPES, LAYOUTS, TOL, poisoned, rand, rel_error, schedule_gemm, to64
 
 X3 = "3xtf32"
@@ -259,29 +261,36 @@ def test_worst_case_coresidency():
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_X3
 
 
-EINSUM_CASES = [  # (subscripts, shapes): B row-major (turned K-major), K-major, batched
-    ("ij,jk->ik", ((384, 1024), (1024, 320))),
-    ("ij,kj->ik", ((384, 1024), (320, 1024))),
-    ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192))),
-    ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160))),
-    ("ji,jk->ik", ((1024, 384), (1024, 320))),       # A and B turned K-major
-    ("jk,ijl->ikl", ((512, 96), (3, 512, 160))),     # a batch of B's, A broadcast (stride 0)
+EINSUM_CASES = [  # (subscripts, shapes, turned): whether the step's operands are turned
+    # K-major in the stages (each of these copies would cost more than TURN_COST_SHARE of
+    # its product) or read K-major as they lie
+    ("ij,jk->ik", ((384, 1024), (1024, 320)), True),
+    ("ij,kj->ik", ((384, 1024), (320, 1024)), False),
+    ("bij,bjk->bik", ((3, 256, 512), (3, 512, 192)), True),
+    ("ijk,jkl->il", ((96, 32, 64), (32, 64, 160)), True),
+    ("ji,jk->ik", ((1024, 384), (1024, 320)), True),       # A and B turned
+    ("jk,ijl->ikl", ((512, 96), (3, 512, 160)), True),     # a batch of B's, A broadcast
 ]
 
 
 @pytest.mark.parametrize("case", range(len(EINSUM_CASES)))
 def test_einsum_at_a_precision(case):
     """einsum(precision=) runs float32 steps on the precision's entries: "3xtf32" within
-    ACCURACY_FACTOR of exact float32's largest error (our exact einsum and cuBLAS's),
+    ACCURACY_FACTOR of exact float32's largest error (our exact einsum and cuBLAS's), on
+    the layouts the plan says (turned in the stages or read K-major as they lie),
     "tf32" far outside it (so tf32 really ran); the step names its precision; a warm call
     and contract_expression on CuPy arrays give the same bits."""
     import cupy
     from skcontract import contract_expression, contract_path, einsum
-    sub, shapes = EINSUM_CASES[case]
+    sub, shapes, turned = EINSUM_CASES[case]
     a, b = rand(shapes[0], "float32", "C", 40 + case), rand(shapes[1], "float32", "C", 50)
     ref = cupy.einsum(sub, to64(a), to64(b))
     exact = min(max_error(einsum(sub, a, b), ref), max_error(cupy.einsum(sub, a, b), ref))
     ours = einsum(sub, a, b, precision=X3)
+    if _x3_family() == "WgmmaTf32x3":  # the plan's layouts are the ones the launch reads
+        spec = _last_spec()
+        sees = step_operands(contract_path(sub, a, b, precision=X3)[1].steps[0], 90)[0]
+        assert (spec.base.transposes(spec), sees != K_MAJOR) == (turned, turned), spec.name
     assert max_error(ours, ref) <= ACCURACY_FACTOR * exact, (sub, max_error(ours, ref), exact)
     assert bool((einsum(sub, a, b, precision=X3) == ours).all())  # warm, deterministic
     expr = contract_expression(sub, *shapes, dtype="float32", precision=X3)
