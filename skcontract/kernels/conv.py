@@ -20,7 +20,8 @@ import numpy as np
 from ..schedule import DeviceInfo
 from ..schedule.types import CLUSTER
 from . import jit, specs, tma
-from .catalogue import INPUT_DTYPES, WGMMA_SWIZZLE_BYTES, bases_for
+from .catalogue import INPUT_DTYPES, bases_for
+from .catalogue.wgmma import WGMMA_SWIZZLE_BYTES
 from .launch import LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
 

@@ -141,7 +141,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
 
     ``mode``: "auto", "data_parallel", "stream_k", "hybrid", "split_k", "aligned" or
     "hytis" (passed to the scheduler; "hytis" runs on the entries whose kernel has a small
-    tile, :data:`.catalogue.WGMMA_HYTIS_TILES`, and raises ValueError where none is offered).
+    tile, :data:`.catalogue.wgmma.WGMMA_HYTIS_TILES`, and raises ValueError where none is
+    offered).
     ``reduction``: "deterministic" (workspace + lock, bitwise reproducible; auto may pick the
     arrival protocol's shared sum, also bitwise reproducible, for few tiles with many peers),
     "arrival" (a slot per split; the peers share the final sum when every CTA is resident)

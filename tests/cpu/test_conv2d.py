@@ -339,7 +339,7 @@ def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
     h200 = DeviceInfo.h200()
     late = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     early = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
-    assert resolve_conv(late, "float16", h200).base.tile[:2] == catalogue.WGMMA_STREAMING_TILE
+    assert resolve_conv(late, "float16", h200).base.tile[:2] == catalogue.gates.WGMMA_STREAMING_TILE
     assert resolve_conv(early, "float16", h200).base.tile[:2] == (128, 64)
 
 

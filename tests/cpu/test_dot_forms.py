@@ -97,7 +97,7 @@ def test_a_long_dot_splits_over_every_resident_cta(dtype):
     CTA, each split a partial of one output."""
     rows1 = catalogue.dot_bases(dtype, "rows")[1]
     assert rows1.bm == 1
-    assert rows1.bk == catalogue.DOT_WARPS * 32 * rows1.per_lane * catalogue.DOT_ROW_SWEEPS
+    assert rows1.bk == catalogue.dot.DOT_WARPS * 32 * rows1.per_lane * catalogue.dot.DOT_ROW_SWEEPS
     n = 1 << 24
     r = resolve_dot(dot_form(1, 1, 1, n, (0, n, 1), (0, 1, 1), (0, 1, 1)), dtype, H200)
     assert r.schedule.grid >= 0.9 * rows1.ctas_per_sm * H200.sms
@@ -130,7 +130,7 @@ def test_dot_efficiency_prices_the_bytes_read():
     form = dot_form(1, 1, 1, 1 << 24, (0, 1 << 24, 1), (0, 1, 1), (0, 1, 1))
     r = resolve_dot(form, "float32", H200, mode="data_parallel")
     # one CTA reads 128 MiB alone: the model's time is at least that at one SM's bandwidth
-    per_sm = catalogue.COPY_BANDWIDTH_BYTES_PER_S / H200.sms
+    per_sm = catalogue.calibration.COPY_BANDWIDTH_BYTES_PER_S / H200.sms
     assert r.schedule.predicted_time_us > 0.9 * (2 * 4 * (1 << 24)) / per_sm * 1e6
     assert rows8.bytes_per_iteration() == 2 * 8 * 512 * 4
     assert cols.bytes_per_iteration() == 128 * 64 * 4

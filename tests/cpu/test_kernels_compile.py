@@ -174,8 +174,8 @@ def test_3xtf32_entries():
         t_spec = specs.specialise(t, protocol="none", a_layout="row", b_layout="col")
         # a stage: its loaded A and B boxes (twice for 3xTF32) and its mbarriers
         stage = (b.bm + b.bn) * b.bk * 4
-        assert spec.smem_bytes - b.stages * (2 * stage + 2 * C.MBARRIER_BYTES) == \
-            t_spec.smem_bytes - t.stages * (stage + 2 * C.MBARRIER_BYTES)
+        assert spec.smem_bytes - b.stages * (2 * stage + 2 * C.wgmma.MBARRIER_BYTES) == \
+            t_spec.smem_bytes - t.stages * (stage + 2 * C.wgmma.MBARRIER_BYTES)
         assert "TF32X3 = true" in spec.cfg_source()
         assert "TF32X3 = false" in t_spec.cfg_source()
     # an MN-major operand turned in the stages: a `transposed` mbarrier a stage, 32-float
@@ -185,7 +185,7 @@ def test_3xtf32_entries():
     turned = specs.specialise(x128, protocol="deterministic", a_layout="row", b_layout="row")
     k_major = specs.specialise(x128, protocol="deterministic", a_layout="row", b_layout="col")
     assert x128.transposes(turned) and not x128.transposes(k_major)
-    assert turned.smem_bytes - k_major.smem_bytes == x128.stages * C.MBARRIER_BYTES
+    assert turned.smem_bytes - k_major.smem_bytes == x128.stages * C.wgmma.MBARRIER_BYTES
     assert "PRODUCER_REGS = 88;" in turned.cfg_source()
     assert "CONSUMER_REGS = 208;" in turned.cfg_source()
     assert "PRODUCER_REGS = 40;" in k_major.cfg_source()
@@ -241,8 +241,8 @@ def test_tf32_and_int8_specs():
     small = wgmma[64, 64, 64, 1]
     plain, cluster = (specs.specialise(small, protocol=p, a_layout="row", b_layout="row")
                       for p in ("arrival", "cluster"))
-    staging = 64 * C.WGMMA_EPI_PITCH * 4
-    assert cluster.smem_bytes == plain.smem_bytes + 64 * 64 * 4 - staging + C.MBARRIER_BYTES
+    staging = 64 * C.wgmma.WGMMA_EPI_PITCH * 4
+    assert cluster.smem_bytes == plain.smem_bytes + 64 * 64 * 4 - staging + C.wgmma.MBARRIER_BYTES
     assert cluster.smem_bytes + C.SMEM_RESERVED_PER_CTA <= DeviceInfo.h200().smem_per_sm
     assert "cluster" in small.protocols() and "cluster" not in wgmma[128, 128, 64, 1].protocols()
     rep = specs.representative_specs()

@@ -96,7 +96,7 @@ def test_hytis_runs_on_the_entries_with_a_small_tile():
         small = (s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0
         assert int(small.sum()) == 60 and (s.table[small, T.BN] == 128).all()
         assert s.protocol == "none" and r.base.small_bn == 128
-        assert s.small_efficiency == catalogue.WGMMA_EFFICIENCY[128, 128, 1]
+        assert s.small_efficiency == catalogue.calibration.WGMMA_EFFICIENCY[128, 128, 1]
         spec = specialise(r.base, protocol="none", a_layout="row", b_layout="col")
         assert "SMALL_BN = 128;" in spec.cfg_source() and r.base.b_parts(spec) == 2
         split = specialise(r.base, protocol="deterministic", a_layout="row", b_layout="col")
@@ -151,9 +151,9 @@ def test_catalogue_entries_check_their_family_constraints():
                 assert (first.min_cc > later.min_cc or first.vec16_only > later.vec16_only
                         or set(first.layouts()) < set(later.layouts())), (key, first, later)
     with pytest.raises(ValueError, match="min_waves"):
-        catalogue._wgmma("float16", 128, 64, 3, ctas_per_sm=2, min_waves=-1)
+        catalogue.wgmma.wgmma_entry("float16", 128, 64, 3, ctas_per_sm=2, min_waves=-1)
     with pytest.raises(ValueError, match="two consumer warpgroups"):
-        catalogue._wgmma("float16", 64, 128, 4, ctas_per_sm=2, trades_registers=True)
+        catalogue.wgmma.wgmma_entry("float16", 64, 128, 4, ctas_per_sm=2, trades_registers=True)
     with pytest.raises(ValueError, match="CTAs an SM"):
         catalogue.Wgmma("float16", 128, 128, 64, 6, 12, 1, ctas_per_sm=3, min_cc=90,
                         vec16_only=True, trades_registers=True)
@@ -283,13 +283,13 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     monkeypatch.setattr(jit, "get_kernel", fake_kernel)
     monkeypatch.setattr(gemm, "LaunchPlan", lambda kernel, schedule, dev, stream: (
         kernel.spec, schedule))
-    monkeypatch.setattr(catalogue, "_WITHDRAWN", set())
+    monkeypatch.setattr(catalogue.offer, "_WITHDRAWN", set())
     with pytest.warns(RuntimeWarning, match="withdrawn"):
         spec, schedule = gemm.make_plan("float16", 1, 4096, 4096, 4096, "row", "row", True,
                                         True, mode="auto", reduction="deterministic",
                                         tile=None, grid=None, dev=0)
     assert spec.base.launch_registers is None and built == [spec]
-    assert first.base in catalogue._WITHDRAWN
+    assert first.base in catalogue.offer._WITHDRAWN
     assert first.base not in catalogue.bases_for("float16", cc=90)
 
 
@@ -304,9 +304,9 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
     r = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200())
     assert catalogue.memory_bound(m, n) == streams
     offered = {tuple(c.tile[:2]) for c in r.schedule.candidates}
-    assert (offered == {catalogue.WGMMA_STREAMING_TILE}) == streams
+    assert (offered == {catalogue.gates.WGMMA_STREAMING_TILE}) == streams
     if streams:
-        assert r.base.tile[:2] == catalogue.WGMMA_STREAMING_TILE
+        assert r.base.tile[:2] == catalogue.gates.WGMMA_STREAMING_TILE
         forced = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200(),
                               tile=(64, 256))
         assert forced.base.tile[:2] == (64, 256)
@@ -341,8 +341,8 @@ def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtyp
 @pytest.mark.parametrize("offer", [False, True])
 def test_pending_entries_are_built_offered_on_request_and_forced_by_tile(offer, monkeypatch):
     pending = catalogue.Mma16("float16", 64, 128, 32, 4, 2, 2)
-    monkeypatch.setattr(catalogue, "PENDING", {"float16": (pending,)})
-    monkeypatch.setattr(catalogue, "OFFER_PENDING", offer)
+    monkeypatch.setitem(catalogue.PENDING, "float16", (pending,))
+    monkeypatch.setattr(catalogue.offer, "OFFER_PENDING", offer)
     assert pending in catalogue.all_bases()
     assert (pending in catalogue.bases_for("float16", cc=90)) == offer
     r = resolve_gemm(GemmProblem(512, 512, 4096, dtype="float16"), DeviceInfo.h200(),
@@ -378,7 +378,7 @@ def test_the_wgmma_fixup_cost_prices_its_partial_tiles():
     from skcontract.schedule.heuristics import predict
     s = resolve_gemm(GemmProblem(256, 256, 32768, dtype="float16"), DeviceInfo.h200(),
                      mode="stream_k", tile=(128, 128, 64)).schedule
-    assert s.fixup_cost == catalogue.WGMMA_FIXUP_COST > 1
+    assert s.fixup_cost == catalogue.calibration.WGMMA_FIXUP_COST > 1
     args = (s.table, s.cta_offsets, s.grid, s.tile, s.small_tile, "float16", s.acc_dtype,
             s.device.with_occupancy(1), s.tile_efficiency)
     assert predict(*args, fixup_cost=s.fixup_cost).time_us == \
@@ -471,7 +471,7 @@ def test_auto_offers_the_pairs_only_for_few_waves():
     pair = next(b for b in catalogue.CATALOGUE["float16"]
                 if b.FAMILY == "WgmmaPair" and b.bn == 256)
     units = H200.sms // 2
-    assert pair.max_waves == catalogue.WGMMA_PAIR_MAX_WAVES
+    assert pair.max_waves == catalogue.gates.WGMMA_PAIR_MAX_WAVES
     assert pair.fills_waves(int(pair.max_waves * units), units)
     assert not pair.fills_waves(int(pair.max_waves * units) + 1, units)
     assert _resolve(2000, 3000, 5000, "float16").base is pair
@@ -497,7 +497,7 @@ def test_the_128x128_pair_is_offered_only_to_long_loops():
     takes it on 1536^2 x 8192 (128 k-iterations) and does not plan it at all on 1536^2 x 4096
     (64); a forced pair tile is planned whatever its loop."""
     pair = _pair_128()
-    floor = catalogue.WGMMA_PAIR_MIN_K_ITERATIONS[128, 128]
+    floor = catalogue.gates.WGMMA_PAIR_MIN_K_ITERATIONS[128, 128]
     assert pair.min_k_iterations == floor
     assert pair.runs_long_enough(floor * pair.bk)
     assert pair.runs_long_enough(floor * pair.bk - pair.bk + 1)

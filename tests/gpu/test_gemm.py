@@ -264,7 +264,7 @@ def test_auto_leaves_a_pair_the_device_cannot_keep_resident(monkeypatch):
     from skcontract.kernels import gemm as G
     monkeypatch.setattr(jit, "_MEMO", {})
     monkeypatch.setattr(jit, "max_active_clusters", lambda *args: 1)
-    monkeypatch.setattr(catalogue, "_WITHDRAWN", set())
+    monkeypatch.setattr(catalogue.offer, "_WITHDRAWN", set())
     monkeypatch.setattr(G, "_PLANS", {})
     m, n, k = 2000, 3000, 5000  # auto: the 256 x 256 pair, hybrid, deterministic
     a, b = rand((m, k), "float16", "C", 21), rand((k, n), "float16", "C", 22)

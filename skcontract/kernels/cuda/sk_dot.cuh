@@ -1,7 +1,7 @@
 // sk_dot.cuh: the persistent memory-bound kernel of the Dot family (the entry header of its
 // instantiations; jit.py inlines its includes). It walks the same split table as sk_gemm and
 // merges split tiles with the same Fixup (fixup.cuh); only the loop body differs. The host
-// emits a Cfg struct (skcontract/kernels/catalogue.py, Dot) naming:
+// emits a Cfg struct (skcontract/kernels/catalogue/dot.py, Dot) naming:
 //   TIn, TOut, Acc, BM, BN, BK, THREADS, MIN_BLOCKS, REDUCTION, SHAPE, VEC_A, VEC_B, UNROLL.
 //
 // Two shapes, each a problem whose bytes are read once (docs/design/kernels.md):

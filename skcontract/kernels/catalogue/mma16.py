@@ -1,0 +1,30 @@
+"""The Mma16 family: fp16 / bf16 operands on ``mma.sync`` m16n8k16 (sm_80 and up).
+
+ldmatrix fragments, fp32 accumulators (``mainloop_mma16.cuh``); its convolution entry
+gathers A in the CTA's threads. On sm_90 the Wgmma entries are offered beside it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .entry import CXX_TYPES, KernelBase, k_contiguous
+
+
+@dataclass(frozen=True)
+class Mma16(KernelBase):
+    """fp16 / bf16 operands on mma.sync m16n8k16 (ldmatrix fragments), fp32 accumulators."""
+
+    FAMILY: ClassVar[str] = "Mma16"
+    IM2COL: ClassVar[str | None] = "gather"
+    DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
+
+    def mainloop(self, la, lb):
+        akc, bkc = k_contiguous(la), k_contiguous(lb)
+        return (f"skc::MainloopMma16<{CXX_TYPES[self.dtype][0]}, {self.bm}, {self.bn}, "
+                f"{self.bk}, {self.warps_m}, {self.warps_n}, LA, LB, {akc}, {bkc}>")
+
+
+def menu(dtype: str) -> tuple[Mma16, ...]:
+    """The Mma16 entries of ``dtype``: one 128 x 128 x 32 tile, 4 stages, 8 warps."""
+    return (Mma16(dtype, 128, 128, 32, 4, 2, 4),)
