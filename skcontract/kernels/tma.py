@@ -146,8 +146,8 @@ def l2_promotion_bytes(row_bytes: int) -> int:
     """The L2 promotion of a map whose rows are ``row_bytes`` apart: 256 bytes where every
     row starts on an L2 sector, 128 where rows start mid-sector (an odd multiple of 16
     bytes, e.g. 1000 or 5000 16-bit elements), where a 256-byte promotion fetches more that
-    no box uses. H200, fp16 auto (docs/benchmarks/log.md): 2000 x 3000 x 5000 141.0 ->
-    121.9 us, 1000^3 12.0 -> 10.9; sector-aligned products the same."""
+    no box uses and slows the product; products whose rows are sector-aligned run the same
+    at either."""
     return 256 if row_bytes % L2_SECTOR_BYTES == 0 else 128
 
 

@@ -19,9 +19,10 @@ H200_MAX_THREADS_PER_SM = 2048
 H200_RESIDENT_CLUSTERS = ((2, 66), (3, 39), (4, 30), (5, 22), (6, 17), (7, 15), (8, 15),
                           (9, 9), (10, 7), (11, 7), (12, 7), (13, 7), (14, 7), (15, 7), (16, 7))
 """(CTAs a cluster, clusters resident at once) of a kernel of one CTA an SM on the H200: the
-driver's cuOccupancyMaxActiveClusters, 2026-12-02 (clusters never straddle a GPC, whose SMs
-are not all alike: 4 x 30 = 120 and 16 x 7 = 112 of 132 SMs). Two CTAs an SM hold at least
-twice as many (the driver: 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14)."""
+driver's cuOccupancyMaxActiveClusters (clusters never straddle a GPC, whose SMs are not all
+alike: 4 x 30 = 120 and 16 x 7 = 112 of 132 SMs). Two CTAs an SM hold at least twice as many
+(the driver: 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14; evidence:
+docs/benchmarks/calibration.md)."""
 H100_L2_BYTES = 50 * 1024 * 1024
 """The H100 SXM differs from the H200 in memory (and its L2 here); SMs and SM are the same."""
 DEVICE_NAMES = ("h200", "h100", "gpu")
@@ -49,7 +50,7 @@ class DeviceInfo:
     # it from each kernel's declared occupancy).
     ctas_per_sm: int = 1
     atomic_accumulators: frozenset = field(default=_ATOMIC_ACCUMULATORS)
-    # Cost-model constants measured on this device (skcontract.schedule.heuristics.CostModel);
+    # Cost-model constants fitted to this device (skcontract.schedule.heuristics.CostModel);
     # None uses the named initial guesses in heuristics.py.
     cost: object = None
     # (CTAs a cluster, clusters resident at one CTA an SM) as the driver counts them; ()
@@ -70,7 +71,7 @@ class DeviceInfo:
     @classmethod
     def named(cls, device) -> "DeviceInfo":
         """``device`` as a DeviceInfo: one itself, or a name: "h200" / "h100" (presets with
-        the H200's measured cost model), "gpu" (the current CUDA device, through CuPy).
+        the H200's fitted cost model), "gpu" (the current CUDA device, through CuPy).
 
         >>> DeviceInfo.named("h100").name, DeviceInfo.named("h200").sms
         ('NVIDIA H100 (preset)', 132)
@@ -92,7 +93,7 @@ class DeviceInfo:
 
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":
-        """The H200 preset, with the cost model measured on it (heuristics.MEASURED_H200_COST)."""
+        """The H200 preset, with the cost model fitted to it (heuristics.MEASURED_H200_COST)."""
         return cls("NVIDIA H200 (preset)", H200_SMS, (9, 0), H200_L2_BYTES,
                    H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm,
                    cost=MEASURED_H200_COST, resident_clusters=H200_RESIDENT_CLUSTERS)
@@ -102,7 +103,7 @@ class DeviceInfo:
         """Read a live device through CuPy (raises ImportError without CuPy).
 
         A device whose name contains "H200" or "H100" (heuristics.MEASURED_COST_DEVICE_NAMES)
-        gets the cost model measured on the H200; any other keeps ``cost=None`` (the guesses).
+        gets the cost model fitted to the H200; any other keeps ``cost=None`` (the guesses).
         """
         import cupy  # optional: only a live device needs it
 

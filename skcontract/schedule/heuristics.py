@@ -8,10 +8,10 @@ evaluated per CTA on the actual split table (so it sees exactly the decompositio
 kernel will run), and the launch's time is ``a`` plus the slowest CTA (or, when the grid
 is larger than the resident CTAs, the sum over waves of each wave's slowest CTA).
 
-Constants measured on a device are stored with it (``DeviceInfo(cost=CostModel(...))``):
+Constants fitted to a device are stored with it (``DeviceInfo(cost=CostModel(...))``):
 :data:`MEASURED_H200_COST` is the H200's (and is used for any device whose name contains
 "H200" or "H100" and that carries no cost of its own); :data:`DEFAULT_COST` holds estimates
-from the H200's ceilings for devices nothing was measured on. Only the ratios of the
+from the H200's ceilings for devices without fitted constants. Only the ratios of the
 constants matter for choosing a mode.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ docs/design/stream_k.md, "Groups and swizzle")."""
 MAX_SPLIT_K = 16
 """Largest S auto tries for split_k / aligned."""
 
-# -- cost model constants (microseconds): estimates for devices nothing was measured on --
+# -- cost model constants (microseconds): estimates for devices without fitted constants --
 COST_A_US = 4.0
 """a: fixed cost of a launch (launch latency, prologue, first loads)."""
 COST_B_US = 0.5
@@ -48,25 +48,24 @@ STREAM_K_MAX_WAVES = 2
 """auto offers pure Stream-K only up to this many waves of tiles (hybrid beyond): a CTA's
 Stream-K range is a run of consecutive tiles, so with many waves the resident CTAs work on
 tiles spread over the whole output instead of one wave's neighbouring panels, and the L2
-stops serving their shared A and B panels. Measured with the Wgmma kernel on the H200
-(docs/benchmarks/log.md): stream_k / hybrid 8192^3 2441 / 1750 us (15.5 waves), 3200^3
-128 / 116 us (4.7), 4096^3 223 / 222 us (3.9), 2000x3000x5000 150 / 148 us (1.5). The
-portable families, two to three times slower per tile, measured no such loss (fp16 on
-Mma16, exact waves: stream_k / DP 0.98), and the rule is not specific to a family: it
-applies wherever the mainloop outruns the L2's reuse."""
+stops serving their shared A and B panels. On the Wgmma kernel (H200) pure Stream-K runs
+level with hybrid up to about 4 waves, behind it from about 5 and far behind at 15. The
+portable families, two to three times slower per tile, lose nothing to it on exact waves,
+and the rule is not specific to a family: it applies wherever the mainloop outruns the L2's
+reuse (evidence: docs/benchmarks/calibration.md)."""
 
 SHARED_SUM_MIN_PEERS = 8
 """auto weighs the shared sum only for tiles with at least this many splits: with few peers
 the deterministic chain is short and overlaps other work, and the shared sum's barrier costs
-more than it saves (measurements: docs/benchmarks/log.md)."""
+more than it saves (evidence: docs/benchmarks/calibration.md)."""
 
 SHARED_SUM_PASS_TILES = 1.0
 """Partial tiles each split of a shared-sum tile reads in the shared pass (its 1/PEERS share
 of every peer's slot, whose sum it stores as its share of the output), charged at d per
-tile; the final split is charged one tile more: the model's constants were fitted with that
-charge, and without it auto takes a 128 x 256 shared sum for 128 x 4096 x 11008, fp16 38.2 us
-on the H200, against 30.2 on the 128 x 64 deterministic Stream-K it picks with it
-(docs/benchmarks/log.md, 6ad8597)."""
+tile; the final split is charged one tile more: the model's constants are fitted with that
+charge, and without it auto takes a 128 x 256 shared sum for 128 x 4096 x 11008 (fp16, H200),
+which runs slower than the 128 x 64 deterministic Stream-K it picks with it (evidence:
+docs/benchmarks/calibration.md)."""
 
 CLUSTER_SUM_TILES = 1.0
 """Partial tiles each split of a ``cluster`` reduction is charged at d: its share of the
@@ -174,7 +173,7 @@ class CostModel:
 
 
 DEFAULT_COST = CostModel()
-"""The initial guesses: used for devices without measured constants."""
+"""The initial guesses: used for devices without fitted constants."""
 
 MEASURED_H200_COST = CostModel(a=19.0355, b=0.0, c=1.39959, d=1.117,
                                slowdown=(("float32", 4.5835), ("float64", 5.0627)))
@@ -298,15 +297,16 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
 
 SOLO_MIN_K_ITERATIONS = 64
 """The k-iterations a tile's loop needs before :func:`partial_wave_scale` prices its partial
-wave's faster k-iterations: measured on the 128 x 128 Wgmma tile from 64 up (H200, fp16,
-docs/benchmarks/log.md, "The partial-wave term"); at 16 (1024^3) the shorter loop is bound
-by filling the ring, and the term's pick, half as many CTAs, ran slower."""
+wave's faster k-iterations: the 128 x 128 Wgmma tile's partial waves run faster from 64 up
+(H200, fp16); at 16 (1024^3) the shorter loop is bound by filling the ring, and the term's
+pick, half as many CTAs, runs slower (evidence: docs/benchmarks/calibration.md)."""
 
 
 SOLO_MIN_WAVE_SHARE = 0.6
 """The share of the SMs a partial wave must run on for :func:`partial_wave_scale` to price
-it: measured from 81 CTAs of 132 up (docs/benchmarks/log.md, "The partial-wave term"); a
-128 x 128 wave of 56 CTAs ran 1.4x slower than 128 x 64 tiles on 112."""
+it: the 128 x 128 Wgmma tile's partial waves run faster from 81 CTAs of 132 up (H200,
+fp16); a 128 x 128 wave of 56 CTAs runs slower than 128 x 64 tiles on 112 (evidence:
+docs/benchmarks/calibration.md)."""
 
 
 def partial_wave_scale(table: np.ndarray, grid: int, resident: int,

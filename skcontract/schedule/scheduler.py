@@ -30,7 +30,7 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DAT
 
 NO_SECOND_TILE = "these kernels run one tile shape per launch"
 """Why HyTiS is not offered for tile options that name no small tiles (the GPU entries but
-those of :data:`skcontract.kernels.catalogue.WGMMA_HYTIS_TILES`)."""
+those of :data:`skcontract.kernels.catalogue.wgmma.WGMMA_HYTIS_TILES`)."""
 
 
 SPLITS_ONLY = "data-parallel not offered: the entry is planned on split tiles only"
@@ -103,8 +103,8 @@ class _Builder:
         table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
         eff, fix = self.option.efficiency, self.option.fixup_cost
         small_eff = self.option.small_efficiency if small is not None else None
-        # measured on data-parallel waves only: a Stream-K table of the same whole tiles on
-        # as many CTAs ran 1.35x slower (docs/benchmarks/log.md, "The partial-wave term")
+        # the solo fraction holds for data-parallel waves only: a Stream-K table of the same
+        # whole tiles on as many CTAs runs slower
         solo = self.option.solo_fraction if mode == DATA_PARALLEL else 1.0
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.acc_dtype, self.device, eff, fix,

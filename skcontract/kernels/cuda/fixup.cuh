@@ -56,11 +56,10 @@ enum : int {
 // Every kernel's entry into the stream: wait for the previous kernel (grid_dependency_wait,
 // before any global access but the reads of the CTA's first split-table row), then, where
 // SIGNAL_EARLY, let the next one start its CTAs; else the signal is the grid's exit. The
-// deterministic fixup keeps
-// it to the exit: its ordered waits measure slower with the next grid's CTAs arriving during
-// them. So do kernels of which an SM holds several CTAs while their schedule counts one
-// (the portable GEMM families): the next grid's CTAs, placed while this grid holds the SMs,
-// pile onto the few free ones (docs/benchmarks/log.md, "Dependent launch for every family").
+// deterministic fixup keeps it to the exit: its ordered waits run slower with the next grid's
+// CTAs arriving during them. So do kernels of which an SM holds several CTAs while their
+// schedule counts one (the portable GEMM families): the next grid's CTAs, placed while this
+// grid holds the SMs, pile onto the few free ones.
 template <int REDUCTION, bool SIGNAL_EARLY = true>
 __device__ __forceinline__ void follow_previous_grid() {
   grid_dependency_wait();
@@ -69,8 +68,8 @@ __device__ __forceinline__ void follow_previous_grid() {
 // The same as a split walk's entry (sk_scheduler.cuh, for_each_split_of): every thread that
 // walks the table passes it once, after its first row's loads (AT_FIRST_ROW: the Dot and
 // Wgmma kernels, which gain the row's round trips for a few registers) or before the walk
-// with that row prefetched (the portable GEMM kernels, where the later wait holds up to 86
-// more registers and runs exact float32 slower; docs/benchmarks/log.md).
+// with that row prefetched (the portable GEMM kernels, where the later wait keeps the row and
+// a flag live through the loop, takes many more registers and runs exact float32 slower).
 template <int REDUCTION, bool SIGNAL_EARLY = true, bool AT_FIRST_ROW_ = true>
 struct FollowPreviousGrid {
   static constexpr bool AT_FIRST_ROW = AT_FIRST_ROW_;

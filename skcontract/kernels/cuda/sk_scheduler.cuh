@@ -121,12 +121,11 @@ struct NoEntry {
 // once by the host before any launch reads them (launch.py) and never by a kernel, so they are the
 // one global memory a CTA may read before it waits for the previous kernel. REREAD_END: the end is
 // re-read after each split (an L1 hit) instead of living in a register through the body, whose
-// peak (fixup workspace loads) spilled 128-register (512-thread) kernels; it costs the others time
-// (docs/benchmarks/log.md), so only those kernels ask for it. SKIP_RANGES: walk the listed rows
-// only (the shared-sum pass, which has nothing to do for whole tiles). EAGER: read a row's columns
-// with its flags, before knowing whether it is a range row, so that a split costs one round trip,
-// not two (the Wgmma producer, whose first split holds up every load; the others keep the
-// registers).
+// peak (fixup workspace loads) spilled 128-register (512-thread) kernels; it costs the others
+// time, so only those kernels ask for it. SKIP_RANGES: walk the listed rows only (the shared-sum
+// pass, which has nothing to do for whole tiles). EAGER: read a row's columns with its flags,
+// before knowing whether it is a range row, so that a split costs one round trip, not two (the
+// Wgmma producer, whose first split holds up every load; the others keep the registers).
 // for_each_split_of walks the rows of work unit `unit` (a CTA, or a cluster of CTAs that share the
 // unit's tiles: sk_wgmma.cuh's pairs).
 template <int BM, int BN, bool REREAD_END = false, bool SKIP_RANGES = false,
