@@ -19,7 +19,7 @@ from importlib import resources
 
 from skcontract.kernels.catalogue import CXX_TYPES, DOT_CATALOGUE
 from skcontract.kernels.forms import dot_form
-from skcontract.kernels.gemm import is_vec16
+from skcontract.kernels.operands import is_vec16
 from skcontract.kernels.resolve import resolve_dot, resolve_gemm, rows_off_lines
 from skcontract.schedule import GemmProblem
 from skcontract.schedule.device import DeviceInfo

@@ -17,7 +17,8 @@ import sys
 import numpy as np
 
 from skcontract import conv2d
-from skcontract.kernels.dot import form_of, matvec
+from skcontract.kernels.dot import matvec
+from skcontract.kernels.forms import form_of
 from skcontract.kernels.gemm import device_info, gemm
 from skcontract.kernels.resolve import resolve_dot
 from skcontract.ops.conv2d import conv_geometry

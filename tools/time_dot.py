@@ -15,7 +15,8 @@ import argparse
 import cupy
 
 from skcontract.bench.timing import device_time_us
-from skcontract.kernels.dot import form_of, matvec
+from skcontract.kernels.dot import matvec
+from skcontract.kernels.forms import form_of
 from skcontract.kernels import launch
 from skcontract.kernels.gemm import device_info
 from skcontract.kernels.resolve import resolve_dot

@@ -2,12 +2,15 @@
 
 GEMM-class steps (GEMM, BATCHED_GEMM, GEMV, DOT) whose dtype has a Stream-K kernel
 (float16, bfloat16, float32, float64, int8; see :mod:`skcontract.kernels.catalogue`) run on
-:func:`skcontract.kernels.gemm.gemm` with the schedule their plan step carries, or, when
-memory-bound (batches of dots, matrix-vector products), on
-:func:`skcontract.kernels.dot.matvec` (the Dot family): the plan is
-resolved for the device once (:func:`skcontract.kernels.resolve.schedule_plan`), so what
-the plan shows is what launches. float32 is exact unless the plan was made at a precision
-(``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in
+the launch their plan step carries (:class:`skcontract.kernels.step_launch.StepLaunch`:
+the schedule, the kernel, the operand copies; memory-bound steps, batches of dots and
+matrix-vector products, on the Dot family): the plan is resolved for the device once
+(:func:`skcontract.kernels.resolve.schedule_plan`), the backend binds pointers to its
+launches (:mod:`skcontract.kernels.bound`), so what the plan shows is what launches.
+Operands a launch was not made for (another dtype, strides or alignment than the views of
+contiguous operands the plan assumes) are resolved for at the call, as
+:func:`skcontract.kernels.gemm.gemm` resolves a call. float32 is exact unless the plan was
+made at a precision (``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in
 int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
 does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
 integers, bool, complex), steps whose operands arrive in another dtype than planned, steps
@@ -24,9 +27,10 @@ from functools import lru_cache
 import cupy
 
 from ..kernels import catalogue
+from ..kernels.bound import run_step
 from ..kernels.dot import matvec
 from ..kernels.gemm import gemm
-from ..kernels.resolve import DEFAULT_REDUCTION, Resolved, entry_for, step_operands
+from ..kernels.resolve import DEFAULT_REDUCTION
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
 from ..schedule.table import TableOverflow
 from .steps import ArrayOps, compile_plan
@@ -53,27 +57,22 @@ def compute_dtype(dtype):
     return dt if dt.name in catalogue.INPUT_DTYPES else _cpu_compute_dtype(dt)
 
 
-def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | None = None):
-    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views: our kernels with the step's
-    schedule when the operands have the planned dtype; resolved on first use for another
-    dtype with a kernel (a plan made without a dtype plans float64); else cupy.matmul.
-    ``precision``: float32's, as :func:`~skcontract.kernels.gemm.gemm` takes it.
-    Returns ``(result, binding)``: the binding repeats the launch for operands like these
-    (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
+def _stream_k_matmul(x, y, precision: str | None = None):
+    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views of operands a step's launch
+    was not made for (another dtype than planned, other strides or alignment): our kernels,
+    resolved for these operands as :func:`~skcontract.kernels.gemm.gemm` resolves a call
+    (the Dot family where the product is memory-bound), else cupy.matmul. ``precision``:
+    float32's, as ``gemm`` takes it. Returns ``(result, binding)`` as :func:`_launch_step`
+    does."""
     name = x.dtype.name
     if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
             x.size == 0 or y.size == 0:  # nothing to launch for empty operands
         return cupy.matmul(x, y), None
-    if resolved is not None and resolved.schedule.problem.dtype != name:
-        resolved = None
     try:
-        if resolved is None or isinstance(resolved.base, catalogue.Dot):
-            r, binding = matvec(x, y, resolved, bind=True)  # memory-bound: the Dot kernel
-            if r is not None:
-                return r, binding
-            resolved = None  # strides without a Dot form: a GEMM kernel runs it
-        r, binding = gemm(x, y, schedule=resolved, reduction=DEFAULT_REDUCTION,
-                          precision=precision, bind=True)
+        r, binding = matvec(x, y, bind=True)  # memory-bound: the Dot kernel
+        if r is None:
+            r, binding = gemm(x, y, reduction=DEFAULT_REDUCTION, precision=precision,
+                              bind=True)
     except TableOverflow:  # a dimension or tile walk beyond the kernels' 32-bit index
         return cupy.matmul(x, y), None
     if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
@@ -81,12 +80,24 @@ def _stream_k_matmul(x, y, resolved: Resolved | None = None, precision: str | No
     return r, binding
 
 
+def _launch_step(step, x, y):
+    """``x @ y`` for ``step``: its launch where the operands are the ones it was made for
+    (:func:`~skcontract.kernels.bound.run_step`), else :func:`_stream_k_matmul`. Returns
+    ``(result, binding)``: the binding repeats the launch for operands like these
+    (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
+    if step.launch is not None and x.size and y.size:
+        ran = run_step(step.launch, x, y)
+        if ran is not None:
+            return ran
+    return _stream_k_matmul(x, y, step.precision)
+
+
 MAX_BINDINGS = 8
 """Operand layouts (shapes, strides, alignment) a step remembers a launch for; a step whose
 operands keep changing layout takes the full path for the others."""
 
 
-def _layout(x, y, current_device):
+def _operands_key(x, y, current_device):
     """What a launch depends on of its operands, besides their addresses: shapes, strides,
     dtypes, 16-byte alignment, their devices and the current one."""
     xd, yd = x.data, y.data
@@ -96,18 +107,12 @@ def _layout(x, y, current_device):
 
 def matmul_for(step, views):
     """The batched matrix product that runs ``step`` on its operands through ``views``
-    (:class:`~skcontract.backends.steps.StepViews`), bound to the step's schedule. A call
-    with operands laid out as an earlier call's (:func:`_layout`) replays that call's
+    (:class:`~skcontract.backends.steps.StepViews`), on the launch the step carries. A call
+    with operands laid out as an earlier call's (:func:`_operands_key`) replays that call's
     launch: one dict lookup, one allocation, one launch. Where the first call's views were
     views, the replay launches on the operands themselves and allocates the output in the
     step's shape (no view is made); where a view is a copy (strides no reshape follows),
     every call makes the copies and the replay is keyed by their layout."""
-    s = step.schedule
-    resolved = None
-    if s is not None:
-        cc = int(cupy.cuda.Device().compute_capability)  # "90" on the H200
-        layouts, _ = step_operands(step, cc)
-        resolved = Resolved(s, entry_for(s, s.problem.dtype, step.precision, cc, layouts))
     direct: dict = {}  # operands' layout -> binding on the operands (views were views)
     copied: dict = {}  # copies' layout -> binding on the copies
     current_stream = cupy.cuda.get_current_stream
@@ -117,14 +122,14 @@ def matmul_for(step, views):
     def product(xv, yv, into: dict, key, replay_shape):
         """The product of the views, its binding kept in ``into`` under ``key``,
         allocating ``replay_shape`` (None: the product's own) on a replay."""
-        r, binding = _stream_k_matmul(xv, yv, resolved, step.precision)
+        r, binding = _launch_step(step, xv, yv)
         if binding is not None and len(into) < MAX_BINDINGS:
             into[key] = binding if replay_shape is None else \
                 binding._replace(out_shape=replay_shape)
         return r
 
     def matmul(x, y):
-        key = _layout(x, y, current_device)
+        key = _operands_key(x, y, current_device)
         hit = direct.get(key)
         if hit is not None:
             return hit(x, y, current_stream())
@@ -133,7 +138,7 @@ def matmul_for(step, views):
         if xv.data.ptr == x.data.ptr and yv.data.ptr == y.data.ptr:  # views start where
             r = product(xv, yv, direct, key, out_shape)               # their operand does
         else:
-            vkey = _layout(xv, yv, current_device)
+            vkey = _operands_key(xv, yv, current_device)
             hit = copied.get(vkey)
             r = hit(xv, yv, current_stream()) if hit is not None else \
                 product(xv, yv, copied, vkey, None)

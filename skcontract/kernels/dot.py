@@ -9,18 +9,11 @@ fixup protocols run it (:func:`.resolve.resolve_dot`).
 from __future__ import annotations
 
 from . import jit
-from .catalogue import DOT_CATALOGUE, VEC16_BYTES, Dot
-from .forms import DotForm, dot_form
+from .catalogue import DOT_CATALOGUE, Dot
+from .forms import DotForm, form_of, loads_aligned
 from .launch import Binding, LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, device_info, resolve_dot
 from .specs import specialise
-
-
-def _vec16(ptr: int, ld: int, sb: int, elem: int, rows: bool) -> bool:
-    """Whether an operand's 16-byte loads are aligned: its base, and (for a rows operand)
-    its row and batch strides."""
-    v = VEC16_BYTES
-    return ptr % v == 0 and (not rows or ((ld * elem) % v == 0 and (sb * elem) % v == 0))
 
 
 _PLANS: dict = {}
@@ -41,29 +34,6 @@ def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolve
     return LaunchPlan(kernel, schedule, dev, stream)
 
 
-def form_of(x, y) -> tuple[DotForm, tuple] | None:
-    """The Dot form of ``x @ y`` for arrays (anything with shape, strides and itemsize) of
-    (batch, M, K) x (batch, K, N) or (M, K) x (K, N), with the C-contiguous output a call
-    writes, and that output's shape; None when it has none (or is empty)."""
-    item = x.itemsize
-    if x.ndim == 2:
-        (m, k), n = x.shape, y.shape[1]
-        batch, xs = 1, (0,) + tuple(v // item for v in x.strides)
-        ys, shape = (0,) + tuple(v // item for v in y.strides), (m, n)
-    else:
-        batch, m, k = x.shape
-        n = y.shape[2]
-        if y.shape[0] != batch:
-            return None
-        xs = tuple(v // item for v in x.strides)
-        ys = tuple(v // item for v in y.strides)
-        shape = (batch, m, n)
-    if min(batch, m, n, k) == 0:
-        return None
-    form = dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
-    return None if form is None else (form, shape)
-
-
 def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr: int,
             resolved: Resolved | None, dev: int, stream, alpha, beta, bind: bool,
             reduction: str = DEFAULT_REDUCTION):
@@ -71,8 +41,8 @@ def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr:
     schedule, or one resolved with ``reduction``; the BoundLaunch that repeats it when
     ``bind``, else None."""
     rows = form.shape == "rows"
-    a_vec = _vec16(a_ptr, form.lda, form.sa, item, True) if rows else True
-    b_vec = _vec16(b_ptr, form.ldb, form.sb, item, True)
+    a_vec = loads_aligned(a_ptr, form.lda, form.sa, item, True) if rows else True
+    b_vec = loads_aligned(b_ptr, form.ldb, form.sb, item, True)
     key = (dev, dtype, form, a_vec, b_vec, reduction,
            None if resolved is None else (resolved.schedule.digest(), resolved.base))
     plan = _PLANS.get(key)

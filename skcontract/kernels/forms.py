@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from ..schedule import GemmProblem
 from ..schedule.table import INDEX_MAX
+from .catalogue import VEC16_BYTES
 
 
 class DotForm(NamedTuple):
@@ -76,3 +77,33 @@ def dot_form(batch, m, n, k, xs, ys, cs) -> DotForm | None:
     if syn == 1:
         return DotForm("cols", batch, n, k, False, sxk, syk, sxb, syb, scn, scb)
     return None
+
+
+def loads_aligned(ptr: int, ld: int, sb: int, elem: int, rows: bool) -> bool:
+    """Whether a Dot operand's 16-byte loads are aligned: its base, and (for a rows operand)
+    its row and batch strides."""
+    v = VEC16_BYTES
+    return ptr % v == 0 and (not rows or ((ld * elem) % v == 0 and (sb * elem) % v == 0))
+
+
+def form_of(x, y) -> tuple[DotForm, tuple] | None:
+    """The Dot form of ``x @ y`` for arrays (anything with shape, strides and itemsize) of
+    (batch, M, K) x (batch, K, N) or (M, K) x (K, N), with the C-contiguous output a call
+    writes, and that output's shape; None when it has none (or is empty)."""
+    item = x.itemsize
+    if x.ndim == 2:
+        (m, k), n = x.shape, y.shape[1]
+        batch, xs = 1, (0,) + tuple(v // item for v in x.strides)
+        ys, shape = (0,) + tuple(v // item for v in y.strides), (m, n)
+    else:
+        batch, m, k = x.shape
+        n = y.shape[2]
+        if y.shape[0] != batch:
+            return None
+        xs = tuple(v // item for v in x.strides)
+        ys = tuple(v // item for v in y.strides)
+        shape = (batch, m, n)
+    if min(batch, m, n, k) == 0:
+        return None
+    form = dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
+    return None if form is None else (form, shape)

@@ -25,37 +25,12 @@ from . import dot, jit, relayout, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, TF32, catalogue_key, withdraw
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
-from .operands import describe
+from .operands import as3, describe, is_vec16, matrix_layout
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
                       entry_for, k_major_copy_elems, k_major_only, reads_k_major,
                       resolve_gemm, rows_off_lines, turns_operands)
 
 _PLANS: dict = {}
-
-
-def _as3(shape, strides):
-    if len(shape) == 2:
-        return (1,) + shape, (0,) + strides
-    if len(shape) == 3:
-        return shape, strides
-    raise ValueError(f"gemm takes 2-D or 3-D operands, got shape {shape}")
-
-
-def _layout(rows, cols, s_rows, s_cols):
-    """('row', ld) when X(r, c) = p[r * ld + c]; ('col', ld) when p[c * ld + r]; else None."""
-    if cols == 1 or s_cols == 1:
-        return "row", (s_rows if rows > 1 else 0)
-    if rows == 1 or s_rows == 1:
-        return "col", (s_cols if cols > 1 else 0)
-    return None
-
-
-def is_vec16(ptr, ld, batch_stride, batch, elem) -> bool:
-    """Whether an operand copies in 16-byte chunks: base address, leading dimension and
-    batch stride all multiples of 16 bytes."""
-    v = specs.VEC16_BYTES
-    return (ptr % v == 0 and (ld * elem) % v == 0
-            and (batch <= 1 or (batch_stride * elem) % v == 0))
 
 
 def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> None:
@@ -187,15 +162,15 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if a_dt not in INPUT_DTYPES:
         raise TypeError(f"gemm: unsupported dtype {a_dt!r} (have {', '.join(INPUT_DTYPES)})")
     precision = _precision(a_dt, allow_tf32, precision)
-    (ba, m, k), (sba, sam, sak) = _as3(A.shape, A.strides)
-    (bb, k2, n), (sbb, sbk, sbn) = _as3(B.shape, B.strides)
+    (ba, m, k), (sba, sam, sak) = as3(A.shape, A.strides)
+    (bb, k2, n), (sbb, sbk, sbn) = as3(B.shape, B.strides)
     if k != k2:
         raise ValueError(f"gemm: inner dimensions differ: a is {A.shape}, b is {B.shape}")
     batch = max(ba, bb)
     if ba not in (1, batch) or bb not in (1, batch):
         raise ValueError(f"gemm: batch sizes {ba} and {bb} do not broadcast")
     sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
-    lay_a, lay_b = _layout(m, k, sam, sak), _layout(k, n, sbk, sbn)
+    lay_a, lay_b = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
     out_shape = (m, n) if len(A.shape) == 2 and len(B.shape) == 2 else (batch, m, n)
     out_dt = INPUT_DTYPES[a_dt]
     if out_dt == "int32":
@@ -216,7 +191,7 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                         f"{a_dt} operands")
     if tuple(C.shape) != out_shape and not (len(C.shape) == 3 and C.shape == (batch, m, n)):
         raise ValueError(f"gemm: out has shape {C.shape}, expected {out_shape}")
-    (_, _, _), (sbc, scm, scn) = _as3(tuple(C.shape), tuple(C.strides))
+    (_, _, _), (sbc, scm, scn) = as3(tuple(C.shape), tuple(C.strides))
     if batch == 1:
         sbc = 0
     if m == 0 or n == 0 or batch == 0:
@@ -252,8 +227,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
         # the copy is cheap or their rows miss 16 bytes: copy the others into that layout
         # once, on the product's stream (the copies are freed to its pool when it returns)
         with _on(stream):
-            a2 = a if a_kmajor else _one_copy(a, relayout.row_major, sba == 0)
-            b2 = b if b_kmajor else _one_copy(b, relayout.col_major, sbb == 0)
+            a2 = a if a_kmajor else relayout.one_copy(a, relayout.row_major, sba == 0)
+            b2 = b if b_kmajor else relayout.one_copy(b, relayout.col_major, sbb == 0)
             r = gemm(a2, b2, out, alpha=alpha, beta=beta, mode=mode, reduction=reduction,
                      tile=tile, grid=grid, precision=precision, stream=stream,
                      schedule=schedule)
@@ -352,16 +327,6 @@ def _copies_k_major(schedule, precision: str | None) -> bool:
     if isinstance(schedule, Resolved):
         return k_major_only(schedule.base) or turns_operands(schedule.base)
     return schedule is None or precision is not None
-
-
-def _one_copy(x, copy, broadcast: bool):
-    """``copy(x)``; of one matrix where ``x``'s batch repeats it (``broadcast``), read back
-    with a batch stride of 0, so a broadcast operand is not materialised."""
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    if not broadcast or len(x.shape) < 3:
-        return copy(x)
-    return cupy.broadcast_to(copy(x[0]), tuple(x.shape))
 
 
 def _on(stream):

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .catalogue import VEC16_BYTES
+
 _BFLOAT16 = "bfloat16"  # no NumPy dtype: named here, 2 bytes
 
 # DLPack's device types (dlpack.h DLDeviceType): the CUDA ones are accepted, the rest named
@@ -217,3 +219,31 @@ def _from_dlpack(x) -> Operand:
     strides = (_c_strides(shape) if not t.strides
                else tuple(t.strides[i] for i in range(t.ndim)))
     return Operand((t.data or 0) + t.byte_offset, shape, strides, _dl_dtype(t.dtype), device_id)
+
+
+def as3(shape, strides):
+    """A 2-D operand's shape and strides as a batch of one: (batch, rows, cols) and the
+    batch stride first; ValueError for other ranks."""
+    if len(shape) == 2:
+        return (1,) + tuple(shape), (0,) + tuple(strides)
+    if len(shape) == 3:
+        return tuple(shape), tuple(strides)
+    raise ValueError(f"gemm takes 2-D or 3-D operands, got shape {shape}")
+
+
+def matrix_layout(rows, cols, s_rows, s_cols):
+    """('row', ld) when X(r, c) = p[r * ld + c]; ('col', ld) when p[c * ld + r]; else None
+    (a matrix of one row or column reads either way: its ld is 0 where it has one line)."""
+    if cols == 1 or s_cols == 1:
+        return "row", (s_rows if rows > 1 else 0)
+    if rows == 1 or s_rows == 1:
+        return "col", (s_cols if cols > 1 else 0)
+    return None
+
+
+def is_vec16(ptr, ld, batch_stride, batch, elem) -> bool:
+    """Whether an operand copies in 16-byte chunks: base address, leading dimension and
+    batch stride all multiples of 16 bytes."""
+    v = VEC16_BYTES
+    return (ptr % v == 0 and (ld * elem) % v == 0
+            and (batch <= 1 or (batch_stride * elem) % v == 0))

@@ -106,3 +106,13 @@ def _flat(x) -> bool:
     *lead, _, _ = x.shape
     st = x.strides[:len(lead)]
     return all(st[i] == st[i + 1] * lead[i + 1] for i in range(len(lead) - 1))
+
+
+def one_copy(x, copy, broadcast: bool):
+    """``copy(x)``; of one matrix where ``x``'s batch repeats it (``broadcast``), read back
+    with a batch stride of 0, so a broadcast operand is not materialised."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    if not broadcast or len(x.shape) < 3:
+        return copy(x)
+    return cupy.broadcast_to(copy(x[0]), tuple(x.shape))

@@ -24,7 +24,9 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
                         Wgmma, WgmmaKMajor, dot_bases, output_tiles, pending_for,
                         streaming_wanted)
 from .forms import dot_form
+from .operands import is_vec16, matrix_layout
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
+from .step_launch import StepLaunch, dot_spec
 
 DEFAULT_REDUCTION = "deterministic"
 """The fixup the GPU engine uses unless told otherwise: bitwise run-to-run reproducible, as
@@ -99,8 +101,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     entries of the fewest), offered then whatever its waves and loops;
     :data:`.catalogue.PENDING` ones and those offered only where B's rows start off lines
     included (else a memory-bound problem gets its dtype's streaming entry where one is
-    offered and fits, :data:`.catalogue.MEMORY_BOUND_REUSE`); ``precision``: float32 on the
-    entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both
+    offered and fits, :data:`.catalogue.gates.MEMORY_BOUND_REUSE`); ``precision``: float32 on
+    the entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact); ``vec16``: both
     operands are 16-byte aligned (entries that need it are left out otherwise);
     ``im2col``: the problem is a convolution's implicit GEMM, on the entries whose
     convolution entry gets A that way
@@ -166,7 +168,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                          f"{device.name}")
     while True:
         # a convolution's kernels run one tile shape (no HyTiS small rows), and their
-        # partial waves (another producer) are not measured apart
+        # producer (im2col) is not the one the solo fractions describe: their partial waves
+        # are priced as full ones
         smalls = {} if im2col is None else {"small_tiles": (), "solo_fraction": 1.0}
         options_ = [replace(b.option(), ctas_per_sm=c, **smalls)
                     for (_, c, _), b in by_entry.items()]
@@ -189,9 +192,10 @@ DOT_REPRODUCIBLE_REDUCTION = "arrival"
 """The protocol auto runs the Dot family's split products with when a bitwise reproducible
 result is asked for (the deterministic default). The Dot kernels' arrival merge is
 reproducible (the last arrival sums the peers' output sums in a fixed order) and takes one
-parallel step, where the deterministic chain hands a tile from split to split, about 1.1 us
-each on the H200: 300 us for a 16M dot over 256 splits (docs/benchmarks/log.md). The cost
-model charges a partial by its bytes, which for an output-sized partial misses that latency."""
+parallel step, where the deterministic chain hands a tile from split to split, about a
+microsecond a hand-off on the H200, so a long dot over hundreds of splits waits hundreds of
+microseconds in the chain (evidence: docs/benchmarks/calibration.md). The cost model charges
+a partial by its bytes, which for an output-sized partial misses that latency."""
 
 
 def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
@@ -252,19 +256,18 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
 
 
 K_MAJOR_COPY_BANDWIDTH = 3.8e12
-"""Bytes a second the K-major copy (``relayout``) reads and writes on the H200: 3.8 - 4.0
-TB/s (docs/benchmarks/log.md, the copy's 16-byte vectors)."""
+"""Bytes a second the K-major copy (``relayout``) reads and writes on the H200, in 16-byte
+vectors: the low end of its range there (evidence: docs/benchmarks/calibration.md)."""
 TF32X3_RATE = 100e12
-"""Flops a second of the 3xTF32 entries on products of many tiles, H200: 92 - 107 TFLOP/s
-(docs/benchmarks/tf32-int8-h200.md, at 3e7a0aa and 3cdc7e6)."""
+"""Flops a second of the 3xTF32 entries on products of many tiles on the H200: the middle of
+their range there (evidence: docs/benchmarks/calibration.md)."""
 TURN_COST_SHARE = 0.15
-"""The in-stage pass's cost as a share of a 3xTF32 product's time (0 - 23% measured on
-compute-bound products, H200; docs/benchmarks/log.md, "tf32 operands turned K-major in the
-stages"): a copy K-major estimated at less than this share of the product is made, and the
-K-major kernel runs (where the copy is that cheap the turn measured no faster beyond the
-runs' spread, and 4096^3 slower in two runs of three); a dearer one (an operand large
-against the product's flops, as B of 256 x 3584 x 8192, a 45% share) is not, and the
-kernel turns the operand in its stages."""
+"""The in-stage pass's cost as a share of a 3xTF32 product's time, on compute-bound products
+(H200): a copy K-major estimated at less than this share of the product is made, and the
+K-major kernel runs (where the copy is that cheap, turning the operand in the stages is no
+faster, and on the largest squares slower); a dearer one (an operand large against the
+product's flops, as B of 256 x 3584 x 8192, a 45% share) is not, and the kernel turns the
+operand in its stages (evidence: docs/benchmarks/calibration.md)."""
 
 
 def k_major_copy_elems(a_copied: bool, b_copied: bool, m: int, n: int, k: int,
@@ -368,12 +371,13 @@ def unscheduled_reason(step) -> str | None:
     return None
 
 
-def resolve_step(step, device: DeviceInfo, **options) -> Resolved | None:
-    """The schedule and entry the GPU runs a plan step with, at the step's ``precision``;
-    None when the step is not GEMM-class or no kernel takes its dtype (the backend's
-    documented fallback runs it). Memory-bound steps with a Dot form run on the Dot kernel
-    (:func:`resolve_dot`), exactly whatever the precision. The schedule's reason names the
-    operands copied K-major for the precision's entries (:func:`step_operands`)."""
+def resolve_step(step, device: DeviceInfo, **options) -> StepLaunch | None:
+    """The launch the GPU runs a plan step with (:class:`~.step_launch.StepLaunch`), at the
+    step's ``precision``; None when the step is not GEMM-class or no kernel takes its dtype
+    (the backend's documented fallback runs it). Memory-bound steps with a Dot form run on
+    the Dot kernel (:func:`resolve_dot`), exactly whatever the precision. The schedule's
+    reason names the operands copied K-major for the precision's entries
+    (:func:`step_operands`)."""
     if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
     try:
@@ -387,25 +391,52 @@ TILES_BEYOND_INDEX = f"its tiles beyond the kernels' {INDEX_MAX}: CuPy runs it"
 not (a Dot of ``batch x rows`` tiles of one or eight rows; :class:`TableOverflow`)."""
 
 
-def _resolve_step(step, device: DeviceInfo, **options) -> Resolved:
+def _resolve_step(step, device: DeviceInfo, **options) -> StepLaunch:
     dtype = step.dtype.name
     form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
     if form is not None:
-        return resolve_dot(form, dtype, device, **options)
-    layouts, vec16 = step_operands(step, compute_capability(device))
+        schedule, entry = resolve_dot(form, dtype, device, **options)
+        return StepLaunch(schedule, dot_spec(entry, schedule.protocol, form,
+                                             step.dtype.itemsize), form=form)
+    layouts, _ = step_operands(step, compute_capability(device))
+    contiguous = _contiguous_operands(step)[0]
+    copies = tuple(lay != want for lay, want in zip(contiguous, layouts))
+    views = _operand_views(step, copies)
     problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
     # B as the backends make it: a fresh array (on a line) or a view of a contiguous one
     b_row = step.n if layouts[1] == "row" else step.k
     b_off = rows_off_lines(0, b_row, _batch_strides(step)[1], step.dtype.itemsize)
-    r = resolve_gemm(problem, device, vec16=vec16, kind=step.kind.name,
-                     associative=step.associative, layouts=layouts,
+    r = resolve_gemm(problem, device, vec16=views[0][1] and views[1][1], kind=step.kind.name,
+                     associative=step.associative, layouts=(views[0][0], views[1][0]),
                      precision=step.precision, b_off_lines=b_off, **options)
-    copied = [x for x, lay, want in zip("AB", _contiguous_operands(step)[0], layouts)
-              if lay != want]
-    if not copied or not (k_major_only(r.base) or turns_operands(r.base)):
-        return r  # (an exact fallback reads them as they are)
-    return r._replace(schedule=replace(r.schedule, reason=(
-        f"{r.schedule.reason}; {' and '.join(copied)} copied K-major for {step.precision}")))
+    if any(copies) and not (k_major_only(r.base) or turns_operands(r.base)):
+        copies = (False, False)  # an exact fallback reads them as they are
+        views = _operand_views(step, copies)
+    spec = specialise(r.base, protocol=r.schedule.protocol, a_layout=views[0][0],
+                      b_layout=views[1][0], a_vec16=views[0][1], b_vec16=views[1][1])
+    schedule = r.schedule
+    if any(copies):
+        copied = " and ".join(x for x, c in zip("AB", copies) if c)
+        schedule = replace(schedule, reason=(
+            f"{schedule.reason}; {copied} copied K-major for {step.precision}"))
+    return StepLaunch(schedule, spec, copies)
+
+
+def _operand_views(step, copies: tuple[bool, bool]) -> tuple[tuple[str, bool], ...]:
+    """The (layout, vec16) the launch reads each operand's (batch, rows, cols) view with, as
+    :func:`~.gemm.gemm` reads it from its strides (:func:`.operands.matrix_layout`, a
+    fresh array's base on 16 bytes): the view of a contiguous operand, or of its K-major
+    copy (a broadcast operand's copy is one matrix read with a batch stride of 0)."""
+    m, n, k, batch = step.m, step.n, step.k, step.batch
+    contiguous = _contiguous_operands(step)[0]
+    sa, sb = _batch_strides(step)
+    elem = step.dtype.itemsize
+    a_row = contiguous[0] == "row" or copies[0]
+    b_row = contiguous[1] == "row" and not copies[1]
+    a = matrix_layout(m, k, *((k, 1) if a_row else (1, m)))
+    b = matrix_layout(k, n, *((n, 1) if b_row else (1, k)))
+    return ((a[0], is_vec16(0, a[1], sa, batch, elem)),
+            (b[0], is_vec16(0, b[1], sb, batch, elem)))
 
 
 def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):
@@ -422,11 +453,12 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
         if not step.is_gemm_class:
             return step
         step = replace(step, precision=precision)
-        r = resolve_step(step, device, **options)
-        if r is None:  # CuPy runs it: float32 exactly, whatever the precision asked
-            return replace(step, schedule=None,
+        launch = resolve_step(step, device, **options)
+        if launch is None:  # CuPy runs it: float32 exactly, whatever the precision asked
+            return replace(step, schedule=None, launch=None,
                            unscheduled=unscheduled_reason(step) or TILES_BEYOND_INDEX,
                            precision=None if step.dtype.name == "float32" else precision)
-        exact = step.dtype.name == "float32" and runs_exact(r.base)
-        return replace(step, schedule=r.schedule, precision=None if exact else precision)
+        exact = step.dtype.name == "float32" and runs_exact(launch.entry)
+        return replace(step, schedule=launch.schedule, launch=launch,
+                       precision=None if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

@@ -48,7 +48,10 @@ class Step:
     axes dropped as size-1 broadcasts; repeated input labels are diagonals. ``precision``:
     the precision its GEMM kernel runs float32 operands at (None: exact; other dtypes
     ignore it). ``unscheduled``: why a GEMM-class step of a plan resolved for a GPU has no
-    schedule (its operations fall back to CuPy's), shown in the plan's table.
+    schedule (its operations fall back to CuPy's), shown in the plan's table. ``launch``:
+    what the GPU launches for the step, made with its ``schedule`` when the plan is resolved
+    for a device (:class:`skcontract.kernels.step_launch.StepLaunch`: the schedule, the
+    kernel, the operand copies); the table shows it.
     """
 
     index: int
@@ -78,6 +81,12 @@ class Step:
     schedule: Any = None
     precision: str | None = None
     unscheduled: str | None = None
+    launch: Any = None
+
+    def __post_init__(self):
+        if self.launch is not None and self.launch.schedule is not self.schedule:
+            raise ValueError(f"step {self.index}: its launch runs another schedule than the "
+                             "step's")
 
     @property
     def subscripts(self) -> str:
@@ -130,8 +139,9 @@ class Step:
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
-        sched = "-" if self.schedule is None else (
-            self.schedule.summary() if hasattr(self.schedule, "summary") else str(self.schedule))
+        shown = self.launch if self.launch is not None else self.schedule
+        sched = "-" if shown is None else (
+            shown.summary() if hasattr(shown, "summary") else str(shown))
         if self.schedule is None and self.unscheduled:
             sched = f"- ({self.unscheduled})"
         if self.float32_precision is not None:
@@ -198,7 +208,8 @@ class Plan:
 
     def with_schedules(self, fn: Callable[[Step], Any]) -> "Plan":
         """A copy whose GEMM-class steps carry ``fn(step)`` as their ``schedule``."""
-        steps = tuple(replace(s, schedule=fn(s), unscheduled=None) if s.is_gemm_class else s
+        steps = tuple(replace(s, schedule=fn(s), unscheduled=None, launch=None)
+                      if s.is_gemm_class else s
                       for s in self.steps)
         return replace(self, steps=steps)
 

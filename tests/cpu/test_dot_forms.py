@@ -5,7 +5,7 @@ import pytest
 
 from skcontract.contract import contract_path
 from skcontract.kernels import catalogue
-from skcontract.kernels.dot import form_of
+from skcontract.kernels.forms import form_of
 from skcontract.kernels.forms import DotForm, dot_form
 from skcontract.kernels.resolve import resolve_dot
 from skcontract.schedule import DeviceInfo

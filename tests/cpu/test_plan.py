@@ -292,7 +292,7 @@ def test_an_einsum_step_shares_b_rows_that_start_off_lines():
         plan = build_plan(parse_equation("ij,jk->ik", [(1000, 1000), (1000, n)]),
                           np.float16, device=h200)
         r = resolve_step(plan.steps[0], h200)
-        assert r.base.b_off_lines_only is shared and (r.base.CLUSTER == 2) is shared
+        assert r.entry.b_off_lines_only is shared and (r.entry.CLUSTER == 2) is shared
 
 
 def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():

@@ -649,7 +649,7 @@ def test_a_plan_at_3xtf32_copies_only_operands_cheap_to_copy():
             ("ji,jk->ik", ((4096, 4096), (4096, 4096)), ("row", "col"), "A and B")):
         s = step(subscripts, *shapes)
         assert step_operands(s, 90) == (layouts, True), subscripts
-        assert type(resolve_step(s, H200).base).__name__ == "WgmmaTf32x3"
+        assert type(resolve_step(s, H200).entry).__name__ == "WgmmaTf32x3"
         assert s.schedule.reason.endswith(f"; {copied} copied K-major for 3xtf32") if copied \
             else "copied" not in s.schedule.reason, (subscripts, shapes, s.schedule.reason)
 
@@ -672,7 +672,7 @@ def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():
     step = planned("ij,jk->ik", (4096, 4096), (4096, 4096), precision=precision)
     assert step.precision == precision
     assert step_operands(step, 90) == (("row", "col"), True)
-    assert type(resolve_step(step, H200).base).__name__ == family
+    assert type(resolve_step(step, H200).entry).__name__ == family
     assert step.schedule.reason.endswith(f"; B copied K-major for {precision}")
     assert step.row()[-1].startswith(f"{precision}: ")
     both = planned("ji,jk->ik", (4096, 4096), (4096, 4096), precision=precision)

@@ -84,7 +84,8 @@ MODES = [("data_parallel", "deterministic"), ("stream_k", "deterministic"),
 @pytest.mark.parametrize("mode,reduction", MODES)
 @pytest.mark.parametrize("case", ["one long dot", "gemv rows", "vector x matrix, n-contiguous"])
 def test_every_mode_and_fixup(case, mode, reduction):
-    from skcontract.kernels.dot import form_of, matvec
+    from skcontract.kernels.dot import matvec
+    from skcontract.kernels.forms import form_of
     from skcontract.kernels.gemm import device_info
     from skcontract.kernels.resolve import resolve_dot
     dtype = "float32"
@@ -99,7 +100,8 @@ def test_every_mode_and_fixup(case, mode, reduction):
 @pytest.mark.parametrize("reduction", ["deterministic", "arrival"])
 def test_split_dots_are_bitwise_reproducible(reduction):
     import cupy
-    from skcontract.kernels.dot import form_of, matvec
+    from skcontract.kernels.dot import matvec
+    from skcontract.kernels.forms import form_of
     from skcontract.kernels.gemm import device_info
     from skcontract.kernels.resolve import resolve_dot
     x, y = _rand((1, 1 << 22), "float32", "C", 9), _rand((1 << 22, 1), "float32", "C", 10)

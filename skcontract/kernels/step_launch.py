@@ -1,0 +1,67 @@
+"""StepLaunch: everything that launches one GEMM-class plan step, decided when the plan is made.
+
+The resolver (:func:`.resolve.resolve_step`) makes one for each GEMM-class step a kernel
+takes: the schedule, the kernel specialisation (entry, fixup protocol, operand layouts and
+vector widths), the operand copies made before the launch, and the Dot form of a
+memory-bound step. The plan holds it and prints it; the backend binds pointers to it
+(:mod:`.bound`) without entering the resolver or the catalogue. Pure Python: plans for a GPU
+are made and shown anywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schedule import Schedule
+from .forms import DotForm, loads_aligned
+from .specs import KernelSpec, specialise
+
+@dataclass(frozen=True, eq=False)
+class StepLaunch:
+    """The launch of one plan step: ``schedule`` runs on the kernel of ``spec``; ``copies``
+    says, for A and B, whether the operand is first copied K-major (the entries that read
+    K-major operands only, or where the copy costs less than turning the operand in the
+    kernel's stages); ``form`` is the step's Dot form when the Dot family runs it (its
+    operands in the form's order). Two launches with equal :attr:`key` launch the same
+    kernel on the same split table."""
+
+    schedule: Schedule
+    spec: KernelSpec
+    copies: tuple[bool, bool] = (False, False)
+    form: DotForm | None = None
+
+    @property
+    def entry(self):
+        """The catalogue entry whose kernel runs the step."""
+        return self.spec.base
+
+    @property
+    def key(self) -> tuple:
+        """What identifies the launch: the split table's content, the kernel, the copies
+        and the form (the schedule's numpy table is compared by digest)."""
+        s = self.schedule
+        return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.cluster,
+                s.protocol, self.spec, self.copies, self.form)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StepLaunch) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def summary(self) -> str:
+        """The schedule's summary and the kernel, as a plan's row shows them (the schedule's
+        reason names the operands copied K-major)."""
+        return f"{self.schedule.summary()}; kernel {self.spec.name}"
+
+
+def dot_spec(entry, protocol: str, form: DotForm, itemsize: int, a_ptr: int = 0,
+             b_ptr: int = 0) -> KernelSpec:
+    """The Dot kernel of ``entry`` for ``form``'s operands at ``a_ptr`` / ``b_ptr`` (in the
+    form's A / B order; 0: fresh arrays), whose 16-byte loads are aligned or not
+    (:func:`.forms.loads_aligned`)."""
+    rows = form.shape == "rows"
+    a_vec = loads_aligned(a_ptr, form.lda, form.sa, itemsize, True) if rows else True
+    b_vec = loads_aligned(b_ptr, form.ldb, form.sb, itemsize, True)
+    la, lb = entry.layouts()[0]
+    return specialise(entry, protocol=protocol, a_layout=la, b_layout=lb, a_vec16=a_vec,
+                      b_vec16=b_vec)
