@@ -22,7 +22,7 @@ import warnings
 from ..schedule import GemmProblem, Schedule
 from ..schedule.types import CLUSTER
 from . import dot, jit, relayout, specs
-from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, TF32, catalogue_key, withdraw
+from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, TF32, catalogue_key
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import as3, describe, is_vec16, matrix_layout
@@ -52,13 +52,17 @@ def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> N
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
               reduction, tile, grid, dev, schedule=None, precision=None,
-              stream=None, b_off_lines=False) -> LaunchPlan:
+              stream=None, b_off_lines=False, exclude: frozenset = frozenset()) -> LaunchPlan:
     """Resolve (or take), specialise, compile and upload for one problem (the cold path).
 
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; else the
     problem is resolved for the device with ``mode`` / ``reduction`` / ``tile`` / ``grid``;
     ``precision``: float32's (:func:`.catalogue.catalogue_key`); ``b_off_lines``: B's rows
-    start off the L2's lines (:func:`.resolve.rows_off_lines`).
+    start off the L2's lines (:func:`.resolve.rows_off_lines`); ``exclude``: entries not to
+    plan on. A kernel this device cannot build as its entry declares (a register count this
+    compiler misses; a cluster pair of which the device keeps fewer clusters resident than
+    the plan assumed) is planned around for this problem, with a warning naming the entry;
+    the catalogue is left as it is.
     """
     vec16 = a_vec16 and b_vec16
     planned_here = schedule is None and tile is None
@@ -84,7 +88,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
                                       device_info(dev), mode=mode, reduction=reduction,
                                       tile=tile, precision=precision, vec16=vec16,
                                       layouts=(a_layout, b_layout), b_off_lines=b_off_lines,
-                                      **options)
+                                      exclude=exclude, **options)
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
@@ -97,11 +101,11 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         # of SMs)
         if isinstance(e, CoResidencyError) and not (planned_here and base.CLUSTER > 1):
             raise
-        withdraw(base)
-        warnings.warn(f"{e}; {base.name} is withdrawn for this process", RuntimeWarning)
+        warnings.warn(f"{e}; planned again without {base.name}", RuntimeWarning)
         return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
-                         precision=precision, stream=stream, b_off_lines=b_off_lines)
+                         precision=precision, stream=stream, b_off_lines=b_off_lines,
+                         exclude=exclude | {base})
     jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
                      f"A={a_layout} B={b_layout} -> {spec.name} "
                      f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"

@@ -89,7 +89,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                  reduction: str = DEFAULT_REDUCTION, tile=None, precision: str | None = None,
                  vec16: bool = True, im2col: str | None = None, masked: bool = False,
                  operand_elems: int | None = None, layouts: tuple | None = None,
-                 b_off_lines: bool = False, **options) -> Resolved:
+                 b_off_lines: bool = False, exclude: frozenset = frozenset(),
+                 **options) -> Resolved:
     """The schedule our kernels would run ``problem`` with on ``device``, and the entry.
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
@@ -112,12 +113,15 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A,
     B) layouts ("row" / "col") of the operands, on the entries specialised for them (None:
     any, as when planning from shapes); ``b_off_lines``: B's rows start off
-    :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered). Other
+    :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered);
+    ``exclude``: entries not to plan on (a kernel this device cannot build as declared:
+    :func:`.gemm.make_plan`). Other
     ``options`` (grid, splits, groups, ...) go to the scheduler. TypeError when no kernel
     takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
-    bases = bases_for(problem.dtype, precision, cc, vec16, b_off_lines or tile is not None)
+    bases = tuple(b for b in bases_for(problem.dtype, precision, cc, vec16,
+                                       b_off_lines or tile is not None) if b not in exclude)
     if tile is not None:
         want = tuple(int(t) for t in tile)
         offered = bases + tuple(b for b in pending_for(problem.dtype, cc)

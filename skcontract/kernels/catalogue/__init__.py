@@ -46,8 +46,7 @@ from .ffma import Ffma
 from .gates import LINE_BYTES, memory_bound, output_tiles, streaming_wanted
 from .imma import Imma
 from .mma16 import Mma16
-from .offer import (OFFER_PENDING, bases_for, catalogue_key, dot_bases, pending_for,
-                    withdraw)
+from .offer import OFFER_PENDING, bases_for, catalogue_key, dot_bases, pending_for
 from .registry import CATALOGUE, DOT_CATALOGUE, PENDING, all_bases
 from .tf32 import Tf32
 from .wgmma import Wgmma
@@ -61,5 +60,4 @@ __all__ = [
     "KernelBase", "Mma16", "Tf32", "Wgmma", "WgmmaInt8", "WgmmaKMajor", "WgmmaPair",
     "WgmmaTf32", "WgmmaTf32x3", "all_bases", "bases_for", "catalogue_key", "dot_bases",
     "memory_bound", "output_tiles", "pending_for", "streaming_wanted", "vec16_elems",
-    "withdraw",
 ]

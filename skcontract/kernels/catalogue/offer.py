@@ -17,15 +17,6 @@ OFFER_PENDING = os.environ.get("SKCONTRACT_OFFER_PENDING") == "1"
 """Whether :func:`bases_for` offers :data:`.registry.PENDING` in this process (read at
 import)."""
 
-_WITHDRAWN: set = set()
-
-
-def withdraw(base: KernelBase) -> None:
-    """Offer ``base`` no more in this process (its kernel cannot be built as declared here,
-    e.g. :class:`~skcontract.kernels.jit.RegisterCountError`)."""
-    _WITHDRAWN.add(base)
-
-
 def catalogue_key(dtype: str, precision: str | None = None) -> str:
     """The catalogue key of ``dtype`` operands at ``precision`` (None: exact; one of
     :data:`.entry.PRECISIONS`, which float32 alone has: other dtypes ignore it). TypeError
@@ -50,12 +41,12 @@ def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
     entries = CATALOGUE[key] + (PENDING.get(key, ()) if OFFER_PENDING else ())
     return tuple(b for b in entries
                  if b.offered_on(cc) and (vec16 or not b.vec16_only)
-                 and (b_off_lines or not b.b_off_lines_only) and b not in _WITHDRAWN)
+                 and (b_off_lines or not b.b_off_lines_only))
 
 
 def pending_for(dtype: str, cc: int | None = None) -> tuple[KernelBase, ...]:
     """The :data:`.registry.PENDING` entries of ``dtype`` on compute capability ``cc``."""
-    return tuple(b for b in PENDING.get(dtype, ()) if b.offered_on(cc) and b not in _WITHDRAWN)
+    return tuple(b for b in PENDING.get(dtype, ()) if b.offered_on(cc))
 
 
 def dot_bases(dtype: str, shape: str) -> tuple[Dot, ...]:
