@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from skcontract.kernels.launch import record_launches
 from skcontract.kernels.resolve import K_MAJOR, step_operands
 
 from .helpers import EDGE_SHAPES, LAYOUTS, TOL, poisoned, rand, rel_error, schedule_gemm, to64
@@ -286,10 +287,13 @@ def test_einsum_at_a_precision(case):
     a, b = rand(shapes[0], "float32", "C", 40 + case), rand(shapes[1], "float32", "C", 50)
     ref = cupy.einsum(sub, to64(a), to64(b))
     exact = min(max_error(einsum(sub, a, b), ref), max_error(cupy.einsum(sub, a, b), ref))
-    ours = einsum(sub, a, b, precision=X3)
+    with record_launches() as launched:
+        ours = einsum(sub, a, b, precision=X3)
     if _x3_family() == "WgmmaTf32x3":  # the plan's layouts are the ones the launch reads
-        spec = _last_spec()
-        sees = step_operands(contract_path(sub, a, b, precision=X3)[1].steps[0], 90)[0]
+        planned = contract_path(sub, a, b, precision=X3)[1].steps[0]
+        spec = planned.launch.spec
+        assert [x.kernel for x in launched] == [spec.name]
+        sees = step_operands(planned, 90)[0]
         assert (spec.base.transposes(spec), sees != K_MAJOR) == (turned, turned), spec.name
     assert max_error(ours, ref) <= ACCURACY_FACTOR * exact, (sub, max_error(ours, ref), exact)
     assert bool((einsum(sub, a, b, precision=X3) == ours).all())  # warm, deterministic
