@@ -1,8 +1,9 @@
-"""Plan steps' launches bound to a device: :func:`run_step` launches a
+"""Launches bound to a device: :func:`run_step` launches a plan step's
 :class:`~.step_launch.StepLaunch` on CuPy operands.
 
 One cache holds the compiled, uploaded :class:`~.launch.LaunchPlan` of each launch value and
-device. A call checks that its operands are the ones the launch was made for (dtype,
+device (:func:`launch_plan`), for einsum's steps, ``gemm()`` and the Dot family's products
+alike. A call checks that its operands are the ones the launch was made for (dtype,
 layouts, 16-byte alignment, the Dot form), makes the copies the launch names, binds the
 pointers and launches: no resolver, no catalogue. Operands laid out otherwise get None, and
 the caller runs them its documented way. CuPy is imported inside the functions only.
@@ -26,7 +27,8 @@ def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
     if plan is None:
         kernel = jit.get_kernel(launch.spec, dev)
         plan = _PLANS[key] = LaunchPlan(kernel, launch.schedule, dev, stream)
-        jit.print_kernel(f"step {launch.spec.name}\n    schedule: {launch.schedule.summary()}")
+        jit.print_kernel(f"launch {launch.spec.name} (occupancy {kernel.occupancy}/SM, smem "
+                         f"{launch.spec.smem_bytes} B)\n    schedule: {launch.schedule.summary()}")
     return plan
 
 

@@ -8,12 +8,13 @@ fixup protocols run it (:func:`.resolve.resolve_dot`).
 """
 from __future__ import annotations
 
-from . import jit
+from . import bound
 from .catalogue import DOT_CATALOGUE, Dot
 from .forms import DotForm, form_of, loads_aligned
 from .launch import Binding, LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, device_info, resolve_dot
 from .specs import specialise
+from .step_launch import StepLaunch
 
 
 _PLANS: dict = {}
@@ -29,9 +30,7 @@ def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolve
     la, lb = base.layouts()[0]
     spec = specialise(base, protocol=schedule.protocol, a_layout=la, b_layout=lb,
                       a_vec16=a_vec, b_vec16=b_vec)
-    kernel = jit.get_kernel(spec, dev)
-    jit.print_kernel(f"dot {dtype} {form} -> {spec.name}\n    schedule: {schedule.summary()}")
-    return LaunchPlan(kernel, schedule, dev, stream)
+    return bound.launch_plan(StepLaunch(schedule, spec, form=form), dev, stream)
 
 
 def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr: int,
@@ -107,4 +106,6 @@ def product(form: DotForm, dtype: str, item: int, x_ptr: int, y_ptr: int, c_ptr:
 
 
 def clear_plans() -> None:
+    """Forget the launches made so far (this module's and the bound ones it shares)."""
     _PLANS.clear()
+    bound.clear_plans()

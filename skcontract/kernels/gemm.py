@@ -21,7 +21,7 @@ import warnings
 
 from ..schedule import GemmProblem, Schedule
 from ..schedule.types import CLUSTER
-from . import dot, jit, relayout, specs
+from . import bound, dot, jit, relayout, specs
 from .catalogue import DOT_CATALOGUE, INPUT_DTYPES, TF32, catalogue_key
 from .forms import dot_form
 from .launch import Binding, CoResidencyError, LaunchPlan
@@ -29,6 +29,7 @@ from .operands import as3, describe, is_vec16, matrix_layout
 from .resolve import (DEFAULT_REDUCTION, Resolved, compute_capability, device_info,
                       entry_for, k_major_copy_elems, k_major_only, reads_k_major,
                       resolve_gemm, rows_off_lines, turns_operands)
+from .step_launch import StepLaunch
 
 _PLANS: dict = {}
 
@@ -92,8 +93,7 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
-        kernel = jit.get_kernel(spec, dev)
-        plan = LaunchPlan(kernel, schedule, dev, stream)
+        return bound.launch_plan(StepLaunch(schedule, spec), dev, stream)
     except (jit.RegisterCountError, CoResidencyError) as e:
         # the documented fallbacks: plan again without the entry this compiler cannot build,
         # or, for a schedule auto planned here, without the cluster entry whose clusters
@@ -106,11 +106,6 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
                          precision=precision, stream=stream, b_off_lines=b_off_lines,
                          exclude=exclude | {base})
-    jit.print_kernel(f"gemm {dtype} batch={batch} m={m} n={n} k={k} "
-                     f"A={a_layout} B={b_layout} -> {spec.name} "
-                     f"(occupancy {kernel.occupancy}/SM, smem {spec.smem_bytes} B)\n"
-                     f"    schedule: {schedule.summary()}")
-    return plan
 
 
 def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_REDUCTION,
@@ -386,4 +381,6 @@ def _aligned_copy(x, col: bool, base):
 
 
 def clear_plans() -> None:
+    """Forget the launches made so far (this module's and the bound ones it shares)."""
     _PLANS.clear()
+    bound.clear_plans()

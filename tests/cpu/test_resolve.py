@@ -266,7 +266,7 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     to another register count than its split needs is planned around, with a warning naming
     it, and the step planned again on the others (gemm.make_plan, with the compiler and the
     upload stood in for); the catalogue still offers the entry."""
-    from skcontract.kernels import gemm, jit
+    from skcontract.kernels import bound, gemm, jit
 
     h200 = DeviceInfo.h200()
     problem = GemmProblem(4096, 4096, 4096, dtype="float16")
@@ -282,8 +282,9 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
 
     monkeypatch.setattr(gemm, "device_info", lambda dev: h200)
     monkeypatch.setattr(jit, "get_kernel", fake_kernel)
-    monkeypatch.setattr(gemm, "LaunchPlan", lambda kernel, schedule, dev, stream: (
+    monkeypatch.setattr(bound, "LaunchPlan", lambda kernel, schedule, dev, stream: (
         kernel.spec, schedule))
+    monkeypatch.setattr(bound, "_PLANS", {})
     with pytest.warns(RuntimeWarning, match=f"planned again without {first.base.name}"):
         spec, schedule = gemm.make_plan("float16", 1, 4096, 4096, 4096, "row", "row", True,
                                         True, mode="auto", reduction="deterministic",

@@ -260,11 +260,12 @@ def test_auto_leaves_a_pair_the_device_cannot_keep_resident(monkeypatch):
     """auto plans the cluster pairs for half the SMs' clusters; on a device that keeps fewer
     resident (here: the driver's count patched to one), a pair schedule whose splits wait is
     planned again without the pair, with a warning, and runs right."""
-    from skcontract.kernels import jit
+    from skcontract.kernels import bound, jit
     from skcontract.kernels import gemm as G
     monkeypatch.setattr(jit, "_MEMO", {})
     monkeypatch.setattr(jit, "max_active_clusters", lambda *args: 1)
     monkeypatch.setattr(G, "_PLANS", {})
+    monkeypatch.setattr(bound, "_PLANS", {})
     m, n, k = 2000, 3000, 5000  # auto: the 256 x 256 pair, hybrid, deterministic
     a, b = rand((m, k), "float16", "C", 21), rand((k, n), "float16", "C", 22)
     out = poisoned((m, n), a)
