@@ -202,12 +202,12 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
             schedule is None and a_dt in DOT_CATALOGUE:
         form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), (sbc, scm, scn))
         if form is not None:  # memory-bound: the Dot family, as einsum runs it
-            bound = _matvec(form, A, B, C, alpha, beta, stream, bind and replayable,
-                            reduction)
+            replay = _matvec(form, A, B, C, alpha, beta, stream, bind and replayable,
+                             reduction)
             if not bind:
                 return out
-            return out, (None if bound is None else Binding(bound, form.swap, out_shape,
-                                                            out.dtype, cupy.empty))
+            return out, (None if replay is None else Binding(replay, form.swap, out_shape,
+                                                             out.dtype, cupy.empty))
     a_kmajor = lay_a is not None and lay_a[0] == "row"
     b_kmajor = lay_b is not None and lay_b[0] == "col"
     elem = specs.CXX_TYPES[a_dt][1]
@@ -288,11 +288,11 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
                 stream)
     if not bind:
         return out
-    bound = plan.bind(m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta) if replayable \
+    replay = plan.bind(m, n, k, lda, ldb, ldc, sba, sbb, sbc, alpha, beta) if replayable \
         else None
-    if bound is None:
+    if replay is None:
         return out, None
-    return out, Binding(bound, swapped, tuple(out.shape), out.dtype, cupy.empty)
+    return out, Binding(replay, swapped, tuple(out.shape), out.dtype, cupy.empty)
 
 
 def _precision(dtype: str, allow_tf32: bool, precision: str | None) -> str | None:
