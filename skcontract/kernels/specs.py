@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedule.table import PROTOCOL_CODES
+from ..schedule.types import Protocol
 from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases, vec16_elems
 
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
 unrolled, their many in-flight copies spill registers on sm_80."""
 
-PROTOCOLS = tuple(PROTOCOL_CODES)
-"""Fixup protocols a kernel is built for: "none" and the reduction modes."""
+PROTOCOLS = tuple(Protocol)
+"""Fixup protocols a kernel is built for: NONE and the reductions."""
 LAYOUTS = ("row", "col")
 A_SOURCES = ("dense", "im2col")
 """Where operand A comes from: a dense strided matrix, or gathered from a channels-last
@@ -35,7 +35,8 @@ convolution input (the implicit GEMM of conv2d: the family's convolution entry,
 class KernelSpec:
     """What one compiled kernel is: a catalogue entry and its specialisation.
 
-    ``protocol``: the fixup the kernel runs ("none", "atomic", "deterministic", "arrival").
+    ``protocol``: the fixup the kernel runs (a :class:`~skcontract.schedule.Protocol`, or its
+    name).
     ``a_layout``/``b_layout``: ``row`` means the last index is contiguous (A[m, k] row-major:
     k contiguous; B[k, n] row-major: n contiguous). ``a_vec``/``b_vec``: elements per async
     copy along the contiguous dimension (16 bytes for vec16 operands, else 1 element).
@@ -45,7 +46,7 @@ class KernelSpec:
     """
 
     base: KernelBase
-    protocol: str = "deterministic"
+    protocol: Protocol = Protocol.DETERMINISTIC
     a_layout: str = "row"
     b_layout: str = "row"
     a_vec: int = 1
@@ -55,6 +56,7 @@ class KernelSpec:
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown fixup protocol {self.protocol!r} (have {PROTOCOLS})")
+        object.__setattr__(self, "protocol", Protocol(self.protocol))
         if self.protocol not in self.base.protocols():
             raise ValueError(f"{self.base.name}: no {self.protocol!r} kernel (the "
                              f"{self.base.FAMILY} family runs {self.base.protocols()})")
@@ -153,7 +155,7 @@ class KernelSpec:
             f"  static constexpr int BM = {self.bm}, BN = {self.bn}, BK = {self.bk};\n"
             f"  static constexpr int THREADS = {self.threads};\n"
             f"  static constexpr int MIN_BLOCKS = {self.ctas_per_sm};\n"
-            f"  static constexpr int REDUCTION = {PROTOCOL_CODES[self.protocol]};\n"
+            f"  static constexpr int REDUCTION = {Protocol(self.protocol).code};\n"
             f"{self.base.cfg_lines(self)}}};\n")
 
 

@@ -15,7 +15,7 @@ from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
 from .scheduler import schedule_gemm, schedule_problem, schedule_step
 from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
-                    SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, ProtocolViolation, Reduction,
+                    SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, Protocol, ProtocolViolation,
                     Schedule, TileOption,
                     ScheduleDeadlock, ScheduleError, Split, conv_problem, grouped_problem)
 
@@ -24,7 +24,7 @@ __all__ = [
     "schedule_gemm", "schedule_problem", "schedule_step", "emulate", "timeline",
     "draw_schedule", "can_apply_stream_k", "validate_schedule", "DeviceInfo", "CostModel",
     "GemmProblem", "grouped_problem", "conv_problem", "Schedule", "Split", "Candidate",
-    "TileOption", "Mode", "Reduction",
+    "TileOption", "Mode", "Protocol",
     "ScheduleError", "ScheduleDeadlock", "ProtocolViolation", "InvalidSchedule",
     "MIN_ITERS_PER_SPLIT", "MODES", "DATA_PARALLEL", "SPLIT_K", "STREAM_K", "HYBRID",
     "ALIGNED", "HYTIS", "ATOMIC", "DETERMINISTIC", "ARRIVAL",

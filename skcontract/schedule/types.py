@@ -53,18 +53,26 @@ class Mode(_Name):
     HYTIS = "hytis"
 
 
-class Reduction(_Name):
-    """How the partial sums of a tile's splits merge (the fixup protocol)."""
+class Protocol(_Name):
+    """How the partial sums of a tile's splits merge: the fixup protocol a kernel runs (its
+    ``REDUCTION`` constant, :data:`.table.PROTOCOL_CODES`). A schedule's ``reduction`` is one
+    of the reductions (:data:`REDUCTIONS`, all but NONE); its ``protocol`` is NONE where its
+    table splits no tile."""
 
+    NONE = "none"                    # no tile is split: no fixup
     ATOMIC = "atomic"                # red.add into a zero-kept staging slot + arrival counter
     DETERMINISTIC = "deterministic"  # workspace slot + lock, merged in k order
     ARRIVAL = "arrival"              # a slot per split + arrival counter; summed in split order
     CLUSTER = "cluster"              # a tile's splits are one cluster's CTAs; summed in split
                                      # order through distributed shared memory (aligned only)
 
+    @property
+    def code(self) -> int:
+        """The kernels' code of the protocol (``REDUCTION_<NAME>``)."""
+        return T.PROTOCOL_CODES[self.value]
+
 
 DATA_PARALLEL, SPLIT_K, STREAM_K, HYBRID, ALIGNED, HYTIS = Mode
-ATOMIC, DETERMINISTIC, ARRIVAL, CLUSTER = Reduction
 AUTO = "auto"
 
 CLUSTER_SPLITS = tuple(range(2, 17))
@@ -77,7 +85,8 @@ MODES = tuple(Mode)
 K_SPLITTING_MODES = frozenset({SPLIT_K, STREAM_K, HYBRID, ALIGNED})
 """Modes that cut the reduction (K) and therefore need a fixup."""
 
-REDUCTIONS = tuple(Reduction)
+REDUCTIONS = tuple(p for p in Protocol if p is not Protocol.NONE)
+ATOMIC, DETERMINISTIC, ARRIVAL, CLUSTER = REDUCTIONS
 """Reduction modes a caller may ask for. The aligned split uses ``arrival`` (which
 ``s.reduction`` then reports) unless ``cluster`` is asked for: then each tile's S splits run
 on one cluster of S CTAs (S in :data:`CLUSTER_SPLITS`), which sum the partial tiles in their
@@ -100,14 +109,13 @@ def as_mode(mode) -> Mode | str:
                          f"{', '.join(repr(m.value) for m in Mode)}, got {mode!r}") from None
 
 
-def as_reduction(reduction) -> Reduction:
-    """``reduction`` as a :class:`Reduction`; ValueError naming the choices."""
-    try:
-        return Reduction(reduction)
-    except ValueError:
-        raise ValueError(f"reduction must be one of "
-                         f"{', '.join(repr(r.value) for r in Reduction)}, got "
-                         f"{reduction!r}") from None
+def as_reduction(reduction) -> Protocol:
+    """``reduction`` as one of the :data:`REDUCTIONS`; ValueError naming the choices."""
+    if reduction in REDUCTIONS:
+        return Protocol(reduction)
+    raise ValueError(f"reduction must be one of "
+                     f"{', '.join(repr(r.value) for r in REDUCTIONS)}, got "
+                     f"{reduction!r}")
 
 
 
@@ -355,7 +363,7 @@ class Schedule:
     mode: Mode
     tile: tuple
     grid: int
-    reduction: Reduction
+    reduction: Protocol
     table: np.ndarray
     cta_offsets: np.ndarray
     reason: str = ""
@@ -376,7 +384,7 @@ class Schedule:
 
     def __post_init__(self):
         object.__setattr__(self, "mode", Mode(self.mode))
-        object.__setattr__(self, "reduction", Reduction(self.reduction))
+        object.__setattr__(self, "reduction", as_reduction(self.reduction))
         object.__setattr__(self, "table", _readonly(self.table).reshape(-1, T.NUM_COLUMNS))
         object.__setattr__(self, "cta_offsets", _readonly(self.cta_offsets))
         object.__setattr__(self, "tile", tuple(int(x) for x in self.tile))
@@ -469,9 +477,9 @@ class Schedule:
         return self.num_fixup_tiles if self.reduction == ATOMIC else 0
 
     @cached_property
-    def protocol(self) -> str:
+    def protocol(self) -> Protocol:
         """The fixup protocol a kernel runs this schedule with (:func:`.table.protocol`)."""
-        return T.protocol(self.table, self.reduction)
+        return Protocol(T.protocol(self.table, self.reduction))
 
     @property
     def acc_dtype(self) -> str:

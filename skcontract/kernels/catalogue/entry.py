@@ -15,8 +15,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ...dtypes import accumulator_dtype
-from ...schedule.table import PROTOCOL_CODES
-from ...schedule.types import ARRIVAL, CLUSTER, TileOption
+from ...schedule.types import ARRIVAL, CLUSTER, Protocol, TileOption
 
 CXX_TYPES = {
     "float16": ("skc::half_t", 2),
@@ -147,10 +146,9 @@ class KernelBase:
             FAMILIES[cls.FAMILY] = cls
 
     def protocols(self) -> tuple[str, ...]:
-        """The fixup protocols the entry's kernels are built for (the table's
-        :data:`~skcontract.schedule.table.PROTOCOL_CODES` less those the family does not
-        run)."""
-        return tuple(p for p in PROTOCOL_CODES if p != CLUSTER or self.cluster_sum)
+        """The fixup protocols the entry's kernels are built for (every
+        :class:`~skcontract.schedule.Protocol` less those the family does not run)."""
+        return tuple(p for p in Protocol if p != CLUSTER or self.cluster_sum)
 
     @property
     def cluster_sum(self) -> bool:
