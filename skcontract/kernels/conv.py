@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kinds import Kind
 from ..schedule import DeviceInfo
 from ..schedule.types import CLUSTER
 from . import jit, specs, tma
@@ -97,7 +98,7 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     if dtype not in INPUT_DTYPES or dtype == "int8":
         raise TypeError(f"conv2d: no GPU kernel takes {dtype} (have float16, bfloat16, "
                         "float32, float64)")
-    args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind="CONV",
+    args = dict(mode=mode, reduction=reduction, tile=tile, vec16=vec16, kind=Kind.CONV,
                 operand_elems=operand_elems(g), **options)
     tma_r = None
     if vec16 and uses_tma(g, dtype, device):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
+from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
@@ -215,7 +216,7 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
                 if (c := ctas_on(b, device)) > 0]
     by_tile = {b.tile: b for b in bases}
-    kind = "DOT" if form.outputs == 1 else "GEMV"
+    kind = Kind.DOT if form.outputs == 1 else Kind.GEMV
     schedule = schedule_problem(form.problem(dtype), device, mode=mode, reduction=reduction,
                                 tiles=options_, kind=kind, **options)
     schedule = replace(schedule, reason=f"Dot {form.shape} kernel; {schedule.reason}")
@@ -410,7 +411,7 @@ def _resolve_step(step, device: DeviceInfo, **options) -> StepLaunch:
     # B as the backends make it: a fresh array (on a line) or a view of a contiguous one
     b_row = step.n if layouts[1] == "row" else step.k
     b_off = rows_off_lines(0, b_row, _batch_strides(step)[1], step.dtype.itemsize)
-    r = resolve_gemm(problem, device, vec16=views[0][1] and views[1][1], kind=step.kind.name,
+    r = resolve_gemm(problem, device, vec16=views[0][1] and views[1][1], kind=step.kind,
                      associative=step.associative, layouts=(views[0][0], views[1][0]),
                      precision=step.precision, b_off_lines=b_off, **options)
     if any(copies) and not (k_major_only(r.base) or turns_operands(r.base)):
