@@ -55,8 +55,13 @@ def test_range_columns_and_tile_order_match_the_kernel_scheduler():
 
 
 def test_protocol_codes_match_the_fixup():
-    codes = _enum((CUDA / "fixup.cuh").read_text(), "REDUCTION_")
+    """The kernels' REDUCTION_<NAME> codes are generated from Protocol (protocol.cuh, which
+    fixup.cuh includes), whose codes are the table's."""
+    from skcontract.kernels import jit
+    codes = _enum(jit.protocol_header(), "REDUCTION_")
     assert codes == {f"REDUCTION_{n.upper()}": v for n, v in T.PROTOCOL_CODES.items()}
+    assert '#include "protocol.cuh"' in (CUDA / "fixup.cuh").read_text()
+    assert "REDUCTION_CLUSTER = 4" in jit.inline_headers("sk_gemm.cuh")
 
 
 @pytest.mark.parametrize("mode,reduction", [("data_parallel", "deterministic"),

@@ -38,6 +38,8 @@
 // barrier, then one thread releases (st.release, red.release or atom.acq_rel: a release is
 // cumulative over what the barrier showed that thread).
 #pragma once
+// protocol.cuh (REDUCTION_<NAME>) is generated from skcontract.schedule.Protocol by jit.py
+#include "protocol.cuh"
 #include "sk_common.cuh"
 #include "sk_scheduler.cuh"
 
@@ -46,12 +48,6 @@
 #endif
 
 namespace skc {
-
-// The protocol codes of skcontract/schedule/table.py (PROTOCOL_CODES); a CPU test checks them.
-enum : int {
-  REDUCTION_NONE = 0, REDUCTION_ATOMIC = 1, REDUCTION_DETERMINISTIC = 2, REDUCTION_ARRIVAL = 3,
-  REDUCTION_CLUSTER = 4
-};
 
 // Every kernel's entry into the stream: wait for the previous kernel (grid_dependency_wait,
 // before any global access but the reads of the CTA's first split-table row), then, where
