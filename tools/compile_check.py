@@ -1,10 +1,12 @@
 """Compile KernelSpecs through NVRTC with no GPU (CI's check).
 
-``python -m tools.compile_check`` compiles the representative specs for sm_90a
-and sm_80; ``--all`` compiles every spec the launcher can choose (specs.all_specs()), each
-for the targets it is offered on (``KernelSpec.min_cc``).
-Each compile runs in its own subprocess (NVRTC has been seen to crash on bad code), several
-in parallel. ``--ptxas-options=-v`` is read for registers, shared memory and spills; a
+``python -m tools.compile_check`` compiles the representative specs (every catalogue entry)
+for sm_90a and sm_80; ``--sampled`` the sample CI compiles (:func:`sampled_specs`);
+``--all`` every spec the launcher can choose (specs.all_specs()), the one command that
+compiles everything. Each spec is built for the targets it is offered on
+(``KernelSpec.min_cc``). The compiles run in worker subprocesses, one a core (NVRTC has been
+seen to crash on bad code: a compile that kills its worker is compiled again alone in a
+fresh one). ``--ptxas-options=-v`` is read for registers, shared memory and spills; a
 spill, a ptxas error, a crash, (on sm_90a) registers and shared memory that leave room for
 fewer CTAs per SM than the catalogue entry declares (``ctas_per_sm``), or a register count
 other than the one an entry's register split needs (``launch_registers``) fail the spec and
@@ -18,13 +20,15 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from skcontract.kernels import jit, nvrtc, specs
-from skcontract.kernels.catalogue import ARCH_CC
+from skcontract.kernels.catalogue import ARCH_CC, VEC16_BYTES
 
 ARCHS = ("sm_90a", "sm_80")
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +74,23 @@ class Result:
     seconds: float
     message: str
     occupancy: int | None = None
+    cpu_seconds: float | None = None
+    """The compile's CPU time in its worker process (wall ``seconds`` grow with other load)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A translation unit that is no catalogue spec (an auxiliary copy kernel, a probe or
+    traced build): check() compiles it, instantiating ``name_expressions``, for the targets
+    of compute capability ``min_cc`` or more, and fails it on a compile error or a spill."""
+
+    name: str
+    source: str
+    name_expressions: tuple[str, ...]
+    min_cc: int = 0
+
+    def offered_on(self, cc: int | None) -> bool:
+        return cc is None or cc >= self.min_cc
 
 
 def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
@@ -89,29 +110,139 @@ def compile_source(source: str, name: str, name_expressions, arch: str) -> dict:
     return {"compiled": True, "log": built.log, "cubin_bytes": len(built.cubin)}
 
 
-def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result:
-    t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "tools.compile_check", "--one",
-           json.dumps(spec.to_dict()), "--arch", arch]
+def copy_kind(spec: specs.KernelSpec, operand: str) -> str:
+    """How the kernel of ``spec`` copies operand ``"a"`` or ``"b"`` into shared memory:
+    ``"vec16"`` (16-byte vectors) or ``"element"`` (element-wise: a misaligned operand's,
+    or an x-contiguous one's of a one-row tile)."""
+    vec = spec.a_vec if operand == "a" else spec.b_vec
+    return "vec16" if vec * spec.elem_bytes >= VEC16_BYTES else "element"
+
+
+def compile_cost(item) -> float:
+    """A rough guess at the CPU time of one compile of ``item`` (a KernelSpec or a
+    :class:`Source`), for one target: check() starts the costliest first, and
+    :func:`sampled_specs` picks the cheapest specs that cover what it needs. ptxas's work
+    grows with the accumulators a thread keeps and the elements it copies a stage, more for
+    element-wise copies and an im2col A. Fitted by eye to NVRTC 13's times on the
+    representative set (about 1.7 units a second; within a factor of two of that)."""
+    if isinstance(item, Source):
+        return 0.5
+    spec = item
+    element = sum(copy_kind(spec, op) == "element" for op in ("a", "b"))
+    work = (spec.bm * spec.bn + (spec.bm + spec.bn) * spec.bk) / spec.threads
+    return 0.1 + work / 80 * (1 + 0.3 * element) * (1.5 if spec.im2col else 1.0)
+
+
+def _child_env() -> dict:
     path = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              cwd=ROOT, env=env)
-    except subprocess.TimeoutExpired:
-        return Result(spec.name, arch, False, None, None, time.perf_counter() - t0,
-                      f"timed out after {timeout}s")
-    dt = time.perf_counter() - t0
-    if proc.returncode != 0:
-        return Result(spec.name, arch, False, None, None, dt,
-                      f"subprocess exited {proc.returncode}: {proc.stderr[-2000:]}")
-    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + path if path else ""))
+
+
+def _request(item, arch: str) -> dict:
+    """The JSON job a ``--serve`` worker compiles."""
+    if isinstance(item, Source):
+        return {"source": item.source, "label": item.name,
+                "names": list(item.name_expressions), "arch": arch}
+    return {"spec": item.to_dict(), "arch": arch}
+
+
+_REPLY = "@compile_check "
+"""Prefix of a ``--serve`` worker's reply line (anything else it prints is not a reply)."""
+
+
+class _Worker:
+    """A ``--serve`` subprocess that compiles one job after another: the Python start and
+    the package's import (a few tenths of a second of CPU) are paid once a worker, not once
+    a compile. A compile that kills it or runs past the timeout ends the worker; the next
+    job starts a new one."""
+
+    def __init__(self):
+        self.proc = None
+        self.stderr = None
+
+    def _start(self):
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tools.compile_check", "--serve"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.stderr, text=True, cwd=ROOT, env=_child_env())
+
+    def compile(self, request: dict, timeout: float):
+        """``(reply, error)``: the worker's reply (compile_source's dict and its
+        ``cpu_seconds``) and None, or None and why there is none (the worker died or ran
+        past ``timeout`` seconds; it is gone then)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        proc, expired = self.proc, threading.Event()
+
+        def expire():
+            expired.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            for line in proc.stdout:
+                if line.startswith(_REPLY):
+                    return json.loads(line[len(_REPLY):]), None
+        except OSError:  # the worker is gone (a broken pipe)
+            pass
+        finally:
+            timer.cancel()
+        self.stderr.seek(0)
+        log = self.stderr.read()[-2000:]
+        self.close()
+        if expired.is_set():
+            return None, f"timed out after {timeout}s"
+        return None, f"worker exited {proc.returncode}: {log}"
+
+    def close(self):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                proc.stdin.close()  # the worker's loop ends at EOF
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        proc.stdout.close()
+        self.stderr.close()
+
+
+def _serve() -> int:
+    """``--serve``: a JSON job (:func:`_request`) a line on stdin, a reply line each."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        t0 = time.process_time()
+        if "spec" in job:
+            reply = compile_one(specs.KernelSpec.from_dict(job["spec"]), job["arch"])
+        else:
+            reply = compile_source(job["source"], job["label"], job["names"], job["arch"])
+        reply["cpu_seconds"] = time.process_time() - t0
+        print(_REPLY + json.dumps(reply), flush=True)
+    return 0
+
+
+def _result(item, arch: str, data: dict, dt: float) -> Result:
+    """The verdict on one compile's reply (compile_source's dict)."""
     log = data["log"]
+    cpu = data.get("cpu_seconds")
     if not data["compiled"]:
-        return Result(spec.name, arch, False, None, None, dt, "compile failed:\n" + log[-4000:])
+        return Result(item.name, arch, False, None, None, dt, "compile failed:\n" + log[-4000:],
+                      cpu_seconds=cpu)
     regs = [int(r) for r in _REG_RE.findall(log)]
     spills = [int(a) + int(b) for a, b in _SPILL_RE.findall(log)]
     spill = max(spills) if spills else None
+    if isinstance(item, Source):
+        ok = spill == 0
+        msg = "" if ok else ("register spills:\n" if spill else "no ptxas report in log:\n") \
+            + log[-2000:]
+        return Result(item.name, arch, ok, max(regs) if regs else None, spill, dt, msg,
+                      cpu_seconds=cpu)
+    spec = item
     static = max([int(x) for x in _SMEM_RE.findall(log)] or [0])
     occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
     ok = spill == 0 and (arch != "sm_90a" or occ >= spec.ctas_per_sm)
@@ -119,7 +250,7 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
     if ok and want_regs is not None and regs and max(regs) != want_regs:
         return Result(spec.name, arch, False, max(regs), spill, dt,
                       f"{max(regs)} registers; the kernel's register split needs {want_regs}",
-                      occ)
+                      occ, cpu)
     if spill is None:
         msg = "no ptxas report in log:\n" + log[-2000:]
     elif spill:
@@ -129,37 +260,158 @@ def _run_subprocess(spec: specs.KernelSpec, arch: str, timeout: float) -> Result
                f"fit {occ} CTAs per SM; the entry declares {spec.ctas_per_sm}")
     else:
         msg = ""
-    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg, occ)
+    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg, occ, cpu)
+
+
+def _report(r: Result) -> None:
+    status = "ok  " if r.ok else "FAIL"
+    lines = [f"{status} {r.arch:7s} regs={r.registers} spill={r.spill_bytes} "
+             f"occ={r.occupancy} {r.seconds:5.1f}s {r.spec}"]
+    if not r.ok:
+        lines.append("     " + r.message.replace("\n", "\n     "))
+    print("\n".join(lines), flush=True)  # one write: the threads' lines do not interleave
 
 
 def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.0,
           verbose: bool = True) -> list[Result]:
+    """Compile each spec of ``spec_list`` (KernelSpecs, or :class:`Source` units) for each
+    of ``archs`` it is offered on, ``jobs`` compiles at a time (default: one a CPU core), the
+    costliest first (:func:`compile_cost`) so that no core idles at the end, each printed
+    as it finishes when ``verbose``; the results in the order of ``spec_list`` x ``archs``.
+    Each of the ``jobs`` threads feeds one ``--serve`` worker process; a compile that kills
+    its worker is compiled again alone in a fresh worker, so that the verdict is its own."""
     jobs = jobs or max(1, os.cpu_count() or 1)
-    work = [(s, a) for s in spec_list for a in archs if s.base.offered_on(ARCH_CC.get(a))]
-    with ThreadPoolExecutor(max_workers=jobs) as ex:
-        results = list(ex.map(lambda sa: _run_subprocess(sa[0], sa[1], timeout), work))
-    if verbose:
-        for r in results:
-            status = "ok  " if r.ok else "FAIL"
-            print(f"{status} {r.arch:7s} regs={r.registers} spill={r.spill_bytes} "
-                  f"occ={r.occupancy} {r.seconds:5.1f}s {r.spec}", flush=True)
-            if not r.ok:
-                print("     " + r.message.replace("\n", "\n     "), flush=True)
-    return results
+    work = [(s, a) for s in spec_list for a in archs
+            if (s if isinstance(s, Source) else s.base).offered_on(ARCH_CC.get(a))]
+    order = sorted(range(len(work)), key=lambda i: -compile_cost(work[i][0]))
+    local, workers = threading.local(), []
+
+    def expired(error: str) -> bool:
+        return error.startswith("timed out")
+
+    def run(i: int) -> Result:
+        result = compile_item(*work[i])
+        if verbose:  # as they finish: --all runs for the best part of an hour
+            _report(result)
+        return result
+
+    def compile_item(item, arch: str) -> Result:
+        if not hasattr(local, "worker"):
+            local.worker = _Worker()
+            workers.append(local.worker)
+        t0 = time.perf_counter()
+        reply, error = local.worker.compile(_request(item, arch), timeout)
+        if reply is None and not expired(error):
+            alone = _Worker()  # the compile that killed the worker, or one before it?
+            try:
+                reply, error = alone.compile(_request(item, arch), timeout)
+            finally:
+                alone.close()
+        if reply is None:
+            return Result(item.name, arch, False, None, None, time.perf_counter() - t0, error)
+        return _result(item, arch, reply, time.perf_counter() - t0)
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            done = dict(zip(order, ex.map(run, order)))
+    finally:
+        for w in workers:
+            w.close()
+    return [done[i] for i in range(len(work))]
+
+
+def coverage(spec: specs.KernelSpec) -> set[tuple]:
+    """What compiling ``spec`` (for every target its entry is offered on) exercises, as
+    :func:`sampled_specs` counts it: per kernel family (``KernelBase.FAMILY``) its dtype,
+    fixup protocol, each operand's layout and copy (:func:`copy_kind`) and the targets;
+    where the kernel has them, its im2col A (and that A's copy), its in-stage transposers,
+    its register split and its HyTiS small tile."""
+    base, fam = spec.base, spec.base.FAMILY
+    out = {("dtype", fam, base.dtype), ("protocol", fam, spec.protocol),
+           ("A layout", fam, spec.a_layout), ("B layout", fam, spec.b_layout),
+           ("A copy", fam, copy_kind(spec, "a")), ("B copy", fam, copy_kind(spec, "b"))}
+    out |= {("target", fam, a) for a in ARCHS if base.offered_on(ARCH_CC.get(a))}
+    if spec.im2col:
+        out |= {("im2col", fam), ("im2col A copy", fam, copy_kind(spec, "a"))}
+    if base.transposes(spec):
+        out.add(("transposes", fam))
+    split = getattr(base, "register_split_of", lambda s: None)(spec)
+    if split:
+        out.add(("register split", fam, tuple(split)))
+    if getattr(base, "small_bn_of", lambda s: 0)(spec):
+        out.add(("small tile", fam))
+    return out
+
+
+def sampled_specs() -> list[specs.KernelSpec]:
+    """The specs CI compiles (tests/cpu/test_kernels_compile.py): few, and between them
+    all that :func:`coverage` counts in ``specs.all_specs()``.
+
+    Per kernel family (``KernelBase.FAMILY``): every dtype it has, every fixup protocol its
+    entries run (``base.protocols()``, the ``cluster`` reduction included), both layouts of
+    each operand, 16-byte and element-wise copies of each operand where it has both, its
+    convolution (im2col) entry, aligned and not, where it has one, and every register split
+    its kernels take (the register-trading Wgmma entries' at one and two CTAs an SM, the
+    pairs', tf32's, and the transposing 3xTF32 kernel's); the Wgmma kernels' in-stage
+    transposers (3xTF32 on an MN-major operand) and HyTiS small tile. The cluster pairs are a
+    family of their own (``WgmmaPair``). check() builds each spec for sm_90a and for sm_80
+    where its entry is offered there (``min_cc``), so every family is built for each target
+    it runs on.
+
+    Why a sample: ``all_specs()`` is some 1800 specs (about 3000 compiles: most of an hour
+    on 2 cores, ``python -m tools.compile_check --all``, the one command that compiles
+    everything), and the representative set, every catalogue entry at least once, 145 specs
+    (224 compiles: a few minutes, ``python -m tools.compile_check``); CI's 2 cores compile
+    this one in under half a minute. What it leaves out is what tells the entries of one
+    family and dtype apart (tile, stages, occupancy) and the combinations of the features
+    above (the (A, B) layout pairs, a protocol with each copy): the two tools compile those.
+
+    Chosen greedily: the spec that adds the most features not yet covered per unit of
+    compiling (:func:`compile_cost`, times its targets), the first such in
+    ``all_specs()``'s order, until all are covered; so the sample leans on each family's
+    smallest tiles. A new family, dtype, protocol, layout, copy or convolution entry enters
+    it by itself, and the test beside CI's compile checks the coverage against
+    ``all_specs()``. Every spec in it is one the launcher can choose: a spill there is a
+    real failure, whatever the sample's choice.
+    """
+    candidates = specs.all_specs()
+    pool = [(s, coverage(s), compile_cost(s) * sum(s.base.offered_on(ARCH_CC.get(a))
+                                                   for a in ARCHS))
+            for s in candidates]
+    wanted = set().union(*(c for _, c, _ in pool))
+    out, covered = [], set()
+    while covered < wanted:
+        spec, cov, _ = max(pool, key=lambda p: len(p[1] - covered) / p[2])
+        out.append(spec)
+        covered |= cov
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.compile_check")
-    p.add_argument("--all", action="store_true", help="every spec the launcher can choose")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true",
+                       help="every spec the launcher can choose (specs.all_specs())")
+    which.add_argument("--sampled", action="store_true",
+                       help="CI's sample (sampled_specs()): every family, dtype, protocol, "
+                            "layout, copy and im2col entry at least once")
     p.add_argument("--arch", action="append", help="target(s); default sm_90a and sm_80")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.serve:
+        return _serve()
     if args.one:
         spec = specs.KernelSpec.from_dict(json.loads(args.one))
         print(json.dumps(compile_one(spec, (args.arch or ["sm_90a"])[0])))
         return 0
-    spec_list = specs.all_specs() if args.all else specs.representative_specs()
+    if args.all:
+        spec_list = specs.all_specs()
+    elif args.sampled:
+        spec_list = sampled_specs()
+    else:
+        spec_list = specs.representative_specs()
     results = check(spec_list, tuple(args.arch) if args.arch else ARCHS, args.jobs)
     bad = [r for r in results if not r.ok]
     print(f"{len(results) - len(bad)}/{len(results)} compiles passed")

@@ -1,11 +1,14 @@
 """CPU compile check of the GPU kernels (no GPU needed): NVRTC for sm_90a and sm_80.
 
-Compiles the representative spec set (every catalogue entry, and every protocol, layout and
-vector width at least once per family); ``python -m tools.compile_check --all`` compiles every spec the
-launcher can choose.
+Compiles CI's sample of the specs (``compile_check.sampled_specs()``: every family, dtype,
+protocol, layout, copy and im2col entry at least once; a test below checks that against
+``specs.all_specs()``); ``python -m tools.compile_check`` compiles the representative set
+(every catalogue entry) and ``python -m tools.compile_check --all`` every spec the launcher
+can choose.
 """
 import re
 import sys
+from collections import defaultdict
 
 import pytest
 
@@ -27,11 +30,193 @@ def _nvrtc_works() -> bool:
 pytestmark = pytest.mark.skipif(not _nvrtc_works(), reason="libnvrtc not loadable")
 
 
-def test_representative_specs_compile_without_spills():
+# ---- what the tests below compile, all in one compile_check.check() call ------------------
+def _sampled():
+    return compile_check.sampled_specs()
+
+
+def _narrow_pairs():
+    from skcontract.kernels import catalogue, specs
+    narrow = [b for b in catalogue.all_bases() if b.FAMILY == "WgmmaPair" and b.bn == 64]
+    return [specs.specialise(b, protocol="deterministic", a_layout="row", b_layout="row")
+            for b in narrow]
+
+
+def _fp64_vec():
+    from dataclasses import replace
+
+    from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    results = compile_check.check(specs.representative_specs(), verbose=False)
-    bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
-    assert not bad, "\n".join(bad)
+    w16 = C.Dmma("float64", 128, 64, 16, 3, 4, 2, mma_k=8, frag="vec")
+    return [specs.specialise(w16, protocol="none", a_layout="row", b_layout="row"),
+            specs.specialise(w16, protocol="none", a_layout="row", b_layout="col"),
+            specs.specialise(replace(w16, bk=32, frag="vecdb"),
+                             protocol="none", a_layout="row", b_layout="row")]
+
+
+def _fp64_two_cta():
+    from skcontract.kernels import catalogue as C
+    from skcontract.kernels import specs
+    base = next(b for b in C.bases_for("float64") if b.min_cc == 90)
+    return [specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")]
+
+
+def _fold_copy():
+    from skcontract.kernels import fold_copy, jit
+    return [compile_check.Source("fold_copy", jit.inline_headers(fold_copy.HEADER),
+                                 tuple(fold_copy.NAMES))]
+
+
+def _relayout():
+    from skcontract.kernels import jit, relayout
+    return [compile_check.Source("transpose", jit.inline_headers(relayout.HEADER),
+                                 tuple(relayout.NAMES))]
+
+
+def _probe_builds():
+    """The Wgmma probe builds of a single CTA's kernel and a pair's (sm_90a)."""
+    from skcontract.kernels import catalogue, jit, specs
+    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == "float16"
+                  and (b.bm, b.bn) == (64, 64)) for family in ("Wgmma", "WgmmaPair")]
+    out = []
+    for probe in jit.PROBES:
+        define = jit.PROBES[probe].removeprefix("-D")
+        for base in bases:
+            spec = specs.specialise(base, protocol="deterministic", a_layout="row",
+                                    b_layout="row")
+            out.append(compile_check.Source(
+                f"probe_{probe}_{spec.name}", f"#define {define}\n" + jit.render_source(spec),
+                (spec.name_expression,), min_cc=90))
+    return out
+
+
+def _trace_builds():
+    """The traced Wgmma kernels of a single CTA, a pair and 3xTF32 (sm_90a)."""
+    from skcontract.kernels import catalogue, jit, specs
+    picks = (("Wgmma", "float16"), ("WgmmaPair", "float16"), ("WgmmaTf32x3", "float32"))
+    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == dtype
+                  and (b.bm, b.bn) == (64, 64)) for family, dtype in picks]
+    out = []
+    for base in bases:
+        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")
+        out.append(compile_check.Source(
+            f"trace_{spec.name}", "#define SKCONTRACT_TRACE\n" + jit.render_source(spec),
+            (spec.name_expression,), min_cc=90))
+    return out
+
+
+BUILDS = {
+    "test_sampled_specs_compile_without_spills": _sampled,
+    "test_narrow_pairs_split_an_n_major_b_box_along_k": _narrow_pairs,
+    "test_fp64_vec_fragment_entries": _fp64_vec,
+    "test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on": _fp64_two_cta,
+    "test_the_fold_copy_compiles_for_every_pixel_width": _fold_copy,
+    "test_the_transposing_copy_compiles": _relayout,
+    "test_the_probe_builds_compile": _probe_builds,
+    "test_the_trace_build_compiles": _trace_builds,
+}
+"""What each test that reads :func:`built` compiles (KernelSpecs, or compile_check.Source
+units for the kernels no spec names)."""
+
+
+@pytest.fixture(scope="module")
+def built(request):
+    """compile_check.check()'s results, by (spec or source name, target), of what the
+    selected tests of this module compile (:data:`BUILDS`), for sm_90a and sm_80 where each
+    is offered: one call, so both cores stay busy to the end (the costliest compiles first,
+    two worker processes started once), where a call a test left a core idle through its
+    last compiles."""
+    selected = {getattr(item, "originalname", None) for item in request.session.items
+                if getattr(item, "module", None) is request.module}
+    todo = {}
+    for name, make in BUILDS.items():
+        if name in selected:
+            for item in make():
+                assert todo.setdefault(item.name, item) == item, item.name  # one name, one unit
+    return {(r.spec, r.arch): r for r in compile_check.check(list(todo.values()),
+                                                             verbose=False)}
+
+
+def _results(built, items, archs=compile_check.ARCHS):
+    """The results of ``items`` (specs or sources) in :func:`built`, each for every one of
+    ``archs`` it is offered on."""
+    from skcontract.kernels.catalogue import ARCH_CC
+    return [built[item.name, arch] for item in items for arch in archs
+            if (item if isinstance(item, compile_check.Source)
+                else item.base).offered_on(ARCH_CC[arch])]
+
+
+def _failures(results) -> str:
+    return "\n".join(f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok)
+
+
+def test_sampled_specs_compile_without_spills(built):
+    """CI's compile check: the sample (``compile_check.sampled_specs()``, whose coverage the
+    next test checks), each spec for sm_90a and sm_80 where its entry is offered, compiles
+    with no spill, no fewer CTAs per SM than its entry declares and the registers its
+    register split needs. ``python -m tools.compile_check`` compiles every catalogue entry,
+    ``--all`` every spec (docs/benchmarks/compile-check-all.md)."""
+    results = _results(built, _sampled())
+    assert results and not _failures(results), _failures(results)
+
+
+def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
+    """What CI compiles stands for all the launcher can choose: per kernel family, the
+    sample holds every dtype, fixup protocol (``base.protocols()``), layout of each
+    operand, 16-byte and element-wise copy of each operand and im2col A (aligned and not)
+    that ``specs.all_specs()`` holds, every register split (the register-trading Wgmma
+    entries), the in-stage transposers (3xTF32 on MN-major operands) and each target the
+    family is offered on; the cluster pairs are there. A family, dtype, protocol or layout
+    added to the catalogue must show up in the sample (sampled_specs() picks it up by
+    itself)."""
+    from skcontract.kernels import catalogue, specs
+    from skcontract.kernels.catalogue import ARCH_CC, VEC16_BYTES
+    every, sample = specs.all_specs(), compile_check.sampled_specs()
+    names = [s.name for s in sample]
+    assert len(names) == len(set(names)) and set(names) <= {s.name for s in every}
+
+    def features(spec_list):
+        out = defaultdict(set)
+        for s in spec_list:
+            b, fam = s.base, s.base.FAMILY
+            out[fam, "dtype"].add(b.dtype)
+            out[fam, "protocol"].add(s.protocol)
+            out[fam, "A layout"].add(s.a_layout)
+            out[fam, "B layout"].add(s.b_layout)
+            out[fam, "A copy"].add(s.a_vec * s.elem_bytes >= VEC16_BYTES)
+            out[fam, "B copy"].add(s.b_vec * s.elem_bytes >= VEC16_BYTES)
+            out[fam, "im2col"].add(s.im2col)
+            if s.im2col:
+                out[fam, "im2col A copy"].add(s.a_vec * s.elem_bytes >= VEC16_BYTES)
+            out[fam, "transposes"].add(b.transposes(s))
+            out[fam, "launch registers"].add(b.launch_registers)
+            if hasattr(b, "register_split_of"):
+                out[fam, "register split"].add(b.register_split_of(s))
+            out[fam, "targets"] |= {a for a in compile_check.ARCHS
+                                    if b.offered_on(ARCH_CC[a])}
+        return out
+
+    want, got = features(every), features(sample)
+    assert {k: v - got[k] for k, v in want.items() if v - got[k]} == {}
+    # the same, spelt out from the catalogue itself
+    bases = catalogue.all_bases()
+    families = {b.FAMILY for b in bases}
+    assert {s.base.FAMILY for s in sample} == families >= {"Wgmma", "WgmmaPair", "WgmmaTf32x3"}
+    for fam in families:
+        mine = [b for b in bases if b.FAMILY == fam]
+        chosen = [s for s in sample if s.base.FAMILY == fam]
+        assert {s.base.dtype for s in chosen} == {b.dtype for b in mine}, fam
+        assert {s.protocol for s in chosen} == {p for b in mine for p in b.protocols()}, fam
+        assert any(s.im2col for s in chosen) == any(b.IM2COL for b in mine), fam
+        for arch in compile_check.ARCHS:
+            assert any(s.base.offered_on(ARCH_CC[arch]) for s in chosen) == \
+                any(b.offered_on(ARCH_CC[arch]) for b in mine), (fam, arch)
+    assert any(s.base.TF32X3 and s.base.transposes(s) for s in sample if s.base.FAMILY ==
+               "WgmmaTf32x3")
+    trading = {(b.FAMILY, b.ctas_per_sm) for b in bases if getattr(b, "trades_registers", 0)}
+    assert {(s.base.FAMILY, s.base.ctas_per_sm) for s in sample
+            if getattr(s.base, "trades_registers", 0)} == trading
+    assert "cluster" in {s.protocol for s in sample}
 
 
 SCALE_SOURCE = ("template <int N> __global__ void scale(float* x, float a, float b) {\n"
@@ -86,39 +271,29 @@ def test_the_library_build_has_no_flushing_ffma():
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_fold_copy_compiles_for_every_pixel_width(arch):
+def test_the_fold_copy_compiles_for_every_pixel_width(arch, built):
     """The folded convolution's input copy (no catalogue entry): every instantiation, both
     targets, no spill."""
-    from skcontract.kernels import fold_copy, jit
-    out = compile_check.compile_source(jit.inline_headers(fold_copy.HEADER), "fold_copy",
-                                       fold_copy.NAMES, arch)
-    assert out["compiled"], out["log"][-2000:]
-    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
-    assert spills and max(spills) == 0, out["log"][-2000:]
+    (result,) = _results(built, _fold_copy(), (arch,))
+    assert result.ok and result.spill_bytes == 0, result.message
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_transposing_copy_compiles(arch):
+def test_the_transposing_copy_compiles(arch, built):
     """The tf32 operands' relayout copy (no catalogue entry): both targets, no spill."""
-    from skcontract.kernels import jit, relayout
-    out = compile_check.compile_source(jit.inline_headers(relayout.HEADER), "transpose",
-                                       relayout.NAMES, arch)
-    assert out["compiled"], out["log"][-2000:]
-    spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
-    assert spills and max(spills) == 0, out["log"][-2000:]
+    (result,) = _results(built, _relayout(), (arch,))
+    assert result.ok and result.spill_bytes == 0, result.message
 
 
-def test_narrow_pairs_split_an_n_major_b_box_along_k():
+def test_narrow_pairs_split_an_n_major_b_box_along_k(built):
     """A narrow pair's CTAs (BN = 64) each load half the k rows of an N-major B's one box
     (load_part's k-row parts, which the representative set, with B K-major for these
     entries, does not reach): both narrow pairs of both dtypes compile for sm_90a, no
     spill."""
-    from skcontract.kernels import catalogue, specs
-    narrow = [b for b in catalogue.all_bases() if b.FAMILY == "WgmmaPair" and b.bn == 64]
-    todo = [specs.specialise(b, protocol="deterministic", a_layout="row", b_layout="row")
-            for b in narrow]
+    todo = _narrow_pairs()
     assert len(todo) == 4
-    results = compile_check.check(todo, ("sm_90a",), verbose=False)
+    results = _results(built, todo, ("sm_90a",))
+    assert len(results) == 4
     bad = [f"{r.spec}: {r.message[:500]}" for r in results if not r.ok or r.spill_bytes]
     assert not bad, "\n".join(bad)
 
@@ -253,7 +428,7 @@ def test_tf32_and_int8_specs():
             (a, b) for a in specs.LAYOUTS for b in specs.LAYOUTS}
 
 
-def test_fp64_vec_fragment_entries():
+def test_fp64_vec_fragment_entries(built):
     """Dmma.frag: "vec" / "vecdb" (MainloopDmmaVec) need mma_k=8, pad for their
     conflict-free 16-byte fragment loads and compile without spills (the transposed row/row,
     the row-permuted x-contiguous A and the scalar k-contiguous A fragment paths, one each;
@@ -277,13 +452,10 @@ def test_fp64_vec_fragment_entries():
     for bad in (dict(mma_k=16), dict(mma_k=4), dict(frag="vector")):
         with pytest.raises(ValueError):
             replace(w16, **bad)
-    todo = [specs.specialise(w16, protocol="none", a_layout="row", b_layout="row"),
-            specs.specialise(w16, protocol="none", a_layout="row", b_layout="col"),
-            specs.specialise(replace(w16, bk=32, frag="vecdb"),
-                             protocol="none", a_layout="row", b_layout="row")]
-    results = compile_check.check(todo, verbose=False)
-    bad = [f"{r.spec} [{r.arch}]: {r.message[:500]}" for r in results if not r.ok]
-    assert not bad, "\n".join(bad)
+    todo = _fp64_vec()  # compiled by the `built` fixture
+    assert todo[0].base == w16 and todo[2].base == replace(w16, bk=32, frag="vecdb")
+    results = _results(built, todo)
+    assert len(results) == 6 and not _failures(results), _failures(results)
 
 
 def test_one_row_tiles_copy_x_contiguous_operands_by_element():
@@ -360,14 +532,13 @@ def test_sass_counts_fma_register_bank_conflicts():
     assert sass.fma_bank_conflicts(instrs, 0x20, 0x30) == (2, 2)
 
 
-def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on():
+def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on(built):
     """min_cc: the fp64 two-CTA entry (Hopper only) is compiled for sm_90a, not sm_80, by the
-    compile check, and there it fits the 2 CTAs per SM it declares."""
-    from skcontract.kernels import catalogue as C
-    from skcontract.kernels import specs
-    base = next(b for b in C.bases_for("float64") if b.min_cc == 90)
-    spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")
-    results = compile_check.check([spec], verbose=False)
+    compile check (the `built` fixture's check() for both targets), and there it fits the 2
+    CTAs per SM it declares."""
+    (spec,) = _fp64_two_cta()
+    base = spec.base
+    results = [built[key] for key in built if key[0] == spec.name]
     assert [(r.arch, r.ok, r.occupancy) for r in results] == [("sm_90a", True, 2)]
     assert base.offered_on(90) and not base.offered_on(80) and base.offered_on(None)
 
@@ -403,36 +574,22 @@ def test_probe_builds_are_asked_for_by_name(monkeypatch):
 
 
 @pytest.mark.parametrize("probe", ["loads", "mma"])
-def test_the_probe_builds_compile(probe):
+def test_the_probe_builds_compile(probe, built):
     """The Wgmma probe builds (one half of the mainloop, for tools.time_gemm --probe) of a
     single CTA's kernel and a pair's: sm_90a, no spill."""
-    from skcontract.kernels import catalogue, jit, specs
-    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == "float16"
-                  and (b.bm, b.bn) == (64, 64)) for family in ("Wgmma", "WgmmaPair")]
-    define = jit.PROBES[probe].removeprefix("-D")
-    for base in bases:
-        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="row")
-        out = compile_check.compile_source(f"#define {define}\n" + jit.render_source(spec),
-                                           spec.name, (spec.name_expression,), "sm_90a")
-        assert out["compiled"], out["log"][-2000:]
-        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
-        assert spills and max(spills) == 0, out["log"][-2000:]
+    todo = [s for s in _probe_builds() if s.name.startswith(f"probe_{probe}_")]
+    assert len(todo) == 2
+    results = _results(built, todo)
+    assert [r.arch for r in results] == ["sm_90a"] * 2
+    assert all(r.ok and r.spill_bytes == 0 for r in results), _failures(results)
 
 
-def test_the_trace_build_compiles():
+def test_the_trace_build_compiles(built):
     """The traced Wgmma kernels (tools.trace_kernel: phase and k-tile stamps) of a single CTA,
     a pair and 3xTF32: sm_90a, no spill."""
-    from skcontract.kernels import catalogue, jit, specs
-    picks = (("Wgmma", "float16"), ("WgmmaPair", "float16"), ("WgmmaTf32x3", "float32"))
-    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == dtype
-                  and (b.bm, b.bn) == (64, 64)) for family, dtype in picks]
-    for base in bases:
-        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")
-        out = compile_check.compile_source("#define SKCONTRACT_TRACE\n" + jit.render_source(spec),
-                                           spec.name, (spec.name_expression,), "sm_90a")
-        assert out["compiled"], out["log"][-2000:]
-        spills = [int(x) for x in re.findall(r"(\d+) bytes spill stores", out["log"])]
-        assert spills and max(spills) == 0, out["log"][-2000:]
+    results = _results(built, _trace_builds())
+    assert [r.arch for r in results] == ["sm_90a"] * 3
+    assert all(r.ok and r.spill_bytes == 0 for r in results), _failures(results)
 
 
 class _FakeRawModule:

@@ -18,6 +18,28 @@ SHAPES = [  # (m, n, k, batch): quantised, few-tile/long-K, many waves, exact wa
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _each_row_scheduled_once():
+    """C.rebuild(row) with its defaults is a function of the row's dtype, shape and mode
+    alone (the schedule the measurement device gives it): the fits below and _rows ask it
+    for the same rows again and again (some 300 calls for 70 rows), so each row is
+    scheduled once for this module (the real rebuild; the same Schedule returned again)."""
+    real, memo = C.rebuild, {}
+
+    def rebuild(row, occupancy=None, cost=C.MEASURED_UNDER, mode=None):
+        if occupancy is not None or cost is not C.MEASURED_UNDER or mode is not None:
+            return real(row, occupancy, cost, mode)
+        key = (row["dtype"], int(row["m"]), int(row["n"]), int(row["k"]),
+               int(row.get("batch", 1)), row["mode"])
+        if key not in memo:
+            memo[key] = real(row)
+        return memo[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(C, "rebuild", rebuild)
+        yield
+
+
 def _rows(model: CostModel, dtype="float16"):
     """Synthetic benchmark rows: the time each forced schedule takes under ``model``."""
     rows = []
