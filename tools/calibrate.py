@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from skcontract.bench.timing import geomean
-from skcontract.kernels.catalogue import CXX_TYPES, bases_for
+from skcontract.kernels.catalogue import CXX_TYPES, entries_for
 from skcontract.kernels.resolve import resolve_gemm, rows_off_lines
 from skcontract.schedule import GemmProblem, schedule_problem
 from skcontract.schedule.device import DeviceInfo
@@ -86,7 +86,7 @@ def rebuild(row: dict, occupancy: dict | None = None, cost: CostModel = MEASURED
         return resolve_gemm(problem, device, mode=mode or row["mode"],
                             b_off_lines=b_off).schedule
     options = [replace(b.option(), ctas_per_sm=occupancy.get(dt, b.ctas_per_sm))
-               for b in bases_for(dt, b_off_lines=b_off)]
+               for b in entries_for(dt, b_off_lines=b_off)]
     return schedule_problem(problem, device, mode=mode or row["mode"],
                             reduction="deterministic", tiles=options)
 
@@ -300,9 +300,9 @@ def model_from_theta(theta, groups, dtypes, start: CostModel = DEFAULT_COST) -> 
         c = coef[g] / (_vol(g[1]) * _entry_efficiency(g))
     slowdown, eff = [], []
     for dt in sorted({g[0] for g in groups} - {"16bit"}):
-        base = [g for g in groups if g[0] == dt and g[1][:2] == (128, 128)]
-        if base:
-            sd = coef[base[0]] / (c * _vol(base[0][1]) * _entry_efficiency(base[0]))
+        entry = [g for g in groups if g[0] == dt and g[1][:2] == (128, 128)]
+        if entry:
+            sd = coef[entry[0]] / (c * _vol(entry[0][1]) * _entry_efficiency(entry[0]))
         else:
             sd = start.dtype_slowdown(dt)
         slowdown.append((dt, round(sd, 4)))

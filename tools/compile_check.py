@@ -246,7 +246,7 @@ def _result(item, arch: str, data: dict, dt: float) -> Result:
     static = max([int(x) for x in _SMEM_RE.findall(log)] or [0])
     occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
     ok = spill == 0 and (arch != "sm_90a" or occ >= spec.ctas_per_sm)
-    want_regs = spec.base.launch_registers
+    want_regs = spec.entry.launch_registers
     if ok and want_regs is not None and regs and max(regs) != want_regs:
         return Result(spec.name, arch, False, max(regs), spill, dt,
                       f"{max(regs)} registers; the kernel's register split needs {want_regs}",
@@ -282,7 +282,7 @@ def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.
     its worker is compiled again alone in a fresh worker, so that the verdict is its own."""
     jobs = jobs or max(1, os.cpu_count() or 1)
     work = [(s, a) for s in spec_list for a in archs
-            if (s if isinstance(s, Source) else s.base).offered_on(ARCH_CC.get(a))]
+            if (s if isinstance(s, Source) else s.entry).offered_on(ARCH_CC.get(a))]
     order = sorted(range(len(work)), key=lambda i: -compile_cost(work[i][0]))
     local, workers = threading.local(), []
 
@@ -322,23 +322,23 @@ def check(spec_list, archs=ARCHS, jobs: int | None = None, timeout: float = 600.
 
 def coverage(spec: specs.KernelSpec) -> set[tuple]:
     """What compiling ``spec`` (for every target its entry is offered on) exercises, as
-    :func:`sampled_specs` counts it: per kernel family (``KernelBase.FAMILY``) its dtype,
+    :func:`sampled_specs` counts it: per kernel family (``Entry.FAMILY``) its dtype,
     fixup protocol, each operand's layout and copy (:func:`copy_kind`) and the targets;
     where the kernel has them, its im2col A (and that A's copy), its in-stage transposers,
     its register split and its HyTiS small tile."""
-    base, fam = spec.base, spec.base.FAMILY
-    out = {("dtype", fam, base.dtype), ("protocol", fam, spec.protocol),
+    entry, fam = spec.entry, spec.entry.FAMILY
+    out = {("dtype", fam, entry.dtype), ("protocol", fam, spec.protocol),
            ("A layout", fam, spec.a_layout), ("B layout", fam, spec.b_layout),
            ("A copy", fam, copy_kind(spec, "a")), ("B copy", fam, copy_kind(spec, "b"))}
-    out |= {("target", fam, a) for a in ARCHS if base.offered_on(ARCH_CC.get(a))}
+    out |= {("target", fam, a) for a in ARCHS if entry.offered_on(ARCH_CC.get(a))}
     if spec.im2col:
         out |= {("im2col", fam), ("im2col A copy", fam, copy_kind(spec, "a"))}
-    if base.transposes(spec):
+    if entry.transposes(spec):
         out.add(("transposes", fam))
-    split = getattr(base, "register_split_of", lambda s: None)(spec)
+    split = getattr(entry, "register_split_of", lambda s: None)(spec)
     if split:
         out.add(("register split", fam, tuple(split)))
-    if getattr(base, "small_bn_of", lambda s: 0)(spec):
+    if getattr(entry, "small_bn_of", lambda s: 0)(spec):
         out.add(("small tile", fam))
     return out
 
@@ -347,8 +347,8 @@ def sampled_specs() -> list[specs.KernelSpec]:
     """The specs CI compiles (tests/cpu/test_kernels_compile.py): few, and between them
     all that :func:`coverage` counts in ``specs.all_specs()``.
 
-    Per kernel family (``KernelBase.FAMILY``): every dtype it has, every fixup protocol its
-    entries run (``base.protocols()``, the ``cluster`` reduction included), both layouts of
+    Per kernel family (``Entry.FAMILY``): every dtype it has, every fixup protocol its
+    entries run (``entry.protocols()``, the ``cluster`` reduction included), both layouts of
     each operand, 16-byte and element-wise copies of each operand where it has both, its
     convolution (im2col) entry, aligned and not, where it has one, and every register split
     its kernels take (the register-trading Wgmma entries' at one and two CTAs an SM, the
@@ -375,7 +375,7 @@ def sampled_specs() -> list[specs.KernelSpec]:
     real failure, whatever the sample's choice.
     """
     candidates = specs.all_specs()
-    pool = [(s, coverage(s), compile_cost(s) * sum(s.base.offered_on(ARCH_CC.get(a))
+    pool = [(s, coverage(s), compile_cost(s) * sum(s.entry.offered_on(ARCH_CC.get(a))
                                                    for a in ARCHS))
             for s in candidates]
     wanted = set().union(*(c for _, c, _ in pool))

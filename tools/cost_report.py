@@ -67,19 +67,19 @@ def choice(batch: int, m: int, n: int, k: int, dtype: str, device: DeviceInfo):
 
 def rows(corpus: dict, device: DeviceInfo, dtype: str = "float16"):
     for cls, batch, m, n, k in corpus_shapes(corpus):
-        s, base = choice(batch, m, n, k, dtype, device)
+        s, entry = choice(batch, m, n, k, dtype, device)
         same = [c for c in s.candidates if c.mode == DATA_PARALLEL and tuple(c.tile) == s.tile
                 and c.ctas_per_sm == s.device.ctas_per_sm and c.cluster == s.cluster]
         dp_us = same[0].predicted_time_us if same else float("nan")
-        yield dict(cls=cls, batch=batch, m=m, n=n, k=k, s=s, base=base, dp_us=dp_us,
+        yield dict(cls=cls, batch=batch, m=m, n=n, k=k, s=s, entry=entry, dp_us=dp_us,
                    speedup=dp_us / s.predicted_time_us)
 
 
-def entry_label(base) -> str:
+def entry_label(entry) -> str:
     """An entry as the report names it: family, tile (a pair's unit), CTAs an SM."""
-    bm, bn, bk = base.tile
-    occupancy = f"/{base.ctas_per_sm}" if base.ctas_per_sm > 1 else ""
-    return f"{base.FAMILY} {bm}x{bn}x{bk}{occupancy}"
+    bm, bn, bk = entry.tile
+    occupancy = f"/{entry.ctas_per_sm}" if entry.ctas_per_sm > 1 else ""
+    return f"{entry.FAMILY} {bm}x{bn}x{bk}{occupancy}"
 
 
 def _cost_source(device: DeviceInfo) -> str:
@@ -103,7 +103,7 @@ def markdown(corpus: dict, device: DeviceInfo, dtype: str = "float16") -> str:
         s = r["s"]
         shape = (f"{r['batch']} x " if r["batch"] > 1 else "") + f"{r['m']} x {r['n']} x {r['k']}"
         mode = s.mode + (f" S={s.splits_per_tile}" if s.mode in ("split_k", "aligned") else "")
-        out.append(f"| {r['cls']} | {shape} | {entry_label(r['base'])} | {mode} | {s.grid} | "
+        out.append(f"| {r['cls']} | {shape} | {entry_label(r['entry'])} | {mode} | {s.grid} | "
                    f"{s.waves:.2f} | {s.predicted_efficiency:.2f} | "
                    f"{s.predicted_time_us:.1f} | {r['dp_us']:.1f} | {r['speedup']:.2f}x |")
     return "\n".join(out)

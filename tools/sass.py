@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from skcontract.kernels import jit, nvrtc, specs
-from skcontract.kernels.catalogue import KernelBase
+from skcontract.kernels.catalogue import Entry
 
 MATH_OPCODES = ("DMMA", "HMMA", "IMMA", "HGMMA", "FFMA", "DFMA")
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]+)?"
@@ -155,13 +155,13 @@ def report(spec: specs.KernelSpec, arch: str = "sm_90a", dump: str | None = None
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("entry", help="a catalogue entry's fields as JSON "
-                                 "(KernelBase.to_dict(), with its 'family')")
+                                 "(Entry.to_dict(), with its 'family')")
     p.add_argument("--protocol", default="deterministic")
     p.add_argument("--layouts", default="row,row", help="A,B layouts")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--dump", help="write the whole disassembly here")
     args = p.parse_args(argv)
-    entry = KernelBase.from_dict(json.loads(args.entry))
+    entry = Entry.from_dict(json.loads(args.entry))
     la, lb = args.layouts.split(",")
     spec = specs.specialise(entry, protocol=args.protocol, a_layout=la, b_layout=lb)
     print(report(spec, args.arch, args.dump))

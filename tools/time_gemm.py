@@ -181,7 +181,7 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
             plan = sched.schedule
             row.update(planned_mode=str(plan.mode), groups=plan.groups, raster=plan.raster,
                        swizzle=plan.log_swizzle, tile=tile, grid=plan.grid,
-                       reduction=str(plan.reduction), entry=sched.base.name)
+                       reduction=str(plan.reduction), entry=sched.entry.name)
         if probe is not None or store is not None or args.stages is not None:
             # a cached plan keeps the kernel (its probe build, its entry's stages) and the
             # store path it was made with
@@ -225,10 +225,10 @@ def _stages_swapped(tile, depth):
     try:
         swapped = 0
         for table in tables:
-            for key, bases in table.items():
+            for key, entries in table.items():
                 table[key] = tuple(dataclasses.replace(b, stages=depth) if forced_by_tile(b)
-                                   else b for b in bases)
-                swapped += sum(map(forced_by_tile, bases))
+                                   else b for b in entries)
+                swapped += sum(map(forced_by_tile, entries))
         if not swapped:
             raise ValueError(f"--stages: no catalogue entry has the tile {tile}")
         yield

@@ -158,8 +158,8 @@ def report(stamps) -> list[str]:
     set_ &= ok[:, None]  # a CTA's events are placed from its own start
     # differences in integers first: the globaltimer counts ns since the epoch, whose
     # float64 steps are 256 ns, and the clocks count from the GPU's start
-    base = raw[ok, 0].min()
-    gt0 = (raw[:, 0] - base).astype(np.float64)
+    entry = raw[ok, 0].min()
+    gt0 = (raw[:, 0] - entry).astype(np.float64)
     clk = (clocks - clocks[:, :1]).astype(np.float64)
     rate = clock_rate(stamps)
     at = gt0[:, None] + clk / rate  # ns, on the globaltimer's axis

@@ -26,14 +26,14 @@ def select(which: str, dtypes: str = "", families: str = "") -> list[specs.Kerne
     else:
         todo = specs.all_specs()
     if which == "default-tiles":
-        pending = {b for bases in PENDING.values() for b in bases}
-        todo = [s for s in todo if s.base not in pending]
+        pending = {b for entries in PENDING.values() for b in entries}
+        todo = [s for s in todo if s.entry not in pending]
     if dtypes:
         keep = set(dtypes.split(","))
         todo = [s for s in todo if s.dtype_in in keep]
     if families:
         keep = set(families.split(","))
-        todo = [s for s in todo if s.base.FAMILY in keep]
+        todo = [s for s in todo if s.entry.FAMILY in keep]
     return todo
 
 

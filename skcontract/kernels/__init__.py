@@ -14,7 +14,7 @@ Importing this package does not import CuPy. The developer tools that compile, d
 warm these kernels live in the repository's ``tools/`` (``python -m tools.compile_check``,
 ``tools.sass``, ``tools.warm_kernels``), outside the package.
 """
-from .catalogue import CATALOGUE, KernelBase
+from .catalogue import CATALOGUE, Entry
 from .specs import KernelSpec
 
-__all__ = ["CATALOGUE", "KernelBase", "KernelSpec"]
+__all__ = ["CATALOGUE", "Entry", "KernelSpec"]

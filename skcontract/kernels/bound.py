@@ -100,7 +100,7 @@ def _run_gemm(launch: StepLaunch, x, y):
     (la, lda), (lb, ldb) = lay_a, lay_b
     elem = A.itemsize()
     spec = launch.spec
-    actual = specialise(spec.base, protocol=spec.protocol, a_layout=la, b_layout=lb,
+    actual = specialise(spec.entry, protocol=spec.protocol, a_layout=la, b_layout=lb,
                         a_vec16=is_vec16(A.ptr, lda, sba, batch, elem),
                         b_vec16=is_vec16(B.ptr, ldb, sbb, batch, elem))
     if actual != spec:

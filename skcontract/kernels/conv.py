@@ -21,7 +21,7 @@ from ..kinds import Kind
 from ..schedule import DeviceInfo
 from ..schedule.types import CLUSTER
 from . import jit, specs, tma
-from .catalogue import INPUT_DTYPES, bases_for
+from .catalogue import INPUT_DTYPES, entries_for
 from .catalogue.wgmma import WGMMA_SWIZZLE_BYTES
 from .launch import LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
@@ -90,9 +90,9 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     >>> r = resolve_conv(g, "float16", DeviceInfo.h200())
-    >>> r.base.FAMILY, r.schedule.problem.k, str(r.schedule.mode), str(r.schedule.reduction)
+    >>> r.entry.FAMILY, r.schedule.problem.k, str(r.schedule.mode), str(r.schedule.reduction)
     ('Wgmma', 4608, 'aligned', 'cluster')
-    >>> resolve_conv(g, "float16", DeviceInfo.h200(), vec16=False).base.FAMILY
+    >>> resolve_conv(g, "float16", DeviceInfo.h200(), vec16=False).entry.FAMILY
     'Mma16'
     """
     if dtype not in INPUT_DTYPES or dtype == "int8":
@@ -258,7 +258,7 @@ def uses_tma(g, dtype: str, device: DeviceInfo) -> bool:
     """Whether the device and the dtype have a TMA convolution entry whose maps express
     ``g`` (alignment aside)."""
     cc = compute_capability(device)
-    return (any(b.IM2COL == "tma" for b in bases_for(dtype, None, cc))
+    return (any(b.IM2COL == "tma" for b in entries_for(dtype, None, cc))
             and tma.conv_geometry_fits(g, specs.CXX_TYPES[dtype][1]))
 
 
@@ -316,10 +316,10 @@ def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, 
                tile, grid, extent):
     """The :class:`ConvLaunch` of a convolution (see :func:`conv_launch`)."""
     options = {} if grid is None else {"grid": grid}
-    schedule, base = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
+    schedule, entry = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
                                   vec16=a_vec and b_vec, tma_only=extent is not None,
                                   **options)
-    spec = specs.specialise(base, protocol=schedule.protocol, a_layout="row", b_layout="col",
+    spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
                             a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
     kernel = jit.get_kernel(spec, dev)
     plan = LaunchPlan(kernel, schedule, dev, stream)

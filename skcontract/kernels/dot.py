@@ -23,12 +23,12 @@ _PLANS: dict = {}
 def _plan(form: DotForm, dtype: str, a_vec: bool, b_vec: bool, resolved: Resolved | None,
           dev: int, stream, reduction: str) -> LaunchPlan:
     """The LaunchPlan of one form (cold path: resolve, specialise, compile, upload)."""
-    if resolved is None or not isinstance(resolved.base, Dot) or \
+    if resolved is None or not isinstance(resolved.entry, Dot) or \
             resolved.schedule.problem != form.problem(dtype):
         resolved = resolve_dot(form, dtype, device_info(dev), reduction=reduction)
-    schedule, base = resolved
-    la, lb = base.layouts()[0]
-    spec = specialise(base, protocol=schedule.protocol, a_layout=la, b_layout=lb,
+    schedule, entry = resolved
+    la, lb = entry.layouts()[0]
+    spec = specialise(entry, protocol=schedule.protocol, a_layout=la, b_layout=lb,
                       a_vec16=a_vec, b_vec16=b_vec)
     return bound.launch_plan(StepLaunch(schedule, spec, form=form), dev, stream)
 
@@ -43,7 +43,7 @@ def _launch(form: DotForm, dtype: str, item: int, a_ptr: int, b_ptr: int, c_ptr:
     a_vec = loads_aligned(a_ptr, form.lda, form.sa, item, True) if rows else True
     b_vec = loads_aligned(b_ptr, form.ldb, form.sb, item, True)
     key = (dev, dtype, form, a_vec, b_vec, reduction,
-           None if resolved is None else (resolved.schedule.digest(), resolved.base))
+           None if resolved is None else (resolved.schedule.digest(), resolved.entry))
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = _plan(form, dtype, a_vec, b_vec, resolved, dev, stream, reduction)

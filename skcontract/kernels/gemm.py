@@ -34,21 +34,21 @@ from .step_launch import StepLaunch
 _PLANS: dict = {}
 
 
-def _check_schedule(schedule: Schedule, base, dtype, batch, m, n, k, vec16) -> None:
+def _check_schedule(schedule: Schedule, entry, dtype, batch, m, n, k, vec16) -> None:
     """A caller's schedule must be one for these operands and this kernel."""
     p = schedule.problem
     if (p.batch, p.m, p.n, p.k) != (batch, m, n, k) or p.groups is not None:
         raise ValueError(f"gemm: the schedule is for batch={p.batch} m={p.m} n={p.n} "
                          f"k={p.k}; the operands are batch={batch} m={m} n={n} k={k}")
-    if base.dtype != dtype:
-        raise TypeError(f"gemm: the schedule's kernel takes {base.dtype}; the operands are "
+    if entry.dtype != dtype:
+        raise TypeError(f"gemm: the schedule's kernel takes {entry.dtype}; the operands are "
                         f"{dtype}")
-    if base.vec16_only and not vec16:
-        raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands")
+    if entry.vec16_only and not vec16:
+        raise ValueError(f"gemm: kernel {entry.name} needs 16-byte aligned operands")
     small = schedule.small_tile
-    if small is not None and tuple(small[:2]) not in (base.option().small_tiles or ()):
+    if small is not None and tuple(small[:2]) not in (entry.option().small_tiles or ()):
         raise ValueError(f"gemm: the HyTiS schedule's small tile {tuple(small)} is not one "
-                         f"that kernel {base.name} runs beside its {schedule.tile} tile")
+                         f"that kernel {entry.name} runs beside its {schedule.tile} tile")
 
 
 def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mode,
@@ -68,29 +68,29 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
     vec16 = a_vec16 and b_vec16
     planned_here = schedule is None and tile is None
     if isinstance(schedule, Resolved):
-        schedule, base = schedule
-        if (a_layout, b_layout) not in base.layouts():
+        schedule, entry = schedule
+        if (a_layout, b_layout) not in entry.layouts():
             # an entry planned for other layouts than these operands have (a plan step whose
             # operands are not laid out as its views assume): plan again for these
-            _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
+            _check_schedule(schedule, entry, dtype, batch, m, n, k, vec16)
             red = DEFAULT_REDUCTION if schedule.reduction == CLUSTER else schedule.reduction
             return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                              mode=schedule.mode, reduction=red, tile=None, grid=None,
                              dev=dev, precision=precision, stream=stream,
                              b_off_lines=b_off_lines)
     elif schedule is not None:
-        base = entry_for(schedule, dtype, precision, compute_capability(device_info(dev)),
+        entry = entry_for(schedule, dtype, precision, compute_capability(device_info(dev)),
                          (a_layout, b_layout))
     if schedule is not None:
-        _check_schedule(schedule, base, dtype, batch, m, n, k, vec16)
+        _check_schedule(schedule, entry, dtype, batch, m, n, k, vec16)
     else:
         options = {} if grid is None else {"grid": grid}
-        schedule, base = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
+        schedule, entry = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype),
                                       device_info(dev), mode=mode, reduction=reduction,
                                       tile=tile, precision=precision, vec16=vec16,
                                       layouts=(a_layout, b_layout), b_off_lines=b_off_lines,
                                       exclude=exclude, **options)
-    spec = specs.specialise(base, protocol=schedule.protocol, a_layout=a_layout,
+    spec = specs.specialise(entry, protocol=schedule.protocol, a_layout=a_layout,
                             b_layout=b_layout, a_vec16=a_vec16, b_vec16=b_vec16)
     try:
         return bound.launch_plan(StepLaunch(schedule, spec), dev, stream)
@@ -99,13 +99,13 @@ def make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16, *, mo
         # or, for a schedule auto planned here, without the cluster entry whose clusters
         # this device keeps fewer of resident than the plan assumed (a GPC of an odd count
         # of SMs)
-        if isinstance(e, CoResidencyError) and not (planned_here and base.CLUSTER > 1):
+        if isinstance(e, CoResidencyError) and not (planned_here and entry.CLUSTER > 1):
             raise
-        warnings.warn(f"{e}; planned again without {base.name}", RuntimeWarning)
+        warnings.warn(f"{e}; planned again without {entry.name}", RuntimeWarning)
         return make_plan(dtype, batch, m, n, k, a_layout, b_layout, a_vec16, b_vec16,
                          mode=mode, reduction=reduction, tile=tile, grid=grid, dev=dev,
                          precision=precision, stream=stream, b_off_lines=b_off_lines,
-                         exclude=exclude | {base})
+                         exclude=exclude | {entry})
 
 
 def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_REDUCTION,
@@ -265,10 +265,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
 
     a_vec16 = is_vec16(a_ptr, lda, sba, batch, elem)
     b_vec16 = is_vec16(b_ptr, ldb, sbb, batch, elem)
-    if isinstance(schedule, Resolved) and schedule.base.vec16_only and not (a_vec16 and b_vec16):
+    if isinstance(schedule, Resolved) and schedule.entry.vec16_only and not (a_vec16 and b_vec16):
         # the plan assumed aligned operands: run it on aligned copies of the others
-        a2 = a if a_vec16 else _aligned_copy(a, la == "col", schedule.base)
-        b2 = b if b_vec16 else _aligned_copy(b, lb == "col", schedule.base)
+        a2 = a if a_vec16 else _aligned_copy(a, la == "col", schedule.entry)
+        b2 = b if b_vec16 else _aligned_copy(b, lb == "col", schedule.entry)
         r = gemm(a2, b2, out, alpha=alpha, beta=beta, stream=stream, schedule=schedule,
                  precision=precision)
         return (r, None) if bind else r
@@ -324,7 +324,7 @@ def _copies_k_major(schedule, precision: str | None) -> bool:
     resolved for the copies: :func:`~.resolve.step_operands`); with a plain one at a
     float32 precision (which its entry is then looked up for)."""
     if isinstance(schedule, Resolved):
-        return k_major_only(schedule.base) or turns_operands(schedule.base)
+        return k_major_only(schedule.entry) or turns_operands(schedule.entry)
     return schedule is None or precision is not None
 
 
@@ -361,21 +361,21 @@ def _schedule_key(schedule):
     schedules share one LaunchPlan and none is kept alive by identity."""
     if schedule is None:
         return None
-    s, base = schedule if isinstance(schedule, Resolved) else (schedule, None)
+    s, entry = schedule if isinstance(schedule, Resolved) else (schedule, None)
     return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.cluster, s.protocol,
-            base)
+            entry)
 
 
-def _aligned_copy(x, col: bool, base):
+def _aligned_copy(x, col: bool, entry):
     """A copy of ``x`` in the same layout (``col``: column-major matrices), freshly allocated
     (256-byte aligned); ValueError when its leading dimension is still not a multiple of 16
-    bytes, which ``base`` needs."""
+    bytes, which ``entry`` needs."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     y = relayout.col_major(x) if col else cupy.ascontiguousarray(x)
     ld = y.shape[-2] if col else y.shape[-1]
     if (ld * y.itemsize) % specs.VEC16_BYTES:
-        raise ValueError(f"gemm: kernel {base.name} needs 16-byte aligned operands; a "
+        raise ValueError(f"gemm: kernel {entry.name} needs 16-byte aligned operands; a "
                          f"leading dimension of {ld} {y.dtype} elements is not")
     return y
 

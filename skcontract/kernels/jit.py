@@ -334,7 +334,7 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     ptr = getattr(launcher, "ptr", None)
     if ptr is None:
         raise RuntimeError("cannot reach the CUfunction of the compiled kernel")
-    want_regs = spec.base.launch_registers
+    want_regs = spec.entry.launch_registers
     if want_regs is not None and function.num_regs != want_regs:
         raise RegisterCountError(f"kernel {spec.name} compiled to {function.num_regs} "
                                  f"registers a thread; its register split needs {want_regs}")
@@ -343,7 +343,7 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     occupancy = driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, spec.threads, smem)
     if occupancy < 1:
         raise RuntimeError(f"kernel {spec.name} cannot be resident (occupancy 0)")
-    cluster = spec.base.CLUSTER
+    cluster = spec.entry.CLUSTER
     clusters = (max_active_clusters(int(ptr), spec.threads, smem, cluster) if cluster > 1
                 else None)
     function = launcher

@@ -82,8 +82,8 @@ class LaunchPlan:
         if spec.protocol != schedule.protocol:
             raise ValueError(f"kernel {spec.name} runs the {spec.protocol!r} protocol; the "
                              f"schedule needs {schedule.protocol!r}")
-        if tuple(schedule.tile) != spec.base.tile:
-            raise ValueError(f"kernel {spec.name} has tile {spec.base.tile}; the "
+        if tuple(schedule.tile) != spec.entry.tile:
+            raise ValueError(f"kernel {spec.name} has tile {spec.entry.tile}; the "
                              f"schedule's is {tuple(schedule.tile)}")
         self.kernel, self.schedule, self.device_id = kernel, schedule, device_id
         table = schedule.table if len(schedule.table) else np.zeros((1, NUM_COLUMNS), np.int32)
@@ -97,7 +97,7 @@ class LaunchPlan:
             stream.synchronize()
         # CTAs: a cluster entry runs each of the schedule's work units on CLUSTER of them,
         # each with its own fixup lock a tile
-        cluster = spec.base.CLUSTER
+        cluster = spec.entry.CLUSTER
         self.grid = int(schedule.grid) * cluster
         # the cluster protocol's clusters, set at launch: one a tile, its splits' CTAs
         self.cluster_dims = schedule.cluster_size
@@ -112,7 +112,7 @@ class LaunchPlan:
         self.num_locks = schedule.num_locks * cluster
         self.acc_np = _ACC_NP[spec.dtype_acc]
         self.batch = schedule.problem.batch
-        self.tensor_maps = spec.base.TENSOR_MAPS  # the kernel takes TMA maps (A, B, C)
+        self.tensor_maps = spec.entry.TENSOR_MAPS  # the kernel takes TMA maps (A, B, C)
         # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
         # convolution's input and filters: .conv sets it); None: the GEMM maps
         self.map_source = None

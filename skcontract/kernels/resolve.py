@@ -8,7 +8,7 @@ exactly that schedule. Pure Python: no CuPy import, so plans for a GPU can be sh
 
 >>> from skcontract.schedule import DeviceInfo, GemmProblem
 >>> r = resolve_gemm(GemmProblem(2176, 1024, 4096, dtype="float16"), DeviceInfo.h200())
->>> r.base.FAMILY, r.schedule.tile, str(r.schedule.mode)
+>>> r.entry.FAMILY, r.schedule.tile, str(r.schedule.mode)
 ('Wgmma', (128, 128, 64), 'hybrid')
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
-                        SMEM_RESERVED_PER_CTA, Dot, KernelBase, bases_for, catalogue_key,
-                        Wgmma, WgmmaKMajor, dot_bases, output_tiles, pending_for,
+                        SMEM_RESERVED_PER_CTA, Dot, Entry, entries_for, catalogue_key,
+                        Wgmma, WgmmaKMajor, dot_entries, output_tiles, pending_for,
                         streaming_wanted)
 from .forms import dot_form
 from .operands import is_vec16, matrix_layout
@@ -38,26 +38,26 @@ K_MAJOR = ("row", "col")
 """The (A, B) layouts that put K innermost in both operands: what tf32 and s8 wgmma read."""
 
 
-def k_major_only(base: KernelBase) -> bool:
-    """Whether ``base`` reads K-major operands only (no kernel of it for row-major B)."""
-    return ("row", "row") not in base.layouts()
+def k_major_only(entry: Entry) -> bool:
+    """Whether ``entry`` reads K-major operands only (no kernel of it for row-major B)."""
+    return ("row", "row") not in entry.layouts()
 
 
-def turns_operands(base: KernelBase) -> bool:
-    """Whether ``base`` reads MN-major operands by turning them K-major in its stages (the
+def turns_operands(entry: Entry) -> bool:
+    """Whether ``entry`` reads MN-major operands by turning them K-major in its stages (the
     3xTF32 entries: :meth:`~.catalogue.Wgmma.transposes`)."""
-    return isinstance(base, WgmmaKMajor) and not k_major_only(base)
+    return isinstance(entry, WgmmaKMajor) and not k_major_only(entry)
 
 
-def runs_exact(base: KernelBase) -> bool:
-    """Whether ``base`` runs float32 exactly whatever the precision asked (a Dot entry, or
+def runs_exact(entry: Entry) -> bool:
+    """Whether ``entry`` runs float32 exactly whatever the precision asked (a Dot entry, or
     one of the exact entries that follow the tensor-core ones under a precision's key)."""
-    return isinstance(base, Dot) or base in CATALOGUE["float32"]
+    return isinstance(entry, Dot) or entry in CATALOGUE["float32"]
 
 
-K_MAJOR_KEYS = tuple(key for key, bases in CATALOGUE.items()
-                     if any(isinstance(b, Wgmma) for b in bases)
-                     and all(k_major_only(b) for b in bases if isinstance(b, Wgmma)))
+K_MAJOR_KEYS = tuple(key for key, entries in CATALOGUE.items()
+                     if any(isinstance(b, Wgmma) for b in entries)
+                     and all(k_major_only(b) for b in entries if isinstance(b, Wgmma)))
 """The catalogue keys (a dtype, or a float32 precision) whose Wgmma entries read K-major
 operands only (WgmmaInt8, WgmmaTf32; the 3xTF32 entries turn MN-major operands K-major in
 their stages)."""
@@ -67,7 +67,7 @@ class Resolved(NamedTuple):
     """A schedule and the catalogue entry whose kernel runs it."""
 
     schedule: Schedule
-    base: KernelBase
+    entry: Entry
 
 
 _DEVICES: dict = {}
@@ -96,8 +96,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
 
     ``tile``: force the entries of a tile by its (BM, BN) or (BM, BN, BK) (where a tile has
     entries of two occupancies, the model picks between those offered to the product by
-    their waves and loops, :meth:`~.catalogue.KernelBase.fills_waves` and
-    :meth:`~.catalogue.KernelBase.runs_long_enough`, or among all when none), or the entries
+    their waves and loops, :meth:`~.catalogue.Entry.fills_waves` and
+    :meth:`~.catalogue.Entry.runs_long_enough`, or among all when none), or the entries
     of (BM, BN, BK, CTAs an SM) or one entry by (BM, BN, BK, CTAs an SM, CTAs a work unit: 2
     for a cluster pair, whose unit tile a single CTA's may equal; a shorter tile names the
     entries of the fewest), offered then whatever its waves and loops;
@@ -108,7 +108,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     operands are 16-byte aligned (entries that need it are left out otherwise);
     ``im2col``: the problem is a convolution's implicit GEMM, on the entries whose
     convolution entry gets A that way
-    ("gather" or "tma", :attr:`~.catalogue.KernelBase.IM2COL`); ``masked``: a folded
+    ("gather" or "tma", :attr:`~.catalogue.Entry.IM2COL`); ``masked``: a folded
     convolution, on the entries that zero its padding taps
     (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
     hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A,
@@ -121,39 +121,39 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     takes the dtype; ValueError for a tile no entry has.
     """
     cc = compute_capability(device)
-    bases = tuple(b for b in bases_for(problem.dtype, precision, cc, vec16,
+    entries = tuple(b for b in entries_for(problem.dtype, precision, cc, vec16,
                                        b_off_lines or tile is not None) if b not in exclude)
     if tile is not None:
         want = tuple(int(t) for t in tile)
-        offered = bases + tuple(b for b in pending_for(problem.dtype, cc)
+        offered = entries + tuple(b for b in pending_for(problem.dtype, cc)
                                 if vec16 or not b.vec16_only)
         offered = tuple(b for b in offered if im2col is None or b.IM2COL == im2col)
-        bases = tuple(b for b in offered
+        entries = tuple(b for b in offered
                       if (*b.tile, b.ctas_per_sm, b.CLUSTER)[:len(want)] == want)
-        if not bases:
+        if not entries:
             raise ValueError(f"gemm: no {problem.dtype} kernel with tile {want}; have "
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
-        bases = tuple(b for b in bases if b.IM2COL == im2col)
+        entries = tuple(b for b in entries if b.IM2COL == im2col)
     if layouts is not None:
-        named = bases
-        bases = tuple(b for b in bases if tuple(layouts) in b.layouts())
-        if tile is not None and named and not bases:
+        named = entries
+        entries = tuple(b for b in entries if tuple(layouts) in b.layouts())
+        if tile is not None and named and not entries:
             raise ValueError(f"gemm: the {problem.dtype} kernel of tile {tuple(tile)} reads "
                              f"{named[0].layouts()} operands only, not {tuple(layouts)}")
     if masked:
-        bases = tuple(b for b in bases if getattr(b, "masks_stages", False))
+        entries = tuple(b for b in entries if getattr(b, "masks_stages", False))
     if reduction == CLUSTER:
-        bases = tuple(b for b in bases if b.cluster_sum)
-        if not bases:
+        entries = tuple(b for b in entries if b.cluster_sum)
+        if not entries:
             raise ValueError(f"gemm: reduction='cluster' needs a kernel that sums in a "
                              f"cluster's shared memory; none takes {problem.dtype} on "
                              f"compute capability {cc}")
-    if tile is not None and len(tile) < 5 and bases:  # no unit's CTAs named: the fewest
-        bases = tuple(b for b in bases if b.CLUSTER == min(x.CLUSTER for x in bases))
+    if tile is not None and len(tile) < 5 and entries:  # no unit's CTAs named: the fewest
+        entries = tuple(b for b in entries if b.CLUSTER == min(x.CLUSTER for x in entries))
     one_entry = tile is not None and len(tile) >= 4  # forced whatever its waves and loops
     by_entry, fit = {}, {}  # (tile, CTAs an SM, CTAs a unit) -> entry: what names an entry
-    for b in bases:
+    for b in entries:
         c = ctas_on(b, device)
         tiles = output_tiles(problem.m, problem.n, problem.batch, b.tile)
         units = c * device.with_clusters(b.CLUSTER).sms
@@ -208,14 +208,14 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     """The schedule the Dot kernel runs a memory-bound product with (``form``: a
     :class:`.dot.DotForm`), and its entry: the entries of the form's shape are the tile
     options, so rows that are few and long get one-row tiles split over k."""
-    bases = dot_bases(dtype, form.shape)
-    if not bases:
+    entries = dot_entries(dtype, form.shape)
+    if not entries:
         raise TypeError(f"dot: no {form.shape} kernel takes {dtype}")
     if mode == "auto" and reduction == "deterministic":
         reduction = DOT_REPRODUCIBLE_REDUCTION
-    options_ = [replace(b.option(), ctas_per_sm=c) for b in bases
+    options_ = [replace(b.option(), ctas_per_sm=c) for b in entries
                 if (c := ctas_on(b, device)) > 0]
-    by_tile = {b.tile: b for b in bases}
+    by_tile = {b.tile: b for b in entries}
     kind = Kind.DOT if form.outputs == 1 else Kind.GEMV
     schedule = schedule_problem(form.problem(dtype), device, mode=mode, reduction=reduction,
                                 tiles=options_, kind=kind, **options)
@@ -223,17 +223,17 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     return Resolved(schedule, by_tile[schedule.tile])
 
 
-def ctas_on(base: KernelBase, device: DeviceInfo) -> int:
-    """CTAs of ``base`` that fit on one SM of ``device``: its declared occupancy, fewer where
+def ctas_on(entry: Entry, device: DeviceInfo) -> int:
+    """CTAs of ``entry`` that fit on one SM of ``device``: its declared occupancy, fewer where
     the device's shared memory holds fewer of its largest specialisation, over the layouts
     it reads (0: none)."""
-    smem = max(specialise(base, protocol="none", a_layout=la, b_layout=lb).smem_bytes
-               for la, lb in base.layouts())
-    return min(base.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
+    smem = max(specialise(entry, protocol="none", a_layout=la, b_layout=lb).smem_bytes
+               for la, lb in entry.layouts())
+    return min(entry.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
 
 
 def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | None,
-              layouts: tuple | None = None) -> KernelBase:
+              layouts: tuple | None = None) -> Entry:
     """The catalogue entry that runs ``schedule``: the one with its tile and its CTAs an SM
     (a Dot entry for a memory-bound schedule, whose problem is rows x 1 or 1 x columns, in
     its own orientation), among those specialised for the operands' (A, B) ``layouts`` when
@@ -242,9 +242,9 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
     dots = () if min(p.m, p.n) > 1 else DOT_CATALOGUE.get(dtype, ())
     # a forced tile may name a pending entry (none are pending under a precision's key)
     pending = () if catalogue_key(dtype, precision) != dtype else pending_for(dtype, cc)
-    bases = tuple(dots) + bases_for(dtype, precision, cc) + pending
+    entries = tuple(dots) + entries_for(dtype, precision, cc) + pending
     tile, ctas = tuple(schedule.tile), schedule.device.ctas_per_sm
-    fits = [(ctas_on(b, schedule.device), b) for b in bases
+    fits = [(ctas_on(b, schedule.device), b) for b in entries
             if b.tile == tile and schedule.protocol in b.protocols()
             and (layouts is None or b in dots or tuple(layouts) in b.layouts())]
     # the entry of the schedule's occupancy; else one that holds at least as many CTAs an
@@ -257,7 +257,7 @@ def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | N
             return b
     raise ValueError(f"gemm: no {dtype} kernel runs tile {tuple(schedule.tile)} at "
                      f"{ctas} CTAs an SM on compute capability {cc} (have "
-                     f"{[(b.tile, b.ctas_per_sm) for b in bases]})")
+                     f"{[(b.tile, b.ctas_per_sm) for b in entries]})")
 
 
 K_MAJOR_COPY_BANDWIDTH = 3.8e12
@@ -296,10 +296,10 @@ def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None,
     elem = CXX_TYPES[dtype][1]
     if (k * elem) % VEC16_BYTES:
         return False
-    bases = bases_for(dtype, precision, cc)
+    entries = entries_for(dtype, precision, cc)
     if catalogue_key(dtype, precision) in K_MAJOR_KEYS:
-        return any(map(k_major_only, bases))
-    if not any(map(turns_operands, bases)):
+        return any(map(k_major_only, entries))
+    if not any(map(turns_operands, entries)):
         return False
     copy_s = 2 * copied_elems * elem / K_MAJOR_COPY_BANDWIDTH
     return not aligned or copy_s <= TURN_COST_SHARE * flops / TF32X3_RATE
@@ -414,10 +414,10 @@ def _resolve_step(step, device: DeviceInfo, **options) -> StepLaunch:
     r = resolve_gemm(problem, device, vec16=views[0][1] and views[1][1], kind=step.kind,
                      associative=step.associative, layouts=(views[0][0], views[1][0]),
                      precision=step.precision, b_off_lines=b_off, **options)
-    if any(copies) and not (k_major_only(r.base) or turns_operands(r.base)):
+    if any(copies) and not (k_major_only(r.entry) or turns_operands(r.entry)):
         copies = (False, False)  # an exact fallback reads them as they are
         views = _operand_views(step, copies)
-    spec = specialise(r.base, protocol=r.schedule.protocol, a_layout=views[0][0],
+    spec = specialise(r.entry, protocol=r.schedule.protocol, a_layout=views[0][0],
                       b_layout=views[1][0], a_vec16=views[0][1], b_vec16=views[1][1])
     schedule = r.schedule
     if any(copies):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..schedule.types import Protocol
-from .catalogue import CXX_TYPES, VEC16_BYTES, KernelBase, all_bases, vec16_elems
+from .catalogue import CXX_TYPES, VEC16_BYTES, Entry, all_entries, vec16_elems
 
 NARROW_COPY_UNROLL = 4
 """Unroll factor of the shared-memory loader's element-wise (misaligned) copies: fully
@@ -26,7 +26,7 @@ LAYOUTS = ("row", "col")
 A_SOURCES = ("dense", "im2col")
 """Where operand A comes from: a dense strided matrix, or gathered from a channels-last
 convolution input (the implicit GEMM of conv2d: the family's convolution entry,
-:attr:`KernelBase.IM2COL`)."""
+:attr:`Entry.IM2COL`)."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
@@ -45,7 +45,7 @@ class KernelSpec:
     Build one with :func:`specialise`.
     """
 
-    base: KernelBase
+    entry: Entry
     protocol: Protocol = Protocol.DETERMINISTIC
     a_layout: str = "row"
     b_layout: str = "row"
@@ -57,29 +57,29 @@ class KernelSpec:
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"unknown fixup protocol {self.protocol!r} (have {PROTOCOLS})")
         object.__setattr__(self, "protocol", Protocol(self.protocol))
-        if self.protocol not in self.base.protocols():
-            raise ValueError(f"{self.base.name}: no {self.protocol!r} kernel (the "
-                             f"{self.base.FAMILY} family runs {self.base.protocols()})")
+        if self.protocol not in self.entry.protocols():
+            raise ValueError(f"{self.entry.name}: no {self.protocol!r} kernel (the "
+                             f"{self.entry.FAMILY} family runs {self.entry.protocols()})")
         if self.a_layout not in LAYOUTS or self.b_layout not in LAYOUTS:
             raise ValueError(f"layouts must be in {LAYOUTS}, got {self.a_layout!r}, "
                              f"{self.b_layout!r}")
         if self.a_source not in A_SOURCES:
             raise ValueError(f"a_source must be in {A_SOURCES}, got {self.a_source!r}")
-        if self.im2col and not (self.base.IM2COL and self.a_layout == "row"):
-            raise ValueError(f"{self.base.name}: no im2col kernel with a {self.a_layout!r} A")
+        if self.im2col and not (self.entry.IM2COL and self.a_layout == "row"):
+            raise ValueError(f"{self.entry.name}: no im2col kernel with a {self.a_layout!r} A")
 
     # ---- what the launcher and the tools read -----------------------------------------
-    bm = property(lambda self: self.base.bm)
-    bn = property(lambda self: self.base.bn)
-    bk = property(lambda self: self.base.bk)
-    stages = property(lambda self: self.base.stages)
-    threads = property(lambda self: self.base.threads)
-    ctas_per_sm = property(lambda self: self.base.ctas_per_sm)
-    min_cc = property(lambda self: self.base.min_cc)
-    dtype_in = property(lambda self: self.base.dtype)
-    dtype_out = property(lambda self: self.base.dtype_out)
-    dtype_acc = property(lambda self: self.base.dtype_acc)
-    elem_bytes = property(lambda self: self.base.elem_bytes)
+    bm = property(lambda self: self.entry.bm)
+    bn = property(lambda self: self.entry.bn)
+    bk = property(lambda self: self.entry.bk)
+    stages = property(lambda self: self.entry.stages)
+    threads = property(lambda self: self.entry.threads)
+    ctas_per_sm = property(lambda self: self.entry.ctas_per_sm)
+    min_cc = property(lambda self: self.entry.min_cc)
+    dtype_in = property(lambda self: self.entry.dtype)
+    dtype_out = property(lambda self: self.entry.dtype_out)
+    dtype_acc = property(lambda self: self.entry.dtype_acc)
+    elem_bytes = property(lambda self: self.entry.elem_bytes)
 
     @property
     def acc_bytes(self) -> int:
@@ -105,37 +105,37 @@ class KernelSpec:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory; the GEMM kernel traps if the launch gives less."""
-        return self.base.smem_bytes(self)
+        return self.entry.smem_bytes(self)
 
     @property
     def slot_elems(self) -> int:
         """Accumulators in one workspace slot (one tile, fragment order)."""
-        return self.base.slot_elems(self)
+        return self.entry.slot_elems(self)
 
     @property
     def entry_header(self) -> str:
-        return self.base.IM2COL_HEADER if self.im2col else self.base.ENTRY_HEADER
+        return self.entry.IM2COL_HEADER if self.im2col else self.entry.ENTRY_HEADER
 
     @property
     def kernel(self) -> str:
         """The kernel template the spec instantiates."""
-        return self.base.IM2COL_KERNEL if self.im2col else self.base.KERNEL
+        return self.entry.IM2COL_KERNEL if self.im2col else self.entry.KERNEL
 
     @property
     def name(self) -> str:
         source = "_im2col" if self.im2col else ""
-        return (f"{self.base.name}_{self.protocol}_{self.a_layout[0]}{self.b_layout[0]}"
+        return (f"{self.entry.name}_{self.protocol}_{self.a_layout[0]}{self.b_layout[0]}"
                 f"_v{self.a_vec}x{self.b_vec}{source}")
 
     def to_dict(self) -> dict:
-        return {"base": self.base.to_dict(), "protocol": self.protocol,
+        return {"entry": self.entry.to_dict(), "protocol": self.protocol,
                 "a_layout": self.a_layout, "b_layout": self.b_layout, "a_vec": self.a_vec,
                 "b_vec": self.b_vec, "a_source": self.a_source}
 
     @staticmethod
     def from_dict(d: dict) -> "KernelSpec":
         d = dict(d)
-        return KernelSpec(KernelBase.from_dict(d.pop("base")), **d)
+        return KernelSpec(Entry.from_dict(d.pop("entry")), **d)
 
     # ---- code generation ----------------------------------------------------------------
     @property
@@ -156,19 +156,19 @@ class KernelSpec:
             f"  static constexpr int THREADS = {self.threads};\n"
             f"  static constexpr int MIN_BLOCKS = {self.ctas_per_sm};\n"
             f"  static constexpr int REDUCTION = {Protocol(self.protocol).code};\n"
-            f"{self.base.cfg_lines(self)}}};\n")
+            f"{self.entry.cfg_lines(self)}}};\n")
 
 
-def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
+def specialise(entry: Entry, *, protocol: str, a_layout: str, b_layout: str,
                a_vec16: bool = True, b_vec16: bool = True,
                a_source: str = "dense") -> KernelSpec:
     """The spec of ``base`` for one launch. An x-contiguous operand copies along the tile's
     rows (A: BM, B: BN): a vector wider than a one-row tile would straddle tiles, so such an
     operand copies elements. An im2col A copies 16-byte vectors when ``a_vec16`` (the
     caller's promise that a vector never straddles two filter taps)."""
-    v = vec16_elems(base.dtype)
-    a_fits, b_fits = base.vec_fits(a_layout, "a"), base.vec_fits(b_layout, "b")
-    return KernelSpec(base, protocol, a_layout, b_layout,
+    v = vec16_elems(entry.dtype)
+    a_fits, b_fits = entry.vec_fits(a_layout, "a"), entry.vec_fits(b_layout, "b")
+    return KernelSpec(entry, protocol, a_layout, b_layout,
                       v if a_vec16 and a_fits else 1, v if b_vec16 and b_fits else 1,
                       a_source)
 
@@ -176,12 +176,12 @@ def specialise(base: KernelBase, *, protocol: str, a_layout: str, b_layout: str,
 def all_specs() -> list[KernelSpec]:
     """Every spec the launcher can choose (the compile check's full list)."""
     out = {}  # by name: the one-row tiles specialise vec16 and element-wise copies alike
-    for base in all_bases():
-        for proto, (la, lb), av, bv in itertools.product(base.protocols(), base.layouts(),
+    for entry in all_entries():
+        for proto, (la, lb), av, bv in itertools.product(entry.protocols(), entry.layouts(),
                                                          (True, False), (True, False)):
-            if base.vec16_only and not (av and bv):
+            if entry.vec16_only and not (av and bv):
                 continue
-            spec = specialise(base, protocol=proto, a_layout=la, b_layout=lb, a_vec16=av,
+            spec = specialise(entry, protocol=proto, a_layout=la, b_layout=lb, a_vec16=av,
                               b_vec16=bv)
             out.setdefault(spec.name, spec)
     for spec in im2col_specs():
@@ -193,13 +193,13 @@ def im2col_specs() -> list[KernelSpec]:
     """Every im2col spec the convolution launcher can choose: the GEMM entries of families
     with the im2col entry, A channels-last ("row"), B the (K, R, S, C) filters ("col")."""
     out = []
-    for base in all_bases():
-        if not base.IM2COL:
+    for entry in all_entries():
+        if not entry.IM2COL:
             continue
-        for proto, av, bv in itertools.product(base.protocols(), (True, False), (True, False)):
-            if base.vec16_only and not (av and bv):
+        for proto, av, bv in itertools.product(entry.protocols(), (True, False), (True, False)):
+            if entry.vec16_only and not (av and bv):
                 continue
-            out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
+            out.append(specialise(entry, protocol=proto, a_layout="row", b_layout="col",
                                   a_vec16=av, b_vec16=bv, a_source="im2col"))
     return out
 
@@ -209,27 +209,27 @@ def representative_specs() -> list[KernelSpec]:
     out = []
     layouts = [("row", "row"), ("col", "col"), ("row", "col"), ("col", "row")]
     seen_keys = set()
-    for base in all_bases():
-        first_of_key = (base.FAMILY, base.dtype) not in seen_keys
-        seen_keys.add((base.FAMILY, base.dtype))
-        own = base.layouts()
+    for entry in all_entries():
+        first_of_key = (entry.FAMILY, entry.dtype) not in seen_keys
+        seen_keys.add((entry.FAMILY, entry.dtype))
+        own = entry.layouts()
         # entries of one layout pair (Dot) are cheap: each also runs its element-wise arrival
         others = ("deterministic", "arrival") if len(own) == 1 else ("deterministic",)
-        for i, proto in enumerate(base.protocols()):
+        for i, proto in enumerate(entry.protocols()):
             if not first_of_key and proto not in others:
                 continue
             la, lb = layouts[i % 4] if len(own) == 4 else own[0]
-            vec16 = proto != "arrival" or base.vec16_only
-            spec = specialise(base, protocol=proto, a_layout=la, b_layout=lb,
+            vec16 = proto != "arrival" or entry.vec16_only
+            spec = specialise(entry, protocol=proto, a_layout=la, b_layout=lb,
                               a_vec16=vec16, b_vec16=vec16 or len(own) == 4)
             if not first_of_key and ("col", "row") in own:
-                both = specialise(base, protocol=proto, a_layout="col", b_layout="row")
-                if base.transposes(both):
+                both = specialise(entry, protocol=proto, a_layout="col", b_layout="row")
+                if entry.transposes(both):
                     spec = both  # every entry's transposers, which take registers of their own
             out.append(spec)
-        if base.IM2COL and first_of_key:  # the family's im2col entry, aligned and not
+        if entry.IM2COL and first_of_key:  # the family's im2col entry, aligned and not
             for vec16, proto in ((True, "deterministic"), (False, "arrival")):
-                vec16 = vec16 or base.vec16_only
-                out.append(specialise(base, protocol=proto, a_layout="row", b_layout="col",
+                vec16 = vec16 or entry.vec16_only
+                out.append(specialise(entry, protocol=proto, a_layout="row", b_layout="col",
                                       a_vec16=vec16, b_vec16=vec16, a_source="im2col"))
     return out

@@ -32,7 +32,7 @@ class StepLaunch:
     @property
     def entry(self):
         """The catalogue entry whose kernel runs the step."""
-        return self.spec.base
+        return self.spec.entry
 
     @property
     def key(self) -> tuple:

@@ -164,12 +164,12 @@ def gemm_maps(spec, a_ptr: int, b_ptr: int, batch: int, m: int, n: int, k: int, 
     def one(ptr, rows, tile_rows, ld, bs, kmajor, parts=1):
         dims, strides = operand_dims(rows, k, ld, batch, bs, kmajor, elem)
         box = load_box(kmajor, rows, tile_rows, spec.bk, parts, elem)
-        return operand_map(ptr, spec.base.tma_dtype, dims, strides, box)
+        return operand_map(ptr, spec.entry.tma_dtype, dims, strides, box)
 
     # a cluster pair's CTAs each load one part of B's stage and multicast it to both; a
     # kernel with HyTiS's small tile loads B's stage in halves (Wgmma.b_parts)
     return (one(a_ptr, m, spec.bm, lda, sa, spec.a_kcontig),
-            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.base.b_parts(spec)))
+            one(b_ptr, n, spec.bn, ldb, sb, spec.b_kcontig, spec.entry.b_parts(spec)))
 
 
 def load_box(kmajor: bool, rows: int, tile_rows: int, bk: int, parts: int = 1,
@@ -205,7 +205,7 @@ def output_map(spec, c_ptr: int, batch: int, m: int, n: int, ldc: int, sc: int,
     the store must write), fewer than :data:`STORE_MIN_OUTPUTS` outputs, or an entry whose
     epilogue stores no such output by TMA (``tma_store``: 16-bit outputs)."""
     elem = spec.elem_bytes
-    if (not spec.base.tma_store or beta != 0 or batch * m * n < STORE_MIN_OUTPUTS
+    if (not spec.entry.tma_store or beta != 0 or batch * m * n < STORE_MIN_OUTPUTS
             or c_ptr % ROW_ALIGN_BYTES
             or (m > 1 and (ldc <= 0 or ldc * elem % ROW_ALIGN_BYTES))
             or (batch > 1 and (sc <= 0 or sc * elem % ROW_ALIGN_BYTES))):

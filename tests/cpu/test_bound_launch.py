@@ -279,7 +279,7 @@ def test_every_family_waits_for_the_previous_grid():
     from skcontract.kernels import jit, specs
     seen = set()
     for spec in specs.all_specs():
-        family = type(spec.base)
+        family = type(spec.entry)
         if family in seen:
             continue
         seen.add(family)

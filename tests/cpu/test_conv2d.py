@@ -205,26 +205,26 @@ def test_the_gpu_schedule_is_the_gemm_one_on_im2col_kernels():
     early = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
     for dtype in ("float16", "bfloat16", "float32", "float64"):
         r = resolve_conv(late, dtype, h200)
-        assert r.base.IM2COL and r.schedule.problem.k == 4608
+        assert r.entry.IM2COL and r.schedule.problem.k == 4608
         assert str(r.schedule.mode) in ("stream_k", "hybrid", "split_k", "aligned"), \
             r.schedule.summary()
-        assert (str(r.schedule.reduction) == "cluster") == (r.base.FAMILY == "Wgmma")
+        assert (str(r.schedule.reduction) == "cluster") == (r.entry.FAMILY == "Wgmma")
         assert r.schedule.grid > 4 * late.problem().batch
     assert str(resolve_conv(early, "float16", h200).schedule.mode) != "split_k"
     # misaligned operands leave out the entries that need 16-byte vectors
-    assert not resolve_conv(late, "float64", h200, vec16=False).base.vec16_only
+    assert not resolve_conv(late, "float64", h200, vec16=False).entry.vec16_only
     # 16-bit, aligned, one group: the Wgmma family's TMA entry, k padded to 64-channel
     # blocks a tap; a forced tile only the gathering families have goes to them
     stem = conv_geometry((8, 3, 32, 32), (16, 3, 7, 7), stride=2, padding=3)
     odd = conv_geometry((1, 72, 6, 5), (40, 72, 3, 3), padding=1)
-    assert resolve_conv(late, "float16", h200).base.IM2COL == "tma"
+    assert resolve_conv(late, "float16", h200).entry.IM2COL == "tma"
     assert resolve_conv(odd, "bfloat16", h200).schedule.problem.k == 9 * 128
-    assert resolve_conv(odd, "float16", h200, tile=(64, 256)).base.tile == (64, 256, 64)
-    assert resolve_conv(late, "float16", h200, tile=(128, 128, 32)).base.IM2COL == "gather"
-    assert resolve_conv(stem, "float16", h200).base.IM2COL == "gather"  # 6-byte pixels
-    assert resolve_conv(late, "float16", h200, vec16=False).base.IM2COL == "gather"
+    assert resolve_conv(odd, "float16", h200, tile=(64, 256)).entry.tile == (64, 256, 64)
+    assert resolve_conv(late, "float16", h200, tile=(128, 128, 32)).entry.IM2COL == "gather"
+    assert resolve_conv(stem, "float16", h200).entry.IM2COL == "gather"  # 6-byte pixels
+    assert resolve_conv(late, "float16", h200, vec16=False).entry.IM2COL == "gather"
     grouped = conv_geometry((1, 64, 7, 7), (64, 16, 3, 3), padding=1, groups=4)
-    assert resolve_conv(grouped, "float16", h200).base.IM2COL == "gather"
+    assert resolve_conv(grouped, "float16", h200).entry.IM2COL == "gather"
     with pytest.raises(ValueError, match="no float16 kernel with tile"):
         resolve_conv(late, "float16", h200, tile=(32, 32))
 
@@ -339,8 +339,9 @@ def test_the_memory_bound_rule_sees_the_input_a_convolution_reads():
     h200 = DeviceInfo.h200()
     late = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     early = conv_geometry((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
-    assert resolve_conv(late, "float16", h200).base.tile[:2] == catalogue.gates.WGMMA_STREAMING_TILE
-    assert resolve_conv(early, "float16", h200).base.tile[:2] == (128, 64)
+    streaming = catalogue.gates.WGMMA_STREAMING_TILE
+    assert resolve_conv(late, "float16", h200).entry.tile[:2] == streaming
+    assert resolve_conv(early, "float16", h200).entry.tile[:2] == (128, 64)
 
 
 def test_the_packed_geometry_matches_the_kernels_struct():
@@ -369,16 +370,16 @@ def test_a_folded_convolution_runs_on_the_tma_entry_only():
     """The fold's padding taps are zeroed only by the TMA entries' consumers: resolve_conv's
     tma_only refuses what has no TMA entry (float32) rather than gather it, and a tile
     whose consumers cannot mask (64 x 256: 128 accumulators a thread, no registers traded)."""
-    from skcontract.kernels.catalogue import bases_for
+    from skcontract.kernels.catalogue import entries_for
     from skcontract.kernels.conv import resolve_conv
     g = conv_geometry((1, 64, 9, 9), (8, 64, 3, 3))
     h200 = DeviceInfo.h200()
-    assert resolve_conv(g, "float16", h200, tma_only=True).base.FAMILY == "Wgmma"
+    assert resolve_conv(g, "float16", h200, tma_only=True).entry.FAMILY == "Wgmma"
     with pytest.raises(ValueError, match="no TMA convolution entry"):
         resolve_conv(g, "float32", h200, tma_only=True)
-    wgmma = [b for b in bases_for("float16", None, 90, True) if b.FAMILY == "Wgmma"]
+    wgmma = [b for b in entries_for("float16", None, 90, True) if b.FAMILY == "Wgmma"]
     assert [b.tile[:2] for b in wgmma if not b.masks_stages] == [(64, 256)]
-    assert resolve_conv(g, "float16", h200, tile=(64, 256)).base.tile[:2] == (64, 256)
+    assert resolve_conv(g, "float16", h200, tile=(64, 256)).entry.tile[:2] == (64, 256)
     with pytest.raises(ValueError, match="no TMA convolution entry"):
         resolve_conv(g, "float16", h200, tile=(64, 256), tma_only=True)
 

@@ -79,7 +79,7 @@ def test_memory_bound_steps_plan_on_the_dot_entries(subscripts, shapes, shape, t
     (step,) = plan.steps
     s = step.schedule
     assert f"Dot {shape} kernel" in s.reason
-    assert s.tile in {b.tile for b in catalogue.dot_bases("float32", shape)}
+    assert s.tile in {b.tile for b in catalogue.dot_entries("float32", shape)}
     assert s.tile[0] == tile_rows
     # the one long dot splits over k across the GPU, and the fixup is reproducible
     if subscripts == "i,i->":
@@ -95,14 +95,14 @@ def test_a_long_dot_splits_over_every_resident_cta(dtype):
     """The one-row tile's k-iteration is one sweep of its warps, so a 16M-element dot has
     enough k-iterations (MIN_ITERS_PER_SPLIT a split) for a split on (nearly) every resident
     CTA, each split a partial of one output."""
-    rows1 = catalogue.dot_bases(dtype, "rows")[1]
+    rows1 = catalogue.dot_entries(dtype, "rows")[1]
     assert rows1.bm == 1
     assert rows1.bk == catalogue.dot.DOT_WARPS * 32 * rows1.per_lane * catalogue.dot.DOT_ROW_SWEEPS
     n = 1 << 24
     r = resolve_dot(dot_form(1, 1, 1, n, (0, n, 1), (0, 1, 1), (0, 1, 1)), dtype, H200)
     assert r.schedule.grid >= 0.9 * rows1.ctas_per_sm * H200.sms
-    assert r.base.slot_elems(None) == 1  # a split's partial: the tile's one output sum
-    cols = catalogue.dot_bases(dtype, "cols")[0]
+    assert r.entry.slot_elems(None) == 1  # a split's partial: the tile's one output sum
+    cols = catalogue.dot_entries(dtype, "cols")[0]
     assert cols.slot_elems(None) == cols.bn
 
 

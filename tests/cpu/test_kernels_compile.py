@@ -37,7 +37,7 @@ def _sampled():
 
 def _narrow_pairs():
     from skcontract.kernels import catalogue, specs
-    narrow = [b for b in catalogue.all_bases() if b.FAMILY == "WgmmaPair" and b.bn == 64]
+    narrow = [b for b in catalogue.all_entries() if b.FAMILY == "WgmmaPair" and b.bn == 64]
     return [specs.specialise(b, protocol="deterministic", a_layout="row", b_layout="row")
             for b in narrow]
 
@@ -57,8 +57,8 @@ def _fp64_vec():
 def _fp64_two_cta():
     from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    base = next(b for b in C.bases_for("float64") if b.min_cc == 90)
-    return [specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")]
+    entry = next(b for b in C.entries_for("float64") if b.min_cc == 90)
+    return [specs.specialise(entry, protocol="deterministic", a_layout="row", b_layout="col")]
 
 
 def _fold_copy():
@@ -76,13 +76,14 @@ def _relayout():
 def _probe_builds():
     """The Wgmma probe builds of a single CTA's kernel and a pair's (sm_90a)."""
     from skcontract.kernels import catalogue, jit, specs
-    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == "float16"
-                  and (b.bm, b.bn) == (64, 64)) for family in ("Wgmma", "WgmmaPair")]
+    entries = [next(b for b in catalogue.all_entries()
+                    if b.FAMILY == family and b.dtype == "float16" and (b.bm, b.bn) == (64, 64))
+               for family in ("Wgmma", "WgmmaPair")]
     out = []
     for probe in jit.PROBES:
         define = jit.PROBES[probe].removeprefix("-D")
-        for base in bases:
-            spec = specs.specialise(base, protocol="deterministic", a_layout="row",
+        for entry in entries:
+            spec = specs.specialise(entry, protocol="deterministic", a_layout="row",
                                     b_layout="row")
             out.append(compile_check.Source(
                 f"probe_{probe}_{spec.name}", f"#define {define}\n" + jit.render_source(spec),
@@ -94,11 +95,11 @@ def _trace_builds():
     """The traced Wgmma kernels of a single CTA, a pair and 3xTF32 (sm_90a)."""
     from skcontract.kernels import catalogue, jit, specs
     picks = (("Wgmma", "float16"), ("WgmmaPair", "float16"), ("WgmmaTf32x3", "float32"))
-    bases = [next(b for b in catalogue.all_bases() if b.FAMILY == family and b.dtype == dtype
+    entries = [next(b for b in catalogue.all_entries() if b.FAMILY == family and b.dtype == dtype
                   and (b.bm, b.bn) == (64, 64)) for family, dtype in picks]
     out = []
-    for base in bases:
-        spec = specs.specialise(base, protocol="deterministic", a_layout="row", b_layout="col")
+    for entry in entries:
+        spec = specs.specialise(entry, protocol="deterministic", a_layout="row", b_layout="col")
         out.append(compile_check.Source(
             f"trace_{spec.name}", "#define SKCONTRACT_TRACE\n" + jit.render_source(spec),
             (spec.name_expression,), min_cc=90))
@@ -143,7 +144,7 @@ def _results(built, items, archs=compile_check.ARCHS):
     from skcontract.kernels.catalogue import ARCH_CC
     return [built[item.name, arch] for item in items for arch in archs
             if (item if isinstance(item, compile_check.Source)
-                else item.base).offered_on(ARCH_CC[arch])]
+                else item.entry).offered_on(ARCH_CC[arch])]
 
 
 def _failures(results) -> str:
@@ -162,7 +163,7 @@ def test_sampled_specs_compile_without_spills(built):
 
 def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
     """What CI compiles stands for all the launcher can choose: per kernel family, the
-    sample holds every dtype, fixup protocol (``base.protocols()``), layout of each
+    sample holds every dtype, fixup protocol (``entry.protocols()``), layout of each
     operand, 16-byte and element-wise copy of each operand and im2col A (aligned and not)
     that ``specs.all_specs()`` holds, every register split (the register-trading Wgmma
     entries), the in-stage transposers (3xTF32 on MN-major operands) and each target the
@@ -178,7 +179,7 @@ def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
     def features(spec_list):
         out = defaultdict(set)
         for s in spec_list:
-            b, fam = s.base, s.base.FAMILY
+            b, fam = s.entry, s.entry.FAMILY
             out[fam, "dtype"].add(b.dtype)
             out[fam, "protocol"].add(s.protocol)
             out[fam, "A layout"].add(s.a_layout)
@@ -199,23 +200,23 @@ def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
     want, got = features(every), features(sample)
     assert {k: v - got[k] for k, v in want.items() if v - got[k]} == {}
     # the same, spelt out from the catalogue itself
-    bases = catalogue.all_bases()
-    families = {b.FAMILY for b in bases}
-    assert {s.base.FAMILY for s in sample} == families >= {"Wgmma", "WgmmaPair", "WgmmaTf32x3"}
+    entries = catalogue.all_entries()
+    families = {b.FAMILY for b in entries}
+    assert {s.entry.FAMILY for s in sample} == families >= {"Wgmma", "WgmmaPair", "WgmmaTf32x3"}
     for fam in families:
-        mine = [b for b in bases if b.FAMILY == fam]
-        chosen = [s for s in sample if s.base.FAMILY == fam]
-        assert {s.base.dtype for s in chosen} == {b.dtype for b in mine}, fam
+        mine = [b for b in entries if b.FAMILY == fam]
+        chosen = [s for s in sample if s.entry.FAMILY == fam]
+        assert {s.entry.dtype for s in chosen} == {b.dtype for b in mine}, fam
         assert {s.protocol for s in chosen} == {p for b in mine for p in b.protocols()}, fam
         assert any(s.im2col for s in chosen) == any(b.IM2COL for b in mine), fam
         for arch in compile_check.ARCHS:
-            assert any(s.base.offered_on(ARCH_CC[arch]) for s in chosen) == \
+            assert any(s.entry.offered_on(ARCH_CC[arch]) for s in chosen) == \
                 any(b.offered_on(ARCH_CC[arch]) for b in mine), (fam, arch)
-    assert any(s.base.TF32X3 and s.base.transposes(s) for s in sample if s.base.FAMILY ==
+    assert any(s.entry.TF32X3 and s.entry.transposes(s) for s in sample if s.entry.FAMILY ==
                "WgmmaTf32x3")
-    trading = {(b.FAMILY, b.ctas_per_sm) for b in bases if getattr(b, "trades_registers", 0)}
-    assert {(s.base.FAMILY, s.base.ctas_per_sm) for s in sample
-            if getattr(s.base, "trades_registers", 0)} == trading
+    trading = {(b.FAMILY, b.ctas_per_sm) for b in entries if getattr(b, "trades_registers", 0)}
+    assert {(s.entry.FAMILY, s.entry.ctas_per_sm) for s in sample
+            if getattr(s.entry, "trades_registers", 0)} == trading
     assert "cluster" in {s.protocol for s in sample}
 
 
@@ -367,7 +368,7 @@ def test_3xtf32_entries():
     assert load_box(False, 1000, 128, 32, 1, 4) == (32, 32, 1)
     assert load_box(False, 1000, 128, 64, 1, 2) == (64, 64, 1)
     assert C.CATALOGUE[C.TF32X3][len(x3):] == C.CATALOGUE["float32"]
-    assert C.bases_for("float32", "3xtf32", cc=80) == C.CATALOGUE["float32"]
+    assert C.entries_for("float32", "3xtf32", cc=80) == C.CATALOGUE["float32"]
     assert C.catalogue_key("float64", "3xtf32") == "float64"
     with pytest.raises(ValueError, match="'bf16x9'"):
         C.catalogue_key("float32", "bf16x9")
@@ -382,11 +383,11 @@ def test_tf32_and_int8_specs():
     wgmma, tf32 = C.CATALOGUE[C.TF32][0], C.CATALOGUE[C.TF32][-1]
     assert isinstance(wgmma, C.WgmmaTf32) and wgmma.layouts() == (("row", "col"),)
     assert wgmma.bk == 32 and wgmma.min_cc == 90 and not wgmma.tma_store
-    assert all(s.base.layouts() == (("row", "col"),) for s in specs.all_specs()
-               if type(s.base) is C.WgmmaTf32)
+    assert all(s.entry.layouts() == (("row", "col"),) for s in specs.all_specs()
+               if type(s.entry) is C.WgmmaTf32)
     spec = specs.specialise(tf32, protocol="none", a_layout="row", b_layout="row")
     assert isinstance(tf32, C.Tf32) and "MainloopTf32" in spec.cfg_source()
-    assert C.bases_for("float32", precision="tf32", cc=80) == (tf32,)
+    assert C.entries_for("float32", precision="tf32", cc=80) == (tf32,)
     w8, i8 = C.CATALOGUE["int8"][0], C.CATALOGUE["int8"][-1]
     assert isinstance(w8, C.WgmmaInt8) and w8.layouts() == (("row", "col"),) and w8.bk == 128
     assert "WgmmaTile<128, 128, Acc>" in specs.specialise(
@@ -394,13 +395,13 @@ def test_tf32_and_int8_specs():
     spec = specs.specialise(i8, protocol="none", a_layout="row", b_layout="row")
     assert (i8.dtype_out, i8.dtype_acc) == ("int32", "int32")
     assert "MainloopImma" in spec.cfg_source()
-    assert C.bases_for("int8", cc=80) == (i8,)
-    assert all(isinstance(b, C.Ffma) for b in C.bases_for("float32"))
-    assert C.bases_for("float32", precision="tf32") == C.CATALOGUE[C.TF32]
-    assert C.bases_for("float16", precision="tf32") == C.CATALOGUE["float16"]
+    assert C.entries_for("int8", cc=80) == (i8,)
+    assert all(isinstance(b, C.Ffma) for b in C.entries_for("float32"))
+    assert C.entries_for("float32", precision="tf32") == C.CATALOGUE[C.TF32]
+    assert C.entries_for("float16", precision="tf32") == C.CATALOGUE["float16"]
     for bad in ("tf32", "3xtf32", "int16"):
         with pytest.raises(TypeError):
-            C.bases_for(bad)
+            C.entries_for(bad)
     with pytest.raises(ValueError):
         C.Imma("float16", 128, 128, 64, 4, 2, 4)
     with pytest.raises(ValueError, match="protocol"):
@@ -411,7 +412,7 @@ def test_tf32_and_int8_specs():
         specs.KernelSpec(i8, "cluster")
     # the peers' shares arrive in the staging, grown to the tile's fp32 bytes where smaller,
     # and the entries whose ring leaves no room for that do not run the protocol
-    wgmma = {(*b.tile, b.ctas_per_sm): b for b in C.bases_for("float16", cc=90)
+    wgmma = {(*b.tile, b.ctas_per_sm): b for b in C.entries_for("float16", cc=90)
              if type(b) is C.Wgmma}
     small = wgmma[64, 64, 64, 1]
     plain, cluster = (specs.specialise(small, protocol=p, a_layout="row", b_layout="row")
@@ -422,8 +423,8 @@ def test_tf32_and_int8_specs():
     assert "cluster" in small.protocols() and "cluster" not in wgmma[128, 128, 64, 1].protocols()
     rep = specs.representative_specs()
     for family in (C.Tf32, C.Imma):
-        chosen = [s for s in rep if isinstance(s.base, family)]
-        assert {s.protocol for s in chosen} == set(chosen[0].base.protocols())
+        chosen = [s for s in rep if isinstance(s.entry, family)]
+        assert {s.protocol for s in chosen} == set(chosen[0].entry.protocols())
         assert {(s.a_layout, s.b_layout) for s in chosen} == {
             (a, b) for a in specs.LAYOUTS for b in specs.LAYOUTS}
 
@@ -437,7 +438,7 @@ def test_fp64_vec_fragment_entries(built):
 
     from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    vec = [b for b in C.all_bases() if isinstance(b, C.Dmma) and b.frag != "scalar"]
+    vec = [b for b in C.all_entries() if isinstance(b, C.Dmma) and b.frag != "scalar"]
     assert [(b.tile, b.frag, b.ctas_per_sm) for b in vec] == [
         ((128, 64, 32), "vec", 1), ((128, 64, 16), "vecdb", 2)]
     w16 = C.Dmma("float64", 128, 64, 16, 3, 4, 2, mma_k=8, frag="vec")
@@ -453,7 +454,7 @@ def test_fp64_vec_fragment_entries(built):
         with pytest.raises(ValueError):
             replace(w16, **bad)
     todo = _fp64_vec()  # compiled by the `built` fixture
-    assert todo[0].base == w16 and todo[2].base == replace(w16, bk=32, frag="vecdb")
+    assert todo[0].entry == w16 and todo[2].entry == replace(w16, bk=32, frag="vecdb")
     results = _results(built, todo)
     assert len(results) == 6 and not _failures(results), _failures(results)
 
@@ -464,7 +465,7 @@ def test_one_row_tiles_copy_x_contiguous_operands_by_element():
     all_specs() lists each resulting kernel once."""
     from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    gemv = next(b for b in C.bases_for("float32") if b.bm == 1)
+    gemv = next(b for b in C.entries_for("float32") if b.bm == 1)
     col_a = specs.specialise(gemv, protocol="none", a_layout="col", b_layout="row")
     row_a = specs.specialise(gemv, protocol="none", a_layout="row", b_layout="row")
     assert (col_a.a_vec, col_a.b_vec) == (1, 4) and (row_a.a_vec, row_a.b_vec) == (4, 4)
@@ -537,10 +538,10 @@ def test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on(built):
     compile check (the `built` fixture's check() for both targets), and there it fits the 2
     CTAs per SM it declares."""
     (spec,) = _fp64_two_cta()
-    base = spec.base
+    entry = spec.entry
     results = [built[key] for key in built if key[0] == spec.name]
     assert [(r.arch, r.ok, r.occupancy) for r in results] == [("sm_90a", True, 2)]
-    assert base.offered_on(90) and not base.offered_on(80) and base.offered_on(None)
+    assert entry.offered_on(90) and not entry.offered_on(80) and entry.offered_on(None)
 
 
 def test_vec16_only_entries_specialise_aligned_only():
@@ -548,13 +549,13 @@ def test_vec16_only_entries_specialise_aligned_only():
     compile check and the launcher can reach) lists only its 16-byte aligned ones."""
     from skcontract.kernels import catalogue as C
     from skcontract.kernels import specs
-    base = next(b for b in C.bases_for("float64") if b.vec16_only)
-    mine = [s for s in specs.all_specs() if s.base == base]
+    entry = next(b for b in C.entries_for("float64") if b.vec16_only)
+    mine = [s for s in specs.all_specs() if s.entry == entry]
     dense = [s for s in mine if not s.im2col]
-    assert len(dense) == len(base.protocols()) * len(specs.LAYOUTS) ** 2
-    assert len(mine) - len(dense) == len(base.protocols())  # its im2col entry, aligned only
+    assert len(dense) == len(entry.protocols()) * len(specs.LAYOUTS) ** 2
+    assert len(mine) - len(dense) == len(entry.protocols())  # its im2col entry, aligned only
     assert all(s.a_vec == 2 and s.b_vec == 2 for s in mine)
-    assert not C.bases_for("float64")[0].vec16_only
+    assert not C.entries_for("float64")[0].vec16_only
 
 
 def test_probe_builds_are_asked_for_by_name(monkeypatch):

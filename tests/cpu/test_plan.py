@@ -271,14 +271,14 @@ def test_ellipsis_labels_print_as_greek():
 def test_schedule_plan_resolves_gemm_steps_on_the_kernels():
     """Every GEMM-class step gets the schedule of the kernel that runs it (a catalogue tile);
     plans are values, so the original keeps None."""
-    from skcontract.kernels.catalogue import bases_for
+    from skcontract.kernels.catalogue import entries_for
 
     plan = build_plan(parse_equation("ij,jk->ik", [(256, 512), (512, 128)]), np.float32,
                       device=DeviceInfo.h200())
     scheduled = schedule_plan(plan, DeviceInfo.h200())
     s = scheduled.steps[0].schedule
     assert plan.steps[0].schedule is None
-    assert s is not None and s.tile in [b.tile for b in bases_for("float32")]
+    assert s is not None and s.tile in [b.tile for b in entries_for("float32")]
     assert s.summary() in scheduled.table()
 
 

@@ -52,7 +52,7 @@ def test_model_orders_the_two_cta_fp64_entry_as_measured(shape, two_cta_wins):
 
 
 def test_each_entry_is_planned_at_its_own_occupancy():
-    for entry in catalogue.all_bases():
+    for entry in catalogue.all_entries():
         if entry.dtype == "int8" or entry.FAMILY in ("Tf32", "Dot"):
             continue
         precision = next((p for p in catalogue.PRECISIONS if entry in catalogue.CATALOGUE[p]
@@ -60,27 +60,27 @@ def test_each_entry_is_planned_at_its_own_occupancy():
         named = (*entry.tile, entry.ctas_per_sm, entry.CLUSTER)
         r = _resolve(4096, 4096, 4096, entry.dtype, tile=named, precision=precision,
                      layouts=entry.layouts()[0])
-        assert r.base is entry  # a tile, occupancy and unit's CTAs name one entry
+        assert r.entry is entry  # a tile, occupancy and unit's CTAs name one entry
         short = _resolve(4096, 4096, 4096, entry.dtype, tile=entry.tile, precision=precision,
-                         layouts=entry.layouts()[0]).base
+                         layouts=entry.layouts()[0]).entry
         # a tile names its entries of one CTA a unit where a single CTA's tile is a pair's
         # unit tile, else its entries of any occupancy (the model picks)
         assert short.tile == entry.tile and (short is entry or
                                              short.ctas_per_sm != entry.ctas_per_sm or
                                              short.CLUSTER < entry.CLUSTER)
-        assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
-        assert r.schedule.grid <= H200.sms * r.base.ctas_per_sm
-        assert r.schedule.tile_efficiency == r.base.efficiency
+        assert r.schedule.device.ctas_per_sm == r.entry.ctas_per_sm
+        assert r.schedule.grid <= H200.sms * r.entry.ctas_per_sm
+        assert r.schedule.tile_efficiency == r.entry.efficiency
 
 
 def test_vec16_only_entries_need_aligned_operands_and_hopper():
     shared = [b for b in catalogue.CATALOGUE["float64"] if b.vec16_only]
     assert [(b.tile, b.ctas_per_sm, b.min_cc) for b in shared] == [((128, 64, 16), 2, 90)]
-    assert shared[0] in catalogue.bases_for("float64", cc=90)
-    assert shared[0] not in catalogue.bases_for("float64", cc=80)
-    assert shared[0] not in catalogue.bases_for("float64", cc=90, vec16=False)
+    assert shared[0] in catalogue.entries_for("float64", cc=90)
+    assert shared[0] not in catalogue.entries_for("float64", cc=80)
+    assert shared[0] not in catalogue.entries_for("float64", cc=90, vec16=False)
     r = _resolve(2304, 2304, 4096, "float64", vec16=False)
-    assert not r.base.vec16_only
+    assert not r.entry.vec16_only
 
 
 def test_hytis_runs_on_the_entries_with_a_small_tile():
@@ -95,12 +95,12 @@ def test_hytis_runs_on_the_entries_with_a_small_tile():
         assert (s.mode, s.tile, s.small_tile) == ("hytis", (128, 256, 64), (128, 128, 64))
         small = (s.table[:, T.FLAGS] & T.FLAG_SMALL) != 0
         assert int(small.sum()) == 60 and (s.table[small, T.BN] == 128).all()
-        assert s.protocol == "none" and r.base.small_bn == 128
+        assert s.protocol == "none" and r.entry.small_bn == 128
         assert s.small_efficiency == catalogue.calibration.WGMMA_EFFICIENCY[128, 128, 1]
-        spec = specialise(r.base, protocol="none", a_layout="row", b_layout="col")
-        assert "SMALL_BN = 128;" in spec.cfg_source() and r.base.b_parts(spec) == 2
-        split = specialise(r.base, protocol="deterministic", a_layout="row", b_layout="col")
-        assert "SMALL_BN = 0;" in split.cfg_source() and r.base.b_parts(split) == 1
+        spec = specialise(r.entry, protocol="none", a_layout="row", b_layout="col")
+        assert "SMALL_BN = 128;" in spec.cfg_source() and r.entry.b_parts(spec) == 2
+        split = specialise(r.entry, protocol="deterministic", a_layout="row", b_layout="col")
+        assert "SMALL_BN = 0;" in split.cfg_source() and r.entry.b_parts(split) == 1
     # auto weighs it: on 3200^3 the model prices the 128 x 256 full waves and the small
     # tail (113 tiles of 128 x 128) below data-parallel 128 x 128 (measured 94.2 against
     # 96.4 us, docs/benchmarks/log.md)
@@ -111,8 +111,8 @@ def test_hytis_runs_on_the_entries_with_a_small_tile():
     with pytest.raises(ValueError, match="not one the kernel runs"):
         _resolve(2304, 2304, 4096, "float16", mode="hytis", small_tile=(64, 128))
     assert _resolve(3200, 3200, 3200, "float16", small_tile=(64, 64)).schedule.mode != "hytis"
-    assert not any(b.option().small_tiles for key, bases in catalogue.CATALOGUE.items()
-                   for b in bases if key not in ("float16", "bfloat16"))
+    assert not any(b.option().small_tiles for key, entries in catalogue.CATALOGUE.items()
+                   for b in entries if key not in ("float16", "bfloat16"))
     for dtype in ("float32", "float64"):
         assert _resolve(2176, 1024, 4096, dtype).schedule.mode != "hytis"
         with pytest.raises(ValueError, match="one tile shape per launch"):
@@ -142,9 +142,9 @@ def test_catalogue_entries_check_their_family_constraints():
     # a tile, occupancy and unit's CTAs name one entry of a catalogue key, or an earlier
     # one offered only where the later is too (a higher compute capability, aligned
     # operands or fewer layouts), which then runs (resolve_gemm and entry_for take the first)
-    for key, bases in catalogue.CATALOGUE.items():
-        for i, first in enumerate(bases):
-            for later in bases[i + 1:]:
+    for key, entries in catalogue.CATALOGUE.items():
+        for i, first in enumerate(entries):
+            for later in entries[i + 1:]:
                 if (first.tile, first.ctas_per_sm, first.CLUSTER) != \
                         (later.tile, later.ctas_per_sm, later.CLUSTER):
                     continue
@@ -172,13 +172,13 @@ def test_the_paired_128x64_entry_needs_a_wave_of_tiles(batch, m, n, k, paired):
     from skcontract.kernels.resolve import entry_for
     r = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype="float16"), H200,
                      tile=(128, 64, 64))
-    assert r.base.ctas_per_sm == (2 if paired else 1)
-    assert r.schedule.device.ctas_per_sm == r.base.ctas_per_sm
-    assert entry_for(r.schedule, "float16", None, 90) == r.base
+    assert r.entry.ctas_per_sm == (2 if paired else 1)
+    assert r.schedule.device.ctas_per_sm == r.entry.ctas_per_sm
+    assert entry_for(r.schedule, "float16", None, 90) == r.entry
     for ctas in (1, 2):  # (BM, BN, BK, CTAs an SM) forces one entry, on any product
         one = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype="float16"), H200,
                            tile=(128, 64, 64, ctas))
-        assert one.base.ctas_per_sm == one.schedule.device.ctas_per_sm == ctas
+        assert one.entry.ctas_per_sm == one.schedule.device.ctas_per_sm == ctas
 
 
 def test_step_operands_follow_the_plan_layouts():
@@ -228,7 +228,7 @@ def test_tiles_that_cannot_win_are_not_built():
     built_tiles = {c.tile for c in r.schedule.candidates}
     assert (8, 256, 16) not in built_tiles and (1, 1024, 8) not in built_tiles
     one_by_one = [schedule_problem(big, H200, tiles=[b.option()], reduction="deterministic")
-                  for b in catalogue.bases_for("float32")]
+                  for b in catalogue.entries_for("float32")]
     best = min(one_by_one, key=lambda s: selection_key(s.mode, s.predicted_time_us))
     assert (best.tile, best.mode, best.digest()) == (r.schedule.tile, r.schedule.mode,
                                                       r.schedule.digest())
@@ -251,14 +251,14 @@ def test_occupancy_is_capped_by_the_devices_shared_memory():
 
     a100 = dataclasses.replace(H200, name="A100-like", sms=108, compute_capability=(8, 0),
                                smem_per_sm=164 * 1024)
-    skinny = next(b for b in catalogue.bases_for("float32") if b.tile == (8, 256, 16))
+    skinny = next(b for b in catalogue.entries_for("float32") if b.tile == (8, 256, 16))
     assert (ctas_on(skinny, H200), ctas_on(skinny, a100)) == (2, 1)
     s = resolve_gemm(GemmProblem(8, 65536, 1024, dtype="float32"), a100,
                      tile=(8, 256, 16)).schedule
     assert s.device.ctas_per_sm == 1 and s.grid <= a100.sms
-    big = next(b for b in catalogue.bases_for("float64") if b.tile == (128, 64, 32))
+    big = next(b for b in catalogue.entries_for("float64") if b.tile == (128, 64, 32))
     assert ctas_on(big, a100) == 0
-    assert resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float64"), a100).base != big
+    assert resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float64"), a100).entry != big
 
 
 def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
@@ -271,11 +271,11 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     h200 = DeviceInfo.h200()
     problem = GemmProblem(4096, 4096, 4096, dtype="float16")
     first = resolve_gemm(problem, h200)
-    assert first.base.FAMILY == "Wgmma" and first.base.launch_registers == 168
+    assert first.entry.FAMILY == "Wgmma" and first.entry.launch_registers == 168
     built = []
 
     def fake_kernel(spec, dev):
-        if spec.base.launch_registers is not None:
+        if spec.entry.launch_registers is not None:
             raise jit.RegisterCountError(f"kernel {spec.name} compiled to 170 registers")
         built.append(spec)
         return SimpleNamespace(spec=spec, occupancy=1)
@@ -285,12 +285,12 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     monkeypatch.setattr(bound, "LaunchPlan", lambda kernel, schedule, dev, stream: (
         kernel.spec, schedule))
     monkeypatch.setattr(bound, "_PLANS", {})
-    with pytest.warns(RuntimeWarning, match=f"planned again without {first.base.name}"):
+    with pytest.warns(RuntimeWarning, match=f"planned again without {first.entry.name}"):
         spec, schedule = gemm.make_plan("float16", 1, 4096, 4096, 4096, "row", "row", True,
                                         True, mode="auto", reduction="deterministic",
                                         tile=None, grid=None, dev=0)
-    assert spec.base.launch_registers is None and built == [spec]
-    assert first.base in catalogue.bases_for("float16", cc=90)
+    assert spec.entry.launch_registers is None and built == [spec]
+    assert first.entry in catalogue.entries_for("float16", cc=90)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -306,10 +306,10 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
     offered = {tuple(c.tile[:2]) for c in r.schedule.candidates}
     assert (offered == {catalogue.gates.WGMMA_STREAMING_TILE}) == streams
     if streams:
-        assert r.base.tile[:2] == catalogue.gates.WGMMA_STREAMING_TILE
+        assert r.entry.tile[:2] == catalogue.gates.WGMMA_STREAMING_TILE
         forced = resolve_gemm(GemmProblem(m, n, 4096, dtype=dtype), DeviceInfo.h200(),
                               tile=(64, 256))
-        assert forced.base.tile[:2] == (64, 256)
+        assert forced.entry.tile[:2] == (64, 256)
 
 
 def test_memory_bound_products_of_many_tiles_are_left_to_the_cost_model():
@@ -320,7 +320,7 @@ def test_memory_bound_products_of_many_tiles_are_left_to_the_cost_model():
     assert catalogue.memory_bound(m, n, k)
     assert not catalogue.streaming_wanted(m, n, k, 1, device.sms)
     r = resolve_gemm(GemmProblem(m, n, k, dtype="float16"), device)
-    assert not r.base.streams and r.base.tile[:2] == (128, 64)
+    assert not r.entry.streams and r.entry.tile[:2] == (128, 64)
 
 
 def test_memory_bound_rule_counts_the_elements_the_operands_hold():
@@ -335,7 +335,7 @@ def test_memory_bound_rule_counts_the_elements_the_operands_hold():
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_memory_bound_products_without_a_streaming_entry_keep_the_catalogue(dtype):
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype=dtype), DeviceInfo.h200())
-    assert not r.base.streams
+    assert not r.entry.streams
 
 
 @pytest.mark.parametrize("offer", [False, True])
@@ -343,16 +343,16 @@ def test_pending_entries_are_built_offered_on_request_and_forced_by_tile(offer, 
     pending = catalogue.Mma16("float16", 64, 128, 32, 4, 2, 2)
     monkeypatch.setitem(catalogue.PENDING, "float16", (pending,))
     monkeypatch.setattr(catalogue.offer, "OFFER_PENDING", offer)
-    assert pending in catalogue.all_bases()
-    assert (pending in catalogue.bases_for("float16", cc=90)) == offer
+    assert pending in catalogue.all_entries()
+    assert (pending in catalogue.entries_for("float16", cc=90)) == offer
     r = resolve_gemm(GemmProblem(512, 512, 4096, dtype="float16"), DeviceInfo.h200(),
                      tile=pending.tile)
-    assert r.base is pending
+    assert r.entry is pending
 
 
 def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit():
     h200 = DeviceInfo.h200()
-    streaming = next(b for b in catalogue.bases_for("float16", cc=90) if b.streams)
+    streaming = next(b for b in catalogue.entries_for("float16", cc=90) if b.streams)
     assert ctas_on(streaming, h200) == 1
     # the largest SM, to a kilobyte, whose shared memory cannot hold the streaming entry
     small = dataclasses.replace(h200, smem_per_sm=h200.smem_per_sm // 2)
@@ -360,9 +360,9 @@ def test_memory_bound_rule_skips_a_streaming_entry_that_does_not_fit():
         small = dataclasses.replace(small, smem_per_sm=small.smem_per_sm + 1024)
     small = dataclasses.replace(small, smem_per_sm=small.smem_per_sm - 1024)
     r = resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), small)
-    assert not r.base.streams
+    assert not r.entry.streams
     fits = dataclasses.replace(small, smem_per_sm=small.smem_per_sm + 1024)
-    assert resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), fits).base.streams
+    assert resolve_gemm(GemmProblem(16, 4096, 4096, dtype="float16"), fits).entry.streams
 
 
 @pytest.mark.parametrize("rows,tile_rows,box", [(16, 64, 16), (1, 64, 8), (7, 128, 8),
@@ -394,14 +394,14 @@ def test_cluster_pairs_plan_one_unit_per_two_sms(bn):
     """A WgmmaPair entry is one work unit on two CTAs: the schedule's tile is 2 BM x BN
     (each CTA computes BM rows of it), its grid counts units (at most half the SMs), a
     workspace slot holds both halves, and it has no convolution entry."""
-    pair = next(b for b in catalogue.all_bases()
+    pair = next(b for b in catalogue.all_entries()
                 if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bn == bn)
     assert pair.CLUSTER == 2 and pair.bm == 128 and pair.tile == (256, bn, 64)
     assert pair.option().cluster == 2 and pair.option().tile == pair.tile
     assert pair.slot_elems(None) == 256 * bn and pair.IM2COL is None
     for mode in ("data_parallel", "stream_k", "hybrid", "split_k"):
         r = _resolve(2000, 3000, 5000, "float16", tile=pair.tile, mode=mode)
-        assert r.base is pair and tuple(r.schedule.tile) == pair.tile
+        assert r.entry is pair and tuple(r.schedule.tile) == pair.tile
         assert r.schedule.grid <= H200.sms // 2
         assert entry_for(r.schedule, "float16", None, 90) is pair  # a plan's launch
     with pytest.raises(ValueError, match="WgmmaPair"):
@@ -420,10 +420,10 @@ def test_narrow_pairs_are_offered_where_b_rows_start_off_lines():
                                                        (128, 64, "WgmmaPair")}
     on = _resolve(1000, 1000, 1000, "float16", b_off_lines=False)
     off = _resolve(1000, 1000, 1000, "float16", b_off_lines=True)
-    assert on.base.FAMILY == "Wgmma" and off.base in narrow and off.base.bm == 128
-    assert not any(b.b_off_lines_only for b in catalogue.bases_for("float16", cc=90,
+    assert on.entry.FAMILY == "Wgmma" and off.entry in narrow and off.entry.bm == 128
+    assert not any(b.b_off_lines_only for b in catalogue.entries_for("float16", cc=90,
                                                                     b_off_lines=False))
-    assert _resolve(1024, 1024, 1024, "float16", tile=(256, 64, 64, 1, 2)).base in narrow
+    assert _resolve(1024, 1024, 1024, "float16", tile=(256, 64, 64, 1, 2)).entry in narrow
     from skcontract.kernels.resolve import rows_off_lines
     assert rows_off_lines(0, 1000, 0, 2) and not rows_off_lines(0, 1024, 0, 2)
     assert not rows_off_lines(0, 0, 0, 2) and rows_off_lines(0, 40, 0, 4)
@@ -438,24 +438,24 @@ def test_a_narrow_pair_is_its_own_entry():
     a plan's schedule says which it is for, and the launch finds that one. Each of the
     pair's CTAs loads half of B: half its rows K-major, half the k rows of its one 64-column
     box N-major."""
-    pair = next(b for b in catalogue.all_bases()
+    pair = next(b for b in catalogue.all_entries()
                 if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bm == 64)
-    single = next(b for b in catalogue.all_bases()
+    single = next(b for b in catalogue.all_entries()
                   if b.FAMILY == "Wgmma" and b.dtype == "float16" and b.tile == pair.tile
                   and b.ctas_per_sm == 1)
     for entry in (pair, single):
         r = _resolve(8 * 256, 256, 4096, "float16", tile=(*entry.tile, 1, entry.CLUSTER),
                      mode="data_parallel")
-        assert r.base is entry and r.schedule.cluster == entry.CLUSTER
+        assert r.entry is entry and r.schedule.cluster == entry.CLUSTER
         assert entry_for(r.schedule, "float16", None, 90) is entry
     # a schedule built by hand for a pair's tile on a device of units (no cluster named)
-    wide = next(b for b in catalogue.all_bases()
+    wide = next(b for b in catalogue.all_entries()
                 if b.FAMILY == "WgmmaPair" and b.dtype == "float16" and b.bn == 128)
     hand = schedule_gemm(512, 128, 8192, device=H200.with_clusters(2), mode="stream_k",
                          tile=wide.tile)
     assert hand.cluster == 1 and entry_for(hand, "float16", None, 90) is wide
     for short in ((128, 64), (128, 64, 64), (128, 64, 64, 1)):  # the single CTA's
-        assert _resolve(512, 1024, 4096, "float16", tile=short).base is single
+        assert _resolve(512, 1024, 4096, "float16", tile=short).entry is single
     from skcontract.kernels.tma import load_box
     assert load_box(False, 1000, pair.bn, 64, pair.CLUSTER) == (64, 32, 1)
     assert load_box(True, 1000, pair.bn, 64, pair.CLUSTER) == (64, 32, 1)
@@ -474,10 +474,10 @@ def test_auto_offers_the_pairs_only_for_few_waves():
     assert pair.max_waves == catalogue.gates.WGMMA_PAIR_MAX_WAVES
     assert pair.fills_waves(int(pair.max_waves * units), units)
     assert not pair.fills_waves(int(pair.max_waves * units) + 1, units)
-    assert _resolve(2000, 3000, 5000, "float16").base is pair
-    assert _resolve(8192, 8192, 8192, "float16").base.FAMILY == "Wgmma"
+    assert _resolve(2000, 3000, 5000, "float16").entry is pair
+    assert _resolve(8192, 8192, 8192, "float16").entry.FAMILY == "Wgmma"
     forced = _resolve(8192, 8192, 8192, "float16", tile=pair.tile)
-    assert forced.base is pair and forced.schedule.grid <= units
+    assert forced.entry is pair and forced.schedule.grid <= units
     with pytest.raises(ValueError, match="max_waves"):
         dataclasses.replace(pair, max_waves=0.0)
 
@@ -502,10 +502,10 @@ def test_the_128x128_pair_is_offered_only_to_long_loops():
     assert pair.runs_long_enough(floor * pair.bk)
     assert pair.runs_long_enough(floor * pair.bk - pair.bk + 1)
     assert not pair.runs_long_enough((floor - 1) * pair.bk)
-    assert _resolve(1536, 1536, 8192, "float16").base is pair
+    assert _resolve(1536, 1536, 8192, "float16").entry is pair
     short = _resolve(1536, 1536, 4096, "float16")
     assert (pair.tile, 2) not in _candidate_tiles(short)
-    assert _resolve(1536, 1536, 4096, "float16", tile=(*pair.tile, 1, 2)).base is pair
+    assert _resolve(1536, 1536, 4096, "float16", tile=(*pair.tile, 1, 2)).entry is pair
     wide = next(b for b in catalogue.CATALOGUE["float16"]
                 if b.FAMILY == "WgmmaPair" and b.bn == 256)
     assert wide.min_k_iterations == 0 and wide.runs_long_enough(1)
@@ -521,15 +521,15 @@ def test_the_128x128_pair_runs_split_tiles_only():
     pair = _pair_128()
     assert pair.splits_only and pair.option().splits_only
     r = _resolve(1536, 1408, 8192, "float16")
-    assert r.base is not pair and r.schedule.mode == "data_parallel"
+    assert r.entry is not pair and r.schedule.mode == "data_parallel"
     listed = [s for s in r.schedule.candidates if (s.tile, s.cluster) == (pair.tile, 2)]
     assert listed and all(s.mode != "data_parallel" or s.note == SPLITS_ONLY
                           for s in listed)
-    assert _resolve(1536, 1536, 8192, "float16", mode="data_parallel").base is not pair
+    assert _resolve(1536, 1536, 8192, "float16", mode="data_parallel").entry is not pair
     forced = _resolve(1536, 1536, 8192, "float16", mode="data_parallel",
                       tile=(*pair.tile, 1, 2))
-    assert forced.base is pair and forced.schedule.mode == "data_parallel"
-    assert _resolve(1536, 1536, 8192, "float16", mode="hybrid").base is pair
+    assert forced.entry is pair and forced.schedule.mode == "data_parallel"
+    assert _resolve(1536, 1536, 8192, "float16", mode="hybrid").entry is pair
 
 
 def test_a_splits_only_option_is_chosen_on_split_tables_alone():
@@ -557,7 +557,7 @@ def test_a_forced_tile_whose_kernel_reads_other_layouts_is_refused_by_name():
                  tile=(128, 256, 32))
     r = _resolve(4096, 4096, 1024, "float32", precision="tf32", layouts=("row", "col"),
                  tile=(128, 256, 32))
-    assert (r.base.FAMILY, r.base.bn) == ("WgmmaTf32", 256)
+    assert (r.entry.FAMILY, r.entry.bn) == ("WgmmaTf32", 256)
 
 
 @pytest.mark.parametrize("dtype,wgmma,portable", [("float32", "WgmmaTf32", "Tf32"),
@@ -567,10 +567,10 @@ def test_tf32_and_int8_run_wgmma_only_on_k_major_operands(dtype, wgmma, portable
     resolves to their Wgmma entries on the H200, any other layout pair to the portable
     entry (float32 with tf32 allowed)."""
     r = _resolve(2048, 2048, 2048, dtype, precision="tf32", layouts=("row", "col"))
-    assert r.base.FAMILY == wgmma
+    assert r.entry.FAMILY == wgmma
     for layouts in (("row", "row"), ("col", "col"), ("col", "row")):
         r = _resolve(2048, 2048, 2048, dtype, precision="tf32", layouts=layouts)
-        assert r.base.FAMILY == portable, layouts
+        assert r.entry.FAMILY == portable, layouts
 
 
 @pytest.mark.parametrize("mode,reduction", [("aligned", "deterministic"),
@@ -583,10 +583,10 @@ def test_an_entry_is_planned_only_with_the_protocols_it_runs(mode, reduction):
     for shape in ((4096, 4096, 4096), (2304, 2304, 4096)):
         r = _resolve(*shape, "float32", precision="tf32", layouts=("row", "col"), mode=mode,
                      reduction=reduction)
-        assert r.schedule.protocol in r.base.protocols(), (shape, r.base.name)
+        assert r.schedule.protocol in r.entry.protocols(), (shape, r.entry.name)
     wide = _resolve(4096, 4096, 4096, "float32", precision="tf32", layouts=("row", "col"),
                     tile=(128, 256, 32))
-    assert "arrival" not in wide.base.protocols() and wide.schedule.protocol != "arrival"
+    assert "arrival" not in wide.entry.protocols() and wide.schedule.protocol != "arrival"
 
 
 def test_3xtf32_runs_wgmma_on_aligned_operands_and_exact_float32_elsewhere():
@@ -595,17 +595,17 @@ def test_3xtf32_runs_wgmma_on_aligned_operands_and_exact_float32_elsewhere():
     for unaligned operands or before sm_90 (float32 accuracy either way)."""
     for layouts in LAYOUT_PAIRS:
         r = _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=layouts)
-        assert r.base.FAMILY == "WgmmaTf32x3", layouts
-        spec = specialise(r.base, protocol="none", a_layout=layouts[0], b_layout=layouts[1])
-        assert r.base.transposes(spec) == (layouts != ("row", "col")), layouts
+        assert r.entry.FAMILY == "WgmmaTf32x3", layouts
+        spec = specialise(r.entry, protocol="none", a_layout=layouts[0], b_layout=layouts[1])
+        assert r.entry.transposes(spec) == (layouts != ("row", "col")), layouts
     assert _resolve(2048, 2048, 2048, "float32", precision="3xtf32", layouts=("row", "col"),
-                    vec16=False).base.FAMILY == "Ffma"
+                    vec16=False).entry.FAMILY == "Ffma"
     a100 = dataclasses.replace(H200, compute_capability=(8, 0))
     r = resolve_gemm(GemmProblem(2048, 2048, 2048, dtype="float32"), a100,
                      precision="3xtf32")
-    assert r.base.FAMILY == "Ffma"
+    assert r.entry.FAMILY == "Ffma"
     # other dtypes ignore a precision; an unknown one is refused by name
-    assert _resolve(2048, 2048, 2048, "float16", precision="3xtf32").base.dtype == "float16"
+    assert _resolve(2048, 2048, 2048, "float16", precision="3xtf32").entry.dtype == "float16"
     with pytest.raises(ValueError, match="'fp32x3'"):
         _resolve(2048, 2048, 2048, "float32", precision="fp32x3")
 

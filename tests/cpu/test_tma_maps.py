@@ -19,7 +19,7 @@ def encoded(monkeypatch):
     return calls
 
 
-SPEC = SimpleNamespace(elem_bytes=2, dtype_out="float16", base=SimpleNamespace(tma_store=True))
+SPEC = SimpleNamespace(elem_bytes=2, dtype_out="float16", entry=SimpleNamespace(tma_store=True))
 
 
 def test_c_is_stored_through_a_map_of_its_rows_columns_and_batch(encoded):
@@ -66,8 +66,8 @@ def test_operand_maps_read_the_entrys_element_type(encoded, key, family, element
     """tf32 maps round the floats to tf32 as they load (TFLOAT32); the 3xTF32 entries' maps
     load them raw (FLOAT32), since their consumers split each float into two tf32 parts."""
     from skcontract.kernels import catalogue, specs
-    base = next(b for b in catalogue.CATALOGUE[key] if b.FAMILY == family)
-    spec = specs.specialise(base, protocol="none", a_layout="row", b_layout="col")
+    entry = next(b for b in catalogue.CATALOGUE[key] if b.FAMILY == family)
+    spec = specs.specialise(entry, protocol="none", a_layout="row", b_layout="col")
     tma.gemm_maps(spec, 0x1000, 0x2000, 1, 512, 512, 1024, 1024, 1024, 0, 0)
     assert [c[1] for c in encoded] == [element, element]
     assert element in tma._TMA_DTYPES

@@ -27,16 +27,16 @@ def test_the_library_imports_no_tools():
 def test_warm_selects_every_entrys_specializations():
     every = specs.all_specs()
     assert warm_kernels.select("all") == every
-    assert {s.base for s in every} == set(catalogue.all_bases())
-    pending = {b for bases in catalogue.PENDING.values() for b in bases}
+    assert {s.entry for s in every} == set(catalogue.all_entries())
+    pending = {b for entries in catalogue.PENDING.values() for b in entries}
     offered = warm_kernels.select("default-tiles")
-    assert offered == [s for s in every if s.base not in pending]
-    assert {s.base for s in offered} == set(catalogue.all_bases()) - pending
+    assert offered == [s for s in every if s.entry not in pending]
+    assert {s.entry for s in offered} == set(catalogue.all_entries()) - pending
     assert warm_kernels.select("representative") == specs.representative_specs()
     fp64 = warm_kernels.select("all", "float64")
     assert fp64 and all(s.dtype_in == "float64" for s in fp64)
     pairs = warm_kernels.select("all", families="WgmmaPair")
-    assert pairs and all(s.base.FAMILY == "WgmmaPair" for s in pairs)
+    assert pairs and all(s.entry.FAMILY == "WgmmaPair" for s in pairs)
 
 
 def test_trace_report_aligns_ctas_by_their_clocks():
@@ -116,22 +116,22 @@ def test_plot_probes_groups_medians_by_shape_and_tile():
 def test_time_gemm_stages_swaps_the_entries_a_tile_forces_and_puts_them_back():
     def picked(tile):
         return resolve_gemm(GemmProblem(512, 1024, 8192, dtype="float16"),
-                            DeviceInfo.h200(), tile=tile).base
+                            DeviceInfo.h200(), tile=tile).entry
 
-    before = catalogue.bases_for("float16", cc=90)
+    before = catalogue.entries_for("float16", cc=90)
     for tile in [(64, 64, 64, 1, 1), (128, 64, 64, 1, 2)]:  # the 64x64 CTA; its pair
         with time_gemm._stages_swapped(tile, 5):
             assert picked(tile).stages == 5
-            changed = [b for b in catalogue.bases_for("float16", cc=90) if b not in before]
+            changed = [b for b in catalogue.entries_for("float16", cc=90) if b not in before]
             assert changed == [picked(tile)]
-        assert catalogue.bases_for("float16", cc=90) == before
+        assert catalogue.entries_for("float16", cc=90) == before
     with pytest.raises(ValueError, match="at least two stages"):
         with time_gemm._stages_swapped((64, 64, 64, 1, 1), 1):
             pass
     with pytest.raises(ValueError, match="no catalogue entry"):
         with time_gemm._stages_swapped((48, 48, 64), 5):
             pass
-    assert catalogue.bases_for("float16", cc=90) == before
+    assert catalogue.entries_for("float16", cc=90) == before
 
 
 def test_ktile_report_times_loads_gaps_and_k_tiles_in_flight():
@@ -182,7 +182,7 @@ def test_time_gemm_walk_at_auto_plans_what_the_forced_tile_plans(dtype, tile):
                                      (None, None, None))
     plain = resolve_gemm(GemmProblem(m, n, k, dtype=dtype), DeviceInfo.h200(), mode="stream_k",
                          tile=tile, layouts=("row", "row"))
-    assert walked.base == plain.base
+    assert walked.entry == plain.entry
     assert walked.schedule.digest() == plain.schedule.digest()
     assert walked.schedule.grid == plain.schedule.grid
 

@@ -91,7 +91,7 @@ def test_accuracy_is_float32s(shape):
     ref = cupy.matmul(to64(a), to64(b))
     out = poisoned((m, n), a)
     _gemm(a, b, out, precision=X3)
-    assert _last_spec().base.FAMILY == _x3_family()
+    assert _last_spec().entry.FAMILY == _x3_family()
     ours = max_error(out, ref)
     cublas = max_error(cupy.matmul(a, b), ref)
     out32 = poisoned((m, n), a)
@@ -117,16 +117,16 @@ def test_precision_arguments():
         _gemm(a, b, out, mode="stream_k", **kw)
         spec = _last_spec()
         if family is not None:
-            assert spec.base.FAMILY == family, (kw, spec.name)
+            assert spec.entry.FAMILY == family, (kw, spec.name)
         else:
-            assert spec.base.FAMILY in ("WgmmaTf32", "Tf32"), (kw, spec.name)
+            assert spec.entry.FAMILY in ("WgmmaTf32", "Tf32"), (kw, spec.name)
     with pytest.raises(ValueError, match="precision"):
         _gemm(a, b, precision="fp32x3")
     with pytest.raises(ValueError, match="allow_tf32"):
         _gemm(a, b, allow_tf32=True, precision=X3)
     h = rand((64, 64), "float16", "C", 3)
     out = _gemm(h, h, precision=X3)  # ignored: float16 runs its own entries
-    assert _last_spec().base.dtype == "float16"
+    assert _last_spec().entry.dtype == "float16"
     assert rel_error(out, cupy.matmul(to64(h), to64(h))) <= TOL["float16"]
 
 
@@ -151,8 +151,8 @@ def test_every_entry(entry):
             _check(1, m, n, k, layout=layout, mode="stream_k", reduction=red,
                    tile=(*entry.tile, entry.ctas_per_sm))
             spec = _last_spec()
-            assert spec.base == entry, spec.name
-            assert spec.base.transposes(spec) == (layout != ("C", "F")), (layout, spec.name)
+            assert spec.entry == entry, spec.name
+            assert spec.entry.transposes(spec) == (layout != ("C", "F")), (layout, spec.name)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -188,7 +188,7 @@ def test_unaligned_operands_run_exact():
     b = rand((k + 1, n + 5), "float32", "C", 4)[1:, 2:n + 2]
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k", precision=X3)
-    assert _last_spec().base.FAMILY == "Ffma"
+    assert _last_spec().entry.FAMILY == "Ffma"
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= TOL_X3
 
 
@@ -201,7 +201,7 @@ def test_rows_off_16_bytes_are_copied_k_major():
     m, n, k = 384, 1001, 1024
     _check(1, m, n, k, mode="stream_k")
     spec = _last_spec()
-    assert spec.base.FAMILY == "WgmmaTf32x3" and not spec.base.transposes(spec), spec.name
+    assert spec.entry.FAMILY == "WgmmaTf32x3" and not spec.entry.transposes(spec), spec.name
     a, b = rand((m, k), "float32", "C", 3), rand((k, n), "float32", "C", 4)
     _, plan = contract_path("ij,jk->ik", a, b, precision=X3)
     assert plan.steps[0].schedule.reason.endswith("B copied K-major for 3xtf32")
@@ -214,7 +214,7 @@ def test_cluster_sum_on_turned_operands():
         _check(1, 136, 264, 4032, layout=layout, mode="aligned", reduction="cluster",
                tile=(64, 64, 32))
         spec = _last_spec()
-        assert spec.protocol == "cluster" and spec.base.transposes(spec), spec.name
+        assert spec.protocol == "cluster" and spec.entry.transposes(spec), spec.name
 
 
 def test_non_finite_operands_propagate():
@@ -244,21 +244,21 @@ def test_worst_case_coresidency():
     from skcontract.kernels import jit, specs
     from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
-    base = _x3_entries()[0]
-    kern = jit.get_kernel(specs.specialise(base, protocol="deterministic", a_layout="row",
+    entry = _x3_entries()[0]
+    kern = jit.get_kernel(specs.specialise(entry, protocol="deterministic", a_layout="row",
                                            b_layout="col"))
-    assert kern.occupancy >= base.ctas_per_sm
-    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
+    assert kern.occupancy >= entry.ctas_per_sm
+    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(entry.ctas_per_sm)
     resident = dev.resident_ctas
-    m, n, k = base.bm, base.bn, base.bk * MIN_ITERS_PER_SPLIT * resident
-    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=base.tile,
+    m, n, k = entry.bm, entry.bn, entry.bk * MIN_ITERS_PER_SPLIT * resident
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=entry.tile,
                           grid=resident, reduction="deterministic", dtype="float32")
     assert sched.grid == resident and len(sched.table) >= resident
     a, b = rand((m, k), "float32", "C", 12), rand((k, n), "float32", "F", 13)
     out = poisoned((m, n), a)
     _gemm(a, b, out, schedule=sched, precision=X3)
     cupy.cuda.runtime.deviceSynchronize()
-    assert _last_spec().base == base
+    assert _last_spec().entry == entry
     assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_X3
 
 
@@ -294,7 +294,7 @@ def test_einsum_at_a_precision(case):
         spec = planned.launch.spec
         assert [x.kernel for x in launched] == [spec.name]
         sees = step_operands(planned, 90)[0]
-        assert (spec.base.transposes(spec), sees != K_MAJOR) == (turned, turned), spec.name
+        assert (spec.entry.transposes(spec), sees != K_MAJOR) == (turned, turned), spec.name
     assert max_error(ours, ref) <= ACCURACY_FACTOR * exact, (sub, max_error(ours, ref), exact)
     assert bool((einsum(sub, a, b, precision=X3) == ours).all())  # warm, deterministic
     expr = contract_expression(sub, *shapes, dtype="float32", precision=X3)
@@ -351,6 +351,6 @@ def test_gemm_with_a_plain_schedule_at_a_precision():
     _, plan = contract_path("ij,jk->ik", a, b, precision=X3)
     out = poisoned((384, 320), a)
     _gemm(a, b, out, schedule=plan.steps[0].schedule, precision=X3)
-    assert _last_spec().base.FAMILY == "WgmmaTf32x3"
+    assert _last_spec().entry.FAMILY == "WgmmaTf32x3"
     ref = cupy.matmul(to64(a), to64(b))
     assert max_error(out, ref) <= ACCURACY_FACTOR * max_error(cupy.matmul(a, b), ref)

@@ -99,16 +99,16 @@ def test_every_entry_has_the_occupancy_it_declares():
     cc = int(cupy.cuda.Device().compute_capability)
     short = []
     for spec in specs.all_specs():
-        if not spec.base.offered_on(cc):
+        if not spec.entry.offered_on(cc):
             continue
         occ = jit.get_kernel(spec).occupancy
         if occ < spec.ctas_per_sm:
             short.append((spec.name, occ))
     assert not short, short
-    for base in {s.base for s in specs.all_specs() if s.base.offered_on(cc)}:
-        la, lb = ("row", "row") if ("row", "row") in base.layouts() else base.layouts()[0]
-        spec = specs.specialise(base, protocol="deterministic", a_layout=la, b_layout=lb)
-        assert jit.get_kernel(spec).occupancy == base.ctas_per_sm, base.name
+    for entry in {s.entry for s in specs.all_specs() if s.entry.offered_on(cc)}:
+        la, lb = ("row", "row") if ("row", "row") in entry.layouts() else entry.layouts()[0]
+        spec = specs.specialise(entry, protocol="deterministic", a_layout=la, b_layout=lb)
+        assert jit.get_kernel(spec).occupancy == entry.ctas_per_sm, entry.name
 
 
 @pytest.mark.parametrize("reduction", ["deterministic", "arrival", "atomic"])

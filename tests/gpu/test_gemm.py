@@ -51,8 +51,8 @@ def test_layouts_fixups_edges(dtype, layout, fix):
 
 
 def _entries(dtype):
-    from skcontract.kernels.catalogue import bases_for
-    return bases_for(dtype, cc=90)
+    from skcontract.kernels.catalogue import entries_for
+    return entries_for(dtype, cc=90)
 
 
 def _tiles(dtype):
@@ -77,8 +77,8 @@ def test_every_tile(dtype, entry, layout):
 
 
 def _pairs(dtype):
-    from skcontract.kernels.catalogue import all_bases
-    return [b for b in all_bases() if b.FAMILY == "WgmmaPair" and b.dtype == dtype]
+    from skcontract.kernels.catalogue import all_entries
+    return [b for b in all_entries() if b.FAMILY == "WgmmaPair" and b.dtype == dtype]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -302,17 +302,17 @@ def test_worst_case_coresidency(dtype, index, reduction):
     from skcontract.kernels import jit, specs
     from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
-    base = _entries(dtype)[index]
-    kern = jit.get_kernel(specs.specialise(base, protocol=reduction, a_layout="row",
+    entry = _entries(dtype)[index]
+    kern = jit.get_kernel(specs.specialise(entry, protocol=reduction, a_layout="row",
                                            b_layout="row"))
-    assert kern.occupancy >= base.ctas_per_sm
+    assert kern.occupancy >= entry.ctas_per_sm
     # a cluster entry's units are resident pairs of SMs
-    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
-    resident = dev.with_clusters(base.CLUSTER).resident_ctas
-    m, n = base.tile[:2]
-    k = base.bk * MIN_ITERS_PER_SPLIT * resident
+    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(entry.ctas_per_sm)
+    resident = dev.with_clusters(entry.CLUSTER).resident_ctas
+    m, n = entry.tile[:2]
+    k = entry.bk * MIN_ITERS_PER_SPLIT * resident
     a, b = rand((m, k), dtype, "C", 12), rand((k, n), dtype, "C", 13)
-    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tiles=[base.option()],
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tiles=[entry.option()],
                           grid=resident, reduction=reduction, dtype=dtype)
     assert sched.grid == resident and len(sched.table) >= resident
     assert sched.waits
@@ -320,7 +320,7 @@ def test_worst_case_coresidency(dtype, index, reduction):
     with record_launches() as ran:
         _gemm(a, b, out, schedule=sched)
     cupy.cuda.runtime.deviceSynchronize()
-    assert ran[0].ctas == base.CLUSTER * ran[0].grid  # the entry's own kernel
+    assert ran[0].ctas == entry.CLUSTER * ran[0].grid  # the entry's own kernel
     assert rel_error(out, _reference(a, b)) <= 4 * TOL[dtype]
 
 

@@ -50,7 +50,7 @@ def test_launching_a_plan_does_not_enter_the_resolver(subscripts, shapes, dtype,
         raise AssertionError("the launch path entered the resolver or the catalogue")
     for module, name in ((resolve, "resolve_gemm"), (resolve, "resolve_dot"),
                          (resolve, "resolve_step"), (resolve, "entry_for"),
-                         (resolve, "reads_k_major"), (catalogue.offer, "bases_for"),
+                         (resolve, "reads_k_major"), (catalogue.offer, "entries_for"),
                          (gemm, "resolve_gemm"), (gemm, "entry_for")):
         monkeypatch.setattr(module, name, entered)
     ops = _operands(shapes, dtype, 7)

@@ -103,12 +103,12 @@ def test_tf32_is_used_only_when_allowed():
     g.clear_plans()
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k")
-    assert _last_plan_spec().base.FAMILY == "Ffma"
+    assert _last_plan_spec().entry.FAMILY == "Ffma"
     assert rel_error(out, ref) <= TOL["float32"]
     out = poisoned((m, n), a)
     _gemm(a, b, out, mode="stream_k", allow_tf32=True)
     spec = _last_plan_spec()
-    assert spec.base.FAMILY == _tf32_family() and spec.dtype_in == "float32", spec.name
+    assert spec.entry.FAMILY == _tf32_family() and spec.dtype_in == "float32", spec.name
     err = rel_error(out, ref)
     assert TF32_VISIBLE < err <= TOL_TF32, err
     # and back: the plan cache keys on allow_tf32
@@ -125,7 +125,7 @@ def test_tf32_runs_wgmma_in_every_layout(layout, out_order):
     for batch, m, n, k in [(1, 300, 500, 2048), (2, 130, 70, 900), (1, 1024, 768, 256)]:
         _, err = _check_tf32(batch, m, n, k, layout=layout, mode="auto", out_order=out_order)
         spec = _last_plan_spec()
-        assert spec.base.FAMILY == _tf32_family(), spec.name
+        assert spec.entry.FAMILY == _tf32_family(), spec.name
         assert err > TF32_VISIBLE, err
 
 
@@ -159,7 +159,7 @@ def test_every_k_major_wgmma_entry(entry):
                 _gemm(a, b, out, allow_tf32=True, **kw)
                 err = rel_error(out, cupy.matmul(to64(a), to64(b)))
                 assert err <= TOL_TF32, (red, b_order, err)
-            assert _last_plan_spec().base == entry, _last_plan_spec().name
+            assert _last_plan_spec().entry == entry, _last_plan_spec().name
 
 
 def test_relayout_copies_are_dense_and_equal():
@@ -168,15 +168,15 @@ def test_relayout_copies_are_dense_and_equal():
     for others)."""
     import cupy
     from skcontract.kernels import relayout
-    base = cupy.arange(4 * 70 * 90, dtype=cupy.float32).reshape(4, 70, 90)
-    views = [base[0], base[0, :33, :65], base, base[:, ::2, 1:], base[1].T, base[:1, :1, :1],
-             base.astype(cupy.float64)[:, 3:, :40], base[:, :0]]
+    entry = cupy.arange(4 * 70 * 90, dtype=cupy.float32).reshape(4, 70, 90)
+    views = [entry[0], entry[0, :33, :65], entry, entry[:, ::2, 1:], entry[1].T, entry[:1, :1, :1],
+             entry.astype(cupy.float64)[:, 3:, :40], entry[:, :0]]
     # the 16-byte vector copy: whole 64 x 64 blocks, ragged ones, a view that starts inside
     # a row, a batch, a transposed view (row_major copies its transpose)
     wide = cupy.arange(3 * 132 * 200, dtype=cupy.float32).reshape(3, 132, 200)
     vec_views = [wide[0, :128, :192], wide[0], wide[:, 4:68, 8:196], wide, wide[1].T]
     assert all(relayout._vectors(v) for v in vec_views[:4])
-    assert not relayout._vectors(base[0]) and not relayout._vectors(wide[0, :, 1:])
+    assert not relayout._vectors(entry[0]) and not relayout._vectors(wide[0, :, 1:])
     for x in views + vec_views:
         for fn, order in ((relayout.col_major, "F"), (relayout.row_major, "C")):
             y = fn(x)
@@ -306,7 +306,7 @@ def test_int8_runs_wgmma_in_every_layout(layout, out_order):
     family = "WgmmaInt8" if _tf32_family() == "WgmmaTf32" else "Imma"
     for batch, m, n, k in [(1, 300, 500, 2048), (2, 130, 70, 896), (1, 1024, 768, 256)]:
         _check_i8(batch, m, n, k, layout=layout, mode="auto", out_order=out_order)
-        assert _last_plan_spec().base.FAMILY == family, _last_plan_spec().name
+        assert _last_plan_spec().entry.FAMILY == family, _last_plan_spec().name
     m, n, k = 200, 136, 1024
     a, b = rand_i8((m, k), layout[0], 7), rand_i8((k, n), layout[1], 8)
     c = _order(cupy.asarray(rand_i8((m, n), "C", 9), dtype=cupy.int32), out_order)
@@ -407,31 +407,32 @@ def test_worst_case_coresidency(kind):
     from skcontract.kernels import catalogue, jit, specs
     from skcontract.kernels.gemm import device_info
     from skcontract.schedule.heuristics import MIN_ITERS_PER_SPLIT
-    base = catalogue.CATALOGUE[kind][0]
-    b_order = "F" if ("row", "row") not in base.layouts() else "C"  # K-major-only entries
-    kern = jit.get_kernel(specs.specialise(base, protocol="deterministic", a_layout="row",
+    entry = catalogue.CATALOGUE[kind][0]
+    b_order = "F" if ("row", "row") not in entry.layouts() else "C"  # K-major-only entries
+    kern = jit.get_kernel(specs.specialise(entry, protocol="deterministic", a_layout="row",
                                            b_layout="col" if b_order == "F" else "row"))
-    assert kern.occupancy >= base.ctas_per_sm
-    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(base.ctas_per_sm)
+    assert kern.occupancy >= entry.ctas_per_sm
+    dev = device_info(cupy.cuda.runtime.getDevice()).with_occupancy(entry.ctas_per_sm)
     resident = dev.resident_ctas
-    m, n = base.bm, base.bn
-    k = base.bk * MIN_ITERS_PER_SPLIT * resident
+    m, n = entry.bm, entry.bn
+    k = entry.bk * MIN_ITERS_PER_SPLIT * resident
     dtype = "float32" if kind == "tf32" else "int8"
-    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k", tile=(base.bm, base.bn, base.bk),
-                          grid=resident, reduction="deterministic", dtype=dtype)
+    sched = schedule_gemm(m, n, k, device=dev, mode="stream_k",
+                          tile=(entry.bm, entry.bn, entry.bk), grid=resident,
+                          reduction="deterministic", dtype=dtype)
     assert sched.grid == resident and len(sched.table) >= resident
     if kind == "tf32":
         a, b = rand((m, k), "float32", "C", 12), rand((k, n), "float32", b_order, 13)
         out = poisoned((m, n), a)
         _gemm(a, b, out, schedule=sched, allow_tf32=True)
         cupy.cuda.runtime.deviceSynchronize()
-        assert _last_plan_spec().base == base
+        assert _last_plan_spec().entry == entry
         assert rel_error(out, cupy.matmul(to64(a), to64(b))) <= 4 * TOL_TF32
     else:
         a, b = rand_i8((m, k), "C", 12), rand_i8((k, n), b_order, 13)
         out = poisoned_i32((m, n))
         _gemm(a, b, out, schedule=sched)
-        assert _last_plan_spec().base == base
+        assert _last_plan_spec().entry == entry
         cupy.cuda.runtime.deviceSynchronize()
         assert np.array_equal(cupy.asnumpy(out), ref_i32(a, b))
 

@@ -1,9 +1,9 @@
 """The kernel catalogue: every kernel the GPU engine can launch, one module per family.
 
-An entry (a :class:`KernelBase` subclass instance, :mod:`.entry`) is one tile configuration
+An entry (an instance of an :class:`Entry` subclass, :mod:`.entry`) is one tile configuration
 of one family: its C++ mainloop template, its own constraints, its tile / pipeline / warp
 layout, the occupancy it is built for and its cost-model efficiency. The scheduler never
-sees this package: :meth:`KernelBase.option` hands it a
+sees this package: :meth:`Entry.option` hands it a
 :class:`~skcontract.schedule.TileOption` (tile, occupancy, efficiency) as data, and
 :mod:`..resolve` maps the tile it chooses back to the entry.
 :class:`~skcontract.kernels.specs.KernelSpec` is an entry plus the specialisation a launch
@@ -40,14 +40,14 @@ lower (co-residency of waiting splits). docs/design/kernels.md says how to add a
 from .dmma import Dmma
 from .dot import Dot
 from .entry import (ARCH_CC, CXX_TYPES, FAMILIES, INPUT_DTYPES, LAYOUT_PAIRS, PRECISIONS,
-                    SMEM_RESERVED_PER_CTA, TF32, TF32X3, VEC16_BYTES, KernelBase,
+                    SMEM_RESERVED_PER_CTA, TF32, TF32X3, VEC16_BYTES, Entry,
                     vec16_elems)
 from .ffma import Ffma
 from .gates import LINE_BYTES, memory_bound, output_tiles, streaming_wanted
 from .imma import Imma
 from .mma16 import Mma16
-from .offer import OFFER_PENDING, bases_for, catalogue_key, dot_bases, pending_for
-from .registry import CATALOGUE, DOT_CATALOGUE, PENDING, all_bases
+from .offer import OFFER_PENDING, entries_for, catalogue_key, dot_entries, pending_for
+from .registry import CATALOGUE, DOT_CATALOGUE, PENDING, all_entries
 from .tf32 import Tf32
 from .wgmma import Wgmma
 from .wgmma_kmajor import WgmmaInt8, WgmmaKMajor, WgmmaTf32, WgmmaTf32x3
@@ -57,7 +57,7 @@ __all__ = [
     "ARCH_CC", "CATALOGUE", "CXX_TYPES", "DOT_CATALOGUE", "FAMILIES", "INPUT_DTYPES",
     "LAYOUT_PAIRS", "LINE_BYTES", "OFFER_PENDING", "PENDING", "PRECISIONS",
     "SMEM_RESERVED_PER_CTA", "TF32", "TF32X3", "VEC16_BYTES", "Dmma", "Dot", "Ffma", "Imma",
-    "KernelBase", "Mma16", "Tf32", "Wgmma", "WgmmaInt8", "WgmmaKMajor", "WgmmaPair",
-    "WgmmaTf32", "WgmmaTf32x3", "all_bases", "bases_for", "catalogue_key", "dot_bases",
+    "Entry", "Mma16", "Tf32", "Wgmma", "WgmmaInt8", "WgmmaKMajor", "WgmmaPair",
+    "WgmmaTf32", "WgmmaTf32x3", "all_entries", "entries_for", "catalogue_key", "dot_entries",
     "memory_bound", "output_tiles", "pending_for", "streaming_wanted", "vec16_elems",
 ]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .calibration import DMMA_EFFICIENCY
-from .entry import PAD_BYTES, XC_PAD_BYTES_FP64, KernelBase
+from .entry import PAD_BYTES, XC_PAD_BYTES_FP64, Entry
 
 VEC_KC_PITCH_MOD, VEC_KC_PITCH_REM = 16, 8
 """Dmma "vec" fragments: a k-contiguous stage's pitch is VEC_KC_PITCH_REM (mod
@@ -17,7 +17,7 @@ doubles for extents that are multiples of 4)."""
 
 
 @dataclass(frozen=True)
-class Dmma(KernelBase):
+class Dmma(Entry):
     """fp64 operands on DMMA m16n8k{8,16} (sm_90; decomposed into m8n8k4 below it).
 
     ``mma_k``: the instruction's K (8 or 16). ``frag``: "scalar" (8-byte fragment loads),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .calibration import memory_bound_efficiency
-from .entry import KernelBase, cxx_bool, vec16_elems
+from .entry import Entry, cxx_bool, vec16_elems
 
 DOT_WARPS = 8
 """Warps of a Dot kernel's CTA."""
@@ -33,7 +33,7 @@ and a vector times a matrix's columns."""
 
 
 @dataclass(frozen=True)
-class Dot(KernelBase):
+class Dot(Entry):
     """Memory-bound products, one 16-byte load per lane and operand (``sk_dot.cuh``).
 
     ``bn == 1``: the "rows" shape, ``C[r] = sum_k X[r, k] Y[r, k]`` (batched dots and
@@ -112,8 +112,8 @@ def _dot(dtype: str, shape: str) -> Dot:
         bm = 8 if shape == "rows8" else 1
         sweep = warps // bm * 32 * per_lane  # elements of a row the tile's warps read at once
         tile = (bm, 1, sweep * (DOT_ROW_SWEEPS if bm == 1 else DOT_UNROLL))
-    base = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
-    eff = memory_bound_efficiency(dtype, tile, base.bytes_per_iteration())
+    entry = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
+    eff = memory_bound_efficiency(dtype, tile, entry.bytes_per_iteration())
     return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM, efficiency=eff)
 
 

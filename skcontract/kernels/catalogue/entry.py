@@ -1,13 +1,13 @@
 """The catalogue entry: what every kernel family's entry type shares.
 
-An entry (a :class:`KernelBase` subclass instance) is one tile configuration of one family:
+An entry (an instance of an :class:`Entry` subclass) is one tile configuration of one family:
 its C++ mainloop template, its own constraints, its tile / pipeline / warp layout, the
 occupancy it is built for, its cost-model efficiency, and the offer gates planning reads
 (:mod:`.gates`), in one place. The scheduler never sees this module:
-:meth:`KernelBase.option` hands it a :class:`~skcontract.schedule.TileOption` as data.
+:meth:`Entry.option` hands it a :class:`~skcontract.schedule.TileOption` as data.
 
 A family's entry type registers itself under its ``FAMILY`` name when its class is defined
-(:data:`FAMILIES`, read by :meth:`KernelBase.from_dict`).
+(:data:`FAMILIES`, read by :meth:`Entry.from_dict`).
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ PRECISIONS = (TF32, TF32X3)
 """The float32 precisions other than exact, which are also their catalogue keys."""
 
 ARCH_CC = {"sm_80": 80, "sm_90a": 90}
-"""Compute capability of each compile target (``KernelBase.min_cc`` is compared with it)."""
+"""Compute capability of each compile target (``Entry.min_cc`` is compared with it)."""
 
 PAD_BYTES = 16
 """Default shared-memory row padding (one 16-byte chunk: conflict-free ldmatrix rows)."""
@@ -64,7 +64,7 @@ LAYOUT_PAIRS = (("row", "row"), ("row", "col"), ("col", "row"), ("col", "col"))
 
 FAMILIES: dict[str, type] = {}
 """Family name -> entry type; each entry type that names a ``FAMILY`` of its own is added
-when its class is defined (:meth:`KernelBase.from_dict` reads it)."""
+when its class is defined (:meth:`Entry.from_dict` reads it)."""
 
 
 def vec16_elems(dtype: str) -> int:
@@ -73,7 +73,7 @@ def vec16_elems(dtype: str) -> int:
 
 
 @dataclass(frozen=True)
-class KernelBase:
+class Entry:
     """One catalogue entry: a tile configuration of one mainloop family.
 
     ``dtype`` is the operand dtype; ``warps_m x warps_n`` warps share the BM x BN tile;
@@ -298,7 +298,7 @@ class KernelBase:
         return d
 
     @staticmethod
-    def from_dict(d: dict) -> "KernelBase":
+    def from_dict(d: dict) -> "Entry":
         d = dict(d)
         return FAMILIES[d.pop("family")](**d)
 
@@ -309,9 +309,9 @@ def cxx_bool(b: bool) -> str:
 
 def tile_loader(spec, rows: int, kcontig: bool, vec: int) -> str:
     """The TileLoader type of one operand of a GEMM-family spec."""
-    base = spec.base
-    return (f"skc::TileLoader<{CXX_TYPES[base.dtype][0]}, {rows}, {base.bk}, "
-            f"{cxx_bool(kcontig)}, {vec}, {base.threads}, {base.pad(kcontig)}, "
+    entry = spec.entry
+    return (f"skc::TileLoader<{CXX_TYPES[entry.dtype][0]}, {rows}, {entry.bk}, "
+            f"{cxx_bool(kcontig)}, {vec}, {entry.threads}, {entry.pad(kcontig)}, "
             f"{spec.loader_unroll(vec)}>")
 
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .calibration import FFMA_EFFICIENCY
-from .entry import CXX_TYPES, PAD_BYTES, XC_PAD_BYTES_FP64, KernelBase
+from .entry import CXX_TYPES, PAD_BYTES, XC_PAD_BYTES_FP64, Entry
 
 
 @dataclass(frozen=True)
-class Ffma(KernelBase):
+class Ffma(Entry):
     """fp32 / fp64 operands on CUDA-core FMA: exact fp32, and the skinny (8 x N) and one-row
     (1 x N) GEMV tiles of both. 256 threads (8 warps)."""
 

@@ -4,7 +4,7 @@ An entry's kernel runs any product of its dtype; the gates keep the cost model f
 it where it prices the entry well but the entry runs slower than another, because the model
 has no term for what decides there (the L2's bandwidth, an SM's second CTA hiding an
 epilogue, the loads of a memory-bound product). Each gate is an entry field
-(:class:`.entry.KernelBase`: ``min_waves``, ``max_waves``, ``min_k_iterations``,
+(:class:`.entry.Entry`: ``min_waves``, ``max_waves``, ``min_k_iterations``,
 ``splits_only``, ``b_off_lines_only``) whose value is set here, or a rule over the product
 (:func:`streaming_wanted`). The timed runs behind each value are in
 docs/benchmarks/calibration.md, "The kernel catalogue".
@@ -20,7 +20,7 @@ the elements A and B hold: 2 M N / (M + N) for a GEMM, more for a convolution, w
 reads each input pixel R x S times; decode and other skinny GEMMs, a late layer of batch
 1) is bound by streaming its operands, which the cost model (flops per k-iteration) does
 not see: it is offered only its dtype's streaming entry
-(:attr:`.entry.KernelBase.streams`), if there is one, and the model picks the mode."""
+(:attr:`.entry.Entry.streams`), if there is one, and the model picks the mode."""
 
 WGMMA_STREAMING_TILE = (64, 64)
 """The Wgmma tile that streams memory-bound products: 64 columns of weights a tile give a
@@ -47,14 +47,14 @@ would pick them where the single-CTA tiles run faster."""
 
 WGMMA_PAIR_MIN_K_ITERATIONS = {(128, 128): 128}
 """The k-iterations a tile's loop must run for the pair of (BM, BN) CTAs to be offered
-(:attr:`.entry.KernelBase.min_k_iterations`; pairs not named: any). The 128 x 128 pair's
+(:attr:`.entry.Entry.min_k_iterations`; pairs not named: any). The 128 x 128 pair's
 split k-iterations run faster than the single tile's, but on loops of 64 the pair runs
 slower on every product timed; on loops of 128 and more it runs faster where auto splits
 the single tile."""
 
 WGMMA_PAIR_SPLITS_ONLY = ((128, 128),)
 """The pairs of (BM, BN) CTAs planned only in schedules that split their tiles
-(:attr:`.entry.KernelBase.splits_only`): on whole tiles a wave of the 128 x 128 pair runs
+(:attr:`.entry.Entry.splits_only`): on whole tiles a wave of the 128 x 128 pair runs
 no faster than the single 128 x 128 tile's; its efficiency is its split k-iterations'
 rate."""
 

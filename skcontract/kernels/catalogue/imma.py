@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .entry import KernelBase
+from .entry import Entry
 
 
 @dataclass(frozen=True)
-class Imma(KernelBase):
+class Imma(Entry):
     """int8 operands on mma.sync m16n8k32, int32 accumulators and output (wrapping)."""
 
     FAMILY: ClassVar[str] = "Imma"

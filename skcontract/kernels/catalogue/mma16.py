@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .entry import CXX_TYPES, KernelBase, k_contiguous
+from .entry import CXX_TYPES, Entry, k_contiguous
 
 
 @dataclass(frozen=True)
-class Mma16(KernelBase):
+class Mma16(Entry):
     """fp16 / bf16 operands on mma.sync m16n8k16 (ldmatrix fragments), fp32 accumulators."""
 
     FAMILY: ClassVar[str] = "Mma16"

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 
 from .dot import Dot
-from .entry import PRECISIONS, KernelBase
+from .entry import PRECISIONS, Entry
 from .registry import CATALOGUE, DOT_CATALOGUE, PENDING
 
 OFFER_PENDING = os.environ.get("SKCONTRACT_OFFER_PENDING") == "1"
-"""Whether :func:`bases_for` offers :data:`.registry.PENDING` in this process (read at
+"""Whether :func:`entries_for` offers :data:`.registry.PENDING` in this process (read at
 import)."""
 
 def catalogue_key(dtype: str, precision: str | None = None) -> str:
@@ -30,8 +30,8 @@ def catalogue_key(dtype: str, precision: str | None = None) -> str:
     return precision if precision is not None and dtype == "float32" else dtype
 
 
-def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
-              vec16: bool = True, b_off_lines: bool = True) -> tuple[KernelBase, ...]:
+def entries_for(dtype: str, precision: str | None = None, cc: int | None = None,
+              vec16: bool = True, b_off_lines: bool = True) -> tuple[Entry, ...]:
     """The entries offered for ``dtype`` operands at ``precision`` (:func:`catalogue_key`)
     on compute capability ``cc`` (None: any); ``vec16=False`` (an operand not 16-byte
     aligned) leaves out the ``vec16_only`` ones, ``b_off_lines=False`` (B's rows start on
@@ -44,11 +44,11 @@ def bases_for(dtype: str, precision: str | None = None, cc: int | None = None,
                  and (b_off_lines or not b.b_off_lines_only))
 
 
-def pending_for(dtype: str, cc: int | None = None) -> tuple[KernelBase, ...]:
+def pending_for(dtype: str, cc: int | None = None) -> tuple[Entry, ...]:
     """The :data:`.registry.PENDING` entries of ``dtype`` on compute capability ``cc``."""
     return tuple(b for b in PENDING.get(dtype, ()) if b.offered_on(cc))
 
 
-def dot_bases(dtype: str, shape: str) -> tuple[Dot, ...]:
+def dot_entries(dtype: str, shape: str) -> tuple[Dot, ...]:
     """The Dot entries of ``dtype`` for a "rows" or "cols" problem (empty: none)."""
     return tuple(b for b in DOT_CATALOGUE.get(dtype, ()) if b.shape == shape)

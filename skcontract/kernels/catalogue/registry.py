@@ -8,11 +8,11 @@ K-major operands) they come first.
 from __future__ import annotations
 
 from . import dmma, dot, ffma, imma, mma16, tf32, wgmma, wgmma_kmajor, wgmma_pair
-from .entry import TF32, TF32X3, KernelBase
+from .entry import TF32, TF32X3, Entry
 
-CATALOGUE: dict[str, tuple[KernelBase, ...]] = {
-    "float16": mma16.menu("float16") + wgmma.entries("float16") + wgmma_pair.menu("float16"),
-    "bfloat16": (mma16.menu("bfloat16") + wgmma.entries("bfloat16")
+CATALOGUE: dict[str, tuple[Entry, ...]] = {
+    "float16": mma16.menu("float16") + wgmma.menu("float16") + wgmma_pair.menu("float16"),
+    "bfloat16": (mma16.menu("bfloat16") + wgmma.menu("bfloat16")
                  + wgmma_pair.menu("bfloat16")),
     "float32": ffma.FLOAT32,
     "float64": dmma.menu() + ffma.FLOAT64,
@@ -29,17 +29,17 @@ DOT_CATALOGUE: dict[str, tuple[dot.Dot, ...]] = {dt: dot.menu(dt) for dt in dot.
 """The memory-bound entries by operand dtype: the tile options of a step that
 :mod:`..forms` maps onto rows or columns (never offered for other GEMMs)."""
 
-PENDING: dict[str, tuple[KernelBase, ...]] = {}
-"""Entries that are built and compile-checked (:func:`all_bases`) but not offered to auto
-(:func:`.offer.bases_for`) until the whole GPU suite passes with them on the device; a
+PENDING: dict[str, tuple[Entry, ...]] = {}
+"""Entries that are built and compile-checked (:func:`all_entries`) but not offered to auto
+(:func:`.offer.entries_for`) until the whole GPU suite passes with them on the device; a
 caller reaches them by forcing their tile (:func:`.offer.pending_for`), and a process with
 ``SKCONTRACT_OFFER_PENDING=1`` (:data:`.offer.OFFER_PENDING`; ``tools/device_run.sh
 pending``) offers them like the others. Offering them for good is moving them into
 :data:`CATALOGUE`."""
 
 
-def all_bases() -> list[KernelBase]:
+def all_entries() -> list[Entry]:
     """Every entry a kernel is built for, once (an entry may serve several keys): the
     offered ones and :data:`PENDING`."""
     return list(dict.fromkeys(b for table in (CATALOGUE, DOT_CATALOGUE, PENDING)
-                              for bases in table.values() for b in bases))
+                              for entries in table.values() for b in entries))

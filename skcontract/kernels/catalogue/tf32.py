@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .entry import PAD_BYTES, KernelBase
+from .entry import PAD_BYTES, Entry
 
 TF32_KC_PAD = 8
 """tf32: k-contiguous stages are padded by 8 floats (conflict-free 8-byte fragments)."""
 
 
 @dataclass(frozen=True)
-class Tf32(KernelBase):
+class Tf32(Entry):
     """fp32 operands rounded to tf32 on mma.sync m16n8k8, fp32 accumulators (opt-in)."""
 
     FAMILY: ClassVar[str] = "Tf32"

@@ -3,7 +3,7 @@
 TMA loads into a ring of shared-memory stages (128-byte swizzle), ``wgmma.mma_async`` from
 shared memory, fp32 accumulators in registers, one producer warpgroup and one or two
 consumer warpgroups (docs/design/hopper.md). This module holds the kernel's facts and the
-16-bit menu (:func:`entries`), which the same kernel's other operand types
+16-bit menu (:func:`menu`), which the same kernel's other operand types
 (:mod:`.wgmma_kmajor`) and the cluster pairs (:mod:`.wgmma_pair`) build on.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import ClassVar
 from ...schedule.device import DeviceInfo
 from ...schedule.types import CLUSTER, TileOption
 from .calibration import WGMMA_EFFICIENCY, WGMMA_FIXUP_COST, WGMMA_SOLO_FRACTION
-from .entry import CXX_TYPES, SMEM_RESERVED_PER_CTA, KernelBase, cxx_bool
+from .entry import CXX_TYPES, SMEM_RESERVED_PER_CTA, Entry, cxx_bool
 from .gates import WGMMA_PAIRED_MIN_WAVES, WGMMA_STREAMING_TILE
 
 WGMMA_SWIZZLE_BYTES = 128
@@ -74,7 +74,7 @@ SM more loads in flight run slower."""
 
 
 @dataclass(frozen=True)
-class Wgmma(KernelBase):
+class Wgmma(Entry):
     """fp16 / bf16 operands on sm_90a (``sk_wgmma.cuh``): TMA loads into a ring of ``stages``
     shared-memory stages (128-byte swizzle), ``wgmma.mma_async`` m64nBNk16 from shared
     memory, fp32 accumulators; one producer warpgroup and ``bm / 64`` (1 or 2) consumer
@@ -289,7 +289,7 @@ def wgmma_entry(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
                vec16_only=True, min_waves=min_waves, trades_registers=trades_registers)
 
 
-def entries(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
+def menu(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
     """The :data:`WGMMA_MENU` entries of ``cls`` for ``dtype`` operands, less its
     ``LEFT_OUT`` tiles, its ``TRADES`` trading registers."""
     out = []

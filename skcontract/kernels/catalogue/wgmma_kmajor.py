@@ -14,7 +14,7 @@ from typing import ClassVar
 from ...schedule.types import ARRIVAL
 from .calibration import WGMMA_TF32_EFFICIENCY_SCALE, WGMMA_TF32X3_PRODUCTS
 from .entry import LAYOUT_PAIRS, TF32
-from .wgmma import Wgmma, entries
+from .wgmma import Wgmma, menu
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,12 @@ class WgmmaInt8(WgmmaKMajor):
 
 
 def tf32_menu() -> tuple[WgmmaTf32, ...]:
-    return entries("float32", WgmmaTf32)
+    return menu("float32", WgmmaTf32)
 
 
 def tf32x3_menu() -> tuple[WgmmaTf32x3, ...]:
-    return entries("float32", WgmmaTf32x3)
+    return menu("float32", WgmmaTf32x3)
 
 
 def int8_menu() -> tuple[WgmmaInt8, ...]:
-    return entries("int8", WgmmaInt8)
+    return menu("int8", WgmmaInt8)
