@@ -162,7 +162,7 @@ class KernelSpec:
 def specialise(entry: Entry, *, protocol: str, a_layout: str, b_layout: str,
                a_vec16: bool = True, b_vec16: bool = True,
                a_source: str = "dense") -> KernelSpec:
-    """The spec of ``base`` for one launch. An x-contiguous operand copies along the tile's
+    """The spec of ``entry`` for one launch. An x-contiguous operand copies along the tile's
     rows (A: BM, B: BN): a vector wider than a one-row tile would straddle tiles, so such an
     operand copies elements. An im2col A copies 16-byte vectors when ``a_vec16`` (the
     caller's promise that a vector never straddles two filter taps)."""
