@@ -1,5 +1,5 @@
 // sk_wgmma.cuh: the Wgmma family's persistent Stream-K GEMM kernel for sm_90a (the entry
-// header of skcontract/kernels/catalogue.py's Wgmma entries; jit.py inlines its includes).
+// header of skcontract/kernels/catalogue/wgmma.py's Wgmma entries; jit.py inlines its includes).
 //
 // The CTA is BM / 64 consumer warpgroups (the first threads) and one producer warpgroup
 // (the last). One producer thread walks the CTA's rows of the split table (for_each_split,
@@ -34,7 +34,7 @@
 // (init_barriers), the mainloop a split runs (wgmma_consume), its store (wgmma_store), and,
 // in wgmma_gemm, the register trade, the fixup and the passes after the split walk.
 //
-// Cfg (skcontract/kernels/catalogue.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
+// Cfg (skcontract/kernels/catalogue/wgmma.py, Wgmma.cfg_lines): TIn, TOut, Acc, BM (64 or 128),
 // BN (64, 128 or 256), BK (one 128-byte swizzle row: 64 16-bit, 32 tf32 or 128 s8), STAGES,
 // THREADS (BM / 64 + 1 warpgroups), MIN_BLOCKS, REDUCTION, A_KMAJOR, B_KMAJOR, EPI_PITCH
 // (the epilogue staging's row pitch in floats), SPLIT_REGS (registers a thread of a launch
