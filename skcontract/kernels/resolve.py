@@ -460,10 +460,10 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
         step = replace(step, precision=precision)
         launch = resolve_step(step, device, **options)
         if launch is None:  # CuPy runs it: float32 exactly, whatever the precision asked
-            return replace(step, schedule=None, launch=None,
+            return replace(step, launch=None,
                            unscheduled=unscheduled_reason(step) or TILES_BEYOND_INDEX,
                            precision=None if step.dtype.name == "float32" else precision)
         exact = step.dtype.name == "float32" and runs_exact(launch.entry)
-        return replace(step, schedule=launch.schedule, launch=launch,
+        return replace(step, launch=launch,
                        precision=None if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

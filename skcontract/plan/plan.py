@@ -12,16 +12,16 @@ size-1 axes, takes diagonals of repeated labels and sums labels needed nowhere e
 Then the path's pairwise steps follow; every one has been classified (see
 :mod:`skcontract.plan.classify`).
 
-The schedule hook: ``Step.schedule`` is None until it is filled for the GEMM-class steps:
-``Plan.with_schedules(fn)`` sets ``fn(step)``; :func:`skcontract.kernels.resolve.schedule_plan`
-sets the schedules the GPU kernels run, and ``Step.precision`` where a float32 precision such
-as "3xtf32" was asked for (None: exact).
+The launch: ``Step.launch`` is None until a plan is resolved for a device:
+:func:`skcontract.kernels.resolve.schedule_plan` sets each GEMM-class step's launch (its
+schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule), and
+``Step.precision`` where a float32 precision such as "3xtf32" was asked for (None: exact).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -49,9 +49,9 @@ class Step:
     the precision its GEMM kernel runs float32 operands at (None: exact; other dtypes
     ignore it). ``unscheduled``: why a GEMM-class step of a plan resolved for a GPU has no
     schedule (its operations fall back to CuPy's), shown in the plan's table. ``launch``:
-    what the GPU launches for the step, made with its ``schedule`` when the plan is resolved
-    for a device (:class:`skcontract.kernels.step_launch.StepLaunch`: the schedule, the
-    kernel, the operand copies); the table shows it.
+    what the GPU launches for the step, made when the plan is resolved for a device
+    (:class:`skcontract.kernels.step_launch.StepLaunch`: the schedule, the kernel, the
+    operand copies); the table shows it.
     """
 
     index: int
@@ -78,15 +78,14 @@ class Step:
     layouts: tuple[str, ...]
     flops: int
     squeeze: tuple[int, ...] = ()
-    schedule: Any = None
     precision: str | None = None
     unscheduled: str | None = None
     launch: Any = None
 
-    def __post_init__(self):
-        if self.launch is not None and self.launch.schedule is not self.schedule:
-            raise ValueError(f"step {self.index}: its launch runs another schedule than the "
-                             "step's")
+    @property
+    def schedule(self):
+        """The schedule the step's launch runs (None without a launch)."""
+        return None if self.launch is None else self.launch.schedule
 
     @property
     def subscripts(self) -> str:
@@ -139,10 +138,8 @@ class Step:
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
             red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
-        shown = self.launch if self.launch is not None else self.schedule
-        sched = "-" if shown is None else (
-            shown.summary() if hasattr(shown, "summary") else str(shown))
-        if self.schedule is None and self.unscheduled:
+        sched = "-" if self.launch is None else self.launch.summary()
+        if self.launch is None and self.unscheduled:
             sched = f"- ({self.unscheduled})"
         if self.float32_precision is not None:
             sched = f"{self.float32_precision}: {sched}"
@@ -205,13 +202,6 @@ class Plan:
     @property
     def largest_intermediate(self) -> int:
         return max((prod(s.output_shape) for s in self.steps), default=0)
-
-    def with_schedules(self, fn: Callable[[Step], Any]) -> "Plan":
-        """A copy whose GEMM-class steps carry ``fn(step)`` as their ``schedule``."""
-        steps = tuple(replace(s, schedule=fn(s), unscheduled=None, launch=None)
-                      if s.is_gemm_class else s
-                      for s in self.steps)
-        return replace(self, steps=steps)
 
     def table(self) -> str:
         rows = [_HEADER] + [s.row() for s in self.steps]

@@ -253,16 +253,6 @@ def test_memory_limit_gives_nary_step_as_chain():
                                np.einsum("ab,bc,cd,de->ae", *ops), rtol=1e-12)
 
 
-def test_with_schedules_hook():
-    plan = build_plan(parse_equation("ij,jk,k->i", [(8, 4), (4, 16), (16,)]))
-    seen = []
-    p2 = plan.with_schedules(lambda s: seen.append(s.problem) or f"S{s.index}")
-    assert [s.schedule for s in p2.steps] == [f"S{s.index}" for s in plan.steps]
-    assert plan.steps[0].schedule is None  # the original is untouched
-    assert seen == [s.problem for s in plan.steps]
-    assert "S0" in str(p2)
-
-
 def test_ellipsis_labels_print_as_greek():
     _, plan = contract_path("...ij,...jk->...ik", (5, 2, 3), (3, 4), shapes=True)
     assert "α" in plan.steps[0].subscripts
