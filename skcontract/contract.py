@@ -530,28 +530,49 @@ def _shapes_and_dtype(subscripts, operands_or_shapes, shapes: bool, dtype):
 
 def _shape(s, i: int) -> tuple[int, ...]:
     """Operand ``i``'s shape given as a sequence of non-negative ints (numpy's rules: no
-    strings, no floats, no booleans)."""
+    strings, no floats, no booleans). Errors name an array given instead by its shape and
+    dtype, never by its contents."""
+    if hasattr(s, "shape") and hasattr(s, "dtype"):
+        raise TypeError(f"with shapes=True every operand must be a shape (a tuple of ints); "
+                        f"operand {i} is an array of shape {tuple(s.shape)} and dtype "
+                        f"{s.dtype} (pass its .shape, or the arrays to contract_path without "
+                        "shapes=True)")
     if isinstance(s, (str, bytes)) or not hasattr(s, "__iter__"):
         raise TypeError(f"with shapes=True every operand must be a shape (a tuple of ints); "
-                        f"operand {i} is {s!r}")
+                        f"operand {i} is {_brief(s)}")
     dims = []
     for d in s:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise TypeError(f"operand {i}'s shape {tuple(s)!r} has a dimension {d!r} that is "
-                            "not an int")
+            raise TypeError(f"operand {i}'s shape {_brief(tuple(s))} has a dimension "
+                            f"{_brief(d)} that is not an int")
         if d < 0:
-            raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a negative dimension")
+            raise ValueError(f"operand {i}'s shape {_brief(tuple(s))} has a negative dimension")
         if d > _INTP_MAX:
-            raise ValueError(f"operand {i}'s shape {tuple(s)!r} has a dimension above "
+            raise ValueError(f"operand {i}'s shape {_brief(tuple(s))} has a dimension above "
                              f"{_INTP_MAX}, the largest an array may have")
         dims.append(int(d))
     if math.prod(dims) > _INTP_MAX:
-        raise ValueError(f"operand {i}'s shape {tuple(s)!r} has more elements than an array "
+        raise ValueError(f"operand {i}'s shape {_brief(tuple(s))} has more elements than an array "
                          f"may have ({_INTP_MAX})")
     return tuple(dims)
 
 
 _INTP_MAX = int(np.iinfo(np.intp).max)
+BRIEF_CHARS = 80
+"""The most characters of a value an error message quotes."""
+
+
+def _brief(x) -> str:
+    """``repr(x)``, cut to :data:`BRIEF_CHARS` (an error never prints a large value whole)."""
+    text = repr(x)
+    return text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS - 3] + "..."
+
+
+def _looks_like_shapes(ops) -> bool:
+    """Whether every operand is a tuple of ints: shapes given without ``shapes=True``."""
+    return bool(ops) and all(
+        isinstance(x, tuple) and all(isinstance(d, (int, np.integer))
+                                     and not isinstance(d, bool) for d in x) for x in ops)
 
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
@@ -582,7 +603,13 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     if device is None:
         device = _device_for("numpy" if shapes else backend_for(operands_or_shapes))
     device = DeviceInfo.named(device)
-    plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
+    try:
+        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
+    except ValueError as e:
+        if shapes or not _looks_like_shapes(operands_or_shapes):
+            raise
+        raise ValueError(f"{e} (the operands look like shapes: pass shapes=True to plan "
+                         "for shapes)") from None
     plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
     return _path_of(plan), plan
 

@@ -223,3 +223,25 @@ def test_cupy_backend_without_cupy_says_what_to_install():
             einsum("ij,jk->ik", A, B, backend="cupy")
     else:
         pytest.skip("CuPy is installed here")
+
+
+def test_an_array_given_as_a_shape_is_named_by_its_shape_not_its_contents():
+    """contract_expression takes shapes: an array in their place is a TypeError that names
+    its shape and dtype, in a short message (not the array's elements), and fast."""
+    import time
+    a = np.ones((1000, 1000))
+    t0 = time.perf_counter()
+    with pytest.raises(TypeError, match=r"operand 0 is an array of shape \(1000, 1000\)") as e:
+        contract_expression("ij,jk->ik", a, a)
+    assert len(str(e.value)) < 300 and time.perf_counter() - t0 < 1.0
+    with pytest.raises(TypeError) as e:
+        contract_expression("ij,jk->ik", [[1.5] * 1000] * 3, (3, 4))
+    assert len(str(e.value)) < 300
+
+
+def test_shapes_given_without_shapes_true_get_a_hint():
+    with pytest.raises(ValueError, match="pass shapes=True"):
+        contract_path("ij,jk->ik", (4, 5), (5, 6))
+    with pytest.raises(ValueError) as e:  # arrays that do not fit: no hint about shapes
+        contract_path("ij,jk->ik", np.ones(3), np.ones((3, 4)))
+    assert "shapes=True" not in str(e.value)
