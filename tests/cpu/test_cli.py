@@ -115,3 +115,13 @@ def test_demo_on_cupy_without_a_gpu_says_so(capsys, monkeypatch):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "needs CuPy and an NVIDIA GPU" in err and "Traceback" not in err
+
+
+def test_the_license_the_metadata_names_ships_with_the_source():
+    """pyproject.toml says Apache-2.0: the repository carries that license's text."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    assert 'license = "Apache-2.0"' in (root / "pyproject.toml").read_text()
+    text = (root / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
