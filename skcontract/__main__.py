@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                       help="force a backend (default: the GPU when one is present)")
     ex = sub.add_parser("explain", help="print the plan of an einsum over shapes")
-    ex.add_argument("subscripts")
+    ex.add_argument("subscripts", help="numpy einsum subscripts, such as 'ij,jk->ik'")
     ex.add_argument("shapes", nargs="+", type=_shape, help="operand shapes such as 128x64")
     ex.add_argument("--dtype", default="float64", help="operand dtype (default float64)")
     ex.add_argument("--device", default="h200", choices=DEVICE_NAMES,
@@ -57,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="float32 steps on tensor cores (with --dtype float32; default: exact)")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
-    bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"])
+    bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"],
+                       help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus "
+                            "against the peers, or the per-call overhead")
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")
     return parser

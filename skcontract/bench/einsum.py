@@ -233,11 +233,18 @@ def write_all(out, name, rows, plot=True) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract bench einsum",
                                 description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS))
-    p.add_argument("--out", default="docs/benchmarks")
-    p.add_argument("--name", default="einsum-h200")
-    p.add_argument("--reps", type=int, default=7)
-    p.add_argument("--dtypes", default=",".join(DEFAULT_DTYPES))
+    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS),
+                   help="the benchmark corpus JSON (default: the packaged one, or "
+                        "$SKCONTRACT_BENCH_CORPUS)")
+    p.add_argument("--out", default="docs/benchmarks",
+                   help="folder the JSON, Markdown and plot are written to (default: "
+                        "docs/benchmarks)")
+    p.add_argument("--name", default="einsum-h200",
+                   help="the files' base name (default: einsum-h200)")
+    p.add_argument("--reps", type=int, default=7,
+                   help="timed repetitions of each row, the median kept (default: 7)")
+    p.add_argument("--dtypes", default=",".join(DEFAULT_DTYPES),
+                   help="comma-separated operand dtypes to time")
     args = p.parse_args(argv)
 
     def log(msg):

@@ -96,7 +96,9 @@ def _errors(a, b, ta, tb) -> tuple[float, float, float]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract.bench.tf32_int8")
-    p.add_argument("--out", default="docs/benchmarks")
+    p.add_argument("--out", default="docs/benchmarks",
+                   help="folder the JSON, Markdown and plot are written to (default: "
+                        "docs/benchmarks)")
     args = p.parse_args(argv)
     lines = [f"# tf32, 3xTF32 and int8 GEMM on the H200 ({datetime.date.today()}, commit "
              f"{os.environ.get('SKCONTRACT_COMMIT', 'unknown')})", "",

@@ -87,9 +87,25 @@ class DeviceInfo:
         if key == "h100":
             return replace(cls.h200(), name="NVIDIA H100 (preset)", l2_bytes=H100_L2_BYTES)
         if key == "gpu":
-            return cls.from_cupy()
+            return cls._current_gpu()
         raise ValueError(f"unknown device {device!r}; use a DeviceInfo or one of "
                          f"{DEVICE_NAMES}")
+
+    @classmethod
+    def _current_gpu(cls) -> "DeviceInfo":
+        """The current CUDA device (``device="gpu"``); ImportError without CuPy and
+        RuntimeError without a device, each saying what to do instead."""
+        try:
+            import cupy  # optional: only a live device needs it
+        except ImportError:
+            raise ImportError(f"device='gpu' reads the current CUDA device through CuPy, which "
+                              "is not installed (pip install 'skcontract[cuda13]'); plan for a "
+                              f"preset with one of {DEVICE_NAMES[:-1]} instead") from None
+        try:
+            return cls.from_cupy()
+        except cupy.cuda.runtime.CUDARuntimeError as e:
+            raise RuntimeError(f"device='gpu': no CUDA device to read ({e}); plan for a "
+                               f"preset with one of {DEVICE_NAMES[:-1]} instead") from None
 
     @classmethod
     def h200(cls, ctas_per_sm: int = 1) -> "DeviceInfo":

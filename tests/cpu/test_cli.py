@@ -1,6 +1,8 @@
 """The command line: `python -m skcontract demo | explain | bench`."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from skcontract.__main__ import main
@@ -125,3 +127,40 @@ def test_the_license_the_metadata_names_ships_with_the_source():
     text = (root / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
+
+
+def _options_without_help(text: str) -> list[str]:
+    """The options of an argparse --help text that carry no description."""
+    lines = text.splitlines()
+    bare = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^  (-[\w-]+(?:, --[\w-]+)?(?: [A-Z_]+)?)(\s{2,}\S.*)?$", line)
+        if m is None:
+            continue
+        described = m.group(2) is not None or (
+            i + 1 < len(lines) and re.match(r"^ {10,}\S", lines[i + 1]) is not None)
+        if not described:
+            bare.append(m.group(1))
+    return bare
+
+
+@pytest.mark.parametrize("argv", [[], ["demo"], ["explain"], ["bench"], ["bench", "gemm"],
+                                  ["bench", "einsum"], ["bench", "conv2d"],
+                                  ["bench", "tf32_int8"], ["bench", "overhead"]])
+def test_every_cli_option_says_what_it_does(argv, capsys):
+    from skcontract.__main__ import main
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    text = capsys.readouterr().out
+    assert "usage:" in text
+    assert not _options_without_help(text), (argv, _options_without_help(text))
+
+
+def test_explain_for_the_gpu_without_cupy_says_what_to_do(monkeypatch, capsys):
+    import sys
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as on a machine without CuPy
+    with pytest.raises(SystemExit) as e:
+        main(["explain", "ij,jk->ik", "4x5", "5x6", "--device", "gpu"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "through CuPy, which is not installed" in err and "'h200'" in err
