@@ -583,9 +583,11 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
     frozen :class:`~skcontract.plan.Plan` that prints as a table of its steps. With
     ``shapes=True`` the operands are shapes. ``dtype`` defaults to the operands' result
-    type (float64 for shapes); ``device`` (a DeviceInfo) defaults to the GPU holding CuPy
-    operands, else the H200 preset. Each GEMM-class step shows the schedule our kernels run
-    it with on that device; ``mode`` and ``reduction`` force the scheduler's choices there
+    type (float64 for shapes); ``device`` (a DeviceInfo, or "h200", "h100", "gpu") defaults
+    to the GPU holding CuPy operands. With a device, each GEMM-class step shows the launch
+    our kernels run it with there (schedule and kernel); without one (NumPy operands or
+    shapes, no ``device=``) no GPU schedule is priced, at opt_einsum's cost, and the table
+    says how to ask for them. ``mode`` and ``reduction`` force the scheduler's choices there
     (as :func:`skcontract.kernels.gemm.gemm` takes them), ``precision`` is :func:`einsum`'s
     (the float32 steps that run at it show it before their schedule).
 
@@ -599,10 +601,11 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     (8, 32, 16, 4, 'ATOMIC_CAPABLE')
     """
     _check_precision(precision)
+    as_mode(mode), as_reduction(reduction)  # refused on any machine
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
-    if device is None:
-        device = _device_for("numpy" if shapes else backend_for(operands_or_shapes))
-    device = DeviceInfo.named(device)
+    backend = "numpy" if shapes else backend_for(operands_or_shapes)
+    priced = device is not None or backend != "numpy"
+    device = DeviceInfo.named(device) if device is not None else _device_for(backend)
     try:
         plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
     except ValueError as e:
@@ -610,7 +613,10 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
             raise
         raise ValueError(f"{e} (the operands look like shapes: pass shapes=True to plan "
                          "for shapes)") from None
-    plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
+    if priced:
+        plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
+    else:  # no GPU asked for and none holds the operands: nothing to price
+        plan = replace(plan, device=None)
     return _path_of(plan), plan
 
 

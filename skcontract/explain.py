@@ -14,14 +14,15 @@ def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=Non
     """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
 
     The schedules are the ones our GPU kernels run on ``device`` (default: the GPU holding
-    CuPy operands, else the H200 preset); ``mode`` / ``reduction`` force the scheduler's
+    CuPy operands; without one, none is priced, as :func:`skcontract.contract_path` says,
+    and there is nothing to draw); ``mode`` / ``reduction`` force the scheduler's
     choices and ``precision`` sets float32's as :func:`skcontract.contract_path` does.
 
     The picture has one panel per GEMM-class step: one row per CTA, k-iterations on the x
     axis, splits coloured by tile, waits for a fixup marked (see docs/schedules.md).
     Drawing needs matplotlib (``pip install 'skcontract[plot]'``).
 
-    >>> plan = explain("ij,jk->ik", (256, 32768), (32768, 256), shapes=True)
+    >>> plan = explain("ij,jk->ik", (256, 32768), (32768, 256), shapes=True, device="h200")
     >>> plan.steps[0].kind.name, plan.steps[0].schedule.mode   # 4 tiles, long K
     ('GEMM', 'stream_k')
     """

@@ -152,6 +152,9 @@ class Step:
 
 _HEADER = ("#", "step", "kind", "batch", "M", "N", "K", "FLOPs", "copy", "reduction",
            "schedule")
+UNPRICED_HINT = ("no GPU schedules priced: pass device='h200' (or 'h100', or 'gpu' for the "
+                 "current one) to see what the GPU launches")
+"""What a plan made for no device says of its GEMM-class steps' schedules."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,8 @@ class Plan:
                      "backend runs none)")
         tail = (f"path {list(self.path)}; total FLOPs {self.flops:,}; largest intermediate "
                 f"{self.largest_intermediate:,} elements")
+        if self.device is None and any(s.is_gemm_class for s in self.steps):
+            tail += "\n" + UNPRICED_HINT
         return "\n".join([head, *lines, tail])
 
     __str__ = table

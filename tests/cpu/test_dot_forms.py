@@ -75,7 +75,7 @@ def test_products_without_a_form():
     ("j,jk->k", [(8192,), (8192, 8192)], "cols", 1),
 ])
 def test_memory_bound_steps_plan_on_the_dot_entries(subscripts, shapes, shape, tile_rows):
-    _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=np.float32)
+    _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=np.float32, device="h200")
     (step,) = plan.steps
     s = step.schedule
     assert f"Dot {shape} kernel" in s.reason
@@ -119,9 +119,10 @@ def test_explicit_dot_protocols_are_kept():
 
 def test_gemms_stay_on_the_gemm_entries():
     _, plan = contract_path("ij,jk->ik", (512, 512), (512, 512), shapes=True,
-                            dtype=np.float32)
+                            dtype=np.float32, device="h200")
     assert "Dot" not in plan.steps[0].schedule.reason
-    _, plan = contract_path("ij,j->i", (64, 64), (64,), shapes=True, dtype=np.int8)
+    _, plan = contract_path("ij,j->i", (64, 64), (64,), shapes=True, dtype=np.int8,
+                            device="h200")
     assert "Dot" not in plan.steps[0].schedule.reason  # no int8 Dot kernel
 
 

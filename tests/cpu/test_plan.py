@@ -10,6 +10,7 @@ from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
 from skcontract.kernels.resolve import schedule_plan
 from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Merge, Step, accumulator_dtype
+from skcontract.plan.plan import UNPRICED_HINT
 from skcontract.plan.classify import classify_groups, view_ok
 from skcontract.schedule.device import DeviceInfo
 
@@ -207,7 +208,8 @@ def test_table_has_one_row_per_step():
     header = lines[1].split()
     assert header == ["#", "step", "kind", "batch", "M", "N", "K", "FLOPs", "copy",
                       "reduction", "schedule"]
-    assert len(lines) == 2 + len(plan.steps) + 1
+    assert len(lines) == 2 + len(plan.steps) + 2  # the path, and that nothing was priced
+    assert lines[-1] == UNPRICED_HINT
     for s, line in zip(plan.steps, lines[2:]):
         assert line.split()[1] == s.subscripts
     assert plan.flops == sum(s.flops for s in plan.steps)
@@ -341,3 +343,22 @@ def test_drawing_a_plan_without_schedules_says_why(tmp_path):
     with pytest.raises(ValueError, match="no kernel for complex128"):
         explain("ij,jk->ik", (4, 3), (3, 4), shapes=True, dtype="complex128", device="h200",
                 draw=str(tmp_path / "x.png"))
+
+
+def test_a_plan_for_no_device_prices_no_gpu_schedule(monkeypatch):
+    """contract_path without device= on NumPy operands or shapes plans the steps and their
+    classes only: the resolver is not entered, the plan has no device, and its table says
+    how to ask for GPU schedules; with device= it shows them."""
+    import skcontract.contract as C
+
+    def entered(*args, **kwargs):
+        raise AssertionError("a plan for no device priced GPU schedules")
+    monkeypatch.setattr(C, "schedule_plan", entered)
+    _, plan = contract_path("bij,bjk->bik", (8, 4096, 4096), (8, 4096, 4096), shapes=True)
+    assert plan.device is None and plan.steps[0].launch is None
+    assert str(plan).splitlines()[-1] == UNPRICED_HINT
+    _, plan = contract_path("ij,jk->ik", np.ones((4, 5)), np.ones((5, 6)))
+    assert plan.device is None
+    monkeypatch.undo()
+    _, plan = contract_path("ij,jk->ik", (64, 32), (32, 48), shapes=True, device="h200")
+    assert plan.steps[0].launch is not None and UNPRICED_HINT not in str(plan)
