@@ -70,6 +70,21 @@ def _sk_grid_options(n_tiles: int, per_tile: int, resident: int) -> list[int]:
     return sorted(o for o in opts if 1 <= o <= resident)
 
 
+def _distinct_units(grids: list[int], ts, bk: int) -> list[int]:
+    """Of ascending Stream-K ``grids``, those that decompose the space differently: a grid
+    above the units that keep MIN_ITERS_PER_SPLIT iterations each
+    (:func:`.decompose.stream_k_units`) runs as that many units, the same table as the
+    smallest such grid, which the cheapest-first choice keeps of equals; only it is built."""
+    p = ts.uniform_iters(bk)
+    used, out = set(), []
+    for g in grids:
+        u = D.stream_k_units(ts.n * p, p, g)
+        if u not in used:
+            used.add(u)
+            out.append(g)
+    return out
+
+
 def _join(*reasons) -> str:
     """The non-empty reasons, '; '-separated."""
     return "; ".join(r for r in reasons if r)
@@ -135,7 +150,8 @@ class _Builder:
         red = reduction or self.reduction
         ts = self.tiles(tile)
         p = ts.iters(tile[2])
-        opts = [grid] if grid is not None else _sk_grid_options(ts.n, p, self.device.resident_ctas)
+        opts = [grid] if grid is not None else _distinct_units(
+            _sk_grid_options(ts.n, p, self.device.resident_ctas), ts, tile[2])
         for g in opts:
             self._wait_check(g, red)
         return _cheapest(self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups),
