@@ -26,7 +26,7 @@ import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .parse import parse_equation, split_operands
-from .interop import has_torch, run_on_torch
+from .interop import has_torch, is_torch, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
@@ -647,9 +647,10 @@ class ContractExpression:
     """
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
-                 "_prepared", "_dtypes", "_by_types", "_views")
+                 "_prepared", "_dtypes", "_by_types", "_views", "_constants", "_resident")
 
-    def __init__(self, plan: Plan, dtype, backend: str | None, device=None, **options):
+    def __init__(self, plan: Plan, dtype, backend: str | None, device=None, constants=None,
+                 **options):
         self._base = plan
         self._backend = backend
         self._device = device
@@ -665,6 +666,10 @@ class ContractExpression:
         # (backend, operand shape, strides) -> the single operand's view as a warm call
         # (_view_call), or None where it has none (_single_operand_view)
         self._views: dict = {}
+        # operand index -> the constant array given at build; its copy on each backend
+        # (on the GPU it stays resident between calls)
+        self._constants: dict = dict(constants or {})
+        self._resident: dict = {}
         if backend is not None:
             self._prepare(backend)
 
@@ -709,6 +714,8 @@ class ContractExpression:
         return hit
 
     def __call__(self, *arrays, out=None):
+        if self._constants:
+            arrays = self._with_constants(arrays, out)
         hit = self._by_types.get(tuple(map(type, arrays))) if out is None else None
         if hit is not None:
             backend, (plan, bk, run, allocates) = hit
@@ -735,6 +742,28 @@ class ContractExpression:
         if out is None and allocates and r.dtype == res:
             return r[()] if r.ndim == 0 else r
         return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
+
+    def _with_constants(self, arrays, out):
+        """The call's operands with the constants in their places, on the backend of the
+        given ones (converted once per backend); ValueError for a wrong number."""
+        given = self._n - len(self._constants)
+        if len(arrays) != given:
+            raise ValueError(f"this expression ({self._base.subscripts!r}) takes {given} "
+                             f"operands (operands {sorted(self._constants)} are constants "
+                             f"given when it was built), got {len(arrays)}")
+        if has_torch(arrays, out):  # on the torch operands' device
+            device = next(a.device for a in [*arrays, out] if is_torch(a))
+            key, convert = ("torch", str(device)), _to_torch(device)
+        else:
+            key = self._backend or backend_for(arrays if out is None else [*arrays, out])
+            convert = get_backend(key).asarray
+        resident = self._resident.get(key)
+        if resident is None:
+            resident = self._resident[key] = {i: convert(c) for i, c in self._constants.items()}
+        full = list(arrays)
+        for i in sorted(resident):
+            full.insert(i, resident[i])
+        return full
 
     def _view(self, backend, bk, plan, a):
         """The single operand's view (:func:`_single_operand_view`), its strides worked out
@@ -774,7 +803,7 @@ class ContractExpression:
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
                         backend=None, device=None, mode="auto", reduction=DEFAULT_REDUCTION,
-                        precision=None) -> ContractExpression:
+                        precision=None, constants=None) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on
@@ -786,6 +815,12 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     that launch; ``mode`` and ``reduction`` force the scheduler's choices (see
     :func:`contract_path`); ``precision`` is :func:`einsum`'s. The NumPy backend runs no
     GPU schedule and plans none unless ``device=`` asks to see one.
+
+    ``constants``: indices of operands given as arrays here, in place of their shapes
+    (opt_einsum's meaning): a call then takes the other operands only, in order, and the
+    constants are converted once to each backend a call runs on (on the GPU they stay
+    resident). The constants are not folded: the steps that read only constants run on
+    every call.
 
     >>> import numpy as np
     >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
@@ -799,11 +834,41 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     """
     _check_precision(precision)
     as_mode(mode), as_reduction(reduction)  # refused now, not at the first GPU call
-    shp = tuple(_shape(s, i) for i, s in enumerate(shapes))
+    fixed = _constant_operands(constants, shapes)
+    shp = tuple(tuple(fixed[i].shape) if i in fixed else _shape(s, i)
+                for i, s in enumerate(shapes))
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     _check_numeric(plan_dtype, "dtype=")
     dev = DeviceInfo.named(device) if device is not None else None
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
                       dev if dev is not None else _device_for(backend or "numpy"))
-    return ContractExpression(plan, dtype, backend, dev, mode=mode, reduction=reduction,
-                              precision=precision)
+    return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
+                              reduction=reduction, precision=precision)
+
+
+def _to_torch(device):
+    """A conversion of arrays to torch tensors on ``device``."""
+    import torch  # optional dependency: only torch callers reach this
+    return lambda a: torch.as_tensor(a, device=device)
+
+
+def _constant_operands(constants, shapes) -> dict:
+    """``constants`` (operand indices) as {index: the array given in place of its shape};
+    TypeError / ValueError naming the index that is not one."""
+    if constants is None:
+        return {}
+    fixed = {}
+    for i in constants:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"constants must be operand indices (ints), got {_brief(i)}")
+        if not 0 <= i < len(shapes):
+            raise ValueError(f"constants: operand {i} is out of range for "
+                             f"{len(shapes)} operands")
+        if i in fixed:
+            raise ValueError(f"constants: operand {i} is named twice")
+        a = shapes[i]
+        if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+            raise TypeError(f"constants: operand {i} must be given as an array, got "
+                            f"{_brief(a)}")
+        fixed[int(i)] = a
+    return fixed

@@ -120,3 +120,35 @@ def test_a_bad_mode_or_reduction_is_refused_at_once():
         contract_expression("ij,jk->ik", (2, 3), (3, 4), mode="bogus")
     with pytest.raises(ValueError, match="reduction must be"):
         contract_expression("ij,jk->ik", (2, 3), (3, 4), reduction="nope")
+
+
+def test_constants_are_given_once_and_the_call_takes_the_others():
+    """contract_expression(constants=[...]) as opt_einsum's: the constant operands are arrays
+    given at build, a call takes the others in order; results match numpy and opt_einsum."""
+    import opt_einsum as oe
+    rng = np.random.default_rng(4)
+    w1, w2 = rng.standard_normal((5, 6)), rng.standard_normal((7, 6))
+    x = rng.standard_normal((4, 5))
+    expr = contract_expression("ab,bc,cd->ad", x.shape, w1, (6, 7), constants=[1])
+    y = rng.standard_normal((6, 7))
+    want = np.einsum("ab,bc,cd->ad", x, w1, y)
+    np.testing.assert_allclose(expr(x, y), want, rtol=1e-12)
+    theirs = oe.contract_expression("ab,bc,cd->ad", x.shape, w1, (6, 7), constants=[1])
+    np.testing.assert_allclose(expr(x, y), theirs(x, y), rtol=1e-12)
+    both = contract_expression("ab,bc,cd->ad", (4, 5), w1, w2.T, constants=[1, 2])
+    np.testing.assert_allclose(both(x), np.einsum("ab,bc,cd->ad", x, w1, w2.T), rtol=1e-12)
+    out = np.empty((4, 7))
+    assert expr(x, y, out=out) is out and np.allclose(out, want)
+
+
+def test_constants_mistakes_name_the_operand():
+    w = np.ones((5, 6))
+    expr = contract_expression("ab,bc->ac", (4, 5), w, constants=[1])
+    with pytest.raises(ValueError, match=r"takes 1 operands \(operands \[1\] are constants"):
+        expr(np.ones((4, 5)), w)
+    with pytest.raises(TypeError, match="operand 1 must be given as an array"):
+        contract_expression("ab,bc->ac", (4, 5), (5, 6), constants=[1])
+    with pytest.raises(ValueError, match="operand 2 is out of range"):
+        contract_expression("ab,bc->ac", (4, 5), w, constants=[2])
+    with pytest.raises(TypeError, match="operand indices"):
+        contract_expression("ab,bc->ac", (4, 5), w, constants=["1"])

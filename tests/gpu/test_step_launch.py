@@ -85,3 +85,21 @@ def test_int8_steps_launch_as_planned_and_wrap_like_numpy():
     r = expr(cupy.asarray(a), cupy.asarray(b))
     assert r.dtype == cupy.int8
     assert (cupy.asnumpy(r) == np.einsum("ij,jk->ik", a, b)).all()
+
+
+def test_constants_stay_resident_on_the_gpu():
+    """A NumPy constant of contract_expression is copied to the GPU once, at the first CuPy
+    call, and reused; the result is the product's."""
+    import cupy
+    import skcontract
+    w = np.random.default_rng(5).standard_normal((512, 384)).astype(np.float32)
+    expr = skcontract.contract_expression("ab,bc->ac", (256, 512), w, constants=[1],
+                                          dtype="float32")
+    (x,) = _operands([(256, 512)], "float32", 11)
+    first = expr(x)
+    resident = expr._resident["cupy"][1]
+    assert isinstance(resident, cupy.ndarray)
+    second = expr(x)
+    assert expr._resident["cupy"][1] is resident
+    _check(first, "ab,bc->ac", [x, cupy.asarray(w)], "float32")
+    assert bool((first == second).all())
