@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import sys
 from pathlib import Path
 
 from ..kernels.launch import record_launches
 from ..ops.conv2d import conv2d, conv_geometry
-from .timing import call_time_us, calls_for, device_name, geomean, run_commit, torch_graph_us
+from .timing import (add_corpus_arguments, call_time_us, calls_for, device_name, geomean,
+                     run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 CONFIGS = (("float16", "NHWC"), ("bfloat16", "NHWC"), ("float32", "NCHW"))
@@ -159,16 +159,7 @@ def write_all(out, name, rows, plot=True) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract bench conv2d",
                                 description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS),
-                   help="the benchmark corpus JSON (default: the packaged one, or "
-                        "$SKCONTRACT_BENCH_CORPUS)")
-    p.add_argument("--out", default="docs/benchmarks",
-                   help="folder the JSON, Markdown and plot are written to (default: "
-                        "docs/benchmarks)")
-    p.add_argument("--name", default="conv2d-h200",
-                   help="the files' base name (default: conv2d-h200)")
-    p.add_argument("--reps", type=int, default=7,
-                   help="timed repetitions of each row, the median kept (default: 7)")
+    add_corpus_arguments(p, DEFAULT_CORPUS, "conv2d-h200")
     p.add_argument("--modes", default="auto,data_parallel",
                    help="comma-separated schedule modes to time beside cuDNN (default: "
                         "auto,data_parallel)")

@@ -24,7 +24,6 @@ import argparse
 import datetime as _dt
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -33,7 +32,8 @@ import opt_einsum
 
 from ..contract import contract_expression, einsum
 from ..parse import parse_equation
-from .timing import call_time_us, device_name, device_time_us, run_commit, torch_graph_us
+from .timing import (add_corpus_arguments, call_time_us, device_name, device_time_us,
+                     run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 DEFAULT_DTYPES = ("float32", "float16")
@@ -233,16 +233,7 @@ def write_all(out, name, rows, plot=True) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract bench einsum",
                                 description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS),
-                   help="the benchmark corpus JSON (default: the packaged one, or "
-                        "$SKCONTRACT_BENCH_CORPUS)")
-    p.add_argument("--out", default="docs/benchmarks",
-                   help="folder the JSON, Markdown and plot are written to (default: "
-                        "docs/benchmarks)")
-    p.add_argument("--name", default="einsum-h200",
-                   help="the files' base name (default: einsum-h200)")
-    p.add_argument("--reps", type=int, default=7,
-                   help="timed repetitions of each row, the median kept (default: 7)")
+    add_corpus_arguments(p, DEFAULT_CORPUS, "einsum-h200")
     p.add_argument("--dtypes", default=",".join(DEFAULT_DTYPES),
                    help="comma-separated operand dtypes to time")
     args = p.parse_args(argv)

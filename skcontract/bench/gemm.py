@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from ..kernels.gemm import gemm
-from .timing import (calls_for, call_time_us, device_name, device_time_us, geomean,
-                     run_commit, torch_graph_us)
+from .timing import (add_corpus_arguments, calls_for, call_time_us, device_name,
+                     device_time_us, geomean, run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 OUR_MODES = ("data_parallel", "stream_k", "hybrid", "auto")
@@ -269,17 +268,8 @@ def _write_all(args, rows, plot=True):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m skcontract bench gemm")
-    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", DEFAULT_CORPUS),
-                   help="the benchmark corpus JSON (default: the packaged one, or "
-                        "$SKCONTRACT_BENCH_CORPUS)")
-    p.add_argument("--out", default="docs/benchmarks",
-                   help="folder the JSON, Markdown and plot are written to (default: "
-                        "docs/benchmarks)")
-    p.add_argument("--name", default="gemm-h200",
-                   help="the files' base name (default: gemm-h200)")
+    add_corpus_arguments(p, DEFAULT_CORPUS, "gemm-h200")
     p.add_argument("--quick", action="store_true", help="a few shapes per class")
-    p.add_argument("--reps", type=int, default=7,
-                   help="timed repetitions of each row, the median kept (default: 7)")
     p.add_argument("--dtypes", default="bfloat16,float16,float32,float64",
                    help="comma-separated operand dtypes to time")
     p.add_argument("--merge", default=None,

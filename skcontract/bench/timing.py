@@ -7,6 +7,7 @@ what a Python caller feels.
 """
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import statistics
@@ -129,3 +130,22 @@ def device_name() -> str:
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
     name = props["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+DEFAULT_REPS = 7
+"""Timed repetitions of each benchmark row; the median is kept."""
+
+
+def add_corpus_arguments(p: argparse.ArgumentParser, corpus, name: str) -> None:
+    """The options every corpus benchmark takes: its corpus, where its files go, their
+    base name and the repetitions of each row."""
+    p.add_argument("--corpus", default=os.environ.get("SKCONTRACT_BENCH_CORPUS", corpus),
+                   help="the benchmark corpus JSON (default: the packaged one, or "
+                        "$SKCONTRACT_BENCH_CORPUS)")
+    p.add_argument("--out", default="docs/benchmarks",
+                   help="folder the JSON, Markdown and plot are written to (default: "
+                        "docs/benchmarks)")
+    p.add_argument("--name", default=name, help=f"the files' base name (default: {name})")
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
+                   help="timed repetitions of each row, the median kept (default: "
+                        f"{DEFAULT_REPS})")
