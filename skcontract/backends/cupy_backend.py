@@ -10,12 +10,13 @@ launches (:mod:`skcontract.kernels.bound`), so what the plan shows is what launc
 Operands a launch was not made for (another dtype, strides or alignment than the views of
 contiguous operands the plan assumes) are resolved for at the call, as
 :func:`skcontract.kernels.gemm.gemm` resolves a call. float32 is exact unless the plan was
-made at a precision (``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in
-int32 on tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum
-does (sums are taken modulo 2^8 either way). Documented fallback: other dtypes (other
-integers, bool, complex), steps whose operands arrive in another dtype than planned, steps
-with a dimension or a tile walk beyond the kernels' 32-bit index, and the other step kinds
-use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
+made at a precision (``einsum(..., precision="3xtf32")``; its steps name it). int8 steps
+accumulate in int32 on tensor cores and are cast back to int8, which wraps exactly as
+numpy's int8 einsum does (sums are taken modulo 2^8 either way). Documented fallback:
+other dtypes (other integers, bool, complex), steps whose operands arrive in another dtype
+than planned, steps with a dimension or a tile walk beyond the kernels' 32-bit index, and
+the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply,
+``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
