@@ -14,9 +14,11 @@ def dtype_name(dtype) -> str:
 
 
 def accumulator_dtype(dtype) -> np.dtype | None:
-    """The dtype a kernel accumulates products of ``dtype`` operands in.
+    """The dtype a kernel accumulates products of ``dtype`` operands in: the one rule the
+    planner, the scheduler, the kernels and the CPU emulator follow.
 
-    float16/bfloat16 -> float32 (tensor cores); float32 -> float32; float64 -> float64;
+    float16/bfloat16 -> float32 (tensor cores); float32 -> float32 at every precision (the
+    tf32 and 3xtf32 entries accumulate in float32 too); float64 -> float64;
     complex stays complex (no device atomic exists for it); integers of up to 32 bits ->
     int32/uint32 and 64-bit ones -> int64/uint64 (integer products wrap, as numpy's do, so
     any accumulator at least as wide as the result gives numpy's bits); bool -> int32 (a

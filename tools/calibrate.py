@@ -117,7 +117,7 @@ def cta_features(s) -> np.ndarray:
     # (so the fitted b and d stay the model's, which each family scales), c as plain
     # k-iterations
     unit = CostModel(a=0.0, b=1.0, c=1.0, d=1.0)
-    rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.acc_dtype, unit, 1.0,
+    rc = row_costs(s.table, s.tile, None, s.problem.dtype, s.accumulator_dtype, unit, 1.0,
                    fixup_cost=s.fixup_cost, cluster=s.reduction == "cluster")
     # a partial data-parallel wave's k-iterations count at the model's scale for them, so
     # the fitted c stays a full wave's (heuristics.partial_wave_scale)

@@ -25,7 +25,6 @@ try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of t
 except ImportError:  # pragma: no cover - the CPU-only install has no GPU to launch on
     _driver = _launch_kernel = _launch_kernel_ex = _SUCCESS = None
 
-_ACC_NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
 _RECORDERS: list[list] = []
 _SMS: dict = {}
 
@@ -72,8 +71,8 @@ def record_launches():
 
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
-                 "num_locks", "acc_np", "device_id", "tile_order", "batch", "tensor_maps",
-                 "map_source", "cluster_dims", "programmatic", "_bound")
+                 "num_locks", "accumulator_dtype", "device_id", "tile_order", "batch",
+                 "tensor_maps", "map_source", "cluster_dims", "programmatic", "_bound")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -110,7 +109,7 @@ class LaunchPlan:
         self.ws_elems = schedule.workspace_slots * slot
         self.staging_elems = schedule.staging_slots * slot
         self.num_locks = schedule.num_locks * cluster
-        self.acc_np = _ACC_NP[spec.dtype_acc]
+        self.accumulator_dtype = np.dtype(spec.accumulator_dtype)
         self.batch = schedule.problem.batch
         self.tensor_maps = spec.entry.TENSOR_MAPS  # the kernel takes TMA maps (A, B, C)
         # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
@@ -153,10 +152,10 @@ class LaunchPlan:
             self._bound_launch(m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta, conv)(
                 a_ptr, b_ptr, c_ptr, stream)
             return
-        pool = workspace.get(self.device_id, stream, spec.dtype_acc,
+        pool = workspace.get(self.device_id, stream, spec.accumulator_dtype,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
                              num_locks=self.num_locks)
-        acc = self.acc_np
+        acc = self.accumulator_dtype.type
         args = (np.uint64(a_ptr), np.uint64(b_ptr), np.uint64(c_ptr), self.table, self.offsets,
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
                 self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
@@ -250,7 +249,7 @@ class BoundLaunch:
         for slot, v in zip(_INT32_SLOTS, (m, n, k, int(plan.tile_order))):
             as32[2 * slot] = v
         buf.view(np.int64)[list(_INT64_SLOTS)] = (lda, ldb, ldc, sa, sb, sc)
-        acc = plan.acc_np
+        acc = plan.accumulator_dtype.type
         for slot, v in ((_ALPHA, alpha), (_BETA, beta)):
             buf[slot:slot + 1].view(np.uint8)[:np.dtype(acc).itemsize] = \
                 np.array([v], acc).view(np.uint8)
@@ -282,7 +281,7 @@ class BoundLaunch:
         spec = plan.kernel.spec
         self._pool_args = dict(workspace_elems=plan.ws_elems, staging_elems=plan.staging_elems,
                                num_locks=plan.num_locks)
-        self._pool_args["acc_dtype"] = spec.dtype_acc
+        self._pool_args["accumulator_dtype"] = spec.accumulator_dtype
         self._pool = (None, None)  # (stream handle, generation) and that stream's pool
         self._config = _launch_config(plan) if _has_attributes(plan) else None
         self._config_stream = None  # the stream pointer self._config's hStream holds

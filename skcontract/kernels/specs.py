@@ -78,12 +78,12 @@ class KernelSpec:
     min_cc = property(lambda self: self.entry.min_cc)
     dtype_in = property(lambda self: self.entry.dtype)
     dtype_out = property(lambda self: self.entry.dtype_out)
-    dtype_acc = property(lambda self: self.entry.dtype_acc)
+    accumulator_dtype = property(lambda self: self.entry.accumulator_dtype)
     elem_bytes = property(lambda self: self.entry.elem_bytes)
 
     @property
     def acc_bytes(self) -> int:
-        return np.dtype(self.dtype_acc).itemsize
+        return np.dtype(self.accumulator_dtype).itemsize
 
     @property
     def im2col(self) -> bool:
@@ -151,7 +151,7 @@ class KernelSpec:
             f"struct {self.cfg_name} {{\n"
             f"  using TIn = {CXX_TYPES[self.dtype_in][0]};\n"
             f"  using TOut = {CXX_TYPES[self.dtype_out][0]};\n"
-            f"  using Acc = {CXX_TYPES[self.dtype_acc][0]};\n"
+            f"  using Acc = {CXX_TYPES[self.accumulator_dtype][0]};\n"
             f"  static constexpr int BM = {self.bm}, BN = {self.bn}, BK = {self.bk};\n"
             f"  static constexpr int THREADS = {self.threads};\n"
             f"  static constexpr int MIN_BLOCKS = {self.ctas_per_sm};\n"

@@ -52,12 +52,12 @@ def _grow(buf, n, dtype, zeroed):
     return cupy.zeros(n, dtype=dtype) if zeroed else cupy.empty(n, dtype=dtype)
 
 
-def get(device_id: int, stream, acc_dtype: str, *, workspace_elems: int,
+def get(device_id: int, stream, accumulator_dtype: str, *, workspace_elems: int,
         staging_elems: int, num_locks: int):
     """Buffers big enough for one launch on ``stream``; the same objects on later calls when
     they fit. A buffer grows on ``stream`` itself, so its zeroing is ordered before the
     launch that needs it (a non-blocking stream does not wait for the default stream)."""
-    key = (device_id, stream.ptr, acc_dtype)
+    key = (device_id, stream.ptr, accumulator_dtype)
     pool = _POOLS.get(key)
     if pool is None:
         with _LOCK:
@@ -67,10 +67,10 @@ def get(device_id: int, stream, acc_dtype: str, *, workspace_elems: int,
         return pool
     with stream:
         if not _fits(pool.workspace, workspace_elems):
-            pool.workspace = _grow(pool.workspace, workspace_elems, acc_dtype, False)
+            pool.workspace = _grow(pool.workspace, workspace_elems, accumulator_dtype, False)
         if not _fits(pool.staging, staging_elems):
             # Growing replaces the buffer: the old one was zero, the new one starts zero.
-            pool.staging = _grow(pool.staging, staging_elems, acc_dtype, True)
+            pool.staging = _grow(pool.staging, staging_elems, accumulator_dtype, True)
         if not _fits(pool.locks, num_locks):
             pool.locks = _grow(pool.locks, num_locks, "uint32", True)
         pool.ptrs = (pool.workspace.data.ptr, pool.staging.data.ptr, pool.locks.data.ptr)

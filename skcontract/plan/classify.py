@@ -35,8 +35,8 @@ import numpy as np
 from ..dtypes import accumulator_dtype
 from ..kinds import GEMM_KINDS, Kind
 
-__all__ = ["Kind", "Merge", "GEMM_KINDS", "classify_groups", "accumulator_dtype",
-           "merge_class", "compute_dtype", "pair_groups", "choose_layout", "view_ok"]
+__all__ = ["Kind", "Merge", "GEMM_KINDS", "classify_groups", "merge_class", "compute_dtype",
+           "pair_groups", "choose_layout", "view_ok"]
 
 
 class Merge(enum.Enum):

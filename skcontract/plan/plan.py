@@ -25,9 +25,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..dtypes import accumulator_dtype
 from ..parse import Equation
-from .classify import (GEMM_KINDS, Kind, Merge, accumulator_dtype, choose_layout,
-                       classify_groups, merge_class, pair_groups)
+from .classify import (GEMM_KINDS, Kind, Merge, choose_layout, classify_groups, merge_class,
+                       pair_groups)
 from .path import find_path
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -90,11 +91,6 @@ class Step:
     @property
     def subscripts(self) -> str:
         return ",".join(_term(t) for t in self.inputs) + "->" + _term(self.output)
-
-    @property
-    def acc_dtype(self) -> np.dtype | None:
-        """Alias of ``accumulator_dtype`` (the name the scheduler reads)."""
-        return self.accumulator_dtype
 
     @property
     def float32_precision(self) -> str | None:

@@ -17,23 +17,24 @@ last wave, otherwise DATA_PARALLEL; when (1) fails the step is not GEMM-class at
 """
 from __future__ import annotations
 
+from .. import dtypes
 from ..kinds import GEMM_KINDS, kind_of
-from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, accumulator_dtype
+from .types import ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC
 
 
-def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
+def can_apply_stream_k(kind="GEMM", *, associative: bool = True, accumulator_dtype=None,
                        dtype=None, reduction: str = ATOMIC, ragged_k: bool = False,
                        fused_consumer: bool = False, device=None) -> tuple[bool, str]:
     """Whether a step may split its reduction across CTAs, and why (not).
 
-    ``acc_dtype`` defaults to the accumulator of ``dtype``. ``reduction`` is the fixup the
-    caller wants: ``"atomic"`` needs a device atomic for the accumulator; ``"deterministic"``
-    and ``"arrival"`` only need a workspace.
+    ``accumulator_dtype`` defaults to :func:`skcontract.dtypes.accumulator_dtype` of
+    ``dtype``. ``reduction`` is the fixup the caller wants: ``"atomic"`` needs a device atomic
+    for the accumulator; ``"deterministic"`` and ``"arrival"`` only need a workspace.
 
     >>> from skcontract.schedule import DeviceInfo
     >>> can_apply_stream_k("GEMM", dtype="float16", device=DeviceInfo.h200())
     (True, 'stream-k applies: associative sum over k, float32 atomic fixup')
-    >>> can_apply_stream_k("GEMM", acc_dtype="complex128", device=DeviceInfo.h200())[0]
+    >>> can_apply_stream_k("GEMM", accumulator_dtype="complex128", device=DeviceInfo.h200())[0]
     False
     """
     k = kind_of(kind)
@@ -41,9 +42,9 @@ def can_apply_stream_k(kind="GEMM", *, associative: bool = True, acc_dtype=None,
         return False, f"{k} has no reduction over tiles"
     if not associative:
         return False, "the reduction operator is not associative"
-    if acc_dtype is None:
-        acc_dtype = accumulator_dtype(dtype if dtype is not None else "float16")
-    acc = str(acc_dtype)
+    if accumulator_dtype is None:
+        accumulator_dtype = dtypes.accumulator_dtype(dtype if dtype is not None else "float16")
+    acc = str(accumulator_dtype)
     if reduction == ATOMIC:
         has = device.has_atomic(acc) if device is not None else acc in (
             "float32", "float64", "int32", "int64")

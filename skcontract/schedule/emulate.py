@@ -23,9 +23,11 @@ real workspace, real locks / arrival counters, and concurrently running CTAs:
 * if every resident CTA is blocked, :class:`ScheduleDeadlock` is raised (never a hang),
   naming the waiters and where their producers are.
 
-Accumulation dtype: float64 for float32/float64 (and integer-valued) inputs, float32 for
-float16 inputs (what the GPU kernels do), int64 for integers, complex128 for complex.
-The result is returned in that dtype unless ``out_dtype`` is given.
+The accumulator dtype is the kernels' (:func:`skcontract.dtypes.accumulator_dtype`) of the
+operands' common dtype (numpy's ``result_type`` of A and B): float32 for float16, bfloat16
+and float32, float64 for float64, int32 for int8 (sums wrapping as the kernels' do), the
+complex dtype for complex operands. The result is returned in that dtype unless
+``out_dtype`` is given.
 """
 from __future__ import annotations
 
@@ -33,21 +35,11 @@ import heapq
 
 import numpy as np
 
+from ..dtypes import accumulator_dtype
 from . import table as T
 from .heuristics import cost_of, iteration_cost, partial_wave_scale, row_costs
 from .types import (ARRIVAL, ATOMIC, CLUSTER, DETERMINISTIC, ProtocolViolation, Schedule,
                     ScheduleDeadlock)
-
-
-def accumulation_dtype(*dtypes) -> np.dtype:
-    dts = [np.dtype(d) for d in dtypes]
-    if any(d.kind == "c" for d in dts):
-        return np.dtype(np.complex128)
-    if all(d == np.float16 for d in dts):
-        return np.dtype(np.float32)
-    if any(d.kind == "f" for d in dts):
-        return np.dtype(np.float64)
-    return np.dtype(np.int64)
 
 
 def _operands(s: Schedule, a, b):
@@ -263,7 +255,10 @@ def emulate(s: Schedule, a, b, *, seed: int = 0, resident: int | None = None,
     """
     s = s.expanded()
     a_list, b_list, squeeze = _operands(s, a, b)
-    acc = accumulation_dtype(*[x.dtype for x in a_list + b_list])
+    common = np.result_type(*[x.dtype for x in a_list + b_list])
+    acc = accumulator_dtype(common)
+    if acc is None:
+        raise TypeError(f"emulate: no kernel accumulates {common} operands")
     mach = _Machine(s, a_list, b_list, acc)
     rng = np.random.default_rng(seed)
     resident = s.device.resident_ctas if resident is None else int(resident)
@@ -370,7 +365,7 @@ def timeline(s: Schedule, resident: int | None = None) -> dict:
     n = len(t)
     model = cost_of(s.device)
     c_big = iteration_cost(s.tile, s.problem.dtype, model, s.tile_efficiency)
-    rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.acc_dtype, model,
+    rc = row_costs(t, s.tile, s.small_tile, s.problem.dtype, s.accumulator_dtype, model,
                    s.tile_efficiency, fixup_cost=s.fixup_cost, cluster=s.reduction == CLUSTER,
                    small_efficiency=s.small_efficiency)
     dur = rc.compute * partial_wave_scale(s.table, s.grid, s.device.resident_ctas,

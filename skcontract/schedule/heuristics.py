@@ -216,12 +216,12 @@ def iteration_cost(tile, dtype, model: CostModel, efficiency: float | None = Non
     return model.c * vol * eff * model.dtype_slowdown(dtype)
 
 
-def fixup_costs(tile, acc_dtype, model: CostModel,
+def fixup_costs(tile, accumulator_dtype, model: CostModel,
                 fixup_cost: float = 1.0) -> tuple[float, float]:
-    """(b, d) scaled from a 128x128 fp32 partial tile to ``tile`` and ``acc_dtype``, times
-    the kernel's own ``fixup_cost`` (its catalogue entry's; 1: the model's)."""
+    """(b, d) scaled from a 128x128 fp32 partial tile to ``tile`` and ``accumulator_dtype``,
+    times the kernel's own ``fixup_cost`` (its catalogue entry's; 1: the model's)."""
     bm, bn, _ = tile
-    scale = fixup_cost * bm * bn * np.dtype(acc_dtype).itemsize / (128 * 128 * 4.0)
+    scale = fixup_cost * bm * bn * np.dtype(accumulator_dtype).itemsize / (128 * 128 * 4.0)
     return model.b * scale, model.d * scale
 
 
@@ -260,8 +260,8 @@ class RowCosts:
         return self.write + self.d * (self.chain + self.pooled)
 
 
-def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: CostModel,
-              efficiency: float | None = None, share: int = 1,
+def row_costs(table: np.ndarray, tile, small_tile, dtype, accumulator_dtype,
+              model: CostModel, efficiency: float | None = None, share: int = 1,
               fixup_cost: float = 1.0, cluster: bool = False,
               small_efficiency: float | None = None) -> RowCosts:
     """:class:`RowCosts` of ``table`` under ``model``, with ``share`` CTAs on each SM;
@@ -276,8 +276,10 @@ def row_costs(table: np.ndarray, tile, small_tile, dtype, acc_dtype, model: Cost
     c_big = iteration_cost(tile, dtype, model, efficiency) * share
     c_small = (iteration_cost(small_tile, dtype, model, small_efficiency) * share
                if small_tile is not None else c_big)
-    b_big, d_big = (share * x for x in fixup_costs(tile, acc_dtype, model, fixup_cost))
-    b_sm, d_sm = ((share * x for x in fixup_costs(small_tile, acc_dtype, model, fixup_cost))
+    b_big, d_big = (share * x
+                    for x in fixup_costs(tile, accumulator_dtype, model, fixup_cost))
+    b_sm, d_sm = ((share * x
+                   for x in fixup_costs(small_tile, accumulator_dtype, model, fixup_cost))
                   if small_tile is not None else (b_big, d_big))
     peers = table[:, T.PEERS].astype(np.int64)
     final = (flags & T.FLAG_FINAL) != 0
@@ -326,7 +328,7 @@ def partial_wave_scale(table: np.ndarray, grid: int, resident: int,
 
 
 def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_tile,
-            dtype, acc_dtype, device, efficiency: float | None = None,
+            dtype, accumulator_dtype, device, efficiency: float | None = None,
             fixup_cost: float = 1.0, cluster: bool = False,
             small_efficiency: float | None = None, solo_fraction: float = 1.0) -> Prediction:
     """Evaluate the cost model on a split table (vectorised); ``efficiency`` (and
@@ -339,7 +341,7 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     # share its math units, so each of them takes ctas_per_sm times as long. They share its
     # load / store pipes too: the fixup's partial-tile traffic (b, d) scales the same way.
     share = max(1, int(getattr(device, "ctas_per_sm", 1)))
-    rc = row_costs(table, tile, small_tile, dtype, acc_dtype, model, efficiency, share,
+    rc = row_costs(table, tile, small_tile, dtype, accumulator_dtype, model, efficiency, share,
                    fixup_cost, cluster, small_efficiency)
     cta = np.repeat(np.arange(grid), np.diff(cta_offsets))
     scale = partial_wave_scale(table, grid, resident, solo_fraction, tile[2])

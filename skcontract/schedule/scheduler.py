@@ -25,7 +25,7 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DAT
                     DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule,
-                    TileOption, accumulator_dtype, as_mode, as_reduction, grouped_problem)
+                    TileOption, as_mode, as_reduction, grouped_problem)
 
 
 NO_SECOND_TILE = "these kernels run one tile shape per launch"
@@ -122,7 +122,7 @@ class _Builder:
         # whole tiles on as many CTAs runs slower
         solo = self.option.solo_fraction if mode == DATA_PARALLEL else 1.0
         pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
-                       self.problem.acc_dtype, self.device, eff, fix,
+                       self.problem.accumulator_dtype, self.device, eff, fix,
                        cluster=reduction == CLUSTER, small_efficiency=small_eff,
                        solo_fraction=solo)
         note = _join(reason, raw.note)
@@ -288,7 +288,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
                      groups: int | None = None, swizzle: int | None = None,
                      raster: str | None = None, small_tile=None, kind=None,
                      associative: bool = True, fused_consumer: bool = False,
-                     fragment_accumulators: bool = False, acc_dtype=None) -> Schedule:
+                     fragment_accumulators: bool = False, accumulator_dtype=None) -> Schedule:
     """Schedule any GemmProblem (GEMM, batched, grouped, GEMV, implicit-GEMM conv).
 
     See :func:`schedule_gemm` for the arguments. ``tiles``: the candidates, as
@@ -296,7 +296,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     priced with its own efficiency) or (BM, BN, BK) tuples; default: the design-study menu of
     :func:`.heuristics.tile_candidates`. Extra facts for :func:`can_apply_stream_k`:
     ``kind`` (defaults to the problem's), ``associative``, ``fused_consumer``,
-    ``acc_dtype``; ``fragment_accumulators=True`` (accumulators that cannot be addressed
+    ``accumulator_dtype``; ``fragment_accumulators=True`` (accumulators that cannot be addressed
     element-wise) restricts auto to the aligned split.
     """
     device = device if device is not None else DeviceInfo.h200()
@@ -319,8 +319,9 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     if small_tile is not None:
         small_tile = tuple(int(x) for x in small_tile)
     kind = kind_of(kind if kind is not None else problem.kind)
-    acc = str(acc_dtype) if acc_dtype is not None else accumulator_dtype(problem.dtype)
-    facts = dict(associative=associative, acc_dtype=acc, ragged_k=problem.ragged_k,
+    acc = str(accumulator_dtype) if accumulator_dtype is not None else \
+        problem.accumulator_dtype
+    facts = dict(associative=associative, accumulator_dtype=acc, ragged_k=problem.ragged_k,
                  fused_consumer=fused_consumer, device=device)
     builders = [_Builder(problem, device, o, reduction, groups, swizzle, raster, small_tile)
                 for o in _options(tiles, tile, problem.dtype, device)]
@@ -499,7 +500,7 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
     ``dtype``; optional ``groups`` (grouped GEMM), ``merge`` (ATOMIC_CAPABLE /
     WORKSPACE_ONLY / NONE, :class:`skcontract.plan.Merge`: WORKSPACE_ONLY selects the
     deterministic fixup, NONE means the reduction cannot be split), ``associative``,
-    ``acc_dtype``, ``fused_consumer``.
+    ``accumulator_dtype``, ``fused_consumer``.
     """
     kind = kind_of(step.kind)
     if kind not in GEMM_KINDS:
@@ -519,7 +520,7 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
         opts["reduction"] = DETERMINISTIC
     elif rc == "NONE":
         opts["associative"] = False
-    for name in ("associative", "acc_dtype", "fused_consumer"):
+    for name in ("associative", "accumulator_dtype", "fused_consumer"):
         if getattr(step, name, None) is not None:
             opts[name] = getattr(step, name)
     opts.update(overrides)

@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..dtypes import accumulator_dtype as _accumulator_dtype
-from ..dtypes import dtype_name
+from ..dtypes import accumulator_dtype, dtype_name
 from ..kinds import Kind
 
 from . import table as T
@@ -135,15 +134,6 @@ class ProtocolViolation(ScheduleError):
 # ---------------------------------------------------------------------------------------
 # Problems
 # ---------------------------------------------------------------------------------------
-def accumulator_dtype(dtype) -> str:
-    """Name of the accumulator a GPU kernel uses for ``dtype`` operands (fp16/bf16 -> fp32);
-    ValueError for dtypes no kernel can accumulate (see :mod:`skcontract.dtypes`)."""
-    acc = _accumulator_dtype(dtype)
-    if acc is None:
-        raise ValueError(f"no GEMM accumulator known for operand dtype {dtype_name(dtype)!r}")
-    return acc.name
-
-
 @dataclass(frozen=True)
 class GemmProblem:
     """``C[l] = A[l] @ B[l]`` for ``l`` in ``range(batch)``: A is (m, k), B is (k, n).
@@ -192,8 +182,13 @@ class GemmProblem:
         return self.groups is not None and len({g[2] for g in self.groups}) > 1
 
     @property
-    def acc_dtype(self) -> str:
-        return accumulator_dtype(self.dtype)
+    def accumulator_dtype(self) -> str:
+        """Name of the dtype the kernels accumulate this problem's products in
+        (:func:`skcontract.dtypes.accumulator_dtype`); ValueError for a dtype none can."""
+        acc = accumulator_dtype(self.dtype)
+        if acc is None:
+            raise ValueError(f"no GEMM accumulator known for operand dtype {self.dtype!r}")
+        return acc.name
 
     @property
     def kind(self) -> Kind:
@@ -482,15 +477,15 @@ class Schedule:
         return Protocol(T.protocol(self.table, self.reduction))
 
     @property
-    def acc_dtype(self) -> str:
-        return self.problem.acc_dtype
+    def accumulator_dtype(self) -> str:
+        return self.problem.accumulator_dtype
 
     @property
     def workspace_bytes(self) -> int:
         """Bytes of workspace and staging slots a launch of this schedule uses."""
         bm, bn, _ = self.tile
         slots = self.workspace_slots + self.staging_slots
-        return slots * bm * bn * np.dtype(self.acc_dtype).itemsize
+        return slots * bm * bn * np.dtype(self.accumulator_dtype).itemsize
 
     @property
     def shared_sum(self) -> bool:

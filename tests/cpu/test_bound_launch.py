@@ -14,11 +14,11 @@ def _arr(ptr):
 
 
 def _plan(acc=np.float32):
-    spec = SimpleNamespace(threads=256, smem_bytes=1024, dtype_acc=np.dtype(acc).name,
+    spec = SimpleNamespace(threads=256, smem_bytes=1024, accumulator_dtype=np.dtype(acc).name,
                            name="kernel")
     kernel = SimpleNamespace(spec=spec, function=SimpleNamespace(ptr=0xF00))
     return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
-                           acc_np=acc, kernel=kernel, ws_elems=10, staging_elems=0,
+                           accumulator_dtype=np.dtype(acc), kernel=kernel, ws_elems=10, staging_elems=0,
                            num_locks=1, device_id=0, grid=7, tensor_maps=False,
                            cluster_dims=1, programmatic=False)
 
@@ -36,7 +36,7 @@ def driver(monkeypatch):
                                         smem=smem, func=func))
         return (0,)
 
-    def fake_get(device_id, stream, acc_dtype, **sizes):
+    def fake_get(device_id, stream, accumulator_dtype, **sizes):
         s = stream.ptr
         pools.setdefault(s, SimpleNamespace(ptrs=(100 * s + 1, 100 * s + 2, 100 * s + 3)))
         return pools[s]

@@ -393,7 +393,7 @@ def test_tf32_and_int8_specs():
     assert "WgmmaTile<128, 128, Acc>" in specs.specialise(
         w8, protocol="none", a_layout="row", b_layout="col").cfg_source()
     spec = specs.specialise(i8, protocol="none", a_layout="row", b_layout="row")
-    assert (i8.dtype_out, i8.dtype_acc) == ("int32", "int32")
+    assert (i8.dtype_out, i8.accumulator_dtype) == ("int32", "int32")
     assert "MainloopImma" in spec.cfg_source()
     assert C.entries_for("int8", cc=80) == (i8,)
     assert all(isinstance(b, C.Ffma) for b in C.entries_for("float32"))

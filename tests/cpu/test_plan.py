@@ -9,7 +9,8 @@ import pytest
 from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
 from skcontract.kernels.resolve import schedule_plan
-from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Merge, Step, accumulator_dtype
+from skcontract.dtypes import accumulator_dtype
+from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Merge, Step
 from skcontract.plan.plan import UNPRICED_HINT
 from skcontract.plan.classify import classify_groups, view_ok
 from skcontract.schedule.device import DeviceInfo
@@ -65,7 +66,6 @@ def test_step_sizes_and_problem():
     assert s.dtype == np.float32 and s.accumulator_dtype == np.float32
     assert s.flops == 2 * 4 * 8 * 32 * 16
     assert s.is_gemm_class
-    assert s.acc_dtype == s.accumulator_dtype
     assert s.output == ("b", "i", "k") and s.output_shape == (4, 8, 32)
     assert s.needs_copy == (False, False) and s.layouts == ("MK", "KN")
 

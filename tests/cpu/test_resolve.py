@@ -379,7 +379,7 @@ def test_the_wgmma_fixup_cost_prices_its_partial_tiles():
     s = resolve_gemm(GemmProblem(256, 256, 32768, dtype="float16"), DeviceInfo.h200(),
                      mode="stream_k", tile=(128, 128, 64)).schedule
     assert s.fixup_cost == catalogue.calibration.WGMMA_FIXUP_COST > 1
-    args = (s.table, s.cta_offsets, s.grid, s.tile, s.small_tile, "float16", s.acc_dtype,
+    args = (s.table, s.cta_offsets, s.grid, s.tile, s.small_tile, "float16", s.accumulator_dtype,
             s.device.with_occupancy(1), s.tile_efficiency)
     assert predict(*args, fixup_cost=s.fixup_cost).time_us == \
         pytest.approx(s.predicted_time_us)

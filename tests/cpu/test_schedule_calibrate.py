@@ -51,7 +51,7 @@ def _rows(model: CostModel, dtype="float16"):
             # the schedule's own device: a cluster pair's is one of units
             dev = dataclasses.replace(s.device, cost=model)
             r["us"] = predict(s.table, s.cta_offsets, s.grid, s.tile, None, dtype,
-                              s.acc_dtype, dev, s.tile_efficiency, s.fixup_cost,
+                              s.accumulator_dtype, dev, s.tile_efficiency, s.fixup_cost,
                               solo_fraction=s.solo_fraction).time_us
             rows.append(r)
     return rows

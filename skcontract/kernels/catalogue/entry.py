@@ -251,7 +251,7 @@ class Entry:
         return INPUT_DTYPES[self.dtype]
 
     @property
-    def dtype_acc(self) -> str:
+    def accumulator_dtype(self) -> str:
         return accumulator_dtype(self.dtype).name
 
     @property
