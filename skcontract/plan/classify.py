@@ -1,4 +1,4 @@
-"""Classify one contraction step: its Kind, its label groups, its layout and its reduction.
+"""Classify one contraction step: its Kind, its label groups and its layout.
 
 A pairwise step ``A[a-labels] * B[b-labels] -> C[c-labels]`` sorts its labels into four
 groups, the vocabulary of a batched GEMM ``C[b, m, n] = sum_k A[b, m, k] B[b, k, n]``:
@@ -24,7 +24,6 @@ labels or all its labels have size 1, so a matrix product with M == 1 is a GEMV)
 """
 from __future__ import annotations
 
-import enum
 from math import prod
 from typing import Mapping, Sequence
 
@@ -32,21 +31,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..dtypes import accumulator_dtype
 from ..kinds import GEMM_KINDS, Kind
 
-__all__ = ["Kind", "Merge", "GEMM_KINDS", "classify_groups", "merge_class", "compute_dtype",
-           "pair_groups", "choose_layout", "view_ok"]
-
-
-class Merge(enum.Enum):
-    """How a step's partial sums *can* merge across CTAs on the device: what its reduction
-    allows, not the fixup a schedule chose (that is ``Schedule.reduction``)."""
-
-    ATOMIC_CAPABLE = "atomic-capable"  # a device atomic add exists for the accumulator dtype
-    WORKSPACE_ONLY = "workspace-only"  # partials must go through a workspace (e.g. complex)
-    NONE = "none"                      # the step has no reduction
-
+__all__ = ["Kind", "GEMM_KINDS", "classify_groups", "compute_dtype", "pair_groups",
+           "choose_layout", "view_ok"]
 
 def classify_groups(batch: int, m: int, n: int, k: int) -> Kind:
     """The Kind of a pairwise step from its group sizes (products of label sizes)."""
@@ -69,17 +57,6 @@ def compute_dtype(dtype) -> np.dtype:
     if dt.kind == "f" and dt.itemsize < 4 or dt.name == "bfloat16":
         return np.dtype(np.float32)
     return dt
-
-
-def merge_class(has_reduction: bool, dtype, device) -> Merge:
-    """ATOMIC_CAPABLE when ``device`` has an atomic add for the accumulator, else
-    WORKSPACE_ONLY; NONE for a step without a reduction."""
-    if not has_reduction:
-        return Merge.NONE
-    acc = accumulator_dtype(dtype)
-    if acc is not None and device is not None and device.has_atomic(acc):
-        return Merge.ATOMIC_CAPABLE
-    return Merge.WORKSPACE_ONLY
 
 
 def pair_groups(a: Sequence[str], b: Sequence[str], keep: set | frozenset):

@@ -27,8 +27,7 @@ import numpy as np
 
 from ..dtypes import accumulator_dtype
 from ..parse import Equation
-from .classify import (GEMM_KINDS, Kind, Merge, choose_layout, classify_groups, merge_class,
-                       pair_groups)
+from .classify import GEMM_KINDS, Kind, choose_layout, classify_groups, pair_groups
 from .path import find_path
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -74,7 +73,6 @@ class Step:
     dtype: np.dtype
     accumulator_dtype: np.dtype | None
     associative: bool
-    merge: Merge
     needs_copy: tuple[bool, ...]
     layouts: tuple[str, ...]
     flops: int
@@ -91,6 +89,11 @@ class Step:
     @property
     def subscripts(self) -> str:
         return ",".join(_term(t) for t in self.inputs) + "->" + _term(self.output)
+
+    @property
+    def reduces(self) -> bool:
+        """Whether the step sums over labels (K is not 1)."""
+        return self.k != 1
 
     @property
     def float32_precision(self) -> str | None:
@@ -129,11 +132,11 @@ class Step:
     def row(self) -> tuple[str, ...]:
         unary = self.kind is Kind.UNARY
         copy = ",".join(x for x, c in zip("AB", self.needs_copy) if c) or "-"
-        if self.merge is Merge.NONE:
+        if not self.reduces:
             red = "-"
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
-            red = f"sum{' assoc' if self.associative else ''} {acc} {self.merge.value}"
+            red = f"sum{' assoc' if self.associative else ''} {acc}"
         sched = "-" if self.launch is None else self.launch.summary()
         if self.launch is None and self.unscheduled:
             sched = f"- ({self.unscheduled})"
@@ -225,12 +228,7 @@ class Plan:
         return self.table()
 
 
-def _reduction_facts(has_reduction: bool, dtype, device):
-    acc = accumulator_dtype(dtype)
-    return acc, merge_class(has_reduction, dtype, device)
-
-
-def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype, device):
+def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype):
     squeeze = tuple(ax for ax, (lab, d) in enumerate(zip(term, shape))
                     if d == 1 and sizes[lab] != 1)
     kept_axes = [ax for ax in range(len(term)) if ax not in squeeze]
@@ -242,18 +240,17 @@ def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype, device):
         return None, tuple(term)
     m = prod(sizes[x] for x in out)
     k = prod(sizes[x] for x in summed)
-    acc, red = _reduction_facts(k != 1, dtype, device)
     step = Step(index=index, kind=Kind.UNARY, args=(slot,), result=new_slot,
                 inputs=(tuple(term),), output=out, input_shapes=(tuple(shape),),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=(), m_labels=out,
                 n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
-                accumulator_dtype=acc, associative=True, merge=red,
+                accumulator_dtype=accumulator_dtype(dtype), associative=True,
                 needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
                 squeeze=squeeze)
     return step, out
 
 
-def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype, device):
+def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype):
     batch, ms, ns, ks, a_only, b_only = pair_groups(a, b, keep)
     if a_only or b_only:  # the unary pre-pass makes this impossible
         raise AssertionError(f"labels {sorted(a_only | b_only)} should have been summed")
@@ -261,14 +258,13 @@ def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype, device):
     B, M, N, K = (prod(sizes[x] for x in g) for g in (bo, mo, no, ko))
     kind = classify_groups(B, M, N, K)
     out = bo + mo + no
-    acc, red = _reduction_facts(K != 1, dtype, device)
     flops = B * M * N * (2 * K if K != 1 else 1)
     step = Step(index=index, kind=kind, args=tuple(slots), result=new_slot,
                 inputs=(tuple(a), tuple(b)), output=out,
                 input_shapes=(tuple(sizes[x] for x in a), tuple(sizes[x] for x in b)),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=bo, m_labels=mo,
                 n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K, dtype=dtype,
-                accumulator_dtype=acc, associative=True, merge=red,
+                accumulator_dtype=accumulator_dtype(dtype), associative=True,
                 needs_copy=copies, layouts=layouts, flops=flops)
     return step, out
 
@@ -289,7 +285,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
     next_slot = n
     for i, (t, s) in enumerate(zip(eq.inputs, eq.shapes)):
         keep = out_set.union(*(squeezed[j] for j in range(n) if j != i))
-        step, term = _unary_step(len(steps), i, next_slot, t, s, keep, sizes, dtype, device)
+        step, term = _unary_step(len(steps), i, next_slot, t, s, keep, sizes, dtype)
         if step is None:
             slots.append(i)
         else:
@@ -310,8 +306,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
         if len(picked) == 1:
             (slot, term), = picked
             step, out = _unary_step(len(steps), slot, next_slot, term,
-                                    tuple(sizes[x] for x in term), others, sizes, dtype,
-                                    device)
+                                    tuple(sizes[x] for x in term), others, sizes, dtype)
             if step is None:
                 slots.append(slot)
                 terms.append(term)
@@ -322,7 +317,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
             for j, (slot_b, term_b) in enumerate(rest):
                 keep = others.union(*(t for _, t in rest[j + 1:]))
                 step, term = _pair_step(len(steps), (slot, slot_b), next_slot, term, term_b,
-                                        keep, sizes, dtype, device)
+                                        keep, sizes, dtype)
                 steps.append(step)
                 slot = next_slot
                 next_slot += 1

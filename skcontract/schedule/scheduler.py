@@ -497,10 +497,8 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
     """Schedule a plan Step, or return None when it is not GEMM-class.
 
     Reads ``step.kind`` (a string or an enum with ``.name``), ``m, n, k, batch`` and
-    ``dtype``; optional ``groups`` (grouped GEMM), ``merge`` (ATOMIC_CAPABLE /
-    WORKSPACE_ONLY / NONE, :class:`skcontract.plan.Merge`: WORKSPACE_ONLY selects the
-    deterministic fixup, NONE means the reduction cannot be split), ``associative``,
-    ``accumulator_dtype``, ``fused_consumer``.
+    ``dtype``; optional ``groups`` (grouped GEMM), ``associative``, ``accumulator_dtype``,
+    ``fused_consumer``.
     """
     kind = kind_of(step.kind)
     if kind not in GEMM_KINDS:
@@ -514,12 +512,6 @@ def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedu
         problem = GemmProblem(int(step.m), int(step.n), int(step.k),
                               batch=int(getattr(step, "batch", 1) or 1), dtype=dtype)
     opts = dict(kind=kind)
-    rc = getattr(step, "merge", None)
-    rc = str(getattr(rc, "name", rc)).upper() if rc is not None else None
-    if rc == "WORKSPACE_ONLY":
-        opts["reduction"] = DETERMINISTIC
-    elif rc == "NONE":
-        opts["associative"] = False
     for name in ("associative", "accumulator_dtype", "fused_consumer"):
         if getattr(step, name, None) is not None:
             opts[name] = getattr(step, name)

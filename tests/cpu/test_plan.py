@@ -10,7 +10,7 @@ from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
 from skcontract.kernels.resolve import schedule_plan
 from skcontract.dtypes import accumulator_dtype
-from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Merge, Step
+from skcontract.plan import GEMM_KINDS, build_plan, Kind, Plan, Step
 from skcontract.plan.plan import UNPRICED_HINT
 from skcontract.plan.classify import classify_groups, view_ok
 from skcontract.schedule.device import DeviceInfo
@@ -152,37 +152,29 @@ def test_view_ok_rule():
     assert view_ok((("b",), ("m",), ("k",)), bad, sizes)[0] is False
 
 
-@pytest.mark.parametrize("dtype,acc,cls", [
-    ("float16", "float32", Merge.ATOMIC_CAPABLE),
-    ("float32", "float32", Merge.ATOMIC_CAPABLE),
-    ("float64", "float64", Merge.ATOMIC_CAPABLE),
-    ("complex64", "complex64", Merge.WORKSPACE_ONLY),
-    ("complex128", "complex128", Merge.WORKSPACE_ONLY),
-    ("int8", "int32", Merge.ATOMIC_CAPABLE),
-    ("uint16", "uint32", Merge.ATOMIC_CAPABLE),
-    ("int32", "int32", Merge.ATOMIC_CAPABLE),
-    ("int64", "int64", Merge.ATOMIC_CAPABLE),
-    ("uint64", "uint64", Merge.ATOMIC_CAPABLE),
-    ("bool", "int32", Merge.ATOMIC_CAPABLE),
+@pytest.mark.parametrize("dtype,acc", [
+    ("float16", "float32"), ("float32", "float32"), ("float64", "float64"),
+    ("complex64", "complex64"), ("complex128", "complex128"), ("int8", "int32"),
+    ("uint16", "uint32"), ("int32", "int32"), ("int64", "int64"), ("uint64", "uint64"),
+    ("bool", "int32"),
 ])
-def test_merge_class(dtype, acc, cls):
+def test_steps_accumulate_in_accumulator_dtype(dtype, acc):
     _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, dtype=dtype)
     s = plan.steps[0]
     assert s.accumulator_dtype == np.dtype(acc) == accumulator_dtype(dtype)
-    assert s.merge is cls and s.associative
-    assert DeviceInfo.h200().has_atomic(acc) == (cls is Merge.ATOMIC_CAPABLE)
-    assert cls.value in str(plan)
+    assert s.reduces and s.associative
+    assert f"sum assoc {acc}" in str(plan)
 
 
 def test_no_reduction_steps():
     _, plan = contract_path("i,j->ij", (3,), (4,), shapes=True)
-    assert plan.steps[0].merge is Merge.NONE
+    assert not plan.steps[0].reduces
+    assert plan.steps[0].row()[9] == "-"
 
 
-def test_device_without_atomics():
+def test_plan_keeps_its_device():
     dev = dataclasses.replace(DeviceInfo.h200(), atomic_accumulators=frozenset())
     _, plan = contract_path("ij,jk->ik", (8, 4), (4, 8), shapes=True, device=dev)
-    assert plan.steps[0].merge is Merge.WORKSPACE_ONLY
     assert plan.device is dev
 
 
