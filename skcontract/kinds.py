@@ -14,10 +14,9 @@ class Kind(str, enum.Enum):
 
     GEMM = "GEMM"                  # m, n, k non-trivial, no batch
     BATCHED_GEMM = "BATCHED_GEMM"  # m, n, k and batch non-trivial
-    GROUPED_GEMM = "GROUPED_GEMM"  # GEMMs of different shapes launched together
     GEMV = "GEMV"                  # k and exactly one of m, n non-trivial (batch allowed)
     DOT = "DOT"                    # only k (and maybe batch) non-trivial
-    CONV = "CONV"                  # implicit-GEMM convolution
+    CONV = "CONV"                  # implicit-GEMM convolution (conv2d)
     OUTER = "OUTER"                # m and n non-trivial, no k (batch allowed)
     ELEMENTWISE = "ELEMENTWISE"    # no k, at most one of m, n non-trivial
     UNARY = "UNARY"                # one operand: diagonals, traces, sums, broadcast squeeze
@@ -29,8 +28,7 @@ class Kind(str, enum.Enum):
         return repr(self.value)
 
 
-GEMM_KINDS = frozenset({Kind.GEMM, Kind.BATCHED_GEMM, Kind.GROUPED_GEMM, Kind.GEMV, Kind.DOT,
-                        Kind.CONV})
+GEMM_KINDS = frozenset({Kind.GEMM, Kind.BATCHED_GEMM, Kind.GEMV, Kind.DOT, Kind.CONV})
 """Kinds a (batched) GEMM kernel, and so the Stream-K scheduler, can run: a reduction over
 tiles."""
 

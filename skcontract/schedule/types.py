@@ -192,8 +192,9 @@ class GemmProblem:
 
     @property
     def kind(self) -> Kind:
-        if self.groups is not None:
-            return Kind.GROUPED_GEMM
+        """The step kind the problem is: a grouped problem's groups are the batch entries of
+        its table, so it is a BATCHED_GEMM (no step kind of its own: grouped GEMM has no
+        kernel)."""
         if self.batch > 1:
             return Kind.BATCHED_GEMM
         if self.m == 1 or self.n == 1:

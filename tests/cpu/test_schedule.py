@@ -13,6 +13,7 @@ from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmPro
                                  validate_schedule)
 from skcontract.contract import contract_path
 from skcontract.kernels.resolve import resolve_gemm
+from skcontract.kinds import Kind
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
 from skcontract.schedule.heuristics import schedule_key, selection_key, tile_candidates
@@ -207,6 +208,7 @@ def test_hytis_on_a_kernels_small_tile_ranks_beside_hybrid():
 
 def test_grouped_gemm_batch_is_group():
     p = grouped_problem([(300, 200, 512), (64, 1000, 512), (1, 77, 512)])
+    assert p.kind is Kind.BATCHED_GEMM  # its groups are the table's batch entries
     s = schedule_problem(p, toy(16), tile=(64, 64, 32), mode="stream_k")
     validate_schedule(s)
     assert set(s.expanded().table[:, T.BATCH].tolist()) == {0, 1, 2}
