@@ -1,4 +1,5 @@
-"""The scheduler: GEMM-class problems -> Stream-K family decompositions, as data.
+"""The scheduler: GEMM-class problems -> Stream-K family decompositions, as data, on the tile
+options its caller gives (the GPU's: :func:`skcontract.kernels.resolve.resolve_gemm`).
 
 >>> from skcontract.schedule import schedule_gemm, emulate, DeviceInfo
 >>> s = schedule_gemm(2176, 1024, 4096, tile=(128, 128, 64))
@@ -13,7 +14,7 @@ from .device import DeviceInfo
 from .draw import draw_schedule
 from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
-from .scheduler import schedule_gemm, schedule_problem, schedule_step
+from .scheduler import schedule_gemm, schedule_problem
 from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
                     SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, Protocol, ProtocolViolation,
                     Schedule, TileOption,
@@ -21,7 +22,7 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBR
 
 
 __all__ = [
-    "schedule_gemm", "schedule_problem", "schedule_step", "emulate", "timeline",
+    "schedule_gemm", "schedule_problem", "emulate", "timeline",
     "draw_schedule", "can_apply_stream_k", "validate_schedule", "DeviceInfo", "CostModel",
     "GemmProblem", "grouped_problem", "conv_problem", "Schedule", "Split", "Candidate",
     "TileOption", "Mode", "Protocol",

@@ -90,15 +90,6 @@ catalogue entry's ``efficiency``)."""
 SMALL_TILE_EFFICIENCY_SLOPE = 0.45
 """Extra relative time per halving of the tile area below 128x128 for unlisted shapes."""
 
-DESIGN_TILES = {
-    "16bit": ((128, 128, 64), (128, 256, 64)),
-    "float32": ((128, 128, 64), (128, 256, 64), (128, 128, 32), (64, 128, 32)),
-    "float64": ((128, 128, 64), (128, 256, 64), (64, 128, 32), (64, 64, 32)),
-}
-"""Tiles the scheduler plans with when its caller passes none: a design study of what
-Stream-K would do. The GPU engine passes the kernel catalogue's own tiles instead
-(:func:`skcontract.kernels.resolve.resolve_gemm`), so plan and launch agree."""
-
 HYTIS_SMALL_TILES = ((2, 2), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4))
 """HyTiS latency tile = (BM / fm, BN / fn) for these (fm, fn); BK unchanged; >= 16."""
 
@@ -127,16 +118,6 @@ def selection_key(mode: str, time_us: float, kernel_small_tile: bool = False) ->
 def schedule_key(s) -> float:
     """:func:`selection_key` of a Schedule."""
     return selection_key(s.mode, s.predicted_time_us, s.small_efficiency is not None)
-
-
-def tile_candidates(dtype) -> tuple:
-    """The design-study (BM, BN, BK) tiles for ``dtype`` operands (:data:`DESIGN_TILES`)."""
-    name = str(dtype)
-    if name in ("float32", "complex64", "int32"):
-        return DESIGN_TILES["float32"]
-    if name in ("float64", "complex128", "int64"):
-        return DESIGN_TILES["float64"]
-    return DESIGN_TILES["16bit"]
 
 
 @dataclass(frozen=True)

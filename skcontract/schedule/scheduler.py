@@ -1,4 +1,9 @@
-"""schedule_gemm / schedule_problem / schedule_step: choose a decomposition and build it.
+"""schedule_gemm / schedule_problem: choose a decomposition on the tile options given and
+build it.
+
+The scheduler plans on the tiles its caller names and on no menu of its own: the schedule
+the GPU runs for a product is the one planned on its kernels' entries
+(:func:`skcontract.kernels.resolve.resolve_gemm`, and ``resolve_step`` for a plan step).
 
 ``mode="auto"`` evaluates, per tile candidate, the modes the rules allow (DP always; the
 K-splitting modes when :func:`can_apply_stream_k` says so; HyTiS as the fallback), builds
@@ -14,18 +19,18 @@ from dataclasses import replace
 import numpy as np
 
 from . import decompose as D
-from ..kinds import GEMM_KINDS, kind_of
+from ..kinds import kind_of
 from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
                          STREAM_K_MAX_WAVES, cost_of,
-                         iteration_cost, predict, rule_mode, schedule_key, tile_candidates)
+                         iteration_cost, predict, rule_mode, schedule_key)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DATA_PARALLEL,
                     DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
                     GemmProblem, Schedule,
-                    TileOption, as_mode, as_reduction, grouped_problem)
+                    TileOption, as_mode, as_reduction)
 
 
 NO_SECOND_TILE = "these kernels run one tile shape per launch"
@@ -37,12 +42,21 @@ SPLITS_ONLY = "data-parallel not offered: the entry is planned on split tiles on
 """Why auto's candidate list shows a ``splits_only`` option's data-parallel table unchosen."""
 
 
-def _options(tiles, tile, dtype, device) -> list[TileOption]:
-    """The tile options to plan with: ``tiles`` (TileOptions or (BM, BN, BK) tuples; default
-    the design-study menu at the device's occupancy), narrowed to ``tile`` when it is given
-    (a (BM, BN) or (BM, BN, BK) prefix)."""
+NO_TILES = ("the scheduler plans on the tiles it is given: pass tile=(BM, BN, BK) or "
+            "tiles=[...] (the GPU's are its kernels' entries: "
+            "skcontract.kernels.resolve.resolve_gemm plans on them)")
+"""Why a schedule asked for without tile options is refused."""
+
+
+def _options(tiles, tile, device) -> list[TileOption]:
+    """The tile options to plan with: ``tiles`` (TileOptions or (BM, BN, BK) tuples, these at
+    the device's occupancy), narrowed to ``tile`` when it is given (a (BM, BN) or
+    (BM, BN, BK) prefix); without ``tiles``, the one (BM, BN, BK) ``tile``."""
     if tiles is None:
-        tiles = tile_candidates(dtype) if tile is None else [tile]
+        if tile is None or len(tuple(tile)) != 3:
+            raise ValueError(NO_TILES if tile is None else
+                             f"tile must be (BM, BN, BK) of positive ints, got {tile!r}")
+        tiles = [tile]
     opts = [t if isinstance(t, TileOption) else TileOption(t, device.ctas_per_sm)
             for t in tiles]
     if tile is not None:
@@ -293,8 +307,8 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
 
     See :func:`schedule_gemm` for the arguments. ``tiles``: the candidates, as
     :class:`~skcontract.schedule.TileOption` values (each planned at its own occupancy and
-    priced with its own efficiency) or (BM, BN, BK) tuples; default: the design-study menu of
-    :func:`.heuristics.tile_candidates`. Extra facts for :func:`can_apply_stream_k`:
+    priced with its own efficiency) or (BM, BN, BK) tuples; ``tile`` or ``tiles`` is needed
+    (:data:`NO_TILES`). Extra facts for :func:`can_apply_stream_k`:
     ``kind`` (defaults to the problem's), ``associative``, ``fused_consumer``,
     ``accumulator_dtype``; ``fragment_accumulators=True`` (accumulators that cannot be addressed
     element-wise) restricts auto to the aligned split.
@@ -324,7 +338,7 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     facts = dict(associative=associative, accumulator_dtype=acc, ragged_k=problem.ragged_k,
                  fused_consumer=fused_consumer, device=device)
     builders = [_Builder(problem, device, o, reduction, groups, swizzle, raster, small_tile)
-                for o in _options(tiles, tile, problem.dtype, device)]
+                for o in _options(tiles, tile, device)]
     if mode != AUTO:
         return _forced(mode, builders, grid, splits, kind, facts)
     return _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
@@ -473,8 +487,10 @@ def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo 
     """Schedule ``C[l] = A[l] @ B[l]`` with A (m, k), B (k, n), ``l < batch``.
 
     ``mode``: "auto" (default), "data_parallel", "split_k", "stream_k", "hybrid",
-    "aligned" or "hytis". ``tile``: (BM, BN, BK), default chosen by auto. ``grid``: the
-    number of persistent CTAs (default: the device's resident CTAs, or fewer). ``reduction``:
+    "aligned" or "hytis". ``tile``: (BM, BN, BK), the tile to plan on; or ``tiles=``, the
+    options auto chooses among (:func:`schedule_problem`; one of the two is needed).
+    ``grid``: the number of persistent CTAs (default: the device's resident CTAs, or fewer).
+    ``reduction``:
     "atomic", "deterministic", "arrival" (per-split slots; the peers share the final sum
     when the grid is resident; aligned uses it unless "cluster" is asked for) or "cluster"
     (aligned only: a tile's splits on one cluster's CTAs, summed in their shared memory);
@@ -491,29 +507,3 @@ def schedule_gemm(m: int, n: int, k: int, *, batch: int = 1, device: DeviceInfo 
     """
     return schedule_problem(GemmProblem(m, n, k, batch=batch, dtype=dtype), device, mode=mode,
                             tile=tile, grid=grid, reduction=reduction, **options)
-
-
-def schedule_step(step, device: DeviceInfo | None = None, **overrides) -> Schedule | None:
-    """Schedule a plan Step, or return None when it is not GEMM-class.
-
-    Reads ``step.kind`` (a string or an enum with ``.name``), ``m, n, k, batch`` and
-    ``dtype``; optional ``groups`` (grouped GEMM), ``associative``, ``accumulator_dtype``,
-    ``fused_consumer``.
-    """
-    kind = kind_of(step.kind)
-    if kind not in GEMM_KINDS:
-        return None
-    groups = getattr(step, "groups", None)
-    dtype = getattr(step, "dtype", "float16")
-    dtype = getattr(dtype, "name", dtype) if not isinstance(dtype, str) else dtype
-    if groups:
-        problem = grouped_problem(groups, dtype=dtype)
-    else:
-        problem = GemmProblem(int(step.m), int(step.n), int(step.k),
-                              batch=int(getattr(step, "batch", 1) or 1), dtype=dtype)
-    opts = dict(kind=kind)
-    for name in ("associative", "accumulator_dtype", "fused_consumer"):
-        if getattr(step, name, None) is not None:
-            opts[name] = getattr(step, name)
-    opts.update(overrides)
-    return schedule_problem(problem, device, **opts)

@@ -351,7 +351,8 @@ class Schedule:
     """A decomposition of one GEMM-class problem onto a persistent 1-D grid of CTAs.
 
     ``table`` / ``cta_offsets`` are the split table (see :mod:`.table`); everything else
-    describes how it was chosen. Build one with :func:`skcontract.schedule.schedule_gemm`.
+    describes how it was chosen. :func:`skcontract.kernels.resolve.resolve_gemm` builds the one
+    a GPU kernel runs; :func:`skcontract.schedule.schedule_problem` builds one on given tiles.
     """
 
     problem: GemmProblem

@@ -9,19 +9,26 @@ from hypothesis import strategies as st
 
 from skcontract.schedule import (MIN_ITERS_PER_SPLIT, MODES, DeviceInfo, GemmProblem,
                                  can_apply_stream_k, conv_problem, grouped_problem,
-                                 schedule_gemm, schedule_problem, schedule_step,
+                                 schedule_gemm, schedule_problem,
                                  validate_schedule)
 from skcontract.contract import contract_path
 from skcontract.kernels.resolve import resolve_gemm
 from skcontract.kinds import Kind
 from skcontract.schedule import table as T
 from skcontract.schedule.check import InvalidSchedule
-from skcontract.schedule.heuristics import schedule_key, selection_key, tile_candidates
+from skcontract.schedule.heuristics import schedule_key, selection_key
+from skcontract.schedule.scheduler import NO_TILES
 from skcontract.schedule.swizzle import tile_order
 from skcontract.schedule.types import TileOption
 
 H200 = DeviceInfo.h200()
 TILES = [(128, 128, 64), (128, 256, 64), (64, 64, 32), (32, 32, 16)]
+MENU = {
+    "float16": ((128, 128, 64), (128, 256, 64)),
+    "float32": ((128, 128, 64), (128, 256, 64), (128, 128, 32), (64, 128, 32)),
+    "float64": ((128, 128, 64), (128, 256, 64), (64, 128, 32), (64, 64, 32)),
+}
+"""Tiles the tests that let auto choose one plan on (the scheduler has no menu of its own)."""
 
 
 def toy(sms, ctas_per_sm=1):
@@ -223,7 +230,7 @@ def test_grouped_gemm_batch_is_group():
 def test_conv_problem_is_implicit_gemm():
     p = conv_problem(2, 3, 9, 9, 5, 3, 3, stride=2, padding=1)
     assert (p.m, p.n, p.k) == (2 * 5 * 5, 5, 27)
-    s = schedule_problem(p, H200)
+    s = schedule_problem(p, H200, tiles=MENU["float16"])
     validate_schedule(s)
 
 
@@ -247,9 +254,9 @@ def test_auto_wave_quantized_uses_stream_k_family():
 
 
 def test_auto_few_tiles_long_k_splits_k():
-    s = schedule_gemm(128, 128, 16384)
+    s = schedule_gemm(128, 128, 16384, tiles=MENU["float16"])
     assert s.mode in ("stream_k", "split_k") and 1 < s.grid <= 132
-    assert s.tile in tile_candidates("float16")
+    assert s.tile in MENU["float16"]
 
 
 def test_auto_short_k_is_dp():
@@ -282,7 +289,8 @@ def test_a_tile_walk_outside_what_the_kernels_decode_is_refused(option, value):
 
 def test_deterministic_grid_above_residency_is_refused():
     with pytest.raises(ValueError, match="deadlock"):
-        schedule_gemm(1000, 1000, 4000, mode="stream_k", grid=200, reduction="deterministic")
+        schedule_gemm(1000, 1000, 4000, mode="stream_k", grid=200, reduction="deterministic",
+                      tiles=MENU["float16"])
     s = schedule_gemm(1000, 1000, 4000, mode="stream_k", grid=200, reduction="atomic",
                       tile=(64, 64, 32))
     assert s.grid == 200 and not s.waits
@@ -320,25 +328,27 @@ def test_fallback_chain_records_reason():
     assert s.mode in ("aligned", "data_parallel")
 
 
-def test_schedule_step_and_summary():
-    class Step:
-        kind = "BATCHED_GEMM"
-        m, n, k, batch = 256, 256, 4096, 8
-        dtype = np.dtype("float16")
-
-    s = schedule_step(Step(), H200)
-    assert s is not None and s.problem.batch == 8
+def test_summary():
+    s = schedule_problem(GemmProblem(256, 256, 4096, batch=8), H200, tiles=MENU["float16"])
+    assert s.problem.batch == 8
     line = s.summary()
     assert s.mode in line and "grid=" in line and "eff=" in line and "\n" not in line
 
-    class Other(Step):
-        kind = "ELEMENTWISE"
 
-    assert schedule_step(Other(), H200) is None
+def test_the_scheduler_plans_on_the_tiles_it_is_given():
+    """No menu of its own: without tile options it refuses, and names where the GPU's
+    come from."""
+    with pytest.raises(ValueError, match="resolve_gemm") as e:
+        schedule_gemm(512, 512, 512)
+    assert str(e.value) == NO_TILES
+    with pytest.raises(ValueError, match="BM, BN, BK"):
+        schedule_gemm(512, 512, 512, tile=(128, 128))
+    assert schedule_gemm(512, 512, 512, tile=(128, 128), tiles=MENU["float16"]).tile == \
+        (128, 128, 64)
 
 
 def test_schedule_is_immutable():
-    s = schedule_gemm(512, 512, 512)
+    s = schedule_gemm(512, 512, 512, tile=(128, 128, 64))
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.mode = "x"
     with pytest.raises(ValueError):
@@ -397,9 +407,9 @@ def test_problem_validation():
     with pytest.raises(ValueError):
         GemmProblem(0, 1, 1)
     with pytest.raises(ValueError):
-        schedule_gemm(10, 10, 10, mode="nope")
+        schedule_gemm(10, 10, 10, mode="nope", tile=(128, 128, 64))
     with pytest.raises(ValueError):
-        schedule_gemm(10, 10, 10, reduction="nope")
+        schedule_gemm(10, 10, 10, reduction="nope", tile=(128, 128, 64))
     with pytest.raises(ValueError):
         schedule_gemm(10, 10, 10, tile=(0, 1, 1))
 
@@ -423,7 +433,8 @@ def test_shared_sum_flag_only_when_every_cta_is_resident():
 def test_auto_deterministic_weighs_the_shared_sum():
     """One tile with many peers: the deterministic chain merges 100+ partials one after the
     other, the shared sum in one pass; auto picks it. Many tiles: the chain stays."""
-    one = schedule_gemm(128, 128, 16384, dtype="float64", reduction="deterministic")
+    one = schedule_gemm(128, 128, 16384, dtype="float64", reduction="deterministic",
+                        tiles=MENU["float64"])
     assert (one.mode, one.reduction) == ("stream_k", "arrival") and one.shared_sum
     chain = [c for c in one.candidates if c.mode == "stream_k" and c.note != "shared sum"
              and c.tile == one.tile]
@@ -485,7 +496,7 @@ def test_a_problem_beyond_32_bit_tables_is_refused(m, n, k, batch):
     """The kernels read the split table as 32-bit ints: a larger coordinate would wrap
     (K1 negative, a tile outside the matrix), so the problem is refused."""
     with pytest.raises(ValueError, match="32-bit"):
-        schedule_gemm(m, n, k, batch=batch, dtype="float32")
+        schedule_gemm(m, n, k, batch=batch, dtype="float32", tiles=MENU["float32"])
 
 
 def test_a_range_row_walking_past_32_bits_is_refused():
@@ -510,10 +521,11 @@ def test_a_cluster_larger_than_the_resident_ctas_is_not_planned():
     """On a device that does not count its clusters, a cluster must still fit in its
     resident CTAs (else its CTAs wait for peers that never start); the checker says so."""
     dev = DeviceInfo("3-SM device", 3, (9, 0), 8 << 20, 228 * 1024)
-    s = schedule_gemm(128, 128, 8192, reduction="cluster", device=dev)
+    s = schedule_gemm(128, 128, 8192, reduction="cluster", device=dev, tiles=MENU["float16"])
     validate_schedule(s)
     assert s.splits_per_tile <= dev.resident_ctas
-    big = schedule_gemm(128, 128, 8192, reduction="cluster", device=DeviceInfo.h200())
+    big = schedule_gemm(128, 128, 8192, reduction="cluster", device=DeviceInfo.h200(),
+                        tiles=MENU["float16"])
     assert big.splits_per_tile > dev.resident_ctas
     with pytest.raises(InvalidSchedule, match="resident"):
         validate_schedule(dataclasses.replace(big, device=dev))

@@ -48,7 +48,7 @@ def test_draw_without_matplotlib_says_how_to_install(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(ImportError, match="pip install"):
-        draw_schedule(schedule_gemm(256, 256, 256), None)
+        draw_schedule(schedule_gemm(256, 256, 256, tile=(128, 128, 64)), None)
 
 
 def test_report_covers_every_gemm_shape():
@@ -81,7 +81,8 @@ def test_a_picture_of_many_tiles_merges_each_ctas_whole_tiles():
     from skcontract.schedule import draw
     from skcontract.schedule.emulate import timeline
 
-    s = schedule_gemm(23168, 23168, 1024, dtype="float16", device=DeviceInfo.h200()).expanded()
+    s = schedule_gemm(23168, 23168, 1024, dtype="float16", device=DeviceInfo.h200(),
+                      tiles=[(128, 128, 64), (128, 256, 64)]).expanded()
     assert len(s.table) > draw.MAX_SINGLE_BARS and s.num_fixup_tiles == 0
     tl = timeline(s)
     bars = draw._bars(s, tl, list(range(len(s.table))))
