@@ -5,11 +5,13 @@ Every ``import`` statement counts, module-level or inside a function."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "skcontract"
+ARCHITECTURE = ROOT.parent / "docs" / "design" / "architecture.md"
 
 LAYERS = {
     "skcontract.dtypes": 0, "skcontract.parse": 0, "skcontract.kinds": 0,
@@ -28,6 +30,35 @@ SCHEDULER_PUBLIC = {"skcontract.schedule", "skcontract.schedule.table",
                     "skcontract.schedule.heuristics", "skcontract.schedule.draw"}
 """What layers above the scheduler may import of it: its package namespace, the table format,
 its value types, DeviceInfo, the named constants, the picture."""
+
+
+def _documented_layers() -> dict[str, int]:
+    """architecture.md's layer table: unit -> layer (a short name is skcontract's)."""
+    out = {}
+    for line in ARCHITECTURE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].isdigit():
+            for name in re.findall(r"`([^`]+)`", cells[1].split("(")[0]):
+                unit = name if name.startswith("skcontract") else f"skcontract.{name}"
+                out[unit] = int(cells[0])
+    return out
+
+
+def test_the_documented_layers_are_the_asserted_ones():
+    """docs/design/architecture.md's layer table is this test's LAYERS."""
+    assert _documented_layers() == LAYERS
+
+
+def test_the_library_imports_nothing_from_tools():
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] == "tools"], path
 
 
 def _module_name(path: Path) -> str:

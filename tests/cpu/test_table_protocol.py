@@ -12,6 +12,7 @@ from skcontract.schedule import schedule_gemm
 from skcontract.schedule import table as T
 
 CUDA = Path(__file__).resolve().parents[2] / "skcontract" / "kernels" / "cuda"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design"
 
 
 def _enum(text: str, prefix: str) -> dict[str, int]:
@@ -62,6 +63,17 @@ def test_protocol_codes_match_the_fixup():
     assert codes == {f"REDUCTION_{n.upper()}": v for n, v in T.PROTOCOL_CODES.items()}
     assert '#include "protocol.cuh"' in (CUDA / "fixup.cuh").read_text()
     assert "REDUCTION_CLUSTER = 4" in jit.inline_headers("sk_gemm.cuh")
+
+
+@pytest.mark.parametrize("page,with_codes", [("architecture.md", True), ("stream_k.md", True),
+                                             ("kernels.md", False)])
+def test_the_design_pages_list_every_protocol(page, with_codes):
+    """Where docs/design lists the kernels' REDUCTION constants, it lists each of them (with
+    its code where it gives codes)."""
+    text = (DESIGN / page).read_text()
+    for name, code in T.PROTOCOL_CODES.items():
+        want = f"REDUCTION_{name.upper()}" + (f" = {code}" if with_codes else "")
+        assert want in text, f"{page} lacks {want}"
 
 
 @pytest.mark.parametrize("mode,reduction", [("data_parallel", "deterministic"),
