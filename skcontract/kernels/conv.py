@@ -7,8 +7,9 @@ channels-last input gives k-contiguous rows of A. The scheduler plans it like an
 (:func:`resolve_conv`: the catalogue's entries with a convolution entry); the kernel reads
 A's rows from the input in its load stage (a gather, or TMA im2col; padding is zero-fill),
 reads the filters as (K, R, S, C/groups) rows and writes the NHWC output.
-:func:`conv_launch` gives the cached launch of one layout, called on device pointers;
-:mod:`skcontract.ops.conv2d_gpu` arranges the arrays.
+:func:`conv_step_launch` makes a convolution's launch value when it is planned
+(:mod:`skcontract.ops.conv_plan`), :func:`bind` binds it to a device through the one cache of
+LaunchPlans (:mod:`.bound`); :mod:`skcontract.ops.conv2d_gpu` arranges the arrays.
 """
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ import numpy as np
 from ..kinds import Kind
 from ..schedule import DeviceInfo
 from ..schedule.types import CLUSTER
-from . import jit, specs, tma
+from . import bound, specs, tma
 from .catalogue import INPUT_DTYPES, entries_for
 from .catalogue.wgmma import WGMMA_SWIZZLE_BYTES
 from .launch import LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
+from .step_launch import StepLaunch
 
 CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
@@ -33,9 +35,6 @@ CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8
 CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
 CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
 """A packed ConvShape as the kernel argument CuPy passes by value."""
-
-_PLANS: dict = {}
-
 
 class InputView(NamedTuple):
     """A channels-last input on the device: its address and its image, row and column
@@ -267,71 +266,95 @@ def tma_channel_block(dtype: str) -> int:
     return WGMMA_SWIZZLE_BYTES // specs.CXX_TYPES[dtype][1]
 
 
-class ConvLaunch(NamedTuple):
-    """A convolution's cached launch: the plan, its bound launch (None without cuda.bindings'
-    launch) and the launch's arguments after the pointers (ConvShape last). Calling it
-    launches on new pointers."""
+class ConvArgs(NamedTuple):
+    """What a convolution's launch needs beyond its kernel and schedule
+    (:attr:`.step_launch.StepLaunch.conv`): ``geometry``, the convolution the im2col kernel
+    runs (a ConvGeometry: after channel padding or folding); ``strides``, the image, row and
+    column strides in elements of the channels-last input view it reads (0 for an axis of
+    one); ``ldb``, the elements between two output channels' filters; ``extent``, a folded
+    convolution's elements of a pixel that hold data (:class:`FoldedTaps`; None: not
+    folded)."""
+
+    geometry: tuple
+    strides: tuple[int, int, int]
+    ldb: int
+    extent: int | None = None
+
+    def shape(self) -> np.void:
+        """The packed ConvShape argument (:func:`conv_shape`)."""
+        return conv_shape(self.geometry, InputView(0, *self.strides), self.extent or 0)
+
+    def gemm_args(self, problem, beta: float) -> tuple:
+        """The arguments an im2col launch takes after the three pointers and before the
+        ConvShape, for the schedule's ``problem`` (whose k the TMA entry pads)."""
+        g = self.geometry
+        cg, kg = g.c // g.groups, g.k // g.groups
+        return (problem.m, problem.n, problem.k, 0, self.ldb, g.k, cg, kg * self.ldb, kg,
+                1.0, beta)
+
+
+def conv_step_launch(g, dtype: str, device: DeviceInfo, *, strides: tuple, ldb: int,
+                     a_vec16: bool, b_vec16: bool, extent: int | None = None,
+                     mode: str = "auto", reduction: str = DEFAULT_REDUCTION, tile=None,
+                     grid=None) -> StepLaunch:
+    """The launch of convolution ``g`` (a ConvGeometry) over a channels-last input view of
+    ``strides`` and filters whose output channels are ``ldb`` elements apart, whose input
+    (A) and filters (B) copy in 16-byte vectors or not (:func:`vectors_fit`): the schedule and
+    entry of :func:`resolve_conv`, the im2col kernel of that entry, and the convolution's
+    :class:`ConvArgs`. ``extent``: a folded convolution's (:class:`FoldedTaps`), which the
+    TMA entry runs, zeroing the rest of each channel block it loads. Pure Python: made when
+    a convolution is planned (:func:`skcontract.ops.conv_plan.plan_conv2d`).
+
+    >>> from skcontract.ops.conv2d import conv_geometry
+    >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+    >>> launch = conv_step_launch(g, "float16", DeviceInfo.h200(), strides=(0, 3584, 512),
+    ...                           ldb=4608, a_vec16=True, b_vec16=True)
+    >>> launch.spec.im2col, launch.entry.IM2COL, launch.conv.ldb
+    (True, 'tma', 4608)
+    """
+    options = {} if grid is None else {"grid": grid}
+    schedule, entry = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
+                                  vec16=a_vec16 and b_vec16, tma_only=extent is not None,
+                                  **options)
+    spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
+                            a_vec16=a_vec16, b_vec16=b_vec16, a_source="im2col")
+    return StepLaunch(schedule, spec, conv=ConvArgs(g, tuple(strides), ldb, extent))
+
+
+class BoundConv(NamedTuple):
+    """A convolution plan's launch bound to a device (:func:`bind`): the LaunchPlan, its
+    bound launch (None without cuda.bindings' launch) and the launch's arguments after the
+    pointers (an im2col kernel's ConvShape last). Calling it launches on new pointers (the
+    kernel's A, B and C)."""
 
     plan: LaunchPlan
     bound: object
     args: tuple
+    im2col: bool
 
-    def __call__(self, x_ptr: int, w_ptr: int, out_ptr: int, stream) -> None:
+    def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         if self.bound is not None:
-            self.bound(x_ptr, w_ptr, out_ptr, stream)
-        else:
-            self.plan.launch(x_ptr, w_ptr, out_ptr, *self.args[:-1], stream,
+            self.bound(a_ptr, b_ptr, c_ptr, stream)
+        elif self.im2col:
+            self.plan.launch(a_ptr, b_ptr, c_ptr, *self.args[:-1], stream,
                              conv=self.args[-1])
+        else:
+            self.plan.launch(a_ptr, b_ptr, c_ptr, *self.args, stream)
 
 
-def conv_launch(g, dtype: str, x: InputView, w_ptr: int, ldb: int, *, beta: float, dev: int,
-                device: DeviceInfo, stream, mode: str = "auto",
-                reduction: str = DEFAULT_REDUCTION, tile=None, grid=None,
-                extent: int | None = None) -> ConvLaunch:
-    """The launch of convolution ``g`` on inputs laid out as ``x`` and filters at ``w_ptr``
-    whose output channels are ``ldb`` elements apart (the pointers' 16-byte alignment
-    included): made once (schedule, compiled kernel, uploaded table, bound arguments), then
-    cached by everything it depends on. ``extent``: a folded convolution's
-    (:class:`FoldedTaps`) elements of a pixel of ``x`` that hold data; the TMA entry runs it
-    and zeros the rest of each channel block it loads."""
-    a_vec, b_vec = vectors_fit(g, dtype, x, w_ptr, ldb)
-    key = (dev, dtype, g, x[1:], ldb, a_vec, b_vec, beta, mode, reduction,
-           None if tile is None else tuple(tile), grid, extent)
-    cached = _PLANS.get(key)
-    if cached is None:
-        cached = _PLANS[key] = _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device,
-                                          stream, mode, reduction, tile, grid, extent)
-    return cached
-
-
-def _launch_args(plan, g, x, ldb, beta, extent) -> tuple:
-    """Everything an im2col launch takes after the three pointers, ConvShape last."""
-    cg, kg = g.c // g.groups, g.k // g.groups
-    p = plan.schedule.problem
-    return (p.m, p.n, p.k, 0, ldb, g.k, cg, kg * ldb, kg, 1.0, beta,
-            conv_shape(g, x, extent or 0))
-
-
-def _make_plan(g, dtype, x, ldb, a_vec, b_vec, beta, dev, device, stream, mode, reduction,
-               tile, grid, extent):
-    """The :class:`ConvLaunch` of a convolution (see :func:`conv_launch`)."""
-    options = {} if grid is None else {"grid": grid}
-    schedule, entry = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
-                                  vec16=a_vec and b_vec, tma_only=extent is not None,
-                                  **options)
-    spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
-                            a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
-    kernel = jit.get_kernel(spec, dev)
-    plan = LaunchPlan(kernel, schedule, dev, stream)
-    if plan.tensor_maps:
-        plan.map_source = functools.partial(tma.conv_maps, spec, g, x[1:], ldb,
-                                            schedule.problem.m)
-    jit.print_kernel(f"conv2d {dtype} {tuple(g)} -> {spec.name} (occupancy "
-                     f"{kernel.occupancy}/SM)\n    schedule: {schedule.summary()}")
-    args = _launch_args(plan, g, x, ldb, beta, extent)
-    *gemm_args, conv = args
-    return ConvLaunch(plan, plan.bind(*gemm_args, conv=conv), args)
-
-
-def clear_plans() -> None:
-    _PLANS.clear()
+def bind(launch: StepLaunch, args: tuple, dev: int, stream) -> BoundConv:
+    """``launch`` (a convolution plan's: im2col, or the GEMM or Dot launch of a pointwise
+    convolution) on device ``dev`` with ``args``, the arguments after the pointers (an im2col
+    launch's ConvShape excluded: it comes from :attr:`~.step_launch.StepLaunch.conv`). The
+    LaunchPlan comes from the one cache of them (:func:`.bound.launch_plan`, compiled and
+    uploaded once); an im2col launch on the TMA entry gets its maps from the convolution's
+    facts, which the launch value's key holds."""
+    plan = bound.launch_plan(launch, dev, stream)
+    conv = launch.conv
+    if conv is None:
+        return BoundConv(plan, plan.bind(*args), tuple(args), False)
+    if plan.tensor_maps and plan.map_source is None:
+        plan.map_source = functools.partial(tma.conv_maps, launch.spec, conv.geometry,
+                                            conv.strides, conv.ldb, launch.schedule.problem.m)
+    shape = conv.shape()
+    return BoundConv(plan, plan.bind(*args, conv=shape), (*args, shape), True)

@@ -218,7 +218,7 @@ launches it through cuLaunchKernelEx."""
 PROGRAMMATIC_LAUNCH = True
 """Whether kernels built for sm_90 or later launch with programmatic stream serialization
 (read when a LaunchPlan is made: plans cached before a change keep their setting until
-``gemm.clear_plans()`` / ``conv.clear_plans()``)."""
+``gemm.clear_plans()`` / ``ops.conv2d_gpu.clear_plans()``)."""
 PROGRAMMATIC_MIN_ARCH = 90
 """The first architecture with ``griddepcontrol``: every kernel waits in it for the previous
 kernel of its stream (``follow_previous_grid``, ``fixup.cuh``); before it the wait compiles to

@@ -3,13 +3,15 @@
 The resolver (:func:`.resolve.resolve_step`) makes one for each GEMM-class step a kernel
 takes: the schedule, the kernel specialisation (entry, fixup protocol, operand layouts and
 vector widths), the operand copies made before the launch, and the Dot form of a
-memory-bound step. The plan holds it and prints it; the backend binds pointers to it
-(:mod:`.bound`) without entering the resolver or the catalogue. Pure Python: plans for a GPU
-are made and shown anywhere.
+memory-bound step; a convolution's plan (:mod:`skcontract.ops.conv_plan`) holds one too,
+with its implicit GEMM's facts (``conv``). The plan holds it and prints it; the backend binds
+pointers to it (:mod:`.bound`) without entering the resolver or the catalogue. Pure Python:
+plans for a GPU are made and shown anywhere.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..schedule import Schedule
 from .forms import DotForm, loads_aligned
@@ -21,13 +23,17 @@ class StepLaunch:
     says, for A and B, whether the operand is first copied K-major (the entries that read
     K-major operands only, or where the copy costs less than turning the operand in the
     kernel's stages); ``form`` is the step's Dot form when the Dot family runs it (its
-    operands in the form's order). Two launches with equal :attr:`key` launch the same
-    kernel on the same split table."""
+    operands in the form's order); ``conv`` is a convolution's (:class:`.conv.ConvArgs`:
+    the geometry the im2col kernel runs, its input view's strides, the filters' row stride,
+    a folded convolution's extent), from which its ConvShape argument and TMA maps are made.
+    Two launches with equal :attr:`key` launch the same kernel on the same split table (and
+    the same convolution)."""
 
     schedule: Schedule
     spec: KernelSpec
     copies: tuple[bool, bool] = (False, False)
     form: DotForm | None = None
+    conv: Any = None
 
     @property
     def entry(self):
@@ -36,11 +42,11 @@ class StepLaunch:
 
     @property
     def key(self) -> tuple:
-        """What identifies the launch: the split table's content, the kernel, the copies
-        and the form (the schedule's numpy table is compared by digest)."""
+        """What identifies the launch: the split table's content, the kernel, the copies,
+        the form and the convolution (the schedule's numpy table is compared by digest)."""
         s = self.schedule
         return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.cluster,
-                s.protocol, self.spec, self.copies, self.form)
+                s.protocol, self.spec, self.copies, self.form, self.conv)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, StepLaunch) and self.key == other.key

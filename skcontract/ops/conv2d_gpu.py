@@ -1,5 +1,9 @@
-"""conv2d on the GPU: arranges the caller's arrays (CuPy, or CUDA torch tensors) for the
-implicit-GEMM kernels (:mod:`skcontract.kernels.conv`) and returns the caller's type.
+"""conv2d on the GPU: plans a call (:mod:`.conv_plan`: one plan for each device, dtype,
+geometry, layout and alignment of the arrays, bias and schedule options, made once), arranges
+the caller's arrays (CuPy, or CUDA torch tensors) as the plan says, launches the plan's
+launch through the one cache of bound launches (:func:`skcontract.kernels.conv.bind`; the
+resolver is entered when the plan is made, never at the launch) and returns the caller's
+type. :func:`plan_of` gives the plan a call runs, :func:`run_plan` runs a given one.
 
 What is read in place and what is copied:
 
@@ -23,19 +27,21 @@ What is read in place and what is copied:
 """
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from ..interop import is_torch
-from ..kernels import fold_copy
-from ..kernels.conv import (InputView, conv_launch, fold_runs_tile, folded_taps,
-                             padded_channels)
-from ..kernels.launch import sm_count
-from ..kernels.gemm import gemm
-from ..kernels.specs import VEC16_BYTES
+from ..kernels import bound, fold_copy
+from ..kernels.conv import bind
+from ..kernels.jit import RegisterCountError
+from ..kernels.launch import CoResidencyError, sm_count
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
+from ..kernels.specs import VEC16_BYTES
+from .conv_plan import (BIAS_ONLY, EMPTY, IMPLICIT_GEMM, POINTWISE, ConvOperands, ConvPlan,
+                        plan_conv2d)
 
 
 WARM_CALLS = 4096
@@ -103,78 +109,187 @@ def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic"
     place is remembered for :func:`warm_conv2d` (None: not remembered)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    ops = _ops_for(input)
-    batched = len(input.shape) == 4
-    x = input if batched else input[None]
+    x = input if len(input.shape) == 4 else input[None]
     X, Wt = describe(x), describe(weight)
-    channels_last = _dense_nhwc(X)
     dev = cupy.cuda.runtime.getDevice()
+    _check_devices(X, Wt, bias, dev)
+    operands = ConvOperands.of(X, Wt, bias is not None)
+    key = (dev, X.dtype, g, operands, mode, reduction, None if tile is None else tuple(tile),
+           grid)
+    try:
+        call = _CALLS.get(key)
+    except TypeError:  # an unhashable argument: planned, not remembered (the resolver says)
+        key, call = None, None
+    if call is None:
+        call = _Call(plan_conv2d(g, X.dtype, device_info(dev), operands, mode=mode,
+                                 reduction=reduction, tile=tile, grid=grid))
+        if key is not None:
+            if len(_CALLS) >= PLANS:
+                _CALLS.clear()
+            _CALLS[key] = call
+    return _run(call, input, x, X, weight, Wt, bias, dev, warm_args)
+
+
+PLANS = 4096
+"""Convolution plans remembered by call (device, dtype, geometry, the arrays' layouts and
+alignment, bias, schedule options): a network's layers, a few layouts each."""
+_CALLS: dict = {}
+
+
+class _Call:
+    """A call's plan (:class:`~.conv_plan.ConvPlan`) and, once it has launched, its launch
+    bound to the device (:func:`skcontract.kernels.conv.bind`)."""
+
+    __slots__ = ("plan", "launch")
+
+    def __init__(self, plan: ConvPlan):
+        self.plan, self.launch = plan, None
+
+
+def plan_of(input, weight, bias, g, *, mode="auto", reduction="deterministic", tile=None,
+            grid=None) -> ConvPlan:
+    """The plan :func:`conv2d_gpu` launches for these arrays and arguments on the current
+    device (made here, or the one it made before)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    x = input if len(input.shape) == 4 else input[None]
+    X, Wt = describe(x), describe(weight)
+    dev = cupy.cuda.runtime.getDevice()
+    operands = ConvOperands.of(X, Wt, bias is not None)
+    key = (dev, X.dtype, g, operands, mode, reduction, None if tile is None else tuple(tile),
+           grid)
+    call = _CALLS.get(key)
+    if call is not None:
+        return call.plan
+    return plan_conv2d(g, X.dtype, device_info(dev), operands, mode=mode, reduction=reduction,
+                       tile=tile, grid=grid)
+
+
+def run_plan(plan: ConvPlan, input, weight, bias=None):
+    """Run ``plan`` (made by :func:`~.conv_plan.plan_conv2d` or
+    :func:`skcontract.explain_conv2d` for this device) on GPU arrays laid out as it says:
+    its launch, bound through the one cache of LaunchPlans, without entering the resolver.
+    ValueError for arrays of other shapes, dtype, layouts or alignment than the plan's, or
+    for a plan made for no device (which has no launch)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    if plan.launch is None and plan.route in (POINTWISE, IMPLICIT_GEMM):
+        raise ValueError("conv2d: the plan was made for no device: it has no launch to run "
+                         "(plan with device='gpu')")
+    x = input if len(input.shape) == 4 else input[None]
+    X, Wt = describe(x), describe(weight)
+    dev = cupy.cuda.runtime.getDevice()
+    _check_devices(X, Wt, bias, dev)
+    g = plan.geometry
+    got = (tuple(X.shape), tuple(Wt.shape), X.dtype, ConvOperands.of(X, Wt, bias is not None))
+    want = ((g.n, g.c, g.h, g.w), (g.k, g.c // g.groups, g.r, g.s), plan.dtype, plan.operands)
+    if got != want:
+        raise ValueError(f"conv2d: the plan is for {want}; the arrays are {got}")
+    return _run(_Call(plan), input, x, X, weight, Wt, bias, dev, None)
+
+
+def _check_devices(X, Wt, bias, dev: int) -> None:
     devices = {X.device_id, Wt.device_id} | ({describe(bias).device_id} if bias is not None
                                             else set())
     if devices != {dev}:
         raise ValueError(f"conv2d: arrays on devices {sorted(devices)}; the current device is "
                          f"{dev} (use cupy.cuda.Device)")
-    shape_out = (g.n, g.k, g.p, g.q)
-    if 0 in shape_out:
+
+
+def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
+    """Arrange the arrays as ``call``'s plan says, launch, and return the caller's result."""
+    plan, g = call.plan, call.plan.geometry
+    ops = _ops_for(input)
+    batched = len(input.shape) == 4
+    if plan.route == EMPTY:
         out = ops.empty((g.n, g.p, g.q, g.k), x)
-        return _as_caller(ops, out, channels_last, batched)
+        return _as_caller(ops, out, plan.channels_last, batched)
     stream = ops.stream(dev)
-    if _is_pointwise(g) and _pointwise_rows_fit(X, g, channels_last):
-        out = _pointwise(ops, x, weight, bias, g, channels_last, stream, mode=mode,
-                         reduction=reduction, tile=tile, grid=grid)
+    if plan.route == POINTWISE:
+        out = _pointwise(call, ops, x, X, weight, Wt, bias, dev, stream)
         return out if batched else out[0]
-    device = device_info(dev)
-    cp = padded_channels(g, X.dtype)
-    fold = folded_taps(g, X.dtype, device) if cp is not None else None
-    if fold is not None and tile is not None and not fold_runs_tile(fold, X.dtype, device, tile):
-        fold = None
-    if fold is not None:  # few channels, each filter row's taps folded into channels
-        xs, ws = folded_copies(ops, _ops_for(weight), x, weight, g, fold)
-        view = InputView(describe(xs).ptr, *fold.input_strides)
-        g = fold.geometry
-        Wt, ldb = describe(ws), g.r * g.c
-    elif cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
-        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), cp)
-        w_ops = _ops_for(weight)
-        ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), cp)
-        g = g._replace(c=cp)
-        view = InputView(describe(xs).ptr, g.h * g.w * cp, g.w * cp, cp)
-        Wt, ldb = describe(ws), g.r * g.s * cp
-    elif _channels_contiguous(X):
-        xs = x
-        view = InputView(X.ptr, _stride(X, 0), _stride(X, 2), _stride(X, 3))
-    else:  # NCHW: one NHWC copy
-        xs = ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
-        view = InputView(describe(xs).ptr, g.h * g.w * g.c, g.w * g.c, g.c)
-    if cp is None:
-        ldb = _filter_rows(Wt, g)
-        ws = weight
-        if ldb is None:
-            w_ops = _ops_for(weight)
-            ws = w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
-            Wt, ldb = describe(ws), (g.c // g.groups) * g.r * g.s
+    if plan.route == BIAS_ONLY:  # nothing to sum: the output is the bias (or zeros)
+        out = ops.empty((g.n, g.p, g.q, g.k), x)
+        if bias is not None:
+            ops.fill_rows(out, bias)
+        else:
+            ops.zero(out)
+        return _as_caller(ops, out, plan.channels_last, batched)
+    w_ops = _ops_for(weight)
+    x_ptr, w_ptr = X.ptr, Wt.ptr
+    if plan.input_copy == "folded":  # few channels, each filter row's taps folded
+        xs, ws = folded_copies(ops, w_ops, x, weight, g, plan.fold)
+    elif plan.input_copy == "padded":  # few channels: zero-padded copies of whole vectors
+        c = plan.run_geometry.c
+        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), c)
+        ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), c)
+    else:
+        xs = x if plan.input_copy is None else ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
+        ws = weight if plan.filter_copy is None else \
+            w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
+    if xs is not x:
+        x_ptr = _fresh(xs)
+    if ws is not weight:
+        w_ptr = _fresh(ws)
     out = ops.empty((g.n, g.p, g.q, g.k), x)
-    beta = 0.0
     if bias is not None:
         ops.fill_rows(out, bias)
-        beta = 1.0
-    if g.c // g.groups == 0:  # nothing to sum: the output is the bias (or zeros)
-        if bias is None:
-            ops.zero(out)
-    else:
-        launch = conv_launch(g, X.dtype, view, Wt.ptr, ldb, beta=beta, dev=dev,
-                             device=device, stream=stream, mode=mode,
-                             reduction=reduction, tile=tile, grid=grid,
-                             extent=None if fold is None else fold.extent)
-        launch(view.ptr, Wt.ptr, ops.ptr(out), stream)
-        key = None
-        if warm_args is not None and xs is x and ws is weight and len(_WARM) < WARM_CALLS:
-            key = warm_key(input, weight, bias, warm_args)
-        if key is not None:
-            _WARM[key] = _WarmCall(ops, launch, dev, (g.n, g.p, g.q, g.k), channels_last,
-                                   batched)
+    launch = _bound(call, dev, stream)
+    launch(x_ptr, w_ptr, ops.ptr(out), stream)
+    key = None
+    if warm_args is not None and xs is x and ws is weight and len(_WARM) < WARM_CALLS:
+        key = warm_key(input, weight, bias, warm_args)
+    if key is not None:
+        _WARM[key] = _WarmCall(ops, launch, dev, (g.n, g.p, g.q, g.k), plan.channels_last,
+                               batched)
     del xs, ws  # held until the launch is queued (the stream orders their reuse)
-    return _as_caller(ops, out, channels_last, batched)
+    return _as_caller(ops, out, plan.channels_last, batched)
+
+
+def _fresh(a) -> int:
+    """The address of a copy made for the launch, which the plan takes for a fresh
+    allocation's (16-byte vectors; RuntimeError otherwise)."""
+    ptr = describe(a).ptr
+    if ptr % VEC16_BYTES:
+        raise RuntimeError(f"conv2d: a copy at {ptr:#x} is not on 16 bytes, as the plan "
+                           "assumed of a fresh allocation")
+    return ptr
+
+
+def _bound(call: _Call, dev: int, stream):
+    """The call's launch bound to device ``dev`` (:func:`skcontract.kernels.conv.bind`),
+    made once. A pointwise GEMM whose kernel this device cannot build as its entry declares
+    (a register count this compiler misses; a cluster pair of which the device keeps fewer
+    clusters resident than planned, where auto chose it) is planned again without that
+    entry, as :func:`skcontract.kernels.gemm.gemm` does, and the call keeps that plan, whose
+    ``fallback`` says so."""
+    launch = call.launch
+    if launch is not None:
+        return launch
+    plan = call.plan
+    try:
+        launch = call.launch = bind(plan.launch, plan.args, dev, stream)
+    except (RegisterCountError, CoResidencyError) as e:
+        entry = plan.launch.entry
+        if plan.route != POINTWISE or plan.launch.form is not None or (
+                isinstance(e, CoResidencyError) and not (plan.tile is None and
+                                                         entry.CLUSTER > 1)):
+            raise
+        warnings.warn(f"{e}; planned again without {entry.name}", RuntimeWarning)
+        call.plan = plan_conv2d(plan.geometry, plan.dtype, plan.device, plan.operands,
+                                mode=plan.mode, reduction=plan.reduction, tile=plan.tile,
+                                grid=plan.grid, exclude=plan.exclude | {entry},
+                                fallback=f"{e}; planned without {entry.name}")
+        return _bound(call, dev, stream)
+    return launch
+
+
+def clear_plans() -> None:
+    """Forget the plans and launches made so far (this module's, the warm calls', and the
+    one cache of LaunchPlans)."""
+    _CALLS.clear()
+    _WARM.clear()
+    bound.clear_plans()
 
 
 def folded_copies(ops, w_ops, x, weight, g, fold):
@@ -189,103 +304,36 @@ def folded_copies(ops, w_ops, x, weight, g, fold):
     return xs, ws.reshape((g.k, g.r, 1, fold.geometry.c))
 
 
-def _pointwise_rows_fit(X, g, channels_last: bool) -> bool:
-    """Whether a pointwise convolution's input is read in place as the GEMM's A with rows
-    of whole 16-byte vectors (as the im2col path's NHWC copy would give them): a dense
-    channels-last input of C channels a pixel, or a dense NCHW one of H x W pixels a
-    channel."""
-    elem = X.itemsize()
-    if channels_last:
-        return (g.c * elem) % VEC16_BYTES == 0
-    return _dense_nchw(X) and (g.h * g.w * elem) % VEC16_BYTES == 0
-
-
-def _is_pointwise(g) -> bool:
-    """1 x 1 filters, stride 1, no padding, one group: each output pixel is the filters'
-    product with that input pixel's channels."""
-    return (g.r, g.s, g.stride, g.padding, g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
-
-
-def _pointwise(ops, x, weight, bias, g, channels_last, stream, **schedule):
-    """A pointwise convolution as one GEMM, out[pixels, k] = x[pixels, c] @ w[c, k], over
-    views in the caller's layouts: a channels-last input is (N H W) x C row-major and its
-    output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
+def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
+    """A pointwise convolution as its plan's one product over views in the caller's layouts
+    (:func:`~.conv_plan.plan_conv2d`): a channels-last input is (N H W) x C row-major and
+    its output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
-    The filters (K, C, 1, 1) are read as their C x K transpose. Returns the (N, K, H, W)
-    output in the input's memory format. Filters without a unit stride along K or C are
-    copied first, on their own library's stream (the GEMM would copy them on CuPy's). A
-    forced ``tile`` names (pixels, output channels), as the im2col path's; the NCHW product
-    is computed transposed (its output is column-major), so the tile is swapped to match.
-    A pointwise call is not remembered for the warm path (:func:`warm_conv2d`)."""
-    n, c, hw, k = g.n, g.c, g.h * g.w, g.k
-    w_ops = _ops_for(weight)
-    filters = w_ops.permute(weight.reshape((k, c)), (1, 0))
-    if c > 1 and k > 1 and 1 not in describe(filters).strides:
-        filters = w_ops.contiguous(filters)
-    tile = schedule.get("tile")
-    if tile is not None and not channels_last:
-        schedule["tile"] = (tile[1], tile[0], *tile[2:])
-    if channels_last:
-        out = ops.empty((n, g.h, g.w, k), x)
-        a = ops.permute(x, (0, 2, 3, 1)).reshape((n * hw, c))
-        product = out.reshape((n * hw, k))
-    else:
-        out = ops.empty((n, k, g.h, g.w), x)
-        a = ops.permute(x.reshape((n, c, hw)), (0, 2, 1))
-        product = ops.permute(out.reshape((n, k, hw)), (0, 2, 1))
-    beta = 0.0
+    The filters (K, C, 1, 1) are read as their C x K transpose, or from a contiguous copy
+    where the plan says (made on their own library's stream). Returns the (N, K, H, W)
+    output in the input's memory format. A pointwise call is not remembered for the warm
+    path (:func:`warm_conv2d`)."""
+    g = call.plan.geometry
+    n, c, k = g.n, g.c, g.k
+    filters, w_ptr = weight, Wt.ptr
+    if call.plan.filter_copy is not None:
+        w_ops = _ops_for(weight)
+        filters = w_ops.contiguous(w_ops.permute(weight.reshape((k, c)), (1, 0)))
+        w_ptr = _fresh(filters)
+    channels_last = call.plan.channels_last
+    out = ops.empty((n, g.h, g.w, k) if channels_last else (n, k, g.h, g.w), x)
     if bias is not None:
-        if channels_last:
-            ops.fill_rows(out, bias)
-        else:
-            ops.fill_rows(ops.permute(out, (0, 2, 3, 1)), bias)
-        beta = 1.0
-    gemm(a, filters, product, beta=beta, stream=stream, **schedule)
+        ops.fill_rows(out if channels_last else ops.permute(out, (0, 2, 3, 1)), bias)
+    launch = _bound(call, dev, stream)
+    a_ptr, b_ptr = (w_ptr, X.ptr) if call.plan.swapped else (X.ptr, w_ptr)
+    launch(a_ptr, b_ptr, ops.ptr(out), stream)
+    del filters  # held until the launch is queued
     return ops.permute(out, (0, 3, 1, 2)) if channels_last else out
-
-
-def _dense_nchw(x) -> bool:
-    """The input's (N, C, H, W) dense in that order."""
-    n, c, h, w = x.shape
-    return all(size <= 1 or st == want for size, st, want in zip(
-        (n, c, h, w), x.strides, (c * h * w, h * w, w, 1)))
 
 
 def _ops_for(a):
     """The array operations of ``a``'s library (torch or CuPy)."""
     return _TorchOps() if is_torch(a) else _CupyOps()
-
-
-def _stride(op, axis: int) -> int:
-    """An axis' stride in elements, 0 for an axis of one element (never stepped over)."""
-    return op.strides[axis] if op.shape[axis] > 1 else 0
-
-
-def _channels_contiguous(x) -> bool:
-    return x.shape[1] <= 1 or x.strides[1] == 1
-
-
-def _dense_nhwc(x) -> bool:
-    """A dense NHWC layout that is not also dense NCHW (as the CPU path's rule)."""
-    n, c, h, w = x.shape
-    sn, sc, sh, sw = x.strides
-    nhwc = all(size <= 1 or st == want for size, st, want in (
-        (c, sc, 1), (w, sw, c), (h, sh, w * c), (n, sn, h * w * c)))
-    nchw = all(size <= 1 or st == want for size, st, want in (
-        (w, sw, 1), (h, sh, w), (c, sc, h * w), (n, sn, c * h * w)))
-    return nhwc and not nchw
-
-
-def _filter_rows(w, g) -> int | None:
-    """The elements between two output channels' filters when each filter's (R, S, C/groups)
-    is dense with the channels fastest (read in place); None when the filters need a copy."""
-    k, cg, r, s = w.shape
-    sk, sc, sr, ss = w.strides
-    dense = all(size <= 1 or st == want for size, st, want in (
-        (cg, sc, 1), (s, ss, cg), (r, sr, s * cg)))
-    if not dense:
-        return None
-    return sk if k > 1 else r * s * cg
 
 
 def _as_caller(ops, out, channels_last: bool, batched: bool):

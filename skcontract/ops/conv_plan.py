@@ -1,0 +1,573 @@
+"""A convolution's GPU plan: everything ``conv2d`` decides before it launches, as one frozen
+value that prints as a table (:class:`ConvPlan`), made from shapes by :func:`plan_conv2d`.
+
+The plan says which way the convolution runs (one GEMM over views for a pointwise
+convolution, else the implicit GEMM on a family's im2col entry), which operands are read in
+place and which are copied first (NHWC, channels zero-padded, filter rows folded into
+channels), the bias, and the launch: a :class:`~skcontract.kernels.step_launch.StepLaunch`
+(the schedule, the kernel specialisation, and for the implicit GEMM the geometry, input
+strides and filter rows its ConvShape argument and TMA maps are made from), with the
+arguments after the pointers. The GPU path (:mod:`.conv2d_gpu`) makes one plan for each
+layout of its arrays and launches it through the one cache of bound launches
+(:mod:`skcontract.kernels.bound`) without entering the resolver;
+:func:`skcontract.explain_conv2d` prints the plan of dense arrays on any machine. Pure
+Python: no CuPy.
+
+>>> from skcontract.ops.conv2d import conv_geometry
+>>> from skcontract.schedule import DeviceInfo
+>>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+>>> plan = plan_conv2d(g, "float16", DeviceInfo.h200(), ConvOperands.dense(g))
+>>> plan.route, plan.input_copy, plan.launch.entry.IM2COL
+('implicit GEMM', 'nhwc', 'tma')
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from ..kernels.catalogue import DOT_CATALOGUE, LINE_BYTES
+from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
+                            padded_channels, tma_channel_block, vectors_fit)
+from ..kernels.forms import dot_form, loads_aligned
+from ..kernels.operands import as3, is_vec16, matrix_layout
+from ..kernels.resolve import (DEFAULT_REDUCTION, resolve_dot, resolve_gemm,
+                               rows_off_lines)
+from ..kernels.specs import CXX_TYPES, VEC16_BYTES, specialise
+from ..kernels.step_launch import StepLaunch
+from ..plan.plan import UNPRICED_HINT
+from ..schedule import GemmProblem
+
+__all__ = ["ConvOperands", "ConvPlan", "plan_conv2d", "EMPTY", "BIAS_ONLY", "POINTWISE",
+           "IMPLICIT_GEMM"]
+
+EMPTY = "empty"
+"""The route of a convolution whose output is empty: nothing runs."""
+BIAS_ONLY = "bias only"
+"""The route of a convolution with no input channels a group: the output is the bias (or
+zeros), and nothing is launched."""
+POINTWISE = "pointwise GEMM"
+"""The route of a pointwise convolution of a dense input: one GEMM (or Dot) launch over views
+of the input and the output in their own layout."""
+IMPLICIT_GEMM = "implicit GEMM"
+"""The route of every other convolution: the implicit GEMM on a family's im2col entry."""
+
+
+class ConvOperands(NamedTuple):
+    """How a call's arrays lie, as far as the plan depends on it: the input's (N, C, H, W)
+    strides in elements (an unbatched input as a batch of one), the weight's (K, C / groups,
+    R, S) strides, each array's address modulo :data:`~skcontract.kernels.catalogue.LINE_BYTES`
+    (its 16-byte alignment, and whether its rows start off the L2's lines), and whether a
+    bias is added."""
+
+    input_strides: tuple[int, int, int, int]
+    input_offset: int
+    weight_strides: tuple[int, int, int, int]
+    weight_offset: int
+    bias: bool
+
+    @classmethod
+    def dense(cls, g, channels_last: bool = False, bias: bool = False) -> "ConvOperands":
+        """Freshly allocated operands of convolution ``g``: contiguous NCHW input and
+        (K, C / groups, R, S) weight, or both channels-last (torch's
+        ``memory_format=torch.channels_last``)."""
+        cg = g.c // g.groups
+        if channels_last:
+            return cls((g.h * g.w * g.c, 1, g.w * g.c, g.c), 0,
+                       (g.r * g.s * cg, 1, g.s * cg, cg), 0, bias)
+        return cls((g.c * g.h * g.w, g.h * g.w, g.w, 1), 0, (cg * g.r * g.s, g.r * g.s, g.s, 1),
+                   0, bias)
+
+    @classmethod
+    def of(cls, x, weight, bias: bool) -> "ConvOperands":
+        """The operands of described arrays (:func:`skcontract.kernels.operands.describe`):
+        ``x`` the 4-D input, ``weight`` the filters."""
+        return cls(tuple(x.strides), x.ptr % LINE_BYTES, tuple(weight.strides),
+                   weight.ptr % LINE_BYTES, bias)
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """What the GPU runs for a convolution (see the module). ``geometry``: the checked call
+    (a ConvGeometry); ``operands``: how its arrays lie; ``route``: :data:`EMPTY`,
+    :data:`BIAS_ONLY`, :data:`POINTWISE` or :data:`IMPLICIT_GEMM`; ``channels_last``: the
+    input is dense channels-last, and so is the result; ``input_copy`` / ``filter_copy``:
+    None where the array is read in place, else the copy made first ("nhwc": NHWC;
+    "krsc": (K, R, S, C / groups); "padded": channels zero-padded to ``run_geometry.c``;
+    "folded": :attr:`fold`'s copies; "contiguous": the pointwise GEMM's C x K filters;
+    "padded or folded": a plan for no device, where the GPU decides); ``run_geometry``: the
+    convolution the im2col kernel runs; ``fold``: the folded taps
+    (:class:`~skcontract.kernels.conv.FoldedTaps`) or None; ``launch``: the StepLaunch
+    (None where nothing launches, or for no device); ``args``: the launch's arguments after
+    the three pointers (an im2col launch's ConvShape comes from ``launch.conv``);
+    ``swapped``: the kernel's A is the filters and B the input (a pointwise NCHW product,
+    computed transposed, or a Dot form in that order); ``fallback``: why the plan leaves out
+    an entry this device could not build as declared."""
+
+    geometry: Any
+    dtype: str
+    device: Any
+    operands: ConvOperands
+    mode: str = "auto"
+    reduction: str = DEFAULT_REDUCTION
+    tile: tuple | None = None
+    grid: int | None = None
+    route: str = IMPLICIT_GEMM
+    channels_last: bool = False
+    input_copy: str | None = None
+    filter_copy: str | None = None
+    run_geometry: Any = None
+    fold: Any = None
+    launch: StepLaunch | None = None
+    args: tuple = ()
+    swapped: bool = False
+    fallback: str | None = None
+    exclude: frozenset = frozenset()
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        """The result's (N, K, P, Q)."""
+        g = self.geometry
+        return g.n, g.k, g.p, g.q
+
+    @property
+    def beta(self) -> float:
+        """The epilogue's beta: 1 where the bias is written into the output first."""
+        return 1.0 if self.operands.bias else 0.0
+
+    @property
+    def gemm_sizes(self) -> tuple[int, int, int, int]:
+        """The convolution's GEMM as (batch, M, N, K): groups, N P Q output pixels, K / groups
+        output channels, C / groups R S taps of input channels."""
+        g = self.geometry
+        return (g.groups, g.n * g.p * g.q, g.k // g.groups,
+                (g.c // g.groups) * g.r * g.s)
+
+    @property
+    def flops(self) -> int:
+        """The convolution's multiply-adds, twice: 2 N P Q K (C / groups) R S."""
+        batch, m, n, k = self.gemm_sizes
+        return 2 * batch * m * n * k
+
+    @property
+    def workspace_bytes(self) -> int:
+        """Bytes of fixup workspace, staging and locks the launch uses (0 without one)."""
+        if self.launch is None:
+            return 0
+        s, spec = self.launch.schedule, self.launch.spec
+        slots = (s.workspace_slots + s.staging_slots) * spec.slot_elems * spec.acc_bytes
+        return slots + s.num_locks * spec.entry.CLUSTER * 4
+
+    @property
+    def copied_elements(self) -> int:
+        """Elements of the copies made before the launch (input, filters) and after it (an
+        NCHW result of the implicit GEMM)."""
+        return sum(r[3] for r in self._rows() if r[0] == "copy")
+
+    def summary(self) -> str:
+        """The plan as text: the call, the GEMM, the route and why, a table of what runs
+        in order (copies, the bias, the launch with its schedule and kernel, the result),
+        the workspace."""
+        g = self.geometry
+        layout = "channels-last" if self.channels_last else "NCHW"
+        ops = self.operands
+        head = (f"conv2d {self.dtype}: input {(g.n, g.c, g.h, g.w)} {layout}, weight "
+                f"{(g.k, g.c // g.groups, g.r, g.s)}{', bias' if ops.bias else ''}; stride "
+                f"{g.stride}, padding {g.padding}, dilation {g.dilation}, groups {g.groups} -> "
+                f"{self.output_shape} {layout}")
+        if self.device is not None:
+            head += f"; what the GPU launches on {self.device.name}"
+        sizes = self.gemm_sizes
+        gemm = ("as a GEMM: batch (groups) {:,}, M (N*P*Q) {:,}, N (K/groups) {:,}, K "
+                "(C/groups*R*S) {:,}".format(*sizes) + f"; {self.flops:,} FLOPs")
+        if self.launch is not None:
+            q = self.launch.schedule.problem
+            if (q.batch, q.m, q.n, q.k) != sizes:
+                gemm += (f"; the kernel runs batch {q.batch}, M {q.m:,}, N {q.n:,}, K "
+                         f"{q.k:,}")
+        header = ("#", "operation", "operand", "elements", "what")
+        rows = [header] + [(str(i), op, who, f"{n:,}" if n else "-", what)
+                           for i, (op, who, what, n) in enumerate(self._rows())]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+        table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        tail = [f"workspace: {self.workspace_bytes:,} bytes of fixup workspace and locks; "
+                f"{self.copied_elements:,} elements copied"]
+        if self.fallback:
+            tail.append(f"fallback: {self.fallback}")
+        if self.device is None and self.route in (POINTWISE, IMPLICIT_GEMM):
+            tail.append(UNPRICED_HINT)
+        return "\n".join([head, gemm, f"route: {self._reason()}", *table, *tail])
+
+    __str__ = summary
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    # ---- the table ----------------------------------------------------------------------
+    def _launch_text(self) -> str:
+        if self.launch is not None:
+            return self.launch.summary()
+        return "- (no GPU schedules priced)"
+
+    def _rows(self) -> list[tuple[str, str, str, int]]:
+        """(operation, operand, what, elements) in the order they run."""
+        g, rows = self.geometry, []
+        out_elems = g.n * g.k * g.p * g.q
+        if self.route == EMPTY:
+            return [("alloc", "output", f"empty {self.output_shape}: nothing runs", 0)]
+        if self.route == POINTWISE:
+            rows.append(("read", "input", "in place as the (N H W) x C matrix" if
+                         self.channels_last else "in place as N (H W) x C matrices, "
+                         "column-major (each image's C x (H W))", 0))
+            if self.filter_copy is None:
+                rows.append(("read", "weight", "in place as its C x K transpose", 0))
+            else:
+                rows.append(("copy", "weight", f"C x K contiguous {(g.c, g.k)}", g.c * g.k))
+        elif self.route == IMPLICIT_GEMM:
+            rows += self._im2col_operand_rows()
+        # the implicit GEMM writes NHWC; a pointwise product writes the input's layout
+        nhwc = self.route != POINTWISE or self.channels_last
+        shape = (g.n, g.p, g.q, g.k) if nhwc else self.output_shape
+        fmt = "NHWC" if nhwc else "NCHW"
+        if self.operands.bias:
+            beta = "" if self.route == BIAS_ONLY else " (beta = 1)"
+            rows.append(("fill", "output", f"bias into the {fmt} {shape} output{beta}",
+                         out_elems))
+        elif self.route == BIAS_ONLY:
+            rows.append(("fill", "output", f"zeros into the {fmt} {shape} output", out_elems))
+        else:
+            rows.append(("alloc", "output", f"{fmt} {shape}", 0))
+        if self.route in (POINTWISE, IMPLICIT_GEMM):
+            rows.append(("launch", "-", self._launch_text(), 0))
+        if nhwc and not self.channels_last:
+            rows.append(("copy", "output", f"NHWC -> NCHW {self.output_shape}", out_elems))
+        else:
+            what = "as its (N, K, P, Q) view" if nhwc else "as it is"
+            rows.append(("return", "output", what, 0))
+        return rows
+
+    def _im2col_operand_rows(self) -> list[tuple[str, str, str, int]]:
+        g, run, fold = self.geometry, self.run_geometry, self.fold
+        cg = g.c // g.groups
+        if self.input_copy is None:
+            view = self.launch.conv.strides if self.launch is not None else None
+            strides = "" if view is None else f" (image, row, pixel strides {view})"
+            rows = [("read", "input", f"in place, channels contiguous{strides}", 0)]
+        elif self.input_copy == "nhwc":
+            rows = [("copy", "input", f"NCHW -> NHWC {(g.n, g.h, g.w, g.c)}",
+                     g.n * g.h * g.w * g.c)]
+        elif self.input_copy == "padded":
+            rows = [("copy", "input", f"NHWC, channels zero-padded to {run.c} "
+                     f"{(g.n, g.h, g.w, run.c)}", g.n * g.h * g.w * run.c)]
+        elif self.input_copy == "folded":
+            rows = [("copy", "input", f"rows of {fold.width} pixels of {fold.channels} "
+                     f"channels, zeros around the image {(g.n, g.h, fold.width, fold.channels)}"
+                     f"; read through a view whose column q starts at pixel {fold.step}q",
+                     g.n * g.h * fold.width * fold.channels)]
+        else:
+            rows = [("copy", "input", f"NHWC, channels zero-padded to "
+                     f"{padded_channels(g, self.dtype)} (or folded into filter rows: the "
+                     "GPU decides)", 0)]
+        if self.filter_copy is None:
+            ldb = "" if self.launch is None else f", {self.launch.conv.ldb} elements apart"
+            rows.append(("read", "weight", f"in place as (K, R, S, C/groups) rows{ldb}", 0))
+        elif self.filter_copy == "krsc":
+            rows.append(("copy", "weight", f"(K, C/groups, R, S) -> (K, R, S, C/groups) "
+                         f"{(g.k, g.r, g.s, cg)}", g.k * g.r * g.s * cg))
+        elif self.filter_copy == "padded":
+            rows.append(("copy", "weight", f"(K, R, S, C), channels zero-padded to {run.c} "
+                         f"{(g.k, g.r, g.s, run.c)}", g.k * g.r * g.s * run.c))
+        elif self.filter_copy == "folded":
+            rows.append(("copy", "weight", f"(K, R, 1, taps x channels): a row's {g.s} taps "
+                         f"then channels, zeros to {run.c} {(g.k, g.r, 1, run.c)}",
+                         g.k * g.r * run.c))
+        else:
+            rows.append(("copy", "weight", "(K, R, S, C) with the input's padded channels", 0))
+        return rows
+
+    def _reason(self) -> str:
+        g = self.geometry
+        if self.route == EMPTY:
+            return "the output is empty"
+        if self.route == BIAS_ONLY:
+            return ("no input channels a group: the output is the bias" if
+                    self.operands.bias else "no input channels a group: the output is zeros")
+        if self.route == POINTWISE:
+            text = ("pointwise (1x1 filters, stride 1, no padding, one group) of a dense "
+                    f"{'channels-last' if self.channels_last else 'NCHW'} input: one "
+                    "product over views in its layout, no im2col")
+            if self.launch is not None and self.launch.form is not None:
+                text += "; memory-bound: the Dot family"
+            elif self.swapped:
+                text += "; the NCHW product runs transposed (K x H W, out column-major)"
+            return text
+        text = "implicit GEMM on a family's im2col entry"
+        if self.launch is not None:
+            spec = self.launch.spec
+            how = ("A by TMA im2col loads, k padded to whole channel blocks a tap"
+                   if spec.entry.IM2COL == "tma" else
+                   f"A gathered by the CTA's threads, "
+                   f"{'16-byte vectors' if spec.a_vec > 1 else 'element copies'}")
+            text = f"implicit GEMM on the {spec.entry.FAMILY} family's im2col entry: {how}"
+        if self.fold is not None:
+            text += (f"; few channels: each filter row's {g.s} taps folded into channels "
+                     f"(K {self.run_geometry.problem(self.dtype).k:,}, not "
+                     f"{g.problem(self.dtype, tma_channel_block(self.dtype)).k:,} for a "
+                     "block a tap)")
+        elif self.input_copy == "padded":
+            text += f"; few channels, zero-padded to {self.run_geometry.c} (16-byte vectors)"
+        return text
+
+
+class _View(NamedTuple):
+    """A matrix operand of a product: shape and strides in elements (2-D, or 3-D with the
+    batch first), its address modulo LINE_BYTES (0: a fresh allocation)."""
+
+    shape: tuple
+    strides: tuple
+    offset: int = 0
+
+
+def _c_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _itemsize(dtype: str) -> int:
+    return CXX_TYPES[dtype][1]
+
+
+def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float, *, mode,
+                   reduction, tile, grid, exclude=frozenset()):
+    """The launch of ``c = a @ b + beta * c`` as :func:`skcontract.kernels.gemm.gemm` plans
+    views of these strides and addresses (no float32 precision: the exact entries, which read
+    any layout): the Dot family's form of a memory-bound product (auto, no tile or grid), else
+    the GEMM entries, a column-major ``c`` computed transposed. Returns ``(launch, args,
+    swapped, copies)``: the arguments after the pointers, whether the kernel's A is ``b``,
+    and which of ``a``, ``b`` are first copied C-contiguous (an operand with neither inner
+    stride 1, or a negative one)."""
+    elem = _itemsize(dtype)
+    copies = [False, False]
+    (ba, m, k), (sba, sam, sak) = as3(a.shape, a.strides)
+    (bb, _, n), (sbb, sbk, sbn) = as3(b.shape, b.strides)
+    batch = max(ba, bb)
+    sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
+    (_, _, _), (sbc, scm, scn) = as3(c.shape, c.strides)
+    if batch == 1:
+        sbc = 0
+    if mode == "auto" and (m == 1 or n == 1) and tile is None and grid is None and \
+            dtype in DOT_CATALOGUE:
+        form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), (sbc, scm, scn))
+        if form is not None:  # memory-bound: the Dot family, as gemm() runs it
+            schedule, entry = resolve_dot(form, dtype, device, reduction=reduction)
+            a_off, b_off = (b.offset, a.offset) if form.swap else (a.offset, b.offset)
+            rows = form.shape == "rows"
+            la, lb = entry.layouts()[0]
+            spec = specialise(entry, protocol=schedule.protocol, a_layout=la, b_layout=lb,
+                              a_vec16=not rows or loads_aligned(a_off, form.lda, form.sa,
+                                                                elem, True),
+                              b_vec16=loads_aligned(b_off, form.ldb, form.sb, elem, True))
+            mm, nn = (form.outputs, 1) if form.shape == "rows" else (1, form.outputs)
+            args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc,
+                    1.0, beta)
+            return StepLaunch(schedule, spec, form=form), args, form.swap, (False, False)
+    lay_a, lay_b = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
+    if lay_a is None or min(sam, sak, sba) < 0:
+        copies[0] = True
+        (ba, m, k), (sba, sam, sak) = as3(a.shape, _c_strides(a.shape))
+        sba, a = (0 if ba == 1 else sba), a._replace(offset=0)
+        lay_a = matrix_layout(m, k, sam, sak)
+    if lay_b is None or min(sbk, sbn, sbb) < 0:
+        copies[1] = True
+        (bb, _, n), (sbb, sbk, sbn) = as3(b.shape, _c_strides(b.shape))
+        sbb, b = (0 if bb == 1 else sbb), b._replace(offset=0)
+        lay_b = matrix_layout(k, n, sbk, sbn)
+    (la, lda), (lb, ldb) = lay_a, lay_b
+    a_off, b_off = a.offset, b.offset
+    swapped = False
+    if scn == 1 or n == 1:
+        ldc = scm if m > 1 else 0
+    elif scm == 1 or m == 1:  # column-major c: c^T (n x m, row-major) = b^T a^T
+        swapped = True
+        ldc = scn
+        a_off, b_off = b_off, a_off
+        sba, sbb = sbb, sba
+        m, n = n, m
+        la, lb = ("col" if lb == "row" else "row"), ("col" if la == "row" else "row")
+        lda, ldb = ldb, lda
+    else:
+        raise ValueError("conv2d: the output view needs a unit inner stride")
+    a_vec16 = is_vec16(a_off, lda, sba, batch, elem)
+    b_vec16 = is_vec16(b_off, ldb, sbb, batch, elem)
+    b_off_lines = rows_off_lines(b_off, ldb, sbb if batch > 1 else 0, elem)
+    options = {} if grid is None else {"grid": grid}
+    schedule, entry = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), device,
+                                   mode=mode, reduction=reduction, tile=tile, precision=None,
+                                   vec16=a_vec16 and b_vec16, layouts=(la, lb),
+                                   b_off_lines=b_off_lines, exclude=exclude, **options)
+    spec = specialise(entry, protocol=schedule.protocol, a_layout=la, b_layout=lb,
+                      a_vec16=a_vec16, b_vec16=b_vec16)
+    args = (m, n, k, lda, ldb, ldc, sba, sbb, sbc, 1.0, beta)
+    return StepLaunch(schedule, spec), args, swapped, tuple(copies)
+
+
+# ---- the layouts of the caller's arrays ----------------------------------------------------
+def _dense(shape, strides, order) -> bool:
+    """Whether an array is dense with its axes ``order`` from outermost to innermost (axes of
+    one element may have any stride)."""
+    want = 1
+    for axis in reversed(order):
+        if shape[axis] > 1 and strides[axis] != want:
+            return False
+        want *= shape[axis]
+    return True
+
+
+def dense_nhwc(shape, strides) -> bool:
+    """A dense NHWC layout that is not also dense NCHW (as the CPU path's rule)."""
+    return _dense(shape, strides, (0, 2, 3, 1)) and not _dense(shape, strides, (0, 1, 2, 3))
+
+
+def _is_pointwise(g) -> bool:
+    """1 x 1 filters, stride 1, no padding, one group: each output pixel is the filters'
+    product with that input pixel's channels."""
+    return (g.r, g.s, g.stride, g.padding, g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
+
+
+def _pointwise_rows_fit(shape, strides, g, channels_last: bool, elem: int) -> bool:
+    """Whether a pointwise convolution's input is read in place as the GEMM's A with rows
+    of whole 16-byte vectors (as the im2col path's NHWC copy would give them): a dense
+    channels-last input of C channels a pixel, or a dense NCHW one of H x W pixels a
+    channel."""
+    if channels_last:
+        return (g.c * elem) % VEC16_BYTES == 0
+    return _dense(shape, strides, (0, 1, 2, 3)) and (g.h * g.w * elem) % VEC16_BYTES == 0
+
+
+def _filter_rows(shape, strides) -> int | None:
+    """The elements between two output channels' filters when each filter's (R, S, C/groups)
+    is dense with the channels fastest (read in place); None when the filters need a copy."""
+    k, cg, r, s = shape
+    sk, sc, sr, ss = strides
+    dense = all(size <= 1 or st == want for size, st, want in (
+        (cg, sc, 1), (s, ss, cg), (r, sr, s * cg)))
+    if not dense:
+        return None
+    return sk if k > 1 else r * s * cg
+
+
+def _stride(shape, strides, axis: int) -> int:
+    """An axis' stride in elements, 0 for an axis of one element (never stepped over)."""
+    return strides[axis] if shape[axis] > 1 else 0
+
+
+# ---- planning --------------------------------------------------------------------------------
+def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "auto",
+                reduction: str = DEFAULT_REDUCTION, tile=None, grid=None,
+                exclude: frozenset = frozenset(), fallback: str | None = None) -> ConvPlan:
+    """The GPU plan of convolution ``g`` (a checked ConvGeometry) of ``dtype`` arrays laid
+    out as ``operands`` on ``device`` (a DeviceInfo; None: a plan without schedules, which
+    says what it cannot decide without one), with ``conv2d``'s ``mode``, ``reduction``,
+    ``tile`` and ``grid``. ``exclude``: GEMM entries a pointwise convolution is not planned
+    on (a kernel this device cannot build as declared), ``fallback`` the reason shown.
+    ValueError and TypeError as the resolver raises them (a tile no entry has, no kernel for
+    the dtype)."""
+    tile = None if tile is None else tuple(tile)
+    shape = (g.n, g.c, g.h, g.w)
+    strides = tuple(operands.input_strides)
+    plan = ConvPlan(g, dtype, device, operands, mode, reduction, tile, grid,
+                    channels_last=dense_nhwc(shape, strides), exclude=frozenset(exclude),
+                    fallback=fallback)
+    if 0 in plan.output_shape:
+        return replace(plan, route=EMPTY)
+    if g.c // g.groups == 0:
+        return replace(plan, route=BIAS_ONLY)
+    if _is_pointwise(g) and _pointwise_rows_fit(shape, strides, g, plan.channels_last,
+                                                _itemsize(dtype)):
+        return _pointwise(plan)
+    return _implicit(plan)
+
+
+def _pointwise(plan: ConvPlan) -> ConvPlan:
+    """A pointwise convolution as one product, out[pixels, k] = x[pixels, c] @ w[c, k], over
+    views in the caller's layouts: a channels-last input is (N H W) x C row-major and its
+    output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
+    column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
+    The filters (K, C, 1, 1) are read as their C x K transpose, copied contiguous when
+    neither stride is 1. A forced ``tile`` names (pixels, output channels); the NCHW product
+    is computed transposed, so the tile is swapped to match."""
+    g, ops = plan.geometry, plan.operands
+    n, c, hw, k = g.n, g.c, g.h * g.w, g.k
+    sk, sc = ops.weight_strides[0], ops.weight_strides[1]
+    filters = _View((c, k), (sc, sk), ops.weight_offset)
+    filter_copy = None
+    if c > 1 and k > 1 and 1 not in (sc, sk):
+        filters, filter_copy = _View((c, k), (k, 1)), "contiguous"
+    tile = plan.tile
+    if tile is not None and not plan.channels_last:
+        tile = (tile[1], tile[0], *tile[2:])
+    if plan.channels_last:
+        a, out = _View((n * hw, c), (c, 1), ops.input_offset), _View((n * hw, k), (k, 1))
+    else:
+        a = _View((n, hw, c), (c * hw, 1, hw), ops.input_offset)
+        out = _View((n, hw, k), (k * hw, 1, hw))
+    plan = replace(plan, route=POINTWISE, filter_copy=filter_copy)
+    if plan.device is None:
+        return plan
+    launch, args, swapped, copies = _matmul_launch(
+        plan.dtype, plan.device, a, filters, out, plan.beta, mode=plan.mode,
+        reduction=plan.reduction, tile=tile, grid=plan.grid, exclude=plan.exclude)
+    if copies[0]:
+        raise AssertionError(f"conv2d: a pointwise input view {a} needs no copy")
+    return replace(plan, filter_copy="contiguous" if copies[1] else filter_copy,
+                   launch=launch, args=args, swapped=swapped)
+
+
+def _implicit(plan: ConvPlan) -> ConvPlan:
+    """The implicit GEMM: the copies the input and the filters need (few channels padded or
+    folded, an NCHW input to NHWC, filters whose (R, S, C / groups) is not dense to
+    (K, R, S, C / groups)), and the launch on the im2col entry."""
+    g, ops, dtype, device = plan.geometry, plan.operands, plan.dtype, plan.device
+    shape = (g.n, g.c, g.h, g.w)
+    xs = tuple(ops.input_strides)
+    cp = padded_channels(g, dtype)
+    plan = replace(plan, route=IMPLICIT_GEMM)
+    if cp is not None and device is None:
+        return replace(plan, input_copy="padded or folded", filter_copy="padded or folded")
+    fold = folded_taps(g, dtype, device) if cp is not None else None
+    if fold is not None and plan.tile is not None and \
+            not fold_runs_tile(fold, dtype, device, plan.tile):
+        fold = None
+    x_off = w_off = 0
+    if fold is not None:  # few channels, each filter row's taps folded into channels
+        run = fold.geometry
+        strides, ldb, copies = fold.input_strides, run.r * run.c, ("folded", "folded")
+    elif cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
+        run = g._replace(c=cp)
+        strides, ldb, copies = (g.h * g.w * cp, g.w * cp, cp), g.r * g.s * cp, ("padded",
+                                                                                "padded")
+    else:
+        run = g
+        if g.c <= 1 or xs[1] == 1:  # channels contiguous: read in place
+            strides = tuple(_stride(shape, xs, axis) for axis in (0, 2, 3))
+            x_copy, x_off = None, ops.input_offset
+        else:  # NCHW: one NHWC copy
+            strides, x_copy = (g.h * g.w * g.c, g.w * g.c, g.c), "nhwc"
+        ldb = _filter_rows((g.k, g.c // g.groups, g.r, g.s), ops.weight_strides)
+        w_copy, w_off = None, ops.weight_offset
+        if ldb is None:
+            ldb, w_copy, w_off = (g.c // g.groups) * g.r * g.s, "krsc", 0
+        copies = (x_copy, w_copy)
+    plan = replace(plan, input_copy=copies[0], filter_copy=copies[1], run_geometry=run,
+                   fold=fold)
+    if device is None:
+        return plan
+    a_vec, b_vec = vectors_fit(run, dtype, InputView(x_off, *strides), w_off, ldb)
+    launch = conv_step_launch(run, dtype, device, strides=strides, ldb=ldb, a_vec16=a_vec,
+                              b_vec16=b_vec, extent=None if fold is None else fold.extent,
+                              mode=plan.mode, reduction=plan.reduction, tile=plan.tile,
+                              grid=plan.grid)
+    return replace(plan, launch=launch,
+                   args=launch.conv.gemm_args(launch.schedule.problem, plan.beta))
