@@ -7,10 +7,10 @@ True
 """
 from ._version import __version__
 from .contract import contract_expression, contract_path, einsum, tensordot, transpose
-from .explain import explain
+from .explain import explain, explain_conv2d
 from .ops.conv2d import conv2d
 from .schedule.device import DeviceInfo
 
 __all__ = ["einsum", "contract_path", "contract_expression", "explain", "DeviceInfo",
-           "tensordot", "transpose", "conv2d",
+           "tensordot", "transpose", "conv2d", "explain_conv2d",
            "__version__"]

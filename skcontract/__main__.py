@@ -1,4 +1,4 @@
-"""`python -m skcontract demo | explain | bench`.
+"""`python -m skcontract demo | explain | explain-conv2d | bench`.
 
 User mistakes print one line and exit with status 2, as argparse's own do; every
 subcommand's ``--help`` works without a GPU.
@@ -17,7 +17,7 @@ from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
 from .bench.tf32_int8 import main as bench_tf32_int8
-from .explain import explain
+from .explain import explain, explain_conv2d
 from .kernels.catalogue import PRECISIONS
 from .schedule.device import DEVICE_NAMES
 
@@ -38,6 +38,20 @@ def _shape(text: str) -> tuple[int, ...]:
             from None
 
 
+def _ints(text: str) -> int | tuple[int, ...]:
+    """'2' -> 2; '2x1' -> (2, 1): a conv2d stride, padding or dilation."""
+    try:
+        values = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int or like 2x1") from None
+    return values[0] if len(values) == 1 else values
+
+
+def _padding(text: str) -> int | str | tuple[int, ...]:
+    """A conv2d padding: 'valid', 'same', an int or like 1x2."""
+    return text if text in ("valid", "same") else _ints(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m skcontract",
                                      description="skcontract command line")
@@ -56,6 +70,23 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--precision", default=None, choices=PRECISIONS,
                     help="float32 steps on tensor cores (with --dtype float32; default: exact)")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
+    exc = sub.add_parser("explain-conv2d", help="print the GPU plan of a conv2d over shapes")
+    exc.add_argument("input", type=_shape, help="input shape NxCxHxW (or CxHxW), such as "
+                                                "32x64x56x56")
+    exc.add_argument("weight", type=_shape, help="weight shape KxCxRxS (C: channels a group), "
+                                                 "such as 64x64x3x3")
+    exc.add_argument("--bias", action="store_true", help="a bias is added")
+    exc.add_argument("--stride", type=_ints, default=1, help="an int or like 2x1 (default 1)")
+    exc.add_argument("--padding", type=_padding, default=0,
+                     help="an int, like 1x2, 'valid' or 'same' (default 0)")
+    exc.add_argument("--dilation", type=_ints, default=1, help="an int or like 2x1 (default 1)")
+    exc.add_argument("--groups", type=int, default=1, help="channel groups (default 1)")
+    exc.add_argument("--dtype", default="float16",
+                     help="float16 (default), bfloat16, float32 or float64")
+    exc.add_argument("--device", default="h200", choices=DEVICE_NAMES,
+                     help="the GPU to plan for (default: the H200 preset)")
+    exc.add_argument("--channels-last", action="store_true",
+                     help="channels-last input and weight (default: contiguous NCHW)")
     bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"],
                        help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus "
@@ -82,6 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else e
             parser.exit(2, f"{parser.prog} explain: error: {message}\n")
+        return 0
+    if args.command == "explain-conv2d":
+        try:
+            print(explain_conv2d(args.input, args.weight, args.bias, args.stride, args.padding,
+                                 args.dilation, args.groups, args.dtype, args.device,
+                                 channels_last=args.channels_last))
+        except (ValueError, TypeError, ImportError, RuntimeError) as e:
+            parser.exit(2, f"{parser.prog} explain-conv2d: error: {e}\n")
         return 0
     if args.what in GPU_BENCHES:
         if not _demo.gpu_available() and not set(HELP) & set(args.rest):

@@ -1,11 +1,18 @@
-"""`skcontract.explain`: a contraction's plan as text, and its schedules as a picture."""
+"""`skcontract.explain`: a contraction's plan as text, and its schedules as a picture;
+`skcontract.explain_conv2d`: a convolution's GPU plan as text."""
 from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from .contract import contract_path
 from .kernels.resolve import DEFAULT_REDUCTION
+from .ops.conv2d import GPU_DTYPES, conv_geometry
+from .ops.conv_plan import ConvOperands, ConvPlan, plan_conv2d
+from .schedule.device import DeviceInfo
 from .schedule.draw import draw_schedule
+from .schedule.types import as_mode, as_reduction
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
@@ -60,3 +67,105 @@ def _draw_steps(steps, path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def explain_conv2d(input_shape, weight_shape, bias=False, stride=1, padding=0, dilation=1,
+                   groups=1, dtype="float16", device=None, *, channels_last=False,
+                   mode="auto", reduction=DEFAULT_REDUCTION, tile=None,
+                   grid=None) -> ConvPlan:
+    """The GPU plan of ``conv2d`` on arrays of these shapes: a
+    :class:`~skcontract.ops.conv_plan.ConvPlan`, which prints as a table of what runs (the
+    copies, the bias, the launch with its schedule and kernel, the result).
+
+    ``input_shape`` is (N, C, H, W) or (C, H, W), ``weight_shape`` (K, C / groups, R, S);
+    ``bias``: whether a bias is added; ``stride``, ``padding``, ``dilation`` and ``groups``
+    as :func:`skcontract.conv2d` takes them; ``dtype``: one the GPU kernels take (float16,
+    bfloat16, float32, float64). The arrays are freshly allocated and dense: NCHW input and
+    (K, C / groups, R, S) weight, or both channels-last with ``channels_last=True`` (torch's
+    ``memory_format=torch.channels_last``). ``device``: a DeviceInfo, "h200", "h100" or
+    "gpu"; None: the current GPU where CuPy has one, else no GPU schedule is priced (as
+    :func:`skcontract.contract_path` without a device) and the plan says how to ask for one.
+    ``mode``, ``reduction``, ``tile`` and ``grid`` force the schedule as for ``conv2d``. The
+    plan is the one ``conv2d`` launches for such arrays on that device.
+
+    Bad arguments raise as ``conv2d`` does: TypeError for types and dtypes, ValueError
+    naming the argument or dimension for the rest.
+
+    >>> plan = explain_conv2d((32, 64, 56, 56), (64, 64, 3, 3), padding=1, device="h200")
+    >>> plan.route, plan.input_copy, plan.launch.entry.FAMILY
+    ('implicit GEMM', 'nhwc', 'Wgmma')
+    >>> plan.launch.spec.name in str(plan)
+    True
+    """
+    input_shape = _shape_of(input_shape, "input_shape")
+    weight_shape = _shape_of(weight_shape, "weight_shape")
+    if bias is None:
+        bias = False
+    if not isinstance(bias, (bool, np.bool_)):
+        raise TypeError(f"conv2d: bias must be True or False (whether a bias is added), got "
+                        f"{bias!r}")
+    dtype = _gpu_dtype(dtype)
+    if not isinstance(channels_last, (bool, np.bool_)):
+        raise TypeError(f"conv2d: channels_last must be True or False, got {channels_last!r}")
+    as_mode(mode), as_reduction(reduction)
+    if tile is not None:
+        _ints(tile, "tile", (2, 5))
+    if grid is not None and (isinstance(grid, bool) or not isinstance(grid, (int, np.integer))
+                             or grid < 1):
+        raise (ValueError if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool)
+               else TypeError)(f"conv2d: grid must be a positive int, got {grid!r}")
+    g = conv_geometry(input_shape, weight_shape, stride, padding, dilation, groups)
+    device = _current_gpu() if device is None else DeviceInfo.named(device)
+    return plan_conv2d(g, dtype, device, ConvOperands.dense(g, bool(channels_last), bool(bias)),
+                       mode=mode, reduction=reduction, tile=tile, grid=grid)
+
+
+def _shape_of(shape, name: str) -> tuple[int, ...]:
+    """A shape argument as a tuple of ints; TypeError for anything else (an array: its
+    ``.shape`` is meant), ValueError for a negative size."""
+    if hasattr(shape, "shape") and not isinstance(shape, tuple):
+        raise TypeError(f"conv2d: {name} must be a shape (a tuple of ints), got "
+                        f"{type(shape).__name__} of shape {tuple(shape.shape)}: pass its "
+                        ".shape")
+    return _ints(shape, name)
+
+
+def _ints(value, name: str, lengths: tuple[int, int] | None = None) -> tuple[int, ...]:
+    """A sequence of non-negative ints as a tuple (of ``lengths`` entries, inclusive)."""
+    try:
+        values = tuple(value)
+    except TypeError:
+        raise TypeError(f"conv2d: {name} must be a tuple of ints, got "
+                        f"{type(value).__name__}") from None
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        raise TypeError(f"conv2d: {name} must be a tuple of ints, got {value!r}")
+    if any(v < 0 for v in values):
+        raise ValueError(f"conv2d: {name} must not be negative, got {value!r}")
+    if lengths is not None and not lengths[0] <= len(values) <= lengths[1]:
+        raise ValueError(f"conv2d: {name} must have {lengths[0]} to {lengths[1]} entries, "
+                         f"got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _gpu_dtype(dtype) -> str:
+    """The name of a dtype the GPU kernels convolve (a name, a NumPy dtype or type, a torch
+    dtype); TypeError for any other."""
+    if isinstance(dtype, str) or type(dtype).__module__ == "torch":
+        name = str(dtype).removeprefix("torch.")
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise TypeError(f"conv2d: dtype must be a dtype or its name, got "
+                            f"{dtype!r}") from None
+    if name not in GPU_DTYPES:
+        raise TypeError(f"conv2d: the GPU kernels take {', '.join(GPU_DTYPES)}, not {name}")
+    return name
+
+
+def _current_gpu() -> DeviceInfo | None:
+    """The current CUDA device through CuPy; None without CuPy or a device."""
+    try:
+        return DeviceInfo.named("gpu")
+    except (ImportError, RuntimeError):
+        return None

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..schedule import Schedule
-from .forms import DotForm, loads_aligned
+from .forms import DotForm
+from .operands import Product
 from .specs import KernelSpec, specialise
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +34,7 @@ class StepLaunch:
     spec: KernelSpec
     copies: tuple[bool, bool] = (False, False)
     form: DotForm | None = None
+    product: Product | None = None
     conv: Any = None
 
     @property
@@ -60,14 +62,9 @@ class StepLaunch:
         return f"{self.schedule.summary()}; kernel {self.spec.name}"
 
 
-def dot_spec(entry, protocol: str, form: DotForm, itemsize: int, a_ptr: int = 0,
-             b_ptr: int = 0) -> KernelSpec:
-    """The Dot kernel of ``entry`` for ``form``'s operands at ``a_ptr`` / ``b_ptr`` (in the
-    form's A / B order; 0: fresh arrays), whose 16-byte loads are aligned or not
-    (:func:`.forms.loads_aligned`)."""
-    rows = form.shape == "rows"
-    a_vec = loads_aligned(a_ptr, form.lda, form.sa, itemsize, True) if rows else True
-    b_vec = loads_aligned(b_ptr, form.ldb, form.sb, itemsize, True)
+def dot_spec(entry, protocol: str, aligned: tuple[bool, bool]) -> KernelSpec:
+    """The Dot kernel of ``entry`` whose 16-byte loads of the form's A and B are ``aligned``
+    or not (:func:`.forms.form_aligned`)."""
     la, lb = entry.layouts()[0]
-    return specialise(entry, protocol=protocol, a_layout=la, b_layout=lb, a_vec16=a_vec,
-                      b_vec16=b_vec)
+    return specialise(entry, protocol=protocol, a_layout=la, b_layout=lb, a_vec16=aligned[0],
+                      b_vec16=aligned[1])

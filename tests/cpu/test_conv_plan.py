@@ -1,0 +1,310 @@
+"""A convolution's GPU plan (ConvPlan), made from shapes on any machine: the route, the
+copies, the launch value (StepLaunch) it carries and what it prints; explain_conv2d and its
+command line. The reference below is the decision conv2d made at call time before it
+planned: the plan's launch must be that one."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from skcontract import explain_conv2d
+from skcontract.__main__ import main
+from skcontract.kernels import specs
+from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
+                                     resolve_conv, vectors_fit)
+from skcontract.kernels.operands import Operand
+from skcontract.kernels.step_launch import StepLaunch
+from skcontract.ops.conv2d import conv_geometry
+from skcontract.ops.conv_plan import (BIAS_ONLY, EMPTY, IMPLICIT_GEMM, POINTWISE,
+                                      ConvOperands, plan_conv2d)
+from skcontract.plan.plan import UNPRICED_HINT
+from skcontract.schedule import DeviceInfo
+
+DEVICES = {"h200": DeviceInfo.h200(), "h100": DeviceInfo.named("h100")}
+
+# (name, input shape, weight shape, conv2d's keywords): layers of ResNet-50 and MobileNet
+LAYERS = [
+    ("resnet 3x3", (32, 64, 56, 56), (64, 64, 3, 3), dict(padding=1)),
+    ("resnet late 3x3, batch 1", (1, 512, 7, 7), (512, 512, 3, 3), dict(padding=1)),
+    ("resnet stride-2 3x3", (32, 128, 56, 56), (128, 128, 3, 3), dict(stride=2, padding=1)),
+    ("resnet stride-2 1x1 downsample", (32, 256, 56, 56), (512, 256, 1, 1), dict(stride=2)),
+    ("resnet stem", (32, 3, 224, 224), (64, 3, 7, 7), dict(stride=2, padding=3)),
+    ("pointwise 1x1", (32, 256, 56, 56), (64, 256, 1, 1), {}),
+    ("pointwise to one channel", (8, 256, 28, 28), (1, 256, 1, 1), {}),
+    ("depthwise 3x3", (32, 128, 28, 28), (128, 1, 3, 3), dict(padding=1, groups=128)),
+    ("grouped 3x3", (8, 256, 28, 28), (256, 8, 3, 3), dict(padding=1, groups=32)),
+]
+
+
+def _reference_launch(g, dtype, device, ops: ConvOperands, tile=None, **options):
+    """The im2col launch conv2d resolved at call time before it planned (for fresh copies:
+    addresses on 16 bytes)."""
+    cp = padded_channels(g, dtype)
+    fold = folded_taps(g, dtype, device) if cp is not None else None
+    if fold is not None and tile is not None and not fold_runs_tile(fold, dtype, device, tile):
+        fold = None
+    x_ptr, w_ptr = 0, 0
+    if fold is not None:
+        view, g = fold.input_strides, fold.geometry
+        ldb = g.r * g.c
+    elif cp is not None:
+        g = g._replace(c=cp)
+        view, ldb = (g.h * g.w * cp, g.w * cp, cp), g.r * g.s * cp
+    else:
+        xs = ops.input_strides
+        if g.c <= 1 or xs[1] == 1:
+            view = tuple(xs[a] if (g.n, g.c, g.h, g.w)[a] > 1 else 0 for a in (0, 2, 3))
+            x_ptr = ops.input_offset
+        else:
+            view = (g.h * g.w * g.c, g.w * g.c, g.c)
+        k, cg, r, s = g.k, g.c // g.groups, g.r, g.s
+        sk, sc, sr, ss = ops.weight_strides
+        if all(n <= 1 or st == want for n, st, want in ((cg, sc, 1), (s, ss, cg),
+                                                         (r, sr, s * cg))):
+            ldb, w_ptr = (sk if k > 1 else r * s * cg), ops.weight_offset
+        else:
+            ldb = cg * r * s
+    a_vec, b_vec = vectors_fit(g, dtype, InputView(x_ptr, *view), w_ptr, ldb)
+    schedule, entry = resolve_conv(g, dtype, device, tile=tile, vec16=a_vec and b_vec,
+                                  tma_only=fold is not None, **options)
+    spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
+                            a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
+    return schedule, spec, view, ldb
+
+
+def _plan(layer, dtype="float16", device="h200", channels_last=False, bias=False, **kw):
+    _, x, w, options = layer
+    g = conv_geometry(x, w, **options)
+    return plan_conv2d(g, dtype, DEVICES[device], ConvOperands.dense(g, channels_last, bias),
+                       **kw)
+
+
+@pytest.mark.parametrize("device", sorted(DEVICES))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("layer", LAYERS, ids=[x[0] for x in LAYERS])
+def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, device):
+    """Every layer's plan: the im2col ones carry the launch the call-time resolve chose
+    (schedule, kernel, view strides, filter rows), the pointwise ones a GEMM or Dot launch;
+    the plan prints its kernel and schedule."""
+    plan = _plan(layer, dtype, device, channels_last)
+    g = plan.geometry
+    launch = plan.launch
+    assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
+    if plan.route == POINTWISE:
+        assert (g.r, g.s, g.stride, g.padding, g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
+        assert not launch.spec.im2col and launch.conv is None
+        assert plan.input_copy is None and plan.filter_copy is None
+    else:
+        assert plan.route == IMPLICIT_GEMM and launch.spec.im2col
+        schedule, spec, view, ldb = _reference_launch(g, dtype, DEVICES[device],
+                                                      plan.operands)
+        assert launch.spec == spec
+        assert (launch.schedule.digest(), launch.schedule.grid, launch.schedule.tile) == \
+            (schedule.digest(), schedule.grid, schedule.tile)
+        assert launch.conv.strides == view and launch.conv.ldb == ldb
+        assert launch.conv.geometry == plan.run_geometry
+        assert (plan.input_copy is None) == (channels_last and padded_channels(g, dtype) is None)
+        assert plan.args == launch.conv.gemm_args(launch.schedule.problem, 0.0)
+    text = str(plan)
+    assert launch.spec.name in text and launch.schedule.summary() in text
+    assert DEVICES[device].name in text and UNPRICED_HINT not in text
+
+
+def test_real_layers_take_the_routes_and_entries_expected_on_hopper():
+    h200 = {x[0]: _plan(x) for x in LAYERS}
+    resnet = h200["resnet 3x3"]
+    assert resnet.route == IMPLICIT_GEMM and resnet.launch.entry.IM2COL == "tma"
+    assert (resnet.input_copy, resnet.filter_copy) == ("nhwc", "krsc")
+    late = h200["resnet late 3x3, batch 1"]
+    assert str(late.launch.schedule.reduction) == "cluster"
+    stem = h200["resnet stem"]
+    assert stem.fold is not None and (stem.input_copy, stem.filter_copy) == ("folded",
+                                                                             "folded")
+    assert stem.launch.conv.extent == stem.fold.extent
+    assert stem.launch.schedule.problem.k == 7 * 64
+    for name in ("depthwise 3x3", "grouped 3x3"):  # TMA's maps take one group
+        assert h200[name].launch.entry.IM2COL == "gather", name
+    down = h200["resnet stride-2 1x1 downsample"]  # stride 2: not pointwise
+    assert down.route == IMPLICIT_GEMM
+    pointwise = h200["pointwise 1x1"]
+    # NCHW: the product runs transposed, out^T = w^T x^T: (N images) x K x (H W) over C
+    p = pointwise.launch.schedule.problem
+    assert pointwise.swapped and (p.batch, p.m, p.n, p.k) == (32, 64, 56 * 56, 256)
+    assert (pointwise.launch.spec.a_layout, pointwise.launch.spec.b_layout) == ("row", "row")
+    assert pointwise.launch.entry.FAMILY == "Wgmma"
+    one = h200["pointwise to one channel"]
+    assert one.launch.form is not None and one.launch.entry.FAMILY == "Dot"
+
+
+def test_a_channels_last_pointwise_product_is_not_transposed():
+    plan = _plan(LAYERS[5], channels_last=True, bias=True)
+    p = plan.launch.schedule.problem
+    assert plan.route == POINTWISE and not plan.swapped
+    assert (p.batch, p.m, p.n, p.k) == (1, 32 * 56 * 56, 64, 256)
+    assert plan.args[-1] == 1.0  # beta: the bias written first
+    assert "bias into the NHWC (32, 56, 56, 64) output (beta = 1)" in str(plan)
+
+
+def test_a_forced_tile_names_pixels_then_channels_in_both_layouts():
+    for channels_last, want in ((True, (128, 64)), (False, (64, 128))):
+        plan = _plan(LAYERS[5], channels_last=channels_last, tile=(128, 64))
+        assert tuple(plan.launch.schedule.tile[:2]) == want
+
+
+def test_the_launch_key_holds_the_convolution():
+    """Two convolutions of one GEMM (same M, N, K) launch one kernel on one table but read
+    other inputs: their launch values differ, so each gets its own LaunchPlan (and TMA
+    maps) from the one cache of them."""
+    a = explain_conv2d((1, 64, 8, 16), (64, 64, 3, 3), padding=1, device="h200",
+                       channels_last=True)
+    b = explain_conv2d((1, 64, 16, 8), (64, 64, 3, 3), padding=1, device="h200",
+                       channels_last=True)
+    assert a.launch.schedule.digest() == b.launch.schedule.digest()
+    assert a.launch.spec == b.launch.spec
+    assert a.launch != b.launch and a.launch.key != b.launch.key
+    again = explain_conv2d((1, 64, 8, 16), (64, 64, 3, 3), padding=1, device="h200",
+                           channels_last=True)
+    assert again.launch == a.launch and hash(again.launch) == hash(a.launch)
+
+
+def test_a_call_on_fresh_dense_arrays_gets_the_plan_explain_prints():
+    """What a call describes of its arrays (16-byte aligned fresh allocations, dense) is the
+    layout explain_conv2d plans for: the same plan, the same launch."""
+    g = conv_geometry((4, 64, 14, 14), (128, 64, 3, 3), padding=1)
+    x = Operand(0x7F0000200, (4, 64, 14, 14), (64 * 196, 196, 14, 1), "float16", 0)
+    w = Operand(0x7F0100000, (128, 64, 3, 3), (576, 9, 3, 1), "float16", 0)
+    ops = ConvOperands.of(x, w, True)
+    assert ops == ConvOperands.dense(g, bias=True)
+    explained = explain_conv2d((4, 64, 14, 14), (128, 64, 3, 3), True, padding=1,
+                               device="h200")
+    assert plan_conv2d(g, "float16", DeviceInfo.h200(), ops).launch == explained.launch
+
+
+def test_misaligned_inputs_are_gathered_an_element_at_a_time():
+    g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
+    ops = ConvOperands.dense(g, channels_last=True)._replace(input_offset=2)
+    plan = plan_conv2d(g, "float16", DeviceInfo.h200(), ops)
+    assert plan.input_copy is None and plan.launch.entry.IM2COL == "gather"
+    assert plan.launch.spec.a_vec == 1
+    assert "element copies" in str(plan)
+
+
+@pytest.mark.parametrize("weight_strides", [(1, 64, 1, 1), (1, -64, 1, 1)])
+def test_pointwise_filters_without_a_usable_stride_are_copied(weight_strides):
+    """(K, C, 1, 1) filters read as C x K: with neither stride 1 (a sliced weight), or a
+    negative one, the product reads a contiguous copy."""
+    g = conv_geometry((2, 64, 8, 8), (32, 64, 1, 1))
+    sliced = ConvOperands.dense(g)._replace(weight_strides=(128, 2, 1, 1))
+    plan = plan_conv2d(g, "float32", DeviceInfo.h200(), sliced)
+    assert plan.route == POINTWISE and plan.filter_copy == "contiguous"
+    flipped = ConvOperands.dense(g)._replace(weight_strides=(-64, 1, 1, 1))
+    plan = plan_conv2d(g, "float32", DeviceInfo.h200(), flipped)
+    assert plan.filter_copy == "contiguous"
+    assert "C x K contiguous (64, 32)" in str(plan)
+
+
+def test_pointwise_products_read_any_layout_without_a_k_major_copy():
+    """The pointwise plan takes gemm()'s exact entries, which read every layout: no dtype
+    conv2d runs on the GPU asks for a K-major copy without a float32 precision."""
+    from skcontract.kernels.resolve import reads_k_major
+    for dtype in ("float16", "bfloat16", "float32", "float64"):
+        assert not reads_k_major(dtype, None, 256, 90, True, 10**9, 1.0)
+
+
+def test_empty_and_channel_free_convolutions_launch_nothing():
+    empty = explain_conv2d((0, 8, 6, 6), (4, 8, 3, 3), device="h200")
+    assert empty.route == EMPTY and empty.launch is None and "nothing runs" in str(empty)
+    bias_only = explain_conv2d((2, 0, 6, 6), (4, 0, 3, 3), True, device="h200")
+    assert bias_only.route == BIAS_ONLY and bias_only.launch is None
+    assert "the output is the bias" in str(bias_only)
+
+
+def test_without_a_device_nothing_is_priced(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "cupy", None)  # as on a machine without CuPy
+    plan = explain_conv2d((32, 64, 56, 56), (64, 64, 3, 3), padding=1)
+    assert plan.device is None and plan.launch is None
+    text = str(plan)
+    assert UNPRICED_HINT in text and "NCHW -> NHWC (32, 56, 56, 64)" in text
+    stem = explain_conv2d((32, 3, 224, 224), (64, 3, 7, 7), stride=2, padding=3)
+    assert stem.input_copy == "padded or folded" and "the GPU decides" in str(stem)
+
+
+def test_explain_conv2d_prints_the_kernel_and_the_schedule(capsys):
+    plan = explain_conv2d((32, 64, 56, 56), (64, 64, 3, 3), True, padding=1, device="h100",
+                          dtype="bfloat16", channels_last=True)
+    text = str(plan)
+    assert text == plan.summary() == repr(plan)
+    assert plan.launch.spec.name in text and "_im2col" in text
+    assert plan.launch.schedule.summary() in text and "H100" in text
+    assert main(["explain-conv2d", "32x64x56x56", "64x64x3x3", "--padding", "1", "--bias",
+                 "--dtype", "bfloat16", "--device", "h100", "--channels-last"]) == 0
+    assert capsys.readouterr().out.strip() == text
+    assert main(["explain-conv2d", "8x3x32x32", "16x3x7x7", "--stride", "2", "--padding",
+                 "3x3", "--dilation", "1"]) == 0
+    assert "folded into channels" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,kwargs,error,needle", [
+    (((2, 4, 6, 6), (8, 3, 3, 3)), {}, ValueError, "expects 3 input channels"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(groups=0), ValueError, "groups must be positive"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(groups=1.0), TypeError, "groups must be an int"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(stride=0), ValueError, "stride must be positive"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(stride=1.5), TypeError, "stride must be an int"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(dilation=(1, 2, 3)), ValueError, "dilation must be"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(padding=-1), ValueError, "padding must be non-neg"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(padding="same", stride=2), ValueError,
+     "padding='same' needs stride 1"),
+    (((2, 4, 6, 6), (8, 4, 9, 9)), {}, ValueError, "larger than the padded input"),
+    (((4, 6), (8, 4, 3, 3)), {}, ValueError, "input must be 3-D"),
+    (((2, 4, 6, 6), (8, 4, 3)), {}, ValueError, "weight must be 4-D"),
+    (((2, -4, 6, 6), (8, 4, 3, 3)), {}, ValueError, "input_shape must not be negative"),
+    (((2, 4.0, 6, 6), (8, 4, 3, 3)), {}, TypeError, "input_shape must be a tuple of ints"),
+    ((np.zeros((2, 4, 6, 6)), (8, 4, 3, 3)), {}, TypeError, "pass its .shape"),
+    (((2, 4, 6, 6), 8), {}, TypeError, "weight_shape must be a tuple of ints"),
+    (((2, 4, 6, 6), (8, 4, 3, 3), "yes"), {}, TypeError, "bias must be True or False"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(dtype="int8"), TypeError,
+     "GPU kernels take float16, bfloat16, float32, float64, not int8"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(dtype=np.complex64), TypeError, "not complex64"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(dtype="nope"), TypeError, "not nope"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(mode="fast"), ValueError, "mode must be"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(reduction="sum"), ValueError, "reduction must be"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(tile=64), TypeError, "tile must be a tuple"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(tile=(64,)), ValueError, "tile must have 2 to 5"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(grid=0), ValueError, "grid must be a positive int"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(grid="8"), TypeError, "grid must be a positive int"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(device="a100"), ValueError, "unknown device"),
+    (((2, 4, 6, 6), (8, 4, 3, 3)), dict(channels_last="yes"), TypeError, "channels_last"),
+    (((2, 64, 6, 6), (8, 64, 3, 3)), dict(device="h200", tile=(32, 32)), ValueError,
+     "no float16 kernel with tile"),
+])
+def test_bad_arguments_raise_before_planning(args, kwargs, error, needle):
+    with pytest.raises(error, match=re.escape(needle)):
+        explain_conv2d(*args, **kwargs)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["explain-conv2d", "2x4x6x6", "8x3x3x3"], "expects 3 input channels"),
+    (["explain-conv2d", "2x4x6x6", "8x4x3x3", "--dtype", "int8"], "not int8"),
+    (["explain-conv2d", "2x4x6x6", "8x4x3x3", "--stride", "2,1"], "not an int or like 2x1"),
+    (["explain-conv2d", "2x4x6x6", "8x4x3x3", "--padding", "same", "--stride", "2"],
+     "needs stride 1"),
+])
+def test_the_command_line_says_what_is_wrong_in_one_line(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_the_command_line_help_describes_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["explain-conv2d", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--bias", "--stride", "--padding", "--dilation", "--groups", "--dtype",
+                   "--device", "--channels-last"):
+        assert option in text
