@@ -30,6 +30,7 @@ from .interop import has_torch, is_torch, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
+from .replan import Replans
 from .schedule.device import DeviceInfo
 from .schedule.types import as_mode, as_reduction
 
@@ -143,7 +144,7 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
     if backend != "numpy":
         plan = schedule_plan(plan, device, precision=precision)
     bk = get_backend(backend)
-    return plan, bk.compile(plan), plan_allocates(plan)
+    return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
 
 
 # typed: a memory_limit of 1.0 (refused) is not the cached plan of 1
@@ -597,8 +598,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     >>> s = plan.steps[0]
     >>> s.kind.name, s.batch_labels, s.m_labels, s.n_labels, s.k_labels
     ('BATCHED_GEMM', ('b',), ('i',), ('k',), ('j',))
-    >>> s.m, s.n, s.k, s.batch, s.merge.name
-    (8, 32, 16, 4, 'ATOMIC_CAPABLE')
+    >>> s.m, s.n, s.k, s.batch, s.reduces
+    (8, 32, 16, 4, True)
     """
     _check_precision(precision)
     as_mode(mode), as_reduction(reduction)  # refused on any machine
@@ -647,7 +648,8 @@ class ContractExpression:
     """
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
-                 "_prepared", "_dtypes", "_by_types", "_views", "_constants", "_resident")
+                 "_prepared", "_dtypes", "_by_types", "_views", "_constants", "_resident",
+                 "_replans")
 
     def __init__(self, plan: Plan, dtype, backend: str | None, device=None, constants=None,
                  **options):
@@ -659,6 +661,7 @@ class ContractExpression:
         self._shapes = plan.input_shapes
         self._dtype = None if dtype is None else np.dtype(dtype)
         self._prepared: dict = {}  # backend -> (plan, module, run, allocates)
+        self._replans: dict = {}  # backend -> its compiled plan's Replans
         # (backend, operand dtypes, out's or None) -> (result, compute dtype, cast)
         self._dtypes: dict = {}
         # operand types -> (backend, its _prepare entry): arrays of one backend's own type
@@ -689,7 +692,9 @@ class ContractExpression:
             if backend != "numpy" or self._device is not None:  # NumPy runs no schedule
                 dev = self._device if self._device is not None else _device_for(backend)
                 plan = schedule_plan(replace(plan, device=dev), dev, **self._options)
-            hit = self._prepared[backend] = (plan, bk, bk.compile(plan), plan_allocates(plan))
+            replans = self._replans[backend] = Replans(plan, self._options)
+            hit = self._prepared[backend] = (plan, bk, bk.compile(plan, replan=replans),
+                                             plan_allocates(plan))
         return hit
 
     def _resolve(self, backend, bk, arrays, out_dtype=None):
@@ -798,7 +803,12 @@ class ContractExpression:
                                  f"{shape}")
 
     def __repr__(self) -> str:
-        return f"ContractExpression({self._base.subscripts!r})\n{self.plan.table()}"
+        """The plan's table, and the steps a call planned again for its operands
+        (:mod:`skcontract.replan`): what ran."""
+        lines = [f"ContractExpression({self._base.subscripts!r})", self.plan.table()]
+        for backend, replans in self._replans.items():
+            lines += [f"{backend}: {line}" for line in replans.lines()]
+        return "\n".join(lines)
 
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,

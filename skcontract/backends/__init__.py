@@ -15,8 +15,12 @@ A backend is a module ``skcontract.backends.<name>_backend`` exposing:
 ``compute_dtype(dtype) -> dtype``
     The dtype ``run`` receives operands in for a result of ``dtype`` (NumPy computes
     float16 in float32; the GPU keeps float16 and accumulates in float32 in its kernels).
-``compile(plan) -> run``
-    Prepare ``plan`` once. ``run(arrays)`` takes one array per plan operand, with the
+``compile(plan, replan=None) -> run``
+    Prepare ``plan`` once. ``replan(step, product, exclude, why)``: the plan layer's hook
+    a GPU backend calls for a step whose operands are not those its launch was planned for,
+    or whose kernel the device does not build as declared (:class:`skcontract.replan.Replans`:
+    the step's launch for the call's operands, None where no kernel takes it); without one,
+    such a call raises. ``run(arrays)`` takes one array per plan operand, with the
     shapes of ``plan.input_shapes`` and all of dtype ``compute_dtype(result dtype)``
     (the front end casts), executes ``plan.steps`` and returns
     the result with the axes of ``plan.output`` in the compute dtype. It may return a

@@ -7,16 +7,16 @@ the schedule, the kernel, the operand copies; memory-bound steps, batches of dot
 matrix-vector products, on the Dot family): the plan is resolved for the device once
 (:func:`skcontract.kernels.resolve.schedule_plan`), the backend binds pointers to its
 launches (:mod:`skcontract.kernels.bound`), so what the plan shows is what launches.
-Operands a launch was not made for (another dtype, strides or alignment than the views of
-contiguous operands the plan assumes) are resolved for at the call, as
-:func:`skcontract.kernels.gemm.gemm` resolves a call. float32 is exact unless the plan was
-made at a precision (``einsum(..., precision="3xtf32")``; its steps name it). int8 steps
-accumulate in int32 on tensor cores and are cast back to int8, which wraps exactly as
-numpy's int8 einsum does (sums are taken modulo 2^8 either way). Documented fallback:
-other dtypes (other integers, bool, complex), steps whose operands arrive in another dtype
-than planned, steps with a dimension or a tile walk beyond the kernels' 32-bit index, and
-the other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply,
-``sum``).
+Operands a launch was not planned for (another dtype, strides or alignment than the views
+of contiguous operands the plan assumes), and a kernel this device does not build as its entry
+declares, get the step planned again at the plan layer through the ``replan`` hook the plan
+was compiled with (:class:`skcontract.replan.Replans`, which records what ran: a contract
+expression's repr shows it). float32 is exact unless the plan was made at a precision
+(``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in int32 on
+tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum does (sums
+are taken modulo 2^8 either way). Documented fallback: other dtypes (other integers, bool,
+complex), steps with a dimension or a tile walk beyond the kernels' 32-bit index, and the
+other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -28,12 +28,10 @@ from functools import lru_cache
 import cupy
 
 from ..kernels import catalogue
-from ..kernels.bound import run_step
-from ..kernels.dot import matvec
-from ..kernels.gemm import gemm
-from ..kernels.resolve import DEFAULT_REDUCTION
+from ..kernels.bound import OperandMismatch, run_step
+from ..kernels.jit import RegisterCountError
+from ..kernels.launch import CoResidencyError
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from ..schedule.table import TableOverflow
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -58,39 +56,33 @@ def compute_dtype(dtype):
     return dt if dt.name in catalogue.INPUT_DTYPES else _cpu_compute_dtype(dt)
 
 
-def _stream_k_matmul(x, y, precision: str | None = None):
-    """``x @ y`` on (batch, M, K) x (batch, K, N) or 2-D views of operands a step's launch
-    was not made for (another dtype than planned, other strides or alignment): our kernels,
-    resolved for these operands as :func:`~skcontract.kernels.gemm.gemm` resolves a call
-    (the Dot family where the product is memory-bound), else cupy.matmul. ``precision``:
-    float32's, as ``gemm`` takes it. Returns ``(result, binding)`` as :func:`_launch_step`
-    does."""
-    name = x.dtype.name
-    if name not in catalogue.INPUT_DTYPES or y.dtype != x.dtype or x.ndim != y.ndim or \
-            x.size == 0 or y.size == 0:  # nothing to launch for empty operands
-        return cupy.matmul(x, y), None
-    try:
-        r, binding = matvec(x, y, bind=True)  # memory-bound: the Dot kernel
-        if r is None:
-            r, binding = gemm(x, y, reduction=DEFAULT_REDUCTION, precision=precision,
-                              bind=True)
-    except TableOverflow:  # a dimension or tile walk beyond the kernels' 32-bit index
-        return cupy.matmul(x, y), None
-    if r.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
-        return r.astype(x.dtype), None
-    return r, binding
-
-
-def _launch_step(step, x, y):
-    """``x @ y`` for ``step``: its launch where the operands are the ones it was made for
-    (:func:`~skcontract.kernels.bound.run_step`), else :func:`_stream_k_matmul`. Returns
-    ``(result, binding)``: the binding repeats the launch for operands like these
-    (:class:`~skcontract.kernels.launch.Binding`), None when there is none to repeat."""
-    if step.launch is not None and x.size and y.size:
-        ran = run_step(step.launch, x, y)
-        if ran is not None:
-            return ran
-    return _stream_k_matmul(x, y, step.precision)
+def _launch_step(step, x, y, replan):
+    """``x @ y`` for ``step``: on its launch (:func:`~skcontract.kernels.bound.run_step`)
+    where the operands are the ones it was planned for; else on the launch ``replan`` (the
+    plan layer's hook, :class:`skcontract.replan.Replans`) plans for them, or for this
+    device where it does not build the launch's kernel as declared; CuPy's matmul where no
+    kernel takes the step. Returns ``(result, binding)``: the binding repeats the launch for
+    operands like these (:class:`~skcontract.kernels.launch.Binding`), None when there is
+    none to repeat."""
+    launch = step.launch
+    exclude = frozenset()
+    while launch is not None and x.size and y.size:
+        try:
+            return run_step(launch, x, y)
+        except OperandMismatch as e:
+            if replan is None:
+                raise
+            if e.product is None:  # strides no kernel reads: the contiguous operands
+                x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
+                continue
+            launch = replan(step, e.product, exclude, "not the operands the plan assumed")
+        except (RegisterCountError, CoResidencyError) as e:
+            if replan is None:
+                raise
+            exclude |= {launch.entry}
+            launch = replan(step, launch.product, exclude, f"{e}; planned without "
+                            f"{launch.entry.name}")
+    return cupy.matmul(x, y), None
 
 
 MAX_BINDINGS = 8
@@ -106,7 +98,7 @@ def _operands_key(x, y, current_device):
             yd.ptr & 15, xd.device_id, yd.device_id, current_device())
 
 
-def matmul_for(step, views):
+def matmul_for(step, views, replan=None):
     """The batched matrix product that runs ``step`` on its operands through ``views``
     (:class:`~skcontract.backends.steps.StepViews`), on the launch the step carries. A call
     with operands laid out as an earlier call's (:func:`_operands_key`) replays that call's
@@ -123,7 +115,7 @@ def matmul_for(step, views):
     def product(xv, yv, into: dict, key, replay_shape):
         """The product of the views, its binding kept in ``into`` under ``key``,
         allocating ``replay_shape`` (None: the product's own) on a replay."""
-        r, binding = _launch_step(step, xv, yv)
+        r, binding = _launch_step(step, xv, yv, replan)
         if binding is not None and len(into) < MAX_BINDINGS:
             into[key] = binding if replay_shape is None else \
                 binding._replace(out_shape=replay_shape)
@@ -157,6 +149,12 @@ def _sum(x, axis):
 OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any)
 
 
-def compile(plan):
-    """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`)."""
-    return compile_plan(plan, OPS)
+def compile(plan, replan=None):
+    """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`).
+    ``replan``: the plan layer's hook for steps whose operands are not those their launch
+    was planned for (:func:`_launch_step`; None: such a call raises
+    :class:`~skcontract.kernels.bound.OperandMismatch`)."""
+    if replan is None:
+        return compile_plan(plan, OPS)
+    return compile_plan(plan, OPS._replace(
+        matmul_for=lambda step, views: matmul_for(step, views, replan)))

@@ -37,6 +37,7 @@ def asarray(x):
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
-def compile(plan):
-    """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`)."""
+def compile(plan, replan=None):
+    """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`).
+    ``replan`` is a GPU backend's hook: NumPy launches nothing and takes none."""
     return compile_plan(plan, OPS)

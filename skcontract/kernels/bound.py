@@ -1,23 +1,41 @@
-"""Launches bound to a device: :func:`run_step` launches a plan step's
-:class:`~.step_launch.StepLaunch` on CuPy operands.
+"""Launches bound to a device: a :class:`~.step_launch.StepLaunch` run on operands.
 
 One cache holds the compiled, uploaded :class:`~.launch.LaunchPlan` of each launch value and
-device (:func:`launch_plan`), for einsum's steps, ``gemm()`` and the Dot family's products
-alike. A call checks that its operands are the ones the launch was made for (dtype,
-layouts, 16-byte alignment, the Dot form), makes the copies the launch names, binds the
-pointers and launches: no resolver, no catalogue. Operands laid out otherwise get None, and
-the caller runs them its documented way. CuPy is imported inside the functions only.
+device (:func:`launch_plan`), for einsum's steps, ``gemm()``, the Dot family's products and
+conv2d alike. :func:`run_step` runs a plan step's launch on CuPy operands: it checks that the
+operands are the ones the launch was planned for (:meth:`.operands.Product.runs_as`; else
+:class:`OperandMismatch`, and the plan layer plans the step again for them), makes the copies
+the launch names, binds the pointers and launches. :func:`launch_operands` is the launch
+itself, which ``gemm()`` calls too. No resolver, no catalogue. CuPy is imported inside the
+functions only.
 """
 from __future__ import annotations
 
 from . import jit, relayout
-from .forms import DotForm, form_of
-from .launch import Binding, CoResidencyError, LaunchPlan
-from .operands import as3, describe, is_vec16, matrix_layout
-from .specs import specialise
-from .step_launch import StepLaunch, dot_spec
+from .forms import DotForm
+from .launch import Binding, BoundLaunch, LaunchPlan
+from .operands import Operand, Product, as3, describe, matrix_layout, product_of
+from .step_launch import StepLaunch
 
 _PLANS: dict = {}
+
+
+class OperandMismatch(ValueError):
+    """A call's operands are not those a launch was planned for: ``product`` is theirs
+    (:class:`~.operands.Product`; None for an operand no launch reads as it lies: no unit
+    inner stride, or a negative stride)."""
+
+    def __init__(self, launch: StepLaunch, product: Product | None):
+        self.launch, self.product = launch, product
+        planned = launch.product.describe() if launch.product is not None else "?"
+        got = "operands no kernel reads as they lie" if product is None else \
+            product.describe()
+        super().__init__(f"launch {launch.spec.name} was planned for {planned} "
+                         f"({_dims(launch.product)}); the call has {got} ({_dims(product)})")
+
+
+def _dims(p: Product | None) -> str:
+    return "-" if p is None else f"batch={p.batch} m={p.m} n={p.n} k={p.k}"
 
 
 def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
@@ -36,89 +54,69 @@ def run_step(launch: StepLaunch, x, y):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``:
     ``(result, binding)``, the binding (:class:`~.launch.Binding`) repeating the launch on
     operands laid out as these (None where the launch copied an operand or cast its
-    result); None where the operands are not those the launch was made for, or where this
-    device cannot run its kernel as declared (a register count this compiler misses, fewer
-    clusters resident than planned), whose fallbacks :func:`.gemm.gemm` takes."""
-    if x.dtype.name != launch.spec.dtype_in or y.dtype != x.dtype:
-        return None
-    try:
-        if launch.form is not None:
-            return _run_dot(launch, x, y)
-        return _run_gemm(launch, x, y)
-    except (jit.RegisterCountError, CoResidencyError):
-        return None
-
-
-def _run_dot(launch: StepLaunch, x, y):
+    result). :class:`OperandMismatch` where the operands are not those the launch was
+    planned for; :class:`.jit.RegisterCountError` or :class:`.launch.CoResidencyError`
+    where this device cannot run its kernel as declared (the plan layer plans the step
+    again either way)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    found = form_of(x, y)
-    if found is None or found[0] != launch.form:
-        return None
-    form, shape = found
-    a, b = (y, x) if form.swap else (x, y)
-    spec = dot_spec(launch.entry, launch.spec.protocol, form, x.itemsize, a.data.ptr,
-                    b.data.ptr)
-    dev = cupy.cuda.runtime.getDevice()
-    if spec != launch.spec or x.device.id != dev or y.device.id != dev:
-        return None
-    out = cupy.empty(shape, dtype=x.dtype)
-    stream = cupy.cuda.get_current_stream()
-    args = _dot_args(form)
-    plan = launch_plan(launch, dev, stream)
-    plan.launch(a.data.ptr, b.data.ptr, out.data.ptr, *args, stream)
-    bound = plan.bind(*args)
-    return out, (None if bound is None else Binding(bound, form.swap, shape, x.dtype,
-                                                    cupy.empty))
-
-
-def _dot_args(form: DotForm) -> tuple:
-    """The kernel's problem, strides, alpha and beta for ``form``."""
-    mm, nn = (form.outputs, 1) if form.shape == "rows" else (1, form.outputs)
-    return (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, 1.0,
-            0.0)
-
-
-def _run_gemm(launch: StepLaunch, x, y):
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    copied_a, copied_b = launch.copies
-    if copied_a:
-        x = relayout.one_copy(x, relayout.row_major, x.ndim == 3 and x.strides[0] == 0)
-    if copied_b:
-        y = relayout.one_copy(y, relayout.col_major, y.ndim == 3 and y.strides[0] == 0)
     A, B = describe(x), describe(y)
-    (ba, m, k), (sba, sam, sak) = as3(A.shape, A.strides)
-    (bb, _, n), (sbb, sbk, sbn) = as3(B.shape, B.strides)
-    batch = max(ba, bb)
-    sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
-    lay_a, lay_b = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
+    product = product_of(A, B)
+    if product is None or launch.product is None or not product.runs_as(launch.product):
+        raise OperandMismatch(launch, product)
     dev = cupy.cuda.runtime.getDevice()
-    if lay_a is None or lay_b is None or min(sba, sbb) < 0 or \
-            A.device_id != dev or B.device_id != dev:
-        return None
-    (la, lda), (lb, ldb) = lay_a, lay_b
-    elem = A.itemsize()
-    spec = launch.spec
-    actual = specialise(spec.entry, protocol=spec.protocol, a_layout=la, b_layout=lb,
-                        a_vec16=is_vec16(A.ptr, lda, sba, batch, elem),
-                        b_vec16=is_vec16(B.ptr, ldb, sbb, batch, elem))
-    if actual != spec:
-        return None
-    shape = (m, n) if len(A.shape) == 2 and len(B.shape) == 2 else (batch, m, n)
-    out = cupy.empty(shape, dtype=spec.dtype_out)
-    ldc, sbc = (n if m > 1 else 0), (m * n if batch > 1 else 0)
-    args = (m, n, k, lda, ldb, ldc, sba, sbb, sbc, 1.0, 0.0)
-    stream = cupy.cuda.get_current_stream()
-    plan = launch_plan(launch, dev, stream)
-    plan.launch(A.ptr, B.ptr, out.data.ptr, *args, stream)
+    if A.device_id != dev or B.device_id != dev:
+        raise ValueError(f"einsum: operands on devices {A.device_id}, {B.device_id}; the "
+                         f"current device is {dev} (use cupy.cuda.Device)")
+    shape = (product.m, product.n) if x.ndim == 2 and y.ndim == 2 else \
+        (product.batch, product.m, product.n)
+    out = cupy.empty(shape, dtype=launch.spec.dtype_out)
+    bound = launch_operands(launch, x, y, A, B, describe(out), 1.0, 0.0, dev,
+                            cupy.cuda.get_current_stream(), bind=True)
     if out.dtype != x.dtype:  # int8: the kernel writes int32; the cast wraps like numpy's
         return out.astype(x.dtype), None
-    if copied_a or copied_b:
-        return out, None
-    bound = plan.bind(*args)
-    return out, (None if bound is None else Binding(bound, False, shape, out.dtype,
+    swapped = launch.form is not None and launch.form.swap
+    return out, (None if bound is None else Binding(bound, swapped, shape, out.dtype,
                                                     cupy.empty))
+
+
+def launch_operands(launch: StepLaunch, x, y, X: Operand, Y: Operand, C: Operand, alpha,
+                    beta, dev: int, stream, bind: bool = False) -> BoundLaunch | None:
+    """``C = alpha * x @ y + beta * C`` on ``launch`` for operands whose product runs as the
+    launch's (the caller checked; ``X``, ``Y``, ``C``: the arrays described,
+    :func:`.operands.describe`; ``C`` row-major): the copies the launch names made first.
+    Returns the BoundLaunch repeating it when ``bind`` and the launch copied nothing."""
+    if launch.form is not None:
+        return _launch_dot(launch, launch.form, X, Y, C, alpha, beta, dev, stream, bind)
+    copy_a, copy_b = launch.copies
+    if copy_a:
+        x = relayout.one_copy(x, relayout.row_major, X.strides[0] == 0 and len(X.shape) == 3)
+        X = describe(x)
+    if copy_b:
+        y = relayout.one_copy(y, relayout.col_major, Y.strides[0] == 0 and len(Y.shape) == 3)
+        Y = describe(y)
+    (ba, m, k), (sba, sam, sak) = as3(X.shape, X.strides)
+    (bb, _, n), (sbb, sbk, sbn) = as3(Y.shape, Y.strides)
+    batch = max(ba, bb)
+    sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
+    (_, lda), (_, ldb) = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
+    _, (sbc, scm, _) = as3(C.shape, C.strides)
+    args = (m, n, k, lda, ldb, scm if m > 1 else 0, sba, sbb, sbc if batch > 1 else 0,
+            alpha, beta)
+    plan = launch_plan(launch, dev, stream)
+    plan.launch(X.ptr, Y.ptr, C.ptr, *args, stream)
+    return plan.bind(*args) if bind and not (copy_a or copy_b) else None
+
+
+def _launch_dot(launch, form: DotForm, X, Y, C, alpha, beta, dev, stream, bind):
+    """The Dot kernel's launch (its A and B in the form's order)."""
+    a, b = (Y, X) if form.swap else (X, Y)
+    mm, nn = (form.outputs, 1) if form.shape == "rows" else (1, form.outputs)
+    args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc, alpha,
+            beta)
+    plan = launch_plan(launch, dev, stream)
+    plan.launch(a.ptr, b.ptr, C.ptr, *args, stream)
+    return plan.bind(*args) if bind else None
 
 
 def clear_plans() -> None:

@@ -86,6 +86,15 @@ def loads_aligned(ptr: int, ld: int, sb: int, elem: int, rows: bool) -> bool:
     return ptr % v == 0 and (not rows or ((ld * elem) % v == 0 and (sb * elem) % v == 0))
 
 
+def form_aligned(form: DotForm, x_ptr: int, y_ptr: int, elem: int) -> tuple[bool, bool]:
+    """Whether the Dot kernel's 16-byte loads of ``form``'s A and B are aligned, for a
+    product's operands at ``x_ptr`` and ``y_ptr`` (0: fresh arrays)."""
+    a_ptr, b_ptr = (y_ptr, x_ptr) if form.swap else (x_ptr, y_ptr)
+    rows = form.shape == "rows"
+    return (loads_aligned(a_ptr, form.lda, form.sa, elem, True) if rows else True,
+            loads_aligned(b_ptr, form.ldb, form.sb, elem, True))
+
+
 def form_of(x, y) -> tuple[DotForm, tuple] | None:
     """The Dot form of ``x @ y`` for arrays (anything with shape, strides and itemsize) of
     (batch, M, K) x (batch, K, N) or (M, K) x (K, N), with the C-contiguous output a call

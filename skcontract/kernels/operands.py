@@ -13,11 +13,12 @@ requires. CuPy is optional and imported inside functions only.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .catalogue import VEC16_BYTES
+from .catalogue import LINE_BYTES, VEC16_BYTES
+from .forms import DotForm, dot_form, form_aligned
 
 _BFLOAT16 = "bfloat16"  # no NumPy dtype: named here, 2 bytes
 
@@ -247,3 +248,80 @@ def is_vec16(ptr, ld, batch_stride, batch, elem) -> bool:
     v = VEC16_BYTES
     return (ptr % v == 0 and (ld * elem) % v == 0
             and (batch <= 1 or (batch_stride * elem) % v == 0))
+
+
+def rows_off_lines(ptr: int, ld: int, batch_stride: int, itemsize: int) -> bool:
+    """Whether any row of an operand at address ``ptr`` whose rows are ``ld`` and batches
+    ``batch_stride`` elements of ``itemsize`` bytes apart starts off a
+    :data:`~.catalogue.LINE_BYTES` line (:attr:`Product.b_off_lines`)."""
+    return any(x % LINE_BYTES for x in (ptr, ld * itemsize, batch_stride * itemsize))
+
+
+@dataclass(frozen=True)
+class Product:
+    """What the launch of a batched matrix product ``x @ y`` depends on in its operands: the
+    dtype, the problem, each operand's matrix layout ("row" / "col",
+    :func:`matrix_layout`) and 16-byte alignment (:func:`is_vec16`), and the product's Dot
+    form (:func:`.forms.dot_form`; None where it has none) with the alignment of the Dot
+    kernel's loads (:func:`.forms.form_aligned`). The resolver plans a launch for
+    one (:func:`.resolve.resolve_product`); a launch runs the operands of any product that
+    :meth:`runs_as` it.
+
+    ``b_off_lines`` (B's rows start off L2 lines) and ``matrices`` (the matrices each operand
+    holds: 1 where its batch repeats one) inform the choice of schedule only.
+
+    >>> p = Product("float16", 1, 64, 32, 16, ("row", "row"), (True, True))
+    >>> p.runs_as(Product("float16", 1, 64, 32, 16, ("row", "row"), (True, True),
+    ...                   b_off_lines=True))
+    True
+    """
+
+    dtype: str
+    batch: int
+    m: int
+    n: int
+    k: int
+    layouts: tuple[str, str]
+    vec16: tuple[bool, bool]
+    form: DotForm | None = None
+    form_aligned: tuple[bool, bool] = (True, True)
+    b_off_lines: bool = False
+    matrices: tuple[int, int] = field(default=(1, 1))
+
+    def runs_as(self, planned: "Product") -> bool:
+        """Whether a launch planned for ``planned`` runs these operands: the same dtype,
+        problem, layouts, alignment and Dot form."""
+        return (self.dtype, self.batch, self.m, self.n, self.k, self.layouts, self.vec16,
+                self.form, self.form_aligned) == (
+            planned.dtype, planned.batch, planned.m, planned.n, planned.k, planned.layouts,
+            planned.vec16, planned.form, planned.form_aligned)
+
+    def describe(self) -> str:
+        """The operands in words, as a re-planned step names them."""
+        a, b = (f"{lay}-major{'' if v else ' off 16 bytes'}"
+                for lay, v in zip(self.layouts, self.vec16))
+        return f"{self.dtype} A {a}, B {b}"
+
+
+def product_of(A: Operand, B: Operand, out_strides: tuple | None = None) -> Product | None:
+    """The :class:`Product` of ``A @ B`` for 2-D or 3-D operands (batch stride first in
+    ``out_strides``, the output's (batch, row, column) strides; None: a fresh C-contiguous
+    output); None where an operand has no unit inner stride or a negative stride (a launch
+    reads neither: the caller copies it)."""
+    (ba, m, k), (sba, sam, sak) = as3(A.shape, A.strides)
+    (bb, _, n), (sbb, sbk, sbn) = as3(B.shape, B.strides)
+    batch = max(ba, bb)
+    sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
+    lay_a, lay_b = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
+    if lay_a is None or lay_b is None or min(sam, sak, sba, sbk, sbn, sbb) < 0:
+        return None
+    elem = A.itemsize()
+    cs = (m * n, n, 1) if out_strides is None else tuple(out_strides)
+    form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), cs)
+    aligned = (True, True) if form is None else form_aligned(form, A.ptr, B.ptr, elem)
+    return Product(A.dtype, batch, m, n, k, (lay_a[0], lay_b[0]),
+                   (is_vec16(A.ptr, lay_a[1], sba, batch, elem),
+                    is_vec16(B.ptr, lay_b[1], sbb, batch, elem)),
+                   form, aligned,
+                   rows_off_lines(B.ptr, lay_b[1], sbb if batch > 1 else 0, elem),
+                   (ba if sba else 1, bb if sbb else 1))

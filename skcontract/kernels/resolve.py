@@ -20,12 +20,12 @@ from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
-from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES, LINE_BYTES,
+from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
                         SMEM_RESERVED_PER_CTA, Dot, Entry, entries_for, catalogue_key,
                         Wgmma, WgmmaKMajor, dot_entries, output_tiles, pending_for,
                         streaming_wanted)
-from .forms import dot_form
-from .operands import is_vec16, matrix_layout
+from .forms import dot_form, form_aligned
+from .operands import Product, is_vec16, matrix_layout, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
 from .step_launch import StepLaunch, dot_spec
 
@@ -116,7 +116,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     any, as when planning from shapes); ``b_off_lines``: B's rows start off
     :data:`~.catalogue.LINE_BYTES` lines (the entries offered only then are offered);
     ``exclude``: entries not to plan on (a kernel this device cannot build as declared:
-    :func:`.gemm.make_plan`). Other
+    :func:`.gemm.plan_launch`). Other
     ``options`` (grid, splits, groups, ...) go to the scheduler. TypeError when no kernel
     takes the dtype; ValueError for a tile no entry has.
     """
@@ -305,34 +305,73 @@ def reads_k_major(dtype: str, precision: str | None, k: int, cc: int | None,
     return not aligned or copy_s <= TURN_COST_SHARE * flops / TF32X3_RATE
 
 
-def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
-    """The (A, B) layouts a plan step's matrix product sees, and whether both operands are
-    16-byte aligned, for the views the array backends make of contiguous operands (a copy
-    where the plan says ``needs_copy`` is C-contiguous). A float32 step at a precision
-    whose entries on ``cc`` read them K-major (:func:`reads_k_major`) sees them K-major
-    (unless N is 1): :func:`~.gemm.gemm` copies the others into that layout, as it does
-    for any product at that precision."""
-    layouts, vec16 = _contiguous_operands(step)
-    if step.float32_precision is None or step.n <= 1 or layouts == K_MAJOR:
-        return layouts, vec16
-    ha, hb = step.holds_batch
-    copied = k_major_copy_elems(layouts[0] == "col", layouts[1] == "row", step.m, step.n,
-                                step.k, step.batch if ha else 1, step.batch if hb else 1)
-    flops = 2.0 * step.batch * step.m * step.n * step.k
-    if reads_k_major("float32", step.float32_precision, step.k, cc, vec16, copied, flops):
-        return K_MAJOR, True  # (rows of k elements on 16 bytes, batches of whole rows)
-    return layouts, vec16
+def k_major_copies(product: Product, precision: str | None,
+                   cc: int | None) -> tuple[bool, bool]:
+    """Which of a product's operands are copied K-major (A row-major, B column-major) before
+    the launch: those MN-major where ``product``'s dtype at ``precision`` runs on ``cc``'s
+    Wgmma entries once copied (:func:`reads_k_major`); none for a product of one column."""
+    la, lb = product.layouts
+    if product.n <= 1 or (la, lb) == K_MAJOR:
+        return False, False
+    copies = (la != "row", lb != "col")
+    elems = k_major_copy_elems(*copies, product.m, product.n, product.k, *product.matrices)
+    flops = 2.0 * product.batch * product.m * product.n * product.k
+    if reads_k_major(product.dtype, precision, product.k, cc, all(product.vec16), elems,
+                     flops):
+        return copies
+    return False, False
 
 
-def _contiguous_operands(step) -> tuple[tuple[str, str], bool]:
-    """:func:`step_operands` for the views of contiguous operands, as they are."""
+def copied_views(product: Product, copies: tuple[bool, bool]) -> Product:
+    """``product`` as the launch reads it once the operands ``copies`` names are copied
+    K-major (fresh arrays: their base on a line; a broadcast operand's copy is one matrix
+    read with a batch stride of 0)."""
+    if not any(copies):
+        return product
+    m, n, k, batch = product.m, product.n, product.k, product.batch
+    elem = CXX_TYPES[product.dtype][1]
+    (la, lb), (va, vb), b_off = product.layouts, product.vec16, product.b_off_lines
+    if copies[0]:
+        la, ld = matrix_layout(m, k, k, 1)
+        va = is_vec16(0, ld, m * k if product.matrices[0] > 1 else 0, batch, elem)
+    if copies[1]:
+        lb, ld = matrix_layout(k, n, 1, k)
+        sb = k * n if product.matrices[1] > 1 else 0
+        vb = is_vec16(0, ld, sb, batch, elem)
+        b_off = rows_off_lines(0, ld, sb, elem)
+    return replace(product, layouts=(la, lb), vec16=(va, vb), b_off_lines=b_off)
+
+
+def step_product(step) -> Product:
+    """The :class:`~.operands.Product` of a plan step for the views the array backends make
+    of contiguous operands (a copy where the plan says ``needs_copy`` is C-contiguous; the
+    batch strides of :func:`_batch_strides`)."""
     a_row = step.needs_copy[0] or step.layouts[0] == "MK"
     b_row = step.needs_copy[1] or step.layouts[1] == "KN"
+    m, n, k, batch = step.m, step.n, step.k, step.batch
     elem = step.dtype.itemsize
-    lds = (step.k if a_row else step.m, step.n if b_row else step.k)
-    batch_strides = _batch_strides(step)
-    vec16 = all((x * elem) % VEC16_BYTES == 0 for x in lds + batch_strides)
-    return ("row" if a_row else "col", "row" if b_row else "col"), vec16
+    sa, sb = _batch_strides(step)
+    xs = (sa, k, 1) if a_row else (sa, 1, m)
+    ys = (sb, n, 1) if b_row else (sb, 1, k)
+    a = matrix_layout(m, k, *xs[1:])
+    b = matrix_layout(k, n, *ys[1:])
+    form = dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
+    aligned = (True, True) if form is None else form_aligned(form, 0, 0, elem)
+    ha, hb = step.holds_batch
+    return Product(step.dtype.name, batch, m, n, k, (a[0], b[0]),
+                   (is_vec16(0, a[1], sa, batch, elem), is_vec16(0, b[1], sb, batch, elem)),
+                   form, aligned, rows_off_lines(0, b[1], sb, elem),
+                   (batch if ha else 1, batch if hb else 1))
+
+
+def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
+    """The (A, B) layouts a plan step's matrix product sees on compute capability ``cc``,
+    and whether both operands are 16-byte aligned: the views of contiguous operands
+    (:func:`step_product`), or their K-major copies where the step's float32 precision
+    reads them so (:func:`k_major_copies`)."""
+    product = step_product(step)
+    views = copied_views(product, k_major_copies(product, step.float32_precision, cc))
+    return views.layouts, all(views.vec16)
 
 
 def _batch_strides(step) -> tuple[int, int]:
@@ -343,25 +382,6 @@ def _batch_strides(step) -> tuple[int, int]:
         return 0, 0
     ha, hb = step.holds_batch
     return (step.m * step.k if ha else 0), (step.k * step.n if hb else 0)
-
-
-def step_dot_form(step):
-    """The Dot form (:mod:`.dot`) of a plan step's product for the views the array backends
-    make of contiguous operands (uncopied: the Dot family reads any layout); None when it
-    has none (a GEMM kernel runs it)."""
-    (la, lb), _ = _contiguous_operands(step)
-    m, n, k = step.m, step.n, step.k
-    sxb, syb = _batch_strides(step)
-    xs = (sxb, k, 1) if la == "row" else (sxb, 1, m)
-    ys = (syb, n, 1) if lb == "row" else (syb, 1, k)
-    return dot_form(step.batch, m, n, k, xs, ys, (m * n, n, 1))
-
-
-def rows_off_lines(ptr: int, ld: int, batch_stride: int, itemsize: int) -> bool:
-    """Whether any row of an operand at address ``ptr`` whose rows are ``ld`` and batches
-    ``batch_stride`` elements of ``itemsize`` bytes apart starts off a
-    :data:`~.catalogue.LINE_BYTES` line (:func:`resolve_gemm`'s ``b_off_lines``)."""
-    return any(x % LINE_BYTES for x in (ptr, ld * itemsize, batch_stride * itemsize))
 
 
 def unscheduled_reason(step) -> str | None:
@@ -376,17 +396,24 @@ def unscheduled_reason(step) -> str | None:
     return None
 
 
-def resolve_step(step, device: DeviceInfo, **options) -> StepLaunch | None:
+def resolve_step(step, device: DeviceInfo, product: Product | None = None,
+                 **options) -> StepLaunch | None:
     """The launch the GPU runs a plan step with (:class:`~.step_launch.StepLaunch`), at the
-    step's ``precision``; None when the step is not GEMM-class or no kernel takes its dtype
-    (the backend's documented fallback runs it). Memory-bound steps with a Dot form run on
-    the Dot kernel (:func:`resolve_dot`), exactly whatever the precision. The schedule's
-    reason names the operands copied K-major for the precision's entries
-    (:func:`step_operands`)."""
+    step's ``precision``, for its operands as the backends view contiguous ones
+    (:func:`step_product`) or as ``product`` says (a call's operands laid out otherwise:
+    the step planned again for them); None when the step is not GEMM-class or no kernel
+    takes its dtype (the backend's documented fallback runs it). Memory-bound steps with a
+    Dot form run on the Dot kernel, exactly whatever the precision
+    (:func:`resolve_product`)."""
     if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
+    if product is not None and product.dtype not in INPUT_DTYPES:
+        return None
+    product = step_product(step) if product is None else product
+    precision = step.precision if product.dtype == "float32" else None
     try:
-        return _resolve_step(step, device, **options)
+        return resolve_product(product, device, precision=precision, kind=step.kind,
+                               associative=step.associative, **options)
     except TableOverflow:  # a tile walk beyond 32 bits (TILES_BEYOND_INDEX)
         return None
 
@@ -396,52 +423,105 @@ TILES_BEYOND_INDEX = f"its tiles beyond the kernels' {INDEX_MAX}: CuPy runs it"
 not (a Dot of ``batch x rows`` tiles of one or eight rows; :class:`TableOverflow`)."""
 
 
-def _resolve_step(step, device: DeviceInfo, **options) -> StepLaunch:
-    dtype = step.dtype.name
-    form = step_dot_form(step) if dtype in DOT_CATALOGUE else None
-    if form is not None:
-        schedule, entry = resolve_dot(form, dtype, device, **options)
-        return StepLaunch(schedule, dot_spec(entry, schedule.protocol, form,
-                                             step.dtype.itemsize), form=form)
-    layouts, _ = step_operands(step, compute_capability(device))
-    contiguous = _contiguous_operands(step)[0]
-    copies = tuple(lay != want for lay, want in zip(contiguous, layouts))
-    views = _operand_views(step, copies)
-    problem = GemmProblem(step.m, step.n, step.k, batch=step.batch, dtype=dtype)
-    # B as the backends make it: a fresh array (on a line) or a view of a contiguous one
-    b_row = step.n if layouts[1] == "row" else step.k
-    b_off = rows_off_lines(0, b_row, _batch_strides(step)[1], step.dtype.itemsize)
-    r = resolve_gemm(problem, device, vec16=views[0][1] and views[1][1], kind=step.kind,
-                     associative=step.associative, layouts=(views[0][0], views[1][0]),
-                     precision=step.precision, b_off_lines=b_off, **options)
+def resolve_product(product: Product, device: DeviceInfo, *, precision: str | None = None,
+                    dot: bool = True, schedule=None, exclude: frozenset = frozenset(),
+                    **options) -> StepLaunch:
+    """The launch of a matrix product on ``device`` (:class:`~.step_launch.StepLaunch`): the
+    one function that plans the launches of einsum's steps and of ``gemm()``. A product with
+    a Dot form runs on the Dot kernel where ``dot`` allows it, exactly whatever the
+    precision; else the operands :func:`k_major_copies` names are copied K-major, and
+    :func:`resolve_gemm` plans the product as the launch reads it. ``schedule``: a caller's
+    :class:`Resolved` or Schedule to launch as it is (checked against the operands:
+    ValueError or TypeError where it is not one for them); ``exclude``: entries not to plan
+    on (a kernel this device does not build as declared). ``options`` (mode, reduction,
+    tile, grid, kind, ...) go to :func:`resolve_gemm`. The schedule's reason names the
+    operands copied K-major."""
+    dtype = product.dtype
+    given_dot = isinstance(schedule, Resolved) and isinstance(schedule.entry, Dot)
+    if product.form is not None and dtype in DOT_CATALOGUE and (
+            given_dot or (schedule is None and dot)):
+        return _dot_launch(product, device, schedule, options)
+    cc = compute_capability(device)
+    copies = k_major_copies(product, precision, cc)
+    if schedule is not None:
+        return _given_launch(product, schedule, precision, cc, copies)
+    views = copied_views(product, copies)
+    problem = GemmProblem(product.m, product.n, product.k, batch=product.batch, dtype=dtype)
+    r = resolve_gemm(problem, device, vec16=all(views.vec16), layouts=views.layouts,
+                     precision=precision, b_off_lines=views.b_off_lines, exclude=exclude,
+                     **options)
     if any(copies) and not (k_major_only(r.entry) or turns_operands(r.entry)):
-        copies = (False, False)  # an exact fallback reads them as they are
-        views = _operand_views(step, copies)
-    spec = specialise(r.entry, protocol=r.schedule.protocol, a_layout=views[0][0],
-                      b_layout=views[1][0], a_vec16=views[0][1], b_vec16=views[1][1])
+        copies, views = (False, False), product  # an exact fallback reads them as they are
+    return _launch(product, r, views, copies, precision)
+
+
+def _dot_launch(product: Product, device: DeviceInfo, schedule: Resolved | None,
+                options: dict) -> StepLaunch:
+    """The Dot kernel's launch of a memory-bound product: the caller's Dot schedule, or the
+    one :func:`resolve_dot` plans with ``options``."""
+    form = product.form
+    if schedule is None:
+        dot_options = {x: v for x, v in options.items() if x not in ("kind", "associative")}
+        schedule = resolve_dot(form, product.dtype, device, **dot_options)
+    elif schedule.schedule.problem != form.problem(product.dtype):
+        raise ValueError(f"matvec: the schedule is for {schedule.schedule.problem}; the "
+                         f"operands' Dot form is {form.problem(product.dtype)}")
+    sched, entry = schedule
+    return StepLaunch(sched, dot_spec(entry, sched.protocol, product.form_aligned), form=form,
+                      product=product)
+
+
+def _given_launch(product: Product, schedule, precision, cc, copies) -> StepLaunch:
+    """The launch of a caller's schedule (a :class:`Resolved` or a Schedule) on
+    ``product``'s operands, copied K-major where its entry reads them so."""
+    if isinstance(schedule, Resolved):
+        sched, entry = schedule
+        if not (k_major_only(entry) or turns_operands(entry)):
+            copies = (False, False)
+    else:
+        sched = schedule
+        entry = entry_for(sched, product.dtype, precision, cc,
+                          copied_views(product, copies).layouts)
+    views = copied_views(product, copies)
+    _check_schedule(sched, entry, views)
+    return _launch(product, Resolved(sched, entry), views, copies, precision)
+
+
+def _check_schedule(schedule: Schedule, entry: Entry, views: Product) -> None:
+    """A caller's schedule must be one for these operands and this kernel."""
+    p = schedule.problem
+    got = (views.batch, views.m, views.n, views.k)
+    if (p.batch, p.m, p.n, p.k) != got or p.groups is not None:
+        raise ValueError(f"gemm: the schedule is for batch={p.batch} m={p.m} n={p.n} "
+                         f"k={p.k}; the operands are batch={got[0]} m={got[1]} n={got[2]} "
+                         f"k={got[3]}")
+    if entry.dtype != views.dtype:
+        raise TypeError(f"gemm: the schedule's kernel takes {entry.dtype}; the operands are "
+                        f"{views.dtype}")
+    if tuple(views.layouts) not in entry.layouts():
+        raise ValueError(f"gemm: the schedule's kernel {entry.name} reads {entry.layouts()} "
+                         f"operands; these are {views.describe()}")
+    if entry.vec16_only and not all(views.vec16):
+        raise ValueError(f"gemm: kernel {entry.name} needs 16-byte aligned operands; these "
+                         f"are {views.describe()}")
+    small = schedule.small_tile
+    if small is not None and tuple(small[:2]) not in (entry.option().small_tiles or ()):
+        raise ValueError(f"gemm: the HyTiS schedule's small tile {tuple(small)} is not one "
+                         f"that kernel {entry.name} runs beside its {schedule.tile} tile")
+
+
+def _launch(product: Product, r: Resolved, views: Product, copies, precision) -> StepLaunch:
+    """The StepLaunch of ``r`` on ``product``'s operands read as ``views`` (after the
+    ``copies``)."""
+    spec = specialise(r.entry, protocol=r.schedule.protocol, a_layout=views.layouts[0],
+                      b_layout=views.layouts[1], a_vec16=views.vec16[0],
+                      b_vec16=views.vec16[1])
     schedule = r.schedule
     if any(copies):
         copied = " and ".join(x for x, c in zip("AB", copies) if c)
         schedule = replace(schedule, reason=(
-            f"{schedule.reason}; {copied} copied K-major for {step.precision}"))
-    return StepLaunch(schedule, spec, copies)
-
-
-def _operand_views(step, copies: tuple[bool, bool]) -> tuple[tuple[str, bool], ...]:
-    """The (layout, vec16) the launch reads each operand's (batch, rows, cols) view with, as
-    :func:`~.gemm.gemm` reads it from its strides (:func:`.operands.matrix_layout`, a
-    fresh array's base on 16 bytes): the view of a contiguous operand, or of its K-major
-    copy (a broadcast operand's copy is one matrix read with a batch stride of 0)."""
-    m, n, k, batch = step.m, step.n, step.k, step.batch
-    contiguous = _contiguous_operands(step)[0]
-    sa, sb = _batch_strides(step)
-    elem = step.dtype.itemsize
-    a_row = contiguous[0] == "row" or copies[0]
-    b_row = contiguous[1] == "row" and not copies[1]
-    a = matrix_layout(m, k, *((k, 1) if a_row else (1, m)))
-    b = matrix_layout(k, n, *((n, 1) if b_row else (1, k)))
-    return ((a[0], is_vec16(0, a[1], sa, batch, elem)),
-            (b[0], is_vec16(0, b[1], sb, batch, elem)))
+            f"{schedule.reason}; {copied} copied K-major for {precision or product.dtype}"))
+    return StepLaunch(schedule, spec, copies, product=product)
 
 
 def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):

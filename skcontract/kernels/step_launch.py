@@ -27,6 +27,8 @@ class StepLaunch:
     operands in the form's order); ``conv`` is a convolution's (:class:`.conv.ConvArgs`:
     the geometry the im2col kernel runs, its input view's strides, the filters' row stride,
     a folded convolution's extent), from which its ConvShape argument and TMA maps are made.
+    ``product``: the operands the launch was planned for (:class:`.operands.Product`; a
+    call runs it on operands whose product :meth:`~.operands.Product.runs_as` this one).
     Two launches with equal :attr:`key` launch the same kernel on the same split table (and
     the same convolution)."""
 
@@ -34,8 +36,8 @@ class StepLaunch:
     spec: KernelSpec
     copies: tuple[bool, bool] = (False, False)
     form: DotForm | None = None
-    product: Product | None = None
     conv: Any = None
+    product: Product | None = None
 
     @property
     def entry(self):

@@ -18,7 +18,7 @@ LAYERS = {
     "skcontract._version": 0,
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
-    "skcontract.backends": 3, "skcontract.interop": 3,
+    "skcontract.backends": 3, "skcontract.interop": 3, "skcontract.replan": 3,
     "skcontract.contract": 4, "skcontract.ops": 4, "skcontract.explain": 5,
     "skcontract.demo": 6,
     "skcontract.bench": 6, "skcontract.__main__": 7, "skcontract": 8,

@@ -11,6 +11,7 @@ import pytest
 
 from skcontract.kernels import catalogue
 from skcontract.kernels.catalogue import LAYOUT_PAIRS
+from skcontract.kernels.operands import Product
 from skcontract.kernels.resolve import ctas_on, entry_for, resolve_gemm, step_operands
 from skcontract.schedule import DeviceInfo, GemmProblem, schedule_gemm, schedule_problem
 from skcontract.kernels.specs import specialise
@@ -264,7 +265,7 @@ def test_occupancy_is_capped_by_the_devices_shared_memory():
 def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
     """Aligned fp16 on compute capability 9.0 plans on Wgmma; an entry whose kernel compiles
     to another register count than its split needs is planned around, with a warning naming
-    it, and the step planned again on the others (gemm.make_plan, with the compiler and the
+    it, and the product planned again on the others (gemm.plan_launch, with the compiler and the
     upload stood in for); the catalogue still offers the entry."""
     from skcontract.kernels import bound, gemm, jit
 
@@ -286,10 +287,10 @@ def test_hopper_entries_and_the_register_split_fallback(monkeypatch):
         kernel.spec, schedule))
     monkeypatch.setattr(bound, "_PLANS", {})
     with pytest.warns(RuntimeWarning, match=f"planned again without {first.entry.name}"):
-        spec, schedule = gemm.make_plan("float16", 1, 4096, 4096, 4096, "row", "row", True,
-                                        True, mode="auto", reduction="deterministic",
-                                        tile=None, grid=None, dev=0)
-    assert spec.entry.launch_registers is None and built == [spec]
+        launch, (spec, schedule) = gemm.plan_launch(
+            Product("float16", 1, 4096, 4096, 4096, ("row", "row"), (True, True)), 0, None,
+            mode="auto", reduction="deterministic", tile=None, grid=None)
+    assert spec.entry.launch_registers is None and built == [spec] and launch.spec == spec
     assert first.entry in catalogue.entries_for("float16", cc=90)
 
 

@@ -34,7 +34,8 @@ def test_a_gemm_step_carries_the_launch_of_its_schedule(subscripts, shapes, dtyp
     assert launch.entry.dtype == np.dtype(dtype).name
     assert (launch.spec.a_layout, launch.spec.b_layout) in launch.entry.layouts()
     assert (launch.spec.a_layout, launch.spec.b_layout) == step_operands(step, 90)[0]
-    assert launch.copies == (False, False)
+    # int8 reads K-major on Wgmma: a row-major B is copied column-major, as gemm() copies it
+    assert launch.copies == ((False, True) if dtype == np.int8 else (False, False))
 
 
 def test_a_memory_bound_step_carries_its_dot_form():
@@ -80,3 +81,58 @@ def test_every_layout_pair_of_a_16_bit_gemm_launches_as_planned():
         launch = _plan(sub, (640, 640), (640, 640)).steps[0].launch
         assert (launch.spec.a_layout, launch.spec.b_layout) in LAYOUT_PAIRS
         assert launch.spec.a_vec > 1 and launch.spec.b_vec > 1
+
+
+def _operand(ptr, shape, strides, dtype="float16"):
+    from skcontract.kernels.operands import Operand
+    return Operand(ptr, shape, strides, dtype, 0)
+
+
+def test_a_call_and_a_step_of_one_product_get_one_launch():
+    """gemm()'s operands and an einsum step's views of the same product are one Product,
+    planned by one function into equal launches."""
+    from skcontract.kernels.operands import product_of
+    from skcontract.kernels.resolve import resolve_product, step_product
+    step = _plan("ij,jk->ik", (512, 1024), (1024, 768)).steps[0]
+    call = product_of(_operand(4096, (512, 1024), (1024, 1)),
+                      _operand(8192, (1024, 768), (768, 1)))
+    assert call == step_product(step)
+    assert resolve_product(call, H200) == step.launch
+
+
+@pytest.mark.parametrize("a,b,why", [
+    (((512, 1024), (1, 512)), ((1024, 768), (768, 1)), "col-major"),    # A transposed
+    (((512, 1024), (1024, 1)), ((1024, 768), (770, 1)), "off 16 bytes"),  # B's rows off 16 B
+])
+def test_operands_laid_out_otherwise_are_not_the_launchs(a, b, why):
+    """A launch runs the operands of its own Product only; the mismatch names both."""
+    from skcontract.kernels.bound import OperandMismatch
+    from skcontract.kernels.operands import product_of
+    step = _plan("ij,jk->ik", (512, 1024), (1024, 768)).steps[0]
+    got = product_of(_operand(0, *a), _operand(0, *b))
+    assert not got.runs_as(step.launch.product)
+    message = str(OperandMismatch(step.launch, got))
+    assert why in message and step.launch.spec.name in message and "m=512" in message
+
+
+def test_a_product_no_kernel_reads_as_it_lies_has_none():
+    from skcontract.kernels.operands import product_of
+    assert product_of(_operand(0, (64, 64), (128, 2)), _operand(0, (64, 64), (64, 1))) is None
+    assert product_of(_operand(0, (64, 64), (-64, 1)), _operand(0, (64, 64), (64, 1))) is None
+
+
+def test_a_given_schedule_for_other_operands_is_refused():
+    """gemm(schedule=...)'s check, at the plan layer: a schedule whose kernel needs aligned
+    operands, or one of another problem, is a ValueError naming it."""
+    from skcontract.kernels.operands import Product
+    from skcontract.kernels.resolve import Resolved, resolve_product
+    step = _plan("ij,jk->ik", (512, 1024), (1024, 768)).steps[0]
+    given = Resolved(step.schedule, step.launch.entry)
+    assert step.launch.entry.vec16_only
+    unaligned = Product("float16", 1, 512, 768, 1024, ("row", "row"), (False, True))
+    with pytest.raises(ValueError, match="needs 16-byte aligned operands; these are "
+                                         "float16 A row-major off 16 bytes"):
+        resolve_product(unaligned, H200, schedule=given)
+    with pytest.raises(ValueError, match="schedule is for"):
+        resolve_product(Product("float16", 1, 256, 768, 1024, ("row", "row"), (True, True)),
+                        H200, schedule=given)

@@ -38,6 +38,7 @@ def _check(r, subscripts, ops, dtype, tol=None):
 def test_launching_a_plan_does_not_enter_the_resolver(subscripts, shapes, dtype, precision,
                                                       monkeypatch):
     import skcontract
+    from skcontract import replan
     from skcontract.kernels import bound, catalogue, gemm, resolve
     from skcontract.kernels.launch import record_launches
     expr = skcontract.contract_expression(subscripts, *shapes, dtype=dtype, backend="cupy",
@@ -49,9 +50,10 @@ def test_launching_a_plan_does_not_enter_the_resolver(subscripts, shapes, dtype,
     def entered(*args, **kwargs):
         raise AssertionError("the launch path entered the resolver or the catalogue")
     for module, name in ((resolve, "resolve_gemm"), (resolve, "resolve_dot"),
-                         (resolve, "resolve_step"), (resolve, "entry_for"),
-                         (resolve, "reads_k_major"), (catalogue.offer, "entries_for"),
-                         (gemm, "resolve_gemm"), (gemm, "entry_for")):
+                         (resolve, "resolve_step"), (resolve, "resolve_product"),
+                         (resolve, "entry_for"), (resolve, "reads_k_major"),
+                         (catalogue.offer, "entries_for"), (gemm, "resolve_product"),
+                         (replan, "resolve_step")):
         monkeypatch.setattr(module, name, entered)
     ops = _operands(shapes, dtype, 7)
     with record_launches() as launches:
@@ -63,15 +65,25 @@ def test_launching_a_plan_does_not_enter_the_resolver(subscripts, shapes, dtype,
     assert again.shape == first.shape
 
 
-def test_operands_laid_out_otherwise_fall_back_and_compute_right():
+def test_operands_laid_out_otherwise_are_planned_again_visibly():
     """A transposed view where the plan assumed a contiguous operand is not the launch's
-    operand: the call resolves for it and the result is right."""
+    operand: the step is planned again for it at the plan layer, once, the result is right,
+    and the expression's repr names the step, the operands and the kernel that ran."""
     import skcontract
+    from skcontract.kernels.launch import record_launches
     expr = skcontract.contract_expression("ij,jk->ik", (512, 384), (384, 256),
                                           dtype="float16", backend="cupy")
     a, b = _operands([(384, 512), (384, 256)], "float16", 9)
-    r = expr(a.T, b)
+    assert "planned again" not in repr(expr)
+    with record_launches() as launches:
+        r = expr(a.T, b)
+        expr(a.T, b)
     _check(r, "ij,jk->ik", [a.T, b], "float16")
+    shown = [line for line in repr(expr).splitlines() if "planned again" in line]
+    assert len(shown) == 1, repr(expr)
+    assert "step 1" in shown[0] and "A col-major" in shown[0]
+    assert launches[0].kernel in shown[0] and launches[1].kernel == launches[0].kernel
+    assert launches[0].kernel != expr.plan.steps[0].launch.spec.name
 
 
 def test_int8_steps_launch_as_planned_and_wrap_like_numpy():
