@@ -50,18 +50,19 @@ def _check(got, host, case):
 
 def _no_resolver(monkeypatch):
     """Make every way into the resolver or the catalogue fail."""
-    from skcontract.kernels import catalogue, conv, dot, gemm, resolve
+    from skcontract.kernels import catalogue, conv, gemm, resolve
     from skcontract.ops import conv_plan
 
     def entered(*args, **kwargs):
         raise AssertionError("the launch path entered the resolver or the catalogue")
     for module, name in ((resolve, "resolve_gemm"), (resolve, "resolve_dot"),
-                         (resolve, "resolve_step"), (resolve, "entry_for"),
+                         (resolve, "resolve_step"), (resolve, "resolve_product"),
+                         (resolve, "entry_for"),
                          (catalogue.offer, "entries_for"), (conv, "resolve_conv"),
                          (conv, "resolve_gemm"), (conv, "conv_step_launch"),
                          (conv_plan, "resolve_gemm"), (conv_plan, "resolve_dot"),
                          (conv_plan, "conv_step_launch"), (conv_plan, "plan_conv2d"),
-                         (gemm, "resolve_gemm"), (gemm, "make_plan"), (dot, "resolve_dot")):
+                         (gemm, "resolve_product"), (gemm, "plan_launch")):
         monkeypatch.setattr(module, name, entered)
 
 
