@@ -25,17 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from ..kernels.catalogue import DOT_CATALOGUE, LINE_BYTES
+from ..kernels.catalogue import LINE_BYTES
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
                             padded_channels, tma_channel_block, vectors_fit)
-from ..kernels.forms import dot_form, loads_aligned
-from ..kernels.operands import as3, is_vec16, matrix_layout
-from ..kernels.resolve import (DEFAULT_REDUCTION, resolve_dot, resolve_gemm,
-                               rows_off_lines)
-from ..kernels.specs import CXX_TYPES, VEC16_BYTES, specialise
+from ..kernels.operands import Operand, as3, matrix_layout, product_of
+from ..kernels.resolve import DEFAULT_REDUCTION, resolve_product
+from ..kernels.specs import CXX_TYPES, VEC16_BYTES
 from ..kernels.step_launch import StepLaunch
 from ..plan.plan import UNPRICED_HINT
-from ..schedule import GemmProblem
 
 __all__ = ["ConvOperands", "ConvPlan", "plan_conv2d", "EMPTY", "BIAS_ONLY", "POINTWISE",
            "IMPLICIT_GEMM"]
@@ -342,75 +339,59 @@ def _itemsize(dtype: str) -> int:
 def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float, *, mode,
                    reduction, tile, grid, exclude=frozenset()):
     """The launch of ``c = a @ b + beta * c`` as :func:`skcontract.kernels.gemm.gemm` plans
-    views of these strides and addresses (no float32 precision: the exact entries, which read
-    any layout): the Dot family's form of a memory-bound product (auto, no tile or grid), else
-    the GEMM entries, a column-major ``c`` computed transposed. Returns ``(launch, args,
-    swapped, copies)``: the arguments after the pointers, whether the kernel's A is ``b``,
-    and which of ``a``, ``b`` are first copied C-contiguous (an operand with neither inner
-    stride 1, or a negative one)."""
-    elem = _itemsize(dtype)
-    copies = [False, False]
-    (ba, m, k), (sba, sam, sak) = as3(a.shape, a.strides)
-    (bb, _, n), (sbb, sbk, sbn) = as3(b.shape, b.strides)
+    views of these strides and addresses: an operand no kernel reads as it lies (no unit
+    inner stride, or a negative stride) copied C-contiguous first, a column-major ``c``
+    computed transposed (``c^T = b^T a^T``), the product's
+    :class:`~skcontract.kernels.operands.Product` planned by
+    :func:`~skcontract.kernels.resolve.resolve_product` (the Dot family for a memory-bound
+    product under auto with no tile or grid; no float32 precision: the exact entries).
+    Returns ``(launch, args, swapped, copies)``: the arguments after the pointers, whether
+    the kernel's A is ``b``, and which of ``a``, ``b`` are copied first."""
+    copies = tuple(not _reads_as_it_lies(v) for v in (a, b))
+    a, b = (_View(v.shape, _c_strides(v.shape)) if copied else v
+            for v, copied in zip((a, b), copies))
+    order = (0, 1)  # the caller's operands (a: 0, b: 1) as the product's x and y
+    _, (_, _, scn) = as3(c.shape, c.strides)
+    n = b.shape[-1]
+    if not (scn == 1 or n == 1):  # c^T (n x m, row-major) = b^T a^T
+        a, b, c, order = _transposed(b), _transposed(a), _transposed(c), (1, 0)
+    x, y = (Operand(v.offset, v.shape, v.strides, dtype, 0) for v in (a, b))
+    _, c_strides = as3(c.shape, c.strides)
+    product = product_of(x, y, c_strides)
+    launch = resolve_product(product, device, precision=None, exclude=exclude,
+                             dot=mode == "auto" and tile is None and grid is None,
+                             mode=mode, reduction=reduction, tile=tile, grid=grid)
+    if any(launch.copies):
+        raise AssertionError(f"conv2d: {launch.spec.name} copies operands K-major, which "
+                             "no exact entry does")
+    form = launch.form
+    if form is not None:  # the Dot kernel's A and B in the form's order
+        mm, nn = (form.outputs, 1) if form.shape == "rows" else (1, form.outputs)
+        args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc,
+                1.0, beta)
+        return launch, args, order[form.swap] == 1, copies
+    (ba, m, k), (sba, sam, sak) = as3(x.shape, x.strides)
+    (bb, _, n), (sbb, sbk, sbn) = as3(y.shape, y.strides)
     batch = max(ba, bb)
     sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
-    (_, _, _), (sbc, scm, scn) = as3(c.shape, c.strides)
-    if batch == 1:
-        sbc = 0
-    if mode == "auto" and (m == 1 or n == 1) and tile is None and grid is None and \
-            dtype in DOT_CATALOGUE:
-        form = dot_form(batch, m, n, k, (sba, sam, sak), (sbb, sbk, sbn), (sbc, scm, scn))
-        if form is not None:  # memory-bound: the Dot family, as gemm() runs it
-            schedule, entry = resolve_dot(form, dtype, device, reduction=reduction)
-            a_off, b_off = (b.offset, a.offset) if form.swap else (a.offset, b.offset)
-            rows = form.shape == "rows"
-            la, lb = entry.layouts()[0]
-            spec = specialise(entry, protocol=schedule.protocol, a_layout=la, b_layout=lb,
-                              a_vec16=not rows or loads_aligned(a_off, form.lda, form.sa,
-                                                                elem, True),
-                              b_vec16=loads_aligned(b_off, form.ldb, form.sb, elem, True))
-            mm, nn = (form.outputs, 1) if form.shape == "rows" else (1, form.outputs)
-            args = (mm, nn, form.k, form.lda, form.ldb, form.ldc, form.sa, form.sb, form.sc,
-                    1.0, beta)
-            return StepLaunch(schedule, spec, form=form), args, form.swap, (False, False)
-    lay_a, lay_b = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
-    if lay_a is None or min(sam, sak, sba) < 0:
-        copies[0] = True
-        (ba, m, k), (sba, sam, sak) = as3(a.shape, _c_strides(a.shape))
-        sba, a = (0 if ba == 1 else sba), a._replace(offset=0)
-        lay_a = matrix_layout(m, k, sam, sak)
-    if lay_b is None or min(sbk, sbn, sbb) < 0:
-        copies[1] = True
-        (bb, _, n), (sbb, sbk, sbn) = as3(b.shape, _c_strides(b.shape))
-        sbb, b = (0 if bb == 1 else sbb), b._replace(offset=0)
-        lay_b = matrix_layout(k, n, sbk, sbn)
-    (la, lda), (lb, ldb) = lay_a, lay_b
-    a_off, b_off = a.offset, b.offset
-    swapped = False
-    if scn == 1 or n == 1:
-        ldc = scm if m > 1 else 0
-    elif scm == 1 or m == 1:  # column-major c: c^T (n x m, row-major) = b^T a^T
-        swapped = True
-        ldc = scn
-        a_off, b_off = b_off, a_off
-        sba, sbb = sbb, sba
-        m, n = n, m
-        la, lb = ("col" if lb == "row" else "row"), ("col" if la == "row" else "row")
-        lda, ldb = ldb, lda
-    else:
-        raise ValueError("conv2d: the output view needs a unit inner stride")
-    a_vec16 = is_vec16(a_off, lda, sba, batch, elem)
-    b_vec16 = is_vec16(b_off, ldb, sbb, batch, elem)
-    b_off_lines = rows_off_lines(b_off, ldb, sbb if batch > 1 else 0, elem)
-    options = {} if grid is None else {"grid": grid}
-    schedule, entry = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), device,
-                                   mode=mode, reduction=reduction, tile=tile, precision=None,
-                                   vec16=a_vec16 and b_vec16, layouts=(la, lb),
-                                   b_off_lines=b_off_lines, exclude=exclude, **options)
-    spec = specialise(entry, protocol=schedule.protocol, a_layout=la, b_layout=lb,
-                      a_vec16=a_vec16, b_vec16=b_vec16)
-    args = (m, n, k, lda, ldb, ldc, sba, sbb, sbc, 1.0, beta)
-    return StepLaunch(schedule, spec), args, swapped, tuple(copies)
+    (_, lda), (_, ldb) = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
+    sbc, scm, _ = c_strides
+    args = (m, n, k, lda, ldb, scm if m > 1 else 0, sba, sbb, sbc if batch > 1 else 0, 1.0,
+            beta)
+    return launch, args, order[0] == 1, copies
+
+
+def _reads_as_it_lies(v: _View) -> bool:
+    """Whether a kernel reads matrix operand ``v`` as it lies: a unit inner stride (or a
+    single row or column) and no negative stride."""
+    (_, rows, cols), (sb, sr, sc) = as3(v.shape, v.strides)
+    return (cols == 1 or sc == 1 or rows == 1 or sr == 1) and min(sb, sr, sc) >= 0
+
+
+def _transposed(v: _View) -> _View:
+    """``v`` with its last two axes swapped."""
+    return v._replace(shape=(*v.shape[:-2], v.shape[-1], v.shape[-2]),
+                      strides=(*v.strides[:-2], v.strides[-1], v.strides[-2]))
 
 
 # ---- the layouts of the caller's arrays ----------------------------------------------------

@@ -60,7 +60,7 @@ def _no_resolver(monkeypatch):
                          (resolve, "entry_for"),
                          (catalogue.offer, "entries_for"), (conv, "resolve_conv"),
                          (conv, "resolve_gemm"), (conv, "conv_step_launch"),
-                         (conv_plan, "resolve_gemm"), (conv_plan, "resolve_dot"),
+                         (conv_plan, "resolve_product"),
                          (conv_plan, "conv_step_launch"), (conv_plan, "plan_conv2d"),
                          (gemm, "resolve_product"), (gemm, "plan_launch")):
         monkeypatch.setattr(module, name, entered)
