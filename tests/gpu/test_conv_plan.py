@@ -51,7 +51,7 @@ def _check(got, host, case):
 def _no_resolver(monkeypatch):
     """Make every way into the resolver or the catalogue fail."""
     from skcontract.kernels import catalogue, conv, gemm, resolve
-    from skcontract.ops import conv_plan
+    from skcontract.ops import conv2d_gpu, conv_plan
 
     def entered(*args, **kwargs):
         raise AssertionError("the launch path entered the resolver or the catalogue")
@@ -62,6 +62,7 @@ def _no_resolver(monkeypatch):
                          (conv, "resolve_gemm"), (conv, "conv_step_launch"),
                          (conv_plan, "resolve_product"),
                          (conv_plan, "conv_step_launch"), (conv_plan, "plan_conv2d"),
+                         (conv2d_gpu, "plan_conv2d"),
                          (gemm, "resolve_product"), (gemm, "plan_launch")):
         monkeypatch.setattr(module, name, entered)
 
