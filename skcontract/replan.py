@@ -17,6 +17,7 @@ from typing import NamedTuple
 from .kernels.operands import Product
 from .kernels.resolve import device_info, resolve_step
 from .kernels.step_launch import StepLaunch
+from .schedule import DeviceInfo
 
 CUPY_RUNS = "no kernel takes it: CuPy runs it"
 """What a re-planned step that no kernel takes shows (the backend's documented fallback)."""
@@ -39,13 +40,15 @@ class Replanned(NamedTuple):
 class Replans:
     """The re-planning hook a GPU backend's compiled plan calls
     (``replan(step, product, exclude, why)``, :func:`skcontract.backends.cupy_backend.compile`):
-    the launch of ``step`` for a call's ``product`` on the current device, without the
-    entries in ``exclude``, planned with the plan's ``options`` once and remembered; the
-    re-plans made so far in :attr:`ran`."""
+    the launch of ``step`` for a call's ``product`` on ``device`` (None: the current GPU),
+    without the entries in ``exclude``, planned with the plan's ``options`` (mode,
+    reduction, ...) once and remembered; the re-plans made so far in :attr:`ran`."""
 
-    def __init__(self, plan, options: dict | None = None):
+    def __init__(self, plan, options: dict | None = None, device: DeviceInfo | None = None):
         self._numbers = {id(s): i + 1 for i, s in enumerate(plan.steps)}
-        self._options = dict(options or {})
+        # the steps carry their precision (resolve_step reads it); the rest are the plan's
+        self._options = {x: v for x, v in (options or {}).items() if x != "precision"}
+        self._device = device
         self._launches: dict = {}
         self.ran: list[Replanned] = []
 
@@ -54,10 +57,8 @@ class Replans:
         key = (id(step), product, exclude)
         if key in self._launches:
             return self._launches[key]
-        import cupy  # optional dependency: only GPU calls re-plan
-
-        device = device_info(cupy.cuda.runtime.getDevice())
-        launch = resolve_step(step, device, product, exclude=exclude, **self._options)
+        launch = resolve_step(step, self._device or _current_device(), product,
+                              exclude=exclude, **self._options)
         self._launches[key] = launch
         self.ran.append(Replanned(self._numbers.get(id(step), 0), product, why, launch))
         return launch
@@ -65,3 +66,9 @@ class Replans:
     def lines(self) -> list[str]:
         """What the re-planned steps ran, a line each."""
         return [r.line() for r in self.ran]
+
+
+def _current_device() -> DeviceInfo:
+    import cupy  # optional dependency: only GPU calls re-plan
+
+    return device_info(cupy.cuda.runtime.getDevice())

@@ -136,3 +136,33 @@ def test_a_given_schedule_for_other_operands_is_refused():
     with pytest.raises(ValueError, match="schedule is for"):
         resolve_product(Product("float16", 1, 256, 768, 1024, ("row", "row"), (True, True)),
                         H200, schedule=given)
+
+
+def test_a_step_planned_again_is_recorded_with_what_ran():
+    """Replans (the plan layer's hook): a step planned again for a call's operands gets the
+    launch resolve_product plans for them, once, and a line naming the step, the operands
+    and the kernel; the plan's options go with it, its precision stays the step's."""
+    from skcontract.kernels.operands import Product
+    from skcontract.kernels.resolve import resolve_product
+    from skcontract.replan import Replans
+    plan = _plan("ij,jk->ik", (512, 1024), (1024, 768))
+    step = plan.steps[0]
+    replans = Replans(plan, {"mode": "data_parallel", "precision": "tf32"}, device=H200)
+    other = Product("float16", 1, 512, 768, 1024, ("col", "row"), (True, True))
+    launch = replans(step, other, why="not the operands the plan assumed")
+    assert replans(step, other) is launch and len(replans.ran) == 1
+    assert launch == resolve_product(other, H200, mode="data_parallel")
+    assert launch.schedule.mode == "data_parallel"
+    line, = replans.lines()
+    assert line.startswith("step 1 planned again for float16 A col-major, B row-major")
+    assert launch.spec.name in line and "not the operands the plan assumed" in line
+
+
+def test_a_step_no_kernel_takes_is_recorded_as_cupys():
+    from skcontract.kernels.operands import Product
+    from skcontract.replan import CUPY_RUNS, Replans
+    plan = _plan("ij,jk->ik", (512, 1024), (1024, 768))
+    replans = Replans(plan, device=H200)
+    other = Product("int16", 1, 512, 768, 1024, ("row", "row"), (True, True))
+    assert replans(plan.steps[0], other, why="another dtype") is None
+    assert replans.lines()[0].endswith(CUPY_RUNS)

@@ -28,7 +28,7 @@ ACCURACY_FACTOR = 2.0  # the issue's bound: 3xTF32's error within 2x of exact fl
 def _x3_family() -> str:
     """The family that runs aligned 3xTF32 products on the current device."""
     import cupy
-    from skcontract.kernels.gemm import compute_capability, device_info
+    from skcontract.kernels.resolve import compute_capability, device_info
     cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
     return "WgmmaTf32x3" if cc >= 90 else "Ffma"
 
@@ -53,7 +53,7 @@ def _gemm(*args, **kwargs):
 
 def _last_spec():
     from skcontract.kernels import gemm as g
-    return list(g._PLANS.values())[-1].kernel.spec
+    return list(g._LAUNCHES.values())[-1].spec
 
 
 def max_error(out, ref) -> float:

@@ -108,19 +108,21 @@ def test_zero_size_operands(shapes):
 
 def test_a_step_beyond_the_kernels_index_runs_on_cupy(monkeypatch):
     """A product whose dimension or tile walk passes the kernels' 32-bit index runs on
-    cupy.matmul: the planners refuse it (TableOverflow), as they do such a product, and
-    the backend falls back instead of raising."""
+    cupy.matmul: the planner refuses it (TableOverflow), the plan says CuPy runs it, and
+    the backend runs it so instead of raising."""
     import cupy
-    from skcontract.backends import cupy_backend
+    from skcontract.kernels import resolve
     from skcontract.schedule.table import TableOverflow
 
     def refuse(*args, **kwargs):
         raise TableOverflow("beyond the kernels' index")
 
-    monkeypatch.setattr(cupy_backend, "gemm", refuse)
-    monkeypatch.setattr(cupy_backend, "matvec", refuse)
+    monkeypatch.setattr(resolve, "resolve_product", refuse)
     rng = np.random.default_rng(7)
-    a, b = rng.standard_normal((23, 131)), rng.standard_normal((131, 29))
-    got = skcontract.einsum("ij,jk->ik", cupy.asarray(a, "float32"), cupy.asarray(b, "float32"))
+    a, b = rng.standard_normal((23, 137)), rng.standard_normal((137, 31))
+    expr = skcontract.contract_expression("ij,jk->ik", a.shape, b.shape, dtype="float32",
+                                          backend="cupy")
+    assert expr.plan.steps[0].launch is None and "CuPy runs it" in repr(expr)
+    got = expr(cupy.asarray(a, "float32"), cupy.asarray(b, "float32"))
     ref = a @ b
     assert np.linalg.norm(cupy.asnumpy(got) - ref) <= 1e-5 * np.linalg.norm(ref)

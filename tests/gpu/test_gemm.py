@@ -264,7 +264,7 @@ def test_auto_leaves_a_pair_the_device_cannot_keep_resident(monkeypatch):
     from skcontract.kernels import gemm as G
     monkeypatch.setattr(jit, "_MEMO", {})
     monkeypatch.setattr(jit, "max_active_clusters", lambda *args: 1)
-    monkeypatch.setattr(G, "_PLANS", {})
+    monkeypatch.setattr(G, "_LAUNCHES", {})
     monkeypatch.setattr(bound, "_PLANS", {})
     m, n, k = 2000, 3000, 5000  # auto: the 256 x 256 pair, hybrid, deterministic
     a, b = rand((m, k), "float16", "C", 21), rand((k, n), "float16", "C", 22)
@@ -284,9 +284,11 @@ def test_auto_picks_shared_sum_for_one_tile(dtype):
     a, b = rand((m, k), dtype, "C", 16), rand((k, n), dtype, "C", 17)
     out = poisoned((m, n), a)
     _gemm(a, b, out)
-    plan = next(p for key, p in G._PLANS.items() if key[2:6] == (1, m, n, k) and key[1] == dtype)
-    assert plan.schedule.reduction == "arrival" and plan.schedule.shared_sum
-    assert plan.kernel.spec.protocol == "arrival"
+    launch = next(x for key, x in G._LAUNCHES.items()
+                  if (key[1].dtype, key[1].batch, key[1].m, key[1].n, key[1].k) ==
+                  (dtype, 1, m, n, k))
+    assert launch.schedule.reduction == "arrival" and launch.schedule.shared_sum
+    assert launch.spec.protocol == "arrival"
     assert rel_error(out, _reference(a, b)) <= TOL[dtype]
     cupy.cuda.runtime.deviceSynchronize()
 

@@ -57,10 +57,9 @@ def _shapes(batch, m, n, k):
 
 
 def _last_plan_spec():
-    """Spec of the most recently built gemm plan (plans are cached in insertion order)."""
+    """Spec of the launch gemm() planned last (its launches are kept in insertion order)."""
     from skcontract.kernels import gemm as g
-    plan = list(g._PLANS.values())[-1]
-    return plan.kernel.spec
+    return list(g._LAUNCHES.values())[-1].spec
 
 
 # ---- tf32 ----------------------------------------------------------------------------------
@@ -87,7 +86,7 @@ def test_tf32_layouts_fixups_edges(layout, fix):
 def _tf32_family() -> str:
     """The family that runs aligned tf32 products on the current device."""
     import cupy
-    from skcontract.kernels.gemm import compute_capability, device_info
+    from skcontract.kernels.resolve import compute_capability, device_info
     cc = compute_capability(device_info(cupy.cuda.runtime.getDevice()))
     return "WgmmaTf32" if cc >= 90 else "Tf32"
 
