@@ -346,8 +346,8 @@ def step_product(step) -> Product:
     """The :class:`~.operands.Product` of a plan step for the views the array backends make
     of contiguous operands (a copy where the plan says ``needs_copy`` is C-contiguous; the
     batch strides of :func:`_batch_strides`)."""
-    a_row = step.needs_copy[0] or step.layouts[0] == "MK"
-    b_row = step.needs_copy[1] or step.layouts[1] == "KN"
+    a_row = step.needs_copy[0] or step.layouts[0] == "row"
+    b_row = step.needs_copy[1] or step.layouts[1] == "row"
     m, n, k, batch = step.m, step.n, step.k, step.batch
     elem = step.dtype.itemsize
     sa, sb = _batch_strides(step)

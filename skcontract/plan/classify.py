@@ -159,8 +159,10 @@ def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
     produced, which is (batch, m, n)).
 
     Returns ``(orders, needs_copy, layouts)``: orders = (batch, m, n, k) label tuples;
-    needs_copy = (a, b) booleans; layouts = ('MK' or 'KM', 'KN' or 'NK'), the memory
-    order of each operand's matrix (the first letter is the outer, strided dimension).
+    needs_copy = (a, b) booleans; layouts = the matrix layout of A (M x K) and of B
+    (K x N), "row" (row-major: the column index contiguous) or "col" (column-major), the
+    kernels' words (:func:`skcontract.kernels.operands.matrix_layout`); A "row" and B
+    "col" are the K-major pair.
     The batch labels may be one operand's leading M or N labels (where that saves a copy);
     the other operand, which lacks them, is then read with batch stride 0
     (:attr:`~skcontract.plan.plan.Step.holds_batch`).
@@ -176,5 +178,5 @@ def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
         cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
         if best is None or cost < best[0]:  # ties keep the earlier (batch-free) candidate
             best = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
-                    ("MK" if a_kc else "KM", "KN" if b_nc else "NK"))
+                    ("row" if a_kc else "col", "row" if b_nc else "col"))
     return best[1], best[2], best[3]

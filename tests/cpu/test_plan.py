@@ -67,7 +67,7 @@ def test_step_sizes_and_problem():
     assert s.flops == 2 * 4 * 8 * 32 * 16
     assert s.is_gemm_class
     assert s.output == ("b", "i", "k") and s.output_shape == (4, 8, 32)
-    assert s.needs_copy == (False, False) and s.layouts == ("MK", "KN")
+    assert s.needs_copy == (False, False) and s.layouts == ("row", "row")
 
 
 def test_plan_and_step_are_frozen():
@@ -80,18 +80,18 @@ def test_plan_and_step_are_frozen():
 
 
 @pytest.mark.parametrize("subscripts,shapes,copies,layouts", [
-    ("ij,jk->ik", [(8, 4), (4, 16)], (False, False), ("MK", "KN")),
-    ("ji,jk->ik", [(4, 8), (4, 16)], (False, False), ("KM", "KN")),   # A^T: a view
-    ("ij,kj->ik", [(8, 4), (16, 4)], (False, False), ("MK", "NK")),   # B^T: a view
-    ("bij,jbk->bik", [(2, 8, 4), (4, 2, 16)], (False, False), ("MK", "KN")),  # batch stride
-    ("abc,ca->b", [(2, 3, 4), (4, 2)], (True, False), ("MK", "KN")),  # k=(c,a) not mergeable
-    ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)], (False, True), ("KM", "KN")),
+    ("ij,jk->ik", [(8, 4), (4, 16)], (False, False), ("row", "row")),
+    ("ji,jk->ik", [(4, 8), (4, 16)], (False, False), ("col", "row")),   # A^T: a view
+    ("ij,kj->ik", [(8, 4), (16, 4)], (False, False), ("row", "col")),   # B^T: a view
+    ("bij,jbk->bik", [(2, 8, 4), (4, 2, 16)], (False, False), ("row", "row")),  # batch stride
+    ("abc,ca->b", [(2, 3, 4), (4, 2)], (True, False), ("row", "row")),  # k=(c,a) not mergeable
+    ("ijk,ikj->i", [(2, 3, 4), (2, 4, 3)], (False, True), ("col", "row")),
 ])
 def test_needs_copy(subscripts, shapes, copies, layouts):
     _, plan = contract_path(subscripts, *shapes, shapes=True)
     step = plan.steps[-1]
     assert step.needs_copy == copies
-    assert step.layouts[0] in ("MK", "KM")
+    assert step.layouts[0] in ("row", "col")
     if not any(copies):
         assert step.layouts == layouts
     rng = np.random.default_rng(0)
