@@ -54,7 +54,10 @@ class ConvOperands(NamedTuple):
     strides in elements (an unbatched input as a batch of one), the weight's (K, C / groups,
     R, S) strides, each array's address modulo :data:`~skcontract.kernels.catalogue.LINE_BYTES`
     (its 16-byte alignment, and whether its rows start off the L2's lines), and whether a
-    bias is added."""
+    bias is added. An axis of one element is never stepped over, so its stride is 0 here
+    whatever the array's (:meth:`canonical`): arrays that differ only there, such as a
+    channels-last copy of (1, C, 1, 1) filters and the dense channels-last layout, are
+    one layout and get one plan."""
 
     input_strides: tuple[int, int, int, int]
     input_offset: int
@@ -69,17 +72,32 @@ class ConvOperands(NamedTuple):
         ``memory_format=torch.channels_last``)."""
         cg = g.c // g.groups
         if channels_last:
-            return cls((g.h * g.w * g.c, 1, g.w * g.c, g.c), 0,
-                       (g.r * g.s * cg, 1, g.s * cg, cg), 0, bias)
-        return cls((g.c * g.h * g.w, g.h * g.w, g.w, 1), 0, (cg * g.r * g.s, g.r * g.s, g.s, 1),
-                   0, bias)
+            ops = cls((g.h * g.w * g.c, 1, g.w * g.c, g.c), 0,
+                      (g.r * g.s * cg, 1, g.s * cg, cg), 0, bias)
+        else:
+            ops = cls((g.c * g.h * g.w, g.h * g.w, g.w, 1), 0,
+                      (cg * g.r * g.s, g.r * g.s, g.s, 1), 0, bias)
+        return ops.canonical(g)
 
     @classmethod
     def of(cls, x, weight, bias: bool) -> "ConvOperands":
         """The operands of described arrays (:func:`skcontract.kernels.operands.describe`):
         ``x`` the 4-D input, ``weight`` the filters."""
-        return cls(tuple(x.strides), x.ptr % LINE_BYTES, tuple(weight.strides),
-                   weight.ptr % LINE_BYTES, bias)
+        return cls(_canonical(x.shape, x.strides), x.ptr % LINE_BYTES,
+                   _canonical(weight.shape, weight.strides), weight.ptr % LINE_BYTES, bias)
+
+    def canonical(self, g) -> "ConvOperands":
+        """These operands of convolution ``g`` with the stride of every axis of one element
+        (or none) 0."""
+        return self._replace(
+            input_strides=_canonical((g.n, g.c, g.h, g.w), self.input_strides),
+            weight_strides=_canonical((g.k, g.c // g.groups, g.r, g.s), self.weight_strides))
+
+
+def _canonical(shape, strides) -> tuple[int, ...]:
+    """``strides`` with 0 for each axis of ``shape`` of one element or none (never stepped
+    over, so any stride reads the same)."""
+    return tuple(int(st) if n > 1 else 0 for n, st in zip(shape, strides))
 
 
 @dataclass(frozen=True)
@@ -449,13 +467,14 @@ def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "a
                 reduction: str = DEFAULT_REDUCTION, tile=None, grid=None,
                 exclude: frozenset = frozenset(), fallback: str | None = None) -> ConvPlan:
     """The GPU plan of convolution ``g`` (a checked ConvGeometry) of ``dtype`` arrays laid
-    out as ``operands`` on ``device`` (a DeviceInfo; None: a plan without schedules, which
-    says what it cannot decide without one), with ``conv2d``'s ``mode``, ``reduction``,
-    ``tile`` and ``grid``. ``exclude``: GEMM entries a pointwise convolution is not planned
-    on (a kernel this device cannot build as declared), ``fallback`` the reason shown.
-    ValueError and TypeError as the resolver raises them (a tile no entry has, no kernel for
-    the dtype)."""
+    out as ``operands`` (held as :meth:`ConvOperands.canonical` gives them) on ``device``
+    (a DeviceInfo; None: a plan without schedules, which says what it cannot decide without
+    one), with ``conv2d``'s ``mode``, ``reduction``, ``tile`` and ``grid``. ``exclude``:
+    GEMM entries a pointwise convolution is not planned on (a kernel this device cannot
+    build as declared), ``fallback`` the reason shown. ValueError and TypeError as the
+    resolver raises them (a tile no entry has, no kernel for the dtype)."""
     tile = None if tile is None else tuple(tile)
+    operands = operands.canonical(g)
     shape = (g.n, g.c, g.h, g.w)
     strides = tuple(operands.input_strides)
     plan = ConvPlan(g, dtype, device, operands, mode, reduction, tile, grid,

@@ -183,6 +183,45 @@ def test_a_call_on_fresh_dense_arrays_gets_the_plan_explain_prints():
     assert plan_conv2d(g, "float16", DeviceInfo.h200(), ops).launch == explained.launch
 
 
+def test_strides_of_axes_of_one_element_do_not_matter():
+    """An axis of one element is never stepped over, so its stride is anything: CuPy's
+    channels-last copy of (1, 64, 1, 1) filters has strides (64, 1, 1, 1), the dense
+    channels-last layout (64, 1, 64, 64). Both are the layout explain_conv2d plans for, and
+    a batch of one image the same whatever its image stride."""
+    g = conv_geometry((2, 64, 8, 8), (1, 64, 1, 1))
+    x = Operand(0x7F0000200, (2, 64, 8, 8), (4096, 1, 512, 64), "float32", 0)
+    dense = Operand(0x7F0100000, (1, 64, 1, 1), (64, 1, 64, 64), "float32", 0)
+    cupy_copy = Operand(0x7F0100000, (1, 64, 1, 1), (64, 1, 1, 1), "float32", 0)
+    ops = ConvOperands.of(x, cupy_copy, True)
+    assert ops == ConvOperands.of(x, dense, True) == ConvOperands.dense(g, True, True)
+    explained = explain_conv2d((2, 64, 8, 8), (1, 64, 1, 1), True, dtype="float32",
+                               device="h100", channels_last=True)
+    planned = plan_conv2d(g, "float32", DEVICES["h100"], ops)
+    assert planned.launch == explained.launch and planned == explained
+    # operands given as they lie are planned as the arrays would describe them
+    raw = ConvOperands.dense(g, True, True)._replace(weight_strides=(64, 1, 1, 1))
+    assert plan_conv2d(g, "float32", DEVICES["h100"], raw) == explained
+    one = conv_geometry((1, 16, 9, 9), (8, 16, 3, 3), padding=1)
+    images = [Operand(0, (1, 16, 9, 9), (n, 1, 144, 16), "float16", 0) for n in (1296, 7)]
+    w = Operand(0, (8, 16, 3, 3), (144, 1, 48, 16), "float16", 0)
+    a, b = (ConvOperands.of(x, w, False) for x in images)
+    assert a == b and plan_conv2d(one, "float16", DEVICES["h200"], a) == \
+        plan_conv2d(one, "float16", DEVICES["h200"], b)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("mode", ["data_parallel", "stream_k", "split_k"])
+def test_the_mode_asked_for_is_the_mode_planned(mode, dtype):
+    """conv2d's ``mode`` reaches the launch's schedule (the GPU test's convolution: K = 128
+    x 9 taps, long enough for every mode to split)."""
+    g = conv_geometry((1, 128, 7, 7), (72, 128, 3, 3), padding=1)
+    ops = ConvOperands.dense(g, True, True)._replace(weight_strides=(1152, 9, 3, 1))
+    for device in DEVICES.values():
+        plan = plan_conv2d(g, dtype, device, ops, mode=mode, reduction="deterministic")
+        assert plan.mode == mode and str(plan.launch.schedule.mode) == mode
+        assert f"forced {mode}" in str(plan)
+
+
 def test_misaligned_inputs_are_gathered_an_element_at_a_time():
     g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
     ops = ConvOperands.dense(g, channels_last=True)._replace(input_offset=2)

@@ -142,16 +142,22 @@ def test_conv2d_matches_the_float64_convolution(case, layout, dtype):
 def test_every_mode_and_fixup(mode, reduction, dtype):
     # K = 128 x 9 taps: at least 2 x MIN_ITERS_PER_SPLIT k-iterations on every family's BK,
     # so split_k and aligned split rather than fall back to data_parallel
-    got, ref, launches = _same_padded((1, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1), dtype, 1,
-                                      mode=mode, reduction=reduction)
+    got, ref, launches, plan = _same_padded((1, 128, 7, 7, 72, 3, 3, 1, 1, 1, 1), dtype, 1,
+                                            mode=mode, reduction=reduction)
     if mode not in ("auto", "hybrid"):  # hybrid may fall back to a plain mode on one tile
-        assert launches[0].mode == mode
+        assert plan.mode == mode and str(plan.launch.schedule.mode) == mode
+    # the launch runs the plan's kernel and split table (the Launch record's mode is that of
+    # the LaunchPlan the one cache holds for an equal launch value: split_k's table here is
+    # stream_k's)
+    assert [(x.kernel, x.digest) for x in launches] == [(plan.launch.spec.name,
+                                                         plan.launch.schedule.digest())]
     _check(got, ref, dtype)
 
 
 def _same_padded(case, dtype, seed, **schedule):
     """conv2d of a channels-last ``case`` padded by 1 under ``schedule``: (result, the float64
-    reference, the launches)."""
+    reference, the launches, the plan the call ran)."""
+    from skcontract.ops.conv2d_gpu import plan_of
     x, wt, b = _operands(case, dtype, seed=seed)
     g = conv_geometry(x.shape, wt.shape, padding=1)
     ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
@@ -160,15 +166,15 @@ def _same_padded(case, dtype, seed, **schedule):
     _poison()
     with record_launches() as launches:
         got = conv2d(xd, wd, bd, padding=1, **schedule)
-    return got, ref, launches
+    return got, ref, launches, plan_of(xd, wd, bd, g, **schedule)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_the_cluster_reduction(dtype):
     """The batch-1 late layer on the Hopper family's cluster protocol: a tile's splits of
     K = 4608 summed in one cluster's shared memory."""
-    got, ref, launches = _same_padded((1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1), dtype, 2,
-                                      mode="aligned", reduction="cluster")
+    got, ref, launches, _ = _same_padded((1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1), dtype, 2,
+                                         mode="aligned", reduction="cluster")
     assert launches[-1].reduction == "cluster" and "_cluster_" in launches[-1].kernel
     _check(got, ref, dtype)
 
