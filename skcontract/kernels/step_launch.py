@@ -46,11 +46,13 @@ class StepLaunch:
 
     @property
     def key(self) -> tuple:
-        """What identifies the launch: the split table's content, the kernel, the copies,
-        the form and the convolution (the schedule's numpy table is compared by digest)."""
+        """What identifies the launch: the split table's content and the mode that made it
+        (two modes may make one table; the launch records the mode it was planned with), the
+        kernel, the copies, the form and the convolution (the schedule's numpy table is
+        compared by digest)."""
         s = self.schedule
-        return (s.digest(), s.grid, tuple(s.tile), s.device.ctas_per_sm, s.cluster,
-                s.protocol, self.spec, self.copies, self.form, self.conv)
+        return (s.digest(), str(s.mode), s.grid, tuple(s.tile), s.device.ctas_per_sm,
+                s.cluster, s.protocol, self.spec, self.copies, self.form, self.conv)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, StepLaunch) and self.key == other.key

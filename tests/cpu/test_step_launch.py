@@ -166,3 +166,12 @@ def test_a_step_no_kernel_takes_is_recorded_as_cupys():
     other = Product("int16", 1, 512, 768, 1024, ("row", "row"), (True, True))
     assert replans(plan.steps[0], other, why="another dtype") is None
     assert replans.lines()[0].endswith(CUPY_RUNS)
+
+
+def test_launches_of_two_modes_with_one_table_are_two():
+    """A launch records the mode it was planned with: split_k and stream_k schedules with the
+    same split table are different launches (the bound cache keeps one for each)."""
+    from dataclasses import replace
+    step = _plan("ij,jk->ik", (512, 1024), (1024, 768)).steps[0]
+    other = replace(step.launch, schedule=replace(step.schedule, mode="split_k"))
+    assert str(step.schedule.mode) != "split_k" and other != step.launch
