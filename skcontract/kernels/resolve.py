@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..kinds import Kind
-from ..schedule import DeviceInfo, GemmProblem, Schedule, schedule_problem
+from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
@@ -172,12 +172,7 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
         raise ValueError(f"gemm: no {problem.dtype} kernel's shared memory fits on "
                          f"{device.name}")
     while True:
-        # a convolution's kernels run one tile shape (no HyTiS small rows), and their
-        # producer (im2col) is not the one the solo fractions describe: their partial waves
-        # are priced as full ones
-        smalls = {} if im2col is None else {"small_tiles": (), "solo_fraction": 1.0}
-        options_ = [replace(b.option(), ctas_per_sm=c, **smalls)
-                    for (_, c, _), b in by_entry.items()]
+        options_ = [_tile_option(b, c, im2col is not None) for (_, c, _), b in by_entry.items()]
         schedule = schedule_problem(problem, device, mode=mode, reduction=reduction,
                                     tiles=options_, **options)
         key = schedule.tile, schedule.device.ctas_per_sm, schedule.cluster
@@ -213,8 +208,7 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
         raise TypeError(f"dot: no {form.shape} kernel takes {dtype}")
     if mode == "auto" and reduction == "deterministic":
         reduction = DOT_REPRODUCIBLE_REDUCTION
-    options_ = [replace(b.option(), ctas_per_sm=c) for b in entries
-                if (c := ctas_on(b, device)) > 0]
+    options_ = [_tile_option(b, c, False) for b in entries if (c := ctas_on(b, device)) > 0]
     by_tile = {b.tile: b for b in entries}
     kind = Kind.DOT if form.outputs == 1 else Kind.GEMV
     schedule = schedule_problem(form.problem(dtype), device, mode=mode, reduction=reduction,
@@ -223,13 +217,43 @@ def resolve_dot(form, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     return Resolved(schedule, by_tile[schedule.tile])
 
 
+_MEMO_MAX = 4096
+"""Values :func:`ctas_on` and :func:`_tile_option` keep (by entry and device or occupancy)
+before they start again."""
+_CTAS: dict = {}
+_OPTIONS: dict = {}
+
+
+def _remembered(memo: dict, key, make):
+    """``memo[key]``, made by ``make()`` the first time."""
+    value = memo.get(key)
+    if value is None:
+        if len(memo) >= _MEMO_MAX:
+            memo.clear()
+        value = memo[key] = make()
+    return value
+
+
 def ctas_on(entry: Entry, device: DeviceInfo) -> int:
     """CTAs of ``entry`` that fit on one SM of ``device``: its declared occupancy, fewer where
     the device's shared memory holds fewer of its largest specialisation, over the layouts
-    it reads (0: none)."""
-    smem = max(specialise(entry, protocol="none", a_layout=la, b_layout=lb).smem_bytes
-               for la, lb in entry.layouts())
-    return min(entry.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
+    it reads (0: none). Worked out once for each entry and device (both values)."""
+    def make():
+        smem = max(specialise(entry, protocol="none", a_layout=la, b_layout=lb).smem_bytes
+                   for la, lb in entry.layouts())
+        return min(entry.ctas_per_sm, device.smem_per_sm // (smem + SMEM_RESERVED_PER_CTA))
+    return _remembered(_CTAS, (entry, device), make)
+
+
+def _tile_option(entry: Entry, ctas: int, conv: bool) -> TileOption:
+    """The tile option the scheduler plans ``entry`` with at ``ctas`` CTAs an SM (made once
+    for each). A convolution's kernels (``conv``) run one tile shape (no HyTiS small rows),
+    and their producer (im2col) is not the one the solo fractions describe: their partial
+    waves are priced as full ones."""
+    def make():
+        smalls = {"small_tiles": (), "solo_fraction": 1.0} if conv else {}
+        return replace(entry.option(), ctas_per_sm=ctas, **smalls)
+    return _remembered(_OPTIONS, (entry, ctas, conv), make)
 
 
 def entry_for(schedule: Schedule, dtype: str, precision: str | None, cc: int | None,

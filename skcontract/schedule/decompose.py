@@ -454,36 +454,13 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     Rows are grouped by CTA and ordered inside it by ``seq``, then listing order.
     ``shared_sum`` (``arrival`` only): mark the splits of multi-split tiles FLAG_SHARED_SUM,
     so that their peers share the final sum (the caller guarantees co-residency)."""
-    space = raw.rows_space if raw.rows_space is not None else raw.tiles
-    tile = np.asarray(raw.tile, dtype=np.int64)
-    c = space.coords(tile)
-    k0 = raw.kb * bk
-    k1 = np.minimum(raw.ke * bk, c["kk"])
-    uniq, inv, counts = np.unique(tile, return_inverse=True, return_counts=True)
-    peers = counts[inv]
-    order = np.lexsort((raw.kb, tile))
-    st = tile[order]
-    rank = np.empty(len(tile), dtype=np.int64)
-    rank[order] = np.arange(len(tile)) - np.searchsorted(st, st, side="left")
-    multi = counts > 1
-    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
-    if reduction in (ATOMIC, CLUSTER):
-        slot = np.full(len(tile), -1, dtype=np.int64)
-    elif reduction == DETERMINISTIC:
-        slot = fix_id
-    elif reduction == ARRIVAL:
-        per = np.where(multi, counts, 0)
-        base = np.cumsum(per) - per
-        slot = np.where(fix_id >= 0, base[inv] + rank, -1)
-    else:
+    if reduction not in (ATOMIC, CLUSTER, DETERMINISTIC, ARRIVAL):
         raise ValueError(f"unknown reduction {reduction!r}")
-    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == c["kk"], T.FLAG_FINAL, 0)
-             | np.where(c["small"], T.FLAG_SMALL, 0))
-    if shared_sum and reduction == ARRIVAL:
-        flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
-    listed = np.stack([c["batch"], c["m0"], c["n0"], c["bm"], c["bn"], k0, k1, flags, fix_id,
-                       slot, peers, rank], axis=1) if len(tile) else \
-        np.zeros((0, T.NUM_COLUMNS), np.int64)
+    tile = np.asarray(raw.tile, dtype=np.int64)
+    if len(tile):
+        listed = _listed_rows(raw, tile, bk, reduction, shared_sum)
+    else:  # range rows only (a data-parallel table of a uniform space)
+        listed = np.zeros((0, T.NUM_COLUMNS), np.int64)
     cta = np.asarray(raw.cta, dtype=np.int64)
     seq = raw.seq if raw.seq is not None else np.zeros(len(cta), np.int64)
     r = raw.ranges
@@ -516,3 +493,35 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     offsets = np.zeros(raw.grid + 1, dtype=np.int64)
     np.cumsum(np.bincount(cta, minlength=raw.grid), out=offsets[1:])
     return table, offsets.astype(np.int32)
+
+
+def _listed_rows(raw: RawSplits, tile: np.ndarray, bk: int, reduction: str,
+                 shared_sum: bool) -> np.ndarray:
+    """The table rows of ``raw``'s listed splits (``tile``: their tiles, at least one), in
+    listing order."""
+    space = raw.rows_space if raw.rows_space is not None else raw.tiles
+    c = space.coords(tile)
+    k0 = raw.kb * bk
+    k1 = np.minimum(raw.ke * bk, c["kk"])
+    uniq, inv, counts = np.unique(tile, return_inverse=True, return_counts=True)
+    peers = counts[inv]
+    order = np.lexsort((raw.kb, tile))
+    st = tile[order]
+    rank = np.empty(len(tile), dtype=np.int64)
+    rank[order] = np.arange(len(tile)) - np.searchsorted(st, st, side="left")
+    multi = counts > 1
+    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
+    if reduction in (ATOMIC, CLUSTER):
+        slot = np.full(len(tile), -1, dtype=np.int64)
+    elif reduction == DETERMINISTIC:
+        slot = fix_id
+    else:  # ARRIVAL
+        per = np.where(multi, counts, 0)
+        base = np.cumsum(per) - per
+        slot = np.where(fix_id >= 0, base[inv] + rank, -1)
+    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == c["kk"], T.FLAG_FINAL, 0)
+             | np.where(c["small"], T.FLAG_SMALL, 0))
+    if shared_sum and reduction == ARRIVAL:
+        flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
+    return np.stack([c["batch"], c["m0"], c["n0"], c["bm"], c["bn"], k0, k1, flags, fix_id,
+                     slot, peers, rank], axis=1)

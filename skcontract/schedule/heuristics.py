@@ -192,7 +192,7 @@ def iteration_cost(tile, dtype, model: CostModel, efficiency: float | None = Non
     """Model time (us) of one k-iteration of ``tile`` = (BM, BN, BK) on one SM.
     ``efficiency``: the kernel's own (its catalogue entry's); None: the model's estimate."""
     bm, bn, bk = tile
-    vol = bm * bn * bk / float(np.prod(REF_TILE))
+    vol = bm * bn * bk / float(REF_TILE[0] * REF_TILE[1] * REF_TILE[2])
     eff = model.efficiency(bm, bn, dtype) if efficiency is None else efficiency
     return model.c * vol * eff * model.dtype_slowdown(dtype)
 

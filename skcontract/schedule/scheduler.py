@@ -14,6 +14,9 @@ it is impossible, in which case the fallback and its reason are recorded on ``s.
 """
 from __future__ import annotations
 
+import heapq
+import threading
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -24,7 +27,7 @@ from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
-                         STREAM_K_MAX_WAVES, cost_of,
+                         STREAM_K_MAX_WAVES, cost_of, fixup_costs,
                          iteration_cost, predict, rule_mode, schedule_key)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DATA_PARALLEL,
                     DETERMINISTIC,
@@ -88,7 +91,9 @@ def _distinct_units(grids: list[int], ts, bk: int) -> list[int]:
     """Of ascending Stream-K ``grids``, those that decompose the space differently: a grid
     above the units that keep MIN_ITERS_PER_SPLIT iterations each
     (:func:`.decompose.stream_k_units`) runs as that many units, the same table as the
-    smallest such grid, which the cheapest-first choice keeps of equals; only it is built."""
+    smallest such grid, which the cheapest-first choice keeps of equals; only it is built.
+    Units never fall as the grid grows, and once a grid runs as fewer units than its CTAs
+    every larger one runs as those units too: the walk stops there."""
     p = ts.uniform_iters(bk)
     used, out = set(), []
     for g in grids:
@@ -96,6 +101,8 @@ def _distinct_units(grids: list[int], ts, bk: int) -> list[int]:
         if u not in used:
             used.add(u)
             out.append(g)
+        if u < g:
+            break
     return out
 
 
@@ -109,6 +116,33 @@ def _cheapest(schedules) -> Schedule:
     return min(schedules, key=lambda s: s.predicted_time_us)
 
 
+BOUND_SLACK = 1e-9
+"""Relative slack under which :func:`_cheapest_bounded` still builds a candidate whose
+bound exceeds the best time found (the bound and the prediction round differently)."""
+
+
+def _cheapest_bounded(items, bound, build, closer=None) -> Schedule:
+    """:func:`_cheapest` of ``build(item)`` over ``items`` (the first of equals in the items'
+    order), without building those that cannot win: ``bound(item)`` is a time no schedule
+    built from the item can beat, ``closer(item)`` a closer one, dearer to work out. The
+    item of the lowest bound is taken first: its closer bound worked out, or, once it has
+    one, built; the search stops when the lowest bound left exceeds the best time found."""
+    heap = [(bound(x), i, closer is None) for i, x in enumerate(items)]
+    heapq.heapify(heap)
+    best = best_i = None
+    while heap:
+        low, i, closest = heapq.heappop(heap)
+        if best is not None and low > best.predicted_time_us * (1 + BOUND_SLACK):
+            break
+        if not closest:
+            heapq.heappush(heap, (max(low, closer(items[i])), i, True))
+            continue
+        s = build(items[i])
+        if best is None or (s.predicted_time_us, i) < (best.predicted_time_us, best_i):
+            best, best_i = s, i
+    return best
+
+
 class _Builder:
     """Builds schedules of one problem for one tile option, at that option's occupancy."""
 
@@ -118,6 +152,7 @@ class _Builder:
         self.device = device.with_occupancy(option.ctas_per_sm).with_clusters(option.cluster)
         self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
         self._ts = {}
+        self._sk = {}  # (tile, grid) -> Stream-K's RawSplits, whatever the reduction
 
     def tiles(self, tile):
         key = tile[:2]
@@ -160,6 +195,50 @@ class _Builder:
                 f"{self.device.name} and deterministic fixup waits on locks: that could "
                 "deadlock (use reduction='atomic' or a smaller grid)")
 
+    def floor(self, tile, units: int) -> float:
+        """A time no table of ``tile`` whose tiles are whole or split over k (no small
+        tiles, k-iterations at full cost) on ``units`` CTAs can beat: the launch's fixed
+        cost plus the tiles' k-iterations spread evenly over the CTAs a wave holds (the
+        slowest CTA computes at least its share, and merging partials costs no less than
+        nothing); 0 where the model's fixup constants could be negative or the space is
+        not uniform."""
+        ts = self.tiles(tile)
+        model = cost_of(self.device)
+        c = iteration_cost(tile, self.problem.dtype, model, self.option.efficiency) * \
+            max(1, int(self.device.ctas_per_sm))
+        if not ts.uniform or min(c, model.b, model.d, self.option.fixup_cost) < 0:
+            return 0.0
+        return model.a + c * ts.n * ts.iters(tile[2]) / min(units, self.device.resident_ctas)
+
+    def raw_floor(self, tile, raw: D.RawSplits, reduction) -> float:
+        """:meth:`floor` of the table of ``raw`` (listed splits of a uniform space), or more:
+        the CTA that finishes a tile computes that split's k-iterations and, where the
+        tile's partials merge in a chain (every reduction but the arrival protocol's shared
+        sum and the cluster sum), merges the other splits one by one, at the model's ``d``
+        each."""
+        lower = self.floor(tile, raw.grid)
+        if lower == 0.0 or not len(raw.tile) or raw.rows_space is not None:
+            return lower
+        model = cost_of(self.device)
+        share = max(1, int(self.device.ctas_per_sm))
+        c = iteration_cost(tile, self.problem.dtype, model, self.option.efficiency) * share
+        shared = self.option.shared_sum and reduction == ARRIVAL and \
+            raw.grid <= self.device.resident_ctas
+        final = raw.ke >= self.tiles(tile).iters(tile[2])  # the split that finishes its tile
+        cost = c * (raw.ke[final] - raw.kb[final])
+        if not (shared or reduction == CLUSTER):
+            d = share * fixup_costs(tile, self.problem.accumulator_dtype, model,
+                                    self.option.fixup_cost)[1]
+            cost = cost + d * (np.bincount(raw.tile)[raw.tile[final]] - 1)
+        return max(lower, model.a + float(cost.max()))
+
+    def _stream_k_raw(self, tile, grid):
+        key = (tile, grid)
+        raw = self._sk.get(key)
+        if raw is None:
+            raw = self._sk[key] = D.stream_k(self.tiles(tile), tile[2], grid, self.groups)
+        return raw
+
     def stream_k(self, tile, grid, reason="", reduction=None):
         red = reduction or self.reduction
         ts = self.tiles(tile)
@@ -168,8 +247,15 @@ class _Builder:
             _sk_grid_options(ts.n, p, self.device.resident_ctas), ts, tile[2])
         for g in opts:
             self._wait_check(g, red)
-        return _cheapest(self.finish(STREAM_K, tile, D.stream_k(ts, tile[2], g, self.groups),
-                                     red, reason) for g in opts)
+
+        def build(g):
+            return self.finish(STREAM_K, tile, self._stream_k_raw(tile, g), red, reason)
+        if len(opts) == 1:
+            return build(opts[0])
+        # a grid runs as stream_k_units of its CTAs (the table's grid)
+        return _cheapest_bounded(
+            opts, lambda g: self.floor(tile, D.stream_k_units(ts.n * p, p, g)), build,
+            lambda g: self.raw_floor(tile, self._stream_k_raw(tile, g), red))
 
     def hybrid(self, tile, grid, reason=""):
         ts = self.tiles(tile)
@@ -190,20 +276,32 @@ class _Builder:
             opts = list(range(2, min(MAX_SPLIT_K, smax) + 1)) or [2]
         else:  # a wave or more of tiles: splitting K only adds fixup; try the least
             opts = [2]
-        best = None
-        for s_count in opts:
-            if min(s_count, smax) <= 1:
-                return self.dp(tile, grid, _join(
-                    reason, f"split_k: P={p} < {2 * MIN_ITERS_PER_SPLIT} k-iterations, no split"
-                    " -> data_parallel"))
-            g = grid if grid is not None else min(ts.n * min(s_count, smax),
-                                                  self.device.resident_ctas)
-            self._wait_check(g)
-            s = self.finish(SPLIT_K, tile, D.split_k(ts, tile[2], s_count, g), self.reduction,
-                            reason)
-            if best is None or s.predicted_time_us < best.predicted_time_us:
-                best = s
-        return best
+        if min(opts[0], smax) <= 1:  # (opts hold several S only where smax >= 2)
+            return self.dp(tile, grid, _join(
+                reason, f"split_k: P={p} < {2 * MIN_ITERS_PER_SPLIT} k-iterations, no split"
+                " -> data_parallel"))
+
+        raws = {}
+
+        def grid_of(s_count):
+            return grid if grid is not None else min(ts.n * min(s_count, smax),
+                                                     self.device.resident_ctas)
+
+        def raw(s_count):
+            if s_count not in raws:
+                raws[s_count] = D.split_k(ts, tile[2], s_count, grid_of(s_count))
+            return raws[s_count]
+
+        def build(s_count):
+            self._wait_check(grid_of(s_count))
+            return self.finish(SPLIT_K, tile, raw(s_count), self.reduction, reason)
+        if len(opts) == 1:
+            return build(opts[0])
+        # (the table's grid: no more CTAs than its S splits of every tile)
+        return _cheapest_bounded(
+            opts, lambda s_count: self.floor(tile, min(grid_of(s_count),
+                                                       ts.n * min(s_count, smax))),
+            build, lambda s_count: self.raw_floor(tile, raw(s_count), self.reduction))
 
     def aligned(self, tile, grid, splits, reason="", reduction=None):
         ts = self.tiles(tile)
@@ -229,7 +327,13 @@ class _Builder:
             return self.dp(tile, None, _join(
                 reason, f"aligned: no S > 1{sizes} divides P={p} with >= "
                 f"{MIN_ITERS_PER_SPLIT} k-iterations -> data_parallel"))
-        return _cheapest(build(s_count) for s_count in opts)
+
+        def bound(s_count):  # S splits of every tile on as many CTAs; S = 1 is planned DP
+            splits = max(x for x in allowed if x <= max(1, s_count))
+            return self.floor(tile, ts.n * splits) if splits > 1 else 0.0
+        if len(opts) == 1:
+            return build(opts[0])
+        return _cheapest_bounded(opts, bound, build)
 
     def _clusters_fit(self, tiles: int, size: int) -> bool:
         """Whether ``tiles`` clusters of ``size`` CTAs are resident at once (where the
@@ -296,6 +400,37 @@ def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) ->
     return replace(best, reason=reason, candidates=cands)
 
 
+SCHEDULE_CACHE_SIZE = 1024
+"""Schedules :func:`schedule_problem` keeps by its arguments (values: the problem, the
+device, the tile options and the options), so a product planned again (a plan's repeated
+step, ``contract_path`` called again, ``gemm()`` on new arrays of planned shapes) costs a
+lookup. A Schedule is immutable (its tables read-only), so the one kept is the one
+returned."""
+_SCHEDULES: dict = {}
+_SCHEDULES_LOCK = threading.Lock()
+
+
+def clear_schedule_cache() -> None:
+    """Forget the schedules :func:`schedule_problem` keeps."""
+    with _SCHEDULES_LOCK:
+        _SCHEDULES.clear()
+
+
+def _cache_key(args: tuple):
+    """A key of ``schedule_problem``'s arguments: each with its type (a grid of 2.0 is not
+    one of 2), sequences of tiles as tuples; None where one is not hashable."""
+    def part(v):
+        if isinstance(v, (list, tuple)):
+            return (tuple, tuple(part(x) for x in v))
+        return (type(v), v)
+    try:
+        key = tuple(part(v) for v in args)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
                      mode: str = AUTO, tile=None, tiles=None, grid: int | None = None,
                      reduction: str = ATOMIC, splits: int | None = None,
@@ -311,8 +446,29 @@ def schedule_problem(problem: GemmProblem, device: DeviceInfo | None = None, *,
     (:data:`NO_TILES`). Extra facts for :func:`can_apply_stream_k`:
     ``kind`` (defaults to the problem's), ``associative``, ``fused_consumer``,
     ``accumulator_dtype``; ``fragment_accumulators=True`` (accumulators that cannot be addressed
-    element-wise) restricts auto to the aligned split.
+    element-wise) restricts auto to the aligned split. The same arguments give the same
+    Schedule object (:data:`SCHEDULE_CACHE_SIZE` of them are kept).
     """
+    args = (problem, device, mode, tile, tiles, grid, reduction, splits, groups, swizzle,
+            raster, small_tile, kind, associative, fused_consumer, fragment_accumulators,
+            accumulator_dtype)
+    key = _cache_key(args) if not isinstance(tiles, Iterator) else None
+    if key is not None:
+        hit = _SCHEDULES.get(key)
+        if hit is not None:
+            return hit
+    s = _schedule_problem(*args)
+    if key is not None:
+        with _SCHEDULES_LOCK:
+            if len(_SCHEDULES) >= SCHEDULE_CACHE_SIZE:
+                del _SCHEDULES[next(iter(_SCHEDULES))]  # the oldest
+            _SCHEDULES[key] = s
+    return s
+
+
+def _schedule_problem(problem, device, mode, tile, tiles, grid, reduction, splits, groups,
+                      swizzle, raster, small_tile, kind, associative, fused_consumer,
+                      fragment_accumulators, accumulator_dtype) -> Schedule:
     device = device if device is not None else DeviceInfo.h200()
     mode, reduction = as_mode(mode), as_reduction(reduction)
     if reduction == CLUSTER and mode not in (AUTO, ALIGNED, DATA_PARALLEL):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from enum import Enum
 from typing import NamedTuple
 
@@ -185,10 +185,7 @@ class GemmProblem:
     def accumulator_dtype(self) -> str:
         """Name of the dtype the kernels accumulate this problem's products in
         (:func:`skcontract.dtypes.accumulator_dtype`); ValueError for a dtype none can."""
-        acc = accumulator_dtype(self.dtype)
-        if acc is None:
-            raise ValueError(f"no GEMM accumulator known for operand dtype {self.dtype!r}")
-        return acc.name
+        return _accumulator_name(self.dtype)
 
     @property
     def kind(self) -> Kind:
@@ -204,6 +201,15 @@ class GemmProblem:
     @property
     def flops(self) -> int:
         return sum(2 * m * n * k for m, n, k in self.shapes())
+
+
+@lru_cache(maxsize=None)
+def _accumulator_name(dtype: str) -> str:
+    """:attr:`GemmProblem.accumulator_dtype` of a dtype name (worked out once for each)."""
+    acc = accumulator_dtype(dtype)
+    if acc is None:
+        raise ValueError(f"no GEMM accumulator known for operand dtype {dtype!r}")
+    return acc.name
 
 
 def grouped_problem(shapes, dtype="float16") -> GemmProblem:
