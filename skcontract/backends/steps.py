@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
+import numpy as np
+
 from ..plan.classify import Kind
 from ..plan.plan import Plan, Step
 
@@ -165,6 +167,8 @@ def _step_fn(step: Step, ops: ArrayOps) -> Callable:
 def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
     """Prepare ``plan`` once for ``ops``; the returned ``run(arrays)`` executes it (see the
     package docstring of :mod:`skcontract.backends` for the contract)."""
+    if plan.slicing is not None:
+        return _compile_sliced(plan, ops)
     n = len(plan.input_shapes)
     steps = tuple((_step_fn(s, ops), s.args, s.result) for s in plan.steps)
     n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
@@ -178,11 +182,85 @@ def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
         return lambda arrays: fn(arrays[0], arrays[1]).transpose(perm)
 
     extra = [None] * (n_slots - n)
+    steps = tuple((fn, args, res, done) for (fn, args, res), done in zip(steps, _consumed(plan)))
 
     def run(arrays):
         slots = list(arrays) + extra
-        for fn, args, res in steps:
+        for fn, args, res, done in steps:
             slots[res] = fn(*[slots[i] for i in args])
+            for i in done:  # an intermediate no later step reads goes now
+                slots[i] = None
         r = slots[result]
         return r if perm is None else r.transpose(perm)
     return run
+
+
+def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
+    """``run(arrays)`` for a sliced plan (:class:`~skcontract.plan.slicing.Slicing`): each
+    slice runs the plan's steps on views of the operands at its chunks; a step that holds
+    no sliced label, and consumes no result that does, runs once, on the first slice, and
+    its result stays. The slices' results are added into the output in the slices' order
+    (float16 in float32, rounded once; bool by a logical or), each into its chunk of the
+    output's sliced labels."""
+    xp = ops.xp
+    sliced = plan.slicing
+    eq = plan.equation
+    n = len(eq.inputs)
+    holds = plan.sliced_axes()
+    varies = plan.step_varies()
+    freed = _consumed(plan, keep={s.result for s, v in zip(plan.steps, varies) if not v})
+    steps = [(_step_fn(s, ops), s.args, s.result, vary, done)
+             for s, vary, done in zip(plan.steps, varies, freed)]
+    n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
+    per_slice = [res for _, _, res, vary, _ in steps if vary]
+    result, perm = plan.result, _perm(plan.result_labels, plan.output)
+    out_cut = [lab in sliced.labels for lab in eq.output]
+    ranges = list(sliced.ranges())
+
+    def views(arrays, r):
+        return [a if not any(holds[i]) else a[tuple(
+            slice(*r[lab]) if h else slice(None) for lab, h in zip(eq.inputs[i], holds[i]))]
+            for i, a in enumerate(arrays)]
+
+    def run(arrays):
+        slots = [None] * n_slots
+        total = None
+        for j, r in enumerate(ranges):
+            slots[:n] = views(arrays, r)
+            for fn, args, res, vary, done in steps:
+                if vary or j == 0:
+                    slots[res] = fn(*[slots[i] for i in args])
+                    for i in done:
+                        slots[i] = None
+            part = slots[result] if perm is None else slots[result].transpose(perm)
+            if total is None:
+                total = xp.zeros(plan.output_shape, _sum_dtype(part.dtype))
+            at = tuple(slice(*r[lab]) if c else slice(None)
+                       for lab, c in zip(eq.output, out_cut))
+            if total.dtype == bool:
+                total[at] |= part
+            else:
+                total[at] += part
+            dtype, part = part.dtype, None
+            for res in per_slice:  # a slice's results go before the next slice's come
+                slots[res] = None
+        return total if total.dtype == dtype else total.astype(dtype)
+    return run
+
+
+def _consumed(plan: Plan, keep=frozenset()) -> list[tuple[int, ...]]:
+    """For each step, the intermediates' slots it reads last (freed once it has run): not
+    the operands' slots, the result's, or those in ``keep``."""
+    n = len(plan.input_shapes)
+    last = {}
+    for j, s in enumerate(plan.steps):
+        for a in s.args:
+            last[a] = j
+    return [tuple(a for a in dict.fromkeys(s.args) if a >= n and last[a] == j
+                  and a != plan.result and a not in keep)
+            for j, s in enumerate(plan.steps)]
+
+
+def _sum_dtype(dtype):
+    """The dtype slices are summed in: float16 in float32, the others their own."""
+    return np.float32 if dtype == np.float16 else dtype

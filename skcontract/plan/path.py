@@ -13,12 +13,11 @@ alive; each step removes those operands and appends their contraction at the end
 from __future__ import annotations
 
 import operator
-from math import prod
 from typing import Any, Mapping, Sequence
 
 from opt_einsum import paths as _oe_paths
 
-__all__ = ["find_path", "validate_path", "memory_arg", "left_to_right"]
+__all__ = ["find_path", "validate_path", "left_to_right"]
 
 
 def left_to_right(n: int) -> list[tuple[int, ...]]:
@@ -28,27 +27,6 @@ def left_to_right(n: int) -> list[tuple[int, ...]]:
     if n <= 1:
         return []
     return [(0, 1)] + [(0, n - 2 - i) for i in range(n - 2)]
-
-
-def memory_arg(memory_limit: Any, sizes: Sequence[int]) -> int | None:
-    """opt_einsum's ``memory_limit``: None, -1 (none), a positive int, or 'max_input'."""
-    if memory_limit is None:
-        return None
-    if isinstance(memory_limit, str):
-        if memory_limit == "max_input":
-            return max(sizes, default=1)
-        raise ValueError(f"memory_limit must be None, an int or 'max_input', got "
-                         f"{memory_limit!r}")
-    try:
-        limit = operator.index(memory_limit)
-    except TypeError:
-        raise TypeError(f"memory_limit must be None, an int or 'max_input', got "
-                        f"{memory_limit!r}") from None
-    if limit == -1:
-        return None
-    if limit < 1:
-        raise ValueError(f"memory_limit must be larger than 0, or -1, got {limit}")
-    return limit
 
 
 def validate_path(path: Sequence[Any], n: int) -> list[tuple[int, ...]]:
@@ -87,14 +65,15 @@ def validate_path(path: Sequence[Any], n: int) -> list[tuple[int, ...]]:
 
 
 def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
-              sizes: Mapping[str, int], optimize: Any = "auto",
-              memory_limit: Any = None) -> list[tuple[int, ...]]:
+              sizes: Mapping[str, int], optimize: Any = "auto") -> list[tuple[int, ...]]:
     """The contraction path for these terms, as chosen by ``optimize``.
 
     ``optimize``: False (left to right), True (= 'greedy', numpy's choice), any opt_einsum
     optimiser name ('auto', 'greedy', 'optimal', 'dp', 'branch-2', 'random-greedy', ...;
     unknown names raise KeyError), an ``opt_einsum.paths.PathOptimizer``, or an explicit
-    path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form.
+    path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form. The search
+    is unconstrained: a ``memory_limit`` is kept by slicing the path found
+    (:mod:`.slicing`).
     """
     n = len(inputs)
     if optimize is False or optimize is None:
@@ -111,11 +90,9 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
     else:
         raise TypeError(f"optimize must be a bool, an optimiser name, a PathOptimizer or an "
                         f"explicit path, got {type(optimize).__name__}")
-    size_list = [prod(sizes[x] for x in t) for t in list(inputs) + [tuple(output)]]
-    limit = memory_arg(memory_limit, size_list)
     if n <= 2 or 0 in sizes.values():
         # a zero-size problem costs nothing in any order (and confuses some optimisers)
         return left_to_right(n)
-    path = fn([frozenset(t) for t in inputs], frozenset(output), dict(sizes), limit)
+    path = fn([frozenset(t) for t in inputs], frozenset(output), dict(sizes), None)
     return validate_path(path, n)
 

@@ -19,7 +19,7 @@ schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, Sequence
 
@@ -29,6 +29,7 @@ from ..dtypes import accumulator_dtype
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, choose_layout, classify_groups, pair_groups
 from .path import find_path
+from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes
 
 __all__ = ["Step", "Plan", "build_plan"]
 
@@ -175,6 +176,8 @@ class Plan:
     device: Any = None
     #: for each original operand, the slot its (unary-processed) value lives in
     operand_slots: tuple[int, ...] = field(default=())
+    #: the slices the plan runs in (None: unsliced); its steps are then a slice's
+    slicing: Slicing | None = None
 
     @property
     def subscripts(self) -> str:
@@ -205,9 +208,27 @@ class Plan:
     def largest_intermediate(self) -> int:
         return max((prod(s.output_shape) for s in self.steps), default=0)
 
+    def sliced_axes(self) -> tuple[tuple[bool, ...], ...]:
+        """For each operand axis, whether a slice views it at a chunk (a sliced label that
+        the operand does not broadcast)."""
+        cut = set(self.slicing.labels) if self.slicing is not None else set()
+        return tuple(tuple(lab in cut and d != 1 for lab, d in zip(t, s))
+                     for t, s in zip(self.equation.inputs, self.equation.shapes))
+
+    def step_varies(self) -> tuple[bool, ...]:
+        """For each step, whether it runs once a slice: it reads an operand viewed at a
+        chunk, or a result of a step that does (the others run once)."""
+        varies = {i: any(axes) for i, axes in enumerate(self.sliced_axes())}
+        for s in self.steps:
+            varies[s.result] = any(varies.get(a, False) for a in s.args)
+        return tuple(varies[s.result] for s in self.steps)
+
     def table(self) -> str:
         rows = [_HEADER] + [s.row() for s in self.steps]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
+        if self.slicing is not None:
+            rows = [r + (runs,) for r, runs in zip(rows, ("runs", *(
+                "each slice" if v else "once" for v in self.step_varies())))]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         head = (f"Plan {self.subscripts!r}: {len(self.equation.inputs)} operand(s) "
                 f"{', '.join(str(s) for s in self.equation.shapes)} -> "
@@ -220,6 +241,8 @@ class Plan:
                 f"{self.largest_intermediate:,} elements")
         if self.device is None and any(s.is_gemm_class for s in self.steps):
             tail += "\n" + UNPRICED_HINT
+        if self.slicing is not None:
+            tail += "\n" + self.slicing.describe()
         return "\n".join([head, *lines, tail])
 
     __str__ = table
@@ -270,33 +293,73 @@ def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype):
 
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
-               memory_limit: Any = None, device: Any = None) -> Plan:
-    """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None)."""
+               memory_limit: Any = None, device: Any = None, slicing: Any = True) -> Plan:
+    """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
+    under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the
+    slices, False to refuse, or the labels / ``{label: chunk}`` to slice)."""
     dtype = np.dtype(dtype)
+    unary = _unary_pass(eq, dtype)
+    terms = [term for _, term in unary[0]]
+    path = find_path(terms, eq.output, eq.sizes, optimize)
+    budget = budget_of(memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
+    repath = None if isinstance(optimize, (list, tuple)) else (
+        lambda sizes: find_path(terms, eq.output, sizes, optimize))
+    sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
+                                      dtype.itemsize, slicing, repath)
+    if sliced is not None:
+        eq_run = _slice_equation(eq, sliced)
+        unary = _unary_pass(eq_run, dtype)
+    else:
+        eq_run = eq
+    steps, result, result_labels, operand_slots = _steps(eq_run, dtype, path, unary)
+    return Plan(eq, steps, tuple(path), dtype, result, result_labels, device, operand_slots,
+                sliced)
+
+
+def _memory_bytes(device) -> int:
+    """The memory a fractional ``memory_limit`` is of: the device's, else the host's."""
+    return getattr(device, "memory_bytes", 0) or host_memory_bytes()
+
+
+def _slice_equation(eq: Equation, sliced: Slicing) -> Equation:
+    """``eq`` for one slice: each sliced label at its chunk (a broadcast axis stays 1)."""
+    sizes = sliced.slice_sizes()
+    shapes = tuple(tuple(sizes[lab] if d == eq.sizes[lab] else d for lab, d in zip(t, s))
+                   for t, s in zip(eq.inputs, eq.shapes))
+    return replace(eq, sizes=sizes, shapes=shapes)
+
+
+def _unary_pass(eq: Equation, dtype):
+    """The operands' unary steps (broadcast size-1 axes dropped, labels no other operand
+    or the output holds summed, diagonals taken): ``[(step or None, term)]`` an operand."""
     sizes = eq.sizes
     n = len(eq.inputs)
-    # 1. the broadcast size-1 axes go first, so that "needed elsewhere" sees them gone
+    # the broadcast size-1 axes go first, so that "needed elsewhere" sees them gone
     squeezed = [tuple(lab for lab, d in zip(t, s) if not (d == 1 and sizes[lab] != 1))
                 for t, s in zip(eq.inputs, eq.shapes)]
     out_set = set(eq.output)
-    steps: list[Step] = []
-    terms: list[tuple[str, ...]] = []
-    slots: list[int] = []
-    next_slot = n
+    done, next_slot, index = [], n, 0
     for i, (t, s) in enumerate(zip(eq.inputs, eq.shapes)):
         keep = out_set.union(*(squeezed[j] for j in range(n) if j != i))
-        step, term = _unary_step(len(steps), i, next_slot, t, s, keep, sizes, dtype)
-        if step is None:
-            slots.append(i)
-        else:
-            steps.append(step)
-            slots.append(next_slot)
+        step, term = _unary_step(index, i, next_slot, t, s, keep, sizes, dtype)
+        if step is not None:
             next_slot += 1
-        terms.append(term)
-    operand_slots = tuple(slots)
+            index += 1
+        done.append((step, term))
+    return done, next_slot
 
-    # 2. the pairwise steps, in the path's order
-    path = find_path(terms, eq.output, sizes, optimize, memory_limit)
+
+def _steps(eq: Equation, dtype, path, unary_pass):
+    """The steps that run ``path`` over ``eq`` after its ``unary_pass``
+    (:func:`_unary_pass`): ``(steps, result slot, its labels, the slot of each operand)``."""
+    sizes = eq.sizes
+    out_set = set(eq.output)
+    unary, next_slot = unary_pass
+    steps = [step for step, _ in unary if step is not None]
+    terms = [term for _, term in unary]
+    slots = [i if step is None else step.result for i, (step, _) in enumerate(unary)]
+    operand_slots = tuple(slots)
+    # the pairwise steps, in the path's order
     for ids in path:
         picked = [(slots[i], terms[i]) for i in ids]
         for i in sorted(ids, reverse=True):
@@ -328,5 +391,4 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
         terms.append(out)
         next_slot += 1
     (result,), (result_labels,) = slots, terms
-    return Plan(eq, tuple(steps), tuple(path), dtype, result, tuple(result_labels), device,
-                operand_slots)
+    return tuple(steps), result, tuple(result_labels), operand_slots

@@ -235,12 +235,14 @@ def test_optimal_beats_left_to_right():
     assert best.flops <= naive.flops
 
 
-def test_memory_limit_gives_nary_step_as_chain():
+def test_memory_limit_is_kept_by_slicing_not_by_an_nary_chain():
+    """opt_einsum's limited paths hold n-ary steps whose chains exceed the limit; the plan
+    takes the unlimited path's pairwise steps and slices them under the limit."""
     shapes = [(4, 5), (5, 6), (6, 7), (7, 8)]
     path, plan = contract_path("ab,bc,cd,de->ae", *shapes, shapes=True, optimize="greedy",
                                memory_limit=1)
-    assert all(s.kind is not Kind.UNARY for s in plan.steps)
-    assert len(plan.steps) == 3
+    assert all(len(ids) == 2 for ids in path) and len(plan.steps) == 3
+    assert plan.slicing is not None and plan.largest_intermediate == 1
     rng = np.random.default_rng(1)
     ops = [rng.standard_normal(s) for s in shapes]
     np.testing.assert_allclose(einsum("ab,bc,cd,de->ae", *ops, memory_limit=1),

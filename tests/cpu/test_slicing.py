@@ -1,0 +1,192 @@
+"""memory_limit kept by slicing (skcontract/plan/slicing.py): the budget's forms, the slices
+chosen, what the plan shows, and sliced plans computing what numpy computes."""
+import tracemalloc
+
+import numpy as np
+import pytest
+from opt_einsum.testing import rand_equation
+
+from skcontract import contract_expression, contract_path, einsum
+from skcontract.backends import get_backend
+from skcontract.parse import parse_equation
+from skcontract.plan import build_plan
+from skcontract.plan.slicing import Budget, budget_of, choose_slicing, divisors, simulate
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize("limit,want", [
+    (None, None), (-1, None), (64, Budget(elements=64, text="64")),
+    ("max_input", Budget(elements=30, text="'max_input'")),
+    ("512MiB", Budget(bytes=512 * 2**20, text="'512MiB'")),
+    ("8GB", Budget(bytes=8 * 10**9, text="'8GB'")),
+    ("1.5 kib", Budget(bytes=1536, text="'1.5 kib'")),
+    ("50%", Budget(bytes=GIB // 2, text="'50%'")),
+    (0.25, Budget(bytes=GIB // 4, text="0.25")),
+    (1.0, Budget(bytes=GIB, text="1.0")),
+])
+def test_the_forms_of_a_budget(limit, want):
+    assert budget_of(limit, [12, 30], memory_bytes=GIB) == want
+
+
+@pytest.mark.parametrize("limit,error,match", [
+    (0, ValueError, "larger than 0"), (-2, ValueError, "larger than 0"),
+    ("lots", ValueError, "a size with a unit"), ("12 parsecs", ValueError, "a size with a unit"),
+    (1.5, ValueError, r"\(0, 1\]"), (0.0, ValueError, r"\(0, 1\]"), ("150%", ValueError, r"\(0, 1\]"),
+    (True, TypeError, "memory_limit"), ([1], TypeError, "memory_limit"),
+    ("0.1B", ValueError, "less than a byte"),
+])
+def test_a_bad_budget_names_memory_limit(limit, error, match):
+    with pytest.raises(error, match=match):
+        budget_of(limit, [12], memory_bytes=GIB)
+
+
+def test_a_fraction_of_unknown_memory_is_refused():
+    with pytest.raises(ValueError, match="memory size is unknown"):
+        budget_of("80%", [12], memory_bytes=0)
+
+
+def test_divisors():
+    assert divisors(12) == [1, 2, 3, 4, 6, 12] and divisors(1) == [1] and divisors(49) == [1, 7, 49]
+
+
+def test_simulate_counts_repeated_steps_once_a_slice():
+    terms = [frozenset("ij"), frozenset("jk"), frozenset("kl")]
+    sizes = dict(i=2, j=3, k=4, l=5)
+    whole = simulate(terms, frozenset("il"), sizes, [(0, 1), (0, 1)])
+    assert (whole.flops, whole.largest) == (2 * 2 * 3 * 4 + 2 * 2 * 4 * 5, 10)
+    # sliced over l: the first step holds no l and runs once
+    sliced = simulate(terms, frozenset("il"), dict(sizes, l=1), [(0, 1), (0, 1)],
+                      frozenset("l"), 5)
+    assert sliced.flops == 2 * 2 * 3 * 4 + 5 * 2 * 2 * 4 * 1
+
+
+def _network(n, seed, d_max=6):
+    eq, shapes = rand_equation(n, 3, n_out=2, d_min=2, d_max=d_max, seed=seed,
+                               return_size_dict=False)
+    rng = np.random.default_rng(seed)
+    return eq, [rng.standard_normal(s) for s in shapes]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_intermediate_of_a_slice_keeps_the_limit_and_the_result_is_numpys(seed):
+    eq, ops = _network(8, seed)
+    _, whole = contract_path(eq, *ops)
+    ref = np.einsum(eq, *ops, optimize=True)
+    for limit in (whole.largest_intermediate // 2, whole.largest_intermediate // 7, 16):
+        _, plan = contract_path(eq, *ops, memory_limit=limit)
+        assert plan.slicing is not None, (eq, limit)
+        assert plan.largest_intermediate <= limit
+        assert plan.slicing.largest_intermediate == plan.largest_intermediate
+        got = einsum(eq, *ops, memory_limit=limit)
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+
+
+def test_a_limit_the_plan_keeps_slices_nothing():
+    eq, ops = _network(8, 3)
+    _, whole = contract_path(eq, *ops)
+    _, plan = contract_path(eq, *ops, memory_limit=whole.largest_intermediate)
+    assert plan.slicing is None and plan.path == whole.path
+
+
+def test_output_labels_are_sliced_when_the_output_is_the_largest():
+    """An outer product's only intermediate is its output: its labels are sliced, and each
+    slice writes its chunk of the output."""
+    rng = np.random.default_rng(2)
+    x, y, z = rng.standard_normal(12), rng.standard_normal(10), rng.standard_normal((10, 3))
+    _, plan = contract_path("i,j,jk->ijk", x, y, z, memory_limit=40)
+    assert plan.slicing is not None and set(plan.slicing.labels) & {"i", "j", "k"}
+    assert plan.largest_intermediate <= 40
+    np.testing.assert_allclose(einsum("i,j,jk->ijk", x, y, z, memory_limit=40),
+                               np.einsum("i,j,jk->ijk", x, y, z), rtol=1e-13)
+
+
+def test_the_plan_shows_its_slices_and_which_steps_run_once():
+    rng = np.random.default_rng(4)
+    shapes = {"ab": (6, 7), "bc": (7, 8), "cd": (8, 40), "de": (40, 9)}
+    ops = [rng.standard_normal(s) for s in shapes.values()]
+    _, plan = contract_path("ab,bc,cd,de->ae", *ops, optimize=[(0, 1), (0, 2), (0, 1)],
+                            memory_limit=200)
+    text = plan.table()
+    assert "sliced over" in text and f"{plan.slicing.num_slices} slices" in text
+    runs = plan.step_varies()
+    assert len(runs) == len(plan.steps) and any(runs)
+    assert text.count("each slice") == sum(runs) and text.count("once") >= len(runs) - sum(runs)
+    np.testing.assert_allclose(einsum("ab,bc,cd,de->ae", *ops, memory_limit=200),
+                               np.einsum("ab,bc,cd,de->ae", *ops), rtol=1e-12)
+
+
+def test_steps_without_a_sliced_label_run_once():
+    """Sliced over e only: the steps before e enters run once, and the FLOPs do not grow."""
+    rng = np.random.default_rng(5)
+    shapes = [(30, 30), (30, 30), (30, 30), (30, 400)]
+    ops = [rng.standard_normal(s) for s in shapes]
+    eq = parse_equation("ab,bc,cd,de->ae", shapes)
+    path = [(0, 1), (0, 2), (0, 1)]  # ab,bc -> ac; ac,cd -> ad; ad,de -> ae
+    plan = build_plan(eq, optimize=path, slicing={"e": 100})
+    assert plan.slicing.labels == ("e",) and plan.slicing.num_slices == 4
+    assert plan.step_varies() == (False, False, True)
+    assert plan.slicing.overhead == pytest.approx(1.0)
+    got = get_backend("numpy").compile(plan)(ops)
+    ref = np.einsum("ab,bc,cd,de->ae", *ops)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+
+
+def test_float16_slices_are_summed_in_float32():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((64, 4096)).astype(np.float16)
+    y = rng.standard_normal((4096, 64)).astype(np.float16)
+    got = einsum("ij,jk->ik", x, y, memory_limit=64 * 64 // 4)
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    assert got.dtype == np.float16
+    assert np.abs(got - ref).max() <= 0.02 * np.abs(ref).max()
+
+
+def test_bool_slices_are_ored():
+    rng = np.random.default_rng(7)
+    x, y = rng.random((20, 30)) < 0.1, rng.random((30, 20)) < 0.1
+    np.testing.assert_array_equal(einsum("ij,jk->ik", x, y, memory_limit=50),
+                                  np.einsum("ij,jk->ik", x, y))
+
+
+def test_a_limit_nothing_keeps_names_the_smallest_peak():
+    x = np.ones((4, 4))
+    # a slice's one element and the 16-element output, 8 bytes each
+    with pytest.raises(ValueError, match="smallest peak reachable is 136 bytes"):
+        contract_path("ij,jk->ik", x, x, memory_limit="1B")
+
+
+def test_byte_budgets_bound_the_peak_measured():
+    """The peak tracemalloc measures while a sliced plan runs (planned before) stays under
+    the byte budget, and near the prediction."""
+    rng = np.random.default_rng(11)
+    shapes = [(300, 200), (200, 250), (250, 300), (300, 150)]
+    ops = [rng.standard_normal(s) for s in shapes]
+    eq = "ab,bc,cd,de->ae"
+    ref = np.einsum(eq, *ops, optimize=True)
+    for limit in ("900kB", "600kB", "450kB"):  # the output alone holds 360 kB
+        expr = contract_expression(eq, *shapes, memory_limit=limit, backend="numpy")
+        sliced = expr.plan.slicing
+        assert sliced is not None and sliced.peak_bytes <= budget_of(limit, []).bytes
+        tracemalloc.start()
+        try:
+            got = expr(*ops)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak <= budget_of(limit, []).bytes, (limit, peak, sliced.peak_bytes)
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+
+
+def test_choose_slicing_takes_given_labels_and_chunks():
+    terms = [("i", "j"), ("j", "k"), ("k", "l")]
+    sizes = dict(i=4, j=64, k=64, l=4)
+    s = choose_slicing(terms, ("i", "l"), sizes, [(0, 1), (0, 1)], None, slicing={"j": 16})
+    assert s.chunks == (("j", 16),) and s.num_slices == 4
+    with pytest.raises(ValueError, match="must divide its size 64"):
+        choose_slicing(terms, ("i", "l"), sizes, [(0, 1), (0, 1)], None, slicing={"j": 10})
+    with pytest.raises(ValueError, match="'q' is not a label"):
+        choose_slicing(terms, ("i", "l"), sizes, [(0, 1), (0, 1)], None, slicing=["q"])
+    with pytest.raises(ValueError, match="slicing=False refuses"):
+        choose_slicing(terms, ("i", "l"), sizes, [(0, 1), (0, 1)], Budget(elements=10),
+                       slicing=False)
