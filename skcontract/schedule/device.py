@@ -25,6 +25,9 @@ alike: 4 x 30 = 120 and 16 x 7 = 112 of 132 SMs). Two CTAs an SM hold at least t
 docs/benchmarks/calibration.md)."""
 H100_L2_BYTES = 50 * 1024 * 1024
 """The H100 SXM differs from the H200 in memory (and its L2 here); SMs and SM are the same."""
+H200_MEMORY_BYTES = 143771 * 2**20
+H100_MEMORY_BYTES = 81559 * 2**20
+"""Device memory of the presets: what the driver reports of an H200 and an H100 SXM."""
 DEVICE_NAMES = ("h200", "h100", "gpu")
 """Device names the public entry points accept besides a DeviceInfo."""
 
@@ -56,6 +59,8 @@ class DeviceInfo:
     # (CTAs a cluster, clusters resident at one CTA an SM) as the driver counts them; ()
     # where unknown (auto then plans no cluster reduction, which a caller may still force)
     resident_clusters: tuple = ()
+    # Device memory in bytes (0: unknown), what a fractional memory_limit is a share of
+    memory_bytes: int = 0
 
     def __post_init__(self):
         for name in ("sms", "l2_bytes", "smem_per_sm", "max_threads_per_sm", "ctas_per_sm"):
@@ -85,7 +90,8 @@ class DeviceInfo:
         if key == "h200":
             return cls.h200()
         if key == "h100":
-            return replace(cls.h200(), name="NVIDIA H100 (preset)", l2_bytes=H100_L2_BYTES)
+            return replace(cls.h200(), name="NVIDIA H100 (preset)", l2_bytes=H100_L2_BYTES,
+                           memory_bytes=H100_MEMORY_BYTES)
         if key == "gpu":
             return cls._current_gpu()
         raise ValueError(f"unknown device {device!r}; use a DeviceInfo or one of "
@@ -112,7 +118,8 @@ class DeviceInfo:
         """The H200 preset, with the cost model fitted to it (heuristics.MEASURED_H200_COST)."""
         return cls("NVIDIA H200 (preset)", H200_SMS, (9, 0), H200_L2_BYTES,
                    H200_SMEM_PER_SM, H200_MAX_THREADS_PER_SM, ctas_per_sm,
-                   cost=MEASURED_H200_COST, resident_clusters=H200_RESIDENT_CLUSTERS)
+                   cost=MEASURED_H200_COST, resident_clusters=H200_RESIDENT_CLUSTERS,
+                   memory_bytes=H200_MEMORY_BYTES)
 
     @classmethod
     def from_cupy(cls, device_id: int | None = None, ctas_per_sm: int = 1) -> "DeviceInfo":
@@ -132,7 +139,7 @@ class DeviceInfo:
         return cls(name, p["multiProcessorCount"], (p["major"], p["minor"]),
                    p["l2CacheSize"], p["sharedMemPerMultiprocessor"],
                    p["maxThreadsPerMultiProcessor"], ctas_per_sm, cost=cost,
-                   resident_clusters=clusters)
+                   resident_clusters=clusters, memory_bytes=int(p["totalGlobalMem"]))
 
     @property
     def resident_ctas(self) -> int:

@@ -190,3 +190,20 @@ def test_choose_slicing_takes_given_labels_and_chunks():
     with pytest.raises(ValueError, match="slicing=False refuses"):
         choose_slicing(terms, ("i", "l"), sizes, [(0, 1), (0, 1)], Budget(elements=10),
                        slicing=False)
+
+
+def test_a_share_of_the_device_is_a_share_of_its_memory():
+    """On the H100 preset (80 GB): a float32 product whose 6.4 GB output the model counts
+    twice unsliced (the last step's result and the output) fits '30%', and at '10%' is
+    sliced into chunks written into the output."""
+    from skcontract.schedule import DeviceInfo
+    h100 = DeviceInfo.named("h100")
+    assert h100.memory_bytes > 80 * 10**9 and DeviceInfo.h200().memory_bytes > 140 * 10**9
+    shapes = [(40000, 1000), (1000, 40000)]
+    _, whole = contract_path("ij,jk->ik", *shapes, shapes=True, dtype="float32",
+                             device=h100, memory_limit="30%")
+    assert whole.slicing is None
+    _, plan = contract_path("ij,jk->ik", *shapes, shapes=True, dtype="float32",
+                            device=h100, memory_limit="10%")
+    assert plan.slicing is not None and set(plan.slicing.labels) <= {"i", "k"}
+    assert plan.slicing.peak_bytes <= 0.10 * h100.memory_bytes
