@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
-from .parse import parse_equation, split_operands
+from .parse import parse_equation, split_operands, symbol
 from .interop import has_torch, is_torch, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
@@ -397,8 +397,7 @@ def _broadcast_axes(a) -> list[int]:
 def _without_broadcast_axes(subscripts, arrays):
     """The same contraction with every broadcast axis read once instead of materialised or
     swept: ``(subscripts, arrays, expand)`` where ``expand(result, order)`` broadcasts the
-    smaller result back to the full output; None when nothing can be dropped (or there are
-    more labels than letters).
+    smaller result back to the full output; None when nothing can be dropped.
 
     An axis repeats its operand when its stride is 0 (np.broadcast_to) or its length is 1
     while the label's size is larger (einsum's own broadcasting). Its label is dropped from
@@ -406,8 +405,6 @@ def _without_broadcast_axes(subscripts, arrays):
     or when it is an output label, which the result then gets back by broadcasting."""
     eq = parse_equation(subscripts, [a.shape for a in arrays])
     labels = list(dict.fromkeys([x for t in eq.inputs for x in t] + list(eq.output)))
-    if len(labels) > len(_LETTERS):
-        return None
 
     strided = [_broadcast_axes(a) for a in arrays]
 
@@ -438,7 +435,7 @@ def _without_broadcast_axes(subscripts, arrays):
         return None
     # A label left only on axes of length 1 has length 1 in the smaller contraction: it is
     # summed there (over one term) and broadcast back where the output has it.
-    letter = dict(zip(labels, _LETTERS))
+    letter = {x: symbol(i) for i, x in enumerate(labels)}
     out_small = [x for x in eq.output if x in kept]
     sub = ",".join("".join(letter[x] for x in t) for t in terms) + "->" + \
         "".join(letter[x] for x in out_small)
@@ -451,9 +448,6 @@ def _without_broadcast_axes(subscripts, arrays):
         r = np.broadcast_to(np.expand_dims(r, where), full_shape)
         return np.array(r, order="F" if order == "F" else "C")
     return sub, small, expand
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def tensordot(a, b, axes=2):
@@ -477,10 +471,8 @@ def tensordot(a, b, axes=2):
     ax_b = [j + nb if j < 0 else j for j in ax_b]
     if len(set(ax_a)) != len(ax_a) or len(set(ax_b)) != len(ax_b):
         raise ValueError("duplicate axes are not allowed in tensordot")
-    if na + nb - len(ax_a) > len(_LETTERS):
-        raise ValueError("tensordot: too many dimensions")
-    ta = list(_LETTERS[:na])
-    tb = list(_LETTERS[na:na + nb])
+    ta = [symbol(i) for i in range(na)]
+    tb = [symbol(i) for i in range(na, na + nb)]
     for i, j in zip(ax_a, ax_b):
         tb[j] = ta[i]
     out = [ta[i] for i in range(na) if i not in ax_a] + \
@@ -826,6 +818,9 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     :func:`contract_path`); ``precision`` is :func:`einsum`'s. The NumPy backend runs no
     GPU schedule and plans none unless ``device=`` asks to see one.
 
+    The interleaved form works here as in :func:`einsum`: ``contract_expression(shape0,
+    labels0, shape1, labels1, ..., [output_labels])``, any hashable labels.
+
     ``constants``: indices of operands given as arrays here, in place of their shapes
     (opt_einsum's meaning): a call then takes the other operands only, in order, and the
     constants are converted once to each backend a call runs on (on the GPU they stay
@@ -844,6 +839,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     """
     _check_precision(precision)
     as_mode(mode), as_reduction(reduction)  # refused now, not at the first GPU call
+    if not isinstance(subscripts, str):  # the interleaved form
+        subscripts, shapes = split_operands((subscripts, *shapes))
     fixed = _constant_operands(constants, shapes)
     shp = tuple(tuple(fixed[i].shape) if i in fixed else _shape(s, i)
                 for i, s in enumerate(shapes))

@@ -1,22 +1,33 @@
 """numpy-compatible einsum subscripts -> a canonical :class:`Equation`.
 
 The grammar and the errors follow ``numpy.einsum`` (same exception types; messages that
-name the offending label, operand or shape):
+name the offending label, operand or shape), with any number of labels:
 
-* terms separated by ``,``, an optional ``->`` output; spaces are ignored;
-* labels are ASCII letters, upper and lower case distinct;
+* terms separated by ``,``, an optional ``->`` output; spaces are ignored (but not inside
+  ``->`` or ``...``);
+* a label is one character: an ASCII letter (upper and lower case distinct), as numpy
+  takes, or any unicode character from U+00C0 on (surrogates excepted), the range of
+  opt_einsum's ``get_symbol``: ``'αβ,βγ->αγ'`` or a string of ``get_symbol(i)`` for a
+  network of thousands of labels;
 * ``...`` (once per term) stands for the leading/middle dimensions not named; the ellipsis
   dimensions of all operands are right-aligned and broadcast against each other;
 * the implicit output (no ``->``) is the ellipsis dimensions followed by the labels that
-  appear exactly once, in alphabetical (ASCII) order;
+  appear exactly once, in code point order (ASCII's for letters, upper case first);
 * a label broadcasts: an operand whose dimension for a label is 1 is broadcast against a
   larger size of that label elsewhere (but a label repeated inside one operand, a diagonal,
   must have equal sizes there);
-* the sublist form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])`` with integers 0..51 and
-  ``Ellipsis``.
+* the interleaved (sublist) form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])`` takes any
+  hashable labels (ints of any size, strings, tuples, ...) and ``Ellipsis``; equal labels
+  (``1``, ``np.int64(1)``, ``1.0``) are one label. Each label gets a symbol
+  (:func:`interleaved_symbols`): the ints 0..51 numpy's letters (0 -> 'A', 26 -> 'a'),
+  other non-negative ints ``i`` the character :func:`symbol` ``(i)``, a one-character
+  string that is a valid label itself, any other label the next unused symbol. Its
+  implicit output is the labels that appear once in sorted order (numpy's for ints; in
+  order of first appearance where the labels do not compare, as an int and a string).
+  :class:`Subscripts` holds the symbols and the legend back to the labels.
 
-Ellipsis dimensions get internal labels (Greek letters, then Cyrillic ones) that can never
-collide with user labels; that is how they print in a plan.
+Ellipsis dimensions get internal labels (Greek letters, then Cyrillic ones) that are not
+among the user's labels; that is how they print in a plan.
 
 >>> eq = parse_equation("ij,jk", [(2, 3), (3, 4)])
 >>> eq.subscripts
@@ -25,24 +36,87 @@ collide with user labels; that is how they print in a plan.
 3
 >>> parse_equation("...i,i->...", [(5, 2, 3), (3,)]).subscripts
 'αβi,i->αβ'
+>>> subs, _ = split_operands(([[1.0]], [0, 60], [[2.0]], [60, ("x", 1)]))
+>>> subs, subs.legend
+('AÈ,ÈÀ->AÀ', (('A', 0), ('È', 60), ('À', ('x', 1))))
 """
 from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Mapping, Sequence
 
-__all__ = ["Equation", "parse_equation", "split_operands", "ellipsis_label", "LETTERS"]
+__all__ = ["Equation", "Subscripts", "parse_equation", "split_operands", "ellipsis_label",
+           "symbol", "is_symbol", "interleaved_symbols", "LETTERS"]
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+"""numpy's labels, in the order of its sublist ints (0 -> 'A', 26 -> 'a')."""
 _LETTER_SET = frozenset(LETTERS)
 _GREEK = "αβγδεζηθικλμνξοπρστυφχψω"  # 24 letters, no final sigma
+_FIRST_SYMBOL = 0xC0
+"""The first code point past the letters that is a label (``chr(192)``, 'À'), as in
+opt_einsum's ``get_symbol``."""
+_SURROGATES = range(0xD800, 0xE000)
+_MAX_SYMBOL_INDEX = len(LETTERS) + 0x110000 - _FIRST_SYMBOL - len(_SURROGATES)
+
+
+def symbol(i: int) -> str:
+    """The ``i``-th label character: numpy's letters for ``i < 52`` (:data:`LETTERS`), then
+    the code points from U+00C0 on without the surrogates, as opt_einsum's ``get_symbol``
+    goes on past its letters (``symbol(i) == get_symbol(i)`` for ``52 <= i < 55156``,
+    where that one starts giving surrogates; ``symbol(52) == 'À'``)."""
+    if i < len(LETTERS):
+        return LETTERS[i]
+    c = i - len(LETTERS) + _FIRST_SYMBOL
+    return chr(c if c < _SURROGATES.start else c + len(_SURROGATES))
+
+
+def is_symbol(c: str) -> bool:
+    """Whether the character ``c`` is a label of the string form: an ASCII letter, or a code
+    point from U+00C0 on that is not a surrogate."""
+    return c in _LETTER_SET or (ord(c) >= _FIRST_SYMBOL and ord(c) not in _SURROGATES)
+
+
+def _ellipsis_labels(n: int, taken) -> tuple[str, ...]:
+    """``n`` internal labels for ellipsis dimensions, none of them in ``taken``."""
+    out: list[str] = []
+    i = 0
+    while len(out) < n:
+        lab = ellipsis_label(i)
+        if lab not in taken:
+            out.append(lab)
+        i += 1
+    return tuple(out)
 
 
 def ellipsis_label(i: int) -> str:
-    """The internal label of the ``i``-th ellipsis dimension (never an ASCII letter)."""
-    return _GREEK[i] if i < len(_GREEK) else chr(0x0410 + i - len(_GREEK))
+    """The ``i``-th internal label of an ellipsis dimension (never an ASCII letter; those
+    the user's labels take are skipped when an equation is parsed)."""
+    if i < len(_GREEK):
+        return _GREEK[i]
+    c = 0x0410 + i - len(_GREEK)
+    return chr(c if c < _SURROGATES.start else c + len(_SURROGATES))
+
+
+class Subscripts(str):
+    """Subscripts in symbols made from the interleaved form, with ``legend``: the
+    (symbol, label) pairs of the labels a symbol does not spell (empty where every label is
+    one of numpy's ints 0..51 or a one-character string that is its own symbol).
+
+    It is the string of symbols everywhere a string goes (equal to it, hashed as it): the
+    legend says how to print it, and is no part of what the contraction is.
+    """
+
+    legend: tuple[tuple[str, Hashable], ...]
+
+    def __new__(cls, text: str = "", legend: tuple = ()):
+        self = super().__new__(cls, text)
+        self.legend = tuple(legend)
+        return self
+
+    def __reduce__(self):
+        return (Subscripts, (str(self), self.legend))
 
 
 @dataclass(frozen=True)
@@ -51,6 +125,8 @@ class Equation:
 
     ``sizes`` maps every label to its broadcast size; ``shapes`` are the operands' shapes
     as given. ``ellipsis`` holds the internal labels the ``...`` dimensions received.
+    ``legend``: for the interleaved form, the (symbol, label) pairs of the labels a symbol
+    does not spell (:class:`Subscripts`); empty otherwise.
     """
 
     inputs: tuple[tuple[str, ...], ...]
@@ -58,6 +134,7 @@ class Equation:
     sizes: Mapping[str, int]
     shapes: tuple[tuple[int, ...], ...]
     ellipsis: tuple[str, ...] = ()
+    legend: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
     @property
     def subscripts(self) -> str:
@@ -67,37 +144,120 @@ class Equation:
         return self.subscripts
 
 
-def _sublist_to_term(sub: Any) -> str:
+def _brief(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _sublist(sub: Any, where: str) -> list:
+    """One subscripts list of the interleaved form as a list of labels and Ellipsis;
+    TypeError for a string, a non-sequence or an unhashable label."""
+    if isinstance(sub, (str, bytes)):
+        raise TypeError(f"the subscripts of {where} must be a list or a tuple of labels, got "
+                        f"the string {_brief(sub)} (the subscripts string goes first, "
+                        "before the operands)")
     try:
         items = list(sub)
     except TypeError:
-        raise TypeError("each subscript must be either an integer or an ellipsis; "
-                        f"got the non-sequence {sub!r}") from None
-    out = []
+        raise TypeError(f"the subscripts of {where} must be a list or a tuple of labels "
+                        f"(any hashable) and Ellipsis, got {type(sub).__name__} "
+                        f"{_brief(sub)}") from None
     for s in items:
-        if s is Ellipsis:
-            out.append("...")
-        elif hasattr(s, "__index__") and not isinstance(s, (bool, str, bytes)):
-            try:
-                i = operator.index(s)
-            except TypeError:
-                raise TypeError("each subscript must be either an integer or an ellipsis "
-                                "(or the first argument a subscripts string); got "
-                                f"{type(s).__name__} {s!r}") from None
-            if not 0 <= i < len(LETTERS):
-                raise ValueError(f"subscript {i} is not within the valid range [0, 52)")
-            out.append(LETTERS[i])
-        else:
-            raise TypeError("each subscript must be either an integer or an ellipsis "
-                            f"(or the first argument a subscripts string); got {s!r}")
-    return "".join(out)
+        try:
+            hash(s)
+        except TypeError:
+            raise TypeError(f"einsum labels must be hashable: the subscripts of {where} "
+                            f"hold the {type(s).__name__} {_brief(s)}") from None
+    return items
+
+
+def _int_label(lab: Any) -> int | None:
+    """A label that is a non-negative int with a symbol of its own, as that int; else None."""
+    if isinstance(lab, (str, bytes, float, complex)) or not hasattr(lab, "__index__"):
+        return None
+    try:
+        i = operator.index(lab)
+    except TypeError:
+        return None
+    return i if 0 <= i < _MAX_SYMBOL_INDEX else None
+
+
+def interleaved_symbols(labels: Sequence[Hashable]) -> dict:
+    """Each label -> its symbol: an int ``i`` from 0 on (numpy's 0..51 included) gets
+    :func:`symbol` ``(i)``; a one-character string that is a label (:func:`is_symbol`)
+    and no int's symbol gets itself; any other label, in order of first appearance, the
+    lowest symbol from :func:`symbol` ``(52)`` on that no label took."""
+    out: dict = {}
+    taken: set[str] = set()
+    for lab in labels:
+        i = _int_label(lab)
+        if i is not None and lab not in out:
+            out[lab] = symbol(i)
+            taken.add(out[lab])
+    for lab in labels:
+        if lab not in out and isinstance(lab, str) and len(lab) == 1 and is_symbol(lab) \
+                and lab not in taken:
+            out[lab] = lab
+            taken.add(lab)
+    nxt = len(LETTERS)
+    for lab in labels:
+        if lab not in out:
+            while symbol(nxt) in taken:
+                nxt += 1
+            out[lab] = symbol(nxt)
+            taken.add(out[lab])
+            nxt += 1
+    return out
+
+
+def _implicit_output(terms: Sequence[Sequence[Any]]) -> list:
+    """numpy's implicit output of the interleaved form: Ellipsis (where a term has one),
+    then the labels that appear once, sorted (in order of first appearance where they do
+    not compare)."""
+    counts: dict = {}
+    for t in terms:
+        for lab in t:
+            if lab is not Ellipsis:
+                counts[lab] = counts.get(lab, 0) + 1
+    singles = [lab for lab, c in counts.items() if c == 1]
+    try:
+        singles = sorted(singles)
+    except TypeError:
+        pass
+    ell = [Ellipsis] if any(lab is Ellipsis for t in terms for lab in t) else []
+    return ell + singles
+
+
+def _interleaved(args: Sequence[Any]) -> tuple[Subscripts, list]:
+    """The interleaved form ``(op0, sub0, op1, sub1, ..., [sub_out])`` -> (Subscripts,
+    operands)."""
+    rest = list(args)
+    ops, terms = [], []
+    while len(rest) >= 2:
+        terms.append(_sublist(rest[1], f"operand {len(ops)}"))
+        ops.append(rest[0])
+        rest = rest[2:]
+    output = _sublist(rest[0], "the output") if rest else _implicit_output(terms)
+    labels = list(dict.fromkeys(lab for t in terms + [output] for lab in t
+                                if lab is not Ellipsis))
+    sym = interleaved_symbols(labels)
+
+    def term(t):
+        return "".join("..." if lab is Ellipsis else sym[lab] for lab in t)
+    text = ",".join(term(t) for t in terms) + "->" + term(output)
+    legend = ()
+    if any(not (sym[lab] == lab or (_int_label(lab) is not None and _int_label(lab) < 52))
+           for lab in labels):
+        legend = tuple((sym[lab], lab) for lab in labels if sym[lab] != lab)
+    return Subscripts(text, legend), ops
 
 
 def split_operands(args: Sequence[Any]) -> tuple[str, list]:
     """``einsum``'s positional arguments -> (subscripts string, operands).
 
     Accepts ``(subscripts, *operands)`` and the interleaved sublist form
-    ``(op0, sub0, op1, sub1, ..., [sub_out])``.
+    ``(op0, sub0, op1, sub1, ..., [sub_out])``, whose labels may be any hashable: it
+    comes back as :class:`Subscripts` (symbols, the output always explicit, and a legend).
     """
     if len(args) == 0:
         raise ValueError("must specify the einstein sum subscripts string and at least one "
@@ -114,16 +274,7 @@ def split_operands(args: Sequence[Any]) -> tuple[str, list]:
     if len(args) == 1:  # an operand without its subscripts list
         raise ValueError("must provide at least an operand and a subscripts list to einsum "
                          f"(got a lone {type(first).__name__})")
-    # sublist form
-    rest = list(args)
-    ops, terms = [], []
-    while len(rest) >= 2:
-        ops.append(rest.pop(0))
-        terms.append(_sublist_to_term(rest.pop(0)))
-    subs = ",".join(terms)
-    if rest:
-        subs += "->" + _sublist_to_term(rest.pop(0))
-    return subs, ops
+    return _interleaved(args)
 
 
 def _split_term(term: str, where: str) -> tuple[str, str | None, str]:
@@ -140,48 +291,66 @@ def _split_term(term: str, where: str) -> tuple[str, str | None, str]:
 
 def _check_labels(labels: str, where: str) -> None:
     for c in labels:
-        if c not in _LETTER_SET:
+        if not is_symbol(c):
             raise ValueError(f"invalid subscript {c!r} in einstein sum subscripts string "
-                             f"({where}), subscripts must be letters")
+                             f"({where}), subscripts must be letters (ASCII letters, or "
+                             "unicode characters from U+00C0 on)")
+
+
+def _quote(subscripts: str) -> str:
+    """``repr(subscripts)``, cut where a network's subscripts run long."""
+    return _brief(str(subscripts))
+
+
+def _arrow_error(detail: str, subscripts: str) -> ValueError:
+    return ValueError("einstein sum subscript string does not contain proper '->' output "
+                      f"specified: {detail} in {_quote(subscripts)}")
 
 
 def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation:
-    """Validate ``subscripts`` against the operands' ``shapes``; return the Equation."""
+    """Validate ``subscripts`` against the operands' ``shapes``; return the Equation.
+
+    ``subscripts`` is a string, or the :class:`Subscripts` of the interleaved form
+    (:func:`split_operands`), whose legend the Equation keeps and whose errors name the
+    labels as given.
+    """
     if not isinstance(subscripts, str):
         raise TypeError("einsum subscripts must be a string, got "
                         f"{type(subscripts).__name__}")
-    if re.search(r"\.\s+\.", subscripts):
+    legend = getattr(subscripts, "legend", ())
+    names = dict(legend)
+    m = re.search(r"\.\s+\.", subscripts)
+    if m:
         raise ValueError("einstein sum subscripts string contains a '.' that is not part of "
-                         f"an ellipsis ('...'): spaces inside an ellipsis in {subscripts!r}")
-    if re.search(r"-(?!>)|(?<!-)>", subscripts):
-        raise ValueError("einstein sum subscript string does not contain proper '->' output "
-                         f"specified: a '-' or '>' not part of '->' in {subscripts!r}")
+                         f"an ellipsis ('...'): a space (' ') inside an ellipsis at position "
+                         f"{m.start() + 1} of {_quote(subscripts)}")
+    m = re.search(r"-(?!>)|(?<!-)>", subscripts)
+    if m:
+        if re.search(r"-\s+>", subscripts):
+            raise _arrow_error("a space (' ') inside '->'", subscripts)
+        raise _arrow_error(f"a {m.group()!r} that is not part of '->' at position "
+                           f"{m.start()}", subscripts)
     subs = subscripts.replace(" ", "")
     n_arrow = subs.count("->")
-    if n_arrow > 1 or (n_arrow == 0 and ("-" in subs or ">" in subs)):
-        bad = "'->' appears more than once" if n_arrow > 1 else "a lone '-' or '>'"
-        raise ValueError("einstein sum subscript string does not contain proper '->' output "
-                         f"specified: {bad} in {subscripts!r}")
+    if n_arrow > 1:
+        raise _arrow_error("'->' appears more than once", subscripts)
     if n_arrow == 1:
         lhs, rhs = subs.split("->")
-        if "-" in rhs or ">" in rhs or "-" in lhs or ">" in lhs:
-            raise ValueError("einstein sum subscript string does not contain proper '->' "
-                             f"output specified: misplaced '-' or '>' in {subscripts!r}")
     else:
         lhs, rhs = subs, None
     if "," in (rhs or ""):
-        raise ValueError(f"the output subscripts {rhs!r} contain ',' (only the inputs are "
-                         "separated by commas)")
+        raise ValueError(f"invalid subscript ',' in the output subscripts {_quote(rhs)} (only "
+                         "the inputs are separated by commas)")
     terms = lhs.split(",")
     n_ops = len(shapes)
     if len(terms) < n_ops:
         raise ValueError(f"more operands provided to einstein sum function than specified in "
                          f"the subscripts string ({n_ops} operands for {len(terms)} terms "
-                         f"in {subscripts!r})")
+                         f"in {_quote(subscripts)})")
     if len(terms) > n_ops:
         raise ValueError(f"fewer operands provided to einstein sum function than specified in "
                          f"the subscripts string ({n_ops} operands for {len(terms)} terms "
-                         f"in {subscripts!r})")
+                         f"in {_quote(subscripts)})")
 
     split = []
     for i, term in enumerate(terms):
@@ -206,7 +375,15 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
         split.append((head, ell, tail, ndim - named if ell is not None else 0))
 
     n_ell = max((s[3] for s in split), default=0)
-    ell_labels = tuple(ellipsis_label(i) for i in range(n_ell))
+    ell_labels = _ellipsis_labels(n_ell, set(lhs) | set(rhs or ())) if n_ell else ()
+    ell_set = frozenset(ell_labels)
+
+    def show(lab: str) -> str:
+        if lab in ell_set:
+            return f"{lab!r} (an ellipsis dimension)"
+        if lab in names:
+            return f"{_brief(names[lab])} ({lab!r})"
+        return repr(lab)
 
     inputs = []
     sizes: dict[str, int] = {}
@@ -218,7 +395,7 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
             if lab in seen:
                 if seen[lab] != d:
                     raise ValueError(
-                        f"dimensions in operand {i} for collapsing index {_show(lab)} don't "
+                        f"dimensions in operand {i} for collapsing index {show(lab)} don't "
                         f"match ({seen[lab]} != {d}); operand {i} has shape {shape}")
                 continue
             seen[lab] = d
@@ -227,7 +404,7 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
                 sizes[lab] = d
             elif d != 1 and d != prev:
                 raise ValueError(
-                    f"operands could not be broadcast together: size of label {_show(lab)} "
+                    f"operands could not be broadcast together: size of label {show(lab)} "
                     f"for operand {i} (shape {shape}) is {d}, but it is {prev} in an "
                     f"earlier operand")
         inputs.append(labels)
@@ -237,7 +414,7 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
         for t in inputs:
             for lab in t:
                 counts[lab] = counts.get(lab, 0) + 1
-        singles = sorted(lab for lab, c in counts.items() if c == 1 and lab in _LETTER_SET)
+        singles = sorted(lab for lab, c in counts.items() if c == 1 and lab not in ell_set)
         output = ell_labels + tuple(singles)
     else:
         head, ell, tail = _split_term(rhs, "the output")
@@ -245,24 +422,19 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
         for lab in head + tail:
             if lab not in sizes:
                 raise ValueError(f"einstein sum subscripts string included output subscript "
-                                 f"{lab!r} which never appeared in an input")
+                                 f"{show(lab)} which never appeared in an input")
         if ell is None and n_ell > 0:
             raise ValueError("output has more dimensions than subscripts given in einstein "
                              "sum, but no '...' ellipsis provided to broadcast the extra "
                              f"dimensions ({n_ell} ellipsis dimension(s) in the inputs of "
-                             f"{subscripts!r})")
+                             f"{_quote(subscripts)})")
         output = tuple(head) + (ell_labels if ell is not None else ()) + tuple(tail)
         seen_out = set()
         for lab in output:
             if lab in seen_out:
                 raise ValueError(f"einstein sum subscripts string includes output subscript "
-                                 f"{_show(lab)} multiple times")
+                                 f"{show(lab)} multiple times")
             seen_out.add(lab)
     return Equation(tuple(inputs), output, sizes, tuple(tuple(int(d) for d in s)
-                                                         for s in shapes), ell_labels)
-
-
-def _show(label: str) -> str:
-    if label in _LETTER_SET:
-        return repr(label)
-    return f"{label!r} (an ellipsis dimension)"
+                                                         for s in shapes), ell_labels,
+                    tuple(legend))

@@ -157,6 +157,24 @@ UNPRICED_HINT = ("no GPU schedules priced: pass device='h200' (or 'h100', or 'gp
 """What a plan made for no device says of its GEMM-class steps' schedules."""
 
 
+LEGEND_WIDTH = 100
+"""The characters a line of a plan's legend holds at most (more where one entry is longer)."""
+
+
+def _legend_lines(legend) -> list[str]:
+    """The interleaved form's labels behind the plan's symbols, ``symbol=label``, a few to a
+    line (:attr:`skcontract.parse.Equation.legend`); none for subscripts as written."""
+    lines: list[str] = []
+    line = "labels:"
+    for sym, label in legend:
+        entry = f" {sym}={label!r}"
+        if len(line) + len(entry) > LEGEND_WIDTH and line != "labels:":
+            lines.append(line)
+            line = "       "
+        line += entry
+    return lines + [line] if legend else []
+
+
 @dataclass(frozen=True)
 class Plan:
     """A contraction planned for given shapes, dtype and target device.
@@ -237,6 +255,7 @@ class Plan:
             dev = getattr(self.device, "name", "?")
             head += (f"; schedules: what the GPU backend launches on {dev} (the NumPy "
                      "backend runs none)")
+        head = "\n".join([head, *_legend_lines(self.equation.legend)])
         tail = (f"path {list(self.path)}; total FLOPs {self.flops:,}; largest intermediate "
                 f"{self.largest_intermediate:,} elements")
         if self.device is None and any(s.is_gemm_class for s in self.steps):
