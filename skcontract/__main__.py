@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--backend", choices=["numpy", "cupy"], default=None,
                       help="force a backend (default: the GPU when one is present)")
     ex = sub.add_parser("explain", help="print the plan of an einsum over shapes")
-    ex.add_argument("subscripts", help="numpy einsum subscripts, such as 'ij,jk->ik'")
+    ex.add_argument("subscripts", help="einsum subscripts, such as 'ij,jk->ik' (labels: "
+                    "ASCII letters or unicode characters from U+00C0 on, such as 'αβ,βγ->αγ')")
     ex.add_argument("shapes", nargs="+", type=_shape, help="operand shapes such as 128x64")
     ex.add_argument("--dtype", default="float64", help="operand dtype (default float64)")
     ex.add_argument("--device", default="h200", choices=DEVICE_NAMES,
