@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
+from .backends.numpy_backend import quietly
 from .parse import parse_equation, split_operands, symbol
 from .interop import has_torch, is_torch, run_on_torch
 from .kernels.catalogue import PRECISIONS
@@ -167,13 +168,40 @@ def _optimize_key(optimize: Any):
     return None  # optimiser objects may be stateful or random
 
 
+@quietly
+def _cast(a, dtype):
+    """``a.astype(dtype)`` as numpy.einsum casts: an overflow to inf or a NaN to an integer
+    neither warns nor raises."""
+    return a.astype(dtype)
+
+
+def _caster(casting: str):
+    """How a call casts its operands to the compute dtype: plainly where ``casting`` allows
+    safe casts only (none overflows), else :func:`_cast`."""
+    return _astype if casting in _SAFE_CASTINGS else _cast
+
+
+def _astype(a, dtype):
+    return a.astype(dtype)
+
+
+_SAFE_CASTINGS = ("no", "equiv", "safe")
+
+
+@quietly
+def _copy_into(out, result, xp) -> None:
+    """``result`` written into ``out`` whatever the cast, as numpy.einsum writes it (no
+    floating-point warning)."""
+    xp.copyto(out, result, casting="unsafe")
+
+
 def _finish(result, arrays, res_dtype, allocates, out, order, casting, xp):
     if result.dtype != res_dtype:
-        result = result.astype(res_dtype)
+        result = _cast(result, res_dtype)
     elif not allocates:
         result = result.copy()
     if out is not None:
-        xp.copyto(out, result, casting="unsafe")
+        _copy_into(out, result, xp)
         return out
     if result.ndim < 2:  # C and F orders coincide
         pass
@@ -284,8 +312,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
-        cd = bk.compute_dtype(res)
-        arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+        cd, cast = bk.compute_dtype(res), _caster(casting)
+        arrays_c = [a if a.dtype == cd else cast(a, cd) for a in arrays]
         return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
     return _remember(warm_key, ops, bk, (plan, run, allocates), res, order, casting)(arrays)
 
@@ -337,8 +365,10 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
 def _warm_call(plan, run, allocates, res, cd, order, casting, xp):
     """What an einsum call does once its arrays are checked and its plan found: the plan's
     run on the arrays cast to the compute dtype, the result made as numpy would."""
+    cast = _caster(casting)
+
     def call(arrays):
-        arrays_c = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+        arrays_c = [a if a.dtype == cd else cast(a, cd) for a in arrays]
         return _finish(run(arrays_c), arrays, res, allocates, None, order, casting, xp)
     return call
 

@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..backends.numpy_backend import quietly
 from ..interop import is_torch
 from ..schedule import GemmProblem
 from .conv2d_gpu import conv2d_gpu, warm_conv2d
@@ -306,7 +307,10 @@ def _on_torch_cpu(input, weight, bias, g):
     return torch.from_numpy(out).to(input.dtype)
 
 
+@quietly
 def _conv2d_cpu(input, weight, bias, g):
+    """The convolution on NumPy arrays, with floating-point errors (an overflow, an inf
+    times zero) neither warned of nor raised, as torch's conv2d computes."""
     batched = input.ndim == 4
     x = input if batched else input[None]
     native = input.dtype.newbyteorder("=")  # the result in native byte order
