@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
     ex.add_argument("--precision", default=None, choices=PRECISIONS,
-                    help="float32 steps on tensor cores (with --dtype float32; default: exact)")
+                    help="float32 steps on tensor cores (default: exact); other dtypes "
+                         "run exactly whatever it says")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     exc = sub.add_parser("explain-conv2d", help="print the GPU plan of a conv2d over shapes")
     exc.add_argument("input", type=_shape, help="input shape NxCxHxW (or CxHxW), such as "
@@ -111,6 +112,10 @@ def main(argv: list[str] | None = None) -> int:
             print(explain(args.subscripts, *args.shapes, shapes=True, draw=args.draw,
                           device=args.device, optimize=args.optimize, dtype=dtype,
                           precision=args.precision))
+            if args.precision is not None and dtype != np.float32:
+                print(f"{parser.prog} explain: note: --precision {args.precision} is for "
+                      f"float32 steps; {dtype} steps run exactly, on the GPU and the CPU",
+                      file=sys.stderr)
         except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
             message = e.args[0] if isinstance(e, KeyError) and e.args else e
             parser.exit(2, f"{parser.prog} explain: error: {message}\n")

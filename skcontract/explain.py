@@ -8,11 +8,10 @@ import numpy as np
 
 from .contract import contract_path
 from .kernels.resolve import DEFAULT_REDUCTION
-from .ops.conv2d import GPU_DTYPES, conv_geometry
+from .ops.conv2d import GPU_DTYPES, check_schedule_options, conv_geometry
 from .ops.conv_plan import ConvOperands, ConvPlan, plan_conv2d
 from .schedule.device import DeviceInfo
 from .schedule.draw import draw_schedule
-from .schedule.types import as_mode, as_reduction
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
@@ -107,13 +106,7 @@ def explain_conv2d(input_shape, weight_shape, bias=False, stride=1, padding=0, d
     dtype = _gpu_dtype(dtype)
     if not isinstance(channels_last, (bool, np.bool_)):
         raise TypeError(f"conv2d: channels_last must be True or False, got {channels_last!r}")
-    as_mode(mode), as_reduction(reduction)
-    if tile is not None:
-        _ints(tile, "tile", (2, 5))
-    if grid is not None and (isinstance(grid, bool) or not isinstance(grid, (int, np.integer))
-                             or grid < 1):
-        raise (ValueError if isinstance(grid, (int, np.integer)) and not isinstance(grid, bool)
-               else TypeError)(f"conv2d: grid must be a positive int, got {grid!r}")
+    tile = check_schedule_options(mode, reduction, tile, grid)
     g = conv_geometry(input_shape, weight_shape, stride, padding, dilation, groups)
     device = _current_gpu() if device is None else DeviceInfo.named(device)
     return plan_conv2d(g, dtype, device, ConvOperands.dense(g, bool(channels_last), bool(bias)),
@@ -130,8 +123,8 @@ def _shape_of(shape, name: str) -> tuple[int, ...]:
     return _ints(shape, name)
 
 
-def _ints(value, name: str, lengths: tuple[int, int] | None = None) -> tuple[int, ...]:
-    """A sequence of non-negative ints as a tuple (of ``lengths`` entries, inclusive)."""
+def _ints(value, name: str) -> tuple[int, ...]:
+    """A sequence of non-negative ints as a tuple."""
     try:
         values = tuple(value)
     except TypeError:
@@ -141,9 +134,6 @@ def _ints(value, name: str, lengths: tuple[int, int] | None = None) -> tuple[int
         raise TypeError(f"conv2d: {name} must be a tuple of ints, got {value!r}")
     if any(v < 0 for v in values):
         raise ValueError(f"conv2d: {name} must not be negative, got {value!r}")
-    if lengths is not None and not lengths[0] <= len(values) <= lengths[1]:
-        raise ValueError(f"conv2d: {name} must have {lengths[0]} to {lengths[1]} entries, "
-                         f"got {value!r}")
     return tuple(int(v) for v in values)
 
 

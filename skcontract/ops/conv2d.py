@@ -24,6 +24,11 @@ result is of that type.
 Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
 the dimension or argument for shapes, strides, padding, dilation and groups.
 
+The GPU schedule options (``mode``, ``reduction``, ``tile``, ``grid``) are checked on every
+machine: on the CPU, where they choose nothing, an option the GPU would refuse for this
+convolution, dtype and layout (on the H200 and H100 presets) raises the GPU's error; a
+valid one is ignored there.
+
 >>> import numpy as np
 >>> x = np.arange(16.0).reshape(1, 1, 4, 4)
 >>> w = np.ones((1, 1, 2, 2))
@@ -48,10 +53,14 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..backends.numpy_backend import quietly
 from ..interop import is_torch
+from ..kernels.resolve import DEFAULT_REDUCTION
 from ..schedule import GemmProblem
+from ..schedule.device import DEVICE_NAMES, DeviceInfo
+from ..schedule.types import AUTO, as_mode, as_reduction
 from .conv2d_gpu import conv2d_gpu, warm_conv2d
+from .conv_plan import ConvOperands, dense_nhwc, plan_conv2d
 
-__all__ = ["conv2d", "conv_geometry", "ConvGeometry"]
+__all__ = ["conv2d", "conv_geometry", "ConvGeometry", "check_schedule_options"]
 
 GPU_DTYPES = ("float16", "bfloat16", "float32", "float64")
 """The dtypes the GPU kernels convolve (complex runs on the CPU)."""
@@ -267,12 +276,125 @@ def _dtype_name(a) -> str:
     return str(dt).removeprefix("torch.")
 
 
+def _kind(a) -> str:
+    """An array's type as its module names it ("numpy.ndarray", "torch.Tensor")."""
+    kind = type(a)
+    return f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
+BRIEF_CHARS = 80
+"""The most characters of a value an error message quotes."""
+
+
+def _brief(value) -> str:
+    """A value as an error message quotes it: an array by its type and shape (never its
+    contents), anything else by its repr, cut to :data:`BRIEF_CHARS`."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{_kind(value)} of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= BRIEF_CHARS else text[:BRIEF_CHARS - 3] + "..."
+
+
+TILE_ENTRIES = (2, 5)
+"""How many ints a forced tile has: (BM, BN), (BM, BN, BK), then CTAs an SM and CTAs a work
+unit (:func:`skcontract.kernels.resolve.resolve_gemm`)."""
+
+
+def check_schedule_options(mode, reduction, tile, grid) -> tuple | None:
+    """conv2d's GPU schedule options checked as values, on any machine: ``mode`` one of the
+    scheduler's modes or "auto", ``reduction`` one of its reductions, ``tile`` None or
+    :data:`TILE_ENTRIES` non-negative ints, ``grid`` None or a positive int. TypeError for
+    a type, ValueError for a value, each naming the option; returns ``tile`` as a tuple of
+    ints (None for None). Whether a kernel runs them is the GPU plan's question
+    (:func:`_gpu_refusal`)."""
+    for name, value, check in (("mode", mode, as_mode), ("reduction", reduction,
+                                                          as_reduction)):
+        if not isinstance(value, str):
+            raise TypeError(f"conv2d: {name} must be a string, got {_brief(value)}")
+        check(value if len(value) <= BRIEF_CHARS else value[:BRIEF_CHARS] + "...")
+    if tile is not None:
+        if isinstance(tile, str) or hasattr(tile, "dtype"):
+            raise TypeError(f"conv2d: tile must be a tuple of ints, got {_brief(tile)}")
+        try:
+            values = tuple(tile)
+        except TypeError:
+            raise TypeError(f"conv2d: tile must be a tuple of ints, got "
+                            f"{type(tile).__name__}") from None
+        if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                   for v in values):
+            raise TypeError(f"conv2d: tile must be a tuple of ints, got {_brief(tile)}")
+        if any(v < 0 for v in values):
+            raise ValueError(f"conv2d: tile must not be negative, got {_brief(tile)}")
+        if not TILE_ENTRIES[0] <= len(values) <= TILE_ENTRIES[1]:
+            raise ValueError(f"conv2d: tile must have {TILE_ENTRIES[0]} to "
+                             f"{TILE_ENTRIES[1]} entries, got {_brief(tile)}")
+        tile = tuple(int(v) for v in values)
+    if grid is not None:
+        whole = isinstance(grid, (int, np.integer)) and not isinstance(grid, bool)
+        if not whole or grid < 1:
+            raise (ValueError if whole else TypeError)(
+                f"conv2d: grid must be a positive int, got {_brief(grid)}")
+    return tile
+
+
+GPU_PRESETS = tuple(name for name in DEVICE_NAMES if name != "gpu")
+"""The GPUs the CPU checks schedule options against (:func:`_gpu_refusal`)."""
+STAND_INS = {"complex64": ("float32",), "complex128": ("float64",)}
+"""The GPU dtypes a CPU-only dtype's options are checked for first (then every one)."""
+
+
+def _check_on_gpus(g, dtype: str, input, bias: bool, mode, reduction, tile, grid) -> None:
+    """On the CPU: the error the GPU would raise for these schedule options (checked by
+    :func:`check_schedule_options`), if every preset refuses them (:func:`_gpu_refusal`)."""
+    refusal = _gpu_refusal(g, dtype, _lies_channels_last(input), bias, mode, reduction,
+                           tile, None if grid is None else int(grid))
+    if refusal is not None:
+        raise refusal[0](refusal[1])
+
+
+@functools.lru_cache(maxsize=GEOMETRY_CACHE)
+def _gpu_refusal(g, dtype: str, channels_last: bool, bias: bool, mode, reduction, tile,
+                 grid) -> tuple[type, str] | None:
+    """None where a GPU plans convolution ``g`` of dense ``dtype`` arrays (NCHW, or
+    channels-last) with these options on one of :data:`GPU_PRESETS`; else the type and
+    message of the first refusal (the error ``conv2d`` raises there). A dtype no GPU kernel
+    takes (complex) is tried as each that one does, :data:`STAND_INS` first."""
+    if dtype in GPU_DTYPES:
+        dtypes = (dtype,)
+    else:
+        first = STAND_INS.get(dtype, ())
+        dtypes = first + tuple(d for d in GPU_DTYPES if d not in first)
+    operands = ConvOperands.dense(g, channels_last, bias)
+    refusal = None
+    for dt in dtypes:
+        for name in GPU_PRESETS:
+            try:
+                plan_conv2d(g, dt, DeviceInfo.named(name), operands, mode=mode,
+                            reduction=reduction, tile=tile, grid=grid)
+                return None
+            except (ValueError, TypeError) as e:
+                refusal = refusal or (type(e), str(e))
+    return refusal
+
+
+def _lies_channels_last(a) -> bool:
+    """Whether a CPU array (NumPy, or a torch tensor) is dense channels-last, as the GPU
+    path reads its layout (:func:`.conv_plan.dense_nhwc`)."""
+    shape = tuple(a.shape)
+    strides = tuple(a.stride()) if is_torch(a) else \
+        tuple(st // max(a.itemsize, 1) for st in a.strides)
+    if len(shape) == 3:  # unbatched: one image
+        shape, strides = (1,) + shape, (0,) + strides
+    return dense_nhwc(shape, strides)
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *,
            mode="auto", reduction="deterministic", tile=None, grid=None):
     """A 2-D convolution with torch.nn.functional.conv2d's semantics (see the module).
 
     ``mode``, ``reduction``, ``tile`` and ``grid`` choose the GPU schedule as for
-    :func:`skcontract.kernels.gemm.gemm` (the CPU ignores them)."""
+    :func:`skcontract.kernels.gemm.gemm`. The CPU checks them as the GPU would (an option
+    no GPU plan takes for this convolution raises the GPU's error) and then ignores them."""
     args = (stride, padding, dilation, groups, mode, reduction, tile, grid)
     plain = all(_plain(a) for a in args[:4]) and (tile is None or _plain(tile)) and \
         (grid is None or _plain(grid)) and type(mode) is str and type(reduction) is str
@@ -287,9 +409,16 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     if bias is not None and tuple(bias.shape) != (g.k,):
         raise ValueError(f"conv2d: bias must have shape ({g.k},) for weight of shape "
                          f"{tuple(weight.shape)}, got {tuple(bias.shape)}")
+    defaults = type(mode) is str and type(reduction) is str and mode == AUTO and \
+        reduction == DEFAULT_REDUCTION and tile is None and grid is None
+    if not defaults:
+        tile = check_schedule_options(mode, reduction, tile, grid)
     if where == "gpu":
         return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile,
                           grid=grid, warm_args=args if plain else None)
+    if not defaults:
+        _check_on_gpus(g, _dtype_name(input), input, bias is not None, mode, reduction, tile,
+                       grid)
     if is_torch(input):
         return _on_torch_cpu(input, weight, bias, g)
     return _conv2d_cpu(input, weight, bias, g)
