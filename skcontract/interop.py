@@ -60,6 +60,20 @@ def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=Non
     return result
 
 
+def permute(t, axes=None):
+    """``numpy.transpose(t, axes)`` of a torch tensor, on its device: a view with its axes
+    in the order ``axes`` names them (None reverses them), as ``Tensor.permute`` makes it
+    (``Tensor.transpose`` swaps two axes only). ``axes`` is read, and refused, by numpy's
+    own rules and errors."""
+    ndim = t.dim()
+    if axes is None:
+        return t.permute(tuple(range(ndim - 1, -1, -1)))
+    # numpy transposes a one-element probe whose strides number its axes
+    probe = np.ndarray((1,) * ndim, np.int8, buffer=bytearray(1),
+                       strides=tuple(range(1, ndim + 1)))
+    return t.permute(tuple(st - 1 for st in np.transpose(probe, axes).strides))
+
+
 def _as_array(t, device):
     import torch  # optional dependency: only torch callers reach this
 

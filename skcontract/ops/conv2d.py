@@ -22,7 +22,9 @@ says (:mod:`.conv_plan`; :func:`skcontract.explain_conv2d` prints it). Other arr
 result is of that type.
 
 Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
-the dimension or argument for shapes, strides, padding, dilation and groups.
+the dimension or argument for shapes, strides, padding, dilation and groups. torch tensors
+mix with torch tensors only, as in ``torch.nn.functional.conv2d``: a NumPy weight or bias
+beside a torch input (or the other way round) is a TypeError naming it.
 
 The GPU schedule options (``mode``, ``reduction``, ``tile``, ``grid``) are checked on every
 machine: on the CPU, where they choose nothing, an option the GPU would refuse for this
@@ -250,6 +252,12 @@ def _check_arrays(input, weight, bias) -> str:
     arrays = [("input", input), ("weight", weight)] + ([("bias", bias)] if bias is not None
                                                        else [])
     places = {name: _where(a) for name, a in arrays}
+    tensors = [name for name, a in arrays if is_torch(a)]
+    if tensors and len(tensors) < len(arrays):  # as torch.nn.functional.conv2d refuses
+        name, a = next((name, a) for name, a in arrays if name not in tensors)
+        raise TypeError(f"conv2d: {name} must be a torch tensor as {tensors[0]} is, got "
+                        f"{_kind(a)} (torch tensors mix with torch tensors only, as in "
+                        "torch.nn.functional.conv2d: convert it with torch.as_tensor)")
     if len(set(places.values())) > 1:
         raise TypeError("conv2d: arrays on the CPU and the GPU mixed (" + ", ".join(
             f"{name} {type(a).__name__} on the {places[name].upper()}" for name, a in arrays)
