@@ -27,7 +27,7 @@ import numpy as np
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.numpy_backend import quietly
 from .parse import parse_equation, split_operands, symbol
-from .interop import has_torch, is_torch, permute, run_on_torch
+from .interop import has_torch, is_torch, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
@@ -531,10 +531,7 @@ def _tensordot_axes(axes) -> tuple[list[int], list[int]]:
 
 def transpose(a, axes=None):
     """``numpy.transpose`` for any array module's arrays (a view where the module gives
-    one); torch tensors are permuted (:func:`skcontract.interop.permute`), on their
-    device."""
-    if is_torch(a):
-        return permute(a, axes)
+    one)."""
     return a.transpose(axes) if axes is not None else a.transpose()
 
 
@@ -632,6 +629,11 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     backend = "numpy" if shapes else backend_for(operands_or_shapes)
     priced = device is not None or backend != "numpy"
     device = DeviceInfo.named(device) if device is not None else _device_for(backend)
+    key = _path_key(subscripts, shp, res, optimize, memory_limit, device, priced, mode,
+                    reduction, precision)
+    plan = _PATHS.get(key) if key is not None else None
+    if plan is not None:
+        return _path_of(plan), plan
     try:
         plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
     except ValueError as e:
@@ -643,7 +645,34 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
         plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
     else:  # no GPU asked for and none holds the operands: nothing to price
         plan = replace(plan, device=None)
+    if key is not None:
+        if len(_PATHS) >= _PLAN_CACHE_SIZE:
+            _PATHS.clear()
+        _PATHS[key] = plan
     return _path_of(plan), plan
+
+
+_PATHS: dict = {}
+"""The plans :func:`contract_path` made, by :func:`_path_key`: a Plan is immutable, so a call
+with the same arguments returns the one made for them."""
+
+
+def _path_key(subscripts, shapes, dtype, optimize, memory_limit, device, priced, mode,
+              reduction, precision):
+    """The :data:`_PATHS` key of a contract_path call's checked arguments (each with its
+    type where an equal value of another type is refused: ``memory_limit=True`` is not 1),
+    or None where one is not hashable or ``optimize`` not cacheable."""
+    opt = _optimize_key(optimize)
+    if opt is None and optimize is not None:
+        return None
+    key = (subscripts, getattr(subscripts, "legend", None), shapes, dtype, type(opt), opt,
+           type(memory_limit), memory_limit, device, priced, type(mode), mode,
+           type(reduction), reduction, precision)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _path_of(plan: Plan) -> list[tuple[int, ...]]:

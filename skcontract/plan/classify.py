@@ -94,15 +94,15 @@ def view_ok(groups: Sequence[Sequence[str]], strides: Mapping[str, int],
     of a transposed view, no copy) and rows or cols has unit stride, as a GEMM kernel's
     leading-dimension convention needs.
     """
-    gs = [_group_stride(g, strides, sizes) for g in groups]
-    if any(s is None for s in gs):
-        return False, True
-    rows, cols = groups[1], groups[2]
-    r_n = prod(sizes[x] for x in rows)
-    c_n = prod(sizes[x] for x in cols)
-    if c_n <= 1 or gs[2] == 1:
+    gs = []
+    for g in groups:
+        st = _group_stride(g, strides, sizes)
+        if st is None:
+            return False, True
+        gs.append(st)
+    if gs[2] == 1 or prod([sizes[x] for x in groups[2]]) <= 1:
         return True, True
-    if r_n <= 1 or gs[1] == 1:
+    if gs[1] == 1 or prod([sizes[x] for x in groups[1]]) <= 1:
         return True, False
     return False, True
 
@@ -116,7 +116,7 @@ def _contiguous_strides(term: Sequence[str], sizes: Mapping[str, int]) -> dict[s
 
 
 def _in_term_order(labels, term):
-    return tuple(lab for lab in term if lab in labels)
+    return tuple([lab for lab in term if lab in labels])
 
 
 BROADCAST_BATCH_MIN_ROWS = 64
@@ -168,15 +168,16 @@ def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
     (:attr:`~skcontract.plan.plan.Step.holds_batch`).
     """
     sa, sb = _contiguous_strides(a, sizes), _contiguous_strides(b, sizes)
-    size_a = prod(sizes[x] for x in a)
-    size_b = prod(sizes[x] for x in b)
     best = None
     for b_order, m_order, n_order, k_order in _candidates(
             a, b, batch, _in_term_order(m, a), _in_term_order(n, b), k, sizes):
         ok_a, a_kc = view_ok((_held(b_order, a), m_order, k_order), sa, sizes)
         ok_b, b_nc = view_ok((_held(b_order, b), k_order, n_order), sb, sizes)
-        cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
+        cost = (0 if ok_a else prod([sizes[x] for x in a])) + \
+            (0 if ok_b else prod([sizes[x] for x in b]))
         if best is None or cost < best[0]:  # ties keep the earlier (batch-free) candidate
             best = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
                     ("row" if a_kc else "col", "row" if b_nc else "col"))
+            if cost == 0:  # no later candidate copies less than nothing
+                break
     return best[1], best[2], best[3]

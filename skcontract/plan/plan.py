@@ -19,7 +19,9 @@ schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule)
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from math import prod
 from typing import Any, Sequence
 
@@ -270,9 +272,15 @@ class Plan:
         return self.table()
 
 
+_accumulator = lru_cache(maxsize=None)(accumulator_dtype)
+""":func:`skcontract.dtypes.accumulator_dtype`, worked out once for each dtype."""
+
+
 def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype):
     squeeze = tuple(ax for ax, (lab, d) in enumerate(zip(term, shape))
                     if d == 1 and sizes[lab] != 1)
+    if not squeeze and len(set(term)) == len(term) and keep.issuperset(term):
+        return None, tuple(term)  # nothing to squeeze, no diagonal, nothing to sum
     kept_axes = [ax for ax in range(len(term)) if ax not in squeeze]
     t = [term[ax] for ax in kept_axes]
     uniq = tuple(dict.fromkeys(t))
@@ -286,7 +294,7 @@ def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype):
                 inputs=(tuple(term),), output=out, input_shapes=(tuple(shape),),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=(), m_labels=out,
                 n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
-                accumulator_dtype=accumulator_dtype(dtype), associative=True,
+                accumulator_dtype=_accumulator(dtype), associative=True,
                 needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
                 squeeze=squeeze)
     return step, out
@@ -306,7 +314,7 @@ def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype):
                 input_shapes=(tuple(sizes[x] for x in a), tuple(sizes[x] for x in b)),
                 output_shape=tuple(sizes[x] for x in out), batch_labels=bo, m_labels=mo,
                 n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K, dtype=dtype,
-                accumulator_dtype=accumulator_dtype(dtype), associative=True,
+                accumulator_dtype=_accumulator(dtype), associative=True,
                 needs_copy=copies, layouts=layouts, flops=flops)
     return step, out
 
@@ -357,9 +365,12 @@ def _unary_pass(eq: Equation, dtype):
     squeezed = [tuple(lab for lab, d in zip(t, s) if not (d == 1 and sizes[lab] != 1))
                 for t, s in zip(eq.inputs, eq.shapes)]
     out_set = set(eq.output)
+    squeezed = [set(q) for q in squeezed]
+    held = Counter(lab for q in squeezed for lab in q)  # operands holding each label
     done, next_slot, index = [], n, 0
     for i, (t, s) in enumerate(zip(eq.inputs, eq.shapes)):
-        keep = out_set.union(*(squeezed[j] for j in range(n) if j != i))
+        # the operand's labels the output or another operand holds (all a step asks of it)
+        keep = {lab for lab in t if lab in out_set or held[lab] > (lab in squeezed[i])}
         step, term = _unary_step(index, i, next_slot, t, s, keep, sizes, dtype)
         if step is not None:
             next_slot += 1
@@ -378,26 +389,34 @@ def _steps(eq: Equation, dtype, path, unary_pass):
     terms = [term for _, term in unary]
     slots = [i if step is None else step.result for i, (step, _) in enumerate(unary)]
     operand_slots = tuple(slots)
+    alive = Counter(lab for t in terms for lab in set(t))  # live terms holding each label
+
+    def kept(labels, later=()):
+        """Of ``labels``, those the output, a live term or ``later`` holds: all a step asks
+        of the labels needed after it."""
+        return {lab for lab in labels if lab in out_set or alive[lab] or lab in later}
+
     # the pairwise steps, in the path's order
     for ids in path:
         picked = [(slots[i], terms[i]) for i in ids]
         for i in sorted(ids, reverse=True):
             del slots[i]
-            del terms[i]
-        others = out_set.union(*terms) if terms else set(out_set)
+            alive.subtract(set(terms.pop(i)))
         if len(picked) == 1:
             (slot, term), = picked
             step, out = _unary_step(len(steps), slot, next_slot, term,
-                                    tuple(sizes[x] for x in term), others, sizes, dtype)
+                                    tuple(sizes[x] for x in term), kept(term), sizes, dtype)
             if step is None:
                 slots.append(slot)
                 terms.append(term)
+                alive.update(set(term))
                 continue
             steps.append(step)
         else:  # an n-ary step becomes a left-to-right chain of pairwise steps
             (slot, term), rest = picked[0], picked[1:]
             for j, (slot_b, term_b) in enumerate(rest):
-                keep = others.union(*(t for _, t in rest[j + 1:]))
+                later = set().union(*(t for _, t in rest[j + 1:]))
+                keep = kept({*term, *term_b}, later)
                 step, term = _pair_step(len(steps), (slot, slot_b), next_slot, term, term_b,
                                         keep, sizes, dtype)
                 steps.append(step)
@@ -405,9 +424,11 @@ def _steps(eq: Equation, dtype, path, unary_pass):
                 next_slot += 1
             slots.append(slot)
             terms.append(term)
+            alive.update(set(term))
             continue
         slots.append(next_slot)
         terms.append(out)
+        alive.update(set(out))
         next_slot += 1
     (result,), (result_labels,) = slots, terms
     return tuple(steps), result, tuple(result_labels), operand_slots

@@ -14,7 +14,7 @@ from .device import DeviceInfo
 from .draw import draw_schedule
 from .emulate import emulate, timeline
 from .heuristics import MIN_ITERS_PER_SPLIT, CostModel
-from .scheduler import schedule_gemm, schedule_problem
+from .scheduler import clear_schedule_cache, schedule_gemm, schedule_problem
 from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBRID, HYTIS, MODES,
                     SPLIT_K, STREAM_K, Candidate, GemmProblem, Mode, Protocol, ProtocolViolation,
                     Schedule, TileOption,
@@ -22,7 +22,7 @@ from .types import (ALIGNED, ARRIVAL, ATOMIC, DATA_PARALLEL, DETERMINISTIC, HYBR
 
 
 __all__ = [
-    "schedule_gemm", "schedule_problem", "emulate", "timeline",
+    "schedule_gemm", "schedule_problem", "clear_schedule_cache", "emulate", "timeline",
     "draw_schedule", "can_apply_stream_k", "validate_schedule", "DeviceInfo", "CostModel",
     "GemmProblem", "grouped_problem", "conv_problem", "Schedule", "Split", "Candidate",
     "TileOption", "Mode", "Protocol",

@@ -113,3 +113,98 @@ def test_a_table_of_range_rows_still_refuses_an_unknown_reduction():
         D.build_table(raw, 64, "sideways")
     table, offsets = D.build_table(raw, 64, "atomic")
     assert len(table) == 4 and np.array_equal(offsets, [0, 1, 2, 3, 4])
+
+
+# -- plans ------------------------------------------------------------------------------
+def _networks():
+    from opt_einsum.testing import rand_equation
+    rng = np.random.default_rng(3)
+    for seed in range(40):
+        n = int(rng.integers(2, 30))
+        yield rand_equation(n, 3, n_out=int(rng.integers(0, 3)), d_min=1, d_max=5, seed=seed)
+    yield "iij,jk,kl,lm->im", [(3, 3, 4), (4, 5), (5, 6), (6, 2)]
+    yield "abc,cd,bd,ae->e", [(2, 3, 4), (4, 5), (3, 5), (2, 6)]
+
+
+@pytest.mark.parametrize("optimize", ["auto", False, [(0, 1, 2, 3)]])
+def test_each_step_sums_the_labels_nothing_later_holds(optimize):
+    """A step sums (K) the labels of its inputs that neither the output nor a term still
+    alive holds, and keeps (batch, M, N) the others: the plan's terms as opt_einsum's path
+    leaves them, checked step by step against the live terms."""
+    from skcontract.parse import parse_equation
+    from skcontract.plan import build_plan
+    for eq, shapes in _networks():
+        if isinstance(optimize, list) and len(shapes) != 4:
+            continue
+        plan = build_plan(parse_equation(eq, shapes), np.float64, optimize=optimize)
+        out = set(plan.output)
+        live = {}  # slot -> labels
+        for i, (t, s) in enumerate(zip(plan.equation.inputs, plan.equation.shapes)):
+            live[i] = [lab for lab, d in zip(t, s) if not (d == 1 and plan.equation.sizes[lab]
+                                                           != 1)]
+        for step in plan.steps:
+            for a in step.args:
+                live.pop(a)
+            later = out.union(*live.values())
+            held = [set(t) for t in step.inputs]
+            if step.kind.name == "UNARY":
+                assert set(step.k_labels) == held[0] - later, (eq, step)
+                assert set(step.output) == held[0] & later, (eq, step)
+            else:
+                assert set(step.k_labels) == held[0] & held[1] - later, (eq, step)
+                assert set(step.output) == (held[0] | held[1]) & later, (eq, step)
+            live[step.result] = list(step.output)
+
+
+def test_the_layout_search_stops_at_a_candidate_without_copies():
+    """choose_layout keeps the first candidate of the fewest copied elements: it stops at
+    one that copies nothing, as the full search would pick it."""
+    from skcontract.plan import classify as K
+    rng = np.random.default_rng(7)
+    letters = "abcdefg"
+    for _ in range(300):
+        labels = list(rng.permutation(list(letters))[:int(rng.integers(2, 7))])
+        sizes = {x: int(rng.choice([1, 2, 3, 70])) for x in labels}
+        a = tuple(x for x in rng.permutation(labels) if rng.random() < 0.7) or (labels[0],)
+        b = tuple(x for x in rng.permutation(labels) if rng.random() < 0.7) or (labels[-1],)
+        keep = {x for x in labels if rng.random() < 0.5}
+        batch, m, n, k, a_only, b_only = K.pair_groups(a, b, keep)
+        if a_only or b_only:
+            continue
+        got = K.choose_layout(a, b, batch, m, n, k, sizes)
+        sa, sb = K._contiguous_strides(a, sizes), K._contiguous_strides(b, sizes)
+        size_a, size_b = (int(np.prod([sizes[x] for x in t])) for t in (a, b))
+        best = None
+        for bo, mo, no, ko in K._candidates(a, b, batch, K._in_term_order(m, a),
+                                            K._in_term_order(n, b), k, sizes):
+            ok_a, a_kc = K.view_ok((K._held(bo, a), mo, ko), sa, sizes)
+            ok_b, b_nc = K.view_ok((K._held(bo, b), ko, no), sb, sizes)
+            cost = (0 if ok_a else size_a) + (0 if ok_b else size_b)
+            if best is None or cost < best[0]:
+                best = (cost, (bo, mo, no, ko), (not ok_a, not ok_b),
+                        ("row" if a_kc else "col", "row" if b_nc else "col"))
+        assert got == best[1:], (a, b, sizes, keep)
+
+
+def test_contract_path_returns_the_plan_it_made_for_equal_arguments():
+    from skcontract import contract_path
+    shapes = [(2, 3), (3, 4), (4, 5)]
+    path, plan = contract_path("ij,jk,kl->il", *shapes, shapes=True, memory_limit=1000)
+    path.append("mine")  # the caller's list
+    again, same = contract_path("ij,jk,kl->il", *shapes, shapes=True, memory_limit=1000)
+    assert same is plan and again == list(plan.path) and "mine" not in again
+    # an equal argument of another type is checked, not taken for the one planned
+    with pytest.raises(TypeError, match="memory_limit"):
+        contract_path("ij,jk,kl->il", *shapes, shapes=True, memory_limit=True)
+    assert contract_path("ij,jk,kl->il", *shapes, shapes=True, dtype="float32")[1] is not plan
+    priced = contract_path("ij,jk,kl->il", *shapes, shapes=True, device="h200")[1]
+    assert priced is not plan and plan.device is None and priced.steps[0].launch is not None
+
+
+def test_the_planning_benchmark_runs(capsys, tmp_path):
+    from skcontract.bench import planning
+    out = tmp_path / "planning.md"
+    assert planning.main(["--repeat", "1", "--shapes", "4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "20-tensor network" in text and "First `einsum` calls" in text
+    assert out.read_text().startswith("# Planning cost on the CPU")
