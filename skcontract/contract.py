@@ -27,7 +27,7 @@ import numpy as np
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.numpy_backend import quietly
 from .parse import parse_equation, split_operands, symbol
-from .interop import has_torch, is_torch, run_on_torch
+from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
@@ -531,7 +531,10 @@ def _tensordot_axes(axes) -> tuple[list[int], list[int]]:
 
 def transpose(a, axes=None):
     """``numpy.transpose`` for any array module's arrays (a view where the module gives
-    one)."""
+    one); torch tensors are permuted (:func:`skcontract.interop.permute`), on their
+    device."""
+    if is_torch(a):
+        return permute(a, axes)
     return a.transpose(axes) if axes is not None else a.transpose()
 
 
