@@ -21,7 +21,8 @@ and numpy measured in the same process.
   planning counts). Ours is timed with its default ``optimize='auto'`` (opt_einsum's choice
   of optimiser: for 5 to 8 operands an exhaustive branch search) and with
   ``optimize=True`` (greedy, numpy's choice). The calls of a shape run one after the other,
-  ours first; the total of the ``N`` calls is reported and the ratios.
+  in an order that turns with each shape (so that no call is always the one that finds the
+  BLAS threads asleep); the total of the ``N`` calls is reported and the ratios.
 
 Each *median* is over ``R`` runs; ratio = skcontract / reference (below 1.0: we are faster).
 The machine and the commit are printed with the figures; ``--out`` also writes them to a
@@ -126,26 +127,25 @@ def first_call_rows(count: int, seed: int = 0) -> list[tuple]:
     rows = []
     for dims_name, (lo, hi) in DIMS.items():
         for name, subscripts, width, calls in (
-                ("6-matrix chain", CHAIN, 7, max(5, count // 20)),
+                ("6-matrix chain", CHAIN, 7, max(5, count // 10)),
                 ("'ij,jk->ik'", "ij,jk->ik", 3, count)):
-            totals = np.zeros(4)
             plain = width == 3
-            for dims in _distinct(rng, calls, width, lo, hi, seen):
+            calls_of = [lambda ops: einsum(subscripts, *ops),
+                        lambda ops: einsum(subscripts, *ops, optimize=True),
+                        lambda ops: np.einsum(subscripts, *ops, optimize=True),
+                        lambda ops: np.einsum(subscripts, *ops) if plain else None]
+            totals = [0.0] * 4
+            for j, dims in enumerate(_distinct(rng, calls, width, lo, hi, seen)):
                 ops = [np.ones((dims[i], dims[i + 1])) for i in range(width - 1)]
-                t0 = time.perf_counter()
-                got = einsum(subscripts, *ops)
-                t1 = time.perf_counter()
-                einsum(subscripts, *ops, optimize=True)
-                t2 = time.perf_counter()
-                want = np.einsum(subscripts, *ops, optimize=True)
-                t3 = time.perf_counter()
-                if plain:
-                    np.einsum(subscripts, *ops)
-                t4 = time.perf_counter()
-                totals += (t1 - t0, t2 - t1, t3 - t2, t4 - t3)
-                if not np.allclose(got, want):
+                got = {}
+                for c in range(j, j + 4):
+                    c %= 4
+                    t0 = time.perf_counter()
+                    got[c] = calls_of[c](ops)
+                    totals[c] += time.perf_counter() - t0
+                if not np.allclose(got[0], got[2]) or not np.allclose(got[1], got[2]):
                     raise AssertionError(f"{subscripts} on {dims}: results differ")
-            ours, greedy, numpy_opt, numpy_default = totals.tolist()
+            ours, greedy, numpy_opt, numpy_default = totals
             rows.append((f"{name}, dims {dims_name}", calls, ours, greedy, numpy_opt,
                          numpy_default if plain else None))
     return rows
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
                     help="runs each contract_path median is taken over")
     ap.add_argument("--shapes", type=_positive_int, default=DEFAULT_SHAPES,
                     help="distinct 'ij,jk->ik' shapes of the first-call figures (the chain "
-                         "takes a twentieth as many, at least 5)")
+                         "takes a tenth as many, at least 5)")
     ap.add_argument("--out", default=None, help="also write the figures to this Markdown file")
     args = ap.parse_args(argv)
     text = render(contract_path_rows(args.repeat), priced_rows(args.repeat),

@@ -328,11 +328,15 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
     unary = _unary_pass(eq, dtype)
     terms = [term for _, term in unary[0]]
     path = find_path(terms, eq.output, eq.sizes, optimize)
-    budget = budget_of(memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
+    budget = None if memory_limit is None else budget_of(
+        memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
     repath = None if isinstance(optimize, (list, tuple)) else (
         lambda sizes: find_path(terms, eq.output, sizes, optimize))
-    sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
-                                      dtype.itemsize, slicing, repath)
+    if budget is None and (slicing is True or slicing is False):
+        sliced = None  # (no budget to keep, no slices named: choose_sliced_path's answer)
+    else:
+        sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
+                                          dtype.itemsize, slicing, repath)
     if sliced is not None:
         eq_run = _slice_equation(eq, sliced)
         unary = _unary_pass(eq_run, dtype)
@@ -401,7 +405,8 @@ def _steps(eq: Equation, dtype, path, unary_pass):
         picked = [(slots[i], terms[i]) for i in ids]
         for i in sorted(ids, reverse=True):
             del slots[i]
-            alive.subtract(set(terms.pop(i)))
+            for lab in set(terms.pop(i)):
+                alive[lab] -= 1
         if len(picked) == 1:
             (slot, term), = picked
             step, out = _unary_step(len(steps), slot, next_slot, term,

@@ -18,6 +18,7 @@ import heapq
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -79,12 +80,19 @@ def _options(tiles, tile, device) -> list[TileOption]:
 def _sk_grid_options(n_tiles: int, per_tile: int, resident: int) -> list[int]:
     """Grids auto tries for stream-k: all resident CTAs, or for few tiles a spread of
     smaller grids (fixup cost grows with peers, so fewer units can win)."""
+    return list(_grid_options(n_tiles, resident))
+
+
+@lru_cache(maxsize=4096)
+def _grid_options(n_tiles: int, resident: int) -> tuple[int, ...]:
+    """:func:`_sk_grid_options` (which does not depend on ``per_tile``), worked out once for
+    each count of tiles and of resident CTAs."""
     if n_tiles >= resident:
-        return [resident]
+        return (resident,)
     opts = set(np.unique(np.geomspace(1, resident, 24).round().astype(int)).tolist())
     opts |= {n_tiles * s for s in range(1, resident // n_tiles + 1)}
     opts.add(resident)
-    return sorted(o for o in opts if 1 <= o <= resident)
+    return tuple(sorted(o for o in opts if 1 <= o <= resident))
 
 
 def _distinct_units(grids: list[int], ts, bk: int) -> list[int]:
@@ -143,13 +151,27 @@ def _cheapest_bounded(items, bound, build, closer=None) -> Schedule:
     return best
 
 
+def _planned_device(device: DeviceInfo, ctas_per_sm: int, cluster: int) -> DeviceInfo:
+    """``device`` at an option's occupancy, as units of its cluster's CTAs (made once for
+    each: a DeviceInfo is an immutable value; one with an unhashable field each time)."""
+    try:
+        return _planned_device_of(device, ctas_per_sm, cluster)
+    except TypeError:
+        return device.with_occupancy(ctas_per_sm).with_clusters(cluster)
+
+
+@lru_cache(maxsize=256)
+def _planned_device_of(device: DeviceInfo, ctas_per_sm: int, cluster: int) -> DeviceInfo:
+    return device.with_occupancy(ctas_per_sm).with_clusters(cluster)
+
+
 class _Builder:
     """Builds schedules of one problem for one tile option, at that option's occupancy."""
 
     def __init__(self, problem: GemmProblem, device: DeviceInfo, option: TileOption,
                  reduction, groups, swizzle, raster, small_tile):
         self.problem, self.reduction, self.option = problem, reduction, option
-        self.device = device.with_occupancy(option.ctas_per_sm).with_clusters(option.cluster)
+        self.device = _planned_device(device, option.ctas_per_sm, option.cluster)
         self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
         self._ts = {}
         self._sk = {}  # (tile, grid) -> Stream-K's RawSplits, whatever the reduction
