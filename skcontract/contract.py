@@ -248,7 +248,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     (:func:`skcontract.kernels.gemm.gemm` says where each runs). Memory-bound steps, other
     dtypes and the NumPy backend stay exact; an unknown precision is a ValueError. torch
     tensors come back as torch tensors on their device (:mod:`skcontract.interop`);
-    broadcast (stride-0) operands are read once, never materialised.
+    broadcast (stride-0) operands are read once, never materialised. Given a dask array,
+    it returns a lazy dask array (:func:`skcontract.dask.contract`).
 
     >>> import numpy as np
     >>> a = np.arange(6.0).reshape(2, 3); b = np.arange(12.0).reshape(3, 4)
@@ -273,6 +274,11 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     order = _checked_order_casting(order, casting)
     _check_precision(precision)
     subscripts, ops = split_operands(operands)
+    if any(type(x).__module__.startswith("dask.") for x in ops):
+        from .dask import einsum as dask_einsum  # a lazy dask array (skcontract.dask)
+        return dask_einsum(subscripts, *ops, out=out, dtype=dtype, order=order,
+                           casting=casting, optimize=optimize, memory_limit=memory_limit,
+                           backend=backend, precision=precision)
     if has_torch(ops, out):
         return run_on_torch(ops, out, lambda arrays: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,

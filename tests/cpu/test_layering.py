@@ -19,9 +19,10 @@ LAYERS = {
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3, "skcontract.interop": 3, "skcontract.replan": 3,
-    "skcontract.contract": 4, "skcontract.ops": 4, "skcontract.explain": 5,
-    "skcontract.demo": 6,
-    "skcontract.bench": 6, "skcontract.__main__": 7, "skcontract": 8,
+    "skcontract.dask": 4,
+    "skcontract.contract": 5, "skcontract.ops": 5, "skcontract.explain": 6,
+    "skcontract.demo": 7,
+    "skcontract.bench": 7, "skcontract.__main__": 8, "skcontract": 9,
 }
 """Each unit's layer; a unit may import units of lower layers (and itself) only."""
 
