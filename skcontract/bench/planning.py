@@ -166,7 +166,8 @@ def render(paths, priced, firsts, repeat: int) -> str:
         f"- date: {datetime.date.today().isoformat()}; commit `{_git_head()}`",
         f"- machine: {platform.machine()}, {os.cpu_count()} CPU(s), "
         f"load average {os.getloadavg()[0]:.1f}, Python {platform.python_version()}, "
-        f"numpy {np.__version__}, opt_einsum {opt_einsum.__version__}",
+        f"numpy {np.__version__}, opt_einsum {opt_einsum.__version__}, "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}",
         f"- method: `python -m skcontract.bench.planning`; medians of {repeat} runs",
         "",
         "`contract_path` without a device (ms, median):",
