@@ -23,6 +23,7 @@ import numpy as np
 import opt_einsum
 
 from ..contract import contract_expression
+from .timing import positive_int
 
 #: (subscripts, shapes) measured
 CASES = (
@@ -110,22 +111,12 @@ def render(results, repeat: int, number: int) -> str:
     return "\n".join(lines)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m skcontract bench overhead",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=_positive_int, default=DEFAULT_REPEAT,
+    ap.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                     help="timing rounds (the best is kept)")
-    ap.add_argument("--number", type=_positive_int, default=DEFAULT_NUMBER,
+    ap.add_argument("--number", type=positive_int, default=DEFAULT_NUMBER,
                     help="calls a round")
     ap.add_argument("--out", default=None,
                     help=f"also write the table to this Markdown file (the committed one is "

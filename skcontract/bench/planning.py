@@ -45,6 +45,7 @@ from opt_einsum.testing import rand_equation
 from .. import contract as C
 from ..contract import contract_path, einsum
 from ..schedule import clear_schedule_cache
+from .timing import positive_int
 
 DEFAULT_REPEAT = 21
 DEFAULT_SHAPES = 1000
@@ -194,22 +195,12 @@ def render(paths, priced, firsts, repeat: int) -> str:
     return "\n".join(lines)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m skcontract.bench.planning",
                                  description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=_positive_int, default=DEFAULT_REPEAT,
+    ap.add_argument("--repeat", type=positive_int, default=DEFAULT_REPEAT,
                     help="runs each contract_path median is taken over")
-    ap.add_argument("--shapes", type=_positive_int, default=DEFAULT_SHAPES,
+    ap.add_argument("--shapes", type=positive_int, default=DEFAULT_SHAPES,
                     help="distinct 'ij,jk->ik' shapes of the first-call figures (the chain "
                          "takes a tenth as many, at least 5)")
     ap.add_argument("--out", default=None, help="also write the figures to this Markdown file")

@@ -23,6 +23,17 @@ MIN_CALLS, MAX_CALLS = 3, 50
 CALL_TIME_CALLS = 50
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an int of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def calls_for(flops: float) -> int:
     """Calls per replay: about ``REPLAY_SECONDS`` of work, between MIN_CALLS and MAX_CALLS."""
     return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * SIZING_FLOPS / max(flops, 1))))

@@ -108,7 +108,8 @@ def _elements(strides_bytes, itemsize: int) -> tuple[int, ...]:
     return tuple(s // itemsize for s in strides_bytes)
 
 
-def _c_strides(shape) -> tuple[int, ...]:
+def c_strides(shape) -> tuple[int, ...]:
+    """The strides in elements of a C-contiguous array of ``shape``."""
     strides, step = [], 1
     for n in reversed(shape):
         strides.append(step)
@@ -165,7 +166,7 @@ def _from_interface(x, cai: dict) -> Operand:
                         f"{cai['typestr']!r}")
     shape = tuple(int(n) for n in cai["shape"])
     strides = cai.get("strides")
-    strides = _c_strides(shape) if strides is None else _elements(strides, dt.itemsize)
+    strides = c_strides(shape) if strides is None else _elements(strides, dt.itemsize)
     ptr = int(cai["data"][0])
     return Operand(ptr, shape, strides, dt.name, _interface_device(x, ptr))
 
@@ -217,7 +218,7 @@ def _from_dlpack(x) -> Operand:
     t = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor")).dl_tensor
     device_id = _cuda_device(t.device.device_type, t.device.device_id)
     shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = (_c_strides(shape) if not t.strides
+    strides = (c_strides(shape) if not t.strides
                else tuple(t.strides[i] for i in range(t.ndim)))
     return Operand((t.data or 0) + t.byte_offset, shape, strides, _dl_dtype(t.dtype), device_id)
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from ..kernels.catalogue import LINE_BYTES
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
                             padded_channels, tma_channel_block, vectors_fit)
-from ..kernels.operands import Operand, as3, matrix_layout, product_of
+from ..kernels.operands import Operand, as3, c_strides, matrix_layout, product_of
 from ..kernels.resolve import DEFAULT_REDUCTION, resolve_product
 from ..kernels.specs import CXX_TYPES, VEC16_BYTES
 from ..kernels.step_launch import StepLaunch
@@ -342,14 +342,6 @@ class _View(NamedTuple):
     offset: int = 0
 
 
-def _c_strides(shape) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 def _itemsize(dtype: str) -> int:
     return CXX_TYPES[dtype][1]
 
@@ -366,7 +358,7 @@ def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float
     Returns ``(launch, args, swapped, copies)``: the arguments after the pointers, whether
     the kernel's A is ``b``, and which of ``a``, ``b`` are copied first."""
     copies = tuple(not _reads_as_it_lies(v) for v in (a, b))
-    a, b = (_View(v.shape, _c_strides(v.shape)) if copied else v
+    a, b = (_View(v.shape, c_strides(v.shape)) if copied else v
             for v, copied in zip((a, b), copies))
     order = (0, 1)  # the caller's operands (a: 0, b: 1) as the product's x and y
     _, (_, _, scn) = as3(c.shape, c.strides)
