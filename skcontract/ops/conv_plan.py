@@ -366,8 +366,8 @@ def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float
     if not (scn == 1 or n == 1):  # c^T (n x m, row-major) = b^T a^T
         a, b, c, order = _transposed(b), _transposed(a), _transposed(c), (1, 0)
     x, y = (Operand(v.offset, v.shape, v.strides, dtype, 0) for v in (a, b))
-    _, c_strides = as3(c.shape, c.strides)
-    product = product_of(x, y, c_strides)
+    _, out_strides = as3(c.shape, c.strides)
+    product = product_of(x, y, out_strides)
     launch = resolve_product(product, device, precision=None, exclude=exclude,
                              dot=mode == "auto" and tile is None and grid is None,
                              mode=mode, reduction=reduction, tile=tile, grid=grid)
@@ -385,7 +385,7 @@ def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float
     batch = max(ba, bb)
     sba, sbb = (0 if ba == 1 else sba), (0 if bb == 1 else sbb)
     (_, lda), (_, ldb) = matrix_layout(m, k, sam, sak), matrix_layout(k, n, sbk, sbn)
-    sbc, scm, _ = c_strides
+    sbc, scm, _ = out_strides
     args = (m, n, k, lda, ldb, scm if m > 1 else 0, sba, sbb, sbc if batch > 1 else 0, 1.0,
             beta)
     return launch, args, order[0] == 1, copies
