@@ -1,0 +1,94 @@
+"""Time ``ij,jk,kl->il`` on dask arrays: skcontract.dask against numpy and dask's einsum.
+
+    python -m tools.bench_dask [--n 2048] [--chunk 512] [--reps 3] [--workers 2]
+
+Rows: numpy.einsum (optimize=True) and skcontract.einsum in this process; then, on dask
+arrays of ``--chunk`` square chunks, skcontract.dask.contract and dask.array.einsum on the
+threaded scheduler and on a local ``distributed`` cluster of ``--workers`` single-threaded
+worker processes (operands persisted on the workers first, the result gathered to the
+client). Each case runs once to warm up, then ``--reps`` times, the cases interleaved; the
+best and the median are printed, and their ratios to numpy's. The task counts are those of
+the graphs before dask's optimisation.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+
+def _times(cases, reps):
+    """Each case's times: one warm-up, then ``reps`` runs of each, interleaved (so that a
+    loaded machine's drift falls on every case alike)."""
+    for fn in cases.values():
+        fn()
+    out = {name: [] for name in cases}
+    for _ in range(reps):
+        for name, fn in cases.items():
+            t = time.perf_counter()
+            fn()
+            out[name].append(time.perf_counter() - t)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2048)
+    ap.add_argument("--chunk", type=int, default=512)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    import dask
+    import dask.array as da
+    import numpy as np
+    from distributed import Client
+
+    import skcontract
+    from skcontract import dask as skd
+
+    n, eq = args.n, "ij,jk,kl->il"
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((n, n)) for _ in range(3))
+    rows = []
+
+    def report(times, tasks):
+        for name, ts in times.items():
+            best, median = min(ts), statistics.median(ts)
+            rows.append((name, best, median, tasks.get(name, "")))
+            base = rows[0]
+            print(f"{name:48s} {best:7.3f} s {median:7.3f} s  {best / base[1]:6.2f}x "
+                  f"{median / base[2]:6.2f}x  {tasks.get(name, '')}", flush=True)
+
+    print(f"{eq} at n={n}, float64, chunks of {args.chunk}; {os.cpu_count()} CPUs; "
+          f"best and median of {args.reps} (and their ratios to numpy's)")
+    ops = [da.from_array(x, chunks=args.chunk) for x in (a, b, c)]
+    ours = skd.contract(eq, *ops)
+    theirs = da.einsum(eq, *ops, optimize=True)
+    print(skd.layout(eq, *ops))
+    with dask.config.set(scheduler="threads"):
+        report(_times({
+            "numpy.einsum(optimize=True)": lambda: np.einsum(eq, a, b, c, optimize=True),
+            "skcontract.einsum (in process)": lambda: skcontract.einsum(eq, a, b, c),
+            "skcontract.dask.contract, threads": ours.compute,
+            "dask.array.einsum, threads": theirs.compute}, args.reps),
+            {"skcontract.dask.contract, threads": f"{len(ours.__dask_graph__())} tasks",
+             "dask.array.einsum, threads": f"{len(theirs.__dask_graph__())} tasks"})
+    with Client(processes=True, n_workers=args.workers, threads_per_worker=1,
+                dashboard_address=":0") as client:
+        client.wait_for_workers(args.workers)
+        ops = [x.persist() for x in ops]
+        ours = skd.contract(eq, *ops)
+        theirs = da.einsum(eq, *ops, optimize=True)
+        print(skd.layout(eq, *ops))
+        name = f"{args.workers} worker processes"
+        report(_times({f"skcontract.dask.contract, {name}": ours.compute,
+                       f"dask.array.einsum, {name}": theirs.compute}, args.reps),
+               {f"skcontract.dask.contract, {name}": f"{len(ours.__dask_graph__())} tasks",
+                f"dask.array.einsum, {name}": f"{len(theirs.__dask_graph__())} tasks"})
+    return rows
+
+
+if __name__ == "__main__":
+    main()
