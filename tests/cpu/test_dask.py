@@ -227,3 +227,11 @@ def test_dtypes_as_skcontract_einsum(dtype):
         exact = np.einsum("ij,jk->ik", a.astype(wide), b.astype(wide))
         tol = 1e-3 if dtype == np.float16 else 1e-5
         np.testing.assert_allclose(got, exact.astype(got.dtype), rtol=tol, atol=tol * 10)
+
+
+def test_the_benchmark_tool_runs():
+    from tools import bench_dask
+    rows = bench_dask.main(["--n", "48", "--chunk", "16", "--reps", "1", "--workers", "1"])
+    names = [r[0] for r in rows]
+    assert names[0] == "numpy.einsum(optimize=True)" and len(rows) == 6
+    assert all(r[1] > 0 and r[2] >= r[1] for r in rows)
