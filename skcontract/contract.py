@@ -126,12 +126,15 @@ def _widened_by_out(arrays: Sequence[Any], res: np.dtype, out_dtype, casting: st
 
 @lru_cache(maxsize=None)
 def _device_for(backend: str) -> Any:
+    """The device a backend's plans are made for: the current GPU (else the H200 preset)
+    for CuPy; none for NumPy, whose fractional memory_limit is a share of the host's
+    memory."""
     if backend == "cupy":
         try:
             return DeviceInfo.from_cupy()
         except Exception:  # no CuPy device: plan for the preset
             return DeviceInfo.h200()
-    return DeviceInfo.h200()
+    return None
 
 
 def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device) -> Plan:

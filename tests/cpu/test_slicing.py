@@ -207,3 +207,16 @@ def test_a_share_of_the_device_is_a_share_of_its_memory():
                             device=h100, memory_limit="10%")
     assert plan.slicing is not None and set(plan.slicing.labels) <= {"i", "k"}
     assert plan.slicing.peak_bytes <= 0.10 * h100.memory_bytes
+
+
+def test_a_share_on_the_cpu_is_a_share_of_the_hosts_memory(monkeypatch):
+    """einsum on NumPy arrays budgets a fraction of the host's memory, not a GPU preset's."""
+    from skcontract.plan import plan as plan_module
+    monkeypatch.setattr(plan_module, "host_memory_bytes", lambda: 100 * 2**20)
+    x = np.ones((2048, 8))
+    # the 2048^2 float64 output is 32 MiB: all of 100 MiB holds it unsliced (the model
+    # counts it twice), 10% cannot hold it at all
+    _, plan = contract_path("ik,jk->ij", x, x, memory_limit=1.0)
+    assert plan.slicing is None and plan.device is None
+    with pytest.raises(ValueError, match="smallest peak reachable"):
+        einsum("ik,jk->ij", x, x, memory_limit="10%")
