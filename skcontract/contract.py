@@ -20,6 +20,7 @@ import math
 import operator
 from dataclasses import replace
 from functools import lru_cache
+from collections.abc import Mapping
 from typing import Any, Sequence
 
 import numpy as np
@@ -137,14 +138,39 @@ def _device_for(backend: str) -> Any:
     return None
 
 
-def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device) -> Plan:
+def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device,
+               slicing=True) -> Plan:
     eq = parse_equation(subscripts, shapes)
-    return build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device)
+    return build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
+                      slicing=_slicing_arg(slicing))
 
 
-def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precision):
+def _slicing_key(slicing, subscripts):
+    """``slicing`` in a hashable form with the interleaved form's labels as their symbols:
+    True / False, or ``((symbol, chunk), ...)`` (a label given alone: chunks of one).
+    TypeError for anything else."""
+    if isinstance(slicing, bool):
+        return slicing
+    if isinstance(slicing, str) or not hasattr(slicing, "__iter__"):
+        raise TypeError(f"slicing must be True, False, a sequence of labels or a "
+                        f"{{label: chunk}} dict, got {type(slicing).__name__} {slicing!r}")
+    symbols = {label: sym for sym, label in getattr(subscripts, "legend", ())}
+    pairs = slicing.items() if isinstance(slicing, Mapping) else ((x, 1) for x in slicing)
+    try:
+        return tuple((symbols.get(x, x), c) for x, c in pairs)
+    except TypeError:
+        raise TypeError(f"slicing: labels must be hashable, got {slicing!r}") from None
+
+
+def _slicing_arg(key):
+    """What :func:`~skcontract.plan.build_plan` takes for a :func:`_slicing_key`."""
+    return key if isinstance(key, bool) else dict(key)
+
+
+def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precision,
+             slicing=True):
     device = _device_for(backend)
-    plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device)
+    plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device, slicing)
     if backend != "numpy":
         plan = schedule_plan(plan, device, precision=precision)
     bk = get_backend(backend)
@@ -235,16 +261,19 @@ def _check_out(out, bk, shape, res_dtype, casting) -> None:
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
-           memory_limit=None, backend=None, precision=None):
+           memory_limit=None, backend=None, precision=None, slicing=True):
     """``einsum(subscripts, *operands, out=None, dtype=None, order='K', casting='safe',
-    optimize='auto', memory_limit=None, backend=None, precision=None)``: numpy.einsum,
-    planned.
+    optimize='auto', memory_limit=None, backend=None, precision=None, slicing=True)``:
+    numpy.einsum, planned.
 
     Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
     diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
     ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
     opt_einsum optimiser name, a ``PathOptimizer`` or an explicit path; ``memory_limit``
-    bounds the largest intermediate as in opt_einsum; ``backend`` is 'numpy' or 'cupy'
+    bounds the largest intermediate (an int: elements, as in opt_einsum), or the peak
+    working set ('8GB', or '80%' of the memory), a plan that does not fit being sliced
+    (``slicing``: True chooses the slices, False refuses with a ValueError, labels or a
+    ``{label: chunk}`` dict slice those; docs/einsum.md); ``backend`` is 'numpy' or 'cupy'
     (by default the operands' own). ``precision`` opts float32 products on the GPU into
     tensor cores: None (the default) is exact float32; "tf32" rounds the operands to tf32
     (10-bit mantissa, fp32 sums); "3xtf32" keeps float32 accuracy on tf32 tensor cores
@@ -265,8 +294,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     >>> float(einsum('i->', np.ones(5000, np.float16)))  # float16 accumulates in float32
     5000.0
     """
-    warm_key = _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend,
-                         precision)
+    warm_key = None if slicing is not True else _warm_key(
+        operands, out, dtype, order, casting, optimize, memory_limit, backend, precision)
     if warm_key is not None:
         try:
             warm = _WARM.get(warm_key)
@@ -279,13 +308,17 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     subscripts, ops = split_operands(operands)
     if any(type(x).__module__.startswith("dask.") for x in ops):
         from .dask import einsum as dask_einsum  # a lazy dask array (skcontract.dask)
+        if slicing is not True:
+            raise ValueError("slicing: dask arrays are sliced by skcontract.dask.contract, "
+                             "which takes no slicing=")
         return dask_einsum(subscripts, *ops, out=out, dtype=dtype, order=order,
                            casting=casting, optimize=optimize, memory_limit=memory_limit,
                            backend=backend, precision=precision)
     if has_torch(ops, out):
         return run_on_torch(ops, out, lambda arrays: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
-            memory_limit=memory_limit, backend=backend, precision=precision), dtype)
+            memory_limit=memory_limit, backend=backend, precision=precision,
+            slicing=slicing), dtype)
     if backend is None:
         backend = backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
@@ -301,7 +334,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
-            None if backend == "numpy" else precision)  # (NumPy is exact at any precision)
+            None if backend == "numpy" else precision,  # (NumPy is exact at any precision)
+            _slicing_key(slicing, subscripts))
     prepared = None
     if out is None and len(arrays) == 1 and _viewable(arrays[0].dtype, res):
         # (planning one operand calls no path optimiser, so a stateful one is not used up)
@@ -317,7 +351,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             sub, small, expand = reduced
             return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
                                  optimize=optimize, memory_limit=memory_limit,
-                                 backend=backend, precision=precision), order)
+                                 backend=backend, precision=precision, slicing=slicing),
+                          order)
     plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
@@ -612,7 +647,7 @@ def _looks_like_shapes(ops) -> bool:
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
                   memory_limit=None, dtype=None, device=None, mode="auto",
-                  reduction=DEFAULT_REDUCTION, precision=None):
+                  reduction=DEFAULT_REDUCTION, precision=None, slicing=True):
     """Plan a contraction without running it: returns ``(path, plan)``.
 
     ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
@@ -624,7 +659,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     shapes, no ``device=``) no GPU schedule is priced, at opt_einsum's cost, and the table
     says how to ask for them. ``mode`` and ``reduction`` force the scheduler's choices there
     (as :func:`skcontract.kernels.gemm.gemm` takes them), ``precision`` is :func:`einsum`'s
-    (the float32 steps that run at it show it before their schedule).
+    (the float32 steps that run at it show it before their schedule); ``memory_limit`` and
+    ``slicing`` are :func:`einsum`'s (a sliced plan shows its slices).
 
     >>> path, plan = contract_path('bij,bjk->bik', (4, 8, 16), (4, 16, 32), shapes=True)
     >>> path
@@ -641,13 +677,14 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
     backend = "numpy" if shapes else backend_for(operands_or_shapes)
     priced = device is not None or backend != "numpy"
     device = DeviceInfo.named(device) if device is not None else _device_for(backend)
+    cut = _slicing_key(slicing, subscripts)
     key = _path_key(subscripts, shp, res, optimize, memory_limit, device, priced, mode,
-                    reduction, precision)
+                    reduction, precision, cut)
     plan = _PATHS.get(key) if key is not None else None
     if plan is not None:
         return _path_of(plan), plan
     try:
-        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device)
+        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device, cut)
     except ValueError as e:
         if shapes or not _looks_like_shapes(operands_or_shapes):
             raise
@@ -670,7 +707,7 @@ with the same arguments returns the one made for them."""
 
 
 def _path_key(subscripts, shapes, dtype, optimize, memory_limit, device, priced, mode,
-              reduction, precision):
+              reduction, precision, slicing=True):
     """The :data:`_PATHS` key of a contract_path call's checked arguments (each with its
     type where an equal value of another type is refused: ``memory_limit=True`` is not 1),
     or None where one is not hashable or ``optimize`` not cacheable."""
@@ -679,7 +716,7 @@ def _path_key(subscripts, shapes, dtype, optimize, memory_limit, device, priced,
         return None
     key = (subscripts, getattr(subscripts, "legend", None), shapes, dtype, type(opt), opt,
            type(memory_limit), memory_limit, device, priced, type(mode), mode,
-           type(reduction), reduction, precision)
+           type(reduction), reduction, precision, slicing)
     try:
         hash(key)
     except TypeError:
@@ -879,7 +916,7 @@ class ContractExpression:
 
 def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
                         backend=None, device=None, mode="auto", reduction=DEFAULT_REDUCTION,
-                        precision=None, constants=None) -> ContractExpression:
+                        precision=None, constants=None, slicing=True) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on
@@ -889,7 +926,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     on the GPU another dtype's steps are scheduled on their first call). On the GPU the
     GEMM-class steps are scheduled once, here, and the expression's repr shows the schedules
     that launch; ``mode`` and ``reduction`` force the scheduler's choices (see
-    :func:`contract_path`); ``precision`` is :func:`einsum`'s. The NumPy backend runs no
+    :func:`contract_path`); ``precision``, ``memory_limit`` and ``slicing`` are
+    :func:`einsum`'s. The NumPy backend runs no
     GPU schedule and plans none unless ``device=`` asks to see one.
 
     The interleaved form works here as in :func:`einsum`: ``contract_expression(shape0,
@@ -922,7 +960,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     _check_numeric(plan_dtype, "dtype=")
     dev = DeviceInfo.named(device) if device is not None else None
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
-                      dev if dev is not None else _device_for(backend or "numpy"))
+                      dev if dev is not None else _device_for(backend or "numpy"),
+                      _slicing_key(slicing, subscripts))
     return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
                               reduction=reduction, precision=precision)
 

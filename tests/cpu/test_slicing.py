@@ -220,3 +220,32 @@ def test_a_share_on_the_cpu_is_a_share_of_the_hosts_memory(monkeypatch):
     assert plan.slicing is None and plan.device is None
     with pytest.raises(ValueError, match="smallest peak reachable"):
         einsum("ik,jk->ij", x, x, memory_limit="10%")
+
+
+def test_the_slicing_keyword_slices_the_labels_named_or_refuses():
+    rng = np.random.default_rng(8)
+    x, y, z = (rng.standard_normal(s) for s in [(64, 500), (500, 400), (400, 8)])
+    ref = x @ y @ z
+    _, plan = contract_path("ij,jk,kl->il", x, y, z, slicing={"j": 100})
+    assert plan.slicing.chunks == (("j", 100),) and plan.slicing.num_slices == 5
+    tol = 1e-12 * np.abs(ref).max()
+    np.testing.assert_allclose(einsum("ij,jk,kl->il", x, y, z, slicing={"j": 100}), ref,
+                               atol=tol)
+    expr = contract_expression("ij,jk,kl->il", x.shape, y.shape, z.shape, slicing=["l"])
+    assert expr.plan.slicing.labels == ("l",)
+    np.testing.assert_allclose(expr(x, y, z), ref, atol=tol)
+    with pytest.raises(ValueError, match="slicing=False refuses"):
+        einsum("ij,jk,kl->il", x, y, z, memory_limit=100, slicing=False)
+    with pytest.raises(TypeError, match="slicing must be"):
+        einsum("ij,jk,kl->il", x, y, z, slicing="j")
+    with pytest.raises(ValueError, match="'q' is not a label"):
+        contract_path("ij,jk,kl->il", x, y, z, slicing=["q"])
+
+
+def test_the_interleaved_forms_labels_name_the_slices():
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((6, 40)), rng.standard_normal((40, 5))
+    got = einsum(x, [0, 1000], y, [1000, "k"], [0, "k"], slicing={1000: 8})
+    np.testing.assert_allclose(got, x @ y, rtol=1e-12)
+    _, plan = contract_path(x, [0, 1000], y, [1000, "k"], [0, "k"], slicing=[1000])
+    assert plan.slicing.num_slices == 40
