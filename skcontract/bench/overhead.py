@@ -23,7 +23,7 @@ import numpy as np
 import opt_einsum
 
 from ..contract import contract_expression
-from .timing import positive_int
+from .timing import positive_int, print_report
 
 #: (subscripts, shapes) measured
 CASES = (
@@ -126,12 +126,7 @@ def main(argv=None) -> int:
         check(subscripts, shapes)
     results = [measure(s, sh, args.repeat, args.number) for s, sh in CASES]
     text = render(results, args.repeat, args.number)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-        print(f"written to {args.out}")
+    print_report(text, args.out)
     return 0
 
 

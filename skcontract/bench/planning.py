@@ -45,7 +45,7 @@ from opt_einsum.testing import rand_equation
 from .. import contract as C
 from ..contract import contract_path, einsum
 from ..schedule import clear_schedule_cache
-from .timing import positive_int
+from .timing import positive_int, print_report
 
 DEFAULT_REPEAT = 21
 DEFAULT_SHAPES = 1000
@@ -207,12 +207,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     text = render(contract_path_rows(args.repeat), priced_rows(args.repeat),
                   first_call_rows(args.shapes), args.repeat)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-        print(f"written to {args.out}")
+    print_report(text, args.out)
     return 0
 
 

@@ -23,6 +23,16 @@ MIN_CALLS, MAX_CALLS = 3, 50
 CALL_TIME_CALLS = 50
 
 
+def print_report(text: str, out: str | None) -> None:
+    """Print a benchmark's Markdown report, and write it to ``out`` when given."""
+    print(text)
+    if out:
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"written to {out}")
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an int of at least 1."""
     try:
