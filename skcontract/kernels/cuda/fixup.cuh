@@ -29,10 +29,12 @@
 // REDUCTION_CLUSTER       : a tile's PEERS splits are the PEERS CTAs of one cluster, one split
 //                           each (the aligned split launched in clusters of PEERS); they sum
 //                           through distributed shared memory, not the workspace: the Wgmma
-//                           family's cluster_push / cluster_finish (sk_wgmma.cuh), which
+//                           family's cluster_push / cluster_finish (wgmma_cluster.cuh), which
 //                           only it runs.
-// The Dot family runs these protocols on its splits' output sums, not on fragments
-// (sk_dot.cuh, DotMerge).
+// Each protocol's synchronisation is written once (FixupSteps); Fixup runs it on a mainloop's
+// fragments (the GEMM, convolution and Wgmma kernels), DotMerge on the Dot family's output sums
+// (sk_dot.cuh). docs/design/stream_k.md ("One protocol, its implementations") says why the
+// order of the steps is written in each of the two.
 // Ordering: the waiter spins in one thread with ld.acquire.gpu then the group's barrier
 // (Sync: __syncthreads, or the consumers' named barrier); the publisher meets the group's
 // barrier, then one thread releases (st.release, red.release or atom.acq_rel: a release is
@@ -137,9 +139,72 @@ __device__ __forceinline__ void spin_until(const unsigned* p, unsigned want, int
   Sync::sync();
 }
 
+// The protocols' synchronisation, one implementation of each step: the locks and counters,
+// the waits, the group's barriers and the release / acquire operations above. A merge runs the
+// steps in its protocol's order, around its own loads and stores of the partial: Fixup::run
+// (below) on a mainloop's accumulator fragment, DotMerge::run (sk_dot.cuh) on a Dot split's
+// output sums. A step that its caller runs next to another on the same tile takes the tile's
+// lock or counter (locks + TILE: wait_turn, pass_turn, end_turns, wait_peers, leave); the
+// others take the split and the locks.
+template <class Sync = CtaSync>
+struct FixupSteps {
+  // REDUCTION_DETERMINISTIC: lock[TILE] counts the K elements folded into the slot.
+  // A non-first split waits for its turn (lock == K0), the previous splits' sum in the slot.
+  __device__ __forceinline__ static void wait_turn(const Split& s, unsigned* lock) {
+    if (!s.first()) spin_until<Sync>(lock, (unsigned)s.k0, s.tile);
+  }
+  // A non-final split, its sum stored: the group's barrier, then lock = K1 (release).
+  __device__ __forceinline__ static void pass_turn(const Split& s, unsigned* lock) {
+    Sync::sync();
+    if (threadIdx.x == 0) st_release_gpu(lock, (unsigned)s.k1);
+  }
+  // The final split, the slot read: the group's barrier (every thread has read the workspace
+  // before the lock is reset), then lock = 0.
+  __device__ __forceinline__ static void end_turns(unsigned* lock) {
+    Sync::sync();
+    if (threadIdx.x == 0) atomicExch(lock, 0u);
+  }
+
+  // REDUCTION_ARRIVAL and REDUCTION_ATOMIC: counter[TILE] counts the splits that arrived.
+  // Arrive, the partial stored; true in every thread of the group whose arrival is number
+  // `last_arrival` (acquiring the earlier arrivals' partials).
+  __device__ __forceinline__ static bool arrive_last(const Split& s, unsigned* locks,
+                                                     int* flag) {
+    unsigned* counter = locks + s.tile;
+    const int last_arrival = s.peers - 1;
+    Sync::sync();
+    if (threadIdx.x == 0)  // releases this CTA's partials, acquires the earlier arrivals'
+      *flag = atom_add_acq_rel_gpu(counter, 1u) == (unsigned)last_arrival;
+    Sync::sync();
+    return *flag != 0;
+  }
+  // The last arrival, done with the partials: counter = 0 (every peer has arrived).
+  __device__ __forceinline__ static void reset(const Split& s, unsigned* locks) {
+    if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+  }
+  // A shared sum's first arrival (FLAG_SHARED_SUM rows), the slot stored: never waits.
+  __device__ __forceinline__ static void arrive(const Split& s, unsigned* locks) {
+    Sync::sync();
+    if (threadIdx.x == 0) red_add_release_gpu(locks + s.tile, 1u);
+  }
+  // A shared sum's wait, after the CTA's last split: every peer has arrived once.
+  __device__ __forceinline__ static void wait_peers(const Split& s, unsigned* counter) {
+    spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
+    if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
+  }
+  // A shared sum's second arrival, its share stored; the split that arrives last (when every
+  // peer has passed its wait) resets the counter.
+  __device__ __forceinline__ static void leave(const Split& s, unsigned* counter) {
+    if (threadIdx.x == 0 && atomicAdd(counter, 1u) == 2u * s.peers - 1) atomicExch(counter, 0u);
+  }
+};
+
+// The fixup of a split's accumulator fragment (the GEMM, convolution and Wgmma kernels): the
+// protocols' steps around the fragment's workspace and staging traffic.
 template <class ML, int REDUCTION, class Sync = CtaSync>
 struct Fixup {
   using Acc = typename ML::Acc;
+  using Steps = FixupSteps<Sync>;
   static constexpr int NACC = ML::NACC, THREADS = ML::THREADS;
   static constexpr int V = Vec16<Acc>::V;
   static constexpr long long SLOT = (long long)NACC * THREADS;  // accumulators per slot
@@ -169,16 +234,6 @@ struct Fixup {
 #pragma unroll
     for (int g = 0; g < NACC / V; ++g) Vec16<Acc>::load(at(base, slot, g), &acc[g * V]);
   }
-  // Arrive on counter[tile]; true in every thread of the group whose arrival is number `last`.
-  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last_arrival,
-                                                     int* flag) {
-    Sync::sync();
-    if (threadIdx.x == 0)  // releases this CTA's partials, acquires the earlier arrivals'
-      *flag = atom_add_acq_rel_gpu(counter, 1u) == (unsigned)last_arrival;
-    Sync::sync();
-    return *flag != 0;
-  }
-
   // SHARED_SUM rows of the arrival protocol, in two parts. arrive_shared runs where the split
   // is computed (store the slot, arrive; never waits). finish_shared runs after the CTA has
   // arrived on every one of its tiles, so every wait is for arrivals that need no waiting:
@@ -186,8 +241,7 @@ struct Fixup {
   __device__ __forceinline__ static void arrive_shared(const Split& s, const Acc (&acc)[NACC],
                                                        Acc* ws, unsigned* locks) {
     store(ws, s.slot, acc);
-    Sync::sync();
-    if (threadIdx.x == 0) red_add_release_gpu(locks + s.tile, 1u);
+    Steps::arrive(s, locks);
   }
 
   // Wait for every peer, sum this split's share of the tile and pass it to
@@ -200,13 +254,12 @@ struct Fixup {
   __device__ __forceinline__ static void finish_shared(const Split& s, Acc* ws, unsigned* locks,
                                                        Acc* scratch, Store&& store) {
     unsigned* counter = locks + s.tile;
-    spin_until<Sync, true>(counter, (unsigned)s.peers, s.tile);
-    if (threadIdx.x == 0) trace(TRACE_SHARED_WAITED);
+    Steps::wait_peers(s, counter);
     sum_share<BATCH>(s, ws + ((long long)s.slot - s.split) * SLOT, scratch,
                      [&](int vec, const Acc (&sum)[V]) {
                        store((unsigned)(vec % THREADS), vec / THREADS * V, sum);
                      });
-    if (threadIdx.x == 0 && atomicAdd(counter, 1u) == 2u * s.peers - 1) atomicExch(counter, 0u);
+    Steps::leave(s, counter);
   }
 
   // This split's share [lo, hi) of the slot's 16-byte vectors, summed over the PEERS slots
@@ -267,17 +320,15 @@ struct Fixup {
     if (REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
     if (REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
-      if (!s.first()) spin_until<Sync>(lock, (unsigned)s.k0, s.tile);
+      Steps::wait_turn(s, lock);
       if (!s.final_()) {
         if (!s.first()) add_from(ws, s.slot, acc);
         store(ws, s.slot, acc);
-        Sync::sync();
-        if (threadIdx.x == 0) st_release_gpu(lock, (unsigned)s.k1);
+        Steps::pass_turn(s, lock);
         return false;
       }
       add_from(ws, s.slot, acc);
-      Sync::sync();  // every thread has read the workspace before the lock is reset
-      if (threadIdx.x == 0) atomicExch(lock, 0u);
+      Steps::end_turns(lock);
       return true;
     } else if (REDUCTION == REDUCTION_ARRIVAL) {
       if (s.shared_sum()) {  // the sum comes after the CTA's last split (finish_shared)
@@ -285,7 +336,7 @@ struct Fixup {
         return false;
       }
       store(ws, s.slot, acc);
-      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      if (!Steps::arrive_last(s, locks, flag)) return false;
       const long long base = (long long)s.slot - s.split;
       load_to(ws, base, acc);
       for (int p = 1; p < s.peers; ++p) {
@@ -297,7 +348,7 @@ struct Fixup {
           for (int e = 0; e < V; ++e) acc[g * V + e] = acc_add(acc[g * V + e], v[e]);
         }
       }
-      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      Steps::reset(s, locks);
       return true;
     } else {  // REDUCTION_ATOMIC
 #pragma unroll
@@ -306,7 +357,7 @@ struct Fixup {
 #pragma unroll
         for (int e = 0; e < V; ++e) atomicAdd(p + e, acc[g * V + e]);
       }
-      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      if (!Steps::arrive_last(s, locks, flag)) return false;
       Acc zero[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) zero[e] = Acc(0);
@@ -315,7 +366,7 @@ struct Fixup {
         Vec16<Acc>::load(at(staging, s.tile, g), &acc[g * V]);
         Vec16<Acc>::store(at(staging, s.tile, g), zero);  // keep staging zeroed for next time
       }
-      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      Steps::reset(s, locks);
       return true;
     }
   }

@@ -1,6 +1,7 @@
 // sk_dot.cuh: the persistent memory-bound kernel of the Dot family (the entry header of its
 // instantiations; jit.py inlines its includes). It walks the same split table as sk_gemm and
-// merges split tiles with the same Fixup (fixup.cuh); only the loop body differs. The host
+// merges split tiles with the same protocols' steps (fixup.cuh, FixupSteps); only the loop body
+// and what a split hands on differ. The host
 // emits a Cfg struct (skcontract/kernels/catalogue/dot.py, Dot) naming:
 //   TIn, TOut, Acc, BM, BN, BK, THREADS, MIN_BLOCKS, REDUCTION, SHAPE, VEC_A, VEC_B, UNROLL.
 //
@@ -237,10 +238,11 @@ __device__ __forceinline__ void st_cg(double* p, double v) {
   asm volatile("st.global.cg.f64 [%0], %1;" ::"l"(p), "d"(v) : "memory");
 }
 
-// The fixup of a split's output sums `tot` (thread o < OUT holds output o's), one protocol per
-// reduction mode as fixup.cuh's (the same locks, counters and orderings; its header argues
-// them), on OUT sums a slot instead of a fragment. run returns true in every thread of the
-// CTA that completes the tile, with the tile's sums in tot of threads o < OUT.
+// The fixup of a split's output sums `tot` (thread o < OUT holds output o's): fixup.cuh's
+// protocols, their steps FixupSteps' (the same locks, counters, waits and orderings as Fixup's;
+// fixup.cuh's header argues them), on OUT sums a slot instead of a fragment. run returns true
+// in every thread of the CTA that completes the tile, with the tile's sums in tot of threads
+// o < OUT.
 template <class Cfg>
 struct DotMerge {
   using Acc = typename Cfg::Acc;
@@ -249,16 +251,7 @@ struct DotMerge {
   static_assert(OUT <= THREADS && THREADS % OUT == 0 && (OUT & (OUT - 1)) == 0,
                 "a power-of-two count of outputs, whole groups of threads each (sum_peers' "
                 "shuffles pair lanes of one output)");
-
-
-  // Arrive on counter; true in every thread of the CTA whose arrival is number `last`.
-  __device__ __forceinline__ static bool arrive_last(unsigned* counter, int last, int* flag) {
-    __syncthreads();
-    if (threadIdx.x == 0)  // releases this CTA's partial, acquires the earlier arrivals'
-      *flag = atom_add_acq_rel_gpu(counter, 1u) == (unsigned)last;
-    __syncthreads();
-    return *flag != 0;
-  }
+  using Steps = FixupSteps<CtaSync>;
 
   // The sum over the tile's PEERS slots (from `first`) of every output, into tot of threads
   // o < OUT: thread t sums output t % OUT over peers t / OUT, + GROUPS, ..., then each
@@ -293,32 +286,30 @@ struct DotMerge {
     if (Cfg::REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
       Acc* slot = ws + (long long)s.slot * OUT;
-      if (!s.first()) spin_until(lock, (unsigned)s.k0, s.tile);
+      Steps::wait_turn(s, lock);
       if (!s.first() && o < OUT) tot = acc_add(ld_cg(slot + o), tot);  // slot value first
       if (!s.final_()) {
         if (o < OUT) st_cg(slot + o, tot);
-        __syncthreads();
-        if (threadIdx.x == 0) st_release_gpu(lock, (unsigned)s.k1);
+        Steps::pass_turn(s, lock);
         return false;
       }
-      __syncthreads();  // every thread has read the slot before the lock is reset
-      if (threadIdx.x == 0) atomicExch(lock, 0u);
+      Steps::end_turns(lock);
       return true;
     } else if (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
       if (o < OUT) st_cg(ws + (long long)s.slot * OUT + o, tot);
-      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      if (!Steps::arrive_last(s, locks, flag)) return false;
       sum_peers(ws + ((long long)s.slot - s.split) * OUT, s.peers, tot, red);
-      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      Steps::reset(s, locks);
       return true;
     } else {  // REDUCTION_ATOMIC: staging[TILE] is kept zeroed
       Acc* sum = staging + (long long)s.tile * OUT;
       if (o < OUT) atomicAdd(sum + o, tot);
-      if (!arrive_last(locks + s.tile, s.peers - 1, flag)) return false;
+      if (!Steps::arrive_last(s, locks, flag)) return false;
       if (o < OUT) {
         tot = ld_cg(sum + o);
         st_cg(sum + o, Acc(0));
       }
-      if (threadIdx.x == 0) atomicExch(locks + s.tile, 0u);
+      Steps::reset(s, locks);
       return true;
     }
   }
