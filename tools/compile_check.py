@@ -10,14 +10,18 @@ fresh one). ``--ptxas-options=-v`` is read for registers, shared memory and spil
 spill, a ptxas error, a crash, (on sm_90a) registers and shared memory that leave room for
 fewer CTAs per SM than the catalogue entry declares (``ctas_per_sm``), or a register count
 other than the one an entry's register split needs (``launch_registers``) fail the spec and
-name it. Exit status 0 only if every spec passed.
+name it. Exit status 0 only if every spec passed. ``--text-hashes OUT.json`` also writes the
+sha256 of every ``.text`` section (a kernel's SASS) of each compile, by target and spec: two
+trees' files, compared with ``diff``, say which kernels' machine code a change touched.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -76,6 +80,8 @@ class Result:
     occupancy: int | None = None
     cpu_seconds: float | None = None
     """The compile's CPU time in its worker process (wall ``seconds`` grow with other load)."""
+    text: dict | None = None
+    """sha256 of each ``.text`` section of the cubin, by section name (:func:`text_sections`)."""
 
 
 @dataclass(frozen=True)
@@ -100,14 +106,32 @@ def compile_one(spec: specs.KernelSpec, arch: str) -> dict:
 
 def compile_source(source: str, name: str, name_expressions, arch: str) -> dict:
     """Compile a translation unit as the library does (jit.compile_cubin), instantiating
-    ``name_expressions``: ``{"compiled", "log", "cubin_bytes"}`` (the log holds ptxas's
-    registers and spills)."""
+    ``name_expressions``: ``{"compiled", "log", "cubin_bytes", "text"}`` (the log holds
+    ptxas's registers and spills; ``text``, :func:`text_sections` of the cubin)."""
     options = jit.compile_options(arch) + ("--ptxas-options=-v",)
     try:
         built = nvrtc.compile_cubin(source, name, name_expressions, options)
     except nvrtc.CompileError as e:
         return {"compiled": False, "log": str(e)}
-    return {"compiled": True, "log": built.log, "cubin_bytes": len(built.cubin)}
+    return {"compiled": True, "log": built.log, "cubin_bytes": len(built.cubin),
+            "text": text_sections(built.cubin)}
+
+
+def text_sections(cubin: bytes) -> dict[str, str]:
+    """sha256 of each ``.text`` section (a kernel's machine code) of an ELF64 cubin, by
+    section name."""
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize)
+               for i in range(shnum)]
+    names_at = headers[shstrndx][4]
+    out = {}
+    for name_off, _type, _flags, _addr, off, size, *_ in headers:
+        start = names_at + name_off
+        name = cubin[start:cubin.index(b"\0", start)].decode()
+        if name.startswith(".text"):
+            out[name] = hashlib.sha256(cubin[off:off + size]).hexdigest()
+    return out
 
 
 def copy_kind(spec: specs.KernelSpec, operand: str) -> str:
@@ -230,6 +254,7 @@ def _result(item, arch: str, data: dict, dt: float) -> Result:
     """The verdict on one compile's reply (compile_source's dict)."""
     log = data["log"]
     cpu = data.get("cpu_seconds")
+    text = data.get("text")
     if not data["compiled"]:
         return Result(item.name, arch, False, None, None, dt, "compile failed:\n" + log[-4000:],
                       cpu_seconds=cpu)
@@ -241,7 +266,7 @@ def _result(item, arch: str, data: dict, dt: float) -> Result:
         msg = "" if ok else ("register spills:\n" if spill else "no ptxas report in log:\n") \
             + log[-2000:]
         return Result(item.name, arch, ok, max(regs) if regs else None, spill, dt, msg,
-                      cpu_seconds=cpu)
+                      cpu_seconds=cpu, text=text)
     spec = item
     static = max([int(x) for x in _SMEM_RE.findall(log)] or [0])
     occ = occupancy(max(regs), spec.threads, spec.smem_bytes + static, arch) if regs else 0
@@ -250,7 +275,7 @@ def _result(item, arch: str, data: dict, dt: float) -> Result:
     if ok and want_regs is not None and regs and max(regs) != want_regs:
         return Result(spec.name, arch, False, max(regs), spill, dt,
                       f"{max(regs)} registers; the kernel's register split needs {want_regs}",
-                      occ, cpu)
+                      occ, cpu, text)
     if spill is None:
         msg = "no ptxas report in log:\n" + log[-2000:]
     elif spill:
@@ -260,7 +285,8 @@ def _result(item, arch: str, data: dict, dt: float) -> Result:
                f"fit {occ} CTAs per SM; the entry declares {spec.ctas_per_sm}")
     else:
         msg = ""
-    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg, occ, cpu)
+    return Result(spec.name, arch, ok, max(regs) if regs else None, spill, dt, msg, occ, cpu,
+                  text)
 
 
 def _report(r: Result) -> None:
@@ -397,6 +423,9 @@ def main(argv=None) -> int:
                             "layout, copy and im2col entry at least once")
     p.add_argument("--arch", action="append", help="target(s); default sm_90a and sm_80")
     p.add_argument("--jobs", type=int, default=None)
+    p.add_argument("--text-hashes", metavar="OUT.json",
+                   help="write the sha256 of each compile's .text sections (its SASS) there, "
+                        "by target and spec")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -413,6 +442,9 @@ def main(argv=None) -> int:
     else:
         spec_list = specs.representative_specs()
     results = check(spec_list, tuple(args.arch) if args.arch else ARCHS, args.jobs)
+    if args.text_hashes:
+        hashes = {f"{r.arch} {r.spec}": r.text for r in results}
+        Path(args.text_hashes).write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
     bad = [r for r in results if not r.ok]
     print(f"{len(results) - len(bad)}/{len(results)} compiles passed")
     return 1 if bad else 0
