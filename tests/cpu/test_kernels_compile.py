@@ -212,8 +212,8 @@ def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
         for arch in compile_check.ARCHS:
             assert any(s.entry.offered_on(ARCH_CC[arch]) for s in chosen) == \
                 any(b.offered_on(ARCH_CC[arch]) for b in mine), (fam, arch)
-    assert any(s.entry.TF32X3 and s.entry.transposes(s) for s in sample if s.entry.FAMILY ==
-               "WgmmaTf32x3")
+    assert any(s.entry.MAINLOOP.tf32x3 and s.entry.transposes(s) for s in sample
+               if s.entry.FAMILY == "WgmmaTf32x3")
     trading = {(b.FAMILY, b.ctas_per_sm) for b in entries if getattr(b, "trades_registers", 0)}
     assert {(s.entry.FAMILY, s.entry.ctas_per_sm) for s in sample
             if getattr(s.entry, "trades_registers", 0)} == trading
@@ -338,7 +338,7 @@ def test_3xtf32_entries():
     tf32 = {(b.bm, b.bn, b.ctas_per_sm): b for b in C.CATALOGUE[C.TF32]
             if isinstance(b, C.WgmmaTf32)}
     assert {(b.bm, b.bn, b.ctas_per_sm) for b in x3} == \
-        {(128, 128, 1), (128, 64, 1), (64, 64, 1)} == set(tf32) - set(C.WgmmaTf32x3.LEFT_OUT)
+        {(128, 128, 1), (128, 64, 1), (64, 64, 1)} == set(tf32) - set(C.WgmmaTf32x3.MENU.left_out)
     for b in x3:
         t = tf32[b.bm, b.bn, b.ctas_per_sm]
         assert b.stages == t.stages // 2 and b.layouts() == C.LAYOUT_PAIRS

@@ -8,14 +8,14 @@ consumer warpgroups (docs/design/hopper.md). This module holds the kernel's fact
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar
 
 from ...schedule.device import DeviceInfo
-from ...schedule.types import CLUSTER, TileOption
+from ...schedule.types import ARRIVAL, CLUSTER, TileOption
 from .calibration import WGMMA_EFFICIENCY, WGMMA_FIXUP_COST, WGMMA_SOLO_FRACTION
-from .entry import CXX_TYPES, SMEM_RESERVED_PER_CTA, Entry, cxx_bool
+from .entry import CXX_TYPES, LAYOUT_PAIRS, SMEM_RESERVED_PER_CTA, Entry, cxx_bool
 from .gates import WGMMA_PAIRED_MIN_WAVES, WGMMA_STREAMING_TILE
 
 WGMMA_SWIZZLE_BYTES = 128
@@ -74,6 +74,97 @@ SM more loads in flight run slower."""
 
 
 @dataclass(frozen=True)
+class WgmmaMainloop:
+    """The consumers' mainloop, by operand type: ``tma_dtype``, the element type the operands'
+    TMA maps read (None: the entry's dtype; ``"tf32"`` rounds floats to a 10-bit mantissa on
+    the way in); ``tf32x3``, float32 operands split into tf32 big and small parts, three
+    wgmmas a k step (the kernel's Cfg::TF32X3, :class:`.wgmma_kmajor.WgmmaTf32x3`), a stage
+    then holding the small parts beside the loaded boxes (:attr:`stage_copies`)."""
+
+    tma_dtype: str | None = None
+    tf32x3: bool = False
+
+    @property
+    def stage_copies(self) -> int:
+        """Boxes' worth of shared memory a stage holds per box it loads."""
+        return 2 if self.tf32x3 else 1
+
+    def cfg_lines(self) -> str:
+        return f"  static constexpr bool TF32X3 = {cxx_bool(self.tf32x3)};\n"
+
+
+@dataclass(frozen=True)
+class WgmmaOperands:
+    """How an operand of either layout reaches the wgmmas, which read 16-bit operands of either
+    major and 32- and 8-bit ones K-major only (:meth:`Wgmma.transposes`): ``"as_laid"``, read
+    as they are (16-bit); ``"copied"``, the entries take a row-major A and a column-major B, and
+    ``gemm`` copies an operand of another layout into that one first (tf32, int8); ``"turned"``,
+    the producer warpgroup's other warps turn an MN-major operand K-major in the stages
+    (3xTF32: WgmmaSmem::TRANSPOSES)."""
+
+    transform: str = "as_laid"
+
+    TRANSFORMS: ClassVar[tuple] = ("as_laid", "copied", "turned")
+
+    def __post_init__(self):
+        if self.transform not in self.TRANSFORMS:
+            raise ValueError(f"operand transform {self.transform!r} is none of {self.TRANSFORMS}")
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        """The (A, B) layouts the entries take."""
+        return (("row", "col"),) if self.transform == "copied" else LAYOUT_PAIRS
+
+
+@dataclass(frozen=True)
+class WgmmaClusters:
+    """The kernel's two uses of thread-block clusters (``wgmma_cluster.cuh``): ``ctas``, the CTAs
+    of a work unit (2: a cluster pair sharing B's k-tiles by multicast, ``sk_wgmma_pair``; the
+    entry's ``CLUSTER`` and the kernel's Cfg::CLUSTER); ``cluster_sum``, whether the kernels
+    run the ``cluster`` reduction (a tile's splits summed in one cluster's shared memory) where
+    its receive buffer fits (:attr:`Wgmma.cluster_sum`)."""
+
+    ctas: int = 1
+    cluster_sum: bool = True
+
+    @property
+    def kernel(self) -> str:
+        """The kernel template (the entry's ``KERNEL``)."""
+        return "skc::sk_wgmma" if self.ctas == 1 else "skc::sk_wgmma_pair"
+
+    def cfg_lines(self) -> str:
+        return f"  static constexpr int CLUSTER = {self.ctas};\n"
+
+
+@dataclass(frozen=True)
+class WgmmaSmallRows:
+    """HyTiS's small rows: ``tiles``, the (BM, BN, CTAs an SM) of the entries whose
+    data-parallel kernel also runs the small tile BM x BN / 2 on a table's ``FLAG_SMALL`` rows
+    (the kernel's Cfg::SMALL_BN, :attr:`Wgmma.small_bn`)."""
+
+    tiles: tuple = ()
+
+    def small_bn(self, bm: int, bn: int, ctas_per_sm: int) -> int:
+        """Columns of the small tile of the BM x BN entry, 0 for an entry without one."""
+        return bn // 2 if (bm, bn, ctas_per_sm) in self.tiles else 0
+
+
+@dataclass(frozen=True)
+class WgmmaMenu:
+    """The 16-bit menu (:data:`WGMMA_MENU`) as an entry type runs it: ``left_out``, the
+    (BM, BN, CTAs an SM) it has no entry of; ``trades``, those whose entry trades registers
+    where the 16-bit one does not; ``efficiency_scale``, its efficiency relative to the
+    16-bit entry of the same tile and occupancy (:data:`.calibration.WGMMA_EFFICIENCY`);
+    ``solo_fraction``, (BM, BN, CTAs an SM) -> the entry's
+    :attr:`~skcontract.schedule.TileOption.solo_fraction` (the tiles L2-bound on every SM;
+    others 1)."""
+
+    left_out: tuple = ()
+    trades: tuple = ()
+    efficiency_scale: float = 1.0
+    solo_fraction: dict = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class Wgmma(Entry):
     """fp16 / bf16 operands on sm_90a (``sk_wgmma.cuh``): TMA loads into a ring of ``stages``
     shared-memory stages (128-byte swizzle), ``wgmma.mma_async`` m64nBNk16 from shared
@@ -81,41 +172,42 @@ class Wgmma(Entry):
     warpgroups (``warps_m`` counts all of their warps, ``warps_n`` is 1). TMA needs 16-byte
     aligned bases and strides (``vec16_only``); ``bk`` is one 128-byte swizzle row.
     ``trades_registers``: the producer gives registers to the two consumer warpgroups
-    (:data:`WGMMA_REGISTER_SPLITS` at the entry's occupancy)."""
+    (:data:`WGMMA_REGISTER_SPLITS` at the entry's occupancy).
+
+    An entry type of the kernel is the composition of its policies: its mainloop
+    (:class:`WgmmaMainloop`), how its operands reach the wgmmas (:class:`WgmmaOperands`), its
+    clusters (:class:`WgmmaClusters`, which also give the entry's ``KERNEL``, ``CLUSTER`` and
+    ``CLUSTER_SUM``), HyTiS's small rows (:class:`WgmmaSmallRows`) and its menu
+    (:class:`WgmmaMenu`); the epilogue follows from the output type and the occupancy
+    (:attr:`tma_store`, :attr:`store_cols`), the register trade from the entry
+    (:attr:`register_split`)."""
 
     trades_registers: bool = False
 
     FAMILY: ClassVar[str] = "Wgmma"
     DTYPES: ClassVar[tuple] = ("float16", "bfloat16")
     ENTRY_HEADER: ClassVar[str] = "sk_wgmma.cuh"
-    KERNEL: ClassVar[str] = "skc::sk_wgmma"
     TENSOR_MAPS: ClassVar[bool] = True
     IM2COL: ClassVar[str | None] = "tma"
     IM2COL_HEADER: ClassVar[str] = "sk_wgmma_conv.cuh"
     IM2COL_KERNEL: ClassVar[str] = "skc::sk_wgmma_conv"
     FIXUP_COST: ClassVar[float] = WGMMA_FIXUP_COST
-    CLUSTER_SUM: ClassVar[bool] = True
-    EFFICIENCY_SCALE: ClassVar[float] = 1.0
-    """The entry type's efficiency relative to the 16-bit entry of the same tile and
-    occupancy (:data:`.calibration.WGMMA_EFFICIENCY`)."""
-    LEFT_OUT: ClassVar[tuple] = ()
-    """(BM, BN, CTAs an SM) of the 16-bit menu (:data:`WGMMA_MENU`) the entry type has
-    no entry of."""
-    TF32X3: ClassVar[bool] = False
-    """Whether the kernel splits float32 operands into tf32 big and small parts (the kernel's
-    Cfg::TF32X3: :class:`.wgmma_kmajor.WgmmaTf32x3`): a stage holds the small parts beside
-    the loaded boxes (:meth:`stage_copies`)."""
-    TMA_DTYPE: ClassVar[str | None] = None
-    """The element type the operands' TMA maps read (:mod:`..tma`); None: the dtype."""
-    TRADES: ClassVar[tuple] = ()
-    """(BM, BN, CTAs an SM) of the 16-bit menu whose entry of this type trades registers
-    where the 16-bit one does not."""
-    HYTIS_TILES: ClassVar[tuple] = WGMMA_HYTIS_TILES
-    """(BM, BN, CTAs an SM) of the entries whose data-parallel kernel also runs HyTiS's
-    small tile, BM x BN / 2, on a table's small rows (:attr:`small_bn`)."""
-    SOLO_FRACTION: ClassVar[dict] = WGMMA_SOLO_FRACTION
-    """(BM, BN, CTAs an SM) -> the entry's :attr:`TileOption.solo_fraction` (the tiles
-    L2-bound on every SM; others 1)."""
+
+    MAINLOOP: ClassVar[WgmmaMainloop] = WgmmaMainloop()
+    OPERANDS: ClassVar[WgmmaOperands] = WgmmaOperands("as_laid")
+    CLUSTERS: ClassVar[WgmmaClusters] = WgmmaClusters()
+    SMALL_ROWS: ClassVar[WgmmaSmallRows] = WgmmaSmallRows(WGMMA_HYTIS_TILES)
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu(solo_fraction=WGMMA_SOLO_FRACTION)
+
+    KERNEL: ClassVar[str] = CLUSTERS.kernel
+    CLUSTER: ClassVar[int] = CLUSTERS.ctas
+    CLUSTER_SUM: ClassVar[bool] = CLUSTERS.cluster_sum
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.KERNEL = cls.CLUSTERS.kernel
+        cls.CLUSTER = cls.CLUSTERS.ctas
+        cls.CLUSTER_SUM = cls.CLUSTERS.cluster_sum
 
     def check(self):
         if self.bm not in (64, 128) or self.bn not in (64, 128, 256):
@@ -127,6 +219,9 @@ class Wgmma(Entry):
             raise ValueError("Wgmma: warps_m counts the consumer and producer warpgroups' warps")
         if self.min_cc < 90 or not self.vec16_only:
             raise ValueError("Wgmma entries need min_cc=90 and vec16_only=True (TMA)")
+        if (self.OPERANDS.transform == "as_laid") != (self.elem_bytes == 2):
+            raise ValueError("Wgmma: wgmma reads 16-bit operands as laid out, others K-major "
+                             "only (copied or turned in the stages)")
         if self.trades_registers and (self.bm != 128 or
                                       self.ctas_per_sm not in WGMMA_REGISTER_SPLITS):
             raise ValueError("Wgmma: registers are traded with two consumer warpgroups, at "
@@ -135,8 +230,8 @@ class Wgmma(Entry):
     def cfg_lines(self, spec) -> str:
         split = self.register_split_of(spec) or (0, 0, 0)
         return (f"  static constexpr int STAGES = {self.stages};\n"
-                f"  static constexpr int CLUSTER = {self.CLUSTER};\n"
-                f"  static constexpr bool A_KMAJOR = {cxx_bool(spec.a_kcontig)};\n"
+                + self.CLUSTERS.cfg_lines()
+                + f"  static constexpr bool A_KMAJOR = {cxx_bool(spec.a_kcontig)};\n"
                 f"  static constexpr bool B_KMAJOR = {cxx_bool(spec.b_kcontig)};\n"
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int STORE_COLS = {self.store_cols};\n"
@@ -144,16 +239,29 @@ class Wgmma(Entry):
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
-                f"  static constexpr bool TF32X3 = {cxx_bool(self.TF32X3)};\n"
-                f"  static constexpr int SMALL_BN = {self.small_bn_of(spec)};\n"
+                + self.MAINLOOP.cfg_lines()
+                + f"  static constexpr int SMALL_BN = {self.small_bn_of(spec)};\n"
                 f"  using ML = skc::WgmmaTile<{self.bm}, {self.bn}, Acc>;\n")
+
+    def protocols(self) -> tuple[str, ...]:
+        """Every protocol the family runs (the cluster one where :attr:`cluster_sum`), but
+        arrival on an entry that trades registers with 32-bit outputs (tf32's and 3xTF32's
+        float outputs: its kernels spill). Auto plans no arrival on them
+        (``TileOption.arrival``), and :func:`..resolve.resolve_gemm` plans again without an
+        entry whose protocol a forced mode or reduction asks for and its kernels lack."""
+        protos = super().protocols()
+        if self.trades_registers and CXX_TYPES[self.dtype_out][1] == 4:
+            return tuple(p for p in protos if p != ARRIVAL)
+        return protos
+
+    def layouts(self) -> tuple[tuple[str, str], ...]:
+        return self.OPERANDS.layouts()
 
     @property
     def small_bn(self) -> int:
         """Columns of the entry's HyTiS small tile (BM x BN / 2), 0 for an entry without
-        one (:attr:`HYTIS_TILES`)."""
-        key = (self.bm, self.bn, self.ctas_per_sm)
-        return self.bn // 2 if key in self.HYTIS_TILES else 0
+        one (:attr:`SMALL_ROWS`)."""
+        return self.SMALL_ROWS.small_bn(self.bm, self.bn, self.ctas_per_sm)
 
     def small_bn_of(self, spec) -> int:
         """The small tile's columns in the kernel of ``spec`` (its Cfg::SMALL_BN): the
@@ -168,12 +276,12 @@ class Wgmma(Entry):
     def option(self) -> TileOption:
         """The entry's tile option, with its partial waves' k-iteration time and its HyTiS
         small tile where it has them."""
-        option = replace(super().option(), solo_fraction=self.SOLO_FRACTION.get(
+        option = replace(super().option(), solo_fraction=self.MENU.solo_fraction.get(
             (self.bm, self.bn, self.ctas_per_sm), 1.0))
         if not self.small_bn:
             return option
         small_eff = WGMMA_EFFICIENCY[self.bm, self.small_bn, self.ctas_per_sm] * \
-            self.EFFICIENCY_SCALE
+            self.MENU.efficiency_scale
         return replace(option, small_tiles=((self.bm, self.small_bn),),
                        small_efficiency=small_eff)
 
@@ -186,12 +294,12 @@ class Wgmma(Entry):
         """Boxes' worth of shared memory a stage holds per box it loads (2 with the 3xTF32
         split's small parts); the 16-bit menu's stage counts are divided by it, so every
         entry type's ring fills the same shared memory."""
-        return 2 if cls.TF32X3 else 1
+        return cls.MAINLOOP.stage_copies
 
     @property
     def tma_dtype(self) -> str:
         """The element type of the operands' TMA maps (:func:`..tma.gemm_maps`)."""
-        return self.TMA_DTYPE or self.dtype
+        return self.MAINLOOP.tma_dtype or self.dtype
 
     @property
     def tma_store(self) -> bool:
@@ -247,7 +355,7 @@ class Wgmma(Entry):
         """The cluster protocol needs a receive buffer of the tile's fp32 bytes: the entries
         where it fits beside their ring at their occupancy (on the H200) run it."""
         per_cta = DeviceInfo.h200().smem_per_sm // self.ctas_per_sm - SMEM_RESERVED_PER_CTA
-        return self.CLUSTER_SUM and self._smem_bytes(CLUSTER) <= per_cta
+        return self.CLUSTERS.cluster_sum and self._smem_bytes(CLUSTER) <= per_cta
 
     def vec_fits(self, layout, operand):
         return True  # TMA boxes, not per-thread vectors
@@ -282,7 +390,7 @@ def wgmma_entry(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
                 min_waves: float = 0.0, trades_registers: bool = False, cls=Wgmma) -> Wgmma:
     """The ``cls`` entry of a BM x BN tile of ``dtype``: one swizzle row a k-tile, ``stages``
     of 16-bit operands' ring (divided by the type's :meth:`Wgmma.stage_copies`)."""
-    eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm] * cls.EFFICIENCY_SCALE
+    eff = WGMMA_EFFICIENCY[bm, bn, ctas_per_sm] * cls.MENU.efficiency_scale
     return cls(dtype, bm, bn, WGMMA_SWIZZLE_BYTES // CXX_TYPES[dtype][1],
                stages // cls.stage_copies(),
                4 * (bm // 64 + 1), 1, ctas_per_sm=ctas_per_sm, efficiency=eff, min_cc=90,
@@ -290,13 +398,13 @@ def wgmma_entry(dtype: str, bm: int, bn: int, stages: int, ctas_per_sm: int = 1,
 
 
 def menu(dtype: str, cls=Wgmma) -> tuple[Wgmma, ...]:
-    """The :data:`WGMMA_MENU` entries of ``cls`` for ``dtype`` operands, less its
-    ``LEFT_OUT`` tiles, its ``TRADES`` trading registers."""
+    """The :data:`WGMMA_MENU` entries of ``cls`` for ``dtype`` operands, less its menu's
+    ``left_out`` tiles, its ``trades`` trading registers."""
     out = []
     for bm, bn, stages, kw in WGMMA_MENU:
         key = (bm, bn, kw.get("ctas_per_sm", 1))
-        if key not in cls.LEFT_OUT:
+        if key not in cls.MENU.left_out:
             kw = {**kw, "trades_registers": kw.get("trades_registers", False)
-                  or key in cls.TRADES}
+                  or key in cls.MENU.trades}
             out.append(wgmma_entry(dtype, bm, bn, stages, cls=cls, **kw))
     return tuple(out)

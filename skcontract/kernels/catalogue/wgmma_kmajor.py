@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...schedule.types import ARRIVAL
 from .calibration import WGMMA_TF32_EFFICIENCY_SCALE, WGMMA_TF32X3_PRODUCTS
-from .entry import LAYOUT_PAIRS, TF32
-from .wgmma import Wgmma, menu
+from .entry import TF32
+from .wgmma import (Wgmma, WgmmaClusters, WgmmaMainloop, WgmmaMenu, WgmmaOperands,
+                    WgmmaSmallRows, menu)
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,12 @@ class WgmmaKMajor(Wgmma):
     entries take a row-major A and a column-major B (:meth:`layouts`); ``gemm`` copies an
     operand of another layout into that one first (:func:`skcontract.kernels.gemm.gemm`),
     but for the 3xTF32 entries, which turn it K-major in their stages
-    (:meth:`WgmmaTf32x3.layouts`). No convolution entry, no HyTiS tile."""
+    (:class:`WgmmaTf32x3`). No convolution entry, no HyTiS tile."""
 
     IM2COL: ClassVar[str | None] = None
-    HYTIS_TILES: ClassVar[tuple] = ()
-    SOLO_FRACTION: ClassVar[dict] = {}
-
-    def layouts(self) -> tuple[tuple[str, str], ...]:
-        return (("row", "col"),)
+    OPERANDS: ClassVar[WgmmaOperands] = WgmmaOperands("copied")
+    SMALL_ROWS: ClassVar[WgmmaSmallRows] = WgmmaSmallRows()
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu()
 
 
 @dataclass(frozen=True)
@@ -42,16 +40,8 @@ class WgmmaTf32(WgmmaKMajor):
 
     FAMILY: ClassVar[str] = "WgmmaTf32"
     DTYPES: ClassVar[tuple] = ("float32",)
-    EFFICIENCY_SCALE: ClassVar[float] = WGMMA_TF32_EFFICIENCY_SCALE
-    TMA_DTYPE: ClassVar[str | None] = TF32
-
-    def protocols(self) -> tuple[str, ...]:
-        """The register-trading entries (128 x 256, the paired 128 x 64) run no arrival
-        protocol: its kernels spill with float outputs. Auto plans no arrival on them
-        (``TileOption.arrival``), and :func:`..resolve.resolve_gemm` plans again without an
-        entry whose protocol a forced mode or reduction asks for and its kernels lack."""
-        protos = super().protocols()
-        return tuple(p for p in protos if p != ARRIVAL) if self.trades_registers else protos
+    MAINLOOP: ClassVar[WgmmaMainloop] = WgmmaMainloop(tma_dtype=TF32)
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu(efficiency_scale=WGMMA_TF32_EFFICIENCY_SCALE)
 
 
 @dataclass(frozen=True)
@@ -67,21 +57,18 @@ class WgmmaTf32x3(WgmmaTf32):
     The dropped small x small term is below 2^-20 of a product. Three accumulators a thread
     leave the 128- and 256-column tiles of one warpgroup and the 128 x 256 tile out and make
     the 128 x 128 tile trade registers; the paired 128 x 64 entry (one stage) is left out
-    too."""
+    too. Every layout: the producer warpgroup's other warps turn an MN-major operand K-major
+    in the stages (:meth:`.wgmma.Wgmma.transposes`), while the wgmmas of the k-tiles before it
+    run; a 3xTF32 k-tile's three products leave them the time (tf32's one does not: its
+    entries read copies, :class:`WgmmaKMajor`)."""
 
     FAMILY: ClassVar[str] = "WgmmaTf32x3"
-    EFFICIENCY_SCALE: ClassVar[float] = WGMMA_TF32X3_PRODUCTS * WGMMA_TF32_EFFICIENCY_SCALE
-    TMA_DTYPE: ClassVar[str | None] = "float32"
-    TF32X3: ClassVar[bool] = True
-    LEFT_OUT: ClassVar[tuple] = ((128, 256, 1), (64, 256, 1), (64, 128, 2), (128, 64, 2))
-    TRADES: ClassVar[tuple] = ((128, 128, 1),)
-
-    def layouts(self) -> tuple[tuple[str, str], ...]:
-        """Every layout: the producer warpgroup's other warps turn an MN-major operand
-        K-major in the stages (:meth:`.wgmma.Wgmma.transposes`), while the wgmmas of the
-        k-tiles before it run; a 3xTF32 k-tile's three products leave them the time (tf32's
-        one does not: its entries read copies, :class:`WgmmaKMajor`)."""
-        return LAYOUT_PAIRS
+    MAINLOOP: ClassVar[WgmmaMainloop] = WgmmaMainloop(tma_dtype="float32", tf32x3=True)
+    OPERANDS: ClassVar[WgmmaOperands] = WgmmaOperands("turned")
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu(
+        left_out=((128, 256, 1), (64, 256, 1), (64, 128, 2), (128, 64, 2)),
+        trades=((128, 128, 1),),
+        efficiency_scale=WGMMA_TF32X3_PRODUCTS * WGMMA_TF32_EFFICIENCY_SCALE)
 
 
 @dataclass(frozen=True)
@@ -97,8 +84,9 @@ class WgmmaInt8(WgmmaKMajor):
 
     FAMILY: ClassVar[str] = "WgmmaInt8"
     DTYPES: ClassVar[tuple] = ("int8",)
-    CLUSTER_SUM: ClassVar[bool] = False
-    LEFT_OUT: ClassVar[tuple] = ((128, 256, 1), (128, 64, 2), (64, 256, 1), (64, 128, 2))
+    CLUSTERS: ClassVar[WgmmaClusters] = WgmmaClusters(cluster_sum=False)
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu(
+        left_out=((128, 256, 1), (128, 64, 2), (64, 256, 1), (64, 128, 2)))
 
 
 def tf32_menu() -> tuple[WgmmaTf32, ...]:

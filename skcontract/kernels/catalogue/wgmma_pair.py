@@ -14,7 +14,7 @@ from typing import ClassVar
 from ...schedule.types import TileOption
 from .calibration import WGMMA_PAIR_EFFICIENCY
 from .gates import WGMMA_PAIR_MAX_WAVES, WGMMA_PAIR_MIN_K_ITERATIONS, WGMMA_PAIR_SPLITS_ONLY
-from .wgmma import Wgmma
+from .wgmma import Wgmma, WgmmaClusters, WgmmaMenu, WgmmaSmallRows
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,10 @@ class WgmmaPair(Wgmma):
     (``load_part``)."""
 
     FAMILY: ClassVar[str] = "WgmmaPair"
-    KERNEL: ClassVar[str] = "skc::sk_wgmma_pair"
     IM2COL: ClassVar[str | None] = None
-    CLUSTER: ClassVar[int] = 2
-    CLUSTER_SUM: ClassVar[bool] = False  # its clusters are the pair
-    HYTIS_TILES: ClassVar[tuple] = ()  # a pair's unit runs one tile shape
-    SOLO_FRACTION: ClassVar[dict] = {}  # B multicast: its partial waves not told apart
+    CLUSTERS: ClassVar[WgmmaClusters] = WgmmaClusters(ctas=2, cluster_sum=False)  # the pair
+    SMALL_ROWS: ClassVar[WgmmaSmallRows] = WgmmaSmallRows()  # a unit runs one tile shape
+    MENU: ClassVar[WgmmaMenu] = WgmmaMenu()  # B multicast: its partial waves not told apart
 
     def check(self):
         super().check()
