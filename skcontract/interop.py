@@ -3,8 +3,10 @@
 :func:`skcontract.einsum` hands torch operands here. CPU tensors are viewed as NumPy arrays
 (no copy; bfloat16, which NumPy lacks, is computed in float32), CUDA tensors as CuPy arrays
 through DLPack (no copy); the result comes back as a torch tensor of torch's result dtype on
-the same device, shared with the array it was computed in. torch is imported only when a
-torch tensor arrives.
+the same device, shared with the array it was computed in. CUDA work runs on torch's current
+stream and allocates through torch (:mod:`skcontract.kernels.torch_cuda`), so that it is
+ordered with the caller's torch work and ``torch.cuda.graph`` captures it. torch is imported
+only when a torch tensor arrives.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from .kernels import torch_cuda
 
 
 def is_torch(x: Any) -> bool:
@@ -48,9 +52,11 @@ def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=Non
         res_dtype = torch.promote_types(res_dtype, t.dtype)
     if dtype is not None:
         res_dtype = getattr(torch, np.dtype(dtype).name)
-    arrays = [_as_array(t.detach(), device) for t in tensors]
-    r = compute(arrays)
-    result = _as_tensor(r, device).to(res_dtype)
+    if device.type == "cuda":
+        with torch_cuda.on_torch_stream(device.index):
+            result = _run(compute, tensors, device, res_dtype)
+    else:
+        result = _run(compute, tensors, device, res_dtype)
     if out is not None:
         if not is_torch(out):
             raise TypeError(f"out must be a torch tensor for torch operands, got "
@@ -58,6 +64,11 @@ def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=Non
         out.copy_(result)
         return out
     return result
+
+
+def _run(compute: Callable, tensors, device, res_dtype):
+    r = compute([_as_array(t.detach(), device) for t in tensors])
+    return _as_tensor(r, device).to(res_dtype)
 
 
 def permute(t, axes=None):

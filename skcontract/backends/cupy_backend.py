@@ -63,17 +63,22 @@ def _launch_step(step, x, y, replan):
     device where it does not build the launch's kernel as declared; CuPy's matmul where no
     kernel takes the step. Returns ``(result, binding)``: the binding repeats the launch for
     operands like these (:class:`~skcontract.kernels.launch.Binding`), None when there is
-    none to repeat."""
+    none to repeat: where the operands were copied (strides no kernel reads), the launch
+    ran on the copies, and a replay on the operands' addresses would read them as if they
+    were the copies."""
     launch = step.launch
     exclude = frozenset()
+    copied = False
     while launch is not None and x.size and y.size:
         try:
-            return run_step(launch, x, y)
+            r, binding = run_step(launch, x, y)
+            return r, (None if copied else binding)
         except OperandMismatch as e:
             if replan is None:
                 raise
             if e.product is None:  # strides no kernel reads: the contiguous operands
                 x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
+                copied = True
                 continue
             launch = replan(step, e.product, exclude, "not the operands the plan assumed")
         except (RegisterCountError, CoResidencyError) as e:

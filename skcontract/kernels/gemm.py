@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import bound, jit
+from . import bound, jit, torch_cuda
 from .catalogue import INPUT_DTYPES, TF32, catalogue_key
 from .launch import Binding, CoResidencyError, LaunchPlan
 from .operands import Product, as3, describe, product_of
@@ -74,7 +74,22 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     strides, dtypes and 16-byte alignment with one packed ``cuLaunchKernel`` into a new
     C-contiguous output; None when the call copied an operand, wrote a caller's ``out`` or
     had ``beta != 0`` (a replay allocates its output).
+    ``stream``: a CuPy stream; None is CuPy's current stream, or for torch tensors torch's
+    current stream, with the call's allocations made through torch's allocator (so that
+    ``torch.cuda.graph`` captures the call: :mod:`.torch_cuda`).
     """
+    args = (a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, precision,
+            stream, schedule, bind)
+    torch_device = torch_cuda.device_of(a, b, out) if stream is None else None
+    if torch_device is None:
+        return _gemm(*args)
+    with torch_cuda.on_torch_stream(torch_device):
+        return _gemm(*args)
+
+
+def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, precision,
+          stream, schedule, bind):
+    """:func:`gemm` on the current stream, or on ``stream``."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     A, B = describe(a), describe(b)

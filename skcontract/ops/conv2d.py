@@ -48,6 +48,7 @@ ValueError: conv2d: weight of shape (1, 2, 2, 2) with groups=1 expects 2 input c
 from __future__ import annotations
 
 import functools
+from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -55,6 +56,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..backends.numpy_backend import quietly
 from ..interop import is_torch
+from ..kernels import torch_cuda
 from ..kernels.resolve import DEFAULT_REDUCTION
 from ..schedule import GemmProblem
 from ..schedule.device import DEVICE_NAMES, DeviceInfo
@@ -422,8 +424,11 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     if not defaults:
         tile = check_schedule_options(mode, reduction, tile, grid)
     if where == "gpu":
-        return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction, tile=tile,
-                          grid=grid, warm_args=args if plain else None)
+        torch_device = torch_cuda.device_of(input)
+        with nullcontext() if torch_device is None else \
+                torch_cuda.on_torch_stream(torch_device):
+            return conv2d_gpu(input, weight, bias, g, mode=mode, reduction=reduction,
+                              tile=tile, grid=grid, warm_args=args if plain else None)
     if not defaults:
         _check_on_gpus(g, _dtype_name(input), input, bias is not None, mode, reduction, tile,
                        grid)

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..interop import is_torch
-from ..kernels import bound, fold_copy
+from ..kernels import bound, fold_copy, torch_cuda
 from ..kernels.conv import bind
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError, sm_count
@@ -437,45 +437,4 @@ class _TorchOps:
         out.zero_()
 
     def stream(self, device: int):
-        key = (_current_raw_stream(self.torch, device), device)
-        stream = _TORCH_STREAMS.get(key)
-        if stream is None:
-            stream = _TORCH_STREAMS[key] = _cupy_stream(*key)
-        return stream
-
-
-def _current_raw_stream(torch, device: int) -> int:
-    """The handle of torch's current stream on ``device``: through torch's own accessor of
-    the raw handle where it has one (a few microseconds less a call than building the
-    ``torch.cuda.Stream`` object), else through that object."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(device)
-    return torch.cuda.current_stream(device).cuda_stream
-
-
-class _StreamHandle:
-    """A stream handle as the CUDA stream protocol presents one (``__cuda_stream__``)."""
-
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: int):
-        self.handle = handle
-
-    def __cuda_stream__(self):
-        return 0, self.handle
-
-
-def _cupy_stream(handle: int, device: int):
-    """A CuPy stream object over a torch stream's handle: through the CUDA stream protocol
-    where CuPy has it (``Stream.from_external``), else CuPy 13's ``ExternalStream``."""
-    import cupy  # optional dependency: only the GPU path needs CuPy
-    if hasattr(cupy.cuda.Stream, "from_external"):
-        return cupy.cuda.Stream.from_external(_StreamHandle(handle))
-    return cupy.cuda.ExternalStream(handle, device)
-
-
-_TORCH_STREAMS: dict = {}
-"""(torch stream handle, device) -> a CuPy stream object over it, made once: making one per
-call costs more host time than the launch. The object only names the handle, so it stays
-right for as long as the handle names a stream."""
+        return torch_cuda.current_stream(device)

@@ -128,3 +128,30 @@ def test_replays_skip_the_views_of_the_operands(subscripts, sa, sb, flip):
     assert again.flags.c_contiguous
     err = float(cupy.linalg.norm(again - ref()) / cupy.linalg.norm(ref()))
     assert err <= TOL["float32"], err
+
+
+@pytest.mark.parametrize("subscripts,sa,sb", [
+    ("ab,b->a", (3, 2), (2,)),                  # the Dot family's rows kernel
+    ("ij,jk->ik", (64, 96), (96, 32)),          # a GEMM
+    ("bij,bjk->bik", (4, 16, 8), (4, 8, 24)),   # a batched GEMM
+])
+def test_replays_of_reversed_operands_copy_again(subscripts, sa, sb):
+    """Operands with negative strides (no kernel reads them as they lie) are copied on
+    every call, the replays included: a replay never launches on the reversed arrays'
+    addresses as if they were the contiguous copies the first call launched on."""
+    import cupy
+
+    import skcontract
+
+    def reversed_(shape, seed):
+        return cupy.flip(cupy.ascontiguousarray(cupy.flip(_rand(shape, "float32", seed))))
+
+    a, b = reversed_(sa, 8), reversed_(sb, 9)
+    assert min(a.strides) < 0 and min(b.strides) < 0
+    ref = cupy.einsum(subscripts, a.astype(cupy.float64), b.astype(cupy.float64))
+    expr = skcontract.contract_expression(subscripts, sa, sb, dtype="float32",
+                                          backend="cupy")
+    for _ in range(3):
+        got = expr(a, b)
+        err = float(cupy.linalg.norm(got - ref) / cupy.linalg.norm(ref))
+        assert err <= TOL["float32"], err
