@@ -16,6 +16,7 @@ from .bench.conv2d import main as bench_conv2d
 from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
 from .bench.overhead import main as bench_overhead
+from .bench.shapes import main as bench_shapes
 from .bench.tf32_int8 import main as bench_tf32_int8
 from .explain import explain, explain_conv2d
 from .kernels.catalogue import PRECISIONS
@@ -24,7 +25,7 @@ from .schedule.device import DEVICE_NAMES
 HELP = ("-h", "--help")
 #: benchmarks that time the GPU, by name
 GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum, "conv2d": bench_conv2d,
-               "tf32_int8": bench_tf32_int8}
+               "tf32_int8": bench_tf32_int8, "shapes": bench_shapes}
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -91,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="channels-last input and weight (default: contiguous NCHW)")
     bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"],
-                       help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus "
+                       help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus, "
+                            "the shape classes (shapes) "
                             "against the peers, or the per-call overhead")
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")

@@ -33,7 +33,7 @@ import opt_einsum
 from ..contract import contract_expression, einsum
 from ..parse import parse_equation
 from .timing import (add_corpus_arguments, call_time_us, device_name, device_time_us,
-                     run_commit, torch_graph_us)
+                     guarded, rel_err, run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 DEFAULT_DTYPES = ("float32", "float16")
@@ -83,22 +83,6 @@ def calls_per_replay(one_call_us: float) -> int:
     return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * 1e6 / max(one_call_us, 1e-3))))
 
 
-def _rel_err(x, ref) -> float:
-    import cupy  # optional dependency: only the GPU path needs CuPy
-
-    den = float(cupy.linalg.norm(ref.ravel())) or 1.0
-    return float(cupy.linalg.norm((x.astype(cupy.float64) - ref).ravel())) / den
-
-
-def _guarded(log, what, fn):
-    """``fn()``, or None (logged) when it raises: one failing peer does not end the run."""
-    try:
-        return fn()
-    except Exception as e:  # noqa: BLE001 - reported in the log and as a missing figure
-        log(f"   {what} failed: {type(e).__name__}: {e}")
-        return None
-
-
 def measure(expr: str, shapes, dtype: str, reps: int, log) -> dict:
     """One row: ours and the peers on the same arrays (needs CuPy, torch and a GPU)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -113,23 +97,23 @@ def measure(expr: str, shapes, dtype: str, reps: int, log) -> dict:
     ours = contract_expression(expr, *shapes, dtype=np.dtype(dtype))
     row = dict(expr=expr, shapes=[list(s) for s in shapes], dtype=dtype)
     with stream:
-        row["rel_err"] = _guarded(log, "skcontract", lambda: _rel_err(ours(*ops), ref))
-        one = _guarded(log, "skcontract", lambda: call_time_us(lambda: ours(*ops), sync, 1))
+        row["rel_err"] = guarded(log, "skcontract", lambda: rel_err(ours(*ops), ref))
+        one = guarded(log, "skcontract", lambda: call_time_us(lambda: ours(*ops), sync, 1))
         calls = calls_per_replay(one or REPLAY_SECONDS * 1e6)
-        row["us"] = _guarded(log, "skcontract device time",
+        row["us"] = guarded(log, "skcontract device time",
                              lambda: device_time_us(lambda: ours(*ops), stream, calls, reps))
-        row["expr_call_us"] = _guarded(log, "skcontract expression",
+        row["expr_call_us"] = guarded(log, "skcontract expression",
                                        lambda: call_time_us(lambda: ours(*ops), sync))
-        row["call_us"] = _guarded(log, "skcontract.einsum",
+        row["call_us"] = guarded(log, "skcontract.einsum",
                                   lambda: call_time_us(lambda: einsum(expr, *ops), sync))
-        row["cupy_call_us"] = _guarded(log, "cupy.einsum",
+        row["cupy_call_us"] = guarded(log, "cupy.einsum",
                                        lambda: call_time_us(lambda: cupy.einsum(expr, *ops), sync))
-        row["oe_call_us"] = _guarded(log, "opt_einsum+cupy", lambda: call_time_us(
+        row["oe_call_us"] = guarded(log, "opt_einsum+cupy", lambda: call_time_us(
             lambda: opt_einsum.contract(expr, *ops, backend="cupy"), sync))
-    row["torch_us"] = _guarded(log, "torch.einsum device time",
+    row["torch_us"] = guarded(log, "torch.einsum device time",
                                lambda: torch_graph_us(lambda: torch.einsum(expr, *tops),
                                                       calls, reps))
-    row["torch_call_us"] = _guarded(log, "torch.einsum", lambda: call_time_us(
+    row["torch_call_us"] = guarded(log, "torch.einsum", lambda: call_time_us(
         lambda: torch.einsum(expr, *tops), torch.cuda.synchronize))
     row["gbps"] = gbps(traffic_bytes(expr, shapes, np.dtype(dtype).itemsize), row["us"])
     return {k: row.get(k) for k in ROW_KEYS}

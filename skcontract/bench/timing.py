@@ -126,6 +126,23 @@ def torch_graph_us(fn, calls: int, reps: int) -> float:
     return statistics.median(times)
 
 
+def rel_err(x, ref) -> float:
+    """Relative error (2-norm) of the CuPy array ``x`` against the float64 ``ref``."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    den = float(cupy.linalg.norm(ref.ravel())) or 1.0
+    return float(cupy.linalg.norm((x.astype(cupy.float64) - ref).ravel())) / den
+
+
+def guarded(log, what, fn):
+    """``fn()``, or None (logged) when it raises: one failing peer does not end the run."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - reported in the log and as a missing figure
+        log(f"   {what} failed: {type(e).__name__}: {e}")
+        return None
+
+
 def geomean(xs) -> float:
     """Geometric mean of the positive finite values of ``xs`` (NaN when there are none)."""
     xs = [x for x in xs if x and x == x and x > 0]

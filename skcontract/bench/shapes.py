@@ -1,0 +1,310 @@
+"""Shape-class benchmark: the products users bring, class by class, against the best peer.
+
+``python -m skcontract bench shapes [--out DIR] [--name NAME] [--reps N] [--classes A,B]``
+
+Each class holds shapes taken from real models and computations (the ``source`` of each
+row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
+
+- ``einsum`` rows: ``us`` is the device time per call of a ``contract_expression`` planned
+  once, ``peer_us`` torch.einsum's (cuBLAS behind its products), both by CUDA-graph replay
+  (:mod:`.timing`); ``call_us`` / ``peer_call_us`` their host wall time per call;
+- ``gemm-torch`` / ``gemm-cupy`` rows: ``us`` is the wall time per call of
+  :func:`~skcontract.kernels.gemm.gemm` on torch tensors / CuPy arrays, ``peer_us`` that of
+  torch.matmul / cupy.matmul on the same operands: what a Python caller feels;
+- ``ratio``: ``peer_us / us`` (above 1: we are faster); ``gbps``: the operands read once and
+  the result written once over ``us``, for the memory-bound classes (:data:`MEMORY_BOUND`);
+  ``rel_err``: against float64, checked before timing.
+
+The run also times a device-to-device copy (``copy_gbps``), the bandwidth the memory-bound
+rows are held to. Writes ``<name>.json`` ({"date", "commit", "device", "copy_gbps",
+"rows"}) and ``<name>.md`` into ``--out``; the default name carries the device
+(``shapes-h100``, ``shapes-h200``). bfloat16 is left out: CuPy has no bfloat16 arrays, and
+einsum on bfloat16 torch tensors computes in float32.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from ..contract import contract_expression
+from ..kernels.gemm import gemm
+from .einsum import calls_per_replay, gbps, traffic_bytes
+from .timing import (DEFAULT_REPS, REPLAY_SECONDS, call_time_us, device_name,
+                     device_time_us, geomean, guarded, rel_err, run_commit, torch_graph_us)
+
+
+class Case(NamedTuple):
+    cls: str
+    op: str
+    expr: str
+    shapes: tuple
+    dtype: str
+    source: str
+
+
+def _e(cls, expr, shapes, dtype, source):
+    return Case(cls, "einsum", expr, tuple(tuple(s) for s in shapes), dtype, source)
+
+
+CASES = (
+    _e("rows-off-16B", "mk,kn->mn", [(512, 768), (768, 50257)], "float16",
+       "GPT-2 LM head, 512 tokens, vocabulary 50257"),
+    _e("rows-off-16B", "mk,kn->mn", [(2048, 4096), (4096, 32001)], "float16",
+       "LLaMA-7B LM head with one added token"),
+    _e("rows-off-16B", "bhqd,bhkd->bhqk", [(32, 12, 197, 64), (32, 12, 197, 64)], "float16",
+       "ViT-B/16 attention scores, 197 tokens, batch 32"),
+    _e("rows-off-16B", "bhqk,bhkd->bhqd", [(32, 12, 197, 197), (32, 12, 197, 64)],
+       "float16", "ViT-B/16 attention times V (K = 197)"),
+    _e("tiny-batched", "bij,bjk->bik", [(8192, 16, 16), (8192, 16, 16)], "float32",
+       "16 x 16 transfer matrices (1-D lattice models)"),
+    _e("tiny-batched", "bij,bjk->bik", [(100000, 3, 3), (100000, 3, 3)], "float32",
+       "3 x 3 rotations composed (molecular dynamics)"),
+    _e("tiny-batched", "bij,bjk->bik", [(2048, 64, 64), (2048, 64, 64)], "float16",
+       "64 x 64 blocks (block-sparse attention)"),
+    _e("tiny-batched", "bij,bj->bi", [(65536, 8, 8), (65536, 8)], "float32",
+       "8-state Kalman filter predictions"),
+    _e("skinny", "mk,kn->mn", [(8, 4096), (4096, 11008)], "float16",
+       "LLaMA-7B MLP up, decoding 8 sequences"),
+    _e("skinny", "mk,kn->mn", [(16, 8192), (8192, 8192)], "float16",
+       "LLaMA-70B attention output, decoding 16 sequences"),
+    _e("skinny", "mk,kn->mn", [(4, 5120), (5120, 13824)], "float16",
+       "LLaMA-13B MLP up, decoding 4 sequences"),
+    _e("long-k", "tk,tn->kn", [(16384, 768), (16384, 768)], "float16",
+       "BERT-base weight gradient over 16384 tokens"),
+    _e("long-k", "tk,tn->kn", [(65536, 256), (65536, 256)], "float32",
+       "a 256-wide MLP's weight gradient over 65536 samples"),
+    _e("long-k", "tk,tn->kn", [(32768, 1024), (32768, 128)], "float16",
+       "a LoRA down-projection's gradient (rank 128)"),
+    _e("mid-square", "mk,kn->mn", [(4096, 768), (768, 2304)], "float16",
+       "BERT-base fused QKV, 4096 tokens"),
+    _e("mid-square", "mk,kn->mn", [(2048, 4096), (4096, 4096)], "float16",
+       "LLaMA-7B attention projection, 2048 tokens"),
+    _e("mid-square", "mk,kn->mn", [(2048, 1024), (1024, 4096)], "float16",
+       "BERT-large MLP up, 2048 tokens"),
+    _e("large", "mk,kn->mn", [(8192, 8192), (8192, 8192)], "float16", "8192 squared"),
+    _e("large", "mk,kn->mn", [(4096, 8192), (8192, 28672)], "float16",
+       "LLaMA-70B MLP up, 4096 tokens"),
+    _e("large", "emk,ekn->emn", [(8, 1024, 4096), (8, 4096, 14336)], "float16",
+       "Mixtral-8x7B experts, 1024 tokens each"),
+    _e("exact-fp32", "mk,kn->mn", [(4096, 1024), (1024, 4096)], "float32",
+       "BERT-large MLP up in float32"),
+    _e("exact-fp32", "bij,bjk->bik", [(48, 512, 64), (48, 64, 512)], "float32",
+       "attention scores in float32, 512 tokens, 48 heads"),
+    _e("exact-fp32", "nd,md->nm", [(8192, 128), (8192, 128)], "float32",
+       "Gaussian-process kernel matrix, 128 features"),
+    _e("fp64", "mk,kn->mn", [(4096, 4096), (4096, 4096)], "float64",
+       "quantum chemistry, 4096 basis functions"),
+    _e("fp64", "bij,bjk->bik", [(64, 384, 384), (64, 384, 384)], "float64",
+       "coupled-cluster blocks, 64 x 384^3"),
+    _e("fp64", "pqrs,rs->pq", [(96, 96, 96, 96), (96, 96)], "float64",
+       "Coulomb matrix from 96-orbital integrals"),
+    _e("outer", "i,j->ij", [(4096,), (16384,)], "float32", "rank-one update"),
+    _e("outer", "bi,bj->bij", [(64, 512), (64, 512)], "float16",
+       "batched outer products (Shampoo statistics)"),
+    _e("axis-reduction", "ijk->j", [(256, 4096, 64)], "float32",
+       "per-channel sums over batch and positions"),
+    _e("axis-reduction", "ij->j", [(16384, 4096)], "float16", "column sums of activations"),
+    _e("transposed-out", "ik,kj->ji", [(4096, 1024), (1024, 4096)], "float16",
+       "a product written transposed (backward of a projection)"),
+    _e("transposed-out", "bmk,bkn->bnm", [(16, 512, 512), (16, 512, 512)], "float32",
+       "batched products written transposed"),
+    Case("gemm-torch", "gemm-torch", "mk,kn->mn", ((1024, 1024), (1024, 1024)), "float16",
+         "gemm() on torch tensors, 1024 squared"),
+    Case("gemm-torch", "gemm-torch", "mk,kn->mn", ((256, 768), (768, 768)), "float16",
+         "gemm() on torch tensors, a small projection"),
+    Case("gemm-cupy", "gemm-cupy", "mk,kn->mn", ((1024, 1024), (1024, 1024)), "float16",
+         "gemm() on CuPy arrays, 1024 squared"),
+    Case("gemm-cupy", "gemm-cupy", "mk,kn->mn", ((256, 768), (768, 768)), "float16",
+         "gemm() on CuPy arrays, a small projection"),
+)
+"""The benchmark's rows, by class."""
+
+MEMORY_BOUND = frozenset({"tiny-batched", "outer", "axis-reduction"})
+"""Classes whose rows are held to the copy bandwidth (``gbps``), besides their peer."""
+
+COPY_BYTES = 1 << 30
+"""Bytes of the device-to-device copy the run times (``copy_gbps``)."""
+
+ROW_KEYS = ("class", "op", "expr", "shapes", "dtype", "source", "us", "peer", "peer_us",
+            "ratio", "call_us", "peer_call_us", "gbps", "rel_err")
+
+
+def _operands(case: Case):
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    rs = cupy.random.RandomState(4321)
+    return [rs.standard_normal(s, dtype=cupy.float32).astype(case.dtype) for s in case.shapes]
+
+
+def measure(case: Case, reps: int, log) -> dict:
+    """One row (needs CuPy, torch and a GPU)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
+
+    ops = _operands(case)
+    tops = [torch.from_dlpack(x) for x in ops]
+    ref = cupy.einsum(case.expr, *[x.astype(cupy.float64) for x in ops])
+    row = dict(zip(("class", "op", "expr", "shapes", "dtype", "source"),
+                   (case.cls, case.op, case.expr, [list(s) for s in case.shapes], case.dtype,
+                    case.source)))
+    if case.op == "einsum":
+        row.update(_einsum_row(case, ops, tops, ref, reps, log))
+    else:
+        row.update(_gemm_call_row(case, ops, tops, ref, log))
+    row["ratio"] = row["peer_us"] / row["us"] if row.get("us") and row.get("peer_us") \
+        else None
+    if case.cls in MEMORY_BOUND:
+        row["gbps"] = gbps(traffic_bytes(case.expr, case.shapes, np.dtype(case.dtype).itemsize),
+                           row["us"])
+    return {k: row.get(k) for k in ROW_KEYS}
+
+
+def _einsum_row(case: Case, ops, tops, ref, reps: int, log) -> dict:
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    sync = stream.synchronize
+    ours = contract_expression(case.expr, *case.shapes, dtype=np.dtype(case.dtype))
+    row = {"peer": "torch.einsum"}
+    with stream:
+        row["rel_err"] = guarded(log, "skcontract", lambda: rel_err(ours(*ops), ref))
+        one = guarded(log, "skcontract", lambda: call_time_us(lambda: ours(*ops), sync, 1))
+        calls = calls_per_replay(one or REPLAY_SECONDS * 1e6)
+        row["us"] = guarded(log, "skcontract device time",
+                            lambda: device_time_us(lambda: ours(*ops), stream, calls, reps))
+        row["call_us"] = guarded(log, "skcontract call",
+                                 lambda: call_time_us(lambda: ours(*ops), sync))
+    row["peer_us"] = guarded(log, "torch.einsum device time", lambda: torch_graph_us(
+        lambda: torch.einsum(case.expr, *tops), calls, reps))
+    row["peer_call_us"] = guarded(log, "torch.einsum call", lambda: call_time_us(
+        lambda: torch.einsum(case.expr, *tops), torch.cuda.synchronize))
+    return row
+
+
+def _gemm_call_row(case: Case, ops, tops, ref, log) -> dict:
+    import cupy  # optional dependency: only the GPU path needs CuPy
+    import torch  # the benchmark's peer; not a dependency of the library
+
+    if case.op == "gemm-torch":
+        a, b = tops
+        peer, peer_name, sync = torch.matmul, "torch.matmul", torch.cuda.synchronize
+    else:
+        a, b = ops
+        peer, peer_name, sync = cupy.matmul, "cupy.matmul", cupy.cuda.Device().synchronize
+    row = {"peer": peer_name}
+    row["rel_err"] = guarded(log, "gemm", lambda: rel_err(cupy.asarray(gemm(a, b)), ref))
+    row["us"] = row["call_us"] = guarded(log, "gemm call",
+                                         lambda: call_time_us(lambda: gemm(a, b), sync))
+    row["peer_us"] = row["peer_call_us"] = guarded(
+        log, f"{peer_name} call", lambda: call_time_us(lambda: peer(a, b), sync))
+    return row
+
+
+def copy_gbps(reps: int) -> float:
+    """Device-to-device copy bandwidth (read + write bytes over device time)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    src = cupy.ones(COPY_BYTES // 4, dtype=cupy.float32)
+    dst = cupy.empty_like(src)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    us = device_time_us(lambda: dst.__setitem__(Ellipsis, src), stream, 5, reps)
+    return gbps(2 * COPY_BYTES, us)
+
+
+def class_summary(rows) -> dict:
+    """class -> {"n", "geomean", "worst", "min_gbps"} of its rows' ratios."""
+    out = {}
+    for cls in dict.fromkeys(r["class"] for r in rows):
+        mine = [r for r in rows if r["class"] == cls]
+        ratios = [r["ratio"] for r in mine if r["ratio"]]
+        bw = [r["gbps"] for r in mine if r.get("gbps")]
+        out[cls] = {"n": len(mine), "geomean": geomean(ratios),
+                    "worst": min(ratios) if ratios else None,
+                    "min_gbps": min(bw) if bw else None}
+    return out
+
+
+def _fmt(x, digits=1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def render_markdown(doc) -> str:
+    lines = [f"# Shape classes on {doc['device']} ({doc['date']}, commit {doc['commit']})", "",
+             f"Copy bandwidth: {_fmt(doc['copy_gbps'], 0)} GB/s. Ratio: peer time over ours "
+             "(above 1: faster). einsum rows: device time (CUDA-graph replay, both sides); "
+             "gemm rows: wall time per call.", "",
+             "| class | rows | geomean | worst | min GB/s |", "| --- | ---: | ---: | ---: | ---: |"]
+    for cls, s in class_summary(doc["rows"]).items():
+        lines.append(f"| {cls} | {s['n']} | {_fmt(s['geomean'], 2)} | {_fmt(s['worst'], 2)} "
+                     f"| {_fmt(s['min_gbps'], 0)} |")
+    lines += ["", "| class | expr | shapes | dtype | ours us | peer | peer us | ratio | GB/s "
+              "| rel err | source |", "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: "
+              "| ---: | --- |"]
+    for r in doc["rows"]:
+        shapes = " x ".join("x".join(map(str, s)) for s in r["shapes"])
+        err = "-" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
+        lines.append(f"| {r['class']} | `{r['expr']}` | {shapes} | {r['dtype']} | "
+                     f"{_fmt(r['us'])} | {r['peer']} | {_fmt(r['peer_us'])} | "
+                     f"{_fmt(r['ratio'], 2)} | {_fmt(r['gbps'], 0)} | {err} | {r['source']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_all(out, name, doc) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
+    (out / f"{name}.md").write_text(render_markdown(doc))
+
+
+def default_name(device: str) -> str:
+    """``shapes-h100`` / ``shapes-h200`` from the device's name; ``shapes-gpu`` otherwise."""
+    low = device.lower()
+    for part in ("h100", "h200"):
+        if part in low:
+            return f"shapes-{part}"
+    return "shapes-gpu"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m skcontract bench shapes",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="docs/benchmarks",
+                   help="folder the JSON and Markdown are written to (default: docs/benchmarks)")
+    p.add_argument("--name", default=None,
+                   help="the files' base name (default: shapes-<device>, e.g. shapes-h100)")
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
+                   help=f"timed repetitions of each row, the median kept (default: {DEFAULT_REPS})")
+    p.add_argument("--classes", default=None,
+                   help="comma-separated classes to time (default: all: "
+                        f"{','.join(dict.fromkeys(c.cls for c in CASES))})")
+    args = p.parse_args(argv)
+    cases = [c for c in CASES if args.classes is None or c.cls in args.classes.split(",")]
+    if not cases:
+        p.error(f"no case of the classes {args.classes!r}")
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    device = device_name()
+    name = args.name or default_name(device)
+    doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device,
+           "copy_gbps": copy_gbps(args.reps), "rows": []}
+    for i, case in enumerate(cases):
+        row = measure(case, args.reps, log)
+        doc["rows"].append(row)
+        log(f"[{i + 1}/{len(cases)}] {case.cls} {case.expr} {case.dtype}: ours {_fmt(row['us'])}"
+            f" us, {row['peer']} {_fmt(row['peer_us'])} us, x{_fmt(row['ratio'], 2)}")
+        write_all(args.out, name, doc)  # partial results survive a timeout
+    print(render_markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

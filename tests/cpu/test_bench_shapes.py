@@ -1,0 +1,55 @@
+"""The shape-class benchmark's table and report (the timing itself runs on the device)."""
+import numpy as np
+import pytest
+
+from skcontract.bench import shapes
+from skcontract.bench.einsum import output_shape
+from skcontract.parse import parse_equation
+
+ISSUE_EXAMPLES = {((5000, 3000), (3000, 700)), ((4096, 32, 32), (4096, 32, 32)),
+                  ((1152, 1152), (1152, 1152)), ((8192,), (8192,)), ((16384, 64), (16384, 64))}
+"""Shapes the issue measured the cliffs on: the benchmark must not be built from them."""
+
+
+def test_at_least_ten_classes_of_several_rows():
+    classes = {}
+    for c in shapes.CASES:
+        classes.setdefault(c.cls, []).append(c)
+    assert len(classes) >= 10
+    assert all(len(rows) >= 2 for rows in classes.values()), {
+        k: len(v) for k, v in classes.items()}
+
+
+@pytest.mark.parametrize("case", shapes.CASES, ids=lambda c: f"{c.cls}-{c.expr}")
+def test_every_row_is_a_valid_product_from_a_named_source(case):
+    parse_equation(case.expr, case.shapes)  # raises on a shape that does not fit
+    assert case.source and case.dtype in ("float16", "float32", "float64")
+    assert case.shapes not in ISSUE_EXAMPLES
+    if case.op != "einsum":
+        assert case.expr == "mk,kn->mn" and case.op in ("gemm-torch", "gemm-cupy")
+
+
+def test_rows_off_16_bytes_are_off_16_bytes():
+    """Each row of that class has an operand or output row (its innermost extent) that is
+    not a multiple of 16 bytes."""
+    for c in shapes.CASES:
+        if c.cls == "rows-off-16B":
+            item = np.dtype(c.dtype).itemsize
+            rows = [s[-1] for s in c.shapes] + [output_shape(c.expr, c.shapes)[-1]]
+            assert any(n * item % 16 for n in rows), c
+
+
+def test_report_and_summary():
+    row = dict(zip(shapes.ROW_KEYS, ("outer", "einsum", "i,j->ij", [[4], [8]], "float32",
+                                     "x", 2.0, "torch.einsum", 3.0, 1.5, 5.0, 6.0, 100.0,
+                                     1e-7)))
+    slow = dict(row, ratio=0.5, gbps=50.0)
+    doc = {"date": "2026-12-06", "commit": "abc", "device": "NVIDIA H100 80GB HBM3",
+           "copy_gbps": 3000.0, "rows": [row, slow]}
+    summary = shapes.class_summary(doc["rows"])
+    assert summary["outer"]["worst"] == 0.5 and summary["outer"]["min_gbps"] == 50.0
+    assert abs(summary["outer"]["geomean"] - (1.5 * 0.5) ** 0.5) < 1e-12
+    text = shapes.render_markdown(doc)
+    assert "| outer | 2 | 0.87 | 0.50 | 50 |" in text
+    assert shapes.default_name(doc["device"]) == "shapes-h100"
+    assert shapes.default_name("NVIDIA H200") == "shapes-h200"
