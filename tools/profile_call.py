@@ -3,6 +3,7 @@
 ``python -m tools.profile_call [--expr ij,jk->ik] [--shapes 64x64,64x64] [--dtype float32]
 [--calls 2000] [--top 25]``
 ``python -m tools.profile_call --conv 1x512x7x7x512x3x3x1x1 [--dtype float16] [--nchw]``
+``python -m tools.profile_call --gemm cupy|torch [--shapes 256x768,768x768] [--dtype float16]``
 
 Times ``skcontract.einsum`` and a ``contract_expression`` per call (plans cached), then
 profiles the expression's calls with cProfile and prints the functions with the most own
@@ -41,9 +42,14 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--conv", default=None)
     ap.add_argument("--nchw", action="store_true")
+    ap.add_argument("--gemm", default=None, choices=("cupy", "torch"),
+                    help="profile gemm() on the --shapes operands as CuPy arrays or torch "
+                         "tensors, against cupy.matmul / torch.matmul")
     args = ap.parse_args(argv)
     if args.conv:
         return _profile_conv(args)
+    if args.gemm:
+        return _profile_gemm(args)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rs = cupy.random.RandomState(0)
     ops = [rs.standard_normal(s, dtype=cupy.float32).astype(args.dtype) for s in shapes]
@@ -64,6 +70,24 @@ def _profile(fn, args) -> None:
         fn()
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+
+
+def _profile_gemm(args) -> int:
+    from skcontract.kernels.gemm import gemm
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    rs = cupy.random.RandomState(0)
+    a, b = (rs.standard_normal(s, dtype=cupy.float32).astype(args.dtype) for s in shapes)
+    peer = cupy.matmul
+    if args.gemm == "torch":
+        import torch
+        a, b = torch.from_dlpack(a), torch.from_dlpack(b)
+        peer = torch.matmul
+    print(f"gemm on {args.gemm} {args.shapes} {args.dtype}: ours "
+          f"{_per_call_us(lambda: gemm(a, b), args.calls):.1f} us, {peer.__module__}.matmul "
+          f"{_per_call_us(lambda: peer(a, b), args.calls):.1f} us (host time a call, back to "
+          "back)")
+    _profile(lambda: gemm(a, b), args)
+    return 0
 
 
 def _profile_conv(args) -> int:

@@ -18,6 +18,7 @@ next call of that product and those options) and launched through the bound laun
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 from . import bound, jit, torch_cuda
 from .catalogue import INPUT_DTYPES, TF32, catalogue_key
@@ -78,18 +79,95 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     current stream, with the call's allocations made through torch's allocator (so that
     ``torch.cuda.graph`` captures the call: :mod:`.torch_cuda`).
     """
-    args = (a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, precision,
-            stream, schedule, bind)
     torch_device = torch_cuda.device_of(a, b, out) if stream is None else None
+    key = None
+    if stream is None and schedule is None and not bind:
+        key = _warm_key(a, b, out, (alpha, beta, mode, reduction, tile, grid, allow_tf32,
+                                    precision), torch_device)
+        hit = _WARM.get(key) if key is not None else None
+        if hit is not None:
+            return hit(a, b, out, torch_device)
+    args = (a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, precision,
+            stream, schedule, bind, key)
     if torch_device is None:
         return _gemm(*args)
     with torch_cuda.on_torch_stream(torch_device):
         return _gemm(*args)
 
 
+WARM_CALLS = 1024
+"""Warm calls remembered (:class:`_WarmCall`): a program's products, a few layouts each."""
+_WARM: dict = {}
+
+
+def _layout(x):
+    """What a launch depends on of an array besides its address (shape, strides, dtype,
+    16-byte alignment, device), for CuPy arrays and torch tensors; None for others."""
+    module = type(x).__module__.split(".")[0]
+    if module == "cupy":
+        return (x.shape, x.strides, x.dtype, x.data.ptr & 15, x.data.device_id)
+    if module == "torch":
+        return (tuple(x.shape), x.stride(), x.dtype, x.data_ptr() & 15, x.device)
+    return None
+
+
+def _ptr(x) -> int:
+    return x.data.ptr if type(x).__module__.split(".")[0] == "cupy" else x.data_ptr()
+
+
+def _warm_key(a, b, out, options: tuple, torch_device: int | None):
+    """The key of a call :func:`gemm` may replay (:class:`_WarmCall`), or None: plain
+    Python scalars and options, CuPy or torch operands (torch's on the current device)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    current = cupy.cuda.runtime.getDevice()
+    if not all(_plain(v) for v in options) or torch_device not in (None, current):
+        return None
+    la, lb = _layout(a), _layout(b)
+    lo = None if out is None else _layout(out)
+    if la is None or lb is None or (out is not None and lo is None):
+        return None
+    return (la, lb, lo, options, current)
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _plain(v) -> bool:
+    """A value whose equality means the same call: a plain scalar, a tuple of ints."""
+    return type(v) in _PLAIN or (type(v) is tuple and all(type(t) is int for t in v))
+
+
+class _WarmCall(NamedTuple):
+    """What a warm call redoes: allocate the output where the caller gave none, launch.
+    ``b_first``: the kernel's A is the caller's ``b`` (a Dot form's swap, or an output
+    written transposed)."""
+
+    launch: object          # BoundLaunch
+    b_first: bool
+    out_shape: tuple
+    out_dtype: str
+
+    def __call__(self, a, b, out, torch_device):
+        import cupy  # optional dependency: only the GPU path needs CuPy
+
+        if torch_device is None:
+            stream = cupy.cuda.get_current_stream()
+            if out is None:
+                out = cupy.empty(self.out_shape, self.out_dtype)
+        else:
+            stream = torch_cuda.current_stream(torch_device)
+            if out is None:
+                out = torch_cuda.cupy_empty(self.out_shape, self.out_dtype, torch_device)
+        pa, pb = _ptr(a), _ptr(b)
+        self.launch(*((pb, pa) if self.b_first else (pa, pb)), _ptr(out), stream)
+        return out
+
+
 def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, precision,
-          stream, schedule, bind):
-    """:func:`gemm` on the current stream, or on ``stream``."""
+          stream, schedule, bind, warm_key=None):
+    """:func:`gemm` on the current stream, or on ``stream``; a call that read its operands
+    in place is remembered under ``warm_key`` (None: not remembered)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     A, B = describe(a), describe(b)
@@ -107,7 +185,8 @@ def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, preci
     a, A, copied_a = _unit_strided(a, A, cupy)
     b, B, copied_b = _unit_strided(b, B, cupy)
     C = describe(out)
-    if _column_major(C, m, n):  # out^T (n x m, row-major) = b^T a^T
+    transposed = _column_major(C, m, n)
+    if transposed:  # out^T (n x m, row-major) = b^T a^T
         if schedule is not None:
             raise ValueError("gemm: a given schedule needs a row-major out")
         a, b = _transposed(b, cupy), _transposed(a, cupy)
@@ -119,13 +198,18 @@ def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, preci
                    dot=mode == "auto" and tile is None and grid is None and schedule is None)
     if stream is None:
         stream = cupy.cuda.get_current_stream()
+    in_place = not (copied_a or copied_b)
     launch, replay = _launch(product, schedule, options, a, b, A, B, C, alpha, beta, dev,
-                             stream, bind and replayable and not (copied_a or copied_b))
+                             stream, in_place and (bind and replayable or warm_key is not None))
+    swapped = launch.form is not None and launch.form.swap
+    if warm_key is not None and replay is not None:
+        if len(_WARM) >= WARM_CALLS:
+            _WARM.clear()
+        _WARM[warm_key] = _WarmCall(replay, swapped != transposed, out_shape, out_dt)
     if not bind:
         return out
-    swapped = launch.form is not None and launch.form.swap
-    return out, (None if replay is None else Binding(replay, swapped, out_shape, out.dtype,
-                                                     cupy.empty))
+    return out, (Binding(replay, swapped, out_shape, out.dtype, cupy.empty)
+                 if replay is not None and replayable else None)
 
 
 def _launch(product: Product, schedule, options: dict, a, b, A, B, C, alpha, beta, dev: int,
@@ -267,4 +351,5 @@ def _schedule_key(schedule):
 def clear_plans() -> None:
     """Forget the launches made so far (this module's and the bound ones it shares)."""
     _LAUNCHES.clear()
+    _WARM.clear()
     bound.clear_plans()

@@ -11,6 +11,7 @@ inside the functions only: a tensor exists only once torch is imported.
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 _STREAMS: dict = {}
@@ -71,6 +72,16 @@ def _torch_malloc(size: int):
     dev = cupy.cuda.runtime.getDevice()
     t = torch.empty(size, dtype=torch.uint8, device=dev)
     return cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(t.data_ptr(), size, t, dev), 0)
+
+
+def cupy_empty(shape: tuple, dtype, device: int):
+    """A CuPy array of ``shape`` and ``dtype`` on torch memory of ``device`` (torch's
+    current stream), as CuPy allocates inside :func:`on_torch_stream`."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    with cupy.cuda.Device(device):
+        nbytes = math.prod(shape) * cupy.dtype(dtype).itemsize
+        return cupy.ndarray(shape, dtype, _torch_malloc(nbytes))
 
 
 def device_of(*arrays) -> int | None:

@@ -6,6 +6,9 @@ column-major outputs, broadcast batches and a hand-built split table.
 """
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import numpy as np
 import pytest
 
@@ -339,3 +342,52 @@ def test_hand_built_data_parallel_table():
     out = poisoned((m, n), a)
     _gemm(a, b, out, schedule=sched)
     assert rel_error(out, _reference(a, b)) <= TOL["float16"]
+
+
+@pytest.mark.parametrize("m,n,k,layout,out_order,beta", [
+    (256, 192, 320, ("C", "C"), None, 0.0),     # a GEMM into a new output
+    (256, 192, 320, ("F", "C"), "F", 0.0),      # a column-major out: b^T a^T
+    (256, 192, 320, ("C", "F"), "C", 0.5),      # into out, reading it
+    (1, 3000, 512, ("C", "F"), None, 0.0),      # a Dot form (swapped operands)
+    (4000, 1, 512, ("C", "C"), "C", 0.0),       # a Dot form, rows
+])
+def test_warm_calls_replay_on_new_operands(m, n, k, layout, out_order, beta):
+    """A gemm() call laid out as an earlier one replays its launch (one launch, no
+    planning) on the new operands' values and addresses, into the caller's out or a new one."""
+    import cupy
+    for seed in (0, 10, 20):  # new buffers each round, same layouts
+        a = rand((m, k), "float32", layout[0], seed)
+        b = rand((k, n), "float32", layout[1], seed + 1)
+        out = None if out_order is None else poisoned((m, n), a, out_order)
+        if beta:
+            out[...] = rand((m, n), "float32", out_order, seed + 2)
+        want = _reference(a, b) + (beta * out.astype(cupy.float64) if beta else 0)
+        with record_launches() as launches, _cold_path_fails(warm=seed > 0):
+            got = _gemm(a, b, out, beta=beta)
+        assert len(launches) == 1
+        assert out is None or got is out
+        assert rel_error(got, want) <= TOL["float32"], (seed, rel_error(got, want))
+
+
+@contextlib.contextmanager
+def _cold_path_fails(warm: bool):
+    """Inside, gemm()'s planning path raises when ``warm``: the call must be a replay."""
+    from skcontract.kernels import gemm as module
+    if not warm:
+        yield
+        return
+    with mock.patch.object(module, "_gemm", side_effect=AssertionError("not replayed")):
+        yield
+
+
+def test_warm_calls_on_torch_tensors():
+    torch = pytest.importorskip("torch")
+    for seed in (0, 1, 2):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn((300, 200), device="cuda", generator=g, dtype=torch.float16)
+        b = torch.randn((200, 100), device="cuda", generator=g, dtype=torch.float16)
+        out = torch.empty((300, 100), device="cuda", dtype=torch.float16)
+        with _cold_path_fails(warm=seed > 0):
+            assert _gemm(a, b, out) is out
+        want = a.double() @ b.double()
+        assert float((out.double() - want).norm() / want.norm()) <= TOL["float16"]
