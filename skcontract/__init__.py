@@ -9,8 +9,9 @@ from ._version import __version__
 from .contract import contract_expression, contract_path, einsum, tensordot, transpose
 from .explain import explain, explain_conv2d
 from .ops.conv2d import conv2d
+from .plan.path import hyper
 from .schedule.device import DeviceInfo
 
 __all__ = ["einsum", "contract_path", "contract_expression", "explain", "DeviceInfo",
-           "tensordot", "transpose", "conv2d", "explain_conv2d",
+           "tensordot", "transpose", "conv2d", "explain_conv2d", "hyper",
            "__version__"]

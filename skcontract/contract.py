@@ -269,7 +269,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
     diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
     ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
-    opt_einsum optimiser name, a ``PathOptimizer`` or an explicit path; ``memory_limit``
+    opt_einsum optimiser name, 'hyper' (cotengra's hyper-optimiser:
+    :func:`skcontract.hyper`), a ``PathOptimizer`` or an explicit path; ``memory_limit``
     bounds the largest intermediate (an int: elements, as in opt_einsum), or the peak
     working set ('8GB', or '80%' of the memory), a plan that does not fit being sliced
     (``slicing``: True chooses the slices, False refuses with a ValueError, labels or a

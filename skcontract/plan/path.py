@@ -12,12 +12,39 @@ alive; each step removes those operands and appends their contraction at the end
 """
 from __future__ import annotations
 
+import importlib.util
 import operator
 from typing import Any, Mapping, Sequence
 
 from opt_einsum import paths as _oe_paths
 
-__all__ = ["find_path", "validate_path", "left_to_right"]
+__all__ = ["find_path", "validate_path", "left_to_right", "hyper"]
+
+HYPER = "hyper"
+"""The ``optimize=`` name of cotengra's hyper-optimiser with :func:`hyper`'s defaults."""
+HYPER_SECONDS = 5.0
+"""How long ``optimize='hyper'`` searches at most (cotengra's ``max_time``); it stops sooner
+after cotengra's default number of trials, which small networks reach in well under that."""
+
+
+def hyper(max_time: float = HYPER_SECONDS, **options):
+    """cotengra's hyper-optimiser as an ``optimize=`` value: it samples greedy and
+    graph-partitioning paths (kahypar's where installed, else cotengra's label propagation)
+    for up to ``max_time`` seconds and keeps the cheapest. ``options`` go to
+    ``cotengra.HyperOptimizer`` (e.g. ``max_repeats=``, ``minimize=``). ImportError where
+    cotengra is not installed (``pip install 'skcontract[hyper]'``).
+
+    ``optimize="hyper"`` is ``hyper()``. A memory limit is kept by slicing the path the
+    search finds, as for every optimiser."""
+    try:
+        import cotengra  # optional dependency: the hyper-optimiser's extra
+    except ImportError:
+        raise ImportError("optimize='hyper' needs cotengra: pip install 'skcontract[hyper]' "
+                          "(or pip install cotengra)") from None
+    options.setdefault("methods", ("greedy", "kahypar") if importlib.util.find_spec("kahypar")
+                       else ("greedy", "labels"))
+    options.setdefault("progbar", False)
+    return cotengra.HyperOptimizer(max_time=max_time, **options)
 
 
 def left_to_right(n: int) -> list[tuple[int, ...]]:
@@ -70,7 +97,8 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
 
     ``optimize``: False (left to right), True (= 'greedy', numpy's choice), any opt_einsum
     optimiser name ('auto', 'greedy', 'optimal', 'dp', 'branch-2', 'random-greedy', ...;
-    unknown names raise KeyError), an ``opt_einsum.paths.PathOptimizer``, or an explicit
+    unknown names raise KeyError), 'hyper' (cotengra's hyper-optimiser, :func:`hyper`), an
+    ``opt_einsum.paths.PathOptimizer`` (cotengra's included), or an explicit
     path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form. The search
     is unconstrained: a ``memory_limit`` is kept by slicing the path found
     (:mod:`.slicing`).
@@ -80,6 +108,8 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
         return left_to_right(n)
     if optimize is True:
         optimize = "greedy"
+    if isinstance(optimize, str) and optimize == HYPER:
+        optimize = hyper()
     if isinstance(optimize, str):
         fn = _oe_paths.get_path_fn(optimize)  # KeyError for unknown names
     elif isinstance(optimize, _oe_paths.PathOptimizer) or (
