@@ -27,6 +27,7 @@ import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.numpy_backend import quietly
+from .backends.steps import sum_dtype
 from .parse import parse_equation, split_operands, symbol
 from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
@@ -822,7 +823,9 @@ class ContractExpression:
                                                             any(dt != cd for dt in dts))
         return hit
 
-    def __call__(self, *arrays, out=None):
+    def __call__(self, *arrays, out=None, slices=None):
+        if slices is not None:
+            return self._partial(arrays, out, slices)
         if self._constants:
             arrays = self._with_constants(arrays, out)
         hit = self._by_types.get(tuple(map(type, arrays))) if out is None else None
@@ -851,6 +854,33 @@ class ContractExpression:
         if out is None and allocates and r.dtype == res:
             return r[()] if r.ndim == 0 else r
         return _finish(r, arrays, res, allocates, out, "K", "safe", bk.xp)
+
+    def _partial(self, arrays, out, slices):
+        """The partial sum over the slices numbered in ``slices`` (see
+        :func:`contract_expression`), on NumPy or CuPy arrays."""
+        if out is not None:
+            raise TypeError("slices= returns a new partial sum; out= is not taken with it")
+        if self._constants:
+            arrays = self._with_constants(arrays, None)
+        backend, (plan, bk, run, _) = self._backend_of(arrays, None)
+        if backend is None:
+            raise TypeError("slices= takes NumPy or CuPy arrays (torch tensors: pass "
+                            "their NumPy / CuPy views)")
+        arrays = [a if type(a) is bk.xp.ndarray else bk.asarray(a) for a in arrays]
+        if tuple(a.shape for a in arrays) != self._shapes:
+            self._check_shapes(arrays, plan)
+        res, cd, cast = self._resolve(backend, bk, arrays)
+        if cast:
+            arrays = [a if a.dtype == cd else a.astype(cd) for a in arrays]
+        picked = _slice_numbers(slices, plan.slicing.num_slices if plan.slicing else 1)
+        total = sum_dtype(res)
+        if plan.slicing is not None:
+            r = run(arrays, slices=picked)
+        elif picked:
+            r = run(arrays)
+        else:
+            r = bk.xp.zeros(plan.output_shape, total)
+        return bk.xp.asarray(r).astype(total, copy=False)
 
     def _with_constants(self, arrays, out):
         """The call's operands with the constants in their places, on the backend of the
@@ -940,6 +970,21 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
     resident). The constants are not folded: the steps that read only constants run on
     every call.
 
+    ``expr(*arrays, slices=range(a, b))`` runs only those slices of a sliced plan (numbered
+    as ``expr.plan.slicing.ranges()`` lists them; an unsliced plan has the one slice 0) and
+    returns their partial sum, in the dtype slices are summed in (float32 for float16
+    results), with zeros in the output chunks they do not cover: the partial sums of
+    ranges that cover every slice once add up to the result (for callers who spread the
+    slices themselves; the sum's order is theirs).
+
+    >>> expr = contract_expression('ij,jk->ik', (2, 8), (8, 3), slicing=['j'])
+    >>> expr.plan.slicing.num_slices
+    8
+    >>> a, b = np.arange(16.0).reshape(2, 8), np.ones((8, 3))
+    >>> bool(np.array_equal(expr(a, b, slices=range(0, 3)) + expr(a, b, slices=range(3, 8)),
+    ...                     a @ b))
+    True
+
     >>> import numpy as np
     >>> expr = contract_expression('ij,jk,kl->il', (2, 3), (3, 4), (4, 5))
     >>> a, b, c = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))
@@ -965,6 +1010,22 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory
                       _slicing_key(slicing, subscripts))
     return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
                               reduction=reduction, precision=precision)
+
+
+def _slice_numbers(slices, num_slices: int) -> list[int]:
+    """``slices`` (a range or a sequence of ints) as a list of slice numbers; TypeError for
+    another type, IndexError naming a number past the plan's ``num_slices``."""
+    if isinstance(slices, (str, bytes)) or not hasattr(slices, "__iter__"):
+        raise TypeError(f"slices must be a range or a sequence of ints, got {_brief(slices)}")
+    picked = []
+    for i in slices:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"slices must hold ints, got {_brief(i)}")
+        if not 0 <= i < num_slices:
+            raise IndexError(f"slice {i} is out of range: the plan has {num_slices} "
+                             f"slice(s), numbered 0 to {num_slices - 1}")
+        picked.append(int(i))
+    return picked
 
 
 def _to_torch(device):

@@ -53,6 +53,7 @@ except ImportError as e:  # pragma: no cover - the optional extra
     raise ImportError("skcontract.dask needs dask: pip install 'skcontract[dask]'") from e
 
 from .backends import backend_for, get_backend, plan_allocates
+from .backends.steps import sum_dtype
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import schedule_plan
 from .parse import Subscripts, parse_equation, split_operands
@@ -418,13 +419,8 @@ def _graph(arrays, lay: Layout, split_every):
             result = result.any(axis=axes, split_every=split_every)
         else:
             result = result.sum(axis=axes, split_every=split_every,
-                                dtype=_sum_dtype(lay.compute_dtype))
+                                dtype=sum_dtype(lay.compute_dtype))
     return result if result.dtype == lay.dtype else result.astype(lay.dtype)
-
-
-def _sum_dtype(dtype):
-    """The dtype partial results are summed in: float16 in float32, the others their own."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _run_task(*blocks, plans=None, backend="numpy", compute_dtype=None, extra_axes=0):

@@ -89,15 +89,15 @@ def compile(plan, replan=None):
     if _extobj_contextvar is None:
         quiet = quietly(run)
 
-        def run_on_numpy_1(arrays):
-            r = quiet(arrays)
+        def run_on_numpy_1(arrays, slices=None):
+            r = quiet(arrays) if slices is None else quiet(arrays, slices=slices)
             return _from_zero(r) if arrays[0].dtype.kind == "O" else r
         return run_on_numpy_1
 
-    def quiet_run(arrays):  # quietly(run), inlined: a warm call pays for one frame less
+    def quiet_run(arrays, slices=None):  # quietly(run), inlined: one frame less a call
         token = _enter(_IGNORE)
         try:
-            r = run(arrays)
+            r = run(arrays) if slices is None else run(arrays, slices=slices)
         finally:
             _leave(token)
         return _from_zero(r) if arrays[0].dtype.kind == "O" else r

@@ -201,7 +201,10 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
     no sliced label, and consumes no result that does, runs once, on the first slice, and
     its result stays. The slices' results are added into the output in the slices' order
     (float16 in float32, rounded once; bool by a logical or), each into its chunk of the
-    output's sliced labels."""
+    output's sliced labels. ``run(arrays, slices)`` runs only the slices numbered in
+    ``slices`` (their order in :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns
+    their partial sum in the dtype slices are summed in (float32 for float16), zeros in the
+    output's chunks they do not cover."""
     xp = ops.xp
     sliced = plan.slicing
     eq = plan.equation
@@ -222,10 +225,10 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
             slice(*r[lab]) if h else slice(None) for lab, h in zip(eq.inputs[i], holds[i]))]
             for i, a in enumerate(arrays)]
 
-    def run(arrays):
+    def run(arrays, slices=None):
         slots = [None] * n_slots
         total = None
-        for j, r in enumerate(ranges):
+        for j, r in enumerate(ranges if slices is None else [ranges[i] for i in slices]):
             slots[:n] = views(arrays, r)
             for fn, args, res, vary, done in steps:
                 if vary or j == 0:
@@ -234,7 +237,7 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
                         slots[i] = None
             part = slots[result] if perm is None else slots[result].transpose(perm)
             if total is None:
-                total = xp.zeros(plan.output_shape, _sum_dtype(part.dtype))
+                total = xp.zeros(plan.output_shape, sum_dtype(part.dtype))
             at = tuple(slice(*r[lab]) if c else slice(None)
                        for lab, c in zip(eq.output, out_cut))
             if total.dtype == bool:
@@ -244,6 +247,9 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
             dtype, part = part.dtype, None
             for res in per_slice:  # a slice's results go before the next slice's come
                 slots[res] = None
+        if slices is not None:  # a partial sum, in the dtype the slices are summed in
+            return xp.zeros(plan.output_shape, sum_dtype(plan.dtype)) if total is None \
+                else total
         return total if total.dtype == dtype else total.astype(dtype)
     return run
 
@@ -261,6 +267,7 @@ def _consumed(plan: Plan, keep=frozenset()) -> list[tuple[int, ...]]:
             for j, s in enumerate(plan.steps)]
 
 
-def _sum_dtype(dtype):
-    """The dtype slices are summed in: float16 in float32, the others their own."""
-    return np.float32 if dtype == np.float16 else dtype
+def sum_dtype(dtype) -> np.dtype:
+    """The dtype partial results (slices, Dask's blocks) are summed in: float16 in float32,
+    the others their own."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)

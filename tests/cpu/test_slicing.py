@@ -249,3 +249,65 @@ def test_the_interleaved_forms_labels_name_the_slices():
     np.testing.assert_allclose(got, x @ y, rtol=1e-12)
     _, plan = contract_path(x, [0, 1000], y, [1000, "k"], [0, "k"], slicing=[1000])
     assert plan.slicing.num_slices == 40
+
+
+def _partition(n, rng):
+    """Consecutive ranges covering 0..n-1, of random lengths (some empty)."""
+    cuts = sorted(rng.integers(0, n + 1, size=3).tolist())
+    bounds = [0, *cuts, n]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+@pytest.mark.parametrize("subscripts,shapes,slicing", [
+    ("ab,bc,cd,de->ae", [(6, 7), (7, 8), (8, 9), (9, 20)], {"e": 4}),  # steps run once
+    ("ij,jk,kl->il", [(5, 12), (12, 6), (6, 4)], ["j"]),                 # a contracted label
+    ("i,j,jk->ijk", [(12,), (10,), (10, 3)], {"i": 3}),                  # an output label
+])
+def test_partial_sums_over_ranges_add_up_to_the_result(subscripts, shapes, slicing):
+    rng = np.random.default_rng(11)
+    ops = [rng.standard_normal(s) for s in shapes]
+    expr = contract_expression(subscripts, *shapes, slicing=slicing)
+    n = expr.plan.slicing.num_slices
+    ranges = _partition(n, rng)
+    parts = [expr(*ops, slices=r) for r in ranges]
+    assert all(p.shape == expr.plan.output_shape and p.dtype == np.float64 for p in parts)
+    ref = np.einsum(subscripts, *ops)
+    np.testing.assert_allclose(sum(parts), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    # one slice alone is not the result (each slice adds something)
+    assert not np.allclose(expr(*ops, slices=[n - 1]), ref)
+
+
+def test_float16_partial_sums_are_float32():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((16, 256)).astype(np.float16)
+    y = rng.standard_normal((256, 8)).astype(np.float16)
+    expr = contract_expression("ij,jk->ik", x.shape, y.shape, slicing={"j": 64})
+    parts = [expr(x, y, slices=[i]) for i in range(4)]
+    assert all(p.dtype == np.float32 for p in parts)
+    ref = x.astype(np.float64) @ y.astype(np.float64)
+    assert np.abs(sum(parts) - ref).max() <= 1e-3 * np.abs(ref).max()
+
+
+def test_an_unsliced_plan_has_the_one_slice_zero():
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    expr = contract_expression("ij,jk->ik", a.shape, b.shape)
+    assert expr.plan.slicing is None
+    np.testing.assert_array_equal(expr(a, b, slices=range(1)), a @ b)
+    np.testing.assert_array_equal(expr(a, b, slices=[]), np.zeros((2, 4)))
+    with pytest.raises(IndexError, match="slice 1 is out of range: the plan has 1 slice"):
+        expr(a, b, slices=[1])
+
+
+@pytest.mark.parametrize("slices,error", [(3, TypeError), ("0", TypeError),
+                                          ([0.5], TypeError), ([True], TypeError),
+                                          ([-1], IndexError), (range(0, 9), IndexError)])
+def test_bad_slices_are_refused(slices, error):
+    expr = contract_expression("ij,jk->ik", (2, 8), (8, 3), slicing=["j"])
+    with pytest.raises(error, match="slice"):
+        expr(np.ones((2, 8)), np.ones((8, 3)), slices=slices)
+
+
+def test_slices_take_no_out():
+    expr = contract_expression("ij,jk->ik", (2, 8), (8, 3), slicing=["j"])
+    with pytest.raises(TypeError, match="out= is not taken"):
+        expr(np.ones((2, 8)), np.ones((8, 3)), out=np.empty((2, 3)), slices=range(2))
