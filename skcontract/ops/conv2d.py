@@ -52,7 +52,6 @@ from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..backends.numpy_backend import quietly
 from ..interop import is_torch
@@ -61,6 +60,7 @@ from ..kernels.resolve import DEFAULT_REDUCTION
 from ..schedule import GemmProblem
 from ..schedule.device import DEVICE_NAMES, DeviceInfo
 from ..schedule.types import AUTO, as_mode, as_reduction
+from .conv2d_cpu import conv2d_cpu
 from .conv2d_gpu import conv2d_gpu, warm_conv2d
 from .conv_plan import ConvOperands, dense_nhwc, plan_conv2d
 
@@ -457,8 +457,7 @@ def _conv2d_cpu(input, weight, bias, g):
     x = input if batched else input[None]
     native = input.dtype.newbyteorder("=")  # the result in native byte order
     compute = np.float32 if native == np.float16 else native
-    out = _implicit_gemm(x.astype(compute, copy=False), weight.astype(compute, copy=False),
-                         g)
+    out = conv2d_cpu(x.astype(compute, copy=False), weight.astype(compute, copy=False), g)
     if bias is not None:
         out += bias.astype(compute, copy=False)[None, :, None, None]
     out = out.astype(native, copy=False)
@@ -473,24 +472,3 @@ def _channels_last(x: np.ndarray) -> bool:
     """A dense NHWC layout (C fastest) that is not also dense NCHW (arrays whose H and W are
     1 are both, and stay NCHW)."""
     return x.transpose(0, 2, 3, 1).flags.c_contiguous and not x.flags.c_contiguous
-
-
-def _implicit_gemm(x: np.ndarray, weight: np.ndarray, g: ConvGeometry) -> np.ndarray:
-    """(N, K, P, Q): per group, the windows of the padded input gathered into
-    (N*P*Q) x (C/groups*R*S) columns, times the filters as (C/groups*R*S) x (K/groups)."""
-    top, bottom, left, right = g.padding
-    if any(g.padding):
-        x = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
-    sn, sc, sh, sw = x.strides
-    (st_h, st_w), (dil_h, dil_w) = g.stride, g.dilation
-    windows = as_strided(x, shape=(g.n, g.c, g.p, g.q, g.r, g.s),
-                         strides=(sn, sc, sh * st_h, sw * st_w, sh * dil_h, sw * dil_w),
-                         writeable=False)
-    cg, kg = g.c // g.groups, g.k // g.groups
-    # (groups, N*P*Q, Cg*R*S): the gather (a copy on the CPU)
-    cols = windows.reshape(g.n, g.groups, cg, g.p, g.q, g.r, g.s) \
-        .transpose(1, 0, 3, 4, 2, 5, 6).reshape(g.groups, g.n * g.p * g.q, cg * g.r * g.s)
-    filters = weight.reshape(g.groups, kg, cg * g.r * g.s).transpose(0, 2, 1)
-    out = np.matmul(cols, filters)  # (groups, N*P*Q, Kg)
-    return out.reshape(g.groups, g.n, g.p, g.q, kg).transpose(1, 0, 4, 2, 3) \
-        .reshape(g.n, g.k, g.p, g.q)
