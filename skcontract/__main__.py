@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"{parser.prog} explain-conv2d: error: {e}\n")
         return 0
     if args.what in GPU_BENCHES:
-        if not _demo.gpu_available() and not set(HELP) & set(args.rest):
+        cpu_only = args.what == "shapes" and "--cpu" in args.rest
+        if not (cpu_only or _demo.gpu_available() or set(HELP) & set(args.rest)):
             parser.exit(2, f"{parser.prog} bench {args.what}: error: needs CuPy and an NVIDIA "
                            "GPU (pip install 'skcontract[cuda13]')\n")
         return GPU_BENCHES[args.what](args.rest)

@@ -1,6 +1,7 @@
 """Shape-class benchmark: the products users bring, class by class, against the best peer.
 
-``python -m skcontract bench shapes [--out DIR] [--name NAME] [--reps N] [--classes A,B]``
+``python -m skcontract bench shapes [--out DIR] [--name NAME] [--reps N] [--classes A,B]
+[--cpu]``
 
 Each class holds shapes taken from real models and computations (the ``source`` of each
 row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
@@ -15,6 +16,10 @@ row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
   the result written once over ``us``, for the memory-bound classes (:data:`MEMORY_BOUND`);
   ``rel_err``: against float64, checked before timing.
 
+- ``--cpu``: the ``conv-cpu-*`` rows instead (:data:`CONV_CPU_CASES`, float32 NCHW): our
+  CPU convolution against torch's, the best of ``reps`` wall times each, into
+  ``shapes-cpu``; no GPU needed.
+
 The run also times a device-to-device copy (``copy_gbps``), the bandwidth the memory-bound
 rows are held to. Writes ``<name>.json`` ({"date", "commit", "device", "copy_gbps",
 "rows"}) and ``<name>.md`` into ``--out``; the default name carries the device
@@ -26,7 +31,10 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
+import platform
 import sys
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -125,6 +133,44 @@ CASES = (
 )
 """The benchmark's rows, by class."""
 
+class ConvCase(NamedTuple):
+    """A CPU convolution row: torch.nn.functional.conv2d's arguments."""
+
+    cls: str
+    x: tuple
+    w: tuple
+    stride: int
+    padding: int
+    groups: int
+    source: str
+
+
+CONV_CPU_CASES = (
+    ConvCase("conv-cpu-dense", (8, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1,
+             "ResNet-50 stage 1 3x3"),
+    ConvCase("conv-cpu-dense", (8, 512, 7, 7), (512, 512, 3, 3), 1, 1, 1,
+             "ResNet-50 stage 4 3x3"),
+    ConvCase("conv-cpu-dense", (4, 128, 112, 112), (128, 128, 3, 3), 1, 1, 1,
+             "VGG-16 block 2"),
+    ConvCase("conv-cpu-pointwise", (8, 256, 56, 56), (64, 256, 1, 1), 1, 0, 1,
+             "ResNet-50 stage 1 1x1 reduce"),
+    ConvCase("conv-cpu-pointwise", (8, 96, 56, 56), (24, 96, 1, 1), 1, 0, 1,
+             "MobileNetV2 block 2 projection"),
+    ConvCase("conv-cpu-strided", (8, 128, 56, 56), (128, 128, 3, 3), 2, 1, 1,
+             "ResNet-50 stage 2 3x3, stride 2"),
+    ConvCase("conv-cpu-strided", (8, 3, 224, 224), (64, 3, 7, 7), 2, 3, 1,
+             "ResNet-50 stem 7x7, stride 2"),
+    ConvCase("conv-cpu-grouped", (8, 512, 14, 14), (512, 16, 3, 3), 1, 1, 32,
+             "ResNeXt-50 32x4d stage 3"),
+    ConvCase("conv-cpu-grouped", (8, 1024, 7, 7), (1024, 32, 3, 3), 1, 1, 32,
+             "ResNeXt-50 32x4d stage 4"),
+    ConvCase("conv-cpu-depthwise", (8, 144, 56, 56), (144, 1, 3, 3), 1, 1, 144,
+             "MobileNetV2 block 3 depthwise 3x3"),
+    ConvCase("conv-cpu-depthwise", (8, 96, 56, 56), (96, 1, 7, 7), 1, 3, 96,
+             "ConvNeXt-T stage 1 depthwise 7x7"),
+)
+"""The CPU convolutions (``--cpu``), float32 NCHW, against torch's CPU convolution."""
+
 MEMORY_BOUND = frozenset({"tiny-batched", "outer", "axis-reduction"})
 """Classes whose rows are held to the copy bandwidth (``gbps``), besides their peer."""
 
@@ -207,6 +253,48 @@ def _gemm_call_row(case: Case, ops, tops, ref, log) -> dict:
     return row
 
 
+def measure_conv_cpu(case: ConvCase, reps: int, log) -> dict:
+    """One CPU convolution row: the best of ``reps`` wall times, ours and torch's."""
+    import torch  # the benchmark's peer; not a dependency of the library
+
+    from ..ops.conv2d import conv2d
+    rng = np.random.default_rng(4321)
+    x = rng.standard_normal(case.x).astype(np.float32)
+    w = rng.standard_normal(case.w).astype(np.float32)
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    args = (None, case.stride, case.padding, 1, case.groups)
+    ref = torch.nn.functional.conv2d(tx.double(), tw.double(), *args).numpy()
+    row = dict(zip(("class", "op", "expr", "shapes", "dtype", "source", "peer"),
+                   (case.cls, "conv2d-cpu", f"conv2d stride {case.stride} padding "
+                    f"{case.padding} groups {case.groups}", [list(case.x), list(case.w)],
+                    "float32", case.source, "torch (CPU)")))
+    got = guarded(log, "conv2d", lambda: conv2d(x, w, *args))
+    row["rel_err"] = None if got is None else float(
+        np.linalg.norm(got - ref) / np.linalg.norm(ref))
+    row["us"] = row["call_us"] = guarded(log, "conv2d", lambda: best_wall_us(
+        lambda: conv2d(x, w, *args), reps))
+    row["peer_us"] = row["peer_call_us"] = guarded(log, "torch conv2d", lambda: best_wall_us(
+        lambda: torch.nn.functional.conv2d(tx, tw, *args), reps))
+    row["ratio"] = row["peer_us"] / row["us"] if row["us"] and row["peer_us"] else None
+    return {k: row.get(k) for k in ROW_KEYS}
+
+
+def best_wall_us(fn, reps: int) -> float:
+    """The fastest of ``reps`` calls of ``fn`` after one warm call (microseconds)."""
+    fn()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e6
+
+
+def cpu_name() -> str:
+    """The CPU as the JSON records it: its architecture and core count."""
+    return f"CPU {platform.machine()}, {os.cpu_count()} cores"
+
+
 def copy_gbps(reps: int) -> float:
     """Device-to-device copy bandwidth (read + write bytes over device time)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -239,7 +327,8 @@ def render_markdown(doc) -> str:
     lines = [f"# Shape classes on {doc['device']} ({doc['date']}, commit {doc['commit']})", "",
              f"Copy bandwidth: {_fmt(doc['copy_gbps'], 0)} GB/s. Ratio: peer time over ours "
              "(above 1: faster). einsum rows: device time (CUDA-graph replay, both sides); "
-             "gemm rows: wall time per call.", "",
+             "gemm rows: wall time per call; conv-cpu rows: the best of the repetitions' "
+             "wall times.", "",
              "| class | rows | geomean | worst | min GB/s |", "| --- | ---: | ---: | ---: | ---: |"]
     for cls, s in class_summary(doc["rows"]).items():
         lines.append(f"| {cls} | {s['n']} | {_fmt(s['geomean'], 2)} | {_fmt(s['worst'], 2)} "
@@ -281,25 +370,30 @@ def main(argv=None) -> int:
                    help="the files' base name (default: shapes-<device>, e.g. shapes-h100)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS,
                    help=f"timed repetitions of each row, the median kept (default: {DEFAULT_REPS})")
+    p.add_argument("--cpu", action="store_true",
+                   help="time the CPU convolution classes (conv-cpu-*) against torch's CPU "
+                        "convolution instead (no GPU needed; default name shapes-cpu)")
     p.add_argument("--classes", default=None,
                    help="comma-separated classes to time (default: all: "
                         f"{','.join(dict.fromkeys(c.cls for c in CASES))})")
     args = p.parse_args(argv)
-    cases = [c for c in CASES if args.classes is None or c.cls in args.classes.split(",")]
+    table = CONV_CPU_CASES if args.cpu else CASES
+    cases = [c for c in table if args.classes is None or c.cls in args.classes.split(",")]
     if not cases:
         p.error(f"no case of the classes {args.classes!r}")
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    device = device_name()
-    name = args.name or default_name(device)
+    device = cpu_name() if args.cpu else device_name()
+    name = args.name or ("shapes-cpu" if args.cpu else default_name(device))
     doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device,
-           "copy_gbps": copy_gbps(args.reps), "rows": []}
+           "copy_gbps": None if args.cpu else copy_gbps(args.reps), "rows": []}
     for i, case in enumerate(cases):
-        row = measure(case, args.reps, log)
+        row = measure_conv_cpu(case, args.reps, log) if args.cpu else \
+            measure(case, args.reps, log)
         doc["rows"].append(row)
-        log(f"[{i + 1}/{len(cases)}] {case.cls} {case.expr} {case.dtype}: ours {_fmt(row['us'])}"
+        log(f"[{i + 1}/{len(cases)}] {case.cls} {row['expr']} {row['dtype']}: ours {_fmt(row['us'])}"
             f" us, {row['peer']} {_fmt(row['peer_us'])} us, x{_fmt(row['ratio'], 2)}")
         write_all(args.out, name, doc)  # partial results survive a timeout
     print(render_markdown(doc))

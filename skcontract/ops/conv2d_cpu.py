@@ -102,7 +102,8 @@ def _in_rows(g, rows: int) -> int:
 
 def _chunk_bytes(g, images: int, rows: int, itemsize: int) -> int:
     grid = rows * _grid_width(g)
-    gathered = 0 if _viewed(g) else g.c * grid * (1 if g.c == g.groups else g.r * g.s)
+    gathered = 0 if _viewed(g) else g.c * grid * (1 if g.c == g.groups else g.r * g.s) \
+        + g.k * grid
     return itemsize * images * (g.c * _in_rows(g, rows) * _padded_width(g) + 2 * g.k * grid
                                 + gathered)
 
@@ -200,16 +201,17 @@ def _viewed_products(acc, padded, weight, g, rows: int) -> None:
 
 
 def _gathered_product(acc, padded, weight, g, rows: int) -> None:
-    """acc = (K/G x C/G*R*S) @ (C/G*R*S x rows * Q) a group: the taps' windows gathered
-    into one operand (im2col over the chunk), one product."""
+    """acc = (K/G x C/G*R*S) @ (C/G*R*S x images * rows * Q) a group: the taps' windows
+    gathered into one operand (im2col over the chunk), one product a group over all the
+    chunk's images (the fewer, longer BLAS calls)."""
     groups = g.groups
     n = acc.shape[0]
-    cols = np.empty((n, g.c, g.r, g.s, rows, g.q), padded.dtype)
+    cols = np.empty((g.c, g.r, g.s, n, rows, g.q), padded.dtype)
     for r, t in _taps(g):
-        cols[:, :, r, t] = _tap_windows(padded, g, rows, r, t)
+        cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
     kg, inner = g.k // groups, (g.c // groups) * g.r * g.s
-    np.matmul(weight.reshape(groups, kg, inner), cols.reshape(n, groups, inner, -1),
-              out=acc.reshape(n, groups, kg, -1))
+    sums = np.matmul(weight.reshape(groups, kg, inner), cols.reshape(groups, inner, -1))
+    acc.reshape(n, groups, kg, -1)[...] = sums.reshape(groups, kg, n, -1).transpose(2, 0, 1, 3)
 
 
 def _depthwise_taps(acc, padded, weight, g, rows: int) -> None:

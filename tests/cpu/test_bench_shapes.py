@@ -53,3 +53,25 @@ def test_report_and_summary():
     assert "| outer | 2 | 0.87 | 0.50 | 50 |" in text
     assert shapes.default_name(doc["device"]) == "shapes-h100"
     assert shapes.default_name("NVIDIA H200") == "shapes-h200"
+
+
+def test_cpu_convolution_rows_run_here():
+    """``--cpu`` needs no GPU: a short run of one class writes its rows."""
+    pytest.importorskip("torch")
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        shapes.main(["--cpu", "--classes", "conv-cpu-pointwise", "--reps", "1", "--out", out])
+        doc = json.load(open(f"{out}/shapes-cpu.json"))
+    assert doc["device"].startswith("CPU ") and len(doc["rows"]) == 2
+    for row in doc["rows"]:
+        assert row["class"] == "conv-cpu-pointwise" and row["rel_err"] < 1e-5
+        assert row["us"] > 0 and row["peer_us"] > 0 and row["ratio"] > 0
+
+
+def test_conv_cpu_classes_are_from_named_layers():
+    classes = {c.cls for c in shapes.CONV_CPU_CASES}
+    assert {"conv-cpu-dense", "conv-cpu-pointwise", "conv-cpu-depthwise",
+            "conv-cpu-grouped", "conv-cpu-strided"} <= classes
+    for c in shapes.CONV_CPU_CASES:
+        assert c.source and c.x[1] == c.w[1] * c.groups and c.w[0] % c.groups == 0
