@@ -85,9 +85,17 @@ def launch_operands(launch: StepLaunch, x, y, X: Operand, Y: Operand, C: Operand
     """``C = alpha * x @ y + beta * C`` on ``launch`` for operands whose product runs as the
     launch's (the caller checked; ``X``, ``Y``, ``C``: the arrays described,
     :func:`.operands.describe`; ``C`` row-major): the copies the launch names made first.
-    Returns the BoundLaunch repeating it when ``bind`` and the launch copied nothing."""
+    Returns the BoundLaunch repeating it when ``bind`` and the launch copied nothing (no
+    K-major copy, no copy into rows on 16 bytes)."""
     if launch.form is not None:
         return _launch_dot(launch, launch.form, X, Y, C, alpha, beta, dev, stream, bind)
+    pad_a, pad_b = launch.aligned_copies
+    if pad_a:
+        x = relayout.aligned(x)
+        X = describe(x)
+    if pad_b:
+        y = relayout.aligned(y)
+        Y = describe(y)
     copy_a, copy_b = launch.copies
     if copy_a:
         x = relayout.one_copy(x, relayout.row_major, X.strides[0] == 0 and len(X.shape) == 3)
@@ -105,7 +113,7 @@ def launch_operands(launch: StepLaunch, x, y, X: Operand, Y: Operand, C: Operand
             alpha, beta)
     plan = launch_plan(launch, dev, stream)
     plan.launch(X.ptr, Y.ptr, C.ptr, *args, stream)
-    return plan.bind(*args) if bind and not (copy_a or copy_b) else None
+    return plan.bind(*args) if bind and not (copy_a or copy_b or pad_a or pad_b) else None
 
 
 def _launch_dot(launch, form: DotForm, X, Y, C, alpha, beta, dev, stream, bind):

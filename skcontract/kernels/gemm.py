@@ -52,7 +52,10 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     docs/benchmarks/tf32-int8-h200.md); an infinite element times a tf32-exact one makes
     NaN where exact float32 makes an infinity; where wgmma is not offered, before sm_90 or
     on operands whose K-major copies would still miss 16 bytes, the exact entries run
-    it). ``allow_tf32=True`` is ``precision="tf32"``. wgmma reads tf32 and int8 operands
+    it). Operands whose rows miss 16 bytes are copied, in their own layout, into rows
+    padded to 16 bytes where the plan prices that copy and the Wgmma kernel below the
+    portable kernel on them as they lie (:func:`.resolve.aligned_copies`).
+    ``allow_tf32=True`` is ``precision="tf32"``. wgmma reads tf32 and int8 operands
     K-major only: on sm_90 an A that is not row-major or a B that is not column-major is
     copied into that layout first (where its rows of K elements lie on 16 bytes; else the
     portable entries run it as it is), but at "3xtf32" where that copy is estimated dearer

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jit
+from .operands import matrix_layout
 
 HEADER = "transpose.cuh"
 TILE = 32
@@ -116,3 +117,26 @@ def one_copy(x, copy, broadcast: bool):
     if not broadcast or len(x.shape) < 3:
         return copy(x)
     return cupy.broadcast_to(copy(x[0]), tuple(x.shape))
+
+
+def aligned(x, vec_bytes: int = VEC16):
+    """A copy of the CuPy array ``x`` in its own layout (row-major matrices stay row-major,
+    column-major ones column-major) whose rows (columns) are padded to ``vec_bytes``: a
+    view of the first columns (rows) of a buffer with that leading dimension, for the
+    kernels that read rows on 16 bytes. A batch that repeats one matrix (stride 0) is
+    copied once and read back with a batch stride of 0."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    x = cupy.asarray(x)
+    if len(x.shape) >= 3 and x.strides[-3] == 0:
+        return cupy.broadcast_to(aligned(x[..., 0, :, :], vec_bytes), x.shape)
+    lay = matrix_layout(x.shape[-2], x.shape[-1], x.strides[-2] // x.itemsize,
+                        x.strides[-1] // x.itemsize)
+    col_major = lay is not None and lay[0] == "col"
+    m = x.swapaxes(-1, -2) if col_major else x
+    step = max(1, vec_bytes // x.itemsize)
+    cols = m.shape[-1]
+    buf = cupy.empty(m.shape[:-1] + (-(-cols // step) * step,), dtype=x.dtype)
+    view = buf[..., :cols]
+    view[...] = m
+    return view.swapaxes(-1, -2) if col_major else view

@@ -449,7 +449,7 @@ not (a Dot of ``batch x rows`` tiles of one or eight rows; :class:`TableOverflow
 
 def resolve_product(product: Product, device: DeviceInfo, *, precision: str | None = None,
                     dot: bool = True, schedule=None, exclude: frozenset = frozenset(),
-                    **options) -> StepLaunch:
+                    pad: bool = True, **options) -> StepLaunch:
     """The launch of a matrix product on ``device`` (:class:`~.step_launch.StepLaunch`): the
     one function that plans the launches of einsum's steps and of ``gemm()``. A product with
     a Dot form runs on the Dot kernel where ``dot`` allows it, exactly whatever the
@@ -458,8 +458,9 @@ def resolve_product(product: Product, device: DeviceInfo, *, precision: str | No
     :class:`Resolved` or Schedule to launch as it is (checked against the operands:
     ValueError or TypeError where it is not one for them); ``exclude``: entries not to plan
     on (a kernel this device does not build as declared). ``options`` (mode, reduction,
-    tile, grid, kind, ...) go to :func:`resolve_gemm`. The schedule's reason names the
-    operands copied K-major."""
+    tile, grid, kind, ...) go to :func:`resolve_gemm`. ``pad``: operands whose rows miss
+    16 bytes may be copied onto them (:func:`aligned_copies`; False for a caller that
+    makes no such copies). The schedule's reason names the operands copied."""
     dtype = product.dtype
     given_dot = isinstance(schedule, Resolved) and isinstance(schedule.entry, Dot)
     if product.form is not None and dtype in DOT_CATALOGUE and (
@@ -476,7 +477,54 @@ def resolve_product(product: Product, device: DeviceInfo, *, precision: str | No
                      **options)
     if any(copies) and not (k_major_only(r.entry) or turns_operands(r.entry)):
         copies, views = (False, False), product  # an exact fallback reads them as they are
+    if pad and not any(copies) and not all(views.vec16) and options.get("tile") is None:
+        padded = aligned_copies(views, r, device, precision, exclude, options)
+        if padded is not None:
+            pads, r, views = padded
+            return _launch(product, r, views, copies, precision, pads)
     return _launch(product, r, views, copies, precision)
+
+
+def aligned_copies(views: Product, r: Resolved, device: DeviceInfo, precision, exclude,
+                   options: dict):
+    """``(pads, resolved, views)`` where copying the operands whose rows miss 16 bytes into
+    rows padded to 16 bytes (in their own layouts: :func:`.relayout.aligned`) lets a
+    kernel that needs aligned rows run the product sooner, copies included, than ``r``
+    (planned on the operands as they lie); None where it does not. The copies' time is
+    their bytes read and written at :data:`K_MAJOR_COPY_BANDWIDTH`."""
+    pads = tuple(not v for v in views.vec16)
+    padded = padded_views(views, pads)
+    problem = r.schedule.problem
+    try:
+        other = resolve_gemm(problem, device, vec16=True, layouts=padded.layouts,
+                             precision=precision, b_off_lines=padded.b_off_lines,
+                             exclude=exclude, **options)
+    except ValueError:
+        return None
+    if not other.entry.vec16_only:
+        return None
+    elem = CXX_TYPES[views.dtype][1]
+    m, n, k = views.m, views.n, views.k
+    moved = pads[0] * views.matrices[0] * m * k + pads[1] * views.matrices[1] * k * n
+    copy_us = 2 * moved * elem / K_MAJOR_COPY_BANDWIDTH * 1e6
+    if other.schedule.predicted_time_us + copy_us >= r.schedule.predicted_time_us:
+        return None
+    return pads, other, padded
+
+
+def padded_views(product: Product, pads: tuple[bool, bool]) -> Product:
+    """``product`` as the launch reads it once the operands ``pads`` names are copied into
+    rows padded to 16 bytes (fresh arrays: their base on a line, rows and batches on 16
+    bytes)."""
+    elem = CXX_TYPES[product.dtype][1]
+    va, vb = (True if p else v for p, v in zip(pads, product.vec16))
+    b_off = product.b_off_lines
+    if pads[1]:  # B's lines (rows, or columns where column-major) of `length` elements
+        row = product.layouts[1] == "row"
+        length, lines = (product.n, product.k) if row else (product.k, product.n)
+        ld = -(-length * elem // VEC16_BYTES) * VEC16_BYTES // elem
+        b_off = rows_off_lines(0, ld, ld * lines if product.matrices[1] > 1 else 0, elem)
+    return replace(product, vec16=(va, vb), b_off_lines=b_off)
 
 
 def _dot_launch(product: Product, device: DeviceInfo, schedule: Resolved | None,
@@ -534,9 +582,10 @@ def _check_schedule(schedule: Schedule, entry: Entry, views: Product) -> None:
                          f"that kernel {entry.name} runs beside its {schedule.tile} tile")
 
 
-def _launch(product: Product, r: Resolved, views: Product, copies, precision) -> StepLaunch:
+def _launch(product: Product, r: Resolved, views: Product, copies, precision,
+            pads: tuple[bool, bool] = (False, False)) -> StepLaunch:
     """The StepLaunch of ``r`` on ``product``'s operands read as ``views`` (after the
-    ``copies``)."""
+    ``copies`` K-major and the copies into rows on 16 bytes, ``pads``)."""
     spec = specialise(r.entry, protocol=r.schedule.protocol, a_layout=views.layouts[0],
                       b_layout=views.layouts[1], a_vec16=views.vec16[0],
                       b_vec16=views.vec16[1])
@@ -545,7 +594,11 @@ def _launch(product: Product, r: Resolved, views: Product, copies, precision) ->
         copied = " and ".join(x for x, c in zip("AB", copies) if c)
         schedule = replace(schedule, reason=(
             f"{schedule.reason}; {copied} copied K-major for {precision or product.dtype}"))
-    return StepLaunch(schedule, spec, copies, product=product)
+    if any(pads):
+        padded = " and ".join(x for x, c in zip("AB", pads) if c)
+        schedule = replace(schedule, reason=(
+            f"{schedule.reason}; {padded} copied into rows on 16 bytes"))
+    return StepLaunch(schedule, spec, copies, product=product, aligned_copies=pads)
 
 
 def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):

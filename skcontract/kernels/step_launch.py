@@ -27,6 +27,10 @@ class StepLaunch:
     operands in the form's order); ``conv`` is a convolution's (:class:`.conv.ConvArgs`:
     the geometry the im2col kernel runs, its input view's strides, the filters' row stride,
     a folded convolution's extent), from which its ConvShape argument and TMA maps are made.
+    ``aligned_copies`` says, for A and B, whether the operand is first copied, in its own
+    layout, into rows padded to 16 bytes (rows that miss 16 bytes, which the kernels that
+    read through TMA or 16-byte vectors cannot read, where the copy costs less than the
+    portable kernel's extra time: :func:`.resolve.aligned_copies`).
     ``product``: the operands the launch was planned for (:class:`.operands.Product`; a
     call runs it on operands whose product :meth:`~.operands.Product.runs_as` this one).
     Two launches with equal :attr:`key` launch the same kernel on the same split table (and
@@ -38,6 +42,7 @@ class StepLaunch:
     form: DotForm | None = None
     conv: Any = None
     product: Product | None = None
+    aligned_copies: tuple[bool, bool] = (False, False)
 
     @property
     def entry(self):
@@ -52,7 +57,8 @@ class StepLaunch:
         compared by digest)."""
         s = self.schedule
         return (s.digest(), str(s.mode), s.grid, tuple(s.tile), s.device.ctas_per_sm,
-                s.cluster, s.protocol, self.spec, self.copies, self.form, self.conv)
+                s.cluster, s.protocol, self.spec, self.copies, self.form, self.conv,
+                self.aligned_copies)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, StepLaunch) and self.key == other.key

@@ -369,7 +369,7 @@ def _matmul_launch(dtype: str, device, a: _View, b: _View, c: _View, beta: float
     _, out_strides = as3(c.shape, c.strides)
     product = product_of(x, y, out_strides)
     launch = resolve_product(product, device, precision=None, exclude=exclude,
-                             dot=mode == "auto" and tile is None and grid is None,
+                             dot=mode == "auto" and tile is None and grid is None, pad=False,
                              mode=mode, reduction=reduction, tile=tile, grid=grid)
     if any(launch.copies):
         raise AssertionError(f"conv2d: {launch.spec.name} copies operands K-major, which "

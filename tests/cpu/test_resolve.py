@@ -684,8 +684,11 @@ def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():
 
 def test_a_plan_at_a_precision_keeps_exact_steps_exact():
     """Where the precision's entries do not run a float32 step (a memory-bound step on the
-    Dot family; rows off 16 bytes, which TMA cannot read, on the exact fallback), the step
-    says precision None; other dtypes carry it but show none (their kernels ignore it)."""
+    Dot family), the step says precision None; rows off 16 bytes, which TMA cannot read, are
+    copied onto 16 bytes and run at the precision (3xTF32, whose kernels turn operands in
+    their stages), or on the portable kernels of the precision where its Wgmma kernels read
+    K-major copies only (tf32, whose K-major copies would still miss 16 bytes); other dtypes carry
+    the precision but show none (their kernels ignore it)."""
     from skcontract.contract import contract_path
 
     def planned(subscripts, *shapes, dtype=np.float32):
@@ -700,8 +703,8 @@ def test_a_plan_at_a_precision_keeps_exact_steps_exact():
         _, exact = contract_path(sub, *shapes, shapes=True, dtype=np.float32, device="h200")
         assert planned(sub, *shapes).row() == exact.steps[0].row()
     odd = planned("ij,jk->ik", (4096, 4095), (4095, 4096))
-    assert odd.precision is None
-    assert "copied" not in odd.schedule.reason and not odd.row()[-1].startswith("3xtf32")
+    assert odd.precision == "3xtf32" and odd.launch.aligned_copies == (True, False)
+    assert "A copied into rows on 16 bytes" in odd.schedule.reason
     _, tf32 = contract_path("ij,jk->ik", (4096, 4095), (4095, 4096), shapes=True,
                             dtype=np.float32, device="h200", precision="tf32")
     assert tf32.steps[0].precision == "tf32" and "copied" not in tf32.steps[0].schedule.reason

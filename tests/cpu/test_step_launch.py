@@ -1,5 +1,7 @@
 """The launch a plan step carries (StepLaunch): made with the plan, shown by it, and what
 the backend binds (no GPU needed to make or read one)."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,65 @@ def test_launches_of_two_modes_with_one_table_are_two():
     step = _plan("ij,jk->ik", (512, 1024), (1024, 768)).steps[0]
     other = replace(step.launch, schedule=replace(step.schedule, mode="split_k"))
     assert str(step.schedule.mode) != "split_k" and other != step.launch
+
+
+@pytest.mark.parametrize("subscripts,shapes,pads", [
+    ("ij,jk->ik", [(512, 768), (768, 50257)], (False, True)),        # B's rows: a vocabulary
+    ("bqk,bkd->bqd", [(96, 197, 197), (96, 197, 64)], (True, False)),  # A's rows: 197 tokens
+    ("ij,kj->ik", [(1024, 1001), (2048, 1001)], (True, True)),       # both K-major, K odd
+])
+def test_rows_off_16_bytes_are_copied_onto_them_where_it_pays(subscripts, shapes, pads):
+    """A 16-bit product whose operand rows miss 16 bytes runs on the Wgmma entries (which
+    read rows on 16 bytes) after a copy of those operands into padded rows, where the
+    copy's time and the Wgmma time undercut the portable kernel's; the plan says so."""
+    step = _plan(subscripts, *shapes).steps[0]
+    launch = step.launch
+    assert launch.aligned_copies == pads and launch.copies == (False, False)
+    assert launch.entry.FAMILY == "Wgmma" and launch.entry.vec16_only
+    assert "copied into rows on 16 bytes" in launch.schedule.reason
+    assert "copied into rows on 16 bytes" in str(_plan(subscripts, *shapes))
+
+
+def test_aligned_rows_and_forced_tiles_are_not_copied():
+    from skcontract.kernels.operands import Product
+    from skcontract.kernels.resolve import resolve_product
+    aligned = _plan("ij,jk->ik", (512, 768), (768, 50256)).steps[0].launch
+    assert aligned.aligned_copies == (False, False)
+    product = Product("float16", 1, 512, 50257, 768, ("row", "row"), (True, False))
+    forced = resolve_product(product, H200, tile=(128, 128, 32))
+    assert forced.aligned_copies == (False, False) and not forced.entry.vec16_only
+
+
+def test_a_small_product_off_16_bytes_keeps_the_portable_kernel():
+    """Where the copy costs more than it saves (a product of a few tiles with a large
+    operand to copy), the operands are read as they lie."""
+    from skcontract.kernels.operands import Product
+    from skcontract.kernels.resolve import resolve_product
+    product = Product("float16", 1, 64, 1001, 8192, ("row", "row"), (True, False))
+    launch = resolve_product(product, H200)
+    assert launch.aligned_copies == (False, False) and not launch.entry.vec16_only
+
+
+@pytest.mark.parametrize("make", [
+    lambda r: r.standard_normal((300, 197)),                            # rows of 197
+    lambda r: np.asfortranarray(r.standard_normal((197, 1001))),        # columns of 197
+    lambda r: r.standard_normal((4, 130, 99)),                          # a batch
+    lambda r: np.broadcast_to(r.standard_normal((96, 1001)).astype(np.float16),
+                              (4, 96, 1001)),                           # broadcast
+    lambda r: r.standard_normal((4, 96, 130)).swapaxes(-1, -2),         # column-major batch
+])
+def test_aligned_copies_keep_values_and_layout_on_padded_rows(monkeypatch, make):
+    """relayout.aligned's array logic, on NumPy standing in for CuPy: the same values, the
+    same layout, every leading dimension and batch stride on 16 bytes (a broadcast batch
+    stays one matrix)."""
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    from skcontract.kernels import relayout
+    from skcontract.kernels.operands import matrix_layout
+    x = make(np.random.default_rng(1)).astype(np.float16, copy=False)
+    y = relayout.aligned(x)
+    np.testing.assert_array_equal(y, x)
+    lay = matrix_layout(x.shape[-2], x.shape[-1], x.strides[-2] // 2, x.strides[-1] // 2)
+    assert matrix_layout(y.shape[-2], y.shape[-1], y.strides[-2] // 2,
+                         y.strides[-1] // 2)[0] == lay[0]
+    assert all(s % 16 == 0 for s in y.strides if s not in (0, 2))
+    assert y.ndim < 3 or (y.strides[0] == 0) == (x.strides[0] == 0)

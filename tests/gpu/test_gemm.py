@@ -391,3 +391,35 @@ def test_warm_calls_on_torch_tensors():
             assert _gemm(a, b, out) is out
         want = a.double() @ b.double()
         assert float((out.double() - want).norm() / want.norm()) <= TOL["float16"]
+
+
+@pytest.mark.parametrize("shape_a,shape_b,orders", [
+    ((300, 512), (512, 1001), ("C", "C")),      # B's rows off 16 bytes
+    ((300, 197), (197, 256), ("C", "C")),       # A's rows off
+    ((300, 197), (197, 1001), ("C", "F")),      # A's rows and B's columns off
+    ((4, 130, 99), (4, 99, 72), ("C", "C")),    # batched, A's rows off
+    ((4, 130, 96), (1, 96, 1001), ("F", "C")),  # a broadcast B, its rows off
+])
+def test_rows_off_16_bytes_run_on_aligned_copies(shape_a, shape_b, orders):
+    """Operands whose rows miss 16 bytes, copied into padded rows where the plan says so,
+    give the product: through gemm() and einsum, twice each (no replay on the copies)."""
+    import cupy
+
+    import skcontract
+    from skcontract.kernels.operands import describe, product_of
+    from skcontract.kernels.resolve import device_info, resolve_product
+    a = rand(shape_a, "float16", orders[0], 3)
+    b = rand(shape_b, "float16", orders[1], 4)
+    if shape_b[0] == 1:
+        b = cupy.broadcast_to(b, (shape_a[0],) + shape_b[1:])
+    launch = resolve_product(product_of(describe(a), describe(b)),
+                             device_info(cupy.cuda.runtime.getDevice()))
+    want = _reference(a, b)
+    for _ in range(2):
+        with record_launches() as launches:
+            got = _gemm(a, b)
+        assert rel_error(got, want) <= TOL["float16"]
+        if any(launch.aligned_copies):
+            assert launches[-1].kernel.startswith("wgmma"), launches[-1].kernel
+        got = skcontract.einsum("...ij,...jk->...ik", a, b)
+        assert rel_error(got, want) <= TOL["float16"]
