@@ -179,6 +179,7 @@ COPY_BYTES = 1 << 30
 
 ROW_KEYS = ("class", "op", "expr", "shapes", "dtype", "source", "us", "peer", "peer_us",
             "ratio", "call_us", "peer_call_us", "gbps", "rel_err")
+"""A row's measured keys (a run adds ``commit``, the commit it was measured at)."""
 
 
 def _operands(case: Case):
@@ -373,6 +374,9 @@ def main(argv=None) -> int:
     p.add_argument("--cpu", action="store_true",
                    help="time the CPU convolution classes (conv-cpu-*) against torch's CPU "
                         "convolution instead (no GPU needed; default name shapes-cpu)")
+    p.add_argument("--merge", default=None,
+                   help="an earlier run's JSON whose rows this run keeps where it does not "
+                        "measure them again (each row keeps the commit it was measured at)")
     p.add_argument("--classes", default=None,
                    help="comma-separated classes to time (default: all: "
                         f"{','.join(dict.fromkeys(c.cls for c in CASES))})")
@@ -389,15 +393,36 @@ def main(argv=None) -> int:
     name = args.name or ("shapes-cpu" if args.cpu else default_name(device))
     doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device,
            "copy_gbps": None if args.cpu else copy_gbps(args.reps), "rows": []}
+    earlier = json.loads(Path(args.merge).read_text()) if args.merge else None
     for i, case in enumerate(cases):
         row = measure_conv_cpu(case, args.reps, log) if args.cpu else \
             measure(case, args.reps, log)
+        row["commit"] = doc["commit"]
         doc["rows"].append(row)
         log(f"[{i + 1}/{len(cases)}] {case.cls} {row['expr']} {row['dtype']}: ours {_fmt(row['us'])}"
             f" us, {row['peer']} {_fmt(row['peer_us'])} us, x{_fmt(row['ratio'], 2)}")
-        write_all(args.out, name, doc)  # partial results survive a timeout
+        write_all(args.out, name, merged(earlier, doc) if earlier else doc)  # partial
+    if earlier:                                               # results survive a timeout
+        doc = merged(earlier, doc)
     print(render_markdown(doc))
     return 0
+
+
+def row_key(row) -> tuple:
+    """What names a row across runs: class, expression, shapes and dtype."""
+    return (row["class"], row["expr"], json.dumps(row["shapes"]), row["dtype"])
+
+
+def merged(earlier: dict, doc: dict) -> dict:
+    """``doc`` with ``earlier``'s rows it did not measure, in ``earlier``'s order (new
+    rows after); the rows carry the commit each was measured at, the document this run's
+    device, date and the commits of its rows."""
+    new = {row_key(r): r for r in doc["rows"]}
+    rows = [new.pop(row_key(r), dict(r, commit=r.get("commit", earlier.get("commit"))))
+            for r in earlier["rows"]]
+    rows += list(new.values())
+    commits = sorted({r["commit"] for r in rows if r.get("commit")})
+    return dict(doc, rows=rows, commit=", ".join(commits))
 
 
 if __name__ == "__main__":

@@ -75,3 +75,19 @@ def test_conv_cpu_classes_are_from_named_layers():
             "conv-cpu-grouped", "conv-cpu-strided"} <= classes
     for c in shapes.CONV_CPU_CASES:
         assert c.source and c.x[1] == c.w[1] * c.groups and c.w[0] % c.groups == 0
+
+
+def test_a_partial_run_merges_into_an_earlier_one():
+    def row(cls, us, commit=None):
+        r = dict(zip(shapes.ROW_KEYS, (cls, "einsum", "ij,jk->ik", [[2, 3], [3, 4]], "float16",
+                                       "x", us, "torch.einsum", 1.0, 1.0 / us, us, 1.0, None,
+                                       0.0)))
+        return r if commit is None else dict(r, commit=commit)
+    earlier = {"commit": "aaa", "device": "H100", "date": "d0",
+               "rows": [row("a", 1.0), row("b", 2.0), row("c", 3.0)]}
+    run = {"commit": "bbb", "device": "H100", "date": "d1",
+           "rows": [row("b", 0.5, "bbb"), row("d", 4.0, "bbb")]}
+    doc = shapes.merged(earlier, run)
+    assert [(r["class"], r["us"], r["commit"]) for r in doc["rows"]] == [
+        ("a", 1.0, "aaa"), ("b", 0.5, "bbb"), ("c", 3.0, "aaa"), ("d", 4.0, "bbb")]
+    assert doc["commit"] == "aaa, bbb" and doc["date"] == "d1"
