@@ -151,7 +151,28 @@ def _sum(x, axis):
     return cupy.sum(x, axis=axis)
 
 
-OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any)
+def sum_for(step):
+    """``run(a)``: the M sums of the (M x K) CuPy matrix ``a`` on the UNARY step's launch (a
+    matrix-vector product with a vector of ones, on the Dot kernel), or None where the
+    launch does not take ``a`` (another dtype, layout or alignment: the step then sums with
+    CuPy, :func:`~skcontract.backends.steps._unary`)."""
+    launch = step.launch
+    ones: dict = {}  # (device, dtype, K) -> the vector of ones
+
+    def run(a):
+        key = (cupy.cuda.runtime.getDevice(), a.dtype, a.shape[1])
+        y = ones.get(key)
+        if y is None:
+            y = ones[key] = cupy.ones((a.shape[1], 1), a.dtype)
+        try:
+            r, _ = run_step(launch, a, y)
+        except (OperandMismatch, RegisterCountError, CoResidencyError):
+            return None
+        return r[:, 0]
+    return run
+
+
+OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for)
 
 
 def compile(plan, replan=None):

@@ -16,6 +16,7 @@ product differ (``numpy.matmul`` on the CPU, the Stream-K kernels on the GPU):
 """
 from __future__ import annotations
 
+from math import prod
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -47,6 +48,10 @@ class ArrayOps(NamedTuple):
     matmul_for: Callable  # matmul_for(step, views) -> run(x, y) on the step's operands
     sum: Callable     # sum(x, axis=tuple) keeping numpy's result dtype for x's dtype
     any: Callable     # logical-or reduction, for bool operands
+    # sum_for(step) -> run(a): a UNARY step's sum on its launch, ``a`` the (M x K) matrix
+    # of the kept by the summed elements; run returns the M sums, or None where the launch
+    # does not take ``a`` (the step then sums with ``sum``). None: no launches.
+    sum_for: Callable | None = None
 
 
 def _perm(term: Sequence[str], order: Sequence[str]):
@@ -141,6 +146,7 @@ def _unary(step: Step, ops: ArrayOps) -> Callable:
     perm = _perm(kept, step.output)
     scalar = not step.output
     xp = ops.xp
+    launched = _launched_sum(step, ops, summed, len(term))
 
     def run(x):
         if squeeze:
@@ -148,11 +154,39 @@ def _unary(step: Step, ops: ArrayOps) -> Callable:
         for p, q in diagonals:
             x = xp.diagonal(x, axis1=p, axis2=q)
         if summed:
-            reduce = ops.any if x.dtype == xp.bool_ else ops.sum
-            x = reduce(x, axis=summed)
-            if scalar:
-                x = xp.asarray(x)
+            r = None if launched is None else launched(x)
+            if r is None:
+                reduce = ops.any if x.dtype == xp.bool_ else ops.sum
+                r = reduce(x, axis=summed)
+            x = xp.asarray(r) if scalar else r
         return x if perm is None else x.transpose(perm)
+    return run
+
+
+def _launched_sum(step: Step, ops: ArrayOps, summed: tuple, ndim: int):
+    """``run(x)``: the sum of a UNARY step on its launch (a matrix-vector product with ones,
+    ``ops.sum_for``) over a C-contiguous ``x`` whose summed axes lead or trail, in the kept
+    axes' shape; None from ``run`` for another ``x``, and None here for a step with no
+    launch or summed axes between kept ones."""
+    if step.launch is None or ops.sum_for is None or step.kind is not Kind.UNARY:
+        return None
+    s, axes = len(summed), tuple(sorted(summed))
+    if axes == tuple(range(s)):
+        leading = True
+    elif axes == tuple(range(ndim - s, ndim)):
+        leading = False
+    else:
+        return None
+    product = ops.sum_for(step)
+
+    def run(x):
+        if not x.flags.c_contiguous:
+            return None
+        kept = x.shape[s:] if leading else x.shape[:ndim - s]
+        m = prod(kept)
+        a = x.reshape(-1, m).T if leading else x.reshape(m, -1)
+        r = product(a)
+        return None if r is None else r.reshape(kept)
     return run
 
 

@@ -25,7 +25,7 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
                         Wgmma, WgmmaKMajor, dot_entries, output_tiles, pending_for,
                         streaming_wanted)
 from .forms import dot_form, form_aligned
-from .operands import Product, is_vec16, matrix_layout, rows_off_lines
+from .operands import Operand, Product, is_vec16, matrix_layout, product_of, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
 from .step_launch import StepLaunch, dot_spec
 
@@ -601,6 +601,53 @@ def _launch(product: Product, r: Resolved, views: Product, copies, precision,
     return StepLaunch(schedule, spec, copies, product=product, aligned_copies=pads)
 
 
+def sum_view(step) -> tuple[int, int, bool] | None:
+    """How a UNARY step's sum runs as a matrix-vector product with a vector of ones on the
+    GPU: ``(M, K, leading)``, its kept labels' M elements by its summed labels' K, the
+    summed labels leading (the contiguous operand read as an M x K column-major matrix) or
+    trailing (row-major); None for a step with no sum, a diagonal, or summed labels
+    interleaved with kept ones (whose matrix no view of a contiguous operand is)."""
+    if step.kind is not Kind.UNARY or not step.k_labels:
+        return None
+    term = [lab for ax, lab in enumerate(step.inputs[0]) if ax not in step.squeeze]
+    if len(set(term)) != len(term):
+        return None
+    summed = {term.index(lab) for lab in step.k_labels}
+    s = len(summed)
+    if summed == set(range(s)):
+        return step.m, step.k, True
+    if summed == set(range(len(term) - s, len(term))):
+        return step.m, step.k, False
+    return None
+
+
+def sum_product(m: int, k: int, leading: bool, dtype: str) -> Product | None:
+    """The :class:`~.operands.Product` of a sum as ``A (m x k) @ ones (k x 1)``: A
+    column-major (its rows of k elements ``m`` apart) where the summed labels lead, else
+    row-major; None where it has no Dot form."""
+    a = Operand(0, (m, k), (1, m) if leading else (k, 1), dtype, 0)
+    ones = Operand(0, (k, 1), (1, 1), dtype, 0)
+    product = product_of(a, ones)
+    return product if product is not None and product.form is not None else None
+
+
+def resolve_sum(step, device: DeviceInfo, **options) -> StepLaunch | None:
+    """The Dot kernel's launch of a UNARY step's sum on ``device`` (:func:`sum_view`), for
+    its contiguous operand; None where the sum has no such view, its dtype no Dot kernel,
+    or its product no Dot form."""
+    view = sum_view(step)
+    if view is None or step.dtype.name not in DOT_CATALOGUE or step.m * step.k == 0:
+        return None
+    product = sum_product(*view, step.dtype.name)
+    if product is None:
+        return None
+    dot_options = {x: v for x, v in options.items() if x in ("mode", "reduction")}
+    try:
+        return resolve_product(product, device, **dot_options)
+    except (TableOverflow, ValueError):  # a walk past the index, a forced mode it lacks
+        return None
+
+
 def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):
     """``plan`` with each GEMM-class step's ``schedule`` set to the one the GPU runs it with
     on ``device`` (None for steps no kernel takes). ``precision``: float32 products on the
@@ -612,6 +659,9 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
     catalogue_key("float32", precision)  # (ValueError for an unknown precision)
 
     def one(step):
+        if step.kind is Kind.UNARY:
+            launch = resolve_sum(step, device, **options)
+            return step if launch is None else replace(step, launch=launch)
         if not step.is_gemm_class:
             return step
         step = replace(step, precision=precision)

@@ -239,3 +239,58 @@ def test_aligned_copies_keep_values_and_layout_on_padded_rows(monkeypatch, make)
                          y.strides[-1] // 2)[0] == lay[0]
     assert all(s % 16 == 0 for s in y.strides if s not in (0, 2))
     assert y.ndim < 3 or (y.strides[0] == 0) == (x.strides[0] == 0)
+
+
+@pytest.mark.parametrize("subscripts,shape,dtype,form", [
+    ("ij->j", (4096, 1024), np.float16, "cols"),   # summed axes lead: column sums
+    ("ij->i", (1024, 4096), np.float32, "rows"),   # summed axes trail: row sums
+    ("abc->c", (16, 32, 512), np.float64, "cols"),
+    ("abc->a", (512, 32, 16), np.float32, "rows"),
+])
+def test_a_sum_runs_on_the_dot_kernel(subscripts, shape, dtype, form):
+    """A UNARY step's sum over leading or trailing axes is a matrix-vector product with a
+    vector of ones on the GPU: the step carries the Dot kernel's launch."""
+    step = _plan(subscripts, shape, dtype=dtype).steps[0]
+    assert step.kind == "UNARY" and step.launch is not None
+    assert step.launch.entry.FAMILY == "Dot" and step.launch.form.shape == form
+    assert step.launch.product.k == step.k and step.launch.product.m == step.m
+
+
+@pytest.mark.parametrize("subscripts,shape,dtype", [
+    ("ijk->j", (16, 64, 8), np.float32),   # summed axes on both sides of the kept one
+    ("ii->i", (64, 64), np.float32),       # a diagonal
+    ("ij->j", (64, 64), np.int32),         # no Dot kernel for the dtype
+])
+def test_other_unary_steps_have_no_launch(subscripts, shape, dtype):
+    step = _plan(subscripts, shape, dtype=dtype).steps[0]
+    assert step.launch is None
+
+
+@pytest.mark.parametrize("subscripts,shape", [
+    ("ij->j", (6, 5)), ("ij->i", (6, 5)), ("abc->c", (3, 4, 5)), ("abc->ab", (3, 4, 5)),
+    ("abc->", (3, 4, 5)), ("abc->b", (3, 4, 5))])
+def test_a_launched_sum_views_its_operand_as_the_product_it_planned(subscripts, shape):
+    """The backend's side of a launched sum, on NumPy standing in for the GPU: the operand
+    viewed as the (kept x summed) matrix the launch reads (a contiguous one), the sum
+    reshaped to the kept axes; a non-contiguous operand, or summed axes between kept ones,
+    summed by the backend's own sum."""
+    from skcontract.backends.numpy_backend import OPS
+    from skcontract.backends.steps import _step_fn
+    calls = []
+
+    def sum_for(step):
+        def run(a):
+            calls.append(a.shape)
+            return a @ np.ones(a.shape[1])
+        return run
+    ops = OPS._replace(sum_for=sum_for)
+    step = _plan(subscripts, shape, dtype=np.float32).steps[0]
+    fn = _step_fn(step, ops)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = np.einsum(subscripts, x)
+    np.testing.assert_allclose(fn(x), want, rtol=1e-5)
+    assert len(calls) == (step.launch is not None)
+    if calls:
+        assert calls[0] == (step.m, step.k)
+    np.testing.assert_allclose(fn(np.asfortranarray(x)), want, rtol=1e-5)
+    assert len(calls) == (step.launch is not None)  # not contiguous: the backend's sum

@@ -126,3 +126,29 @@ def test_a_step_beyond_the_kernels_index_runs_on_cupy(monkeypatch):
     got = expr(cupy.asarray(a, "float32"), cupy.asarray(b, "float32"))
     ref = a @ b
     assert np.linalg.norm(cupy.asnumpy(got) - ref) <= 1e-5 * np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("subscripts,shape,dtype,order", [
+    ("ij->j", (4096, 1000), "float16", "C"),      # column sums: the Dot cols kernel
+    ("ij->i", (1000, 4096), "float32", "C"),      # row sums: the Dot rows kernel
+    ("abc->c", (16, 64, 300), "float64", "C"),
+    ("abc->", (16, 64, 300), "float32", "C"),     # everything summed
+    ("ij->j", (4096, 1000), "float16", "F"),      # not as planned: CuPy's sum
+])
+def test_sums_run_on_the_dot_kernel(subscripts, shape, dtype, order):
+    import cupy
+
+    from skcontract.kernels.launch import record_launches
+    x = cupy.random.RandomState(5).standard_normal(shape, dtype=cupy.float32).astype(dtype)
+    if order == "F":
+        x = cupy.asfortranarray(x)
+    want = np.einsum(subscripts, cupy.asnumpy(x).astype(np.float64))
+    for _ in range(2):
+        with record_launches() as launches:
+            got = skcontract.einsum(subscripts, x)
+        assert got.dtype == x.dtype and got.shape == want.shape
+        tol = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
+        err = np.abs(cupy.asnumpy(got).astype(np.float64) - want).max() / np.abs(want).max()
+        assert err <= tol, err
+        assert [r.kernel.startswith("dot_") for r in launches] == ([True] if order == "C"
+                                                                  else [])
