@@ -15,6 +15,7 @@ from . import demo as _demo
 from .bench.conv2d import main as bench_conv2d
 from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
+from .bench.networks import main as bench_networks
 from .bench.overhead import main as bench_overhead
 from .bench.shapes import main as bench_shapes
 from .bench.tf32_int8 import main as bench_tf32_int8
@@ -90,11 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="the GPU to plan for (default: the H200 preset)")
     exc.add_argument("--channels-last", action="store_true",
                      help="channels-last input and weight (default: contiguous NCHW)")
-    bench = sub.add_parser("bench", help="run a benchmark (all but overhead need a GPU)")
-    bench.add_argument("what", choices=[*GPU_BENCHES, "overhead"],
+    bench = sub.add_parser("bench", help="run a benchmark (overhead, networks and shapes --cpu "
+                           "run without a GPU)")
+    bench.add_argument("what", choices=[*GPU_BENCHES, "overhead", "networks"],
                        help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus, "
                             "the shape classes (shapes) "
-                            "against the peers, or the per-call overhead")
+                            "against the peers, the per-call overhead, or large networks "
+                            "planned under memory limits (networks)")
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")
     return parser
@@ -136,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"{parser.prog} bench {args.what}: error: needs CuPy and an NVIDIA "
                            "GPU (pip install 'skcontract[cuda13]')\n")
         return GPU_BENCHES[args.what](args.rest)
+    if args.what == "networks":
+        return bench_networks(args.rest)
     return bench_overhead(args.rest)
 
 

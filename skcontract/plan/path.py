@@ -91,6 +91,35 @@ def validate_path(path: Sequence[Any], n: int) -> list[tuple[int, ...]]:
     return out
 
 
+RECONF_TARGET_SHARE = 4
+"""A byte budget's share the largest intermediate of cotengra's sliced search aims at (a
+quarter: the peak holds a step's operands and result, and the results kept across
+slices)."""
+RECONF_TRIES = 3
+"""Searches with a halved target, at most, while cotengra's slices miss a byte budget."""
+
+
+def is_hyper(optimize: Any) -> bool:
+    """Whether ``optimize`` asks for cotengra's hyper-optimiser ('hyper' or one of its
+    optimisers)."""
+    if isinstance(optimize, str):
+        return optimize == HYPER
+    return type(optimize).__module__.split(".")[0] == "cotengra"
+
+
+def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequence[str],
+                  sizes: Mapping[str, int], target_size: int):
+    """cotengra's hyper-search with slicing and reconfiguration (``slicing_reconf_opts``)
+    to a largest intermediate of ``target_size`` elements, for as long as ``optimize``
+    (:func:`hyper`'s or a cotengra optimiser's ``max_time``) searches: ``(path, sliced
+    labels)``."""
+    max_time = HYPER_SECONDS if isinstance(optimize, str) else \
+        getattr(optimize, "max_time", None) or HYPER_SECONDS
+    opt = hyper(max_time=max_time, slicing_reconf_opts={"target_size": int(target_size)})
+    tree = opt.search([tuple(t) for t in inputs], tuple(output), dict(sizes))
+    return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
+
+
 def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
               sizes: Mapping[str, int], optimize: Any = "auto") -> list[tuple[int, ...]]:
     """The contraction path for these terms, as chosen by ``optimize``.

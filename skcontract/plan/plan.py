@@ -30,7 +30,7 @@ import numpy as np
 from ..dtypes import accumulator_dtype
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, choose_layout, classify_groups, pair_groups
-from .path import find_path
+from .path import RECONF_TARGET_SHARE, RECONF_TRIES, find_path, is_hyper, sliced_search
 from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -330,13 +330,17 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
     path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
-    repath = None if isinstance(optimize, (list, tuple)) else (
+    # (a hyper-search slices as it goes instead: _reconfigured)
+    repath = None if isinstance(optimize, (list, tuple)) or is_hyper(optimize) else (
         lambda sizes: find_path(terms, eq.output, sizes, optimize))
     if budget is None and (slicing is True or slicing is False):
         sliced = None  # (no budget to keep, no slices named: choose_sliced_path's answer)
     else:
         sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                           dtype.itemsize, slicing, repath)
+        if sliced is not None and slicing is True and is_hyper(optimize):
+            sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
+                                         sliced, path)
     if sliced is not None:
         eq_run = _slice_equation(eq, sliced)
         unary = _unary_pass(eq_run, dtype)
@@ -345,6 +349,26 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
     steps, result, result_labels, operand_slots = _steps(eq_run, dtype, path, unary)
     return Plan(eq, steps, tuple(path), dtype, result, result_labels, device, operand_slots,
                 sliced)
+
+
+def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path):
+    """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
+    search that slices as it goes (:func:`~.path.sliced_search`, to the largest
+    intermediate the budget allows), where the latter keeps the budget."""
+    target = budget.elements if budget.elements is not None else \
+        budget.bytes // itemsize // RECONF_TARGET_SHARE
+    for _ in range(RECONF_TRIES):
+        other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
+        if not labels:
+            return sliced, path
+        try:
+            other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
+                                                   budget, itemsize, dict.fromkeys(labels, 1))
+        except ValueError:  # its slices miss a byte budget: aim lower
+            target //= 2
+            continue
+        return (other, other_path) if other.flops < sliced.flops else (sliced, path)
+    return sliced, path
 
 
 def _memory_bytes(device) -> int:

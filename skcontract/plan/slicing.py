@@ -188,13 +188,15 @@ class Slicing:
     to one chunk. ``overhead``: the sliced plan's FLOPs over the unsliced one's;
     ``largest_intermediate``: a slice's largest intermediate in elements; ``peak_bytes``:
     the predicted peak working set (a slice's intermediates, the resident results and the
-    output)."""
+    output); ``flops``: every slice's FLOPs (steps that run once counted once), what two
+    sliced plans of different paths compare by."""
 
     chunks: tuple[tuple[str, int], ...]
     sizes: Mapping[str, int]
     overhead: float
     largest_intermediate: int
     peak_bytes: int
+    flops: int = 0
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -283,7 +285,8 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
 
 def _slicing(chunks, sizes, cost: Cost, peak: int, base: Cost) -> Slicing:
     order = tuple((x, chunks[x]) for x in sorted(chunks, key=str))
-    return Slicing(order, dict(sizes), cost.flops / max(base.flops, 1), cost.largest, peak)
+    return Slicing(order, dict(sizes), cost.flops / max(base.flops, 1), cost.largest, peak,
+                   cost.flops)
 
 
 def _given_chunks(slicing: Any, sizes: Mapping[str, int]) -> dict:

@@ -51,3 +51,45 @@ def test_without_cotengra_the_error_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"skcontract\[hyper\]"):
         skcontract.contract_path("ij,jk,kl->il", (2, 3), (3, 4), (4, 5), shapes=True,
                                  optimize="hyper")
+
+
+def test_a_limit_under_hyper_keeps_the_cheaper_of_both_slicings(monkeypatch):
+    """Under a memory limit, 'hyper' plans the path sliced after the search and cotengra's
+    search that slices as it goes, and keeps the one of fewer FLOPs that fits; a search
+    whose slices miss a byte budget is run again aiming lower."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    free = skcontract.contract_path(eq, *shapes, shapes=True, optimize="hyper")[1]
+    limit = max(8, free.largest_intermediate // 8)
+    post_hoc = skcontract.contract_path(eq, *shapes, shapes=True, optimize="hyper",
+                                        memory_limit=limit, slicing=True)[1]
+    calls = []
+
+    def fake(result):
+        def search(optimize, inputs, output, sizes, target):
+            calls.append(target)
+            return result(inputs, sizes)
+        return search
+
+    def everything_sliced(inputs, sizes):  # a left-to-right path, every label sliced
+        return [(0, 1)] * (len(inputs) - 1), tuple(sizes)
+    monkeypatch.setattr(plan_module, "sliced_search", fake(everything_sliced))
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                                    memory_limit=limit)[1]
+    assert calls == [limit]  # an element budget is the target itself
+    n, labels = len(shapes), set(eq.split("->")[0]) - {","}
+    fake_plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=[(0, 1)] * (n - 1),
+                                         slicing=sorted(labels))[1]
+    assert plan.slicing.flops <= fake_plan.slicing.flops  # never the dearer of the two
+    assert plan.largest_intermediate <= limit
+    np.testing.assert_allclose(skcontract.einsum(eq, *ops, optimize=skcontract.hyper(0.2),
+                                                 memory_limit=limit),
+                               np.einsum(eq, *ops, optimize="greedy"), rtol=1e-9, atol=1e-12)
+
+    calls.clear()
+    monkeypatch.setattr(plan_module, "sliced_search", fake(lambda i, s: ([(0, 1)] * (len(i) - 1),
+                                                                         ())))
+    skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                             memory_limit=limit)
+    assert len(calls) == 1  # nothing sliced: the search's answer is not a sliced plan
