@@ -6,7 +6,8 @@
 Networks generated in code (no downloads): a random 3-regular graph of 250 tensors (bond 2),
 a 10 x 10 lattice (bond 8), the norm of a 6 x 6 PEPS (bond 5, physical 2), a 6 x 6 random
 quantum circuit of depth 14 (complex64; closed, and with six output qubits open), and a dense
-batched product larger than a GPU. Each is planned at each memory limit (bytes of the peak
+batched product whose operands are larger than a GPU (its output fits 8 GiB, not 1 GiB: a
+planner that cannot keep a limit logs why and gives no row). Each is planned at each memory limit (bytes of the peak
 working set, :mod:`skcontract.plan.slicing`) three ways:
 
 - ``auto``: skcontract's default path (opt_einsum's) and its slicer;
@@ -157,11 +158,12 @@ def circuit(rows: int = 6, cols: int = 6, depth: int = 14, open_qubits: int = 0,
     return Network(name, tuple(terms), output, {x: 2 for x in range(nxt)}, "complex64")
 
 
-def batched_product(batch: int = 128, side: int = 8192) -> Network:
-    """``bij,bjk->bik`` in float32, its operands and output about 3 x 34 GB: larger than one
-    GPU's memory."""
-    return Network(f"batched product {batch}x{side}^3", ((0, 1, 2), (0, 2, 3)), (0, 1, 3),
-                   {0: batch, 1: side, 2: side, 3: side}, "float32")
+def batched_product(batch: int = 128, side: int = 2048, inner: int = 65536) -> Network:
+    """``bij,bjk->bik`` in float32 with a long inner dimension: operands of 69 GB each,
+    larger together than one GPU's memory, and a 2.1 GB output (which a limit must hold:
+    below it, the plan is refused)."""
+    return Network(f"batched product {batch}x{side}x{side}x{inner}", ((0, 1, 2), (0, 2, 3)),
+                   (0, 1, 3), {0: batch, 1: side, 2: inner, 3: side}, "float32")
 
 
 NETWORKS = {"regular": random_regular, "lattice": lattice, "peps": peps_norm,
