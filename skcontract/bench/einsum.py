@@ -32,14 +32,11 @@ import opt_einsum
 
 from ..contract import contract_expression, einsum
 from ..parse import parse_equation
-from .timing import (add_corpus_arguments, call_time_us, device_name, device_time_us,
-                     guarded, rel_err, run_commit, torch_graph_us)
+from .timing import (add_corpus_arguments, call_time_us, device_name, expression_times,
+                     guarded, run_commit, torch_graph_us)
 
 DEFAULT_CORPUS = Path(__file__).with_name("corpus.json")
 DEFAULT_DTYPES = ("float32", "float16")
-#: device work one graph replay aims at (seconds), whatever the expression's speed
-REPLAY_SECONDS = 2e-3
-MIN_CALLS, MAX_CALLS = 3, 50
 #: every row has these keys (None where a measure failed)
 ROW_KEYS = ("expr", "shapes", "dtype", "call_us", "expr_call_us", "us", "torch_call_us",
             "torch_us", "cupy_call_us", "oe_call_us", "gbps", "rel_err")
@@ -78,11 +75,6 @@ def gbps(nbytes: int, us: float | None) -> float | None:
     return nbytes / us / 1e3 if us else None
 
 
-def calls_per_replay(one_call_us: float) -> int:
-    """Calls in one timed replay: about REPLAY_SECONDS of device work, clamped."""
-    return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * 1e6 / max(one_call_us, 1e-3))))
-
-
 def measure(expr: str, shapes, dtype: str, reps: int, log) -> dict:
     """One row: ours and the peers on the same arrays (needs CuPy, torch and a GPU)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -96,14 +88,10 @@ def measure(expr: str, shapes, dtype: str, reps: int, log) -> dict:
     sync = stream.synchronize
     ours = contract_expression(expr, *shapes, dtype=np.dtype(dtype))
     row = dict(expr=expr, shapes=[list(s) for s in shapes], dtype=dtype)
+    times = expression_times(lambda: ours(*ops), ref, stream, reps, log)
+    row.update(rel_err=times["rel_err"], us=times["us"], expr_call_us=times["call_us"])
+    calls = times["calls"]
     with stream:
-        row["rel_err"] = guarded(log, "skcontract", lambda: rel_err(ours(*ops), ref))
-        one = guarded(log, "skcontract", lambda: call_time_us(lambda: ours(*ops), sync, 1))
-        calls = calls_per_replay(one or REPLAY_SECONDS * 1e6)
-        row["us"] = guarded(log, "skcontract device time",
-                             lambda: device_time_us(lambda: ours(*ops), stream, calls, reps))
-        row["expr_call_us"] = guarded(log, "skcontract expression",
-                                       lambda: call_time_us(lambda: ours(*ops), sync))
         row["call_us"] = guarded(log, "skcontract.einsum",
                                   lambda: call_time_us(lambda: einsum(expr, *ops), sync))
         row["cupy_call_us"] = guarded(log, "cupy.einsum",

@@ -42,9 +42,9 @@ import numpy as np
 
 from ..contract import contract_expression
 from ..kernels.gemm import gemm
-from .einsum import calls_per_replay, gbps, traffic_bytes
-from .timing import (DEFAULT_REPS, REPLAY_SECONDS, call_time_us, device_name,
-                     device_time_us, geomean, guarded, rel_err, run_commit, torch_graph_us)
+from .einsum import gbps, traffic_bytes
+from .timing import (DEFAULT_REPS, call_time_us, device_name, device_time_us,
+                     expression_times, geomean, guarded, rel_err, run_commit, torch_graph_us)
 
 
 class Case(NamedTuple):
@@ -216,18 +216,11 @@ def _einsum_row(case: Case, ops, tops, ref, reps: int, log) -> dict:
     import cupy  # optional dependency: only the GPU path needs CuPy
     import torch  # the benchmark's peer; not a dependency of the library
 
-    stream = cupy.cuda.Stream(non_blocking=True)
-    sync = stream.synchronize
     ours = contract_expression(case.expr, *case.shapes, dtype=np.dtype(case.dtype))
-    row = {"peer": "torch.einsum"}
-    with stream:
-        row["rel_err"] = guarded(log, "skcontract", lambda: rel_err(ours(*ops), ref))
-        one = guarded(log, "skcontract", lambda: call_time_us(lambda: ours(*ops), sync, 1))
-        calls = calls_per_replay(one or REPLAY_SECONDS * 1e6)
-        row["us"] = guarded(log, "skcontract device time",
-                            lambda: device_time_us(lambda: ours(*ops), stream, calls, reps))
-        row["call_us"] = guarded(log, "skcontract call",
-                                 lambda: call_time_us(lambda: ours(*ops), sync))
+    times = expression_times(lambda: ours(*ops), ref, cupy.cuda.Stream(non_blocking=True),
+                             reps, log)
+    calls = times.pop("calls")
+    row = {"peer": "torch.einsum", **times}
     row["peer_us"] = guarded(log, "torch.einsum device time", lambda: torch_graph_us(
         lambda: torch.einsum(case.expr, *tops), calls, reps))
     row["peer_call_us"] = guarded(log, "torch.einsum call", lambda: call_time_us(

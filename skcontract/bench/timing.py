@@ -49,6 +49,28 @@ def calls_for(flops: float) -> int:
     return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * SIZING_FLOPS / max(flops, 1))))
 
 
+def calls_per_replay(one_call_us: float) -> int:
+    """Calls in one timed replay of a call that took ``one_call_us``: about
+    ``REPLAY_SECONDS`` of device work, between MIN_CALLS and MAX_CALLS."""
+    return int(min(MAX_CALLS, max(MIN_CALLS, REPLAY_SECONDS * 1e6 / max(one_call_us, 1e-3))))
+
+
+def expression_times(fn, ref, stream, reps: int, log) -> dict:
+    """On the CuPy ``stream``: ``fn()``'s relative error against the float64 ``ref``
+    (``rel_err``), its device time a call (``us``, :func:`device_time_us`), its host time
+    a call (``call_us``) and the calls a replay held (``calls``); a figure whose measure
+    raised is None (logged)."""
+    sync = stream.synchronize
+    with stream:
+        out = {"rel_err": guarded(log, "skcontract", lambda: rel_err(fn(), ref))}
+        one = guarded(log, "skcontract", lambda: call_time_us(fn, sync, 1))
+        calls = out["calls"] = calls_per_replay(one or REPLAY_SECONDS * 1e6)
+        out["us"] = guarded(log, "skcontract device time",
+                            lambda: device_time_us(fn, stream, calls, reps))
+        out["call_us"] = guarded(log, "skcontract call", lambda: call_time_us(fn, sync))
+    return out
+
+
 def device_time_us(fn, stream, calls: int, reps: int) -> float:
     """Median per-call device time of ``fn`` (CUDA graph replay on the CuPy ``stream``)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
