@@ -95,8 +95,6 @@ RECONF_TARGET_SHARE = 4
 """A byte budget's share the largest intermediate of cotengra's sliced search aims at (a
 quarter: the peak holds a step's operands and result, and the results kept across
 slices)."""
-RECONF_TRIES = 3
-"""Searches with a halved target, at most, while cotengra's slices miss a byte budget."""
 
 
 def is_hyper(optimize: Any) -> bool:

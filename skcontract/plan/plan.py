@@ -30,8 +30,8 @@ import numpy as np
 from ..dtypes import accumulator_dtype
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, choose_layout, classify_groups, pair_groups
-from .path import RECONF_TARGET_SHARE, RECONF_TRIES, find_path, is_hyper, sliced_search
-from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes
+from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
+from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes, simulate
 
 __all__ = ["Step", "Plan", "build_plan"]
 
@@ -354,21 +354,21 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path):
     """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
     search that slices as it goes (:func:`~.path.sliced_search`, to the largest
-    intermediate the budget allows), where the latter keeps the budget."""
+    intermediate the budget allows; more labels sliced greedily where its slices still miss
+    the budget)."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
-    for _ in range(RECONF_TRIES):
-        other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
-        if not labels:
-            return sliced, path
-        try:
-            other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
-                                                   budget, itemsize, dict.fromkeys(labels, 1))
-        except ValueError:  # its slices miss a byte budget: aim lower
-            target //= 2
-            continue
-        return (other, other_path) if other.flops < sliced.flops else (sliced, path)
-    return sliced, path
+    other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
+    if not labels:
+        return sliced, path
+    try:  # its slices, and more where they miss the budget (a byte budget's peak)
+        other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
+                                               budget, itemsize, True, start=labels)
+    except ValueError:  # no slicing of its path keeps the budget
+        return sliced, path
+    flops = other.flops if other is not None else simulate(
+        [frozenset(t) for t in terms], frozenset(eq.output), eq.sizes, other_path).flops
+    return (other, other_path) if flops < sliced.flops else (sliced, path)
 
 
 def _memory_bytes(device) -> int:

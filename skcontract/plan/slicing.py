@@ -240,9 +240,12 @@ def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
 
 
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
-                       slicing: Any = True, repath: Callable | None = None):
+                       slicing: Any = True, repath: Callable | None = None,
+                       start: Sequence = ()):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
-    or the one ``repath`` finds for the sliced sizes where it is cheaper)."""
+    or the one ``repath`` finds for the sliced sizes where it is cheaper). ``start``:
+    labels sliced (to chunks of one) before the greedy choice adds any (a search's
+    slices), where the budget asks for slices."""
     label_sets = [frozenset(t) for t in terms]
     out = frozenset(output)
     out_elems = prod(sizes[x] for x in out)
@@ -273,7 +276,7 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
         raise ValueError(f"memory_limit {budget.text}: the plan needs "
                          f"{budget.describe(cost.largest, peak)} and slicing=False refuses "
                          "to slice it")
-    chunks, cost, peak = _greedy(price, path, sizes, out, budget)
+    chunks, cost, peak = _greedy(price, path, sizes, out, budget, dict.fromkeys(start, 1))
     if repath is not None:
         other = repath(dict(sizes) | chunks)
         if other is not None:
@@ -308,11 +311,11 @@ def _given_chunks(slicing: Any, sizes: Mapping[str, int]) -> dict:
     return {x: int(c) for x, c in chunks.items()}
 
 
-def _greedy(price, path, sizes, out: frozenset, budget: Budget):
-    """Slice labels to chunks of one, contracted labels before output labels, each time the
-    one that lowers the budget's measure at the least total cost, until the plan fits; then
-    widen each chunk to the largest divisor that still fits."""
-    chunks: dict = {}
+def _greedy(price, path, sizes, out: frozenset, budget: Budget, chunks: dict):
+    """From ``chunks``, slice labels to chunks of one, contracted labels before output
+    labels, each time the one that lowers the budget's measure at the least total cost,
+    until the plan fits; then widen each chunk to the largest divisor that still fits."""
+    chunks = dict(chunks)
     cost, peak = price(chunks, path)
     best_seen = budget.measure(cost.largest, peak)
     while not budget.fits(cost.largest, peak):
