@@ -1024,6 +1024,9 @@ def _slice_numbers(slices, num_slices: int) -> list[int]:
         if not 0 <= i < num_slices:
             raise IndexError(f"slice {i} is out of range: the plan has {num_slices} "
                              f"slice(s), numbered 0 to {num_slices - 1}")
+        if i in picked:
+            raise ValueError(f"slices: slice {i} is named twice (a partial sum counts each "
+                             "slice once)")
         picked.append(int(i))
     return picked
 

@@ -83,7 +83,9 @@ def compile(plan, replan=None):
     if narrow is not None:  # float16 computed in float32: rounded back here, quietly
         wide = run
 
-        def run(arrays):
+        def run(arrays, slices=None):  # (a partial sum over slices stays in float32)
+            if slices is not None:
+                return wide(arrays, slices=slices)
             r = wide(arrays)
             return r.astype(narrow) if r.dtype != narrow else r
     if _extobj_contextvar is None:

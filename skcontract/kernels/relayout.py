@@ -125,18 +125,45 @@ def aligned(x, vec_bytes: int = VEC16):
     view of the first columns (rows) of a buffer with that leading dimension, for the
     kernels that read rows on 16 bytes. A batch that repeats one matrix (stride 0) is
     copied once and read back with a batch stride of 0."""
+    if type(x).__module__.split(".")[0] == "torch":  # bfloat16, or a tensor needing grad
+        return _aligned_tensor(x.detach(), vec_bytes)
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     x = cupy.asarray(x)
     if len(x.shape) >= 3 and x.strides[-3] == 0:
         return cupy.broadcast_to(aligned(x[..., 0, :, :], vec_bytes), x.shape)
-    lay = matrix_layout(x.shape[-2], x.shape[-1], x.strides[-2] // x.itemsize,
-                        x.strides[-1] // x.itemsize)
-    col_major = lay is not None and lay[0] == "col"
+    col_major = _column_major(x.shape, [s // x.itemsize for s in x.strides])
     m = x.swapaxes(-1, -2) if col_major else x
-    step = max(1, vec_bytes // x.itemsize)
     cols = m.shape[-1]
-    buf = cupy.empty(m.shape[:-1] + (-(-cols // step) * step,), dtype=x.dtype)
+    buf = cupy.empty(m.shape[:-1] + (_padded(cols, x.itemsize, vec_bytes),), dtype=x.dtype)
     view = buf[..., :cols]
     view[...] = m
     return view.swapaxes(-1, -2) if col_major else view
+
+
+def _aligned_tensor(t, vec_bytes: int):
+    """:func:`aligned` of a torch tensor, by torch (CuPy has no bfloat16 arrays)."""
+    import torch  # optional dependency: only torch callers reach this
+
+    if t.dim() >= 3 and t.stride()[-3] == 0:
+        return _aligned_tensor(t[..., 0, :, :], vec_bytes).expand(t.shape)
+    col_major = _column_major(tuple(t.shape), t.stride())
+    m = t.transpose(-1, -2) if col_major else t
+    cols = m.shape[-1]
+    buf = torch.empty((*m.shape[:-1], _padded(cols, t.element_size(), vec_bytes)),
+                      dtype=t.dtype, device=t.device)
+    view = buf[..., :cols]
+    view.copy_(m)
+    return view.transpose(-1, -2) if col_major else view
+
+
+def _column_major(shape, strides) -> bool:
+    """Whether a matrix (the last two axes) of these element strides is column-major."""
+    lay = matrix_layout(shape[-2], shape[-1], strides[-2], strides[-1])
+    return lay is not None and lay[0] == "col"
+
+
+def _padded(cols: int, itemsize: int, vec_bytes: int) -> int:
+    """``cols`` rounded up to whole ``vec_bytes`` vectors of ``itemsize`` elements."""
+    step = max(1, vec_bytes // itemsize)
+    return -(-cols // step) * step

@@ -358,7 +358,10 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     the budget)."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
-    other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
+    try:
+        other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
+    except Exception:  # noqa: BLE001 - cotengra's search failing leaves the first plan
+        return sliced, path
     if not labels:
         return sliced, path
     try:  # its slices, and more where they miss the budget (a byte budget's peak)

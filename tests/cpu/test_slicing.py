@@ -288,6 +288,20 @@ def test_float16_partial_sums_are_float32():
     assert np.abs(sum(parts) - ref).max() <= 1e-3 * np.abs(ref).max()
 
 
+def test_float16_expressions_partial_sums_stay_float32():
+    """A float16 expression computed in float32 on the CPU returns its partial sums in
+    float32 (not rounded to float16 slice by slice)."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((4, 64)).astype(np.float16)
+    y = rng.standard_normal((64, 3)).astype(np.float16)
+    expr = contract_expression("ij,jk->ik", x.shape, y.shape, dtype=np.float16,
+                               slicing={"j": 16})
+    parts = [expr(x, y, slices=[i]) for i in range(4)]
+    assert all(p.dtype == np.float32 for p in parts)
+    np.testing.assert_allclose(sum(parts), x.astype(np.float32) @ y.astype(np.float32),
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_an_unsliced_plan_has_the_one_slice_zero():
     a, b = np.ones((2, 3)), np.ones((3, 4))
     expr = contract_expression("ij,jk->ik", a.shape, b.shape)
@@ -300,7 +314,8 @@ def test_an_unsliced_plan_has_the_one_slice_zero():
 
 @pytest.mark.parametrize("slices,error", [(3, TypeError), ("0", TypeError),
                                           ([0.5], TypeError), ([True], TypeError),
-                                          ([-1], IndexError), (range(0, 9), IndexError)])
+                                          ([-1], IndexError), (range(0, 9), IndexError),
+                                          ([1, 1], ValueError)])
 def test_bad_slices_are_refused(slices, error):
     expr = contract_expression("ij,jk->ik", (2, 8), (8, 3), slicing=["j"])
     with pytest.raises(error, match="slice"):

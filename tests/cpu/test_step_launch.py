@@ -294,3 +294,18 @@ def test_a_launched_sum_views_its_operand_as_the_product_it_planned(subscripts, 
         assert calls[0] == (step.m, step.k)
     np.testing.assert_allclose(fn(np.asfortranarray(x)), want, rtol=1e-5)
     assert len(calls) == (step.launch is not None)  # not contiguous: the backend's sum
+
+
+def test_aligned_copies_of_torch_tensors():
+    """bfloat16 tensors and tensors that need grad are copied by torch (CuPy takes
+    neither), with the same values and layout on padded rows."""
+    torch = pytest.importorskip("torch")
+    from skcontract.kernels import relayout
+    for t in (torch.randn(300, 197).to(torch.bfloat16),
+              torch.randn(1001, 197).t().to(torch.bfloat16),        # column-major
+              torch.randn(96, 1001, requires_grad=True).expand(4, 96, 1001),
+              torch.randn(4, 130, 99).requires_grad_()):
+        y = relayout.aligned(t)
+        assert torch.equal(y, t.detach()) and not y.requires_grad
+        assert all(s * y.element_size() % 16 == 0 for s in y.stride() if s not in (0, 1))
+        assert (y.stride()[-1] == 1) == (t.stride()[-1] == 1)
