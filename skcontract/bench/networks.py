@@ -20,8 +20,8 @@ working set, :mod:`skcontract.plan.slicing`) three ways:
 
 Rows: ``network``, ``tensors``, ``limit``, ``limit_bytes``, ``planner``, ``planning_s``,
 ``slices``, ``flops`` (every slice's), ``overhead`` (FLOPs over the unsliced plan's of the
-same path), ``largest_intermediate`` (elements, a slice's), ``peak_bytes`` (predicted for
-the sliced plans; None for an unsliced one); cotengra's rows say whether its slices keep
+same path), ``largest_intermediate`` (elements, a slice's), ``predicted_peak_bytes`` (the peak
+model's, for the sliced plans; None for an unsliced one); cotengra's rows say whether its slices keep
 the limit by skcontract's peak model (``fits``). Planning only: the contractions themselves
 run on the GPU (a later row set). Writes ``<name>.json`` and ``<name>.md``.
 """
@@ -187,7 +187,7 @@ def _row(net: Network, limit: str, planner: str, plan, seconds: float) -> dict:
             "limit_bytes": _bytes(limit), "planner": planner, "planning_s": seconds,
             "slices": slices, "flops": float(plan.flops if s is None else s.flops),
             "overhead": overhead, "largest_intermediate": int(plan.largest_intermediate),
-            "peak_bytes": None if s is None else int(s.peak_bytes)}
+            "predicted_peak_bytes": None if s is None else int(s.peak_bytes)}
 
 
 def _bytes(limit: str) -> int:
@@ -257,15 +257,15 @@ def summary(rows) -> list[str]:
 
 
 def render_markdown(doc) -> str:
-    lines = [f"# Networks planned under memory limits ({doc['machine']}, {doc['date']}, "
+    lines = [f"# Networks planned under memory limits ({doc['device']}, {doc['date']}, "
              f"commit {doc['commit']})", "",
              f"Search time of `hyper` and `cotengra`: {doc['max_time']} s each. FLOPs: every "
              "slice's, counted by skcontract for both (2 a multiply-add).", "",
              "| network | tensors | limit | planner | planning s | slices | FLOPs | overhead "
-             "| largest | peak bytes | keeps the limit |", "| --- | ---: | --- | --- | ---: | ---: "
+             "| largest | predicted peak bytes | keeps the limit |", "| --- | ---: | --- | --- | ---: | ---: "
              "| ---: | ---: | ---: | ---: | --- |"]
     for r in doc["rows"]:
-        peak = "-" if r["peak_bytes"] is None else f"{r['peak_bytes']:,}"
+        peak = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
         lines.append(f"| {r['network']} | {r['tensors']} | {r['limit']} | {r['planner']} | "
                      f"{r['planning_s']:.2f} | {r['slices']:,} | {r['flops']:.3e} | "
                      f"{r['overhead']:.2f} | {r['largest_intermediate']:,} | {peak} | "
@@ -296,7 +296,8 @@ def main(argv=None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(),
-           "machine": f"CPU {platform.machine()}", "max_time": args.max_time, "rows": []}
+           "device": f"CPU {platform.machine()} (planning only)", "max_time": args.max_time,
+           "rows": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for key in args.networks.split(","):

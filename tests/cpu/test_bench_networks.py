@@ -41,7 +41,7 @@ def test_rows_under_a_limit_and_cotengra_beside_them():
     assert planners == ["auto", "hyper", "cotengra"]
     for r in rows:
         assert r["limit_bytes"] == 2**20 and r["flops"] > 0 and r["slices"] >= 1
-        assert r["peak_bytes"] is None or r["peak_bytes"] <= 2**20
+        assert r["predicted_peak_bytes"] is None or r["predicted_peak_bytes"] <= 2**20
         assert r["overhead"] >= 1.0
     assert "ours / cotengra FLOPs" in nw.render_markdown(
-        {"machine": "CPU", "date": "d", "commit": "c", "max_time": 0.2, "rows": rows})
+        {"device": "CPU", "date": "d", "commit": "c", "max_time": 0.2, "rows": rows})
