@@ -7,12 +7,12 @@ Networks generated in code (no downloads): a random 3-regular graph of 250 tenso
 a 10 x 10 lattice (bond 8), the norm of a 6 x 6 PEPS (bond 5, physical 2), a 6 x 6 random
 quantum circuit of depth 14 (complex64; closed, and with six output qubits open), and a dense
 batched product whose operands are larger than a GPU (its output fits 8 GiB, not 1 GiB: a
-planner that cannot keep a limit logs why and gives no row). Each is planned at each memory limit (bytes of the peak
-working set, :mod:`skcontract.plan.slicing`) three ways:
+planner that cannot keep a limit logs why and gives no row). Each is planned at each memory
+limit (bytes of the peak working set, :mod:`skcontract.plan.slicing`) three ways:
 
 - ``auto``: skcontract's default path (opt_einsum's) and its slicer;
-- ``hyper``: cotengra's hyper-optimiser for the path (``--max-time`` seconds) and
-  skcontract's slicer on it;
+- ``hyper``: ``optimize="hyper"``: cotengra's hyper-optimiser (``--max-time`` seconds), the
+  path sliced after the search and cotengra's search that slices as it goes, the cheaper;
 - ``cotengra``: cotengra alone, the same search time, slicing with reconfiguration
   (``slicing_reconf_opts``) to the largest intermediate of skcontract's ``hyper`` plan; its
   path and slices are then planned by skcontract, so that both sides' FLOPs are counted
@@ -20,10 +20,11 @@ working set, :mod:`skcontract.plan.slicing`) three ways:
 
 Rows: ``network``, ``tensors``, ``limit``, ``limit_bytes``, ``planner``, ``planning_s``,
 ``slices``, ``flops`` (every slice's), ``overhead`` (FLOPs over the unsliced plan's of the
-same path), ``largest_intermediate`` (elements, a slice's), ``predicted_peak_bytes`` (the peak
-model's, for the sliced plans; None for an unsliced one); cotengra's rows say whether its slices keep
-the limit by skcontract's peak model (``fits``). Planning only: the contractions themselves
-run on the GPU (a later row set). Writes ``<name>.json`` and ``<name>.md``.
+same path), ``largest_intermediate`` (elements, a slice's), ``predicted_peak_bytes`` (the
+peak model's, for the sliced plans; None for an unsliced one); cotengra's rows say whether
+its slices keep the limit by skcontract's peak model (``fits``). Planning only: the
+contractions themselves run on the GPU (a later row set). Writes ``<name>.json`` and
+``<name>.md``.
 """
 from __future__ import annotations
 
@@ -262,8 +263,8 @@ def render_markdown(doc) -> str:
              f"Search time of `hyper` and `cotengra`: {doc['max_time']} s each. FLOPs: every "
              "slice's, counted by skcontract for both (2 a multiply-add).", "",
              "| network | tensors | limit | planner | planning s | slices | FLOPs | overhead "
-             "| largest | predicted peak bytes | keeps the limit |", "| --- | ---: | --- | --- | ---: | ---: "
-             "| ---: | ---: | ---: | ---: | --- |"]
+             "| largest | predicted peak bytes | keeps the limit |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in doc["rows"]:
         peak = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
         lines.append(f"| {r['network']} | {r['tensors']} | {r['limit']} | {r['planner']} | "

@@ -323,7 +323,8 @@ def render_markdown(doc) -> str:
              "(above 1: faster). einsum rows: device time (CUDA-graph replay, both sides); "
              "gemm rows: wall time per call; conv-cpu rows: the best of the repetitions' "
              "wall times.", "",
-             "| class | rows | geomean | worst | min GB/s |", "| --- | ---: | ---: | ---: | ---: |"]
+             "| class | rows | geomean | worst | min GB/s |",
+             "| --- | ---: | ---: | ---: | ---: |"]
     for cls, s in class_summary(doc["rows"]).items():
         lines.append(f"| {cls} | {s['n']} | {_fmt(s['geomean'], 2)} | {_fmt(s['worst'], 2)} "
                      f"| {_fmt(s['min_gbps'], 0)} |")
@@ -363,7 +364,8 @@ def main(argv=None) -> int:
     p.add_argument("--name", default=None,
                    help="the files' base name (default: shapes-<device>, e.g. shapes-h100)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS,
-                   help=f"timed repetitions of each row, the median kept (default: {DEFAULT_REPS})")
+                   help="timed repetitions of each row, the median kept (default: "
+                        f"{DEFAULT_REPS})")
     p.add_argument("--cpu", action="store_true",
                    help="time the CPU convolution classes (conv-cpu-*) against torch's CPU "
                         "convolution instead (no GPU needed; default name shapes-cpu)")
@@ -392,7 +394,8 @@ def main(argv=None) -> int:
             measure(case, args.reps, log)
         row["commit"] = doc["commit"]
         doc["rows"].append(row)
-        log(f"[{i + 1}/{len(cases)}] {case.cls} {row['expr']} {row['dtype']}: ours {_fmt(row['us'])}"
+        log(f"[{i + 1}/{len(cases)}] {case.cls} {row['expr']} {row['dtype']}: ours "
+            f"{_fmt(row['us'])}"
             f" us, {row['peer']} {_fmt(row['peer_us'])} us, x{_fmt(row['ratio'], 2)}")
         write_all(args.out, name, merged(earlier, doc) if earlier else doc)  # partial
     if earlier:                                               # results survive a timeout
