@@ -131,12 +131,16 @@ def _fraction(share: float, memory_bytes: int, text: str) -> Budget:
 class Cost:
     """A path priced on label sets (:func:`simulate`): total FLOPs (steps that hold no
     sliced label counted once, the others once a slice), the largest intermediate of a slice,
-    the peak of elements alive at once and the elements of all its intermediates."""
+    the peak of elements alive at once and the elements of all its intermediates; the labels
+    of the largest intermediate and of the intermediates alive at the peak (the only labels
+    whose slicing can lower either)."""
 
     flops: int
     largest: int
     peak: int
     total: int
+    largest_labels: frozenset = frozenset()
+    peak_labels: frozenset = frozenset()
 
 
 def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, int],
@@ -149,30 +153,42 @@ def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, 
     slice when it holds a sliced label or consumes a result that does; a result of a step
     that is not, consumed by one that is, stays alive through the slices."""
     live = [frozenset(t) for t in terms]
+    lineage = list(live)  # every label a live term's steps so far held (what makes it vary)
     varies = [bool(t & sliced) for t in live]
     held = [0] * len(live)  # elements of each live intermediate (0: an operand)
     flops = largest = peak = current = total = 0
-    for ids in path:
+    largest_labels = peak_labels = resident = frozenset()  # resident: results kept across
+    for ids in path:                                      # the slices (their labels)
         picked = [live[i] for i in ids]
         vary = any(varies[i] for i in ids)
         # a result that runs once and feeds a step that runs each slice stays resident
         size_in = sum(held[i] for i in ids if varies[i] or not vary)
+        held_in = {i: held[i] for i in ids}
+        # a resident result stays by its whole lineage: slicing any of it makes it vary
+        resident = resident.union(*(lineage[i] for i in ids
+                                    if vary and held[i] and not varies[i]))
+        ancestry = frozenset().union(*(lineage[i] for i in ids))
         for i in sorted(ids, reverse=True):
-            del live[i], varies[i], held[i]
+            del live[i], varies[i], held[i], lineage[i]
         union = frozenset().union(*picked)
         keep = output.union(*live)
         out = union & keep
         size_out = prod(sizes[x] for x in out)
         work = prod(sizes[x] for x in union) * (2 if union - out else 1)
         flops += work * (num_slices if vary else 1)
-        peak = max(peak, current + size_out)
+        if current + size_out > peak:
+            peak = current + size_out
+            peak_labels = out.union(resident, *(t for t, h in zip(live, held) if h), *(
+                p for i, p in zip(ids, picked) if held_in.get(i)))
         current += size_out - size_in
-        largest = max(largest, size_out)
+        if size_out > largest:
+            largest, largest_labels = size_out, out
         total += size_out
         live.append(out)
+        lineage.append(ancestry)
         varies.append(vary)
         held.append(size_out)
-    return Cost(flops, largest, peak, total)
+    return Cost(flops, largest, peak, total, largest_labels, peak_labels)
 
 
 def divisors(n: int) -> list[int]:
@@ -345,8 +361,11 @@ def _next_label(price, path, sizes, out: frozenset, budget: Budget, chunks: dict
     the elements of all intermediates (progress towards a largest that several steps
     share)."""
     now = (budget.measure(cost.largest, peak), budget.progress(cost, peak))
-    groups = (sorted(set(sizes) - out, key=str), sorted(out, key=str))
+    critical = cost.largest_labels if budget.elements is not None else cost.peak_labels
     for rank in range(2):
+        # the measure falls only by slicing a label of what sets it; progress, by any
+        labels = critical if rank == 0 else sizes
+        groups = (sorted(set(labels) - out, key=str), sorted(out & set(labels), key=str))
         for group in groups:
             best = None
             for x in group:

@@ -326,3 +326,39 @@ def test_slices_take_no_out():
     expr = contract_expression("ij,jk->ik", (2, 8), (8, 3), slicing=["j"])
     with pytest.raises(TypeError, match="out= is not taken"):
         expr(np.ones((2, 8)), np.ones((8, 3)), out=np.empty((2, 3)), slices=range(2))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_only_the_labels_that_set_the_measure_are_tried_first(monkeypatch, seed):
+    """The greedy slicer tries first only the labels that can lower what the budget bounds
+    (the largest intermediate's; the peak's live and resident results' whole lineage): its
+    choices are those of trying every label."""
+    import dataclasses
+
+    from skcontract.plan import slicing as sl
+    from skcontract.plan.path import find_path
+    eq, shapes = rand_equation(22, 3, seed=seed, d_min=2, d_max=5, n_out=seed % 3)[:2]
+    lhs, rhs = eq.split("->")
+    terms = [tuple(t) for t in lhs.split(",")]
+    sizes = {x: d for t, s in zip(terms, shapes) for x, d in zip(t, s)}
+    path = find_path(terms, tuple(rhs), sizes, "greedy")
+    base = simulate([frozenset(t) for t in terms], frozenset(rhs), sizes, path)
+    budgets = [budget_of(max(4, base.largest // 16), [1]),
+               budget_of(f"{max(64, base.peak * 8 // 10)}B", [1]),
+               budget_of(f"{max(64, base.peak // 10)}B", [1])]
+    original = sl._next_label
+
+    def every_label(price, path, sizes, out, budget, chunks, cost, peak):
+        every = frozenset(sizes)
+        return original(price, path, sizes, out, budget, chunks, dataclasses.replace(
+            cost, largest_labels=every, peak_labels=every), peak)
+
+    def chunks_of(next_label, budget):
+        monkeypatch.setattr(sl, "_next_label", next_label)
+        try:
+            sliced = sl.choose_slicing(terms, tuple(rhs), sizes, path, budget, 8)
+        except ValueError as e:
+            return str(e)
+        return None if sliced is None else sliced.chunks
+    for budget in budgets:
+        assert chunks_of(original, budget) == chunks_of(every_label, budget), budget.text
