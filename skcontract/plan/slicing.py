@@ -23,6 +23,8 @@ naming the smallest peak reachable.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import os
 import re
 from dataclasses import dataclass
@@ -153,42 +155,55 @@ def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, 
     slice when it holds a sliced label or consumes a result that does; a result of a step
     that is not, consumed by one that is, stays alive through the slices."""
     live = [frozenset(t) for t in terms]
-    lineage = list(live)  # every label a live term's steps so far held (what makes it vary)
+    origin = [(t, ()) for t in live]  # (labels its step held, its inputs' origins): a tree
     varies = [bool(t & sliced) for t in live]
     held = [0] * len(live)  # elements of each live intermediate (0: an operand)
+    holders = Counter(x for t in live for x in t)  # live terms holding each label
     flops = largest = peak = current = total = 0
-    largest_labels = peak_labels = resident = frozenset()  # resident: results kept across
-    for ids in path:                                      # the slices (their labels)
+    largest_labels = resident = frozenset()  # resident: results kept across the slices
+    at_peak = ()  # the labels' sets alive at the peak, joined once at the end
+    for ids in path:
         picked = [live[i] for i in ids]
         vary = any(varies[i] for i in ids)
         # a result that runs once and feeds a step that runs each slice stays resident
         size_in = sum(held[i] for i in ids if varies[i] or not vary)
         held_in = {i: held[i] for i in ids}
         # a resident result stays by its whole lineage: slicing any of it makes it vary
-        resident = resident.union(*(lineage[i] for i in ids
+        resident = resident.union(*(_lineage(origin[i]) for i in ids
                                     if vary and held[i] and not varies[i]))
-        ancestry = frozenset().union(*(lineage[i] for i in ids))
-        for i in sorted(ids, reverse=True):
-            del live[i], varies[i], held[i], lineage[i]
         union = frozenset().union(*picked)
-        keep = output.union(*live)
-        out = union & keep
+        node = (union, tuple(origin[i] for i in ids))
+        for i in sorted(ids, reverse=True):
+            holders.subtract(live[i])
+            del live[i], varies[i], held[i], origin[i]
+        out = frozenset(x for x in union if holders[x] > 0 or x in output)
         size_out = prod(sizes[x] for x in out)
         work = prod(sizes[x] for x in union) * (2 if union - out else 1)
         flops += work * (num_slices if vary else 1)
         if current + size_out > peak:
             peak = current + size_out
-            peak_labels = out.union(resident, *(t for t, h in zip(live, held) if h), *(
-                p for i, p in zip(ids, picked) if held_in.get(i)))
+            at_peak = (out, resident, *(t for t, h in zip(live, held) if h),
+                       *(p for i, p in zip(ids, picked) if held_in.get(i)))
         current += size_out - size_in
         if size_out > largest:
             largest, largest_labels = size_out, out
         total += size_out
         live.append(out)
-        lineage.append(ancestry)
+        holders.update(out)
+        origin.append(node)
         varies.append(vary)
         held.append(size_out)
-    return Cost(flops, largest, peak, total, largest_labels, peak_labels)
+    return Cost(flops, largest, peak, total, largest_labels, frozenset().union(*at_peak))
+
+
+def _lineage(node) -> frozenset:
+    """Every label the steps that made a result held (its origin tree, :func:`simulate`)."""
+    labels, stack = set(), [node]
+    while stack:
+        held, parents = stack.pop()
+        labels |= held
+        stack.extend(parents)
+    return frozenset(labels)
 
 
 def divisors(n: int) -> list[int]:
