@@ -75,7 +75,7 @@ def _check_numeric(dt: np.dtype, what: str) -> None:
 def _result_dtype(arrays: Sequence[Any], dtype: Any, casting: str) -> np.dtype:
     """numpy's rule: result_type of the operands, or ``dtype`` (each operand castable);
     remembered per (operand dtypes, dtype, casting), as every call asks."""
-    key = (tuple(a.dtype for a in arrays), dtype, casting)
+    key = (tuple([a.dtype for a in arrays]), dtype, casting)
     try:
         return _RESULT_DTYPES[key]
     except KeyError:
@@ -172,9 +172,10 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
              slicing=True):
     device = _device_for(backend)
     plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device, slicing)
-    if backend != "numpy":
-        plan = schedule_plan(plan, device, precision=precision)
     bk = get_backend(backend)
+    if backend == "numpy":  # (NumPy launches nothing: no schedules, nothing to re-plan)
+        return plan, bk.compile(plan), plan_allocates(plan)
+    plan = schedule_plan(plan, device, precision=precision)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
 
 
@@ -308,7 +309,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     order = _checked_order_casting(order, casting)
     _check_precision(precision)
     subscripts, ops = split_operands(operands)
-    if any(type(x).__module__.startswith("dask.") for x in ops):
+    numpy_only = out is None and _NDARRAY.issuperset(map(type, ops))
+    if not numpy_only and any(type(x).__module__.startswith("dask.") for x in ops):
         from .dask import einsum as dask_einsum  # a lazy dask array (skcontract.dask)
         if slicing is not True:
             raise ValueError("slicing: dask arrays are sliced by skcontract.dask.contract, "
@@ -316,16 +318,16 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         return dask_einsum(subscripts, *ops, out=out, dtype=dtype, order=order,
                            casting=casting, optimize=optimize, memory_limit=memory_limit,
                            backend=backend, precision=precision)
-    if has_torch(ops, out):
+    if not numpy_only and has_torch(ops, out):
         return run_on_torch(ops, out, lambda arrays: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
             memory_limit=memory_limit, backend=backend, precision=precision,
             slicing=slicing), dtype)
     if backend is None:
-        backend = backend_for(ops if out is None else [*ops, out])
+        backend = "numpy" if numpy_only else backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
     arrays = [bk.asarray(x) for x in ops]
-    shapes = tuple(tuple(a.shape) for a in arrays)
+    shapes = tuple([tuple(a.shape) for a in arrays])
     try:
         res = _result_dtype(arrays, dtype, casting)
         if out is not None and dtype is None and bk.is_array(out):
@@ -346,7 +348,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         if view is not None and _has_order(view, order):
             _remember(warm_key, ops, bk, prepared, res, order, casting, view)
             return view
-    if out is None and backend == "numpy" and any(0 in a.strides for a in arrays) and \
+    if out is None and backend == "numpy" and any([0 in a.strides for a in arrays]) and \
             any(_broadcast_axes(a) for a in arrays):
         reduced = _without_broadcast_axes(subscripts, arrays)
         if reduced is not None:
@@ -373,6 +375,8 @@ every one of them depends only on what the key holds."""
 _WARM_MAX = 1024
 """Entries :data:`_WARM` keeps before it starts again (distinct calls of a process)."""
 _WARM_OPTIMIZE = (str, bool)
+_NDARRAY = frozenset({np.ndarray})
+"""The type of NumPy's arrays: operands all of it are no dask, torch or CuPy arrays."""
 
 
 def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend,
@@ -401,7 +405,7 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
     else:
         call = _warm_call(plan, run, allocates, res, bk.compute_dtype(res), order, casting,
                           bk.xp)
-    if warm_key is not None and all(type(a) is bk.xp.ndarray for a in ops):
+    if warm_key is not None and {bk.xp.ndarray}.issuperset(map(type, ops)):
         if len(_WARM) >= _WARM_MAX:
             _WARM.clear()
         _WARM[warm_key] = call
@@ -612,6 +616,10 @@ def _shape(s, i: int) -> tuple[int, ...]:
     if isinstance(s, (str, bytes)) or not hasattr(s, "__iter__"):
         raise TypeError(f"with shapes=True every operand must be a shape (a tuple of ints); "
                         f"operand {i} is {_brief(s)}")
+    if type(s) is tuple and _INT.issuperset(map(type, s)) and \
+            0 <= min(s, default=0) and max(s, default=0) <= _INTP_MAX and \
+            math.prod(s) <= _INTP_MAX:
+        return s  # (a tuple of ints in range: the checks below would pass)
     dims = []
     for d in s:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
@@ -630,6 +638,7 @@ def _shape(s, i: int) -> tuple[int, ...]:
 
 
 _INTP_MAX = int(np.iinfo(np.intp).max)
+_INT = frozenset({int})
 BRIEF_CHARS = 80
 """The most characters of a value an error message quotes."""
 
@@ -692,10 +701,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto"
             raise
         raise ValueError(f"{e} (the operands look like shapes: pass shapes=True to plan "
                          "for shapes)") from None
-    if priced:
+    if priced:  # (else no GPU is asked for and none holds the operands: device is None)
         plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
-    else:  # no GPU asked for and none holds the operands: nothing to price
-        plan = replace(plan, device=None)
     if key is not None:
         if len(_PATHS) >= _PLAN_CACHE_SIZE:
             _PATHS.clear()

@@ -45,7 +45,8 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 __all__ = ["Equation", "Subscripts", "parse_equation", "split_operands", "ellipsis_label",
            "symbol", "is_symbol", "interleaved_symbols", "LETTERS"]
@@ -307,6 +308,25 @@ def _arrow_error(detail: str, subscripts: str) -> ValueError:
                       f"specified: {detail} in {_quote(subscripts)}")
 
 
+FORMS_KEPT = 1024
+"""The subscripts forms (:func:`_form`) kept for reuse: a form depends on the subscripts and
+the operands' numbers of dimensions only, so calls on new sizes reuse it."""
+
+
+class _Form(NamedTuple):
+    """What the subscripts say for given numbers of dimensions: each operand's labels, the
+    output's (None where the output is invalid: ``output_error`` then says why, raised
+    after the sizes are checked, as numpy reports a size error first), the internal labels
+    of the ellipsis dimensions, and ``misfit``: the first (operand, term) whose labels do
+    not fit its dimensions (the rest then unset)."""
+
+    inputs: tuple[tuple[str, ...], ...]
+    output: tuple[str, ...] | None
+    ellipsis: tuple[str, ...]
+    output_error: str | None = None
+    misfit: tuple[int, str] | None = None
+
+
 def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation:
     """Validate ``subscripts`` against the operands' ``shapes``; return the Equation.
 
@@ -317,8 +337,82 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
     if not isinstance(subscripts, str):
         raise TypeError("einsum subscripts must be a string, got "
                         f"{type(subscripts).__name__}")
-    legend = getattr(subscripts, "legend", ())
-    names = dict(legend)
+    legend = tuple(getattr(subscripts, "legend", ()))
+    form = _form(str(subscripts), legend, tuple(map(len, shapes)))
+    if form.misfit is not None:
+        i, term = form.misfit
+        raise _misfit_error(i, term, tuple(shapes[i]))
+    shapes = tuple([tuple(map(int, s)) for s in shapes])
+    sizes = _label_sizes(form, shapes, legend)
+    if form.output is None:
+        raise ValueError(form.output_error)
+    return Equation(form.inputs, form.output, sizes, shapes, form.ellipsis, legend)
+
+
+def _namer(ellipsis: Sequence[str], legend) -> Callable[[str], str]:
+    """How an error names a label: an ellipsis dimension as one, an interleaved label as
+    given (with its symbol)."""
+    ell_set, names = frozenset(ellipsis), dict(legend)
+
+    def show(lab: str) -> str:
+        if lab in ell_set:
+            return f"{lab!r} (an ellipsis dimension)"
+        if lab in names:
+            return f"{_brief(names[lab])} ({lab!r})"
+        return repr(lab)
+    return show
+
+
+def _label_sizes(form: _Form, shapes, legend) -> dict[str, int]:
+    """Each label's broadcast size over the operands' ``shapes``; ValueError where a
+    diagonal's sizes differ or two sizes do not broadcast."""
+    sizes: dict[str, int] = {}
+    for labels, shape in zip(form.inputs, shapes):
+        sizes.update(zip(labels, shape))
+    size = sizes.__getitem__
+    if all([tuple(map(size, labels)) == shape for labels, shape in zip(form.inputs, shapes)]):
+        return sizes  # every operand has each label's one size (nothing broadcast)
+    sizes = {}
+    for i, (labels, shape) in enumerate(zip(form.inputs, shapes)):
+        _operand_sizes(i, labels, shape, sizes, form, legend)
+    return sizes
+
+
+def _broadcast(lab: str, d: int, prev: int, i: int, shape, sizes, form: _Form, legend):
+    """Operand ``i``'s size ``d`` of ``lab`` broadcast against the size ``prev`` of the
+    operands before it, into ``sizes``; ValueError where neither is 1."""
+    if prev == 1:
+        sizes[lab] = d
+    elif d != 1:
+        raise ValueError(
+            f"operands could not be broadcast together: size of label "
+            f"{_namer(form.ellipsis, legend)(lab)} for operand {i} (shape {shape}) is {d}, "
+            f"but it is {prev} in an earlier operand")
+
+
+def _operand_sizes(i: int, labels, shape, sizes, form: _Form, legend) -> None:
+    """Operand ``i``'s label sizes broadcast into ``sizes`` (those of the operands before
+    it); ValueError where a label it repeats (a diagonal) has sizes that differ, or where a
+    size does not broadcast."""
+    seen: dict[str, int] = {}
+    for lab, d in zip(labels, shape):
+        if lab in seen:
+            if seen[lab] != d:
+                raise ValueError(
+                    f"dimensions in operand {i} for collapsing index "
+                    f"{_namer(form.ellipsis, legend)(lab)} don't match ({seen[lab]} != {d}); "
+                    f"operand {i} has shape {shape}")
+            continue
+        seen[lab] = d
+        prev = sizes.setdefault(lab, d)
+        if prev != d:
+            _broadcast(lab, d, prev, i, shape, sizes, form, legend)
+
+
+@lru_cache(maxsize=FORMS_KEPT)
+def _form(subscripts: str, legend: tuple, ndims: tuple[int, ...]) -> _Form:
+    """The :class:`_Form` of ``subscripts`` over operands of ``ndims`` dimensions;
+    ValueError for malformed subscripts or a term that does not fit its operand."""
     m = re.search(r"\.\s+\.", subscripts)
     if m:
         raise ValueError("einstein sum subscripts string contains a '.' that is not part of "
@@ -342,99 +436,81 @@ def parse_equation(subscripts: str, shapes: Sequence[Sequence[int]]) -> Equation
         raise ValueError(f"invalid subscript ',' in the output subscripts {_quote(rhs)} (only "
                          "the inputs are separated by commas)")
     terms = lhs.split(",")
-    n_ops = len(shapes)
-    if len(terms) < n_ops:
-        raise ValueError(f"more operands provided to einstein sum function than specified in "
-                         f"the subscripts string ({n_ops} operands for {len(terms)} terms "
-                         f"in {_quote(subscripts)})")
-    if len(terms) > n_ops:
-        raise ValueError(f"fewer operands provided to einstein sum function than specified in "
-                         f"the subscripts string ({n_ops} operands for {len(terms)} terms "
-                         f"in {_quote(subscripts)})")
-
+    _check_count(len(terms), len(ndims), subscripts)
     split = []
-    for i, term in enumerate(terms):
+    for i, (term, ndim) in enumerate(zip(terms, ndims)):
         where = f"operand {i}"
         head, ell, tail = _split_term(term, where)
         _check_labels(head + tail, where)
-        ndim = len(shapes[i])
         named = len(head) + len(tail)
-        if ell is None and named != ndim:
-            if named > ndim:
-                raise ValueError(f"einstein sum subscripts string contains too many "
-                                 f"subscripts for operand {i}: {term!r} names {named} "
-                                 f"dimensions, the operand has shape {tuple(shapes[i])}")
-            raise ValueError(f"operand has more dimensions than subscripts given in einstein "
-                             f"sum, but no '...' ellipsis provided to broadcast the extra "
-                             f"dimensions: operand {i} has shape {tuple(shapes[i])} for the "
-                             f"subscripts {term!r}")
-        if ell is not None and named > ndim:
-            raise ValueError(f"einstein sum subscripts string contains too many subscripts "
-                             f"for operand {i}: {term!r} names {named} dimensions, the "
-                             f"operand has shape {tuple(shapes[i])}")
-        split.append((head, ell, tail, ndim - named if ell is not None else 0))
-
-    n_ell = max((s[3] for s in split), default=0)
+        if named > ndim or (ell is None and named != ndim):
+            return _Form((), None, (), misfit=(i, term))
+        split.append((head, tail, ndim - named if ell is not None else 0))
+    n_ell = max((s[2] for s in split), default=0)
     ell_labels = _ellipsis_labels(n_ell, set(lhs) | set(rhs or ())) if n_ell else ()
-    ell_set = frozenset(ell_labels)
+    inputs = tuple(tuple(head) + ell_labels[n_ell - ne:] + tuple(tail)
+                   for head, tail, ne in split)
+    try:
+        output = _output(inputs, rhs, ell_labels, subscripts, _namer(ell_labels, legend))
+    except ValueError as e:
+        return _Form(inputs, None, ell_labels, output_error=str(e))
+    return _Form(inputs, output, ell_labels)
 
-    def show(lab: str) -> str:
-        if lab in ell_set:
-            return f"{lab!r} (an ellipsis dimension)"
-        if lab in names:
-            return f"{_brief(names[lab])} ({lab!r})"
-        return repr(lab)
 
-    inputs = []
-    sizes: dict[str, int] = {}
-    for i, (head, ell, tail, ne) in enumerate(split):
-        labels = tuple(head) + ell_labels[n_ell - ne:] + tuple(tail)
-        shape = tuple(int(d) for d in shapes[i])
-        seen: dict[str, int] = {}
-        for lab, d in zip(labels, shape):
-            if lab in seen:
-                if seen[lab] != d:
-                    raise ValueError(
-                        f"dimensions in operand {i} for collapsing index {show(lab)} don't "
-                        f"match ({seen[lab]} != {d}); operand {i} has shape {shape}")
-                continue
-            seen[lab] = d
-            prev = sizes.get(lab)
-            if prev is None or prev == 1:
-                sizes[lab] = d
-            elif d != 1 and d != prev:
-                raise ValueError(
-                    f"operands could not be broadcast together: size of label {show(lab)} "
-                    f"for operand {i} (shape {shape}) is {d}, but it is {prev} in an "
-                    f"earlier operand")
-        inputs.append(labels)
+def _check_count(n_terms: int, n_ops: int, subscripts: str) -> None:
+    """ValueError where the subscripts have other than one input term an operand."""
+    if n_terms < n_ops:
+        raise ValueError(f"more operands provided to einstein sum function than specified in "
+                         f"the subscripts string ({n_ops} operands for {n_terms} terms "
+                         f"in {_quote(subscripts)})")
+    if n_terms > n_ops:
+        raise ValueError(f"fewer operands provided to einstein sum function than specified in "
+                         f"the subscripts string ({n_ops} operands for {n_terms} terms "
+                         f"in {_quote(subscripts)})")
 
+
+def _misfit_error(i: int, term: str, shape: tuple) -> ValueError:
+    """The error of operand ``i``, whose ``term`` names more dimensions than its ``shape``
+    has, or fewer without an ellipsis."""
+    head, ell, tail = _split_term(term, f"operand {i}")
+    named = len(head) + len(tail)
+    if named > len(shape):
+        return ValueError(f"einstein sum subscripts string contains too many subscripts for "
+                          f"operand {i}: {term!r} names {named} dimensions, the operand has "
+                          f"shape {shape}")
+    return ValueError(f"operand has more dimensions than subscripts given in einstein sum, "
+                      f"but no '...' ellipsis provided to broadcast the extra dimensions: "
+                      f"operand {i} has shape {shape} for the subscripts {term!r}")
+
+
+def _output(inputs, rhs: str | None, ell_labels, subscripts: str, show) -> tuple[str, ...]:
+    """The output labels: ``rhs``'s, or the implicit output (the ellipsis dimensions, then
+    the labels that appear once, in code point order); ValueError for an invalid ``rhs``."""
     if rhs is None:
         counts: dict[str, int] = {}
         for t in inputs:
             for lab in t:
                 counts[lab] = counts.get(lab, 0) + 1
+        ell_set = frozenset(ell_labels)
         singles = sorted(lab for lab, c in counts.items() if c == 1 and lab not in ell_set)
-        output = ell_labels + tuple(singles)
-    else:
-        head, ell, tail = _split_term(rhs, "the output")
-        _check_labels(head + tail, "the output")
-        for lab in head + tail:
-            if lab not in sizes:
-                raise ValueError(f"einstein sum subscripts string included output subscript "
-                                 f"{show(lab)} which never appeared in an input")
-        if ell is None and n_ell > 0:
-            raise ValueError("output has more dimensions than subscripts given in einstein "
-                             "sum, but no '...' ellipsis provided to broadcast the extra "
-                             f"dimensions ({n_ell} ellipsis dimension(s) in the inputs of "
-                             f"{_quote(subscripts)})")
-        output = tuple(head) + (ell_labels if ell is not None else ()) + tuple(tail)
-        seen_out = set()
-        for lab in output:
-            if lab in seen_out:
-                raise ValueError(f"einstein sum subscripts string includes output subscript "
-                                 f"{show(lab)} multiple times")
-            seen_out.add(lab)
-    return Equation(tuple(inputs), output, sizes, tuple(tuple(int(d) for d in s)
-                                                         for s in shapes), ell_labels,
-                    tuple(legend))
+        return ell_labels + tuple(singles)
+    head, ell, tail = _split_term(rhs, "the output")
+    _check_labels(head + tail, "the output")
+    known = {lab for t in inputs for lab in t}
+    for lab in head + tail:
+        if lab not in known:
+            raise ValueError(f"einstein sum subscripts string included output subscript "
+                             f"{show(lab)} which never appeared in an input")
+    if ell is None and ell_labels:
+        raise ValueError("output has more dimensions than subscripts given in einstein "
+                         "sum, but no '...' ellipsis provided to broadcast the extra "
+                         f"dimensions ({len(ell_labels)} ellipsis dimension(s) in the inputs "
+                         f"of {_quote(subscripts)})")
+    output = tuple(head) + (ell_labels if ell is not None else ()) + tuple(tail)
+    seen_out = set()
+    for lab in output:
+        if lab in seen_out:
+            raise ValueError(f"einstein sum subscripts string includes output subscript "
+                             f"{show(lab)} multiple times")
+        seen_out.add(lab)
+    return output

@@ -16,6 +16,7 @@ product differ (``numpy.matmul`` on the CPU, the Stream-K kernels on the GPU):
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from math import prod
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -54,9 +55,15 @@ class ArrayOps(NamedTuple):
     sum_for: Callable | None = None
 
 
-def _perm(term: Sequence[str], order: Sequence[str]):
+PERMS_KEPT = 4096
+"""The transposes (:func:`_perm`) kept for reuse: they depend on the labels only, so plans of
+new sizes of a known structure reuse them."""
+
+
+@lru_cache(maxsize=PERMS_KEPT)
+def _perm(term: tuple[str, ...], order: tuple[str, ...]):
     """The transpose taking ``term``'s axes to ``order``; None when it is the identity."""
-    p = tuple(term.index(x) for x in order)
+    p = tuple([term.index(x) for x in order])
     return None if p == tuple(range(len(p))) else p
 
 
@@ -143,7 +150,7 @@ def _unary(step: Step, ops: ArrayOps) -> Callable:
         term = [x for i, x in enumerate(term) if i not in (p, q)] + [lab]
     summed = tuple(term.index(x) for x in step.k_labels)
     kept = [x for x in term if x not in step.k_labels]
-    perm = _perm(kept, step.output)
+    perm = _perm(tuple(kept), step.output)
     scalar = not step.output
     xp = ops.xp
     launched = _launched_sum(step, ops, summed, len(term))
@@ -204,8 +211,7 @@ def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
     if plan.slicing is not None:
         return _compile_sliced(plan, ops)
     n = len(plan.input_shapes)
-    steps = tuple((_step_fn(s, ops), s.args, s.result) for s in plan.steps)
-    n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
+    steps = tuple([(_step_fn(s, ops), s.args, s.result) for s in plan.steps])
     result = plan.result
     perm = _perm(plan.result_labels, plan.output)
 
@@ -215,6 +221,7 @@ def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
             return lambda arrays: fn(arrays[0], arrays[1])
         return lambda arrays: fn(arrays[0], arrays[1]).transpose(perm)
 
+    n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
     extra = [None] * (n_slots - n)
     steps = tuple((fn, args, res, done) for (fn, args, res), done in zip(steps, _consumed(plan)))
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..kinds import GEMM_KINDS, Kind
 
 __all__ = ["Kind", "GEMM_KINDS", "classify_groups", "compute_dtype", "pair_groups",
-           "choose_layout", "view_ok"]
+           "choose_layout", "search_layout", "view_ok"]
 
 def classify_groups(batch: int, m: int, n: int, k: int) -> Kind:
     """The Kind of a pairwise step from its group sizes (products of label sizes)."""
@@ -133,13 +133,32 @@ def _held(batch_order, term):
 
 def _candidates(a, b, batch, m_order, n_order, k, sizes):
     """(batch order, M order, N order, K order) candidates of :func:`choose_layout`: the
-    batch and K labels in either operand's order, then, for a step without a batch that
-    sums, the batches one operand's leading M (A) or N (B) labels make, the other operand
-    read with batch stride 0 (a broadcast view, no copy)."""
-    k_orders = dict.fromkeys((_in_term_order(k, a), _in_term_order(k, b)))
+    batch and K labels in either operand's order (:func:`_shared_batch_candidates`), then,
+    for a step without a batch that sums, the batches one operand's leading M (A) or N (B)
+    labels make (:func:`_broadcast_batch_candidates`)."""
+    yield from _shared_batch_candidates(a, b, batch, m_order, n_order, k)
+    yield from _broadcast_batch_candidates(batch, m_order, n_order, _k_orders(a, b, k), k,
+                                           sizes)
+
+
+def _k_orders(a, b, k):
+    """The K labels in A's order and in B's (once where they agree)."""
+    return dict.fromkeys((_in_term_order(k, a), _in_term_order(k, b)))
+
+
+def _shared_batch_candidates(a, b, batch, m_order, n_order, k):
+    """The candidates whose batch labels both operands hold: the batch and K labels in
+    either operand's order."""
+    k_orders = _k_orders(a, b, k)
     for b_order in dict.fromkeys((_in_term_order(batch, a), _in_term_order(batch, b))):
         for k_order in k_orders:
             yield b_order, m_order, n_order, k_order
+
+
+def _broadcast_batch_candidates(batch, m_order, n_order, k_orders, k, sizes):
+    """For a step without a batch that sums, the batches one operand's leading M (A) or N
+    (B) labels make, the other operand read with batch stride 0 (a broadcast view, no
+    copy), where they leave :data:`BROADCAST_BATCH_MIN_ROWS` rows (columns)."""
     if batch or prod(sizes[x] for x in k) == 1:  # a batch of size 1 is still a batch
         return
     for j in range(1, len(m_order)):
@@ -167,17 +186,41 @@ def choose_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
     the other operand, which lacks them, is then read with batch stride 0
     (:attr:`~skcontract.plan.plan.Step.holds_batch`).
     """
+    return search_layout(a, b, batch, m, n, k, sizes)[0]
+
+
+def search_layout(a: Sequence[str], b: Sequence[str], batch, m, n, k,
+                  sizes: Mapping[str, int]):
+    """``(choose_layout's answer, by_class)``: ``by_class`` is whether the answer is a
+    candidate whose batch both operands hold and that copies nothing, which depends only
+    on which labels have size 0, 1 or more (the answer is then that of any sizes of the
+    same classes); the other answers weigh the sizes themselves."""
     sa, sb = _contiguous_strides(a, sizes), _contiguous_strides(b, sizes)
+    m_order, n_order = _in_term_order(m, a), _in_term_order(n, b)
     best = None
-    for b_order, m_order, n_order, k_order in _candidates(
-            a, b, batch, _in_term_order(m, a), _in_term_order(n, b), k, sizes):
-        ok_a, a_kc = view_ok((_held(b_order, a), m_order, k_order), sa, sizes)
-        ok_b, b_nc = view_ok((_held(b_order, b), k_order, n_order), sb, sizes)
-        cost = (0 if ok_a else prod([sizes[x] for x in a])) + \
-            (0 if ok_b else prod([sizes[x] for x in b]))
-        if best is None or cost < best[0]:  # ties keep the earlier (batch-free) candidate
-            best = (cost, (b_order, m_order, n_order, k_order), (not ok_a, not ok_b),
-                    ("row" if a_kc else "col", "row" if b_nc else "col"))
-            if cost == 0:  # no later candidate copies less than nothing
-                break
-    return best[1], best[2], best[3]
+    for orders in _shared_batch_candidates(a, b, batch, m_order, n_order, k):
+        best = _cheaper(best, _priced(a, b, orders, sa, sb, sizes))
+        if best[0] == 0:  # no later candidate copies less than nothing
+            return best[1:], True
+    for orders in _broadcast_batch_candidates(batch, m_order, n_order, _k_orders(a, b, k),
+                                              k, sizes):
+        best = _cheaper(best, _priced(a, b, orders, sa, sb, sizes))
+        if best[0] == 0:
+            break
+    return best[1:], False
+
+
+def _cheaper(best, priced):
+    """The cheaper of two priced candidates; of equals the earlier (``best``)."""
+    return priced if best is None or priced[0] < best[0] else best
+
+
+def _priced(a, b, orders, sa, sb, sizes):
+    """``(elements copied, orders, needs_copy, layouts)`` of one candidate's ``orders``."""
+    b_order, m_order, n_order, k_order = orders
+    ok_a, a_kc = view_ok((_held(b_order, a), m_order, k_order), sa, sizes)
+    ok_b, b_nc = view_ok((_held(b_order, b), k_order, n_order), sb, sizes)
+    cost = (0 if ok_a else prod([sizes[x] for x in a])) + \
+        (0 if ok_b else prod([sizes[x] for x in b]))
+    return (cost, orders, (not ok_a, not ok_b),
+            ("row" if a_kc else "col", "row" if b_nc else "col"))

@@ -20,16 +20,16 @@ schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule)
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import lru_cache
 from math import prod
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from ..dtypes import accumulator_dtype
 from ..parse import Equation
-from .classify import GEMM_KINDS, Kind, choose_layout, classify_groups, pair_groups
+from .classify import GEMM_KINDS, Kind, classify_groups, pair_groups, search_layout
 from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
 from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes, simulate
 
@@ -110,7 +110,9 @@ class Step:
         take one operand's leading M (or N) labels as its batch; the other operand then
         lacks them and is read with batch stride 0 (a broadcast view), where viewing the
         labels as M (or N) would need a copy."""
-        return tuple(set(self.batch_labels) <= set(term) for term in self.inputs)
+        if not self.batch_labels:
+            return (True,) * len(self.inputs)
+        return tuple([set(self.batch_labels) <= set(term) for term in self.inputs])
 
     @property
     def is_gemm_class(self) -> bool:
@@ -272,51 +274,123 @@ class Plan:
         return self.table()
 
 
+_STEP_DEFAULTS = {f.name: f.default for f in fields(Step) if f.default is not MISSING}
+
+
+def _new_step(**values) -> Step:
+    """``Step(**values)`` with its instance dict filled at once: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, most of the cost of a step
+    sized for new shapes. (Step has no ``__post_init__`` to run.)"""
+    step = object.__new__(Step)
+    fields_of = step.__dict__
+    fields_of.update(_STEP_DEFAULTS)
+    fields_of.update(values)
+    return step
+
+
 _accumulator = lru_cache(maxsize=None)(accumulator_dtype)
 """:func:`skcontract.dtypes.accumulator_dtype`, worked out once for each dtype."""
 
+FORMS_KEPT = 1024
+"""The step forms (:func:`_unary_forms`, :func:`_skeleton`) kept for reuse: a form holds
+what a step is without its sizes, so plans of new sizes of a known structure reuse it."""
+_MANY = 2
+"""The least size of the class "more" (the size classes: 0, 1, more; :func:`_small_labels`)."""
 
-def _unary_step(index, slot, new_slot, term, shape, keep, sizes, dtype):
-    squeeze = tuple(ax for ax, (lab, d) in enumerate(zip(term, shape))
-                    if d == 1 and sizes[lab] != 1)
+
+class _UnaryForm(NamedTuple):
+    """A UNARY step without its sizes: the slot it reads, the slot it writes, the operand's
+    labels, the labels it keeps (in order) and sums, and the axes it squeezes."""
+
+    arg: int
+    result: int
+    term: tuple[str, ...]
+    output: tuple[str, ...]
+    summed: tuple[str, ...]
+    squeeze: tuple[int, ...]
+
+
+class _PairForm(NamedTuple):
+    """A pairwise step without its sizes: the slots it reads, the slot it writes, the
+    operands' labels, the (batch, M, N, K) label orders, the result's labels (batch, M, N),
+    the copies and the matrix layouts (:func:`~.classify.choose_layout`)."""
+
+    args: tuple[int, int]
+    result: int
+    inputs: tuple[tuple[str, ...], tuple[str, ...]]
+    orders: tuple[tuple[str, ...], ...]
+    output: tuple[str, ...]
+    needs_copy: tuple[bool, bool]
+    layouts: tuple[str, str]
+
+
+class _Skeleton(NamedTuple):
+    """The steps that run a path, without their sizes: their forms, the result's slot and
+    labels, and ``by_class``: whether the labels' size classes decide them (0, 1, more:
+    :func:`~.classify.search_layout`), so that any sizes of those classes have them."""
+
+    forms: tuple
+    result: int
+    result_labels: tuple[str, ...]
+    by_class: bool
+
+
+def _unary_form(slot, new_slot, term, squeeze, keep) -> _UnaryForm | None:
+    """The UNARY step of the operand in ``slot``, labelled ``term``, that drops its
+    ``squeeze`` axes (broadcast size-1 ones), takes the diagonals of repeated labels and
+    sums the labels not in ``keep``; None where that is nothing."""
     if not squeeze and len(set(term)) == len(term) and keep.issuperset(term):
-        return None, tuple(term)  # nothing to squeeze, no diagonal, nothing to sum
-    kept_axes = [ax for ax in range(len(term)) if ax not in squeeze]
-    t = [term[ax] for ax in kept_axes]
+        return None
+    t = [lab for ax, lab in enumerate(term) if ax not in squeeze]
     uniq = tuple(dict.fromkeys(t))
     summed = tuple(lab for lab in uniq if lab not in keep)
-    out = tuple(lab for lab in uniq if lab in keep)
     if not squeeze and len(uniq) == len(t) and not summed:
-        return None, tuple(term)
-    m = prod(sizes[x] for x in out)
-    k = prod(sizes[x] for x in summed)
-    step = Step(index=index, kind=Kind.UNARY, args=(slot,), result=new_slot,
-                inputs=(tuple(term),), output=out, input_shapes=(tuple(shape),),
-                output_shape=tuple(sizes[x] for x in out), batch_labels=(), m_labels=out,
-                n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
-                accumulator_dtype=_accumulator(dtype), associative=True,
-                needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
-                squeeze=squeeze)
-    return step, out
+        return None
+    out = tuple(lab for lab in uniq if lab in keep)
+    return _UnaryForm(slot, new_slot, tuple(term), out, summed, squeeze)
 
 
-def _pair_step(index, slots, new_slot, a, b, keep, sizes, dtype):
+def _unary_step(index, form: _UnaryForm, shape, sizes, dtype) -> Step:
+    """The UNARY step of ``form`` on an operand of ``shape``."""
+    out, summed = form.output, form.summed
+    size = sizes.__getitem__
+    m, k = prod(map(size, out)), prod(map(size, summed))
+    return _new_step(index=index, kind=Kind.UNARY, args=(form.arg,), result=form.result,
+                     inputs=(form.term,), output=out, input_shapes=(tuple(shape),),
+                     output_shape=tuple(map(size, out)), batch_labels=(), m_labels=out,
+                     n_labels=(), k_labels=summed, batch=1, m=m, n=1, k=k, dtype=dtype,
+                     accumulator_dtype=_accumulator(dtype), associative=True,
+                     needs_copy=(False,), layouts=("-",), flops=m * k if summed else 0,
+                     squeeze=form.squeeze)
+
+
+def _pair_form(slots, new_slot, a, b, keep, sizes) -> tuple[_PairForm, bool]:
+    """``(form, by_class)`` of the pairwise step of the terms ``a`` and ``b`` that keeps
+    the labels in ``keep`` (:func:`~.classify.search_layout`)."""
     batch, ms, ns, ks, a_only, b_only = pair_groups(a, b, keep)
     if a_only or b_only:  # the unary pre-pass makes this impossible
         raise AssertionError(f"labels {sorted(a_only | b_only)} should have been summed")
-    (bo, mo, no, ko), copies, layouts = choose_layout(a, b, batch, ms, ns, ks, sizes)
-    B, M, N, K = (prod(sizes[x] for x in g) for g in (bo, mo, no, ko))
-    kind = classify_groups(B, M, N, K)
-    out = bo + mo + no
-    flops = B * M * N * (2 * K if K != 1 else 1)
-    step = Step(index=index, kind=kind, args=tuple(slots), result=new_slot,
-                inputs=(tuple(a), tuple(b)), output=out,
-                input_shapes=(tuple(sizes[x] for x in a), tuple(sizes[x] for x in b)),
-                output_shape=tuple(sizes[x] for x in out), batch_labels=bo, m_labels=mo,
-                n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K, dtype=dtype,
-                accumulator_dtype=_accumulator(dtype), associative=True,
-                needs_copy=copies, layouts=layouts, flops=flops)
-    return step, out
+    (orders, copies, layouts), by_class = search_layout(a, b, batch, ms, ns, ks, sizes)
+    bo, mo, no, _ = orders
+    return _PairForm(tuple(slots), new_slot, (tuple(a), tuple(b)), orders, bo + mo + no,
+                     copies, layouts), by_class
+
+
+def _pair_step(index, form: _PairForm, sizes, dtype) -> Step:
+    """The pairwise step of ``form`` at ``sizes``: its group sizes, Kind and FLOPs."""
+    a, b = form.inputs
+    bo, mo, no, ko = form.orders
+    size = sizes.__getitem__
+    B, M, N, K = prod(map(size, bo)), prod(map(size, mo)), prod(map(size, no)), \
+        prod(map(size, ko))
+    return _new_step(index=index, kind=classify_groups(B, M, N, K), args=form.args,
+                     result=form.result, inputs=form.inputs, output=form.output,
+                     input_shapes=(tuple(map(size, a)), tuple(map(size, b))),
+                     output_shape=tuple(map(size, form.output)), batch_labels=bo,
+                     m_labels=mo, n_labels=no, k_labels=ko, batch=B, m=M, n=N, k=K,
+                     dtype=dtype, accumulator_dtype=_accumulator(dtype), associative=True,
+                     needs_copy=form.needs_copy, layouts=form.layouts,
+                     flops=B * M * N * (2 * K if K != 1 else 1))
 
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
@@ -326,16 +400,16 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
     slices, False to refuse, or the labels / ``{label: chunk}`` to slice)."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
-    terms = [term for _, term in unary[0]]
+    terms = unary.terms
     path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
-    # (a hyper-search slices as it goes instead: _reconfigured)
-    repath = None if isinstance(optimize, (list, tuple)) or is_hyper(optimize) else (
-        lambda sizes: find_path(terms, eq.output, sizes, optimize))
     if budget is None and (slicing is True or slicing is False):
         sliced = None  # (no budget to keep, no slices named: choose_sliced_path's answer)
     else:
+        # (a hyper-search slices as it goes instead: _reconfigured)
+        repath = None if isinstance(optimize, (list, tuple)) or is_hyper(optimize) else (
+            lambda sizes: find_path(terms, eq.output, sizes, optimize))
         sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                           dtype.itemsize, slicing, repath)
         if sliced is not None and slicing is True and is_hyper(optimize):
@@ -387,80 +461,126 @@ def _slice_equation(eq: Equation, sliced: Slicing) -> Equation:
     return replace(eq, sizes=sizes, shapes=shapes)
 
 
-def _unary_pass(eq: Equation, dtype):
+class _UnaryPass(NamedTuple):
+    """The operands' UNARY steps (:func:`_unary_pass`): the steps, each operand's term
+    after its step and the slot it is then in, and the next free slot."""
+
+    steps: list[Step]
+    terms: tuple[tuple[str, ...], ...]
+    slots: tuple[int, ...]
+    next_slot: int
+
+
+def _unary_pass(eq: Equation, dtype) -> _UnaryPass:
     """The operands' unary steps (broadcast size-1 axes dropped, labels no other operand
-    or the output holds summed, diagonals taken): ``[(step or None, term)]`` an operand."""
+    or the output holds summed, diagonals taken)."""
     sizes = eq.sizes
-    n = len(eq.inputs)
+    squeezes = tuple([() if 1 not in s else tuple(
+        ax for ax, (lab, d) in enumerate(zip(t, s)) if d == 1 and sizes[lab] != 1)
+        for t, s in zip(eq.inputs, eq.shapes)])
+    forms, terms, slots, next_slot = _unary_forms(eq.inputs, eq.output, squeezes)
+    # (a step's number is its result's slot past the operands')
+    steps = [_unary_step(form.result - len(forms), form, shape, sizes, dtype)
+             for form, shape in zip(forms, eq.shapes) if form is not None]
+    return _UnaryPass(steps, terms, slots, next_slot)
+
+
+@lru_cache(maxsize=FORMS_KEPT)
+def _unary_forms(inputs, output, squeezes):
+    """``(each operand's UNARY form or None, its term after it, the slot it is then in, the
+    next free slot)`` for operands labelled ``inputs`` whose ``squeezes`` axes are
+    broadcast size-1 ones."""
     # the broadcast size-1 axes go first, so that "needed elsewhere" sees them gone
-    squeezed = [tuple(lab for lab, d in zip(t, s) if not (d == 1 and sizes[lab] != 1))
-                for t, s in zip(eq.inputs, eq.shapes)]
-    out_set = set(eq.output)
-    squeezed = [set(q) for q in squeezed]
+    squeezed = [{lab for ax, lab in enumerate(t) if ax not in q}
+                for t, q in zip(inputs, squeezes)]
+    out_set = set(output)
     held = Counter(lab for q in squeezed for lab in q)  # operands holding each label
-    done, next_slot, index = [], n, 0
-    for i, (t, s) in enumerate(zip(eq.inputs, eq.shapes)):
+    forms, terms, slots, next_slot = [], [], [], len(inputs)
+    for i, (t, q) in enumerate(zip(inputs, squeezes)):
         # the operand's labels the output or another operand holds (all a step asks of it)
         keep = {lab for lab in t if lab in out_set or held[lab] > (lab in squeezed[i])}
-        step, term = _unary_step(index, i, next_slot, t, s, keep, sizes, dtype)
-        if step is not None:
+        form = _unary_form(i, next_slot, t, q, keep)
+        forms.append(form)
+        terms.append(tuple(t) if form is None else form.output)
+        slots.append(i if form is None else next_slot)
+        if form is not None:
             next_slot += 1
-            index += 1
-        done.append((step, term))
-    return done, next_slot
+    return tuple(forms), tuple(terms), tuple(slots), next_slot
 
 
-def _steps(eq: Equation, dtype, path, unary_pass):
-    """The steps that run ``path`` over ``eq`` after its ``unary_pass``
-    (:func:`_unary_pass`): ``(steps, result slot, its labels, the slot of each operand)``."""
+def _small_labels(sizes) -> tuple[tuple[str, int], ...]:
+    """The labels of size 0 or 1 and their sizes: with them the size class of every label
+    (0, 1, more: :func:`~.classify.search_layout`)."""
+    if min(sizes.values(), default=_MANY) >= _MANY:
+        return ()
+    return tuple([(x, d) for x, d in sizes.items() if d < _MANY])
+
+
+_SKELETONS: dict = {}
+"""The :class:`_Skeleton` of each path run over terms, by :func:`_steps`' key (those decided
+by the size classes)."""
+
+
+def _steps(eq: Equation, dtype, path, unary: _UnaryPass):
+    """The steps that run ``path`` over ``eq`` after its ``unary`` pass: ``(steps, result
+    slot, its labels, the slot of each operand)``."""
     sizes = eq.sizes
-    out_set = set(eq.output)
-    unary, next_slot = unary_pass
-    steps = [step for step, _ in unary if step is not None]
-    terms = [term for _, term in unary]
-    slots = [i if step is None else step.result for i, (step, _) in enumerate(unary)]
-    operand_slots = tuple(slots)
+    steps = list(unary.steps)
+    path = tuple(map(tuple, path))
+    key = (unary.terms, unary.slots, unary.next_slot, eq.output, path, _small_labels(sizes))
+    skeleton = _SKELETONS.get(key)
+    if skeleton is None:
+        skeleton = _skeleton(unary.terms, unary.slots, unary.next_slot, eq.output, path,
+                             sizes)
+        if skeleton.by_class:
+            if len(_SKELETONS) >= FORMS_KEPT:
+                _SKELETONS.clear()
+            _SKELETONS[key] = skeleton
+    for form in skeleton.forms:
+        steps.append(_pair_step(len(steps), form, sizes, dtype) if type(form) is _PairForm
+                     else _unary_step(len(steps), form, map(sizes.__getitem__, form.term),
+                                      sizes, dtype))
+    return tuple(steps), skeleton.result, skeleton.result_labels, unary.slots
+
+
+def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
+    """The :class:`_Skeleton` of ``path`` run over ``terms`` in ``slots``, new results from
+    slot ``next_slot`` on: each step sums the labels nothing after it holds."""
+    out_set = set(output)
+    slots, terms = list(slots), list(terms)
     alive = Counter(lab for t in terms for lab in set(t))  # live terms holding each label
+    forms: list = []
+    by_class = True
 
     def kept(labels, later=()):
         """Of ``labels``, those the output, a live term or ``later`` holds: all a step asks
         of the labels needed after it."""
         return {lab for lab in labels if lab in out_set or alive[lab] or lab in later}
 
-    # the pairwise steps, in the path's order
     for ids in path:
         picked = [(slots[i], terms[i]) for i in ids]
         for i in sorted(ids, reverse=True):
             del slots[i]
             for lab in set(terms.pop(i)):
                 alive[lab] -= 1
-        if len(picked) == 1:
-            (slot, term), = picked
-            step, out = _unary_step(len(steps), slot, next_slot, term,
-                                    tuple(sizes[x] for x in term), kept(term), sizes, dtype)
-            if step is None:
-                slots.append(slot)
-                terms.append(term)
-                alive.update(set(term))
-                continue
-            steps.append(step)
-        else:  # an n-ary step becomes a left-to-right chain of pairwise steps
-            (slot, term), rest = picked[0], picked[1:]
-            for j, (slot_b, term_b) in enumerate(rest):
-                later = set().union(*(t for _, t in rest[j + 1:]))
-                keep = kept({*term, *term_b}, later)
-                step, term = _pair_step(len(steps), (slot, slot_b), next_slot, term, term_b,
-                                        keep, sizes, dtype)
-                steps.append(step)
-                slot = next_slot
+        (slot, term), rest = picked[0], picked[1:]
+        if not rest:
+            form = _unary_form(slot, next_slot, term, (), kept(term))
+            if form is not None:
+                forms.append(form)
+                slot, term = next_slot, form.output
                 next_slot += 1
-            slots.append(slot)
-            terms.append(term)
-            alive.update(set(term))
-            continue
-        slots.append(next_slot)
-        terms.append(out)
-        alive.update(set(out))
-        next_slot += 1
+        # an n-ary step becomes a left-to-right chain of pairwise steps
+        for j, (slot_b, term_b) in enumerate(rest):
+            later = set().union(*(t for _, t in rest[j + 1:]))
+            form, decided = _pair_form((slot, slot_b), next_slot, term, term_b,
+                                       kept({*term, *term_b}, later), sizes)
+            forms.append(form)
+            by_class = by_class and decided
+            slot, term = next_slot, form.output
+            next_slot += 1
+        slots.append(slot)
+        terms.append(term)
+        alive.update(set(term))
     (result,), (result_labels,) = slots, terms
-    return tuple(steps), result, tuple(result_labels), operand_slots
+    return _Skeleton(tuple(forms), result, tuple(result_labels), by_class)

@@ -60,3 +60,21 @@ def test_string_form():
     a = np.ones(3)
     assert split_operands(("i", a)) == ("i", [a])
     assert split_operands((b"i", a))[0] == "i"
+
+
+def test_a_kept_form_reports_the_errors_of_a_first_parse():
+    """Subscripts parsed before (their form kept for new sizes) report what a first parse
+    does: a size error before an invalid output, a term that does not fit its operand with
+    that operand's shape."""
+    for _ in range(2):
+        with pytest.raises(ValueError, match="could not be broadcast"):
+            parse_equation("ij,jk->ii", [(2, 3), (4, 5)])
+        with pytest.raises(ValueError, match="multiple times"):
+            parse_equation("ij,jk->ii", [(2, 3), (3, 5)])
+        with pytest.raises(ValueError, match="collapsing index 'i' don't match"):
+            parse_equation("ii,i->i", [(2, 3), (2,)])
+        for shape in [(2, 3), (4, 5)]:
+            with pytest.raises(ValueError, match=rf"has shape \({shape[0]}, {shape[1]}\)"):
+                parse_equation("ijk,k", [shape, (3,)])
+            with pytest.raises(ValueError, match=rf"has shape \({shape[0]}, {shape[1]}\)"):
+                parse_equation("i,k", [shape, (3,)])

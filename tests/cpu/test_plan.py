@@ -79,6 +79,20 @@ def test_plan_and_step_are_frozen():
         plan.dtype = np.float32
 
 
+def test_steps_are_those_the_step_init_makes():
+    """A plan's steps are sized without Step's own __init__ (plan._new_step): each is, field
+    for field, the Step that __init__ makes of its values, and frozen as that one is."""
+    assert not hasattr(Step, "__post_init__")
+    for subscripts, shapes in [("iij,jk,k->i", [(3, 3, 4), (4, 5), (5,)]),
+                               ("bij,bjk->bik", [(1, 3, 4), (6, 4, 5)]),
+                               ("ab,bc,cd->", [(2, 3), (3, 4), (4, 5)])]:
+        for s in contract_path(subscripts, *shapes, shapes=True)[1].steps:
+            made = Step(**{f.name: getattr(s, f.name) for f in dataclasses.fields(Step)})
+            assert vars(s) == vars(made) and s == made and hash(s) == hash(made)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                s.flops = 0
+
+
 @pytest.mark.parametrize("subscripts,shapes,copies,layouts", [
     ("ij,jk->ik", [(8, 4), (4, 16)], (False, False), ("row", "row")),
     ("ji,jk->ik", [(4, 8), (4, 16)], (False, False), ("col", "row")),   # A^T: a view

@@ -208,3 +208,94 @@ def test_the_planning_benchmark_runs(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "20-tensor network" in text and "First `einsum` calls" in text
     assert out.read_text().startswith("# Planning cost on the CPU")
+
+
+def _clear_forms():
+    """Empty every cache of size-free planning forms (subscripts, unary steps, skeletons,
+    transposes) and the plans contract_path keeps."""
+    from skcontract import contract as C
+    from skcontract import parse
+    from skcontract.backends import steps
+    from skcontract.plan import plan
+    C._PATHS.clear()
+    parse._form.cache_clear()
+    plan._unary_forms.cache_clear()
+    plan._SKELETONS.clear()
+    steps._perm.cache_clear()
+
+
+def _structures():
+    """(subscripts, [shapes of one structure]): broadcast, diagonal, ellipsis, batched and
+    size-0/1 cases, and random networks, each at several sizes."""
+    from opt_einsum.testing import rand_equation
+    fixed = [("bij,bjk->bik", [[(2, 3, 4), (2, 4, 5)], [(5, 6, 7), (5, 7, 8)],
+                               [(1, 3, 4), (6, 4, 5)], [(7, 1, 4), (7, 4, 1)],
+                               [(8, 1, 9), (8, 9, 1)], [(2, 3, 0), (2, 0, 5)]]),
+             ("ji,jk->ik", [[(3, 4), (3, 5)], [(1, 4), (1, 5)], [(3, 1), (3, 5)],
+                            [(6, 7), (6, 8)]]),
+             ("cba,cb->a", [[(2, 3, 4), (2, 3)], [(2, 3, 1), (2, 3)], [(1, 3, 4), (1, 3)]]),
+             ("iij,jk,k->i", [[(3, 3, 4), (4, 5), (5,)], [(2, 2, 1), (1, 5), (1,)]]),
+             ("...ij,...jk->...ik", [[(2, 3, 4), (4, 5)], [(6, 2, 3, 4), (1, 4, 5)]]),
+             ("abcd,cdef->abef", [[(2, 3, 4, 5), (4, 5, 6, 7)], [(1, 70, 4, 5), (4, 5, 1, 1)],
+                                  [(1, 90, 3, 2), (3, 2, 1, 1)], [(9, 9, 1, 2), (1, 2, 80, 2)]])]
+    yield from fixed
+    rng = np.random.default_rng(3)
+    for seed in range(8):
+        eq, shapes = rand_equation(int(rng.integers(3, 9)), 3, n_out=seed % 3, d_min=1,
+                                   d_max=6, seed=seed)[:2]
+        labels = {x: d for t, s in zip(eq.split("->")[0].split(","), shapes)
+                  for x, d in zip(t, s)}
+        again = {x: int(rng.integers(1, 7)) for x in labels}
+        terms = eq.split("->")[0].split(",")
+        yield eq, [list(shapes), [tuple(again[x] for x in t) for t in terms]]
+
+
+def test_plans_made_from_kept_forms_are_those_made_afresh():
+    """A structure planned at one size keeps its size-free forms (the parse, the unary
+    steps, the steps' label groups and layouts where the size classes decide them, the
+    transposes); a plan at new sizes made from them equals the plan made with none kept."""
+    from skcontract import contract as C
+    from skcontract import contract_path
+    for optimize in ("auto", True, False):
+        for subscripts, sizes in _structures():
+            _clear_forms()
+            fresh = [contract_path(subscripts, *s, shapes=True, optimize=optimize)
+                     for s in sizes]
+            for s, (path, plan) in zip(sizes, fresh):
+                C._PATHS.clear()  # (the forms stay: only the plan is made again)
+                again_path, again = contract_path(subscripts, *s, shapes=True,
+                                                  optimize=optimize)
+                _clear_forms()
+                cold_path, cold = contract_path(subscripts, *s, shapes=True, optimize=optimize)
+                assert (again_path, again, str(again)) == (cold_path, cold, str(cold)), \
+                    (subscripts, s, optimize)
+                assert again.steps == plan.steps and again_path == path
+
+
+def test_a_layout_the_size_classes_decide_is_that_of_any_sizes_in_them():
+    """search_layout says when its answer depends only on which labels have size 0, 1 or
+    more (a copy-free candidate keeping a shared batch): any sizes of those classes then
+    give the same answer; choose_layout gives its answer."""
+    from skcontract.plan import classify as K
+    rng = np.random.default_rng(11)
+    letters = "abcdefg"
+    decided = 0
+    for _ in range(400):
+        labels = list(rng.permutation(list(letters))[:int(rng.integers(2, 7))])
+        sizes = {x: int(rng.choice([0, 1, 1, 2, 3, 70])) for x in labels}
+        a = tuple(x for x in rng.permutation(labels) if rng.random() < 0.7) or (labels[0],)
+        b = tuple(x for x in rng.permutation(labels) if rng.random() < 0.7) or (labels[-1],)
+        keep = {x for x in labels if rng.random() < 0.5}
+        batch, m, n, k, a_only, b_only = K.pair_groups(a, b, keep)
+        if a_only or b_only:
+            continue
+        layout, by_class = K.search_layout(a, b, batch, m, n, k, sizes)
+        assert K.choose_layout(a, b, batch, m, n, k, sizes) == layout
+        if not by_class:
+            continue
+        decided += 1
+        for _ in range(3):
+            other = {x: d if d < 2 else int(rng.integers(2, 200)) for x, d in sizes.items()}
+            assert K.search_layout(a, b, batch, m, n, k, other) == (layout, True), \
+                (a, b, keep, sizes, other)
+    assert decided > 100
