@@ -54,13 +54,17 @@ def run_step(launch: StepLaunch, x, y):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``:
     ``(result, binding)``, the binding (:class:`~.launch.Binding`) repeating the launch on
     operands laid out as these (None where the launch copied an operand or cast its
-    result). :class:`OperandMismatch` where the operands are not those the launch was
+    result). TypeError where the operands' dtypes differ (the steps before hand on one
+    dtype); :class:`OperandMismatch` where the operands are not those the launch was
     planned for; :class:`.jit.RegisterCountError` or :class:`.launch.CoResidencyError`
     where this device cannot run its kernel as declared (the plan layer plans the step
     again either way)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     A, B = describe(x), describe(y)
+    if A.dtype != B.dtype:  # a kernel reads both as one dtype: never launch on such a pair
+        raise TypeError(f"launch {launch.spec.name}: operands of dtypes {A.dtype} and "
+                        f"{B.dtype}; a launch multiplies operands of one dtype")
     product = product_of(A, B)
     if product is None or launch.product is None or not product.runs_as(launch.product):
         raise OperandMismatch(launch, product)

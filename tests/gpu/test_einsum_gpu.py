@@ -89,6 +89,35 @@ def test_float16_sums_accumulate_in_float32_on_the_gpu():
     assert float(skcontract.einsum("i,i->", ones, ones)) == 5000.0
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
+@pytest.mark.parametrize("subscripts,shapes", [
+    (",ab,a->", [(), (2, 3), (2,)]), ("aab,aab->", [(2, 2, 1), (2, 2, 2)]),
+    ("a,,aab,->", [(2,), (), (2, 2, 3), ()]), (",b,acb->", [(), (3,), (2, 3, 3)]),
+    ("ab,a->", [(40, 70), (40,)]), ("ab->a", [(9, 300)])])
+def test_integer_sums_stay_in_their_dtype(subscripts, shapes, dtype):
+    """Integer sums wrap in the operands' width, as numpy.einsum's do, and hand the next
+    step (an int8 product on the tensor cores) operands of one dtype: a sum widened to
+    int64 beside an int8 operand was read as int8 bytes, a wrong result."""
+    import cupy
+    rng = np.random.default_rng(5)
+    ops = [rng.integers(-100, 100, s).astype(dtype) for s in shapes]
+    for optimize in (False, True):
+        got = skcontract.einsum(subscripts, *[cupy.asarray(o) for o in ops], optimize=optimize)
+        ref = np.einsum(subscripts, *ops)
+        assert got.dtype == ref.dtype
+        np.testing.assert_array_equal(cupy.asnumpy(got), ref)
+
+
+def test_a_launch_refuses_operands_of_two_dtypes():
+    import cupy
+    from skcontract.kernels.bound import run_step
+    a = cupy.ones((64, 64), cupy.int8)
+    _, plan = skcontract.contract_path("ij,jk->ik", a, a, device="gpu")
+    launch = plan.steps[0].launch
+    with pytest.raises(TypeError, match="dtypes int8 and int64"):
+        run_step(launch, a, a.astype(cupy.int64))
+
+
 @pytest.mark.parametrize("shapes", [((0, 5), (5, 3)), ((4, 0), (0, 3)), ((4, 5), (5, 0)),
                                     ((2, 0, 5), (2, 5, 3))])
 def test_zero_size_operands(shapes):
