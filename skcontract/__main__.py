@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--dtype", default="float64", help="operand dtype (default float64)")
     ex.add_argument("--device", default="h200", choices=DEVICE_NAMES,
                     help="the GPU to plan for (default: the H200 preset)")
-    ex.add_argument("--optimize", default="auto", help="opt_einsum path optimiser")
+    ex.add_argument("--optimize", default="adaptive",
+                    help="path optimiser (einsum's optimize=: adaptive, greedy, auto, ...)")
     ex.add_argument("--precision", default=None, choices=PRECISIONS,
                     help="float32 steps on tensor cores (default: exact); other dtypes "
                          "run exactly whatever it says")

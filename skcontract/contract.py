@@ -8,11 +8,13 @@ Each is parse -> plan -> run, with the plan cached or kept:
 * :func:`contract_path` returns ``(path, plan)``; the plan prints as a table.
 * :func:`contract_expression` plans once; each call checks shapes and dtypes and runs.
 
-Differences from numpy: ``optimize`` defaults to ``'auto'`` (the result is the same);
-an unknown optimiser name raises KeyError. As in numpy, a single-operand einsum that only
-transposes or takes diagonals (without ``out``) returns a view; unlike numpy, an ``order`` of
-'C' or 'F' that the view does not have gets a copy in that order, and a ``dtype`` other than
-the operand's a converted copy (numpy returns the view in the operand's dtype).
+Differences from numpy: ``optimize`` defaults to ``'adaptive'`` (numpy's greedy path where
+the contraction is too cheap to be worth a search, else opt_einsum's 'auto' search; the
+result is the same); an unknown optimiser name raises KeyError. As in numpy, a
+single-operand einsum that only transposes or takes diagonals (without ``out``) returns a
+view; unlike numpy, an ``order`` of 'C' or 'F' that the view does not have gets a copy in
+that order, and a ``dtype`` other than the operand's a converted copy (numpy returns the
+view in the operand's dtype).
 """
 from __future__ import annotations
 
@@ -262,17 +264,30 @@ def _check_out(out, bk, shape, res_dtype, casting) -> None:
                         f"according to the rule {casting!r}")
 
 
-def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="adaptive",
            memory_limit=None, backend=None, precision=None, slicing=True):
     """``einsum(subscripts, *operands, out=None, dtype=None, order='K', casting='safe',
-    optimize='auto', memory_limit=None, backend=None, precision=None, slicing=True)``:
+    optimize='adaptive', memory_limit=None, backend=None, precision=None, slicing=True)``:
     numpy.einsum, planned.
 
     Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
     diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
-    ``casting`` rules. ``optimize`` is False (left to right), True ('greedy'), an
-    opt_einsum optimiser name, 'hyper' (cotengra's hyper-optimiser:
-    :func:`skcontract.hyper`), a ``PathOptimizer`` or an explicit path; ``memory_limit``
+    ``casting`` rules. ``optimize`` chooses the contraction order (the path):
+
+    * ``'adaptive'`` (the default): a search that costs no more than the contraction is
+      worth. The greedy path (numpy's) is found first and kept where its FLOP count is
+      below :data:`skcontract.plan.path.ADAPTIVE_SEARCH_FLOPS` (2**20); above it
+      opt_einsum's ``'auto'`` search runs too and the path of fewer FLOPs is kept, so no
+      path costs more than 'auto''s (:func:`skcontract.plan.path.adaptive`);
+    * numpy's values, with numpy's meaning: False (left to right, unoptimised), True or
+      ``'greedy'`` (numpy's greedy path), ``'optimal'`` (the exhaustive search), an
+      explicit path (``['einsum_path', (0, 1), ...]`` or opt_einsum's list of tuples);
+    * any other opt_einsum optimiser name, exactly opt_einsum's: ``'auto'`` (by the number
+      of operands: 'optimal' up to 4, a branch search up to 14, greedy beyond), ``'dp'``,
+      ``'branch-2'``, ``'random-greedy'``, ...; an ``opt_einsum.paths.PathOptimizer``;
+    * ``'hyper'`` (cotengra's hyper-optimiser: :func:`skcontract.hyper`).
+
+    ``memory_limit``
     bounds the largest intermediate (an int: elements, as in opt_einsum), or the peak
     working set ('8GB', or '80%' of the memory), a plan that does not fit being sliced
     (``slicing``: True chooses the slices, False refuses with a ValueError, labels or a
@@ -656,12 +671,13 @@ def _looks_like_shapes(ops) -> bool:
                                      and not isinstance(d, bool) for d in x) for x in ops)
 
 
-def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="auto",
+def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adaptive",
                   memory_limit=None, dtype=None, device=None, mode="auto",
                   reduction=DEFAULT_REDUCTION, precision=None, slicing=True):
     """Plan a contraction without running it: returns ``(path, plan)``.
 
-    ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``); ``plan`` is a
+    ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``, whose values
+    and default are :func:`einsum`'s); ``plan`` is a
     frozen :class:`~skcontract.plan.Plan` that prints as a table of its steps. With
     ``shapes=True`` the operands are shapes. ``dtype`` defaults to the operands' result
     type (float64 for shapes); ``device`` (a DeviceInfo, or "h200", "h100", "gpu") defaults
@@ -952,9 +968,10 @@ class ContractExpression:
         return "\n".join(lines)
 
 
-def contract_expression(subscripts, *shapes, dtype=None, optimize="auto", memory_limit=None,
-                        backend=None, device=None, mode="auto", reduction=DEFAULT_REDUCTION,
-                        precision=None, constants=None, slicing=True) -> ContractExpression:
+def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
+                        memory_limit=None, backend=None, device=None, mode="auto",
+                        reduction=DEFAULT_REDUCTION, precision=None, constants=None,
+                        slicing=True) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on

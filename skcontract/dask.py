@@ -170,9 +170,9 @@ class Layout:
     __str__ = describe
 
 
-def contract(*operands, memory_limit=None, optimize="auto", split_every=None, tasks=None,
+def contract(*operands, memory_limit=None, optimize="adaptive", split_every=None, tasks=None,
              dtype=None, casting="safe", backend=None, precision=None):
-    """``contract(subscripts, *operands, memory_limit=None, optimize='auto',
+    """``contract(subscripts, *operands, memory_limit=None, optimize='adaptive',
     split_every=None, tasks=None, dtype=None, casting='safe', backend=None,
     precision=None)``: the contraction of dask arrays (or arrays, made dask arrays) as a
     lazy dask array (see the module).
@@ -196,7 +196,7 @@ def contract(*operands, memory_limit=None, optimize="auto", split_every=None, ta
     return _graph(arrays, lay, split_every)
 
 
-def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="adaptive",
            memory_limit=None, backend=None, precision=None, split_every=None, tasks=None):
     """:func:`skcontract.einsum` on operands of which one is a dask array: :func:`contract`.
     ``out`` cannot be a dask array's; ``order`` is checked and otherwise left to dask."""
@@ -210,7 +210,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
                     backend=backend, precision=precision)
 
 
-def layout(*operands, memory_limit=None, optimize="auto", tasks=None, dtype=None,
+def layout(*operands, memory_limit=None, optimize="adaptive", tasks=None, dtype=None,
            casting="safe", backend=None, precision=None) -> Layout:
     """The :class:`Layout` :func:`contract` runs these operands (arrays of any kind with a
     shape and a dtype) in."""
@@ -335,7 +335,7 @@ def _block_plan(whole: Plan, subs, shapes, dtype, memory_limit, device) -> Plan:
         return build_plan(eq, dtype, optimize=list(whole.path), memory_limit=memory_limit,
                           device=device, slicing=inner)
     except ValueError:  # the block's own slices, where the whole plan's do not fit it
-        return build_plan(eq, dtype, optimize="auto", memory_limit=memory_limit,
+        return build_plan(eq, dtype, optimize="adaptive", memory_limit=memory_limit,
                           device=device)
 
 

@@ -15,7 +15,7 @@ from .schedule.draw import draw_schedule
 
 
 def explain(subscripts, *operands_or_shapes, shapes=False, draw=None, device=None,
-            optimize="auto", dtype=None, mode="auto", reduction=DEFAULT_REDUCTION,
+            optimize="adaptive", dtype=None, mode="auto", reduction=DEFAULT_REDUCTION,
             precision=None):
     """Return the plan of a contraction; with ``draw=path``, also draw its schedules.
 

@@ -18,9 +18,11 @@ and numpy measured in the same process.
   with its default ``optimize=False`` (numpy runs the chain unplanned as one loop nest over
   its 7 labels: minutes): a 6-matrix chain 'ab,bc,cd,de,ef,fg->ag' and ``N`` distinct
   shapes of 'ij,jk->ik', at dimensions of 64-256 (the arithmetic counts) and of 2-32 (the
-  planning counts). Ours is timed with its default ``optimize='auto'`` (opt_einsum's choice
-  of optimiser: for 5 to 8 operands an exhaustive branch search) and with
-  ``optimize=True`` (greedy, numpy's choice). The calls of a shape run one after the other,
+  planning counts). Ours is timed with its default ``optimize='adaptive'`` (the greedy path
+  where it costs under 2**20 FLOPs, as the chain at dims 2-32 does; above, opt_einsum's
+  'auto' choice too, for 5 to 8 operands a branch search:
+  :func:`skcontract.plan.path.adaptive`) and with ``optimize=True`` (greedy, numpy's
+  choice). The calls of a shape run one after the other,
   in an order that turns with each shape (so that no call is always the one that finds the
   BLAS threads asleep); the total of the ``N`` calls is reported and the ratios.
 

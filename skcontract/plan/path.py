@@ -9,6 +9,9 @@ alive; each step removes those operands and appends their contraction at the end
 >>> find_path([('i', 'j'), ('j', 'k')], ('i', 'k'), dict(i=2, j=3, k=4),
 ...           optimize=['einsum_path', (0, 1)])
 [(0, 1)]
+
+The default optimiser is ``'adaptive'`` (:func:`adaptive`): numpy's greedy path where it is
+cheap, opt_einsum's ``'auto'`` search where the contraction is worth it.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from opt_einsum import paths as _oe_paths
 
-__all__ = ["find_path", "validate_path", "left_to_right", "hyper"]
+__all__ = ["find_path", "validate_path", "left_to_right", "hyper", "adaptive", "path_flops"]
 
 HYPER = "hyper"
 """The ``optimize=`` name of cotengra's hyper-optimiser with :func:`hyper`'s defaults."""
@@ -45,6 +48,80 @@ def hyper(max_time: float = HYPER_SECONDS, **options):
                        else ("greedy", "labels"))
     options.setdefault("progbar", False)
     return cotengra.HyperOptimizer(max_time=max_time, **options)
+
+
+ADAPTIVE = "adaptive"
+"""The ``optimize=`` name of :func:`adaptive`, the default optimiser."""
+ADAPTIVE_SEARCH_FLOPS = 1 << 20
+"""The FLOP count (opt_einsum's, :func:`path_flops`) of the greedy path below which
+:func:`adaptive` keeps it without running opt_einsum's ``'auto'`` search.
+
+The reasoning: a better path can save at most the greedy path's whole cost, and a
+contraction runs at about 1 GFLOP/s or faster on the CPU even when its operands are tiny
+(a conservative rate: BLAS and numpy's loops run well above it at any size worth a path
+search), so a contraction of F FLOPs can gain at most about F nanoseconds from a search.
+opt_einsum's 'auto' search for 5 to 14 operands (a branch-and-bound search, in Python)
+takes at most about as long as 2**20 FLOPs do at that rate on the networks that reach it
+(docs/benchmarks/planning-cpu.md has the measurements): below the threshold the search
+costs more than it could save; above it, it is run, as it always was. The threshold is the
+same on every device: a GPU runs faster, but a contraction this small is bound by its
+launches there, not its FLOPs."""
+AUTO_SEARCH_OPERANDS = range(5, 15)
+"""The operand counts for which opt_einsum's ``'auto'`` runs a branch search (``'branch-all'``
+for 5-6, ``'branch-2'`` for 7-8, ``'branch-1'`` for 9-14). With fewer, 'auto' is the
+exhaustive ``'optimal'`` search, which costs about what the greedy one does for up to 4
+operands; with more, 'auto' is the greedy search itself: :func:`adaptive` is 'auto' for
+both."""
+
+
+def path_flops(inputs: Sequence[Sequence[str]], output: Sequence[str],
+               sizes: Mapping[str, int], path: Sequence[Sequence[int]]) -> int:
+    """The FLOP count of ``path`` as ``opt_einsum.contract_path`` reports it (its
+    ``opt_cost``): each step's product of the sizes of all its labels, times its number of
+    operands less one (at least one), plus one where the step sums a label away.
+
+    >>> path_flops([('i', 'j'), ('j', 'k')], ('i', 'k'), dict(i=2, j=3, k=4), [(0, 1)])
+    48
+    """
+    terms = [frozenset(t) for t in inputs]
+    out = frozenset(output)
+    total = 0
+    for step in path:
+        picked = [terms[i] for i in step]
+        for i in sorted(step, reverse=True):
+            del terms[i]
+        labels = frozenset().union(*picked)
+        result = labels & out.union(*terms)
+        size = 1
+        for x in labels:
+            size *= sizes[x]
+        total += size * (max(1, len(step) - 1) + (len(result) < len(labels)))
+        terms.append(result)
+    return total
+
+
+def adaptive(inputs, output, size_dict, memory_limit=None) -> list[tuple[int, ...]]:
+    """The default optimiser (``optimize='adaptive'``): a search that spends no more than
+    the contraction is worth. For 5 to 14 operands (:data:`AUTO_SEARCH_OPERANDS`) it finds
+    the greedy path (numpy's, ``optimize=True``) first and keeps it where its FLOP count is
+    below :data:`ADAPTIVE_SEARCH_FLOPS`; otherwise it runs opt_einsum's ``'auto'`` search as
+    well and keeps the path of fewer FLOPs (opt_einsum's on a tie). For other operand
+    counts it is opt_einsum's ``'auto'``. So the path of every contraction above the
+    threshold is opt_einsum's 'auto' one or a cheaper one, and below it the greedy one.
+
+    Its arguments are an opt_einsum path function's (it can be given as ``optimize=``
+    itself)."""
+    if len(inputs) not in AUTO_SEARCH_OPERANDS:
+        return _oe_paths.auto(inputs, output, size_dict, memory_limit)
+    greedy = _oe_paths.greedy(inputs, output, size_dict, memory_limit)
+    greedy_flops = path_flops(inputs, output, size_dict, greedy)
+    if greedy_flops < ADAPTIVE_SEARCH_FLOPS:
+        return greedy
+    searched = _oe_paths.auto(inputs, output, size_dict, memory_limit)
+    if list(searched) != list(greedy) and \
+            greedy_flops < path_flops(inputs, output, size_dict, searched):
+        return greedy
+    return searched
 
 
 def left_to_right(n: int) -> list[tuple[int, ...]]:
@@ -119,12 +196,15 @@ def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequen
 
 
 def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
-              sizes: Mapping[str, int], optimize: Any = "auto") -> list[tuple[int, ...]]:
+              sizes: Mapping[str, int], optimize: Any = ADAPTIVE) -> list[tuple[int, ...]]:
     """The contraction path for these terms, as chosen by ``optimize``.
 
-    ``optimize``: False (left to right), True (= 'greedy', numpy's choice), any opt_einsum
-    optimiser name ('auto', 'greedy', 'optimal', 'dp', 'branch-2', 'random-greedy', ...;
-    unknown names raise KeyError), 'hyper' (cotengra's hyper-optimiser, :func:`hyper`), an
+    ``optimize``: 'adaptive' (the default, :func:`adaptive`: greedy where the contraction
+    is too cheap to be worth opt_einsum's 'auto' search, else the cheaper of the two),
+    False (left to right), True (= 'greedy', numpy's choice), any opt_einsum
+    optimiser name ('auto', 'greedy', 'optimal', 'dp', 'branch-2', 'random-greedy', ...,
+    each exactly opt_einsum's; unknown names raise KeyError), 'hyper' (cotengra's
+    hyper-optimiser, :func:`hyper`), an
     ``opt_einsum.paths.PathOptimizer`` (cotengra's included), or an explicit
     path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form. The search
     is unconstrained: a ``memory_limit`` is kept by slicing the path found
@@ -137,7 +217,9 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
         optimize = "greedy"
     if isinstance(optimize, str) and optimize == HYPER:
         optimize = hyper()
-    if isinstance(optimize, str):
+    if isinstance(optimize, str) and optimize == ADAPTIVE:
+        fn = adaptive
+    elif isinstance(optimize, str):
         fn = _oe_paths.get_path_fn(optimize)  # KeyError for unknown names
     elif isinstance(optimize, _oe_paths.PathOptimizer) or (
             callable(optimize) and not isinstance(optimize, (list, tuple))):

@@ -393,7 +393,7 @@ def _pair_step(index, form: _PairForm, sizes, dtype) -> Step:
                      flops=B * M * N * (2 * K if K != 1 else 1))
 
 
-def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "auto",
+def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                memory_limit: Any = None, device: Any = None, slicing: Any = True) -> Plan:
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
     under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the

@@ -256,7 +256,7 @@ def test_plans_made_from_kept_forms_are_those_made_afresh():
     transposes); a plan at new sizes made from them equals the plan made with none kept."""
     from skcontract import contract as C
     from skcontract import contract_path
-    for optimize in ("auto", True, False):
+    for optimize in ("adaptive", "auto", True, False):
         for subscripts, sizes in _structures():
             _clear_forms()
             fresh = [contract_path(subscripts, *s, shapes=True, optimize=optimize)
