@@ -30,6 +30,7 @@ import numpy as np
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.numpy_backend import quietly
 from .backends.steps import sum_dtype
+from .dtypes import EXACT
 from .parse import parse_equation, split_operands, symbol
 from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
@@ -64,8 +65,8 @@ def _checked_order_casting(order: Any, casting: Any) -> str:
 
 
 def _check_precision(precision: Any) -> None:
-    if precision is not None and precision not in PRECISIONS:
-        raise ValueError(f"precision must be None (exact float32) or one of "
+    if precision is not None and precision != EXACT and precision not in PRECISIONS:
+        raise ValueError(f"precision must be None (exact float32), {EXACT!r} or one of "
                          f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
 
 
@@ -293,10 +294,13 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     (``slicing``: True chooses the slices, False refuses with a ValueError, labels or a
     ``{label: chunk}`` dict slice those; docs/einsum.md); ``backend`` is 'numpy' or 'cupy'
     (by default the operands' own). ``precision`` opts float32 products on the GPU into
-    tensor cores: None (the default) is exact float32; "tf32" rounds the operands to tf32
-    (10-bit mantissa, fp32 sums); "3xtf32" keeps float32 accuracy on tf32 tensor cores
-    (:func:`skcontract.kernels.gemm.gemm` says where each runs). Memory-bound steps, other
-    dtypes and the NumPy backend stay exact; an unknown precision is a ValueError. torch
+    tensor cores: None (the default) is exact float32 ("exact" says so explicitly); "tf32"
+    rounds the operands to tf32 (10-bit mantissa, fp32 sums); "3xtf32" keeps float32
+    accuracy on tf32 tensor cores (:func:`skcontract.kernels.gemm.gemm` says where each
+    runs). complex64 products run as real float32 ones (:mod:`skcontract.kernels.embed`)
+    at float32 accuracy by default, on the 3xTF32 tensor cores where the device has them,
+    and on the exact float32 kernels at "exact". Memory-bound steps, other dtypes and the
+    NumPy backend stay exact; an unknown precision is a ValueError. torch
     tensors come back as torch tensors on their device (:mod:`skcontract.interop`);
     broadcast (stride-0) operands are read once, never materialised. Given a dask array,
     it returns a lazy dask array (:func:`skcontract.dask.contract`).

@@ -43,3 +43,25 @@ def accumulator_dtype(dtype) -> np.dtype | None:
             return np.dtype(np.uint64 if wide else np.uint32)
         return np.dtype(np.int64 if wide else np.int32)
     return None
+
+
+EXACT = "exact"
+"""The precision that names exact float32 arithmetic (FFMA) explicitly: what None means for
+float32 operands; complex64 products at None run at float32 accuracy the fastest way
+(:func:`complex64_precision`), and at "exact" on the FFMA kernels."""
+
+
+def float32_precision(precision: str | None) -> str | None:
+    """The float32 precision ``precision`` asks for, in the catalogue's words: None for
+    exact (None or :data:`EXACT`), else the precision itself ("tf32", "3xtf32")."""
+    return None if precision == EXACT else precision
+
+
+def complex64_precision(precision: str | None, float32_accurate: str | None) -> str | None:
+    """The float32 precision a complex64 product's real form runs at: ``float32_accurate``
+    (the fastest precision at float32 accuracy on the device, "3xtf32" where its tensor-core
+    kernels are offered, else None: exact) where ``precision`` is None; exact for
+    :data:`EXACT`; else ``precision``."""
+    if precision is None:
+        return float32_accurate
+    return float32_precision(precision)

@@ -11,7 +11,7 @@ functions only.
 """
 from __future__ import annotations
 
-from . import jit, relayout
+from . import embed, jit, relayout
 from .forms import DotForm
 from .launch import Binding, BoundLaunch, LaunchPlan
 from .operands import Operand, Product, as3, describe, matrix_layout, product_of
@@ -72,6 +72,8 @@ def run_step(launch: StepLaunch, x, y):
     if A.device_id != dev or B.device_id != dev:
         raise ValueError(f"einsum: operands on devices {A.device_id}, {B.device_id}; the "
                          f"current device is {dev} (use cupy.cuda.Device)")
+    if launch.embed is not None:
+        return _run_embedded(launch, x, y, dev, cupy.cuda.get_current_stream()), None
     shape = (product.m, product.n) if x.ndim == 2 and y.ndim == 2 else \
         (product.batch, product.m, product.n)
     out = cupy.empty(shape, dtype=launch.spec.dtype_out)
@@ -82,6 +84,29 @@ def run_step(launch: StepLaunch, x, y):
     swapped = launch.form is not None and launch.form.swap
     return out, (None if bound is None else Binding(bound, swapped, shape, out.dtype,
                                                     cupy.empty))
+
+
+def _run_embedded(launch: StepLaunch, x, y, dev: int, stream):
+    """``x @ y`` of complex CuPy views on the real form of ``launch`` (:mod:`.embed`): the
+    read operand's (re, im) pairs as a real view (copied row-major first where the form
+    says so), the other operand embedded, the result's pairs written by the real product
+    (the transposed product's result returned as a view of C^T). The embedding runs every
+    call: no binding."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    form = launch.embed
+    swap = form.side == embed.TRANSPOSED
+    read, other = (y.swapaxes(-1, -2), x.swapaxes(-1, -2)) if swap else (x, y)
+    if form.copy:
+        read = cupy.ascontiguousarray(read)
+    xr, w = embed.real_view(read), embed.embed(other, form.ld)
+    batch = max(v.shape[0] if v.ndim == 3 else 1 for v in (read, w))
+    lead = () if x.ndim == 2 and y.ndim == 2 else (batch,)
+    out = cupy.empty(lead + (read.shape[-2], other.shape[-1]), dtype=x.dtype)
+    cr = embed.real_view(out)
+    launch_operands(launch, xr, w, describe(xr), describe(w), describe(cr), 1.0, 0.0, dev,
+                    stream)
+    return out.swapaxes(-1, -2) if swap else out
 
 
 def launch_operands(launch: StepLaunch, x, y, X: Operand, Y: Operand, C: Operand, alpha,

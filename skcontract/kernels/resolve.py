@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
+from ..dtypes import complex64_precision, float32_precision
 from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
@@ -23,7 +24,8 @@ from ..schedule.types import CLUSTER, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
                         SMEM_RESERVED_PER_CTA, Dot, Entry, entries_for, catalogue_key,
                         Wgmma, WgmmaKMajor, dot_entries, output_tiles, pending_for,
-                        streaming_wanted)
+                        TF32X3, streaming_wanted)
+from .embed import REAL_OF, embedding
 from .forms import dot_form, form_aligned
 from .operands import Operand, Product, is_vec16, matrix_layout, product_of, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
@@ -411,12 +413,16 @@ def _batch_strides(step) -> tuple[int, int]:
 def unscheduled_reason(step) -> str | None:
     """Why the GPU runs a GEMM-class plan step without a schedule (CuPy's operations run
     it, the backend's documented fallback), or None when a kernel takes it."""
-    if step.dtype.name not in INPUT_DTYPES:
-        return f"no kernel for {step.dtype.name}: CuPy runs it"
+    name = step.dtype.name
+    if name not in INPUT_DTYPES and name not in REAL_OF:
+        return f"no kernel for {name}: CuPy runs it"
     if min(step.m, step.n, step.k, step.batch) == 0:
         return "empty: nothing to launch"
-    if max(step.m, step.n, step.k, step.batch) > INDEX_MAX:
+    widen = 2 if name in REAL_OF else 1  # a complex product's real form: 2n x 2k
+    if max(step.m, widen * step.n, widen * step.k, step.batch) > INDEX_MAX:
         return f"a dimension beyond the kernels' {INDEX_MAX}: CuPy runs it"
+    if name in REAL_OF and embedding(step_product(step)) is None:
+        return f"a memory-bound {name} product (no real form worth running): CuPy runs it"
     return None
 
 
@@ -431,15 +437,48 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
     (:func:`resolve_product`)."""
     if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
-    if product is not None and product.dtype not in INPUT_DTYPES:
+    if product is not None and product.dtype not in INPUT_DTYPES and \
+            product.dtype not in REAL_OF:
         return None
     product = step_product(step) if product is None else product
-    precision = step.precision if product.dtype == "float32" else None
     try:
+        if product.dtype in REAL_OF:
+            return resolve_complex(product, device, step.precision,
+                                   associative=step.associative, **options)
+        precision = float32_precision(step.precision) if product.dtype == "float32" else None
         return resolve_product(product, device, precision=precision, kind=step.kind,
                                associative=step.associative, **options)
     except TableOverflow:  # a tile walk beyond 32 bits (TILES_BEYOND_INDEX)
         return None
+
+
+def resolve_complex(product: Product, device: DeviceInfo, precision: str | None = None,
+                    **options) -> StepLaunch | None:
+    """The launch of a complex product on its real form (:mod:`.embed`): the real product
+    planned by :func:`resolve_product` (complex64 at :func:`complex_precision`), the launch
+    keeping the complex operands' ``product`` and the form (``embed``); None where the
+    product has no real form worth running (a Dot form: CuPy runs it)."""
+    form = embedding(product)
+    if form is None:
+        return None
+    real = form.real
+    at = complex_precision(product.dtype, precision, compute_capability(device))
+    kind = Kind.BATCHED_GEMM if real.batch > 1 else Kind.GEMM
+    launch = resolve_product(real, device, precision=at, dot=False, kind=kind, **options)
+    words = form.describe(product.dtype) + (f" at {at}" if at is not None else "")
+    schedule = replace(launch.schedule, reason=f"{words}; {launch.schedule.reason}")
+    return replace(launch, schedule=schedule, product=product, embed=form)
+
+
+def complex_precision(dtype: str, precision: str | None, cc: int | None) -> str | None:
+    """The float32 precision a ``dtype`` (complex) product's real form runs at on compute
+    capability ``cc``: complex64 at float32 accuracy by default, on the 3xTF32 entries where
+    they are offered (:func:`~skcontract.dtypes.complex64_precision`); complex128 (float64)
+    has none."""
+    if dtype != "complex64":
+        return None
+    tensor_cores = any(not runs_exact(b) for b in entries_for("float32", TF32X3, cc))
+    return complex64_precision(precision, TF32X3 if tensor_cores else None)
 
 
 TILES_BEYOND_INDEX = f"its tiles beyond the kernels' {INDEX_MAX}: CuPy runs it"
@@ -655,8 +694,10 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
     class steps then carry as ``precision`` (a step planned for another dtype keeps it for
     float32 operands it gets at run time); float32 steps on exact entries (the Dot family,
     or the exact fallback of operands off 16 bytes) say None.
+    "exact" names exact float32 (FFMA) explicitly; complex64 steps run at float32 accuracy
+    where it is None (:func:`complex_precision`).
     ``options`` (mode, reduction, tile, grid, ...) apply to every step."""
-    catalogue_key("float32", precision)  # (ValueError for an unknown precision)
+    catalogue_key("float32", float32_precision(precision))  # (ValueError: unknown)
 
     def one(step):
         if step.kind is Kind.UNARY:

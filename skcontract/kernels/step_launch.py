@@ -33,6 +33,9 @@ class StepLaunch:
     portable kernel's extra time: :func:`.resolve.aligned_copies`).
     ``product``: the operands the launch was planned for (:class:`.operands.Product`; a
     call runs it on operands whose product :meth:`~.operands.Product.runs_as` this one).
+    ``embed``: a complex product's real form (:class:`.embed.Embedding`), whose real
+    product the schedule, the kernel and the copies are for (``product`` stays the complex
+    operands').
     Two launches with equal :attr:`key` launch the same kernel on the same split table (and
     the same convolution)."""
 
@@ -43,6 +46,7 @@ class StepLaunch:
     conv: Any = None
     product: Product | None = None
     aligned_copies: tuple[bool, bool] = (False, False)
+    embed: Any = None
 
     @property
     def entry(self):
@@ -54,11 +58,11 @@ class StepLaunch:
         """What identifies the launch: the split table's content and the mode that made it
         (two modes may make one table; the launch records the mode it was planned with), the
         kernel, the copies, the form and the convolution (the schedule's numpy table is
-        compared by digest)."""
+        compared by digest), and a complex product's real form."""
         s = self.schedule
         return (s.digest(), str(s.mode), s.grid, tuple(s.tile), s.device.ctas_per_sm,
                 s.cluster, s.protocol, self.spec, self.copies, self.form, self.conv,
-                self.aligned_copies)
+                self.aligned_copies, self.embed)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, StepLaunch) and self.key == other.key

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from ..dtypes import accumulator_dtype
+from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, classify_groups, pair_groups, search_layout
 from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
@@ -101,8 +101,8 @@ class Step:
     @property
     def float32_precision(self) -> str | None:
         """The precision this step's float32 operands run at: ``precision`` on a float32
-        step, None (exact) otherwise."""
-        return self.precision if self.dtype.name == "float32" else None
+        step ("exact" reads None), None (exact) otherwise."""
+        return float32_precision(self.precision) if self.dtype.name == "float32" else None
 
     @property
     def holds_batch(self) -> tuple[bool, ...]:

@@ -73,6 +73,12 @@ def _relayout():
                                  tuple(relayout.NAMES))]
 
 
+def _complex_embed():
+    from skcontract.kernels import embed, jit
+    return [compile_check.Source("complex_embed", jit.inline_headers(embed.HEADER),
+                                 tuple(embed.NAMES))]
+
+
 def _probe_builds():
     """The Wgmma probe builds of a single CTA's kernel and a pair's (sm_90a)."""
     from skcontract.kernels import catalogue, jit, specs
@@ -113,6 +119,7 @@ BUILDS = {
     "test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on": _fp64_two_cta,
     "test_the_fold_copy_compiles_for_every_pixel_width": _fold_copy,
     "test_the_transposing_copy_compiles": _relayout,
+    "test_the_complex_embedding_compiles": _complex_embed,
     "test_the_probe_builds_compile": _probe_builds,
     "test_the_trace_build_compiles": _trace_builds,
 }
@@ -286,6 +293,14 @@ def test_the_transposing_copy_compiles(arch, built):
     assert result.ok and result.spill_bytes == 0, result.message
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_complex_embedding_compiles(arch, built):
+    """The embedding of complex operands into real ones (no catalogue entry), both
+    precisions: both targets, no spill."""
+    (result,) = _results(built, _complex_embed(), (arch,))
+    assert result.ok and result.spill_bytes == 0, result.message
+
+
 def test_narrow_pairs_split_an_n_major_b_box_along_k(built):
     """A narrow pair's CTAs (BN = 64) each load half the k rows of an N-major B's one box
     (load_part's k-row parts, which the representative set, with B K-major for these
@@ -318,8 +333,8 @@ def test_source_inlines_every_header():
                             "sk_wgmma_conv.cuh"}
     for src in sources.values():
         assert '#include "' not in src
-    from skcontract.kernels import fold_copy, relayout
-    for aux in (fold_copy, relayout):  # no catalogue entry
+    from skcontract.kernels import embed, fold_copy, relayout
+    for aux in (embed, fold_copy, relayout):  # no catalogue entry
         sources[aux.HEADER] = jit.inline_headers(aux.HEADER)
     for h in jit.header_files():
         assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name

@@ -302,7 +302,8 @@ def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
 
 
 @pytest.mark.parametrize("shapes,dtype,why", [
-    (((8, 4), (4, 8)), "complex64", "no kernel for complex64"),
+    (((8, 4), (4, 8)), "int16", "no kernel for int16"),
+    (((8, 4), (4,)), "complex64", "a memory-bound complex64 product"),
     (((8, 0), (0, 8)), "float32", "empty"),
     (((4, 3_000_000_000), (3_000_000_000, 4)), "float16", "a dimension beyond the kernels'"),
     # within a kernel tile of 2^31: M + BM - 1 would wrap
@@ -311,7 +312,8 @@ def test_schedule_plan_leaves_dtypes_without_kernels_to_the_fallback():
 def test_a_gemm_step_without_a_schedule_says_why(shapes, dtype, why):
     """A GEMM-class step the GPU runs on CuPy's fallback shows the reason in the plan's
     schedule column, not a bare '-'."""
-    _, plan = contract_path("ij,jk->ik", *shapes, shapes=True, dtype=dtype, device="h200")
+    subscripts = "ij,jk->ik" if len(shapes[1]) == 2 else "ij,j->i"
+    _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=dtype, device="h200")
     (step,) = plan.steps
     assert step.schedule is None and why in step.unscheduled
     assert f"- ({step.unscheduled})" in str(plan)
@@ -348,8 +350,8 @@ def test_a_plan_says_which_device_its_schedules_are_for():
 def test_drawing_a_plan_without_schedules_says_why(tmp_path):
     """explain(draw=...) on a plan whose GEMM-class steps all fall back names the reason."""
     from skcontract import explain
-    with pytest.raises(ValueError, match="no kernel for complex128"):
-        explain("ij,jk->ik", (4, 3), (3, 4), shapes=True, dtype="complex128", device="h200",
+    with pytest.raises(ValueError, match="no kernel for int16"):
+        explain("ij,jk->ik", (4, 3), (3, 4), shapes=True, dtype="int16", device="h200",
                 draw=str(tmp_path / "x.png"))
 
 

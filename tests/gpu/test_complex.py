@@ -1,0 +1,106 @@
+"""Complex contractions on the real kernels (skcontract/kernels/embed.py): the embedding kernel
+against its NumPy reference, and einsum's complex64 / complex128 products against a complex128
+(NumPy) reference, with errors no larger than cuBLAS's (CuPy's matmul) on the same operands."""
+import numpy as np
+import pytest
+
+import skcontract
+from skcontract.kernels import embed
+from skcontract.kernels.launch import record_launches
+
+cupy = pytest.importorskip("cupy")
+
+ERROR_SLACK = 2.0
+"""Our error may be this multiple of cuBLAS's on the same operands (both tiny)."""
+ERROR_FLOOR = {"complex64": 1e-6, "complex128": 1e-14}
+"""An error below this passes whatever cuBLAS's."""
+
+
+def crand(shape, dtype, seed, layout="C"):
+    """Random complex operand (NumPy, for the reference) and its GPU copy laid out as
+    ``layout``: "C", "F" (matrices column-major), "strided" (every other element),
+    "broadcast" (a batch repeating one matrix)."""
+    rng = np.random.default_rng(seed)
+    if layout == "broadcast":
+        one = (rng.standard_normal(shape[1:]) + 1j * rng.standard_normal(shape[1:]))
+        host = np.broadcast_to(one.astype(dtype), shape)
+        return host, cupy.broadcast_to(cupy.asarray(host[0]), shape)
+    host = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    dev = cupy.asarray(host)
+    if layout == "F":
+        dev = cupy.ascontiguousarray(dev.swapaxes(-1, -2)).swapaxes(-1, -2)
+    elif layout == "strided":
+        big = cupy.zeros(tuple(2 * s for s in shape), dtype)
+        big[(slice(None, None, 2),) * len(shape)] = dev
+        dev = big[(slice(None, None, 2),) * len(shape)]
+    return host, dev
+
+
+def rel_err(got, ref) -> float:
+    got = cupy.asnumpy(got).astype(np.complex128)
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape,layout", [((5, 7), "C"), ((64, 96), "C"), ((33, 70), "F"),
+                                          ((40, 17), "strided"), ((3, 20, 9), "C"),
+                                          ((4, 30, 50), "broadcast")])
+def test_the_embedding_kernel_writes_the_reference(dtype, shape, layout):
+    host, dev = crand(shape, dtype, 1, layout)
+    ld = embed.embedded_ld(shape[-2], dtype)
+    got = cupy.asnumpy(embed.embed(dev, ld))
+    mats = host if host.ndim == 3 else host[None]
+    want = np.stack([embed.reference(m) for m in mats])
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+SHAPES = [("ij,jk->ik", [(300, 200), (200, 100)]), ("ij,jk->ik", [(128, 128), (128, 128)]),
+          ("ij,jk->ik", [(77, 33), (33, 51)]),          # odd k: A's rows off 16 bytes
+          ("bij,bjk->bik", [(6, 40, 64), (6, 64, 90)]), ("bij,jk->bik", [(5, 30, 64), (64, 20)]),
+          ("ij,jk,kl->il", [(64, 256), (256, 48), (48, 96)]),
+          ("abc,cbd->ad", [(20, 8, 30), (30, 8, 24)])]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("layouts", [("C", "C"), ("F", "F"), ("F", "C"), ("C", "strided")])
+@pytest.mark.parametrize("subscripts,shapes", SHAPES)
+def test_complex_einsum_matches_numpy(subscripts, shapes, layouts, dtype):
+    """Every layout pair (both embedding sides and the copy of A), batches, broadcasts and
+    odd sizes, against a complex128 reference; the error no larger than cuBLAS's."""
+    ops = [crand(s, dtype, i, lay) for i, (s, lay) in
+           enumerate(zip(shapes, layouts + layouts[-1:]))]
+    ref = np.einsum(subscripts, *[h.astype(np.complex128) for h, _ in ops])
+    with record_launches() as launched:
+        got = skcontract.einsum(subscripts, *[d for _, d in ops])
+    assert got.dtype == np.dtype(dtype) and got.shape == ref.shape
+    assert launched, "a complex product ran on CuPy"
+    theirs = cupy.einsum(subscripts, *[d for _, d in ops])
+    assert rel_err(got, ref) <= max(ERROR_SLACK * rel_err(theirs, ref), ERROR_FLOOR[dtype])
+
+
+@pytest.mark.parametrize("precision,family", [(None, "wgmmatf32x3"), ("exact", "ffma")])
+def test_complex64_precisions(precision, family):
+    """complex64 at float32 accuracy on 3xTF32 by default, exact FFMA at "exact"; both
+    within cuBLAS's CGEMM error, on data of a wide exponent range too."""
+    rng = np.random.default_rng(3)
+    scale = np.exp2(rng.integers(-20, 20, (256, 1)))
+    a = ((rng.standard_normal((256, 512)) + 1j * rng.standard_normal((256, 512))) * scale)
+    b = rng.standard_normal((512, 192)) + 1j * rng.standard_normal((512, 192))
+    da, db = cupy.asarray(a.astype(np.complex64)), cupy.asarray(b.astype(np.complex64))
+    ref = a.astype(np.complex64).astype(np.complex128) @ b.astype(np.complex64)
+    with record_launches() as launched:
+        got = skcontract.einsum("ij,jk->ik", da, db, precision=precision)
+    assert launched[-1].kernel.startswith(family), launched
+    cublas = rel_err(cupy.matmul(da, db), ref)
+    assert rel_err(got, ref) <= max(ERROR_SLACK * cublas, ERROR_FLOOR["complex64"])
+
+
+def test_complex_expression_replays_stay_right():
+    """A contract expression run three times on new operands (the embedding runs every
+    call: nothing of the first call's operands is kept)."""
+    expr = skcontract.contract_expression("ij,jk->ik", (96, 64), (64, 80), dtype=np.complex64)
+    for seed in range(3):
+        (ha, da), (hb, db) = crand((96, 64), "complex64", seed), \
+            crand((64, 80), "complex64", seed + 10)
+        got = expr(da, db)
+        assert rel_err(got, ha.astype(np.complex128) @ hb) <= 1e-5
