@@ -12,9 +12,11 @@ bytes (the intermediates alive at once, the output and the resident results); "8
 float in (0, 1] is that fraction of the device's memory (the host's for the NumPy backend).
 :func:`choose_slicing` picks the labels: it prices the path's steps on label sets
 (:func:`simulate`), slices contracted labels first, then output labels, each to chunks of
-one, then widens each chunk as far as the budget allows, and tries the path the optimiser
-finds for the sliced sizes too; the cheapest plan that fits wins. Nothing fits: a ValueError
-naming the smallest peak reachable.
+one, each time the label whose slicing costs the fewest FLOPs for how far it lowers what the
+budget bounds (every label estimated at once, :mod:`.slice_costs`, the leading few priced
+exactly), then widens each chunk as far as the budget allows; it also slices the paths the
+optimiser finds for the sizes of the first labels chosen. The cheapest plan that fits wins.
+Nothing fits: a ValueError naming the smallest peak reachable.
 
 >>> s = choose_slicing([("i", "j"), ("j", "k"), ("k", "l")], ("i", "l"),
 ...                    dict(i=4, j=64, k=64, l=4), [(0, 1), (0, 1)], Budget(elements=64))
@@ -28,9 +30,12 @@ from collections import Counter
 import os
 import re
 from dataclasses import dataclass
-from itertools import product as cartesian
-from math import prod
+from functools import partial
+from itertools import chain, product as cartesian
+from math import log, log1p, prod
 from typing import Any, Callable, Mapping, Sequence
+
+from .slice_costs import NO_LIMIT, Excess, StepTable
 
 __all__ = ["Budget", "Slicing", "budget_of", "choose_slicing", "simulate", "divisors"]
 
@@ -42,6 +47,17 @@ PEAK_MODEL_SHARE = 0.85
 intermediates, the resident results and the output, not the executor's own temporaries
 (small views, the matrix product's buffers), which measured up to 10% above it on the
 CPU (docs/benchmarks/log.md)."""
+EXACT_CANDIDATES = 4
+"""How many labels a greedy step prices exactly where the estimates of every label's
+slicing (:meth:`~.slice_costs.StepTable.price_each`) may round: the leading ones by them;
+the next as many where none of them lowers what it must."""
+EXACT_FLOAT = 2**53
+"""Counts below this are exact in a float64 estimate: the estimates then rank the labels
+as their exact prices do, and a greedy step prices only the leading one exactly."""
+REPATH_TRIES = 32
+"""How many of the greedy slicer's label prefixes have the optimiser find a path for
+their sliced sizes (:func:`_repathed`): a path found for other sizes is a different
+sample of the optimiser's, often far cheaper sliced."""
 _BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]+)\s*$")
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
 
@@ -64,11 +80,10 @@ class Budget:
         """The quantity the budget bounds."""
         return largest if self.elements is not None else peak_bytes
 
-    def progress(self, cost: "Cost", peak_bytes: int) -> tuple[int, int]:
-        """What slicing a label must lower: the bounded quantity, then the elements of all
-        a slice's intermediates (a label that shrinks one of two largest intermediates
-        leaves the largest as it is but is progress)."""
-        return self.measure(cost.largest, peak_bytes), cost.total
+    @property
+    def bound(self) -> float:
+        """The most the measure may be (:meth:`fits`)."""
+        return self.elements if self.elements is not None else self.bytes * PEAK_MODEL_SHARE
 
     def describe(self, largest: int, peak_bytes: int) -> str:
         if self.elements is not None:
@@ -130,19 +145,27 @@ def _fraction(share: float, memory_bytes: int, text: str) -> Budget:
 
 
 @dataclass(frozen=True)
+class Estimates:
+    """A greedy step's candidates: each label's estimated (FLOPs, the budget's measure,
+    excess over the budget) with it sliced too; ``exact``: whether every count is below
+    :data:`EXACT_FLOAT` (so rounds nothing)."""
+
+    prices: dict
+    exact: bool
+
+
+@dataclass(frozen=True)
 class Cost:
     """A path priced on label sets (:func:`simulate`): total FLOPs (steps that hold no
     sliced label counted once, the others once a slice), the largest intermediate of a slice,
-    the peak of elements alive at once and the elements of all its intermediates; the labels
-    of the largest intermediate and of the intermediates alive at the peak (the only labels
-    whose slicing can lower either)."""
+    the peak of elements alive at once and the elements of all its intermediates; the
+    :class:`~.slice_costs.Excess` over the budget where the slicer asks for it."""
 
     flops: int
     largest: int
     peak: int
     total: int
-    largest_labels: frozenset = frozenset()
-    peak_labels: frozenset = frozenset()
+    excess: float = 0.0
 
 
 def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, int],
@@ -153,57 +176,34 @@ def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, 
     its result's elements, and the elements alive while it runs (the intermediates not yet
     consumed and its result; the operands are the caller's). A step is repeated for every
     slice when it holds a sliced label or consumes a result that does; a result of a step
-    that is not, consumed by one that is, stays alive through the slices."""
+    that is not, consumed by one that is, stays alive through the slices
+    (:class:`~.slice_costs.StepTable` prices every label's slicing with the same model)."""
     live = [frozenset(t) for t in terms]
-    origin = [(t, ()) for t in live]  # (labels its step held, its inputs' origins): a tree
     varies = [bool(t & sliced) for t in live]
     held = [0] * len(live)  # elements of each live intermediate (0: an operand)
     holders = Counter(x for t in live for x in t)  # live terms holding each label
     flops = largest = peak = current = total = 0
-    largest_labels = resident = frozenset()  # resident: results kept across the slices
-    at_peak = ()  # the labels' sets alive at the peak, joined once at the end
     for ids in path:
-        picked = [live[i] for i in ids]
         vary = any(varies[i] for i in ids)
         # a result that runs once and feeds a step that runs each slice stays resident
         size_in = sum(held[i] for i in ids if varies[i] or not vary)
-        held_in = {i: held[i] for i in ids}
-        # a resident result stays by its whole lineage: slicing any of it makes it vary
-        resident = resident.union(*(_lineage(origin[i]) for i in ids
-                                    if vary and held[i] and not varies[i]))
-        union = frozenset().union(*picked)
-        node = (union, tuple(origin[i] for i in ids))
+        union = frozenset().union(*(live[i] for i in ids))
         for i in sorted(ids, reverse=True):
             holders.subtract(live[i])
-            del live[i], varies[i], held[i], origin[i]
+            del live[i], varies[i], held[i]
         out = frozenset(x for x in union if holders[x] > 0 or x in output)
         size_out = prod(sizes[x] for x in out)
         work = prod(sizes[x] for x in union) * (2 if union - out else 1)
         flops += work * (num_slices if vary else 1)
-        if current + size_out > peak:
-            peak = current + size_out
-            at_peak = (out, resident, *(t for t, h in zip(live, held) if h),
-                       *(p for i, p in zip(ids, picked) if held_in.get(i)))
+        peak = max(peak, current + size_out)
         current += size_out - size_in
-        if size_out > largest:
-            largest, largest_labels = size_out, out
+        largest = max(largest, size_out)
         total += size_out
         live.append(out)
         holders.update(out)
-        origin.append(node)
         varies.append(vary)
         held.append(size_out)
-    return Cost(flops, largest, peak, total, largest_labels, frozenset().union(*at_peak))
-
-
-def _lineage(node) -> frozenset:
-    """Every label the steps that made a result held (its origin tree, :func:`simulate`)."""
-    labels, stack = set(), [node]
-    while stack:
-        held, parents = stack.pop()
-        labels |= held
-        stack.extend(parents)
-    return frozenset(labels)
+    return Cost(flops, largest, peak, total)
 
 
 def divisors(n: int) -> list[int]:
@@ -277,18 +277,10 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
     or the one ``repath`` finds for the sliced sizes where it is cheaper). ``start``:
     labels sliced (to chunks of one) before the greedy choice adds any (a search's
     slices), where the budget asks for slices."""
-    label_sets = [frozenset(t) for t in terms]
-    out = frozenset(output)
-    out_elems = prod(sizes[x] for x in out)
-    base = simulate(label_sets, out, sizes, path)
-
-    def price(chunks: Mapping[str, int], p) -> tuple[Cost, int]:
-        sliced = dict(sizes)
-        sliced.update(chunks)
-        n = prod(sizes[x] // c for x, c in chunks.items())
-        cost = simulate(label_sets, out, sliced, p, frozenset(chunks), n)
-        return cost, (cost.peak + out_elems) * itemsize
-
+    pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
+                       itemsize)
+    price = pricing.price
+    base = simulate(pricing.terms, pricing.out, sizes, path)
     if 0 in sizes.values():
         return None, path
     if slicing is not True and slicing is not False:
@@ -307,14 +299,45 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
         raise ValueError(f"memory_limit {budget.text}: the plan needs "
                          f"{budget.describe(cost.largest, peak)} and slicing=False refuses "
                          "to slice it")
-    chunks, cost, peak = _greedy(price, path, sizes, out, budget, dict.fromkeys(start, 1))
+    chunks, cost, peak = pricing.slice_greedily(path, start)
     if repath is not None:
-        other = repath(dict(sizes) | chunks)
-        if other is not None:
-            o_cost, o_peak = price(chunks, other)
-            if budget.fits(o_cost.largest, o_peak) and o_cost.flops < cost.flops:
-                path, cost, peak = other, o_cost, o_peak
-    return _slicing(chunks, sizes, cost, peak, base), path
+        trials = chain([(path, chunks, cost, peak)], _repathed(repath, pricing, chunks))
+        path, chunks, cost, peak = min(trials, key=lambda trial: trial[2].flops)
+    return (_slicing(chunks, sizes, cost, peak, base) if chunks else None), path
+
+
+def _repathed(repath: Callable, pricing: _Pricing, chunks: dict):
+    """The paths ``repath`` finds for sliced sizes, as ``(path, chunks, cost, peak)`` where
+    they keep the budget: for ``chunks``, sliced as they are, and for the first labels the
+    greedy slicer chose (:func:`_prefixes` of ``chunks``' order), sliced greedily from
+    them (unsliced where such a path fits as it is)."""
+    sizes, fits = pricing.sizes, pricing.budget.fits
+    other = repath(dict(sizes) | chunks)
+    if other is not None:
+        cost, peak = pricing.price(chunks, other)
+        if fits(cost.largest, peak):
+            yield other, chunks, cost, peak
+    order = list(chunks)
+    for n in _prefixes(len(order)):
+        first = dict.fromkeys(order[:n], 1)
+        other = repath(dict(sizes) | first)
+        if other is None:
+            continue
+        cost, peak = pricing.price({}, other)
+        if fits(cost.largest, peak):
+            yield other, {}, cost, peak
+            continue
+        try:
+            yield other, *pricing.slice_greedily(other, first)
+        except ValueError:  # no slicing of this path keeps the budget
+            continue
+
+
+def _prefixes(count: int) -> list[int]:
+    """How many of the greedy slicer's first labels each repath slices: 1 to ``count``, at
+    most :data:`REPATH_TRIES` of them, evenly spread."""
+    tries = min(count, REPATH_TRIES)
+    return sorted({-(-i * count // tries) for i in range(1, tries + 1)})
 
 
 def _slicing(chunks, sizes, cost: Cost, peak: int, base: Cost) -> Slicing:
@@ -342,15 +365,81 @@ def _given_chunks(slicing: Any, sizes: Mapping[str, int]) -> dict:
     return {x: int(c) for x, c in chunks.items()}
 
 
-def _greedy(price, path, sizes, out: frozenset, budget: Budget, chunks: dict):
+class _Pricing:
+    """A contraction's paths priced under slicings: exactly (:meth:`price`), every label's
+    slicing at once (:meth:`estimates`), and sliced greedily (:meth:`slice_greedily`); the
+    table of the path priced last is kept."""
+
+    def __init__(self, terms: list, out: frozenset, sizes: Mapping[str, int],
+                 budget: Budget | None, itemsize: int):
+        self.terms, self.out, self.sizes, self.budget = terms, out, sizes, budget
+        self.itemsize = itemsize
+        self.out_elems = prod(sizes[x] for x in out)
+        self.over = NO_LIMIT if budget is None else _excess(budget, itemsize, self.out_elems)
+        self.tables = {}
+
+    def table(self, path) -> StepTable:
+        key = tuple(map(tuple, path))
+        if key not in self.tables:
+            self.tables = {key: StepTable(self.terms, self.out, path)}
+        return self.tables[key]
+
+    def price(self, chunks: Mapping[str, int], path) -> tuple[Cost, int]:
+        """``path``'s cost sliced at ``chunks``, and its peak in bytes."""
+        cost = Cost(*self.table(path).price(_sliced_sizes(self.sizes, chunks),
+                                            frozenset(chunks),
+                                            _num_slices(self.sizes, chunks), self.over))
+        return cost, (cost.peak + self.out_elems) * self.itemsize
+
+    def estimates(self, path, chunks: Mapping[str, int]) -> Estimates:
+        """Each label not in ``chunks``: estimates of ``path``'s (FLOPs, the budget's
+        measure, excess over the budget) with it sliced to chunks of one too."""
+        table = self.table(path)
+        each = table.price_each(_sliced_sizes(self.sizes, chunks), frozenset(chunks),
+                                _num_slices(self.sizes, chunks), self.over)
+        measure = self.budget.measure(each.largest,
+                                      (each.peak + self.out_elems) * self.itemsize)
+        exact = max(each.flops.max(), measure.max(), each.total.max()) < EXACT_FLOAT
+        return Estimates({x: e for x, *e in zip(table.labels, each.flops.tolist(),
+                                                measure.tolist(), each.excess.tolist())
+                          if self.sizes[x] > 1 and x not in chunks}, bool(exact))
+
+    def slice_greedily(self, path, first: Sequence) -> tuple[dict, Cost, int]:
+        """``path`` sliced by :func:`_greedy` from the labels ``first``."""
+        return _greedy(self.price, partial(self.estimates, path), path, self.sizes,
+                       self.out, self.budget, dict.fromkeys(first, 1))
+
+
+def _excess(budget: Budget, itemsize: int, out_elems: int) -> Excess:
+    """The :class:`~.slice_costs.Excess` over ``budget``: over its largest intermediate,
+    or over the working set its bytes leave beside the output."""
+    if budget.elements is not None:
+        return Excess(budget.elements, alive=False)
+    return Excess(budget.bound / itemsize - out_elems, alive=True)
+
+
+def _sliced_sizes(sizes: Mapping[str, int], chunks: Mapping[str, int]) -> dict:
+    """A slice's sizes: each sliced label at its chunk."""
+    sliced = dict(sizes)
+    sliced.update(chunks)
+    return sliced
+
+
+def _num_slices(sizes: Mapping[str, int], chunks: Mapping[str, int]) -> int:
+    """How many slices ``chunks`` cut the contraction in."""
+    return prod(sizes[x] // c for x, c in chunks.items())
+
+
+def _greedy(price, estimates, path, sizes, out: frozenset, budget: Budget, chunks: dict):
     """From ``chunks``, slice labels to chunks of one, contracted labels before output
-    labels, each time the one that lowers the budget's measure at the least total cost,
-    until the plan fits; then widen each chunk to the largest divisor that still fits."""
+    labels, each time the one that lowers the budget's measure at the least cost
+    (:func:`_order`), until the plan fits; then widen each chunk to the largest divisor that
+    still fits."""
     chunks = dict(chunks)
     cost, peak = price(chunks, path)
     best_seen = budget.measure(cost.largest, peak)
     while not budget.fits(cost.largest, peak):
-        choice = _next_label(price, path, sizes, out, budget, chunks, cost, peak)
+        choice = _next_label(price, estimates(chunks), path, out, budget, chunks, cost, peak)
         if choice is None:
             raise ValueError(f"memory_limit {budget.text}: no slicing fits; the smallest "
                              f"peak reachable is {best_seen:,} "
@@ -368,28 +457,60 @@ def _greedy(price, path, sizes, out: frozenset, budget: Budget, chunks: dict):
     return chunks, cost, peak
 
 
-def _next_label(price, path, sizes, out: frozenset, budget: Budget, chunks: dict, cost: Cost,
-                peak: int):
+def _next_label(price, estimates: Estimates, path, out: frozenset, budget: Budget,
+                chunks: dict, cost: Cost, peak: int):
     """The label to slice next: ``(label, cost, peak bytes)`` once sliced, None when no
-    label lowers anything. A label must lower the budget's measure, contracted labels
-    before output labels, the least total FLOPs first; where none does, one that lowers
-    the elements of all intermediates (progress towards a largest that several steps
-    share)."""
-    now = (budget.measure(cost.largest, peak), budget.progress(cost, peak))
-    critical = cost.largest_labels if budget.elements is not None else cost.peak_labels
+    label lowers anything. A label must lower the budget's measure, contracted labels before
+    output labels; where none does (steps tied at the peak), it must lower the excess over
+    the budget. Of those, the best by :func:`_order`: the estimates rank the labels, and
+    the leading one (the leading :data:`EXACT_CANDIDATES` where the estimates may round) is
+    priced exactly."""
+    now = (budget.measure(cost.largest, peak), cost.excess)
+    prices = estimates.prices
+    contracted = sorted((x for x in prices if x not in out), key=str)
+    kept = sorted((x for x in prices if x in out), key=str)
+    batch = 1 if estimates.exact else EXACT_CANDIDATES
     for rank in range(2):
-        # the measure falls only by slicing a label of what sets it; progress, by any
-        labels = critical if rank == 0 else sizes
-        groups = (sorted(set(labels) - out, key=str), sorted(out & set(labels), key=str))
-        for group in groups:
-            best = None
-            for x in group:
-                if sizes[x] <= 1 or chunks.get(x) == 1:
-                    continue
-                c, p = price(chunks | {x: 1}, path)
-                m = (budget.measure(c.largest, p), budget.progress(c, p))
-                if m[rank] < now[rank] and (best is None or (c.flops, m) < best[0]):
-                    best = ((c.flops, m), x, c, p)
-            if best is not None:
-                return best[1:]
+        for group in (contracted, kept):
+            keys = (_order(rank, cost.flops, now, prices[x], budget.bound) for x in group)
+            ranked = [x for *_, x in sorted((key, n, x) for n, (key, x)
+                                            in enumerate(zip(keys, group)) if key is not None)]
+            for first in range(0, len(ranked), batch):
+                choice = _exact_best(price, path, ranked[first:first + batch], rank,
+                                     cost.flops, now, budget, chunks)
+                if choice is not None:
+                    return choice
     return None
+
+
+def _exact_best(price, path, labels, rank: int, flops: int, now: tuple, budget: Budget,
+                chunks: dict):
+    """The best of ``labels`` by :func:`_order` on their exact prices: ``(label, cost,
+    peak bytes)``, None where none lowers what ``rank`` asks."""
+    best = None
+    for x in labels:
+        c, p = price(chunks | {x: 1}, path)
+        key = _order(rank, flops, now, (c.flops, budget.measure(c.largest, p), c.excess),
+                     budget.bound)
+        if key is not None and (best is None or key < best[0]):
+            best = (key, x, c, p)
+    return None if best is None else best[1:]
+
+
+def _order(rank: int, flops, now: tuple, priced: tuple, bound) -> tuple | None:
+    """How slicing a label ranks, the smallest first: the growth of the FLOPs over the fall
+    of what it lowers (both as logarithms), then its FLOPs, measure and excess; None where
+    it lowers nothing ``rank`` counts. ``now``: the budget's measure and the excess over it
+    before; ``priced``: the FLOPs, measure and excess after. Rank 0 counts the measure, its
+    fall only down to the budget's ``bound`` (where several labels reach the bound, the
+    fewest FLOPs win); rank 1, the excess at a measure that stays."""
+    f, m, e = priced
+    measure, excess = now
+    if rank == 0:
+        fall = min(log(measure) - log(m), log(measure) - log(bound)) if 0 < m < measure \
+            else 0.0
+    else:
+        fall = log1p(excess) - log1p(e) if m <= measure and e < excess else 0.0
+    if fall <= 0:
+        return None
+    return (log1p(f) - log1p(flops)) / fall, f, m, e

@@ -1,6 +1,7 @@
 """memory_limit kept by slicing (skcontract/plan/slicing.py): the budget's forms, the slices
 chosen, what the plan shows, and sliced plans computing what numpy computes."""
 import tracemalloc
+from math import prod
 
 import numpy as np
 import pytest
@@ -8,8 +9,12 @@ from opt_einsum.testing import rand_equation
 
 from skcontract import contract_expression, contract_path, einsum
 from skcontract.backends import get_backend
+from skcontract.bench.networks import circuit
 from skcontract.parse import parse_equation
 from skcontract.plan import build_plan
+from skcontract.plan import slicing as sl
+from skcontract.plan.path import find_path
+from skcontract.plan.slice_costs import Excess, StepTable
 from skcontract.plan.slicing import Budget, budget_of, choose_slicing, divisors, simulate
 
 GIB = 2**30
@@ -328,37 +333,125 @@ def test_slices_take_no_out():
         expr(np.ones((2, 8)), np.ones((8, 3)), out=np.empty((2, 3)), slices=range(2))
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_only_the_labels_that_set_the_measure_are_tried_first(monkeypatch, seed):
-    """The greedy slicer tries first only the labels that can lower what the budget bounds
-    (the largest intermediate's; the peak's live and resident results' whole lineage): its
-    choices are those of trying every label."""
-    import dataclasses
-
-    from skcontract.plan import slicing as sl
-    from skcontract.plan.path import find_path
-    eq, shapes = rand_equation(22, 3, seed=seed, d_min=2, d_max=5, n_out=seed % 3)[:2]
+def _random_network(seed, n_out=None):
+    eq, shapes = rand_equation(22, 3, seed=seed, d_min=2, d_max=5,
+                               n_out=seed % 3 if n_out is None else n_out)[:2]
     lhs, rhs = eq.split("->")
     terms = [tuple(t) for t in lhs.split(",")]
     sizes = {x: d for t, s in zip(terms, shapes) for x, d in zip(t, s)}
-    path = find_path(terms, tuple(rhs), sizes, "greedy")
-    base = simulate([frozenset(t) for t in terms], frozenset(rhs), sizes, path)
-    budgets = [budget_of(max(4, base.largest // 16), [1]),
-               budget_of(f"{max(64, base.peak * 8 // 10)}B", [1]),
-               budget_of(f"{max(64, base.peak // 10)}B", [1])]
+    return terms, tuple(rhs), sizes, find_path(terms, tuple(rhs), sizes, "greedy")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_labels_estimate_is_simulates_price(seed):
+    """StepTable prices each label's slicing as simulate does, one at a time and all at
+    once (exactly, while the counts stay small), with the excess over a limit, from
+    slicings that already cut some labels."""
+    terms, output, sizes, path = _random_network(seed)
+    sets, out = [frozenset(t) for t in terms], frozenset(output)
+    table = StepTable(sets, out, path)
+    cut = frozenset(sorted(sizes)[seed % 3::5])
+    slice_sizes = dict(sizes, **dict.fromkeys(cut, 1))
+    n = prod(sizes[x] for x in cut)
+    whole = simulate(sets, out, sizes, path)
+    over = Excess(whole.peak / 7 if seed % 2 else whole.largest / 7, alive=bool(seed % 2))
+    each = table.price_each(slice_sizes, cut, n, over)
+    for i, x in enumerate(table.labels):
+        if x in cut:
+            continue
+        c = simulate(sets, out, dict(slice_sizes, **{x: 1}), path, cut | {x}, n * sizes[x])
+        exact = table.price(dict(slice_sizes, **{x: 1}), cut | {x}, n * sizes[x], over)
+        assert exact[:4] == (c.flops, c.largest, c.peak, c.total), x
+        assert (each.flops[i], each.largest[i], each.peak[i], each.total[i],
+                each.excess[i]) == exact, x
+
+
+def _exhaustive_choice(price, path, labels, out, budget, chunks, cost, peak):
+    """The label the greedy slicer's order ranks first, every label priced exactly."""
+    now = (budget.measure(cost.largest, peak), cost.excess)
+    labels = [x for x in labels if x not in chunks]
+    for rank in range(2):
+        for group in (sorted(set(labels) - out, key=str), sorted(out & set(labels), key=str)):
+            best = None
+            for x in group:
+                c, p = price(chunks | {x: 1}, path)
+                key = sl._order(rank, cost.flops, now,
+                                (c.flops, budget.measure(c.largest, p), c.excess), budget.bound)
+                if key is not None and (best is None or key < best[0]):
+                    best = (key, x)
+            if best is not None:
+                return best[1]
+    return None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_each_label_chosen_is_the_one_pricing_every_label_chooses(monkeypatch, seed):
+    """The greedy slicer prices only the labels its estimates rank first, and chooses at
+    each step the label that pricing every label exactly ranks first."""
+    terms, output, sizes, path = _random_network(seed)
+    base = simulate([frozenset(t) for t in terms], frozenset(output), sizes, path)
+    labels = [x for x in sizes if sizes[x] > 1]
     original = sl._next_label
+    steps = []
 
-    def every_label(price, path, sizes, out, budget, chunks, cost, peak):
-        every = frozenset(sizes)
-        return original(price, path, sizes, out, budget, chunks, dataclasses.replace(
-            cost, largest_labels=every, peak_labels=every), peak)
+    def checked(price, estimates, path, out, budget, chunks, cost, peak):
+        choice = original(price, estimates, path, out, budget, chunks, cost, peak)
+        steps.append(choice and choice[0])
+        assert steps[-1] == _exhaustive_choice(price, path, labels, out, budget, chunks, cost,
+                                               peak)
+        return choice
 
-    def chunks_of(next_label, budget):
-        monkeypatch.setattr(sl, "_next_label", next_label)
+    monkeypatch.setattr(sl, "_next_label", checked)
+    for budget in (budget_of(max(4, base.largest // 16), [1]),
+                   budget_of(f"{max(64, base.peak * 8 // 10)}B", [1]),
+                   budget_of(f"{max(64, base.peak // 10)}B", [1])):
         try:
-            sliced = sl.choose_slicing(terms, tuple(rhs), sizes, path, budget, 8)
-        except ValueError as e:
-            return str(e)
-        return None if sliced is None else sliced.chunks
-    for budget in budgets:
-        assert chunks_of(original, budget) == chunks_of(every_label, budget), budget.text
+            choose_slicing(terms, output, sizes, path, budget, 8)
+        except ValueError:
+            pass
+    assert steps
+
+
+def test_a_greedy_step_prices_one_label_exactly(monkeypatch):
+    """A 246-tensor circuit of 300 labels: each greedy step prices one slicing exactly (the
+    estimates of every label's, exact at these counts, rank the rest), and the chunks'
+    widening one a label (its labels are of size 2)."""
+    net = circuit(4, 4, 10)
+    terms, output = [tuple(t) for t in net.inputs], tuple(net.output)
+    path = find_path(terms, output, net.sizes, "greedy")
+    base = simulate([frozenset(t) for t in terms], frozenset(output), net.sizes, path)
+    calls = []
+    exact = StepTable.price
+    monkeypatch.setattr(StepTable, "price", lambda *a: calls.append(a) or exact(*a))
+    sliced = choose_slicing(terms, output, net.sizes, path, budget_of(base.largest // 16, [1]))
+    assert sliced is not None and len(calls) <= 2 + 2 * len(sliced.labels)
+
+
+def test_a_label_that_barely_lowers_the_peak_waits_for_one_that_halves_it():
+    """A circuit kept to a quarter of its peak: the labels that lower the peak by one small
+    intermediate cost the fewest FLOPs each, but only halving a large one reaches the
+    budget; the slicer counts FLOPs against the fall of the peak (its FLOPs stay within
+    100x the unsliced plan's, not 10**21x)."""
+    net = circuit(4, 4, 10)
+    terms, output = [tuple(t) for t in net.inputs], tuple(net.output)
+    path = find_path(terms, output, net.sizes, "greedy")
+    base = simulate([frozenset(t) for t in terms], frozenset(output), net.sizes, path)
+    sliced = choose_slicing(terms, output, net.sizes, path,
+                            budget_of(f"{base.peak * 8 // 4}B", [1]), 8)
+    assert sliced.flops < 100 * base.flops
+    assert sliced.peak_bytes <= base.peak * 8 // 4
+
+
+def test_steps_tied_at_the_peak_are_lowered_in_turn():
+    """Two rings whose largest intermediates tie at 64 elements, beside a third whose
+    intermediates keep the budget of 32: slicing one ring's label lowers no measure, but
+    lowers the excess over the budget; the slicer takes one label of each tied ring and
+    none of the third."""
+    terms = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "e"), ("e", "f"), ("f", "d"),
+             ("g", "h"), ("h", "i"), ("i", "j"), ("j", "g")]
+    sizes = dict(a=8, b=2, c=8, d=8, e=2, f=8, g=5, h=6, i=6, j=6)
+    path = [(0, 1), (0, 8), (0, 1), (0, 6), (0, 1), (0, 4), (0, 3), (0, 1), (0, 1)]
+    assert simulate([frozenset(t) for t in terms], frozenset(), sizes, path).largest == 64
+    sliced = choose_slicing(terms, (), sizes, path, Budget(elements=32))
+    assert len(sliced.labels) == 2 and set(sliced.labels) <= set("acdf")
+    assert set(sliced.labels) & set("ac") and set(sliced.labels) & set("df")
