@@ -12,6 +12,7 @@ import numpy as np
 
 from ._version import __version__
 from . import demo as _demo
+from .bench.complex import main as bench_complex
 from .bench.conv2d import main as bench_conv2d
 from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
@@ -20,13 +21,14 @@ from .bench.overhead import main as bench_overhead
 from .bench.shapes import main as bench_shapes
 from .bench.tf32_int8 import main as bench_tf32_int8
 from .explain import explain, explain_conv2d
+from .dtypes import EXACT
 from .kernels.catalogue import PRECISIONS
 from .schedule.device import DEVICE_NAMES
 
 HELP = ("-h", "--help")
 #: benchmarks that time the GPU, by name
 GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum, "conv2d": bench_conv2d,
-               "tf32_int8": bench_tf32_int8, "shapes": bench_shapes}
+               "tf32_int8": bench_tf32_int8, "shapes": bench_shapes, "complex": bench_complex}
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -71,9 +73,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="the GPU to plan for (default: the H200 preset)")
     ex.add_argument("--optimize", default="adaptive",
                     help="path optimiser (einsum's optimize=: adaptive, greedy, auto, ...)")
-    ex.add_argument("--precision", default=None, choices=PRECISIONS,
-                    help="float32 steps on tensor cores (default: exact); other dtypes "
-                         "run exactly whatever it says")
+    ex.add_argument("--precision", default=None, choices=(EXACT,) + PRECISIONS,
+                    help="float32 steps on tensor cores (default: exact; complex64 steps "
+                         "at float32 accuracy, 3xtf32 where offered); other dtypes run "
+                         "exactly whatever it says")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     exc = sub.add_parser("explain-conv2d", help="print the GPU plan of a conv2d over shapes")
     exc.add_argument("input", type=_shape, help="input shape NxCxHxW (or CxHxW), such as "
@@ -96,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
                            "run without a GPU)")
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead", "networks"],
                        help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus, "
-                            "the shape classes (shapes) "
+                            "the shape classes (shapes) or complex products (complex) "
                             "against the peers, the per-call overhead, or large networks "
                             "planned under memory limits (networks)")
     bench.add_argument("rest", nargs=argparse.REMAINDER,
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             print(explain(args.subscripts, *args.shapes, shapes=True, draw=args.draw,
                           device=args.device, optimize=args.optimize, dtype=dtype,
                           precision=args.precision))
-            if args.precision is not None and dtype != np.float32:
+            if args.precision is not None and dtype not in (np.float32, np.complex64):
                 print(f"{parser.prog} explain: note: --precision {args.precision} is for "
                       f"float32 steps; {dtype} steps run exactly, on the GPU and the CPU",
                       file=sys.stderr)

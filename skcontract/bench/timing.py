@@ -149,11 +149,12 @@ def torch_graph_us(fn, calls: int, reps: int) -> float:
 
 
 def rel_err(x, ref) -> float:
-    """Relative error (2-norm) of the CuPy array ``x`` against the float64 ``ref``."""
+    """Relative error (2-norm) of the CuPy array ``x`` against the float64 (complex128)
+    ``ref``."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     den = float(cupy.linalg.norm(ref.ravel())) or 1.0
-    return float(cupy.linalg.norm((x.astype(cupy.float64) - ref).ravel())) / den
+    return float(cupy.linalg.norm((x.astype(ref.dtype) - ref).ravel())) / den
 
 
 def guarded(log, what, fn):
