@@ -67,3 +67,23 @@ def test_conv2d_reads_a_lazy_conjugate_on_the_cpu():
     got = skcontract.conv2d(x.conj(), w, groups=2)
     want = torch.nn.functional.conv2d(x.conj().resolve_conj(), w, groups=2)
     assert float((got - want).abs().max()) < 1e-4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ki", [(50, 60), (60, 70)]),                   # tensordot, then transpose
+    ("abc,bcd,de->ea", [(6, 8, 10), (8, 10, 12), (12, 4)]),
+    ("bij,bjk->bik", [(4, 32, 48), (4, 48, 16)]),          # einsum (a batch label)
+    ("ii->i", [(9, 9)])])
+def test_opt_einsum_contract_on_cuda_tensors(subscripts, shapes, dtype):
+    """skcontract as opt_einsum's backend on CUDA torch tensors: the result a CUDA tensor
+    of the operands' dtype, equal to torch's in float64."""
+    import opt_einsum
+    g = torch.Generator().manual_seed(53)
+    ops = [torch.randn(s, generator=g).to(getattr(torch, dtype)).cuda() for s in shapes]
+    got = opt_einsum.contract(subscripts, *ops, backend="skcontract")
+    want = torch.einsum(subscripts, *[o.double() for o in ops])
+    assert isinstance(got, torch.Tensor) and got.is_cuda and got.dtype == ops[0].dtype
+    tol = {"float16": 5e-3, "float32": 1e-5, "float64": 1e-12}[dtype]
+    err = (got.double() - want).norm() / want.norm()
+    assert float(err) <= tol
