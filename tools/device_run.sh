@@ -3,6 +3,8 @@
 # protocol, then the GEMM benchmark; everything lands under $OUT (default ./device_out).
 # Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|race|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab|placement]...
 #   smoke   : tools.sanitize_cases without the sanitizer
+#   savecache: the kernel cache into $OUT (kcache.tgz.*; carried back in .kc/, restored first)
+#   complex : the complex GPU tests, then the complex benchmark into $OUT
 #   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
 #             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
 #             RACE_S (150) s: the whole list takes longer than one device call
@@ -38,6 +40,13 @@ export SKCONTRACT_COMMIT=${SKCONTRACT_COMMIT:-$(cat .commit 2>/dev/null || git r
 STEPS=${*:-tests sanitize bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c "import cupy, torch; print('cupy', cupy.__version__, 'torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
+# the kernel cache a previous call saved (step savecache) travels in .kc/ (git-ignored: name
+# it in the run's carry): restored here, compiles drop from minutes to seconds
+if [ -z "${SKCONTRACT_CACHE_DIR:-}" ] && ls .kc/kcache.tgz.* > /dev/null 2>&1; then
+  export SKCONTRACT_CACHE_DIR=$PWD/.kcache
+  cat .kc/kcache.tgz.* | tar xzf - && echo "kernel cache restored: $(ls .kcache | wc -l) files"
+  NO_WARM=${NO_WARM:-1}
+fi
 t0=$(date +%s)
 if [ -z "${NO_WARM:-}" ]; then
   timeout ${WARM_S:-240} python3 -m tools.warm_kernels --warm default-tiles --jobs 16 > "$OUT/warm.log" 2>&1
@@ -151,6 +160,18 @@ for line in open(sys.argv[1]):
     placement)
       timeout ${PLACEMENT_S:-120} python3 -m tools.sm_placement > "$OUT/placement.jsonl" 2> "$OUT/placement.err"
       echo "placement rc=$? ($(( $(date +%s) - t0 ))s)"; tail -c 3000 "$OUT/placement.jsonl";;
+    savecache)
+      # the kernel cache into $OUT in parts under the transfer's 16 MiB a file: copy them to
+      # .kc/ here to carry them to the next call
+      tar czf /tmp/kcache.tgz -C "$(dirname "${SKCONTRACT_CACHE_DIR:-$HOME/.cache/skcontract}")" \
+        "$(basename "${SKCONTRACT_CACHE_DIR:-$HOME/.cache/skcontract}")" && \
+        split -b 15M /tmp/kcache.tgz "$OUT/kcache.tgz."
+      echo "savecache rc=$? $(ls "$OUT"/kcache.tgz.* | wc -l) parts";;
+    complex)
+      timeout ${COMPLEX_S:-300} python3 -m pytest -q $XDIST -p no:cacheprovider -rf tests/gpu/test_complex.py > "$OUT/complex.log" 2>&1
+      echo "complex tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -15 "$OUT/complex.log"
+      timeout ${BENCH_S:-300} python3 -m skcontract.bench.complex --out "$OUT" > "$OUT/bench-complex.log" 2>&1
+      echo "bench complex rc=$? ($(( $(date +%s) - t0 ))s)"; tail -20 "$OUT/bench-complex.log";;
     quick)
       timeout 300 python3 -m skcontract.bench.gemm --quick --out "$OUT" > "$OUT/bench.log" 2>&1
       echo "bench rc=$? ($(( $(date +%s) - t0 ))s)"; tail -25 "$OUT/bench.log";;

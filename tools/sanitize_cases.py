@@ -7,8 +7,8 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 
 ``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes;
 ``SHAPE`` may also be a dtype of the cases (``3xtf32``, ``tf32``, ``int8``, ...), which runs
-those, or ``dot`` / ``conv``, the Dot kernel's or the convolutions' cases. racecheck takes
-about 10 s a case, so ``tools/device_run.sh race`` runs the list in such groups.
+those, or ``dot`` / ``conv`` / ``complex``, the Dot kernel's, the convolutions' or the
+complex products' cases. racecheck takes about 10 s a case, so ``tools/device_run.sh race`` runs the list in such groups.
 """
 from __future__ import annotations
 
@@ -52,6 +52,38 @@ def dot_cases() -> int:
         ok = err <= TOL[dtype]
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} dot {dtype} {xs}x{ys} {form.shape} {mode} {red} "
+              f"err={err:.2e}", flush=True)
+    return bad
+
+
+COMPLEX_CASES = [  # dtype, x shape, y shape, (x order, y order), precision
+    ("complex64", (130, 70), (70, 90), ("C", "C"), None),        # B embedded, 3xTF32
+    ("complex64", (130, 71), (71, 90), ("F", "F"), "exact"),     # A embedded (C^T), FFMA
+    ("complex64", (4, 33, 40), (4, 40, 20), ("F", "C"), None),   # A copied row-major
+    ("complex128", (70, 90), (90, 50), ("C", "C"), None),        # DMMA
+]
+
+
+def complex_cases() -> int:
+    """Complex products on their real form (the embedding kernel, then a real product);
+    returns the number of failures."""
+    import cupy
+
+    from skcontract import einsum
+    bad = 0
+    for dtype, xs, ys, (xo, yo), precision in COMPLEX_CASES:
+        real = "float32" if dtype == "complex64" else "float64"
+        x = rand(xs, real, "C", 5) + 1j * rand(xs, real, "C", 6)
+        y = rand(ys, real, "C", 7) + 1j * rand(ys, real, "C", 8)
+        x, y = (cupy.ascontiguousarray(v.swapaxes(-1, -2)).swapaxes(-1, -2) if o == "F"
+                else v for v, o in ((x, xo), (y, yo)))
+        ref = cupy.matmul(x.astype(cupy.complex128), y.astype(cupy.complex128))
+        got = einsum("...ij,...jk->...ik", x.astype(dtype), y.astype(dtype),
+                     precision=precision)
+        err = float(cupy.linalg.norm(got - ref) / cupy.linalg.norm(ref))
+        ok = err <= TOL[real]
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} complex {dtype} {xs}x{ys} {xo}{yo} {precision} "
               f"err={err:.2e}", flush=True)
     return bad
 
@@ -203,6 +235,8 @@ def main(argv=None) -> int:
         bad += dot_cases()
     if only is None or "conv" in only:
         bad += conv_cases()
+    if only is None or "complex" in only:
+        bad += complex_cases()
     return 1 if bad else 0
 
 
