@@ -8,7 +8,8 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 ``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes;
 ``SHAPE`` may also be a dtype of the cases (``3xtf32``, ``tf32``, ``int8``, ...), which runs
 those, or ``dot`` / ``conv`` / ``complex``, the Dot kernel's, the convolutions' or the
-complex products' cases. racecheck takes about 10 s a case, so ``tools/device_run.sh race`` runs the list in such groups.
+complex products' cases. racecheck takes about 10 s a case, so ``tools/device_run.sh race``
+runs the list in such groups.
 """
 from __future__ import annotations
 
