@@ -16,7 +16,9 @@ expression's repr shows it). float32 is exact unless the plan was made at a prec
 tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum does (sums
 are taken modulo 2^8 either way). Documented fallback: other dtypes (other integers, bool,
 complex), steps with a dimension or a tile walk beyond the kernels' 32-bit index, and the
-other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``).
+other step kinds use CuPy's own operations (``cupy.matmul``, broadcast multiply, ``sum``),
+but for OUTER steps whose plan carries a launch (:mod:`skcontract.kernels.outer`: float16,
+float32, float64 rows of at least 64 elements), which run on the outer-product kernel.
 
 float16 stays float16 on the GPU (the kernels accumulate in float32), unlike the NumPy
 backend which computes it in float32.
@@ -31,6 +33,7 @@ from ..kernels import catalogue
 from ..kernels.bound import OperandMismatch, run_step
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError
+from ..kernels.outer import run_outer
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
 from .steps import ArrayOps, compile_plan
 
@@ -177,7 +180,15 @@ def sum_for(step):
     return run
 
 
-OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for)
+def outer_for(step):
+    """``run(x, y)``: the OUTER step's (batch, M, N) products of the CuPy (batch, M) and
+    (batch, N) arrays on its launch (:func:`~skcontract.kernels.outer.run_outer`), or None
+    where the launch does not take them (the step then multiplies them with CuPy)."""
+    launch = step.launch
+    return lambda x, y: run_outer(launch, x, y)
+
+
+OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for, outer_for)
 
 
 def compile(plan, replan=None):

@@ -53,6 +53,10 @@ class ArrayOps(NamedTuple):
     # of the kept by the summed elements; run returns the M sums, or None where the launch
     # does not take ``a`` (the step then sums with ``sum``). None: no launches.
     sum_for: Callable | None = None
+    # outer_for(step) -> run(x, y): an OUTER step's products on its launch, ``x`` (batch, M)
+    # and ``y`` (batch, N); run returns the (batch, M, N) products, or None where the launch
+    # does not take the operands (the step then multiplies them). None: no launches.
+    outer_for: Callable | None = None
 
 
 PERMS_KEPT = 4096
@@ -134,8 +138,26 @@ def _broadcast(step: Step, ops: ArrayOps) -> Callable:
     xp = ops.xp
     multiply = xp.multiply
     scalar = not step.output  # 0-d products come back as scalars: keep arrays
-
+    if step.kind is Kind.OUTER and step.launch is not None and ops.outer_for is not None:
+        return _launched_outer(step, ops, fa, fb, shp)
     return _binary(fa, fb, multiply, xp.asarray if scalar else None)
+
+
+def _launched_outer(step: Step, ops: ArrayOps, fa, fb, shp) -> Callable:
+    """``run(x, y)``: an OUTER step on its launch (``ops.outer_for``), the operands'
+    (batch, M) and (batch, N) views made from the broadcast multiply's (``fa``, ``fb``);
+    the broadcast multiply where the launch does not take them."""
+    product = ops.outer_for(step)
+    m, n = prod(shp[1]), prod(shp[2])
+    out_shape = tuple(shp[0] + shp[1] + shp[2])
+    multiply = ops.xp.multiply
+
+    def run(x, y):
+        xv = x if fa is None else fa(x)
+        yv = y if fb is None else fb(y)
+        r = product(xv.reshape(-1, m), yv.reshape(-1, n))
+        return multiply(xv, yv) if r is None else r.reshape(out_shape)
+    return run
 
 
 def _unary(step: Step, ops: ArrayOps) -> Callable:

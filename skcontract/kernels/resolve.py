@@ -27,6 +27,7 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
                         TF32X3, streaming_wanted)
 from .embed import REAL_OF, embedding
 from .forms import dot_form, form_aligned
+from .outer import plan_outer
 from .operands import Operand, Product, is_vec16, matrix_layout, product_of, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
 from .step_launch import StepLaunch, dot_spec
@@ -702,6 +703,9 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
     def one(step):
         if step.kind is Kind.UNARY:
             launch = resolve_sum(step, device, **options)
+            return step if launch is None else replace(step, launch=launch)
+        if step.kind is Kind.OUTER:
+            launch = plan_outer(step.dtype.name, step.batch, step.m, step.n)
             return step if launch is None else replace(step, launch=launch)
         if not step.is_gemm_class:
             return step
