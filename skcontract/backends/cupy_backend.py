@@ -31,9 +31,11 @@ import cupy
 
 from ..kernels import catalogue
 from ..kernels.bound import OperandMismatch, run_step
+from ..kernels.operands import describe, product_of
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
+from ..kernels.small_batched import SmallLaunch, run_small
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
 from .steps import ArrayOps, compile_plan
 
@@ -70,6 +72,8 @@ def _launch_step(step, x, y, replan):
     ran on the copies, and a replay on the operands' addresses would read them as if they
     were the copies."""
     launch = step.launch
+    if isinstance(launch, SmallLaunch):
+        return _small_step(step, launch, x, y, replan), None
     exclude = frozenset()
     copied = False
     while launch is not None and x.size and y.size:
@@ -91,6 +95,28 @@ def _launch_step(step, x, y, replan):
             launch = replan(step, launch.product, exclude, f"{e}; planned without "
                             f"{launch.entry.name}")
     return cupy.matmul(x, y), None
+
+
+def _small_step(step, launch, x, y, replan):
+    """``x @ y`` on the small-batched kernel's ``launch``; where the operands are not the
+    launch's (another dtype), on the launch ``replan`` plans for them (recorded, as for
+    the other launches); CuPy's matmul where none takes them."""
+    r = run_small(launch, x, y)
+    if r is not None:
+        return r
+    product = product_of(describe(x), describe(y))
+    if replan is None or product is None:
+        return cupy.matmul(x, y)
+    other = replan(step, product, frozenset(), "not the operands the plan assumed")
+    r = None
+    if isinstance(other, SmallLaunch):
+        r = run_small(other, x, y)
+    elif other is not None:
+        try:
+            r, _ = run_step(other, x, y)
+        except (OperandMismatch, RegisterCountError, CoResidencyError):
+            r = None
+    return cupy.matmul(x, y) if r is None else r
 
 
 MAX_BINDINGS = 8

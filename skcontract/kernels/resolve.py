@@ -28,6 +28,7 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
 from .embed import REAL_OF, embedding
 from .forms import dot_form, form_aligned
 from .outer import plan_outer
+from .small_batched import plan_small
 from .operands import Operand, Product, is_vec16, matrix_layout, product_of, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
 from .step_launch import StepLaunch, dot_spec
@@ -432,9 +433,10 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
     """The launch the GPU runs a plan step with (:class:`~.step_launch.StepLaunch`), at the
     step's ``precision``, for its operands as the backends view contiguous ones
     (:func:`step_product`) or as ``product`` says (a call's operands laid out otherwise:
-    the step planned again for them); None when the step is not GEMM-class or no kernel
-    takes its dtype (the backend's documented fallback runs it). Memory-bound steps with a
-    Dot form run on the Dot kernel, exactly whatever the precision
+    the step planned again for them); a batch of small products gets the small-batched
+    kernel's launch (:class:`.small_batched.SmallLaunch`); None when the step is not
+    GEMM-class or no kernel takes its dtype (the backend's documented fallback runs it).
+    Memory-bound steps with a Dot form run on the Dot kernel, exactly whatever the precision
     (:func:`resolve_product`)."""
     if not step.is_gemm_class or unscheduled_reason(step) is not None:
         return None
@@ -442,6 +444,9 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
             product.dtype not in REAL_OF:
         return None
     product = step_product(step) if product is None else product
+    small = plan_small(product.dtype, product.batch, product.m, product.n, product.k)
+    if small is not None:
+        return small
     try:
         if product.dtype in REAL_OF:
             return resolve_complex(product, device, step.precision,
@@ -715,7 +720,8 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
             return replace(step, launch=None,
                            unscheduled=unscheduled_reason(step) or TILES_BEYOND_INDEX,
                            precision=None if step.dtype.name == "float32" else precision)
-        exact = step.dtype.name == "float32" and runs_exact(launch.entry)
+        exact = step.dtype.name == "float32" and (launch.entry is None or
+                                                  runs_exact(launch.entry))
         return replace(step, launch=launch,
                        precision=None if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

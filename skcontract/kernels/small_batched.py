@@ -1,0 +1,113 @@
+"""Many small matrix products on the GPU (``cuda/small_batched.cuh``): a plan step's launch.
+
+A batch of products of at most :data:`MAX_DIM` rows, columns and k (3 x 3 rotations, 8-state
+filters, 16 x 16 transfer matrices) is memory-bound, and the GEMM kernels' tiles of 64
+rows or more compute mostly padding on it, one product a tile. The small-batched kernel
+stages whole products in a CTA's shared memory and computes them there, the operands read
+and the products written in coalesced runs. The plan carries a :class:`SmallLaunch` on the
+step (:func:`plan_small`; pure Python) and prints it; the CuPy backend runs it
+(:func:`run_small`). float32 runs exactly (FFMA), whatever the precision asked.
+
+>>> plan_small("float32", 100000, 3, 3, 3).summary()
+'small-batched kernel, 100000 x 3 x 3 x 3 float32, 256 products a CTA'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import jit
+
+HEADER = "small_batched.cuh"
+TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
+         "float64": ("double", "double")}
+"""The dtypes the kernel takes -> its C++ element and accumulator types."""
+NAMES = tuple(f"skc::small_batched<{t}, {acc}>" for t, acc in TYPES.values())
+"""The kernel's instantiations, in :data:`TYPES`' order."""
+MAX_DIM = 32
+"""The largest rows, columns or k of a product the kernel takes: beyond it the products
+reuse enough of their operands for the GEMM kernels' tiles."""
+MIN_BATCH = 256
+"""The fewest products a launch takes: fewer fill too few CTAs to be worth a kernel of their
+own (the GEMM and Dot kernels run them)."""
+SMEM_BYTES = 48 * 1024
+"""Shared memory a CTA stages products in (the most a kernel takes without opting in)."""
+MAX_PER_CTA = 256
+"""Products a CTA stages at most (one a thread)."""
+THREADS = 256
+"""Threads of a CTA (SMALL_THREADS)."""
+MAX_GRID = 2**31 - 1
+"""CTAs one launch may have."""
+
+
+@dataclass(frozen=True)
+class SmallLaunch:
+    """The launch of ``batch`` products of (m x k) by (k x n) ``dtype`` matrices, ``per_cta``
+    of them a CTA. ``schedule`` and ``entry`` are None: the kernel has no split table and is
+    no catalogue entry."""
+
+    dtype: str
+    batch: int
+    m: int
+    n: int
+    k: int
+    per_cta: int
+    schedule = None
+    entry = None
+
+    @property
+    def smem_bytes(self) -> int:
+        """Shared memory a CTA stages its products in."""
+        item = np.dtype(self.dtype).itemsize
+        return self.per_cta * (self.m * self.k + self.k * self.n) * item
+
+    def summary(self) -> str:
+        """The launch as a plan's row shows it."""
+        return (f"small-batched kernel, {self.batch} x {self.m} x {self.n} x {self.k} "
+                f"{self.dtype}, {self.per_cta} products a CTA")
+
+
+def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | None:
+    """The launch of a batch of small products, or None where the kernel does not take it
+    (another dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH`
+    products)."""
+    if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or batch < MIN_BATCH:
+        return None
+    per_product = (m * k + k * n) * np.dtype(dtype).itemsize
+    per_cta = min(MAX_PER_CTA, SMEM_BYTES // per_product)
+    if -(-batch // per_cta) > MAX_GRID:
+        return None
+    return SmallLaunch(dtype, batch, m, n, k, per_cta)
+
+
+def _matrices(x, rows: int, cols: int):
+    """The (batch, row, column) element strides of the CuPy array ``x`` (2-D: one matrix
+    for every product, a batch stride of 0), or None where it is not (batch?, rows, cols)."""
+    if x.ndim not in (2, 3) or x.shape[-2:] != (rows, cols):
+        return None
+    strides = [s // x.itemsize for s in x.strides]
+    return (0 if x.ndim == 2 or x.shape[0] == 1 else strides[0]), strides[-2], strides[-1]
+
+
+def run_small(launch: SmallLaunch, x, y):
+    """The (batch, m, n) products of the CuPy (batch, m, k) and (batch, k, n) arrays (a 2-D
+    or single-matrix operand repeated over the batch) on ``launch``; None where the
+    operands are not the launch's (another dtype or size: the caller runs them)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    sa = _matrices(x, launch.m, launch.k)
+    sb = _matrices(y, launch.k, launch.n)
+    batch = max(x.shape[0] if x.ndim == 3 else 1, y.shape[0] if y.ndim == 3 else 1)
+    if sa is None or sb is None or x.dtype != y.dtype or x.dtype.name != launch.dtype or \
+            batch != launch.batch:
+        return None
+    out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
+    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(
+        NAMES[tuple(TYPES).index(launch.dtype)])
+    blocks = -(-batch // launch.per_cta)
+    fn((blocks,), (THREADS,),
+       (x, y, out, np.int32(batch), np.int32(launch.m), np.int32(launch.n),
+        np.int32(launch.k), *map(np.int64, sa), *map(np.int64, sb),
+        np.int32(launch.per_cta)), shared_mem=launch.smem_bytes)
+    return out

@@ -1,0 +1,50 @@
+"""Batches of small products planned for the small-batched kernel
+(skcontract/kernels/small_batched.py): which steps it takes, what the plan prints (the GPU
+tests run it: tests/gpu/test_small_batched.py)."""
+import numpy as np
+import pytest
+
+import skcontract
+from skcontract.kernels.small_batched import (MAX_DIM, MIN_BATCH, SMEM_BYTES, SmallLaunch,
+                                              plan_small)
+
+
+def _step(subscripts, shapes, dtype, **kw):
+    ops = [np.zeros(s, dtype) for s in shapes]
+    _, plan = skcontract.contract_path(subscripts, *ops, device="h100", **kw)
+    return plan, plan.steps[0]
+
+
+@pytest.mark.parametrize("subscripts,shapes,dtype,mnk", [
+    ("bij,bjk->bik", [(100000, 3, 3), (100000, 3, 3)], np.float32, (3, 3, 3)),
+    ("bij,bjk->bik", [(8192, 16, 16), (8192, 16, 16)], np.float32, (16, 16, 16)),
+    ("bij,bj->bi", [(65536, 8, 8), (65536, 8)], np.float32, (8, 1, 8)),
+    ("bij,bjk->bik", [(4096, 5, 7), (4096, 7, 6)], np.float64, (5, 6, 7)),
+    ("bij,bjk->bik", [(512, 32, 32), (512, 32, 32)], np.float16, (32, 32, 32))])
+def test_a_batch_of_small_products_carries_the_small_launch(subscripts, shapes, dtype, mnk):
+    plan, step = _step(subscripts, shapes, dtype)
+    launch = step.launch
+    assert isinstance(launch, SmallLaunch) and (launch.m, launch.n, launch.k) == mnk
+    assert launch.batch == step.batch and launch.smem_bytes <= SMEM_BYTES
+    assert launch.summary() in str(plan)
+
+
+@pytest.mark.parametrize("subscripts,shapes,dtype", [
+    ("bij,bjk->bik", [(2048, 64, 64), (2048, 64, 64)], np.float16),       # tiles pay
+    ("bij,bjk->bik", [(MIN_BATCH - 1, 3, 3), (MIN_BATCH - 1, 3, 3)], np.float32),
+    ("bij,bjk->bik", [(1000, 3, 3), (1000, 3, 3)], np.int8),              # no such kernel
+    ("bij,bjk->bik", [(1000, 3, MAX_DIM + 1), (1000, MAX_DIM + 1, 3)], np.float32)])
+def test_steps_the_small_kernel_does_not_take(subscripts, shapes, dtype):
+    _, step = _step(subscripts, shapes, dtype)
+    assert not isinstance(step.launch, SmallLaunch)
+
+
+def test_float32_runs_exactly_whatever_the_precision():
+    _, step = _step("bij,bjk->bik", [(1000, 3, 3), (1000, 3, 3)], np.float32,
+                    precision="3xtf32")
+    assert isinstance(step.launch, SmallLaunch) and step.float32_precision is None
+
+
+def test_a_cta_stages_as_many_products_as_fit():
+    assert plan_small("float64", 10000, 32, 32, 32).per_cta == SMEM_BYTES // (2 * 32 * 32 * 8)
+    assert plan_small("float32", 10000, 2, 2, 2).per_cta == 256
