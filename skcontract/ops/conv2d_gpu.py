@@ -23,7 +23,10 @@ What is read in place and what is copied:
 * a pointwise convolution (1 x 1 filters, stride 1, no padding, one group) of a dense NCHW
   or channels-last input is a matrix product of its channels: it runs on the GEMM kernels
   over views of the input and the output in their own layouts (:func:`_pointwise`), so
-  an NCHW input is neither copied to NHWC nor its output back.
+  an NCHW input is neither copied to NHWC nor its output back;
+* a depthwise convolution (groups == C == K) runs on the direct kernel
+  (:mod:`skcontract.kernels.depthwise`), which reads the input and the filters in place and
+  writes the output in the input's format, the bias included (:func:`_depthwise`).
 """
 from __future__ import annotations
 
@@ -35,13 +38,14 @@ import numpy as np
 from ..interop import is_torch
 from ..kernels import bound, fold_copy, torch_cuda
 from ..kernels.conv import bind
+from ..kernels.depthwise import run_depthwise
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError, sm_count
 from ..kernels.operands import describe
 from ..kernels.resolve import device_info
 from ..kernels.specs import VEC16_BYTES
-from .conv_plan import (BIAS_ONLY, EMPTY, IMPLICIT_GEMM, POINTWISE, ConvOperands, ConvPlan,
-                        plan_conv2d)
+from .conv_plan import (BIAS_ONLY, DEPTHWISE, EMPTY, IMPLICIT_GEMM, POINTWISE, ConvOperands,
+                        ConvPlan, plan_conv2d)
 
 
 WARM_CALLS = 4096
@@ -208,6 +212,9 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
     if plan.route == POINTWISE:
         out = _pointwise(call, ops, x, X, weight, Wt, bias, dev, stream)
         return out if batched else out[0]
+    if plan.route == DEPTHWISE:
+        out = _depthwise(plan, ops, x, X, Wt, bias, dev, stream)
+        return out if batched else out[0]
     if plan.route == BIAS_ONLY:  # nothing to sum: the output is the bias (or zeros)
         out = ops.empty((g.n, g.p, g.q, g.k), x)
         if bias is not None:
@@ -302,6 +309,20 @@ def folded_copies(ops, w_ops, x, weight, g, fold):
                  fold.width - fold.left - g.w)
     ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), fold.channels, 0, fold.taps - g.s)
     return xs, ws.reshape((g.k, g.r, 1, fold.geometry.c))
+
+
+def _depthwise(plan: ConvPlan, ops, x, X, Wt, bias, dev: int, stream):
+    """A depthwise convolution on the direct kernel (:mod:`skcontract.kernels.depthwise`):
+    the input and the filters read in place, the (N, K, P, Q) output written in the input's
+    memory format (channels-last, else NCHW), the bias added by the kernel."""
+    g = plan.geometry
+    if plan.channels_last:
+        out = ops.permute(ops.empty((g.n, g.p, g.q, g.k), x), (0, 3, 1, 2))
+    else:
+        out = ops.empty((g.n, g.k, g.p, g.q), x)
+    b = None if bias is None else describe(ops.contiguous(bias))
+    run_depthwise(plan.direct, X, Wt, b, describe(out), dev, stream, sm_count(dev))
+    return out
 
 
 def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from ..kernels.catalogue import LINE_BYTES
+from ..kernels.depthwise import plan_depthwise
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
                             padded_channels, tma_channel_block, vectors_fit)
 from ..kernels.operands import Operand, as3, c_strides, matrix_layout, product_of
@@ -35,7 +36,7 @@ from ..kernels.step_launch import StepLaunch
 from ..plan.plan import UNPRICED_HINT
 
 __all__ = ["ConvOperands", "ConvPlan", "plan_conv2d", "EMPTY", "BIAS_ONLY", "POINTWISE",
-           "IMPLICIT_GEMM"]
+           "IMPLICIT_GEMM", "DEPTHWISE"]
 
 EMPTY = "empty"
 """The route of a convolution whose output is empty: nothing runs."""
@@ -47,6 +48,10 @@ POINTWISE = "pointwise GEMM"
 of the input and the output in their own layout."""
 IMPLICIT_GEMM = "implicit GEMM"
 """The route of every other convolution: the implicit GEMM on a family's im2col entry."""
+DEPTHWISE = "depthwise direct"
+"""The route of a depthwise convolution (one filter a channel): the direct kernel, which
+reads the input and writes the output in place in their own layouts
+(:mod:`skcontract.kernels.depthwise`)."""
 
 
 class ConvOperands(NamedTuple):
@@ -116,7 +121,9 @@ class ConvPlan:
     the three pointers (an im2col launch's ConvShape comes from ``launch.conv``);
     ``swapped``: the kernel's A is the filters and B the input (a pointwise NCHW product,
     computed transposed, or a Dot form in that order); ``fallback``: why the plan leaves out
-    an entry this device could not build as declared."""
+    an entry this device could not build as declared; ``direct``: the direct kernel's launch
+    of the :data:`DEPTHWISE` route (:class:`~skcontract.kernels.depthwise.DepthwiseLaunch`),
+    made with or without a device."""
 
     geometry: Any
     dtype: str
@@ -137,6 +144,7 @@ class ConvPlan:
     swapped: bool = False
     fallback: str | None = None
     exclude: frozenset = frozenset()
+    direct: Any = None
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
@@ -239,11 +247,17 @@ class ConvPlan:
                 rows.append(("copy", "weight", f"C x K contiguous {(g.c, g.k)}", g.c * g.k))
         elif self.route == IMPLICIT_GEMM:
             rows += self._im2col_operand_rows()
-        # the implicit GEMM writes NHWC; a pointwise product writes the input's layout
-        nhwc = self.route != POINTWISE or self.channels_last
+        elif self.route == DEPTHWISE:
+            rows += [("read", "input", "in place, at its strides", 0),
+                     ("read", "weight", "in place, at its strides", 0)]
+        # the implicit GEMM writes NHWC; a pointwise product and the depthwise kernel write
+        # the input's layout
+        nhwc = self.route not in (POINTWISE, DEPTHWISE) or self.channels_last
         shape = (g.n, g.p, g.q, g.k) if nhwc else self.output_shape
         fmt = "NHWC" if nhwc else "NCHW"
-        if self.operands.bias:
+        if self.operands.bias and self.route == DEPTHWISE:
+            rows.append(("alloc", "output", f"{fmt} {shape} (the kernel adds the bias)", 0))
+        elif self.operands.bias:
             beta = "" if self.route == BIAS_ONLY else " (beta = 1)"
             rows.append(("fill", "output", f"bias into the {fmt} {shape} output{beta}",
                          out_elems))
@@ -253,6 +267,8 @@ class ConvPlan:
             rows.append(("alloc", "output", f"{fmt} {shape}", 0))
         if self.route in (POINTWISE, IMPLICIT_GEMM):
             rows.append(("launch", "-", self._launch_text(), 0))
+        elif self.route == DEPTHWISE:
+            rows.append(("launch", "-", self.direct.summary(), 0))
         if nhwc and not self.channels_last:
             rows.append(("copy", "output", f"NHWC -> NCHW {self.output_shape}", out_elems))
         else:
@@ -306,6 +322,9 @@ class ConvPlan:
         if self.route == BIAS_ONLY:
             return ("no input channels a group: the output is the bias" if
                     self.operands.bias else "no input channels a group: the output is zeros")
+        if self.route == DEPTHWISE:
+            return ("depthwise (one filter a channel): memory-bound, each output element "
+                    "summed from its taps by the direct kernel, no im2col")
         if self.route == POINTWISE:
             text = ("pointwise (1x1 filters, stride 1, no padding, one group) of a dense "
                     f"{'channels-last' if self.channels_last else 'NCHW'} input: one "
@@ -479,6 +498,9 @@ def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "a
     if _is_pointwise(g) and _pointwise_rows_fit(shape, strides, g, plan.channels_last,
                                                 _itemsize(dtype)):
         return _pointwise(plan)
+    direct = plan_depthwise(g, dtype, plan.channels_last)
+    if direct is not None and tile is None and grid is None and mode == "auto":
+        return replace(plan, route=DEPTHWISE, direct=direct)
     return _implicit(plan)
 
 

@@ -15,9 +15,10 @@ from skcontract.kernels import specs
 from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
                                      resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
+from skcontract.kernels.depthwise import DepthwiseLaunch
 from skcontract.kernels.step_launch import StepLaunch
 from skcontract.ops.conv2d import conv_geometry
-from skcontract.ops.conv_plan import (BIAS_ONLY, EMPTY, IMPLICIT_GEMM, POINTWISE,
+from skcontract.ops.conv_plan import (BIAS_ONLY, DEPTHWISE, EMPTY, IMPLICIT_GEMM, POINTWISE,
                                       ConvOperands, plan_conv2d)
 from skcontract.plan.plan import UNPRICED_HINT
 from skcontract.schedule import DeviceInfo
@@ -92,6 +93,12 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
     plan = _plan(layer, dtype, device, channels_last)
     g = plan.geometry
     launch = plan.launch
+    if plan.route == DEPTHWISE:
+        assert g.groups == g.c == g.k and launch is None and plan.channels_last == \
+            channels_last
+        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last)
+        assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
+        return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
     if plan.route == POINTWISE:
         assert (g.r, g.s, g.stride, g.padding, g.groups) == (1, 1, (1, 1), (0, 0, 0, 0), 1)
@@ -125,8 +132,11 @@ def test_real_layers_take_the_routes_and_entries_expected_on_hopper():
                                                                              "folded")
     assert stem.launch.conv.extent == stem.fold.extent
     assert stem.launch.schedule.problem.k == 7 * 64
-    for name in ("depthwise 3x3", "grouped 3x3"):  # TMA's maps take one group
-        assert h200[name].launch.entry.IM2COL == "gather", name
+    assert h200["grouped 3x3"].launch.entry.IM2COL == "gather"  # TMA's maps take one group
+    depthwise = h200["depthwise 3x3"]
+    assert depthwise.route == DEPTHWISE and depthwise.launch is None
+    forced = _plan(LAYERS[7], tile=(128, 128, 32))  # GEMM options: the implicit GEMM
+    assert forced.route == IMPLICIT_GEMM and forced.launch.entry.IM2COL == "gather"
     down = h200["resnet stride-2 1x1 downsample"]  # stride 2: not pointwise
     assert down.route == IMPLICIT_GEMM
     pointwise = h200["pointwise 1x1"]

@@ -90,6 +90,12 @@ def _small_batched():
                                  tuple(small_batched.NAMES))]
 
 
+def _depthwise():
+    from skcontract.kernels import depthwise, jit
+    return [compile_check.Source("depthwise", jit.inline_headers(depthwise.HEADER),
+                                 tuple(depthwise.NAMES))]
+
+
 def _probe_builds():
     """The Wgmma probe builds of a single CTA's kernel and a pair's (sm_90a)."""
     from skcontract.kernels import catalogue, jit, specs
@@ -133,6 +139,7 @@ BUILDS = {
     "test_the_complex_embedding_compiles": _complex_embed,
     "test_the_outer_product_kernel_compiles": _outer,
     "test_the_small_batched_kernel_compiles": _small_batched,
+    "test_the_depthwise_kernel_compiles": _depthwise,
     "test_the_probe_builds_compile": _probe_builds,
     "test_the_trace_build_compiles": _trace_builds,
 }
@@ -329,6 +336,14 @@ def test_the_small_batched_kernel_compiles(arch, built):
     assert result.ok and result.spill_bytes == 0, result.message
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_depthwise_kernel_compiles(arch, built):
+    """The direct depthwise convolution (no catalogue entry), every dtype: both targets, no
+    spill."""
+    (result,) = _results(built, _depthwise(), (arch,))
+    assert result.ok and result.spill_bytes == 0, result.message
+
+
 def test_narrow_pairs_split_an_n_major_b_box_along_k(built):
     """A narrow pair's CTAs (BN = 64) each load half the k rows of an N-major B's one box
     (load_part's k-row parts, which the representative set, with B K-major for these
@@ -361,8 +376,8 @@ def test_source_inlines_every_header():
                             "sk_wgmma_conv.cuh"}
     for src in sources.values():
         assert '#include "' not in src
-    from skcontract.kernels import embed, fold_copy, outer, relayout, small_batched
-    for aux in (embed, fold_copy, outer, relayout, small_batched):  # no catalogue entry
+    from skcontract.kernels import depthwise, embed, fold_copy, outer, relayout, small_batched
+    for aux in (depthwise, embed, fold_copy, outer, relayout, small_batched):  # no entry
         sources[aux.HEADER] = jit.inline_headers(aux.HEADER)
     for h in jit.header_files():
         assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name

@@ -1,0 +1,87 @@
+"""Depthwise convolutions on the direct kernel (skcontract/kernels/depthwise.py) against the
+float64 definition: every dtype, NCHW and channels-last inputs (the output in the input's
+format, no copy), strided views, stride, dilation, asymmetric padding, bias, unbatched input,
+torch tensors (bfloat16 included)."""
+import numpy as np
+import pytest
+
+from skcontract import conv2d
+from skcontract.ops.conv2d import conv_geometry
+from skcontract.ops.conv2d_gpu import plan_of
+from skcontract.ops.conv_plan import DEPTHWISE
+from tests.conv_reference import direct
+
+cupy = pytest.importorskip("cupy")
+
+TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2}
+
+CASES = [  # (N, C, H, W), (R, S), stride, padding, dilation
+    ((2, 32, 14, 14), (3, 3), 1, 1, 1),
+    ((1, 96, 28, 28), (7, 7), 1, 3, 1),          # ConvNeXt's 7 x 7
+    ((3, 24, 17, 19), (5, 5), 2, 2, 1),          # EfficientNet's strided 5 x 5
+    ((2, 16, 20, 20), (3, 3), 1, 2, 2),          # dilated
+    ((2, 8, 9, 11), (3, 1), (2, 1), (1, 0), 1),  # asymmetric
+]
+
+
+def _operands(case, dtype, channels_last, seed=0):
+    (n, c, h, w), (r, s), *_ = case
+    rng = np.random.default_rng(seed)
+    x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, r, s)), \
+        rng.standard_normal(c)
+    xd, wd, bd = (cupy.asarray(a.astype(dtype)) for a in (x, wt, b))
+    if channels_last:
+        xd = cupy.ascontiguousarray(xd.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    return (x.astype(dtype), wt.astype(dtype), b.astype(dtype)), (xd, wd, bd)
+
+
+def _err(got, ref):
+    return np.linalg.norm(cupy.asnumpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
+    (x, wt, b), (xd, wd, bd) = _operands(case, dtype, channels_last)
+    _, _, stride, padding, dilation = case
+    c = x.shape[1]
+    g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, c)
+    plan = plan_of(xd, wd, bd if bias else None, g)
+    assert plan.route == DEPTHWISE
+    got = conv2d(xd, wd, bd if bias else None, stride, padding, dilation, c)
+    ref = direct(x, wt, b if bias else None, g.stride, g.padding, g.dilation, c)
+    assert got.shape == ref.shape and got.dtype == xd.dtype
+    assert _err(got, ref) <= TOL[dtype]
+    # the output in the input's format, as a view of what the kernel wrote
+    assert (got.strides[1] == got.itemsize) == channels_last
+
+
+def test_strided_views_and_an_unbatched_input():
+    (x, wt, b), (xd, wd, bd) = _operands(((2, 16, 12, 12), (3, 3)), "float32", False)
+    big = cupy.zeros((2, 32, 12, 24), cupy.float32)
+    big[:, ::2, :, ::2] = xd
+    view = big[:, ::2, :, ::2]
+    got = conv2d(view, wd, bd, 1, 1, 1, 16)
+    ref = direct(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 16)
+    assert _err(got, ref) <= TOL["float32"]
+    one = conv2d(xd[0], wd, None, 1, 1, 1, 16)
+    assert one.shape == ref.shape[1:]
+    assert _err(one, direct(x[:1], wt, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)[0]) <= 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_torch_tensors(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x, wt, b = rng.standard_normal((2, 64, 16, 16)), rng.standard_normal((64, 1, 3, 3)), \
+        rng.standard_normal(64)
+    tdt = getattr(torch, dtype)
+    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
+    wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
+    got = conv2d(xt, wt_t, bt, 1, 1, 1, 64)
+    want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), 1, 1, 1, 64)
+    assert isinstance(got, torch.Tensor) and got.dtype == tdt
+    err = float((got.double() - want).norm() / want.norm())
+    assert err <= TOL[dtype]
