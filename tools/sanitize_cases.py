@@ -7,8 +7,9 @@ Run from the repository root (the cases reuse the GPU tests' helpers):
 
 ``SHAPE`` (e.g. ``4224x1096x2048``; a comma list) runs only the GEMM cases of those shapes;
 ``SHAPE`` may also be a dtype of the cases (``3xtf32``, ``tf32``, ``int8``, ...), which runs
-those, or ``dot`` / ``conv`` / ``complex``, the Dot kernel's, the convolutions' or the
-complex products' cases. racecheck takes about 10 s a case, so ``tools/device_run.sh race``
+those, or ``dot`` / ``conv`` / ``complex`` / ``direct``, the Dot kernel's, the
+convolutions', the complex products' or the kernels' without a split table (outer, small
+batched, depthwise). racecheck takes about 10 s a case, so ``tools/device_run.sh race``
 runs the list in such groups.
 """
 from __future__ import annotations
@@ -86,6 +87,37 @@ def complex_cases() -> int:
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} complex {dtype} {xs}x{ys} {xo}{yo} {precision} "
               f"err={err:.2e}", flush=True)
+    return bad
+
+
+def direct_cases() -> int:
+    """The kernels with no split table: outer products, small batched products, depthwise
+    convolutions (both layouts, a bias); returns the number of failures."""
+    import cupy
+
+    from skcontract import einsum
+    bad = 0
+    runs = []
+    x, y = rand((300,), "float32", "C", 1), rand((1000,), "float32", "C", 2)
+    runs.append(("outer float32 300x1000", einsum("i,j->ij", x, y),
+                 cupy.outer(to64(x), to64(y)), TOL["float32"]))
+    a, b = rand((3000, 5, 7), "float16", "C", 3), rand((3000, 7, 3), "float16", "C", 4)
+    runs.append(("small float16 3000x5x3x7", einsum("bij,bjk->bik", a, b),
+                 cupy.matmul(to64(a), to64(b)), TOL["float16"]))
+    for layout in ("NCHW", "NHWC"):
+        xs = rand((2, 32, 13, 11), "float32", "C", 5)
+        if layout == "NHWC":
+            xs = cupy.ascontiguousarray(xs.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        ws, bs = rand((32, 1, 3, 3), "float32", "C", 6), rand((32,), "float32", "C", 7)
+        ref = direct(cupy.asnumpy(xs), cupy.asnumpy(ws), cupy.asnumpy(bs), (2, 2),
+                     (1, 1, 1, 1), (1, 1), 32)
+        runs.append((f"depthwise float32 {layout}", conv2d(xs, ws, bs, 2, 1, 1, 32),
+                     cupy.asarray(ref), TOL["float32"]))
+    for name, got, ref, tol in runs:
+        err = rel_error(got, ref)
+        ok = err <= tol
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name} err={err:.2e}", flush=True)
     return bad
 
 
@@ -238,6 +270,8 @@ def main(argv=None) -> int:
         bad += conv_cases()
     if only is None or "complex" in only:
         bad += complex_cases()
+    if only is None or "direct" in only:
+        bad += direct_cases()
     return 1 if bad else 0
 
 
