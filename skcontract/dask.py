@@ -54,6 +54,7 @@ except ImportError as e:  # pragma: no cover - the optional extra
 
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.steps import sum_dtype
+from .dtypes import EXACT
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import schedule_plan
 from .parse import Subscripts, parse_equation, split_operands
@@ -238,8 +239,8 @@ def _prepared(operands, memory_limit, optimize, tasks, dtype, casting, backend, 
                             f"to the rule {casting!r}")
     if res.kind not in "biufc":
         raise TypeError(f"einsum on dask arrays does not support the dtype {res}")
-    if precision is not None and precision not in PRECISIONS:
-        raise ValueError(f"precision must be None (exact float32) or one of "
+    if precision is not None and precision != EXACT and precision not in PRECISIONS:
+        raise ValueError(f"precision must be None (exact float32), {EXACT!r} or one of "
                          f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
     if backend is None:
         backend = backend_for([getattr(a, "_meta", a) for a in arrays])

@@ -235,3 +235,14 @@ def test_the_benchmark_tool_runs():
     names = [r[0] for r in rows]
     assert names[0] == "numpy.einsum(optimize=True)" and len(rows) == 6
     assert all(r[1] > 0 and r[2] >= r[1] for r in rows)
+
+
+def test_exact_is_a_precision_on_dask_too():
+    """precision="exact" (exact float32, named explicitly) is accepted as einsum takes it;
+    an unknown precision stays a ValueError naming the accepted ones."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((6, 4)), rng.standard_normal((4, 5))
+    got = skd.contract("ij,jk->ik", da.from_array(a, chunks=3), b, precision="exact")
+    np.testing.assert_allclose(got.compute(), a @ b)
+    with pytest.raises(ValueError, match="'exact'"):
+        skd.contract("ij,jk->ik", da.from_array(a, chunks=3), b, precision="fast")
