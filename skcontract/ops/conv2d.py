@@ -12,14 +12,13 @@ strides) gives a channels-last output.
 
 The convolution is the GEMM :func:`conv_geometry` describes: M = N * P * Q output pixels,
 N = K / groups output channels, K = C / groups * R * S, one batch entry per group
-(:meth:`ConvGeometry.problem` is what the scheduler plans). On the CPU (NumPy arrays) the
-input windows are a strided view and the GEMM a batched ``matmul`` over the gathered
-columns; float16 is computed in float32. CuPy arrays and CUDA torch tensors run on the
-GPU (:mod:`.conv2d_gpu`): the same GEMM under the Stream-K scheduler, its A gathered from
-the input inside the kernels' load stage, as a plan made once for each layout of the arrays
-says (:mod:`.conv_plan`; :func:`skcontract.explain_conv2d` prints it). Other arrays with
-``__dlpack__`` are viewed as NumPy (CPU) or CuPy (CUDA) arrays without a copy, and the
-result is of that type.
+(:meth:`ConvGeometry.problem` is what the scheduler plans). On the CPU (NumPy arrays) it
+runs as BLAS products over chunks of the input (:mod:`.conv2d_cpu`); float16 is computed
+in float32. CuPy arrays and CUDA torch tensors run on the GPU (:mod:`.conv2d_gpu`): the
+same GEMM under the Stream-K scheduler, its A gathered from the input inside the kernels'
+load stage, as a plan made once for each layout of the arrays says (:mod:`.conv_plan`;
+:func:`skcontract.explain_conv2d` prints it). Other arrays with ``__dlpack__`` are viewed
+as NumPy (CPU) or CuPy (CUDA) arrays without a copy, and the result is of that type.
 
 Bad arguments raise before any work: TypeError for types and dtypes, ValueError naming
 the dimension or argument for shapes, strides, padding, dilation and groups. torch tensors

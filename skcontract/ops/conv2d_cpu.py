@@ -1,25 +1,31 @@
-"""conv2d on the CPU: one BLAS product a filter tap, over chunks of the input.
+"""conv2d on the CPU: BLAS products over chunks of the input, laid out so that no window is
+gathered where the stride is one.
 
-The padded input of a chunk (a few images, or a band of one image's rows) is laid out as
-(C, rows x Wp): each channel's padded rows one after another. At stride 1 the output
-grid's point (p, q) reads, at tap (r, t), the element p * Wp + q + (r * dh * Wp + t * dw)
-of its channel: so over a grid of P rows of Wp columns (the Q columns wanted and Wp - Q
-thrown away), every tap's operand is one contiguous view of the chunk, (C, P * Wp), and no
-window is gathered. Each tap is then one product (K/groups x C/groups) @ (C/groups x
-P * Wp) per group, accumulated in the chunk's (K, P * Wp) sum, whose first Q columns of
-each row are the output's. Strided convolutions, and those with too few channels a group
-for a tap's product to run well (:data:`VIEW_MIN_CHANNELS`), gather the taps' (P, Q)
-windows into one (C/groups x R x S) x (P x Q) operand of the chunk instead and run one
-product (BLAS reads no strided columns). A pointwise convolution is one product an image
-on the input as it lies.
+**Stride one.** A chunk (some images, a band of their output rows, one group or several
+single-channel groups) lies in one plane a channel: the padded input rows, each row holding
+the chunk's images side by side, every image followed by at least as many zeros as the
+padding on either side. Over this flat row-major plane the output grid's point (p, i, q)
+(row p, image i, column q) reads, at tap (r, t), the element ``(p + r dh) width + i slot +
+q + t dw``: one offset a tap, so a tap's operand over the whole grid is one contiguous view
+(the grid holds a few thrown-away columns after each image's Q). S - 1 copies of the
+planes, shifted by ``t dw`` elements, lie after them, so that a group's S x C/G planes are
+the rows of one matrix, which serves every filter column at once; each filter row is one
+more offset of the grid width. The products run a group at a time on the planes as they
+lie, in one of two forms (:func:`_taps_in_rows`):
 
-Depthwise convolutions (one input channel a group) are not products: each tap adds its
-filter values times its view, channel by channel, over chunks small enough to stay in
-cache.
+- the filter rows in the product's rows: ``(R K/G x S C/G) @ (S C/G x grid + reach)``,
+  one product (in blocks of :data:`PRODUCT_BLOCK` columns), then the R row sums, each
+  read at its row's offset, added by one product with a row of ones: for narrow groups
+  (depthwise, ResNeXt), whose per-row products would be too small;
+- each filter row its own product on the planes offset by its row,
+  ``(K/G x S C/G) @ (S C/G x grid)``, accumulated: for wide groups.
 
-Memory: besides the caller's input and the output, a chunk's buffers (its padded input,
-the sum and one tap's product) take at most :data:`CHUNK_BYTES`, or one output row band
-of one image where even that is larger.
+**Strides above one** gather the taps' windows of a chunk into one (C/G R S) x (images P Q)
+operand (im2col over the chunk only) and run one product a group. **Pointwise**
+convolutions are one product an image on the input as it lies.
+
+Memory: besides the caller's input and the output, a chunk's buffers take at most
+:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger).
 """
 from __future__ import annotations
 
@@ -29,25 +35,40 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 CHUNK_BYTES = 16 << 20
-"""The buffers of one chunk of a product convolution (its padded input, its sum and one
-tap's product): large enough that each tap's product is a long BLAS call, small enough to
-bound the memory a call takes beside its input and output."""
-VIEW_MIN_CHANNELS = 32
-"""Channels a group from which each tap runs as its own product on a view of the input;
-below it the product's inner dimension is too short for BLAS to run well, and the taps'
-windows are gathered into one product with R x S times the inner dimension."""
-DEPTHWISE_CHUNK_BYTES = 1 << 20
-"""The same for depthwise convolutions, whose taps are elementwise passes over the chunk:
-small enough that the passes run in cache."""
+"""The buffers of one chunk: large enough that each product is a long BLAS call, small
+enough to bound the memory a call takes beside its input and output."""
+GROUPED_CHUNK_BYTES = 1 << 20
+"""The chunk size of grouped convolutions at stride one: their products are small, and the
+planes, products and sums of a chunk stay in cache between passes."""
+PRODUCT_BLOCK = 2048
+"""Columns a BLAS call of the filter-rows-in-rows form: its few rows and inner dimension
+make long calls slow (BLAS packs a long operand before a short product), blocks of this
+width run at its small-matrix speed."""
+NARROW_INNER = 64
+"""C/G x S at or below which the filter rows run in the product's rows (one product and a
+shifted sum) rather than one accumulated product a filter row."""
 
 
 class _Chunk(NamedTuple):
-    """Images ``n0:n1`` and output rows ``p0:p1`` (all of them where ``n1 - n0 > 1``)."""
+    """Images ``n0:n1``, output rows ``p0:p1`` and groups ``g0:g1``."""
 
     n0: int
     n1: int
     p0: int
     p1: int
+    g0: int
+    g1: int
+
+
+class _Rows(NamedTuple):
+    """A stride-one chunk's layout: the grid and the planes each channel lies in."""
+
+    slot: int    # an image's columns: W and the zeros after it
+    width: int   # a row: the chunk's images side by side
+    grid: int    # output grid elements: output rows x width
+    reach: int   # the last filter row's offset: (R - 1) dh x width
+    cols: int    # columns of the planes the products read
+    length: int  # a plane: whole rows covering the input rows read and the shifted copies
 
 
 def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
@@ -60,13 +81,10 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),
                   out=out.reshape(g.n, g.groups, kg, -1))
-        return out
-    depthwise = g.c == g.groups
-    budget = DEPTHWISE_CHUNK_BYTES if depthwise else CHUNK_BYTES
-    for chunk in _chunks(g, x.itemsize, budget):
-        padded = _padded_chunk(x, g, chunk)
-        out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1] = _chunk_sum(padded, weight, g, chunk,
-                                                                   depthwise)
+    elif g.stride == (1, 1):
+        _conv_rows(x, weight, g, out)
+    else:
+        _conv_gathered(x, weight, g, out)
     return out
 
 
@@ -75,60 +93,253 @@ def _pointwise(g) -> bool:
     return (g.r, g.s, g.stride, g.padding) == (1, 1, (1, 1), (0, 0, 0, 0)) and g.c != g.groups
 
 
+def _group_sizes(g) -> tuple[int, int]:
+    """(C/G, K/G): input and output channels a group."""
+    return g.c // g.groups, g.k // g.groups
+
+
+# -- stride one: the planes ---------------------------------------------------------------
+
+def _taps_in_rows(g) -> bool:
+    """Whether the filter rows run in the product's rows (narrow groups), else one
+    accumulated product a filter row."""
+    return g.r > 1 and g.c // g.groups * g.s <= NARROW_INNER
+
+
+def _rows_layout(g, images: int, rows: int) -> _Rows:
+    """The layout of a chunk of ``images`` images and ``rows`` output rows."""
+    _, _, left, right = g.padding
+    dh, dw = g.dilation
+    slot = g.w + max(left, right, g.q - g.w)
+    width = images * slot
+    grid, reach = rows * width, (g.r - 1) * dh * width
+    cols = grid + reach
+    if _taps_in_rows(g) and cols > PRODUCT_BLOCK:
+        cols = -(-cols // PRODUCT_BLOCK) * PRODUCT_BLOCK
+    in_rows = rows + (g.r - 1) * dh + 1  # and one the last row's thrown-away columns read
+    length = max(in_rows * width, cols + (g.s - 1) * dw)
+    return _Rows(slot, width, grid, reach, cols, -(-length // width) * width)
+
+
+def _rows_bytes(g, images: int, rows: int, groups: int, itemsize: int) -> int:
+    """The buffers of a chunk: its planes, the products' sums and the chunk's result."""
+    cg, kg = _group_sizes(g)
+    lay = _rows_layout(g, images, rows)
+    return itemsize * groups * (cg * g.s * lay.length + _sums_size(g, lay) + kg * lay.grid)
+
+
+def _rows_chunks(g, itemsize: int) -> list[_Chunk]:
+    """Chunks whose buffers take at most the budget: groups of all the images and rows
+    (one group where groups have several input channels: see :class:`_RowsPass`), else one
+    group of some images, else one group of a band of one image's rows."""
+    budget = CHUNK_BYTES if g.groups == 1 else min(CHUNK_BYTES, GROUPED_CHUNK_BYTES)
+    whole = _rows_bytes(g, g.n, g.p, 1, itemsize)
+    step = max(1, min(g.groups, budget // whole)) if g.c == g.groups else 1
+    images, rows = g.n, g.p
+    if whole > budget:
+        images = max(i for i in range(1, g.n + 1)
+                     if i == 1 or _rows_bytes(g, i, g.p, 1, itemsize) <= budget)
+        if images == 1:
+            rows = max(r for r in range(1, g.p + 1)
+                       if r == 1 or _rows_bytes(g, 1, r, 1, itemsize) <= budget)
+    return [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), g0,
+                   min(g.groups, g0 + step))
+            for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)
+            for g0 in range(0, g.groups, step)]
+
+
+def _rows_filters(weight: np.ndarray, g) -> np.ndarray:
+    """The filters as the products take them, contiguous, their inner index (t, c) as the
+    planes' rows: (G, R K/G, S C/G) with the filter rows in the product's rows, else
+    (R, G, K/G, S C/G)."""
+    cg, kg = _group_sizes(g)
+    w = weight.reshape(g.groups, kg, cg, g.r, g.s)
+    if _taps_in_rows(g):
+        return np.ascontiguousarray(w.transpose(0, 3, 1, 4, 2)).reshape(g.groups, -1, cg * g.s)
+    return np.ascontiguousarray(w.transpose(3, 0, 1, 4, 2)).reshape(g.r, g.groups, kg, -1)
+
+
+class _Buffers:
+    """Flat buffers for the largest chunk, which every chunk's views share."""
+
+    def __init__(self, g, dtype, chunk: _Chunk):
+        images, rows, groups = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0
+        cg, kg = _group_sizes(g)
+        lay = _rows_layout(g, images, rows)
+        self.planes = np.empty(groups * cg * g.s * lay.length, dtype)
+        self.sums = np.empty(groups * _sums_size(g, lay), dtype)
+        self.result = np.empty(groups * kg * lay.grid, dtype)
+        self.ones = np.ones((1, g.r), dtype)
+        self.zeroed = None  # the pass whose padding zeros the first plane holds
+
+
+def _sums_size(g, lay: _Rows) -> int:
+    """A group's products before their sum: the R row sums (filter rows in the product's
+    rows), or one filter row's product (accumulated ones)."""
+    kg = g.k // g.groups
+    return g.r * kg * lay.cols if _taps_in_rows(g) else kg * lay.grid if g.r > 1 else 0
+
+
+def _view(flat: np.ndarray, *shape: int) -> np.ndarray:
+    return flat[:int(np.prod(shape))].reshape(shape)
+
+
+def _shifted_rows(a: np.ndarray, step: int, length: int) -> np.ndarray:
+    """``a`` (..., rows, n) as (..., rows, length), row i read from its element i step."""
+    return as_strided(a, shape=a.shape[:-1] + (length,),
+                      strides=a.strides[:-2] + (a.strides[-2] + step * a.itemsize,
+                                                a.itemsize), writeable=False)
+
+
+class _RowsPass:
+    """The views through which the chunks of one shape (images, rows, groups) run: made
+    once, over the shared buffers, for every chunk of that shape."""
+
+    def __init__(self, g, buffers: _Buffers, images: int, rows: int, groups: int):
+        cg, kg = _group_sizes(g)
+        self.g, self.buffers = g, buffers
+        self.lay = lay = _rows_layout(g, images, rows)
+        channels = groups * cg
+        planes = _view(buffers.planes, g.s, channels, lay.length)
+        self.rows = planes[0].reshape(channels, -1, images, lay.slot)
+        if g.s > 1:  # the shifts of the first plane, beyond it: no copy through a temporary
+            first = planes[0]
+            dw = g.dilation[1]
+            self.shifts = (as_strided(first[:, dw:], shape=(g.s - 1, channels, lay.cols),
+                                      strides=(dw * first.itemsize, *first.strides),
+                                      writeable=False),
+                           planes[1:, :, :lay.cols])
+        # a group's rows (t, c): one stride where a chunk is one group or groups are single
+        # channels
+        self.planes = planes.reshape(g.s, groups, cg, lay.length).transpose(1, 0, 2, 3) \
+            .reshape(groups, g.s * cg, lay.length)
+        self.result = _view(buffers.result, groups, kg, lay.grid)
+        sums = _view(buffers.sums, groups, _sums_size(g, lay))
+        if _taps_in_rows(g):
+            self._sum_rows_views(sums)
+        else:
+            step = lay.reach // (g.r - 1) if g.r > 1 else 0
+            self.row_views = [self.planes[:, :, r * step:r * step + lay.grid]
+                              for r in range(g.r)]
+            self.tmp = sums.reshape(self.result.shape) if g.r > 1 else None
+        self.store = self.result.reshape(-1, rows, images, lay.slot)[..., :g.q] \
+            .transpose(2, 0, 1, 3)
+
+    def _sum_rows_views(self, sums: np.ndarray) -> None:
+        """The views of the filter-rows-in-rows form: the product's operand and sums in
+        column blocks, and the R sums each read at its row's offset."""
+        g, lay = self.g, self.lay
+        groups, kg = self.result.shape[:2]
+        block = min(lay.cols, PRODUCT_BLOCK)
+        nb = lay.cols // block
+        self.operand = self.planes[:, :, :lay.cols].reshape(groups, -1, nb, block) \
+            .transpose(0, 2, 1, 3)
+        self.sums = sums.reshape(groups, -1, nb, block).transpose(0, 2, 1, 3)
+        by_row = sums.reshape(groups, g.r, kg, lay.cols).transpose(0, 2, 1, 3)
+        self.shifted = _shifted_rows(by_row, lay.reach // (g.r - 1), lay.grid)
+
+    def run(self, x, out, chunk: _Chunk, filters: np.ndarray) -> None:
+        """The chunk's planes filled, its products run and its result stored."""
+        g = self.g
+        if self.buffers.zeroed is not self:  # another pass's data lies in the padding
+            self.rows[...] = 0
+            self.buffers.zeroed = self
+        self._fill(x, chunk)
+        if g.s > 1:
+            np.copyto(self.shifts[1], self.shifts[0])
+        if _taps_in_rows(g):
+            self._taps_in_rows_products(filters[chunk.g0:chunk.g1])
+        else:
+            self._row_products(filters[:, chunk.g0:chunk.g1])
+        kg = g.k // g.groups
+        out[chunk.n0:chunk.n1, chunk.g0 * kg:chunk.g1 * kg, chunk.p0:chunk.p1] = self.store
+
+    def _fill(self, x, chunk: _Chunk) -> None:
+        """The first plane: the chunk's input rows of each channel, the images side by
+        side, the padding zero (the columns between images are never written)."""
+        g = self.g
+        cg = g.c // g.groups
+        top, _, left, _ = g.padding
+        first = chunk.p0 - top  # the input row of the plane's first row
+        lo, hi = max(first, 0), min(first + self.rows.shape[1], g.h)
+        if lo > first:
+            self.rows[:, :lo - first] = 0
+        if hi - first < self.rows.shape[1]:
+            self.rows[:, max(hi - first, 0):] = 0
+        if hi > lo:
+            self.rows[:, lo - first:hi - first, :, left:left + g.w] = \
+                x[chunk.n0:chunk.n1, chunk.g0 * cg:chunk.g1 * cg, lo:hi].transpose(1, 2, 0, 3)
+
+    def _taps_in_rows_products(self, filters: np.ndarray) -> None:
+        """One product a group (in column blocks) giving each filter row's sum over the
+        grid and its reach, then the R sums, each read at its row's offset, added by a
+        product with a row of ones."""
+        np.matmul(filters[:, None], self.operand, out=self.sums)
+        np.matmul(self.buffers.ones, self.shifted, out=self.result[:, :, None])
+
+    def _row_products(self, filters: np.ndarray) -> None:
+        """Each filter row's product on the planes offset by its row, accumulated (the
+        first written in place)."""
+        np.matmul(filters[0], self.row_views[0], out=self.result)
+        for r in range(1, self.g.r):
+            np.matmul(filters[r], self.row_views[r], out=self.tmp)
+            self.result += self.tmp
+
+
+def _conv_rows(x, weight, g, out) -> None:
+    """Stride one: each chunk run through the pass of its shape."""
+    chunks = _rows_chunks(g, x.itemsize)
+    filters = _rows_filters(weight, g)
+    buffers = _Buffers(g, x.dtype, chunks[0])
+    passes = {}
+    for chunk in chunks:
+        shape = (chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0)
+        if shape not in passes:
+            passes[shape] = _RowsPass(g, buffers, *shape)
+        passes[shape].run(x, out, chunk, filters)
+
+
+# -- strides above one: gathered windows --------------------------------------------------
+
+def _gathered_bytes(g, images: int, rows: int, itemsize: int) -> int:
+    """A gathered chunk's buffers: its padded input, its windows and its products."""
+    (sh, _), (dh, _) = g.stride, g.dilation
+    in_rows = (rows - 1) * sh + (g.r - 1) * dh + 1
+    grid = rows * g.q
+    return itemsize * images * (g.c * in_rows * _padded_width(g) + g.c * g.r * g.s * grid
+                                + 2 * g.k * grid)
+
+
 def _padded_width(g) -> int:
-    """Wp: the padded input's row length."""
     return g.w + g.padding[2] + g.padding[3]
 
 
-def _viewed(g) -> bool:
-    """Whether each tap is a view of the padded input (stride 1, and depthwise or enough
-    channels a group that a tap's product is a long BLAS call); else the taps' windows are
-    gathered, into one (C/groups x R x S) x grid operand for products."""
-    return g.stride == (1, 1) and (g.c == g.groups or g.c // g.groups >= VIEW_MIN_CHANNELS)
+def _gathered_chunks(g, itemsize: int) -> list[_Chunk]:
+    """Chunks within :data:`CHUNK_BYTES`: several whole images, else bands of one image's
+    output rows (one row at least)."""
+    whole = _gathered_bytes(g, 1, g.p, itemsize)
+    if whole <= CHUNK_BYTES:
+        step = max(1, CHUNK_BYTES // whole)
+        return [_Chunk(n0, min(g.n, n0 + step), 0, g.p, 0, g.groups)
+                for n0 in range(0, g.n, step)]
+    rows = max(r for r in range(1, g.p + 1)
+               if r == 1 or _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES)
+    return [_Chunk(n, n + 1, p0, min(g.p, p0 + rows), 0, g.groups)
+            for n in range(g.n) for p0 in range(0, g.p, rows)]
 
 
-def _grid_width(g) -> int:
-    """The output grid's row length: Wp where the taps are views (the columns past Q
-    thrown away), Q where they are gathered."""
-    return _padded_width(g) if _viewed(g) else g.q
-
-
-def _in_rows(g, rows: int) -> int:
-    """Input rows (padded) that ``rows`` output rows read, plus one that the last row's
-    thrown-away columns run into."""
-    (sh, _), (dh, _) = g.stride, g.dilation
-    return (rows - 1) * sh + (g.r - 1) * dh + 2
-
-
-def _chunk_bytes(g, images: int, rows: int, itemsize: int) -> int:
-    grid = rows * _grid_width(g)
-    gathered = 0 if _viewed(g) else g.c * grid * (1 if g.c == g.groups else g.r * g.s) \
-        + g.k * grid
-    return itemsize * images * (g.c * _in_rows(g, rows) * _padded_width(g) + 2 * g.k * grid
-                                + gathered)
-
-
-def _chunks(g, itemsize: int, budget: int):
-    """Chunks whose buffers take at most ``budget`` bytes: several whole images, else bands
-    of one image's output rows (one row at least)."""
-    whole = _chunk_bytes(g, 1, g.p, itemsize)
-    if whole <= budget:
-        step = max(1, budget // whole)
-        for n0 in range(0, g.n, step):
-            yield _Chunk(n0, min(g.n, n0 + step), 0, g.p)
-        return
-    rows = max(1, max(r for r in range(1, g.p + 1)
-                      if r == 1 or _chunk_bytes(g, 1, r, itemsize) <= budget))
-    for n in range(g.n):
-        for p0 in range(0, g.p, rows):
-            yield _Chunk(n, n + 1, p0, min(g.p, p0 + rows))
+def _conv_gathered(x, weight, g, out) -> None:
+    for chunk in _gathered_chunks(g, x.itemsize):
+        padded = _padded_chunk(x, g, chunk)
+        out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1] = _gathered_product(padded, weight, g,
+                                                                         chunk)
 
 
 def _padded_chunk(x: np.ndarray, g, chunk: _Chunk) -> np.ndarray:
     """The chunk's input rows, zero-padded, as (images, C, rows, Wp)."""
     top, _, left, _ = g.padding
-    (sh, _), _ = g.stride, g.dilation
-    rows = _in_rows(g, chunk.p1 - chunk.p0)
+    (sh, _), (dh, _) = g.stride, g.dilation
+    rows = (chunk.p1 - chunk.p0 - 1) * sh + (g.r - 1) * dh + 1
     buf = np.zeros((chunk.n1 - chunk.n0, g.c, rows, _padded_width(g)), x.dtype)
     first = chunk.p0 * sh - top  # the first padded row's input row
     lo, hi = max(first, 0), min(first + rows, g.h)
@@ -137,96 +348,27 @@ def _padded_chunk(x: np.ndarray, g, chunk: _Chunk) -> np.ndarray:
     return buf
 
 
-def _tap_view(padded: np.ndarray, g, rows: int, r: int, t: int) -> np.ndarray:
-    """Tap (r, t)'s operand over the chunk, (images, C, rows x Wp): the view whose element
-    (p, q) is p * Wp + q + r * dh * Wp + t * dw of each channel's padded rows."""
-    _, (dh, dw) = g.stride, g.dilation
-    wp = _padded_width(g)
-    n, c = padded.shape[:2]
-    start = r * dh * wp + t * dw
-    return padded.reshape(n, c, -1)[:, :, start:start + rows * wp]
-
-
 def _tap_windows(padded: np.ndarray, g, rows: int, r: int, t: int) -> np.ndarray:
     """Tap (r, t)'s windows over the chunk, (images, C, rows, Q), a strided view."""
     (sh, sw), (dh, dw) = g.stride, g.dilation
-    wp = _padded_width(g)
-    n, c = padded.shape[:2]
+    n, c, _, wp = padded.shape
     flat = padded.reshape(n, c, -1)
     return as_strided(flat[:, :, r * dh * wp + t * dw:], shape=(n, c, rows, g.q),
                       strides=(*flat.strides[:2], sh * wp * flat.itemsize,
                                sw * flat.itemsize), writeable=False)
 
 
-def _chunk_sum(padded: np.ndarray, weight: np.ndarray, g, chunk: _Chunk,
-               depthwise: bool) -> np.ndarray:
-    """The chunk's (images, K, rows, Q) output: every tap's contribution summed."""
-    rows = chunk.p1 - chunk.p0
-    width = _grid_width(g)
-    n = chunk.n1 - chunk.n0
-    acc = np.empty((n, g.k, rows * width), padded.dtype)
-    if depthwise:
-        _depthwise_taps(acc, padded, weight, g, rows)
-    elif _viewed(g):
-        _viewed_products(acc, padded, weight, g, rows)
-    else:
-        _gathered_product(acc, padded, weight, g, rows)
-    return acc.reshape(n, g.k, rows, width)[:, :, :, :g.q]
-
-
-def _taps(g):
-    return [(r, t) for r in range(g.r) for t in range(g.s)]
-
-
-def _viewed_products(acc, padded, weight, g, rows: int) -> None:
-    """acc = the sum of each tap's (K/G x C/G) @ (C/G x rows * Wp) product, group by
-    group (the first tap's written in place)."""
+def _gathered_product(padded, weight, g, chunk: _Chunk) -> np.ndarray:
+    """The chunk's (images, K, rows, Q) output: (K/G x C/G R S) @ (C/G R S x images rows Q)
+    a group, the taps' windows gathered into one operand (im2col over the chunk), one
+    product a group over all the chunk's images (the fewer, longer BLAS calls)."""
     groups = g.groups
-    cg, kg = g.c // groups, g.k // groups
-    n = acc.shape[0]
-    sums = acc.reshape(n, groups, kg, -1)
-    tmp = None
-    # each tap's (groups, K/G, C/G) filters contiguous: BLAS takes no strided matrix
-    filters = np.ascontiguousarray(
-        weight.reshape(groups, kg, cg, g.r * g.s).transpose(3, 0, 1, 2))
-    for i, (r, t) in enumerate(_taps(g)):
-        view = _tap_view(padded, g, rows, r, t).reshape(n, groups, cg, -1)
-        if i == 0:
-            np.matmul(filters[i], view, out=sums)
-            continue
-        if tmp is None:
-            tmp = np.empty_like(sums)
-        np.matmul(filters[i], view, out=tmp)
-        sums += tmp
-
-
-def _gathered_product(acc, padded, weight, g, rows: int) -> None:
-    """acc = (K/G x C/G*R*S) @ (C/G*R*S x images * rows * Q) a group: the taps' windows
-    gathered into one operand (im2col over the chunk), one product a group over all the
-    chunk's images (the fewer, longer BLAS calls)."""
-    groups = g.groups
-    n = acc.shape[0]
+    n, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
     cols = np.empty((g.c, g.r, g.s, n, rows, g.q), padded.dtype)
-    for r, t in _taps(g):
-        cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
-    kg, inner = g.k // groups, (g.c // groups) * g.r * g.s
+    for r in range(g.r):
+        for t in range(g.s):
+            cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
+    cg, kg = _group_sizes(g)
+    inner = cg * g.r * g.s
     sums = np.matmul(weight.reshape(groups, kg, inner), cols.reshape(groups, inner, -1))
-    acc.reshape(n, groups, kg, -1)[...] = sums.reshape(groups, kg, n, -1).transpose(2, 0, 1, 3)
-
-
-def _depthwise_taps(acc, padded, weight, g, rows: int) -> None:
-    """acc = the sum of each tap's filter values times its view (or windows), channel by
-    channel (K/C outputs an input channel, in order)."""
-    per = g.k // g.c
-    n = acc.shape[0]
-    sums = acc.reshape(n, g.c, per, -1)
-    tmp = np.empty_like(sums)
-    filters = weight.reshape(g.c, per, g.r, g.s)
-    viewed = _viewed(g)
-    for i, (r, t) in enumerate(_taps(g)):
-        view = _tap_view(padded, g, rows, r, t) if viewed else \
-            _tap_windows(padded, g, rows, r, t).reshape(n, g.c, -1)
-        np.multiply(view[:, :, None, :], filters[None, :, :, r, t, None],
-                    out=sums if i == 0 else tmp)
-        if i:
-            sums += tmp
+    return sums.reshape(g.k, n, rows, g.q).transpose(1, 0, 2, 3)
