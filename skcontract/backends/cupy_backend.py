@@ -174,10 +174,10 @@ def matmul_for(step, views, replan=None):
 
 
 def _sum(x, axis):
-    """Sums in the operand's dtype, as numpy.einsum sums (``np.add.reduce``: integers wrap
-    in their own width, where ``cupy.sum`` would widen int8 to int64 and hand the next step
-    operands of two dtypes), with float16 accumulated in float32 (5000 float16 ones sum to
-    5000)."""
+    """Sums in the operand's dtype, as numpy.einsum's are (integers wrap in their own
+    width, where ``cupy.sum`` widens int8 to int64, as ``numpy.sum`` does, and would hand
+    the next step operands of two dtypes), with float16 accumulated in float32 (5000
+    float16 ones sum to 5000)."""
     if x.dtype == cupy.float16:
         return cupy.sum(x, axis=axis, dtype=cupy.float32).astype(cupy.float16)
     if x.dtype.kind in "iu":

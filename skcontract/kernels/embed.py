@@ -113,6 +113,8 @@ def embed(x, ld: int):
     embedded once and read back with a batch stride of 0."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
+    if x.data.ptr % x.itemsize:  # the kernel reads (re, im) pairs as one aligned vector
+        x = cupy.ascontiguousarray(x)
     lead = x.shape[:-2]
     k, cols = x.shape[-2:]
     broadcast = bool(lead) and x.strides[0] == 0
