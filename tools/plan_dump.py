@@ -8,6 +8,11 @@ as shapes and as arrays; each case is planned twice, the second time after contr
 kept plans are forgotten (the size-free forms kept, as for a new size of a known structure).
 Run it on the checkout before the change and on the one after.
 
+``--device NAME`` (repeatable: "h200", "h100") plans the corpus for that preset too (after
+the cases above): each record then also holds every GEMM-class step's launch (its schedule's
+summary, table digest, predicted time, efficiency and waves, the candidates priced, and
+the kernel), so that a change to the scheduler or the cost model can be compared as well.
+
 ``python -m tools.plan_dump --compare OLD NEW`` lists the cases whose plans differ; exit
 status 1 where any does.
 """
@@ -80,24 +85,55 @@ def _planned(subscripts, operands, keywords) -> dict:
         path, plan = contract_path(subscripts, *operands, **keywords)
     except Exception as e:  # noqa: BLE001 - an error is a result to compare too
         return {"error": f"{type(e).__name__}: {e}"}
-    return {"path": repr(path), "table": str(plan), "steps": repr(plan.steps)}
+    record = {"path": repr(path), "table": str(plan), "steps": repr(plan.steps)}
+    if keywords.get("device") is not None:
+        record["launches"] = _launches(plan)
+    return record
 
 
-def records():
+def _launches(plan) -> list:
+    """Each GEMM-class step's launch as text (None for the others): its schedule's summary,
+    table digest, predicted time, efficiency and waves, candidates and kernel, or why the
+    step has none."""
+    out = []
+    for step in plan.steps:
+        launch = getattr(step, "launch", None)
+        schedule = getattr(launch, "schedule", None)
+        if schedule is None:
+            out.append(step.unscheduled if launch is None else repr(launch))
+            continue
+        out.append([schedule.summary(), schedule.digest(), repr(schedule.predicted_time_us),
+                    repr(schedule.predicted_efficiency), repr(schedule.waves),
+                    repr(schedule.candidates), repr(launch.spec)])
+    return out
+
+
+def _picked(eq, shapes) -> list:
+    """The dtypes a case is planned with: None, and the others a checksum picks (all of
+    them for a quarter of the cases)."""
+    return [dt for dt in DTYPES if dt is None or
+            zlib.crc32(repr((eq, shapes, dt)).encode()) % 4 == 0]
+
+
+def records(devices=()):
     """One record a case and planning (fresh, then from kept forms): shapes with the dtypes
-    a checksum picks (all of them for a quarter of the cases), and arrays."""
+    :func:`_picked` picks, and arrays; then, for each of ``devices``, the shapes planned for
+    that preset, with the launches (:func:`_launches`)."""
     for again in (False, True):
         if again:
             C._PATHS.clear()
         for eq, shapes, kw in cases():
-            picked = [dt for dt in DTYPES if dt is None or
-                      zlib.crc32(repr((eq, shapes, dt)).encode()) % 4 == 0]
-            for dt in picked:
+            for dt in _picked(eq, shapes):
                 args = dict(kw, shapes=True, dtype=dt)
                 yield {"case": repr((eq, shapes, args, again)),
                        **_planned(eq, shapes, args)}
             arrays = [np.broadcast_to(np.zeros((), np.float64), s) for s in shapes]
             yield {"case": repr((eq, shapes, kw, "arrays", again)), **_planned(eq, arrays, kw)}
+    for device in devices:
+        for eq, shapes, kw in cases():
+            for dt in _picked(eq, shapes):
+                args = dict(kw, shapes=True, dtype=dt, device=device)
+                yield {"case": repr((eq, shapes, args)), **_planned(eq, shapes, args)}
 
 
 def compare(old: str, new: str) -> int:
@@ -121,6 +157,8 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("out", nargs="?", help="the JSON-lines file to write")
     ap.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))
+    ap.add_argument("--device", action="append", default=[], metavar="NAME",
+                    help="plan the corpus for this device preset too (h200, h100)")
     args = ap.parse_args(argv)
     if args.compare:
         return compare(*args.compare)
@@ -128,7 +166,7 @@ def main(argv=None) -> int:
         ap.error("give OUT, or --compare OLD NEW")
     n = 0
     with open(args.out, "w") as f:
-        for record in records():
+        for record in records(args.device):
             f.write(json.dumps(record) + "\n")
             n += 1
     print(f"{n} cases written to {args.out}")

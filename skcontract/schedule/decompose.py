@@ -53,6 +53,13 @@ class TileSpace:
         return dict(batch=l, m0=m0, n0=n0, bm=cbm, bn=cbn, kk=np.full(len(idx), k, np.int64),
                     small=np.zeros(len(idx), dtype=bool))
 
+    def k_and_small(self, idx) -> tuple:
+        """(kk, small) of :meth:`coords` alone: the K of tiles ``idx`` and whether each is a
+        small tile (for a uniform space the problem's K and False, whatever the tiles)."""
+        if self.listed is not None:
+            return self.listed["kk"][idx], self.listed["small"][idx]
+        return self.shape[3], False
+
     def iters(self, bk: int) -> int:
         """k-iterations of the longest tile."""
         if self.uniform:
@@ -179,6 +186,12 @@ def stream_k_units(total: int, per_tile: int, units: int) -> int:
     tiles are shorter than that, at least one whole tile)."""
     tiles = total // per_tile
     return int(max(1, min(units, max(total // MIN_ITERS_PER_SPLIT, min(tiles, units)))))
+
+
+def max_peers(per_tile: int) -> int:
+    """The most splits :func:`stream_k_boundaries` cuts a tile of ``per_tile`` k-iterations
+    into: every split of a tile of several keeps MIN_ITERS_PER_SPLIT iterations or more."""
+    return max(1, per_tile // MIN_ITERS_PER_SPLIT)
 
 
 def stream_k_boundaries(total: int, per_tile: int, units: int) -> np.ndarray:
@@ -447,6 +460,13 @@ def hytis_small_tiles(bm: int, bn: int) -> list[tuple[int, int]]:
 # ---------------------------------------------------------------------------------------
 # The split table
 # ---------------------------------------------------------------------------------------
+_FLAGS_MAX = T.FLAG_FIRST | T.FLAG_FINAL | T.FLAG_SMALL | T.FLAG_SHARED_SUM | T.FLAG_RANGE
+"""The largest FLAGS value a row holds."""
+PRICED_COLUMNS = (T.K0, T.K1, T.FLAGS, T.TILE, T.PEERS, T.RANGE_COUNT)
+"""The table columns the cost model reads (:func:`.heuristics.predict`; RANGE_COUNT of
+range rows only): what :func:`cost_rows` fills."""
+
+
 def build_table(raw: RawSplits, bk: int, reduction: str,
                 shared_sum: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(table, cta_offsets) of :mod:`.table` from the listed splits and the range rows.
@@ -454,11 +474,54 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     Rows are grouped by CTA and ordered inside it by ``seq``, then listing order.
     ``shared_sum`` (``arrival`` only): mark the splits of multi-split tiles FLAG_SHARED_SUM,
     so that their peers share the final sum (the caller guarantees co-residency)."""
+    rows, cta, seq = _rows(raw, bk, reduction, shared_sum, priced_only=False)
+    _check_index(rows)
+    return _ordered(rows, cta, seq, raw.grid, np.int32)
+
+
+def cost_rows(raw: RawSplits, bk: int, reduction: str,
+              shared_sum: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cta_offsets): :func:`build_table`'s rows in its order, with the values of
+    :data:`PRICED_COLUMNS` and zeros in the other columns (int64): what a candidate is
+    priced on before its table is built. No tile coordinates, slots or split ranks are
+    worked out and no values checked against the kernels' index (:func:`within_index`
+    says where none can exceed it)."""
+    rows, cta, seq = _rows(raw, bk, reduction, shared_sum, priced_only=True)
+    return _ordered(rows, cta, seq, raw.grid, np.int64)
+
+
+def within_index(raw: RawSplits) -> bool:
+    """Whether no value of ``raw``'s table can exceed :data:`.table.INDEX_MAX` (so that
+    :func:`build_table` cannot raise TableOverflow), by bounds that need no table: its
+    coordinates lie within the tile spaces' extents, its tile positions, counts and strides
+    within their tiles and the grid, its fixup indices and ranks within its listed splits."""
+    return max(raw.groups, len(raw.tile)) <= T.INDEX_MAX and all(
+        space_within_index(space, raw.grid) for space in (raw.tiles, raw.rows_space)
+        if space is not None)
+
+
+def space_within_index(space: TileSpace, grid: int) -> bool:
+    """Whether no value of a table of ``space``'s tiles on ``grid`` CTAs, each tile whole
+    or split into listed splits, can exceed :data:`.table.INDEX_MAX` by its coordinates,
+    its tile positions and counts or its grid (:func:`within_index`)."""
+    return max(grid, space.n, _extent(space), _FLAGS_MAX) <= T.INDEX_MAX
+
+
+def _extent(space: TileSpace) -> int:
+    """The largest coordinate, extent or batch index a tile of ``space`` has."""
+    if space.uniform:
+        return max(space.shape)
+    return max((int(v.max()) for v in space.listed.values() if len(v)), default=0)
+
+
+def _rows(raw: RawSplits, bk: int, reduction: str, shared_sum: bool, priced_only: bool):
+    """(rows, cta, seq) of ``raw``'s table before ordering: the listed splits' rows, then the
+    range rows; ``priced_only``: only :data:`PRICED_COLUMNS` filled."""
     if reduction not in (ATOMIC, CLUSTER, DETERMINISTIC, ARRIVAL):
         raise ValueError(f"unknown reduction {reduction!r}")
     tile = np.asarray(raw.tile, dtype=np.int64)
     if len(tile):
-        listed = _listed_rows(raw, tile, bk, reduction, shared_sum)
+        listed = _listed_rows(raw, tile, bk, reduction, shared_sum, priced_only)
     else:  # range rows only (a data-parallel table of a uniform space)
         listed = np.zeros((0, T.NUM_COLUMNS), np.int64)
     cta = np.asarray(raw.cta, dtype=np.int64)
@@ -469,14 +532,22 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
             raise ValueError("range rows need a uniform tile space")
         n = len(r.cta)
         rows = np.zeros((n, T.NUM_COLUMNS), np.int64)
-        rows[:, T.RANGE_FIRST], rows[:, T.RANGE_COUNT] = r.first, r.count
-        rows[:, T.RANGE_STRIDE] = r.stride
+        rows[:, T.RANGE_COUNT] = r.count
+        if not priced_only:
+            rows[:, T.RANGE_FIRST], rows[:, T.RANGE_STRIDE] = r.first, r.stride
+            rows[:, T.SLOT] = -1
         rows[:, T.K1] = raw.tiles.shape[3]
         rows[:, T.FLAGS] = T.FLAG_FIRST | T.FLAG_FINAL | T.FLAG_RANGE
-        rows[:, T.TILE], rows[:, T.SLOT], rows[:, T.PEERS] = -1, -1, 1
+        rows[:, T.TILE], rows[:, T.PEERS] = -1, 1
         listed = np.concatenate([listed, rows])
         cta = np.concatenate([cta, r.cta])
         seq = np.concatenate([seq, r.seq])
+    return listed, cta, seq
+
+
+def _check_index(listed: np.ndarray) -> None:
+    """TableOverflow where a value of the rows, or a range row's tile walk, lies beyond
+    :data:`.table.INDEX_MAX`."""
     if len(listed) and (listed.max() > T.INDEX_MAX or listed.min() < -T.INDEX_MAX):
         raise T.TableOverflow(f"the split table holds a value beyond {T.INDEX_MAX} (a tile "
                               f"index or coordinate of {int(np.abs(listed).max())}): more "
@@ -488,29 +559,44 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
         raise T.TableOverflow(f"a range row walks to tile {int(last.max())}, beyond "
                               f"{T.INDEX_MAX}: more than the kernels' 32-bit tile walk "
                               f"addresses")
+
+
+def _ordered(rows: np.ndarray, cta: np.ndarray, seq: np.ndarray, grid: int, dtype):
+    """(table, cta_offsets) in ``dtype``: ``rows`` grouped by CTA, ordered inside it by
+    ``seq``, then listing order."""
     order = np.lexsort((np.arange(len(cta)), seq, cta))
-    table = listed[order].astype(np.int32)
-    offsets = np.zeros(raw.grid + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cta, minlength=raw.grid), out=offsets[1:])
-    return table, offsets.astype(np.int32)
+    table = rows[order].astype(dtype, copy=False)
+    offsets = np.zeros(grid + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cta, minlength=grid), out=offsets[1:])
+    return table, offsets.astype(dtype, copy=False)
 
 
 def _listed_rows(raw: RawSplits, tile: np.ndarray, bk: int, reduction: str,
-                 shared_sum: bool) -> np.ndarray:
+                 shared_sum: bool, priced_only: bool = False) -> np.ndarray:
     """The table rows of ``raw``'s listed splits (``tile``: their tiles, at least one), in
-    listing order."""
+    listing order; ``priced_only``: only :data:`PRICED_COLUMNS` filled."""
     space = raw.rows_space if raw.rows_space is not None else raw.tiles
-    c = space.coords(tile)
+    kk, small = space.k_and_small(tile)
     k0 = raw.kb * bk
-    k1 = np.minimum(raw.ke * bk, c["kk"])
+    k1 = np.minimum(raw.ke * bk, kk)
     uniq, inv, counts = np.unique(tile, return_inverse=True, return_counts=True)
     peers = counts[inv]
+    multi = counts > 1
+    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
+    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == kk, T.FLAG_FINAL, 0)
+             | np.where(small, T.FLAG_SMALL, 0))
+    if shared_sum and reduction == ARRIVAL:
+        flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
+    if priced_only:
+        out = np.zeros((len(tile), T.NUM_COLUMNS), np.int64)
+        out[:, T.K0], out[:, T.K1], out[:, T.FLAGS] = k0, k1, flags
+        out[:, T.TILE], out[:, T.PEERS] = fix_id, peers
+        return out
+    c = space.coords(tile)
     order = np.lexsort((raw.kb, tile))
     st = tile[order]
     rank = np.empty(len(tile), dtype=np.int64)
     rank[order] = np.arange(len(tile)) - np.searchsorted(st, st, side="left")
-    multi = counts > 1
-    fix_id = np.where(multi, np.cumsum(multi) - 1, -1)[inv]
     if reduction in (ATOMIC, CLUSTER):
         slot = np.full(len(tile), -1, dtype=np.int64)
     elif reduction == DETERMINISTIC:
@@ -519,9 +605,5 @@ def _listed_rows(raw: RawSplits, tile: np.ndarray, bk: int, reduction: str,
         per = np.where(multi, counts, 0)
         base = np.cumsum(per) - per
         slot = np.where(fix_id >= 0, base[inv] + rank, -1)
-    flags = (np.where(k0 == 0, T.FLAG_FIRST, 0) | np.where(k1 == c["kk"], T.FLAG_FINAL, 0)
-             | np.where(c["small"], T.FLAG_SMALL, 0))
-    if shared_sum and reduction == ARRIVAL:
-        flags = flags | np.where(fix_id >= 0, T.FLAG_SHARED_SUM, 0)
     return np.stack([c["batch"], c["m0"], c["n0"], c["bm"], c["bn"], k0, k1, flags, fix_id,
                      slot, peers, rank], axis=1)

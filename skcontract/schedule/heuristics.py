@@ -16,6 +16,7 @@ constants matter for choosing a mode.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,10 +301,18 @@ def partial_wave_scale(table: np.ndarray, grid: int, resident: int,
     down to its ``solo_fraction`` (:attr:`.types.TileOption.solo_fraction`), where the
     wave runs on :data:`SOLO_MIN_WAVE_SHARE` of the SMs or more and the tiles' loops run
     :data:`SOLO_MIN_K_ITERATIONS` of ``bk`` or more; 1 otherwise."""
+    if not len(table):
+        return 1.0
+    return wave_scale(grid, resident, solo_fraction, lambda: int(table[:, T.TILE].max()) >= 0,
+                      lambda: int(table[:, T.K1].min() - table[:, T.K0].max()), bk)
+
+
+def wave_scale(grid: int, resident: int, solo_fraction: float, splits, k_span, bk: int) -> float:
+    """:func:`partial_wave_scale` of a table told by what it reads: ``splits()``, whether
+    the table splits a tile, and ``k_span()``, the k-elements every row computes (the least
+    K1 less the largest K0); both called only where the grid leaves them to decide."""
     if solo_fraction >= 1.0 or grid >= resident or grid < SOLO_MIN_WAVE_SHARE * resident or \
-            not len(table) or \
-            int(table[:, T.TILE].max()) >= 0 or \
-            int(table[:, T.K1].min() - table[:, T.K0].max()) < SOLO_MIN_K_ITERATIONS * bk:
+            splits() or k_span() < SOLO_MIN_K_ITERATIONS * bk:
         return 1.0
     return max(solo_fraction, grid / resident)
 
@@ -344,6 +353,35 @@ def predict(table: np.ndarray, cta_offsets: np.ndarray, grid: int, tile, small_t
     c_big = iteration_cost(tile, dtype, model, efficiency) * share
     waves = makespan / (c_big * max(p_max, 1))
     return Prediction(model.a + makespan, min(eff, 1.0), waves)
+
+
+def predict_data_parallel(n_tiles: int, grid: int, k: int, tile, dtype, accumulator_dtype,
+                          device, efficiency: float | None = None, fixup_cost: float = 1.0,
+                          solo_fraction: float = 1.0) -> Prediction | None:
+    """:func:`predict` of the data-parallel table of a uniform space of ``n_tiles`` tiles of
+    ``k`` (one range row a CTA, the tiles dealt round-robin to ``grid`` CTAs), worked out from
+    the tile counts without the table: the same operations on the same values. None where
+    the table is needed: a grid beyond the resident CTAs (priced wave by wave), no tiles,
+    or constants that are not positive and finite (whose zero fixup terms could change a
+    sum)."""
+    model = cost_of(device)
+    resident = device.resident_ctas
+    share = max(1, int(getattr(device, "ctas_per_sm", 1)))
+    c_big = iteration_cost(tile, dtype, model, efficiency) * share
+    b, d = fixup_costs(tile, accumulator_dtype, model, fixup_cost)
+    rows = min(grid, n_tiles)
+    if grid > resident or rows < 1 or not (0.0 < c_big < math.inf) or \
+            not (math.isfinite(share * b) and math.isfinite(share * d)):
+        return None
+    bk = tile[2]
+    p = -(-k // bk)
+    scale = wave_scale(grid, resident, solo_fraction, lambda: False, lambda: k, bk)
+    few, more = divmod(n_tiles, grid) if grid <= n_tiles else (1, 0)
+    per_cta = [c_big * float(p * count) * scale for count in (few + 1, few, 0)]
+    makespan = per_cta[0] if more else per_cta[1]
+    busy = float(np.repeat(per_cta, (more, rows - more, grid - rows)).sum())
+    eff = busy / (resident * makespan) if makespan > 0 else 1.0
+    return Prediction(model.a + makespan, min(eff, 1.0), makespan / (c_big * max(p, 1)))
 
 
 def rule_mode(tiles: int, iters_per_tile: int, resident: int) -> str | None:

@@ -6,9 +6,11 @@ the GPU runs for a product is the one planned on its kernels' entries
 (:func:`skcontract.kernels.resolve.resolve_gemm`, and ``resolve_step`` for a plan step).
 
 ``mode="auto"`` evaluates, per tile candidate, the modes the rules allow (DP always; the
-K-splitting modes when :func:`can_apply_stream_k` says so; HyTiS as the fallback), builds
-each one's real split table and keeps the cheapest under the cost model
-(:mod:`.heuristics`). Every candidate considered is kept on ``Schedule.candidates``.
+K-splitting modes when :func:`can_apply_stream_k` says so; HyTiS as the fallback), prices
+each one's real split under the cost model (:mod:`.heuristics`: on the table's rows the
+model reads, :func:`.decompose.cost_rows`, or a data-parallel table's tile counts) and
+builds the table of the cheapest. Every candidate considered is kept on
+``Schedule.candidates``.
 A forced mode, tile, grid, S (``splits``), group count or swizzle is always honoured unless
 it is impossible, in which case the fallback and its reason are recorded on ``s.reason``.
 """
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -28,12 +30,13 @@ from .applicability import can_apply_stream_k
 from .device import DeviceInfo
 from . import table as T
 from .heuristics import (MAX_SPLIT_K, MIN_ITERS_PER_SPLIT, SHARED_SUM_MIN_PEERS,
-                         STREAM_K_MAX_WAVES, cost_of, fixup_costs,
-                         iteration_cost, predict, rule_mode, schedule_key)
+                         STREAM_K_MAX_WAVES, Prediction, cost_of, fixup_costs,
+                         iteration_cost, predict, predict_data_parallel, rule_mode,
+                         schedule_key)
 from .types import (ALIGNED, ARRIVAL, ATOMIC, AUTO, CLUSTER, CLUSTER_SPLITS, DATA_PARALLEL,
                     DETERMINISTIC,
                     HYBRID, HYTIS, K_SPLITTING_MODES, SPLIT_K, STREAM_K, Candidate,
-                    GemmProblem, Schedule,
+                    GemmProblem, Mode, Schedule,
                     TileOption, as_mode, as_reduction)
 
 
@@ -119,7 +122,7 @@ def _join(*reasons) -> str:
     return "; ".join(r for r in reasons if r)
 
 
-def _cheapest(schedules) -> Schedule:
+def _cheapest(schedules) -> _Priced:
     """The schedule with the lowest predicted time (the first of equals)."""
     return min(schedules, key=lambda s: s.predicted_time_us)
 
@@ -129,7 +132,7 @@ BOUND_SLACK = 1e-9
 bound exceeds the best time found (the bound and the prediction round differently)."""
 
 
-def _cheapest_bounded(items, bound, build, closer=None) -> Schedule:
+def _cheapest_bounded(items, bound, build, closer=None) -> _Priced:
     """:func:`_cheapest` of ``build(item)`` over ``items`` (the first of equals in the items'
     order), without building those that cannot win: ``bound(item)`` is a time no schedule
     built from the item can beat, ``closer(item)`` a closer one, dearer to work out. The
@@ -175,6 +178,7 @@ class _Builder:
         self.groups, self.swizzle, self.raster, self.small_tile = groups, swizzle, raster, small_tile
         self._ts = {}
         self._sk = {}  # (tile, grid) -> Stream-K's RawSplits, whatever the reduction
+        self._work = {}  # tile -> what floor() reads (_floor_work)
 
     def tiles(self, tile):
         key = tile[:2]
@@ -182,33 +186,76 @@ class _Builder:
             self._ts[key] = D.tile_space(self.problem, tile[0], tile[1], self.swizzle, self.raster)
         return self._ts[key]
 
-    def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None):
+    def finish(self, mode, tile, raw: D.RawSplits, reduction, reason, small=None) -> "_Priced":
+        """``raw`` priced as a schedule of ``mode`` (its table built where its values may
+        reach beyond the kernels' index, so that TableOverflow is raised as building it
+        raises it)."""
         # arrival tables whose CTAs are all resident let the peers share the final sum
         shared = self.option.shared_sum and reduction == ARRIVAL and \
             raw.grid <= self.device.resident_ctas
-        table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
-        eff, fix = self.option.efficiency, self.option.fixup_cost
+        table = None
+        if D.within_index(raw):
+            rows, offsets = D.cost_rows(raw, tile[2], reduction, shared_sum=shared)
+        else:
+            table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
+            rows = table
         small_eff = self.option.small_efficiency if small is not None else None
-        # the solo fraction holds for data-parallel waves only: a Stream-K table of the same
-        # whole tiles on as many CTAs runs slower
-        solo = self.option.solo_fraction if mode == DATA_PARALLEL else 1.0
-        pred = predict(table, offsets, raw.grid, tile, small, self.problem.dtype,
-                       self.problem.accumulator_dtype, self.device, eff, fix,
-                       cluster=reduction == CLUSTER, small_efficiency=small_eff,
-                       solo_fraction=solo)
-        note = _join(reason, raw.note)
-        return Schedule(self.problem, self.device, mode, tile, raw.grid, reduction, table,
-                        offsets, note, small, raw.splits_per_tile, raw.groups,
-                        raw.tiles.log_swizzle, raw.tiles.raster, pred.time_us,
-                        pred.efficiency, pred.waves, tile_efficiency=eff, fixup_cost=fix,
-                        cluster=self.option.cluster, small_efficiency=small_eff,
-                        solo_fraction=solo)
+        pred = predict(rows, offsets, raw.grid, tile, small, self.problem.dtype,
+                       self.problem.accumulator_dtype, self.device, self.option.efficiency,
+                       self.option.fixup_cost, cluster=reduction == CLUSTER,
+                       small_efficiency=small_eff, solo_fraction=self._solo(mode))
+        return _Priced(self, mode, tile, raw.grid, reduction, _join(reason, raw.note), small,
+                       pred, lambda: raw, shared, rows, offsets, table)
 
-    # -- one builder per mode; each returns a Schedule (DP with a reason if it degenerates)
+    def _solo(self, mode) -> float:
+        """The option's solo fraction where ``mode`` runs data-parallel waves, else 1: a
+        Stream-K table of the same whole tiles on as many CTAs runs slower."""
+        return self.option.solo_fraction if mode == DATA_PARALLEL else 1.0
+
+    def schedule(self, priced: "_Priced", **fields) -> Schedule:
+        """The Schedule of ``priced``, its table built (``fields``: others to set, such as
+        the reason and the candidates)."""
+        raw = priced.raw()
+        table = priced.table
+        if table is None:
+            table, offsets = D.build_table(raw, priced.tile[2], priced.reduction,
+                                           shared_sum=priced.shared)
+        else:
+            offsets = priced.offsets
+        pred = priced.prediction
+        values = dict(reason=priced.reason, small_tile=priced.small_tile,
+                      splits_per_tile=raw.splits_per_tile, groups=raw.groups,
+                      log_swizzle=raw.tiles.log_swizzle, raster=raw.tiles.raster,
+                      predicted_time_us=pred.time_us, predicted_efficiency=pred.efficiency,
+                      waves=pred.waves, tile_efficiency=self.option.efficiency,
+                      fixup_cost=self.option.fixup_cost, cluster=self.option.cluster,
+                      small_efficiency=priced.small_efficiency,
+                      solo_fraction=self._solo(priced.mode))
+        return Schedule(self.problem, self.device, priced.mode, priced.tile, priced.grid,
+                        priced.reduction, table, offsets, **dict(values, **fields))
+
+    # -- one builder per mode; each returns a _Priced (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
         ts = self.tiles(tile)
         g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
-        return self.finish(DATA_PARALLEL, tile, D.data_parallel(ts, tile[2], g), ATOMIC, reason)
+
+        def raw():
+            return D.data_parallel(ts, tile[2], g)
+        pred = self._dp_price(ts, tile, g)
+        if pred is None:
+            return self.finish(DATA_PARALLEL, tile, raw(), ATOMIC, reason)
+        return _Priced(self, DATA_PARALLEL, tile, g, ATOMIC, reason, None, pred, raw)
+
+    def _dp_price(self, ts: D.TileSpace, tile, grid: int) -> Prediction | None:
+        """The prediction of the data-parallel table of ``ts`` on ``grid`` CTAs from its tile
+        counts (:func:`.heuristics.predict_data_parallel`), where the space is uniform and no
+        value of the table can exceed the kernels' index; else None (priced on its rows)."""
+        if not (ts.uniform and D.space_within_index(ts, grid)):
+            return None
+        return predict_data_parallel(
+            ts.n, grid, ts.shape[3], tile, self.problem.dtype, self.problem.accumulator_dtype,
+            self.device, self.option.efficiency, self.option.fixup_cost,
+            self._solo(DATA_PARALLEL))
 
     def _wait_check(self, grid, reduction=None):
         if (reduction or self.reduction) == DETERMINISTIC and grid > self.device.resident_ctas:
@@ -224,13 +271,24 @@ class _Builder:
         slowest CTA computes at least its share, and merging partials costs no less than
         nothing); 0 where the model's fixup constants could be negative or the space is
         not uniform."""
+        work = self._work.get(tile)
+        if work is None:
+            work = self._work[tile] = self._floor_work(tile)
+        a, spread = work
+        if spread is None:
+            return 0.0
+        return a + spread / min(units, self.device.resident_ctas)
+
+    def _floor_work(self, tile) -> tuple[float, float | None]:
+        """(a, the k-iterations' time on one CTA) of :meth:`floor` for ``tile``; None for
+        the time where the floor is 0."""
         ts = self.tiles(tile)
         model = cost_of(self.device)
         c = iteration_cost(tile, self.problem.dtype, model, self.option.efficiency) * \
             max(1, int(self.device.ctas_per_sm))
         if not ts.uniform or min(c, model.b, model.d, self.option.fixup_cost) < 0:
-            return 0.0
-        return model.a + c * ts.n * ts.iters(tile[2]) / min(units, self.device.resident_ctas)
+            return model.a, None
+        return model.a, c * ts.n * ts.iters(tile[2])
 
     def raw_floor(self, tile, raw: D.RawSplits, reduction) -> float:
         """:meth:`floor` of the table of ``raw`` (listed splits of a uniform space), or more:
@@ -413,13 +471,77 @@ class _Builder:
         raise ValueError(f"unknown mode {mode!r}")
 
 
-def _finalise(best: Schedule, built: list[tuple[Schedule, str]], reason: str) -> Schedule:
+@dataclass(frozen=True, eq=False)
+class _Priced:
+    """A schedule of one tile option priced by the cost model before its split table is
+    built: what the choice and the candidate list read (the mode, tile, grid, prediction,
+    occupancy and unit), and what builds the table of the one chosen (:meth:`schedule`).
+    ``raw()``: its splits; ``rows`` / ``offsets``: the rows it was priced on
+    (:func:`.decompose.cost_rows`; None where it was priced from its tile counts); ``table``:
+    its table where it was built to price it."""
+
+    builder: _Builder
+    mode: Mode
+    tile: tuple
+    grid: int
+    reduction: str
+    reason: str
+    small_tile: tuple | None
+    prediction: Prediction
+    raw: Callable[[], D.RawSplits]
+    shared: bool = False
+    rows: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    table: np.ndarray | None = None
+
+    @property
+    def predicted_time_us(self) -> float:
+        return self.prediction.time_us
+
+    @property
+    def predicted_efficiency(self) -> float:
+        return self.prediction.efficiency
+
+    @property
+    def waves(self) -> float:
+        return self.prediction.waves
+
+    @property
+    def device(self) -> DeviceInfo:
+        return self.builder.device
+
+    @property
+    def cluster(self) -> int:
+        return self.builder.option.cluster
+
+    @property
+    def small_efficiency(self) -> float | None:
+        return self.builder.option.small_efficiency if self.small_tile is not None else None
+
+    @property
+    def peers(self) -> int:
+        """The most splits a tile has."""
+        return int(self.rows[:, T.PEERS].max()) if self.rows is not None and \
+            len(self.rows) else 1
+
+    @property
+    def shared_sum(self) -> bool:
+        """Whether the peers of a tile share its final sum (:attr:`Schedule.shared_sum`)."""
+        return self.rows is not None and \
+            bool(np.any(self.rows[:, T.FLAGS] & T.FLAG_SHARED_SUM))
+
+    def schedule(self, **fields) -> Schedule:
+        """Its Schedule, the table built (``fields``: others to set)."""
+        return self.builder.schedule(self, **fields)
+
+
+def _finalise(best: _Priced, built: list[tuple[_Priced, str]], reason: str) -> Schedule:
     t0 = best.predicted_time_us
     cands = tuple(
         Candidate(c.mode, c.tile, c.grid, c.predicted_time_us, c.predicted_efficiency, c.waves,
                   c.predicted_time_us / t0, c is best, note, c.device.ctas_per_sm, c.cluster)
         for c, note in built)
-    return replace(best, reason=reason, candidates=cands)
+    return best.schedule(reason=reason, candidates=cands)
 
 
 SCHEDULE_CACHE_SIZE = 1024
@@ -571,7 +693,7 @@ def _lower_bound(b: _Builder) -> float:
     return model.a + c * ts.n * ts.iters(b.option.tile[2]) / b.device.resident_ctas
 
 
-def _cluster_sum(b: _Builder, tile, grid) -> Schedule | None:
+def _cluster_sum(b: _Builder, tile, grid) -> _Priced | None:
     """The aligned split under the ``cluster`` reduction, where ``b``'s kernels run it and
     its clusters are all resident at once (the device knows how many), else None."""
     if not b.option.cluster_sum or grid is not None or not b.device.resident_clusters:
@@ -584,11 +706,12 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
     """Every mode the rules allow on every tile option; the cheapest (with MODE_PREFERENCE's
     nudge) wins."""
     ok, why = can_apply_stream_k(kind, reduction=reduction, **facts)
-    built: list[tuple[Schedule, str]] = []
-    allowed: list[Schedule] = []
+    built: list[tuple[_Priced, str]] = []
+    allowed: list[_Priced] = []
     rules: dict = {}
     no_hytis = ""
     best_key = float("inf")
+    keys: list[float] = []  # schedule_key of each allowed schedule
     for b in builders:
         t = b.option.tile
         resident = b.device.resident_ctas
@@ -631,9 +754,9 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             # few tiles, many peers each: the deterministic chain merges them one by one,
             # the shared sum (or a kernel's last arrival, summing output-sized partials; both
             # bitwise reproducible) in one parallel pass
-            s = b.stream_k(t, grid, reduction=ARRIVAL) if b.option.arrival else None
-            if s is not None and s.mode == STREAM_K and \
-                    int(s.table[:, T.PEERS].max()) >= SHARED_SUM_MIN_PEERS:
+            s = b.stream_k(t, grid, reduction=ARRIVAL) if b.option.arrival and \
+                D.max_peers(p) >= SHARED_SUM_MIN_PEERS else None
+            if s is not None and s.mode == STREAM_K and s.peers >= SHARED_SUM_MIN_PEERS:
                 built.append((s, "shared sum" if s.shared_sum else "last-arrival sum"))
                 allowed.append(s)
             # or in one cluster's shared memory (also bitwise reproducible)
@@ -641,7 +764,8 @@ def _auto(builders, grid, splits, reduction, fragment_accumulators, kind, facts)
             if s is not None:
                 built.append((s, "cluster sum"))
                 allowed.append(s)
-        best_key = min((schedule_key(x) for x in allowed), default=float("inf"))
+        keys += [schedule_key(x) for x in allowed[len(keys):]]
+        best_key = min(keys, default=float("inf"))
     best = min(allowed or [s for s, _ in built], key=schedule_key)
     dp_same = next(s for s, _ in built if s.mode == DATA_PARALLEL and _entry(s) == _entry(best))
     if best.mode == DATA_PARALLEL:

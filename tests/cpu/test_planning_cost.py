@@ -8,6 +8,7 @@ from skcontract.kernels.resolve import resolve_gemm
 from skcontract.schedule import DeviceInfo, GemmProblem, schedule_problem
 from skcontract.schedule import decompose as D
 from skcontract.schedule import scheduler as S
+from skcontract.schedule import table as T
 from skcontract.schedule.types import TileOption
 
 H200 = DeviceInfo.h200()
@@ -113,6 +114,126 @@ def test_a_table_of_range_rows_still_refuses_an_unknown_reduction():
         D.build_table(raw, 64, "sideways")
     table, offsets = D.build_table(raw, 64, "atomic")
     assert len(table) == 4 and np.array_equal(offsets, [0, 1, 2, 3, 4])
+
+
+def _raws():
+    """(raw, bk, reduction, shared_sum) of every mode's decompositions on uniform, grouped
+    and HyTiS-re-tiled spaces."""
+    from skcontract.schedule.types import grouped_problem
+    for m, n, k, batch in [(256, 256, 4096, 1), (100, 1000, 8192, 3), (24, 32, 420, 1),
+                           (2176, 1024, 4096, 1), (7, 2, 384, 2)]:
+        ts = D.tile_space(GemmProblem(m, n, k, batch=batch), 64, 64)
+        bk = 16
+        p = ts.iters(bk)
+        raws = [D.data_parallel(ts, bk, min(ts.n, 132)), D.data_parallel(ts, bk, 300),
+                D.stream_k(ts, bk, 132), D.stream_k(ts, bk, 17, groups=2),
+                D.split_k(ts, bk, 4, 132), D.aligned(ts, bk, 4)]
+        for raw in (D.hybrid(ts, bk, 132), D.hytis(ts, bk, 132, (32, 32))):
+            if not isinstance(raw, str):
+                raws.append(raw)
+        assert p > 0
+        for raw in raws:
+            for reduction in ("atomic", "deterministic", "arrival", "cluster"):
+                yield raw, bk, reduction, reduction == "arrival"
+    grouped = grouped_problem([(300, 200, 640), (64, 1000, 640), (5, 7, 640)])
+    ts = D.tile_space(grouped, 64, 64)
+    for raw in (D.data_parallel(ts, 32, 20), D.stream_k(ts, 32, 50)):
+        yield raw, 32, "arrival", True
+
+
+def test_the_priced_rows_are_the_tables_priced_columns():
+    """A candidate is priced on cost_rows' rows before its table is built: they hold the
+    table's values in the columns the cost model reads, in its order, and price it alike."""
+    from skcontract.schedule.heuristics import predict
+    for raw, bk, reduction, shared in _raws():
+        table, offsets = D.build_table(raw, bk, reduction, shared_sum=shared)
+        rows, row_offsets = D.cost_rows(raw, bk, reduction, shared_sum=shared)
+        cols = [c for c in D.PRICED_COLUMNS if c != T.RANGE_COUNT]
+        ranges = (table[:, T.FLAGS] & T.FLAG_RANGE) != 0
+        assert np.array_equal(rows[:, cols], table[:, cols]) and \
+            np.array_equal(rows[ranges, T.RANGE_COUNT], table[ranges, T.RANGE_COUNT]) and \
+            np.array_equal(row_offsets, offsets)
+        assert D.within_index(raw)
+        for solo in (1.0, 0.7):
+            args = (raw.grid, (64, 64, bk), None, "float16", "float32", H200, 1.2, 1.5,
+                    reduction == "cluster", None, solo)
+            assert repr(predict(rows, row_offsets, *args)) == \
+                repr(predict(table, offsets, *args))
+    with pytest.raises(ValueError, match="unknown reduction"):
+        D.cost_rows(raw, bk, "sideways")
+
+
+@pytest.mark.parametrize("dtype,tile,eff,solo", [("float16", (128, 128, 64), None, 1.0),
+                                                 ("float16", (128, 128, 64), 1.1, 0.62),
+                                                 ("float64", (64, 64, 16), 2.5, 0.8),
+                                                 ("int8", (128, 256, 128), 0.9, 1.0)])
+def test_a_data_parallel_table_is_priced_from_its_tile_counts(dtype, tile, eff, solo):
+    """predict_data_parallel is predict on the data-parallel table, to the last bit, for
+    any count of tiles, grid (above the tiles too) and occupancy; None beyond the resident
+    CTAs (the table's waves price it)."""
+    from skcontract.schedule.heuristics import predict, predict_data_parallel
+    rng = np.random.default_rng(5)
+    for ctas in (1, 2):
+        device = H200.with_occupancy(ctas)
+        resident = device.resident_ctas
+        cases = [(1, 1), (131, 131), (132, 132), (500, resident), (3, 9), (90, 85)]
+        cases += [(int(n), int(min(g, resident))) for n, g in rng.integers(1, 3000, (40, 2))]
+        for n_tiles, grid in cases:
+            k = int(rng.integers(1, 20000))
+            ts = D.TileSpace(n_tiles, shape=(1, n_tiles * tile[0], tile[1], k, *tile[:2]))
+            table, offsets = D.build_table(D.data_parallel(ts, tile[2], grid), tile[2],
+                                           "atomic")
+            args = (tile, dtype, "float32", device, eff, 1.3)
+            want = predict(table, offsets, grid, tile, None, *args[1:], solo_fraction=solo)
+            got = predict_data_parallel(n_tiles, grid, k, *args, solo_fraction=solo)
+            assert repr(got) == repr(want), (n_tiles, grid, k)
+    assert predict_data_parallel(10, 300, 64, tile, dtype, "float32", H200) is None
+
+
+@pytest.mark.parametrize("per_tile", [1, 8, 15, 16, 17, 27, 63, 64, 65, 200, 1024])
+def test_a_stream_k_tile_has_no_more_splits_than_max_peers(per_tile):
+    """auto weighs the arrival sum only where a tile can have SHARED_SUM_MIN_PEERS splits:
+    Stream-K cuts no tile into more than max_peers splits, at any grid and groups."""
+    for n_tiles in (1, 2, 3, 7, 40, 131):
+        ts = D.TileSpace(n_tiles, shape=(1, n_tiles * 64, 64, per_tile * 16, 64, 64))
+        for grid in sorted({1, 2, 3, 9, 33, 132, 264, n_tiles * per_tile}):
+            for groups in (None, 1, 2, 4):
+                raw = D.stream_k(ts, 16, grid, groups)
+                peers = np.bincount(raw.tile).max() if len(raw.tile) else 1
+                assert peers <= D.max_peers(per_tile), (n_tiles, grid, groups)
+
+
+def test_a_candidate_beyond_32_bit_tables_is_refused_as_its_table_is():
+    """A candidate whose table may hold values beyond the kernels' index is built to be
+    priced, so that the overflow is raised where building it raises it."""
+    from skcontract.schedule.table import INDEX_MAX, TableOverflow
+    ts = D.tile_space(GemmProblem(65536, 1, 2, batch=270000), 1, 1)
+    raw = D.data_parallel(ts, 2, 132)
+    assert not D.within_index(raw) and ts.n > INDEX_MAX
+    with pytest.raises(TableOverflow):
+        D.build_table(raw, 2, "atomic")
+    with pytest.raises(TableOverflow):
+        schedule_problem(GemmProblem(65536, 1, 2, batch=270000, dtype="float16"), H200,
+                         tiles=[(1, 1, 2), (2, 1, 2)])
+
+
+def test_the_schedule_chosen_is_priced_as_its_table():
+    """The schedule auto returns carries the prediction of its own table."""
+    from skcontract.schedule.heuristics import predict
+    for m, n, k, batch, dtype in PROBLEMS:
+        for options in ({}, {"reduction": "arrival"}, {"mode": "hytis"}):
+            S.clear_schedule_cache()
+            try:
+                s = resolve_gemm(GemmProblem(m, n, k, batch=batch, dtype=dtype), H200,
+                                 **options).schedule
+            except ValueError:
+                continue
+            got = predict(s.table, s.cta_offsets, s.grid, s.tile, s.small_tile, dtype,
+                          s.accumulator_dtype, s.device, s.tile_efficiency, s.fixup_cost,
+                          cluster=s.reduction == "cluster",
+                          small_efficiency=s.small_efficiency, solo_fraction=s.solo_fraction)
+            assert (got.time_us, got.efficiency, got.waves) == \
+                (s.predicted_time_us, s.predicted_efficiency, s.waves)
 
 
 # -- plans ------------------------------------------------------------------------------
