@@ -280,13 +280,14 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
     n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
     per_slice = [res for _, _, res, vary, _ in steps if vary]
     result, perm = plan.result, _perm(plan.result_labels, plan.output)
-    out_cut = [lab in sliced.labels for lab in eq.output]
-    ranges = list(sliced.ranges())
+    cuts = [[(p, lab) for p, (lab, h) in enumerate(zip(term, held)) if h]
+            for term, held in zip(eq.inputs, holds)]
+    out_cuts = [(p, lab) for p, lab in enumerate(eq.output) if lab in sliced.labels]
+    ranges = [{lab: slice(*span) for lab, span in r.items()} for r in sliced.ranges()]
 
     def views(arrays, r):
-        return [a if not any(holds[i]) else a[tuple(
-            slice(*r[lab]) if h else slice(None) for lab, h in zip(eq.inputs[i], holds[i]))]
-            for i, a in enumerate(arrays)]
+        return [a if not cut else a[_index(len(term), cut, r)]
+                for a, cut, term in zip(arrays, cuts, eq.inputs)]
 
     def run(arrays, slices=None):
         slots = [None] * n_slots
@@ -301,8 +302,7 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
             part = slots[result] if perm is None else slots[result].transpose(perm)
             if total is None:
                 total = xp.zeros(plan.output_shape, sum_dtype(part.dtype))
-            at = tuple(slice(*r[lab]) if c else slice(None)
-                       for lab, c in zip(eq.output, out_cut))
+            at = _index(len(eq.output), out_cuts, r)
             if total.dtype == bool:
                 total[at] |= part
             else:
@@ -315,6 +315,18 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
                 else total
         return total if total.dtype == dtype else total.astype(dtype)
     return run
+
+
+def _index(ndim: int, cuts, r: dict) -> tuple:
+    """The index of a slice's chunk: ``r``'s slice at each (position, label) of ``cuts``,
+    the whole axis elsewhere."""
+    index = [_WHOLE] * ndim
+    for p, lab in cuts:
+        index[p] = r[lab]
+    return tuple(index)
+
+
+_WHOLE = slice(None)
 
 
 def _consumed(plan: Plan, keep=frozenset()) -> list[tuple[int, ...]]:
