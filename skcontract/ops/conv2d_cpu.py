@@ -11,7 +11,7 @@ q + t dw``: one offset a tap, so a tap's operand over the whole grid is one cont
 planes, shifted by ``t dw`` elements, lie after them, so that a group's S x C/G planes are
 the rows of one matrix, which serves every filter column at once; each filter row is one
 more offset of the grid width. The products run a group at a time on the planes as they
-lie, in one of two forms (:func:`_taps_in_rows`):
+lie, in one of two forms (:func:`_rows_plan`):
 
 - the filter rows in the product's rows: ``(R K/G x S C/G) @ (S C/G x grid + reach)``,
   one product (in blocks of :data:`PRODUCT_BLOCK` columns), then the R row sums, each
@@ -20,33 +20,63 @@ lie, in one of two forms (:func:`_taps_in_rows`):
 - each filter row its own product on the planes offset by its row,
   ``(K/G x S C/G) @ (S C/G x grid)``, accumulated: for wide groups.
 
+Chunks are cache-sized (:data:`GROUPED_CHUNK_BYTES`, :data:`DENSE_CHUNK_BYTES`), and the
+views a chunk works through are made once for each chunk shape. Where blocks of columns
+make every product small enough that BLAS runs it on the calling thread (grouped layers:
+depthwise, ResNeXt), the chunks run on :data:`WORKERS` threads, their products in such
+blocks; other layers run their chunks one after another, BLAS threading each product.
+
 **Strides above one** gather the taps' windows of a chunk into one (C/G R S) x (images P Q)
 operand (im2col over the chunk only) and run one product a group. **Pointwise**
 convolutions are one product an image on the input as it lies.
 
-Memory: besides the caller's input and the output, a chunk's buffers take at most
-:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger).
+Memory: besides the caller's input and the output, the chunks' buffers (one set a thread)
+take at most :data:`CHUNK_BYTES` (one output row of one image and one group a thread where
+even that is larger).
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 CHUNK_BYTES = 16 << 20
-"""The buffers of one chunk: large enough that each product is a long BLAS call, small
-enough to bound the memory a call takes beside its input and output."""
+"""The buffers of the chunks in progress (one a thread) at most: large enough that each
+product is a long BLAS call, small enough to bound the memory a call takes beside its
+input and output."""
+DENSE_CHUNK_BYTES = 4 << 20
+"""The chunk size of one-group convolutions at stride one: products long enough for BLAS,
+planes and sums near enough to cache for the copies and sums between them."""
 GROUPED_CHUNK_BYTES = 1 << 20
 """The chunk size of grouped convolutions at stride one: their products are small, and the
 planes, products and sums of a chunk stay in cache between passes."""
 PRODUCT_BLOCK = 2048
-"""Columns a BLAS call of the filter-rows-in-rows form: its few rows and inner dimension
-make long calls slow (BLAS packs a long operand before a short product), blocks of this
-width run at its small-matrix speed."""
+"""Columns a BLAS call of the filter-rows-in-rows form at most: its few rows and inner
+dimension make long calls slow (BLAS packs a long operand before a short product), blocks
+of this width run at its small-matrix speed."""
 NARROW_INNER = 64
 """C/G x S at or below which the filter rows run in the product's rows (one product and a
 shifted sum) rather than one accumulated product a filter row."""
+BLAS_CALLER_PRODUCT = 1 << 18
+"""Multiply-adds up to which OpenBLAS (NumPy's BLAS) runs a matrix product on the calling
+thread. Chunks run on several threads only where every call stays on its thread: two
+threads' calls to OpenBLAS's own threads wait on each other."""
+COMPLEX_SHARE = 8
+"""OpenBLAS threads complex products from this fraction of the real ones' size."""
+BLAS_CALLER_VECTOR = 9216
+"""Matrix elements below which OpenBLAS runs a matrix-vector product on the calling
+thread."""
+PARALLEL_MIN_BLOCK = 64
+"""Columns a product call at least for the chunks to run on several threads: shorter calls
+spend more on each call than the threads save."""
+WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+              else os.cpu_count() or 1)
+"""Threads running the chunks of layers whose products all stay on the calling thread
+(grouped ones: :func:`_rows_plan`): the cores, at most four, each thread with its own
+buffers out of :data:`CHUNK_BYTES`."""
 
 
 class _Chunk(NamedTuple):
@@ -67,6 +97,8 @@ class _Rows(NamedTuple):
     width: int   # a row: the chunk's images side by side
     grid: int    # output grid elements: output rows x width
     reach: int   # the last filter row's offset: (R - 1) dh x width
+    block: int   # columns a product call (all of them where the product is one call)
+    summed: int  # columns of the result: the grid, in whole blocks
     cols: int    # columns of the planes the products read
     length: int  # a plane: whole rows covering the input rows read and the shifted copies
 
@@ -100,61 +132,90 @@ def _group_sizes(g) -> tuple[int, int]:
 
 # -- stride one: the planes ---------------------------------------------------------------
 
-def _taps_in_rows(g) -> bool:
-    """Whether the filter rows run in the product's rows (narrow groups), else one
-    accumulated product a filter row."""
-    return g.r > 1 and g.c // g.groups * g.s <= NARROW_INNER
+class _Plan(NamedTuple):
+    """A stride-one convolution's choices."""
+
+    taps_in_rows: bool  # the filter rows in the product's rows, else a product a row
+    runs: int           # threads the chunks run on, each with its own buffers
+    block: int          # columns a product call at most (0: the grid in one call)
 
 
-def _rows_layout(g, images: int, rows: int) -> _Rows:
+def _rows_plan(g, dtype) -> _Plan:
+    """The filter rows in the product's rows for narrow groups (C/G x S at most
+    :data:`NARROW_INNER`). The chunks run on :data:`WORKERS` threads where blocks of at
+    least :data:`PARALLEL_MIN_BLOCK` columns keep every product on the calling thread;
+    on one thread otherwise, the filter-rows-in-rows products in blocks of
+    :data:`PRODUCT_BLOCK` columns."""
+    cg, kg = _group_sizes(g)
+    taps_in_rows = g.r > 1 and cg * g.s <= NARROW_INNER
+    products = BLAS_CALLER_PRODUCT // (COMPLEX_SHARE if np.dtype(dtype).kind == "c" else 1)
+    caller = min(PRODUCT_BLOCK, products // ((g.r if taps_in_rows else 1) * kg * g.s * cg))
+    if taps_in_rows:  # and the row sums' products, R x block
+        caller = min(caller, (BLAS_CALLER_VECTOR - 1) // g.r)
+    if WORKERS > 1 and caller >= PARALLEL_MIN_BLOCK:
+        return _Plan(taps_in_rows, WORKERS, caller)
+    return _Plan(taps_in_rows, 1, PRODUCT_BLOCK if taps_in_rows else 0)
+
+
+def _rows_layout(g, plan: _Plan, images: int, rows: int) -> _Rows:
     """The layout of a chunk of ``images`` images and ``rows`` output rows."""
     _, _, left, right = g.padding
     dh, dw = g.dilation
     slot = g.w + max(left, right, g.q - g.w)
     width = images * slot
     grid, reach = rows * width, (g.r - 1) * dh * width
-    cols = grid + reach
-    if _taps_in_rows(g) and cols > PRODUCT_BLOCK:
-        cols = -(-cols // PRODUCT_BLOCK) * PRODUCT_BLOCK
+    call = grid + reach if plan.taps_in_rows else grid  # the columns of one product
+    block, summed, cols = call, grid, grid + reach
+    if plan.block and call > plan.block:
+        block = plan.block
+        summed = _round_up(grid, block)
+        cols = _round_up(summed + reach, block) if plan.taps_in_rows else summed + reach
     in_rows = rows + (g.r - 1) * dh + 1  # and one the last row's thrown-away columns read
     length = max(in_rows * width, cols + (g.s - 1) * dw)
-    return _Rows(slot, width, grid, reach, cols, -(-length // width) * width)
+    return _Rows(slot, width, grid, reach, block, summed, cols, _round_up(length, width))
 
 
-def _rows_bytes(g, images: int, rows: int, groups: int, itemsize: int) -> int:
-    """The buffers of a chunk: its planes, the products' sums and the chunk's result."""
+def _round_up(n: int, step: int) -> int:
+    return -(-n // step) * step
+
+
+def _rows_bytes(g, plan: _Plan, images: int, rows: int, itemsize: int) -> int:
+    """The buffers of a chunk of one group: its planes, the products' sums and the
+    chunk's result."""
     cg, kg = _group_sizes(g)
-    lay = _rows_layout(g, images, rows)
-    return itemsize * groups * (cg * g.s * lay.length + _sums_size(g, lay) + kg * lay.grid)
+    lay = _rows_layout(g, plan, images, rows)
+    return itemsize * (cg * g.s * lay.length + _sums_size(g, plan, lay) + kg * lay.summed)
 
 
-def _rows_chunks(g, itemsize: int) -> list[_Chunk]:
-    """Chunks whose buffers take at most the budget: groups of all the images and rows
-    (one group where groups have several input channels: see :class:`_RowsPass`), else one
-    group of some images, else one group of a band of one image's rows."""
-    budget = CHUNK_BYTES if g.groups == 1 else min(CHUNK_BYTES, GROUPED_CHUNK_BYTES)
-    whole = _rows_bytes(g, g.n, g.p, 1, itemsize)
+def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
+    """Chunks whose buffers (one set a thread) take at most the budget: groups of all the
+    images and rows (one group where groups have several input channels: see
+    :class:`_RowsPass`), else one group of some images, else one group of a band of one
+    image's rows."""
+    budget = min(CHUNK_BYTES // plan.runs,
+                 DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
+    whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
     step = max(1, min(g.groups, budget // whole)) if g.c == g.groups else 1
     images, rows = g.n, g.p
     if whole > budget:
         images = max(i for i in range(1, g.n + 1)
-                     if i == 1 or _rows_bytes(g, i, g.p, 1, itemsize) <= budget)
+                     if i == 1 or _rows_bytes(g, plan, i, g.p, itemsize) <= budget)
         if images == 1:
             rows = max(r for r in range(1, g.p + 1)
-                       if r == 1 or _rows_bytes(g, 1, r, 1, itemsize) <= budget)
+                       if r == 1 or _rows_bytes(g, plan, 1, r, itemsize) <= budget)
     return [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), g0,
                    min(g.groups, g0 + step))
             for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)
             for g0 in range(0, g.groups, step)]
 
 
-def _rows_filters(weight: np.ndarray, g) -> np.ndarray:
+def _rows_filters(weight: np.ndarray, g, plan: _Plan) -> np.ndarray:
     """The filters as the products take them, contiguous, their inner index (t, c) as the
     planes' rows: (G, R K/G, S C/G) with the filter rows in the product's rows, else
     (R, G, K/G, S C/G)."""
     cg, kg = _group_sizes(g)
     w = weight.reshape(g.groups, kg, cg, g.r, g.s)
-    if _taps_in_rows(g):
+    if plan.taps_in_rows:
         return np.ascontiguousarray(w.transpose(0, 3, 1, 4, 2)).reshape(g.groups, -1, cg * g.s)
     return np.ascontiguousarray(w.transpose(3, 0, 1, 4, 2)).reshape(g.r, g.groups, kg, -1)
 
@@ -162,26 +223,33 @@ def _rows_filters(weight: np.ndarray, g) -> np.ndarray:
 class _Buffers:
     """Flat buffers for the largest chunk, which every chunk's views share."""
 
-    def __init__(self, g, dtype, chunk: _Chunk):
+    def __init__(self, g, plan: _Plan, dtype, chunk: _Chunk):
         images, rows, groups = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0
         cg, kg = _group_sizes(g)
-        lay = _rows_layout(g, images, rows)
+        self.plan = plan
+        lay = _rows_layout(g, plan, images, rows)
         self.planes = np.empty(groups * cg * g.s * lay.length, dtype)
-        self.sums = np.empty(groups * _sums_size(g, lay), dtype)
-        self.result = np.empty(groups * kg * lay.grid, dtype)
+        self.sums = np.empty(groups * _sums_size(g, plan, lay), dtype)
+        self.result = np.empty(groups * kg * lay.summed, dtype)
         self.ones = np.ones((1, g.r), dtype)
         self.zeroed = None  # the pass whose padding zeros the first plane holds
 
 
-def _sums_size(g, lay: _Rows) -> int:
+def _sums_size(g, plan: _Plan, lay: _Rows) -> int:
     """A group's products before their sum: the R row sums (filter rows in the product's
     rows), or one filter row's product (accumulated ones)."""
     kg = g.k // g.groups
-    return g.r * kg * lay.cols if _taps_in_rows(g) else kg * lay.grid if g.r > 1 else 0
+    return g.r * kg * lay.cols if plan.taps_in_rows else kg * lay.summed if g.r > 1 else 0
 
 
 def _view(flat: np.ndarray, *shape: int) -> np.ndarray:
     return flat[:int(np.prod(shape))].reshape(shape)
+
+
+def _blocks(a: np.ndarray, block: int) -> np.ndarray:
+    """``a`` (..., m, n) as (..., n / block, m, block): its column blocks, a view."""
+    *lead, m, n = a.shape
+    return a.reshape(*lead, m, n // block, block).swapaxes(-3, -2)
 
 
 def _shifted_rows(a: np.ndarray, step: int, length: int) -> np.ndarray:
@@ -197,8 +265,8 @@ class _RowsPass:
 
     def __init__(self, g, buffers: _Buffers, images: int, rows: int, groups: int):
         cg, kg = _group_sizes(g)
-        self.g, self.buffers = g, buffers
-        self.lay = lay = _rows_layout(g, images, rows)
+        self.g, self.buffers, self.plan = g, buffers, buffers.plan
+        self.lay = lay = _rows_layout(g, self.plan, images, rows)
         channels = groups * cg
         planes = _view(buffers.planes, g.s, channels, lay.length)
         self.rows = planes[0].reshape(channels, -1, images, lay.slot)
@@ -213,30 +281,32 @@ class _RowsPass:
         # channels
         self.planes = planes.reshape(g.s, groups, cg, lay.length).transpose(1, 0, 2, 3) \
             .reshape(groups, g.s * cg, lay.length)
-        self.result = _view(buffers.result, groups, kg, lay.grid)
-        sums = _view(buffers.sums, groups, _sums_size(g, lay))
-        if _taps_in_rows(g):
+        self.result = _view(buffers.result, groups, kg, lay.summed)
+        sums = _view(buffers.sums, groups, _sums_size(g, self.plan, lay))
+        if self.plan.taps_in_rows:
             self._sum_rows_views(sums)
         else:
             step = lay.reach // (g.r - 1) if g.r > 1 else 0
-            self.row_views = [self.planes[:, :, r * step:r * step + lay.grid]
-                              for r in range(g.r)]
+            self.row_views = [_blocks(self.planes[:, :, r * step:r * step + lay.summed],
+                                      lay.block) for r in range(g.r)]
+            self.products = _blocks(self.result, lay.block)
             self.tmp = sums.reshape(self.result.shape) if g.r > 1 else None
-        self.store = self.result.reshape(-1, rows, images, lay.slot)[..., :g.q] \
-            .transpose(2, 0, 1, 3)
+            self.tmp_products = _blocks(self.tmp, lay.block) if g.r > 1 else None
+        self.store = self.result[:, :, :lay.grid].reshape(-1, rows, images, lay.slot) \
+            [..., :g.q].transpose(2, 0, 1, 3)
 
     def _sum_rows_views(self, sums: np.ndarray) -> None:
-        """The views of the filter-rows-in-rows form: the product's operand and sums in
-        column blocks, and the R sums each read at its row's offset."""
+        """The views of the filter-rows-in-rows form, in column blocks: the product's
+        operand and sums, and the R sums each read at its row's offset."""
         g, lay = self.g, self.lay
         groups, kg = self.result.shape[:2]
-        block = min(lay.cols, PRODUCT_BLOCK)
-        nb = lay.cols // block
-        self.operand = self.planes[:, :, :lay.cols].reshape(groups, -1, nb, block) \
-            .transpose(0, 2, 1, 3)
-        self.sums = sums.reshape(groups, -1, nb, block).transpose(0, 2, 1, 3)
+        self.operand = _blocks(self.planes[:, :, :lay.cols], lay.block)
+        self.sums = _blocks(sums.reshape(groups, -1, lay.cols), lay.block)
         by_row = sums.reshape(groups, g.r, kg, lay.cols).transpose(0, 2, 1, 3)
-        self.shifted = _shifted_rows(by_row, lay.reach // (g.r - 1), lay.grid)
+        block = min(lay.block, lay.summed)  # the grid in one call where it is short
+        self.shifted = _blocks(_shifted_rows(by_row, lay.reach // (g.r - 1), lay.summed),
+                               block)
+        self.summed = _blocks(self.result[:, :, None], block)
 
     def run(self, x, out, chunk: _Chunk, filters: np.ndarray) -> None:
         """The chunk's planes filled, its products run and its result stored."""
@@ -247,7 +317,7 @@ class _RowsPass:
         self._fill(x, chunk)
         if g.s > 1:
             np.copyto(self.shifts[1], self.shifts[0])
-        if _taps_in_rows(g):
+        if self.plan.taps_in_rows:
             self._taps_in_rows_products(filters[chunk.g0:chunk.g1])
         else:
             self._row_products(filters[:, chunk.g0:chunk.g1])
@@ -275,28 +345,51 @@ class _RowsPass:
         grid and its reach, then the R sums, each read at its row's offset, added by a
         product with a row of ones."""
         np.matmul(filters[:, None], self.operand, out=self.sums)
-        np.matmul(self.buffers.ones, self.shifted, out=self.result[:, :, None])
+        np.matmul(self.buffers.ones, self.shifted, out=self.summed)
 
     def _row_products(self, filters: np.ndarray) -> None:
-        """Each filter row's product on the planes offset by its row, accumulated (the
-        first written in place)."""
-        np.matmul(filters[0], self.row_views[0], out=self.result)
+        """Each filter row's product (in column blocks) on the planes offset by its row,
+        accumulated (the first written in place)."""
+        np.matmul(filters[0][:, None], self.row_views[0], out=self.products)
         for r in range(1, self.g.r):
-            np.matmul(filters[r], self.row_views[r], out=self.tmp)
+            np.matmul(filters[r][:, None], self.row_views[r], out=self.tmp_products)
             self.result += self.tmp
 
 
+_POOL: list[ThreadPoolExecutor] = []  # made on the first parallel call
+
+
 def _conv_rows(x, weight, g, out) -> None:
-    """Stride one: each chunk run through the pass of its shape."""
-    chunks = _rows_chunks(g, x.itemsize)
-    filters = _rows_filters(weight, g)
-    buffers = _Buffers(g, x.dtype, chunks[0])
+    """Stride one: the chunks run through the passes of their shapes, in runs of
+    consecutive chunks, one a thread where the plan takes several (:func:`_rows_plan`)."""
+    plan = _rows_plan(g, x.dtype)
+    chunks = _rows_chunks(g, plan, x.itemsize)
+    filters = _rows_filters(weight, g, plan)
+    runs = min(len(chunks), plan.runs)
+    if runs == 1:
+        _run_chunks(x, filters, g, plan, out, chunks, chunks[0])
+        return
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(WORKERS, thread_name_prefix="skcontract-conv2d"))
+    errors = np.geterr()  # the caller's floating-point error handling, in each thread
+    step = -(-len(chunks) // runs)
+    futures = [_POOL[0].submit(_run_chunks, x, filters, g, plan, out, chunks[i:i + step],
+                               chunks[0], errors) for i in range(0, len(chunks), step)]
+    for future in futures:
+        future.result()
+
+
+def _run_chunks(x, filters, g, plan: _Plan, out, chunks, largest: _Chunk,
+                errors=None) -> None:
+    """``chunks`` run one after another on buffers made for the ``largest``."""
+    buffers = _Buffers(g, plan, x.dtype, largest)
     passes = {}
-    for chunk in chunks:
-        shape = (chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0)
-        if shape not in passes:
-            passes[shape] = _RowsPass(g, buffers, *shape)
-        passes[shape].run(x, out, chunk, filters)
+    with np.errstate(**(errors or np.geterr())):
+        for chunk in chunks:
+            shape = (chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0)
+            if shape not in passes:
+                passes[shape] = _RowsPass(g, buffers, *shape)
+            passes[shape].run(x, out, chunk, filters)
 
 
 # -- strides above one: gathered windows --------------------------------------------------

@@ -4,6 +4,7 @@ call takes stays bounded."""
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -34,8 +35,8 @@ CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", CASES)
 def test_every_chunking_computes_the_definition(monkeypatch, budget, block, xs, ws, stride,
                                                 padding, dilation, groups):
-    monkeypatch.setattr(conv2d_cpu, "CHUNK_BYTES", budget)
-    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", budget)
+    for name in ("CHUNK_BYTES", "DENSE_CHUNK_BYTES", "GROUPED_CHUNK_BYTES"):
+        monkeypatch.setattr(conv2d_cpu, name, budget)
     monkeypatch.setattr(conv2d_cpu, "PRODUCT_BLOCK", block)
     rng = np.random.default_rng(sum(xs))
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
@@ -55,17 +56,44 @@ def test_both_product_forms_compute_the_definition(monkeypatch, narrow):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
 
 
+def test_chunks_on_threads_compute_what_one_run_does(monkeypatch):
+    """Depthwise chunks run on WORKERS threads: the same result, bit for bit, as in one."""
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((3, 10, 17, 15)), rng.standard_normal((20, 1, 5, 3))
+    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 4000)
+    monkeypatch.setattr(conv2d_cpu, "PRODUCT_BLOCK", 64)
+    g = conv_geometry(x.shape, w.shape, padding=(2, 1), groups=10)
+    plan = conv2d_cpu._rows_plan(g, x.dtype)
+    assert plan.runs > 1 and len(conv2d_cpu._rows_chunks(g, plan, 8)) > plan.runs
+    threads = conv2d(x, w, None, 1, (2, 1), 1, 10)
+    monkeypatch.setattr(conv2d_cpu, "WORKERS", 1)
+    np.testing.assert_array_equal(threads, conv2d(x, w, None, 1, (2, 1), 1, 10))
+
+
+def test_threads_keep_the_callers_floating_point_handling(monkeypatch):
+    """inf x 0 in a worker thread's product: no warning, as on the caller's thread."""
+    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 2000)
+    x = np.ones((2, 6, 9, 9))
+    x[:, :, 4, 4] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = conv2d(x, np.zeros((6, 1, 3, 3)), None, 1, 1, 1, 6)
+    assert np.isnan(out[:, :, 3:6, 3:6]).all() and (out[:, :, 0] == 0).all()
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("groups", [1, 4])
 def test_chunks_cover_the_output_once(monkeypatch, stride, groups):
     g = conv_geometry((5, 8, 30, 30), (8, 8 // groups, 3, 3), stride, padding=1,
                       groups=groups)
-    chunks = conv2d_cpu._rows_chunks if stride == 1 else conv2d_cpu._gathered_chunks
+    plan = conv2d_cpu._rows_plan(g, np.float64)
     for budget in (1, 10**5, 10**6, 10**9):
-        monkeypatch.setattr(conv2d_cpu, "CHUNK_BYTES", budget)
-        monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", budget)
+        for name in ("CHUNK_BYTES", "DENSE_CHUNK_BYTES", "GROUPED_CHUNK_BYTES"):
+            monkeypatch.setattr(conv2d_cpu, name, budget)
+        chunks = conv2d_cpu._rows_chunks(g, plan, 8) if stride == 1 else \
+            conv2d_cpu._gathered_chunks(g, 8)
         seen = np.zeros((g.n, g.p, g.groups), int)
-        for c in chunks(g, 8):
+        for c in chunks:
             assert c.n1 - c.n0 == 1 or (c.p0, c.p1) == (0, g.p)
             seen[c.n0:c.n1, c.p0:c.p1, c.g0:c.g1] += 1
         assert (seen == 1).all(), budget
