@@ -47,7 +47,7 @@ CHUNK_BYTES = 16 << 20
 """The buffers of the chunks in progress (one a thread) at most: large enough that each
 product is a long BLAS call, small enough to bound the memory a call takes beside its
 input and output."""
-DENSE_CHUNK_BYTES = 4 << 20
+DENSE_CHUNK_BYTES = 2 << 20
 """The chunk size of one-group convolutions at stride one: products long enough for BLAS,
 planes and sums near enough to cache for the copies and sums between them."""
 GROUPED_CHUNK_BYTES = 1 << 20
@@ -97,8 +97,9 @@ class _Rows(NamedTuple):
     width: int   # a row: the chunk's images side by side
     grid: int    # output grid elements: output rows x width
     reach: int   # the last filter row's offset: (R - 1) dh x width
-    block: int   # columns a product call (all of them where the product is one call)
-    summed: int  # columns of the result: the grid, in whole blocks
+    block: int   # columns a product call
+    summed: int  # columns of the result: the grid, in whole blocks of its calls
+    sum_block: int  # columns a call of the row sums (filter rows in the product's rows)
     cols: int    # columns of the planes the products read
     length: int  # a plane: whole rows covering the input rows read and the shifted copies
 
@@ -164,15 +165,17 @@ def _rows_layout(g, plan: _Plan, images: int, rows: int) -> _Rows:
     slot = g.w + max(left, right, g.q - g.w)
     width = images * slot
     grid, reach = rows * width, (g.r - 1) * dh * width
-    call = grid + reach if plan.taps_in_rows else grid  # the columns of one product
-    block, summed, cols = call, grid, grid + reach
-    if plan.block and call > plan.block:
-        block = plan.block
-        summed = _round_up(grid, block)
-        cols = _round_up(summed + reach, block) if plan.taps_in_rows else summed + reach
+    sum_block = _even(grid, plan.block or grid)
+    summed = _round_up(grid, sum_block)
+    if plan.taps_in_rows:  # one product over the grid and its reach, then the row sums
+        block = _even(summed + reach, plan.block)
+        cols = _round_up(summed + reach, block)
+    else:  # a product a filter row, each over the grid
+        block, cols = sum_block, summed + reach
     in_rows = rows + (g.r - 1) * dh + 1  # and one the last row's thrown-away columns read
     length = max(in_rows * width, cols + (g.s - 1) * dw)
-    return _Rows(slot, width, grid, reach, block, summed, cols, _round_up(length, width))
+    return _Rows(slot, width, grid, reach, block, summed, sum_block, cols,
+                 _round_up(length, width))
 
 
 def _round_up(n: int, step: int) -> int:
@@ -191,22 +194,35 @@ def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
     """Chunks whose buffers (one set a thread) take at most the budget: groups of all the
     images and rows (one group where groups have several input channels: see
     :class:`_RowsPass`), else one group of some images, else one group of a band of one
-    image's rows."""
+    image's rows; the largest first, those of a shape together."""
     budget = min(CHUNK_BYTES // plan.runs,
                  DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
     whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
-    step = max(1, min(g.groups, budget // whole)) if g.c == g.groups else 1
+    step = _even(g.groups, budget // whole) if g.c == g.groups else 1
     images, rows = g.n, g.p
     if whole > budget:
-        images = max(i for i in range(1, g.n + 1)
-                     if i == 1 or _rows_bytes(g, plan, i, g.p, itemsize) <= budget)
+        images = _even(g.n, max(i for i in range(1, g.n + 1)
+                                if i == 1 or _rows_bytes(g, plan, i, g.p, itemsize) <= budget))
         if images == 1:
-            rows = max(r for r in range(1, g.p + 1)
-                       if r == 1 or _rows_bytes(g, plan, 1, r, itemsize) <= budget)
-    return [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), g0,
-                   min(g.groups, g0 + step))
-            for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)
-            for g0 in range(0, g.groups, step)]
+            rows = _even(g.p, max(r for r in range(1, g.p + 1)
+                                  if r == 1 or _rows_bytes(g, plan, 1, r, itemsize) <= budget))
+    chunks = [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), g0,
+                     min(g.groups, g0 + step))
+              for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)
+              for g0 in range(0, g.groups, step)]
+    return sorted(chunks, key=_shape, reverse=True)  # each shape's chunks in one run
+
+
+def _shape(chunk: _Chunk) -> tuple[int, int, int]:
+    """(images, rows, groups): the chunks of one shape run through one pass."""
+    return chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0
+
+
+def _even(total: int, most: int) -> int:
+    """The size of the fewest near-equal parts of ``total`` of at most ``most`` each (at
+    least one): no short last part (a chunk of its own shape, a block mostly padding)."""
+    parts = -(-total // max(1, most))
+    return -(-total // parts)
 
 
 def _rows_filters(weight: np.ndarray, g, plan: _Plan) -> np.ndarray:
@@ -303,10 +319,9 @@ class _RowsPass:
         self.operand = _blocks(self.planes[:, :, :lay.cols], lay.block)
         self.sums = _blocks(sums.reshape(groups, -1, lay.cols), lay.block)
         by_row = sums.reshape(groups, g.r, kg, lay.cols).transpose(0, 2, 1, 3)
-        block = min(lay.block, lay.summed)  # the grid in one call where it is short
         self.shifted = _blocks(_shifted_rows(by_row, lay.reach // (g.r - 1), lay.summed),
-                               block)
-        self.summed = _blocks(self.result[:, :, None], block)
+                               lay.sum_block)
+        self.summed = _blocks(self.result[:, :, None], lay.sum_block)
 
     def run(self, x, out, chunk: _Chunk, filters: np.ndarray) -> None:
         """The chunk's planes filled, its products run and its result stored."""
@@ -386,7 +401,7 @@ def _run_chunks(x, filters, g, plan: _Plan, out, chunks, largest: _Chunk,
     passes = {}
     with np.errstate(**(errors or np.geterr())):
         for chunk in chunks:
-            shape = (chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0)
+            shape = _shape(chunk)
             if shape not in passes:
                 passes[shape] = _RowsPass(g, buffers, *shape)
             passes[shape].run(x, out, chunk, filters)
