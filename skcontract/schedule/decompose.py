@@ -479,6 +479,23 @@ def build_table(raw: RawSplits, bk: int, reduction: str,
     return _ordered(rows, cta, seq, raw.grid, np.int32)
 
 
+def data_parallel_table(ts: TileSpace, grid: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`build_table` of :func:`data_parallel` on a uniform space whose values lie
+    within the kernels' index (:func:`space_within_index`), for any BK: its range rows, one
+    a CTA, written directly."""
+    rows = min(grid, ts.n)
+    cta = np.arange(rows, dtype=np.int64)
+    table = np.zeros((rows, T.NUM_COLUMNS), np.int32)
+    table[:, T.RANGE_FIRST] = cta
+    table[:, T.RANGE_COUNT] = cdiv(ts.n - cta, grid)
+    table[:, T.RANGE_STRIDE] = grid
+    table[:, T.K1] = ts.shape[3]
+    table[:, T.FLAGS] = T.FLAG_FIRST | T.FLAG_FINAL | T.FLAG_RANGE
+    table[:, T.TILE], table[:, T.SLOT], table[:, T.PEERS] = -1, -1, 1
+    offsets = np.minimum(np.arange(grid + 1, dtype=np.int32), rows)
+    return table, offsets
+
+
 def cost_rows(raw: RawSplits, bk: int, reduction: str,
               shared_sum: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cta_offsets): :func:`build_table`'s rows in its order, with the values of

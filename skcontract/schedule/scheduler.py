@@ -193,19 +193,23 @@ class _Builder:
         # arrival tables whose CTAs are all resident let the peers share the final sum
         shared = self.option.shared_sum and reduction == ARRIVAL and \
             raw.grid <= self.device.resident_ctas
-        table = None
         if D.within_index(raw):
             rows, offsets = D.cost_rows(raw, tile[2], reduction, shared_sum=shared)
+
+            def splits():
+                return (raw, *D.build_table(raw, tile[2], reduction, shared_sum=shared))
         else:
-            table, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
-            rows = table
+            rows, offsets = D.build_table(raw, tile[2], reduction, shared_sum=shared)
+
+            def splits():
+                return raw, rows, offsets
         small_eff = self.option.small_efficiency if small is not None else None
         pred = predict(rows, offsets, raw.grid, tile, small, self.problem.dtype,
                        self.problem.accumulator_dtype, self.device, self.option.efficiency,
                        self.option.fixup_cost, cluster=reduction == CLUSTER,
                        small_efficiency=small_eff, solo_fraction=self._solo(mode))
         return _Priced(self, mode, tile, raw.grid, reduction, _join(reason, raw.note), small,
-                       pred, lambda: raw, shared, rows, offsets, table)
+                       pred, splits, rows)
 
     def _solo(self, mode) -> float:
         """The option's solo fraction where ``mode`` runs data-parallel waves, else 1: a
@@ -215,13 +219,7 @@ class _Builder:
     def schedule(self, priced: "_Priced", **fields) -> Schedule:
         """The Schedule of ``priced``, its table built (``fields``: others to set, such as
         the reason and the candidates)."""
-        raw = priced.raw()
-        table = priced.table
-        if table is None:
-            table, offsets = D.build_table(raw, priced.tile[2], priced.reduction,
-                                           shared_sum=priced.shared)
-        else:
-            offsets = priced.offsets
+        raw, table, offsets = priced.splits()
         pred = priced.prediction
         values = dict(reason=priced.reason, small_tile=priced.small_tile,
                       splits_per_tile=raw.splits_per_tile, groups=raw.groups,
@@ -238,13 +236,14 @@ class _Builder:
     def dp(self, tile, grid, reason=""):
         ts = self.tiles(tile)
         g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
-
-        def raw():
-            return D.data_parallel(ts, tile[2], g)
         pred = self._dp_price(ts, tile, g)
         if pred is None:
-            return self.finish(DATA_PARALLEL, tile, raw(), ATOMIC, reason)
-        return _Priced(self, DATA_PARALLEL, tile, g, ATOMIC, reason, None, pred, raw)
+            return self.finish(DATA_PARALLEL, tile, D.data_parallel(ts, tile[2], g), ATOMIC,
+                               reason)
+
+        def splits():
+            return (D.data_parallel(ts, tile[2], g), *D.data_parallel_table(ts, g))
+        return _Priced(self, DATA_PARALLEL, tile, g, ATOMIC, reason, None, pred, splits)
 
     def _dp_price(self, ts: D.TileSpace, tile, grid: int) -> Prediction | None:
         """The prediction of the data-parallel table of ``ts`` on ``grid`` CTAs from its tile
@@ -476,9 +475,9 @@ class _Priced:
     """A schedule of one tile option priced by the cost model before its split table is
     built: what the choice and the candidate list read (the mode, tile, grid, prediction,
     occupancy and unit), and what builds the table of the one chosen (:meth:`schedule`).
-    ``raw()``: its splits; ``rows`` / ``offsets``: the rows it was priced on
-    (:func:`.decompose.cost_rows`; None where it was priced from its tile counts); ``table``:
-    its table where it was built to price it."""
+    ``splits()``: its splits, table and CTA offsets; ``rows``: the rows it was priced on
+    (:func:`.decompose.cost_rows`, or its table where that was built to price it; None where
+    it was priced from its tile counts)."""
 
     builder: _Builder
     mode: Mode
@@ -488,11 +487,8 @@ class _Priced:
     reason: str
     small_tile: tuple | None
     prediction: Prediction
-    raw: Callable[[], D.RawSplits]
-    shared: bool = False
+    splits: Callable[[], tuple[D.RawSplits, np.ndarray, np.ndarray]]
     rows: np.ndarray | None = None
-    offsets: np.ndarray | None = None
-    table: np.ndarray | None = None
 
     @property
     def predicted_time_us(self) -> float:

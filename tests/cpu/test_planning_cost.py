@@ -190,6 +190,18 @@ def test_a_data_parallel_table_is_priced_from_its_tile_counts(dtype, tile, eff, 
     assert predict_data_parallel(10, 300, 64, tile, dtype, "float32", H200) is None
 
 
+def test_a_data_parallel_table_written_directly_is_the_one_built():
+    """The table of a data-parallel schedule chosen is written directly
+    (data_parallel_table): the table and offsets build_table makes of its splits."""
+    for n_tiles in (1, 2, 7, 131, 132, 133, 500, 4097):
+        for grid in (1, 3, 131, 132, 264, 300):
+            ts = D.tile_space(GemmProblem(n_tiles * 64, 64, 1000, dtype="float16"), 64, 64)
+            table, offsets = D.data_parallel_table(ts, grid)
+            want, want_offsets = D.build_table(D.data_parallel(ts, 64, grid), 64, "atomic")
+            assert table.dtype == want.dtype and offsets.dtype == want_offsets.dtype
+            assert np.array_equal(table, want) and np.array_equal(offsets, want_offsets)
+
+
 @pytest.mark.parametrize("per_tile", [1, 8, 15, 16, 17, 27, 63, 64, 65, 200, 1024])
 def test_a_stream_k_tile_has_no_more_splits_than_max_peers(per_tile):
     """auto weighs the arrival sum only where a tile can have SHARED_SUM_MIN_PEERS splits:
