@@ -371,7 +371,17 @@ class _RowsPass:
             self.result += self.tmp
 
 
-_POOL: list[ThreadPoolExecutor] = []  # made on the first parallel call
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+"""The worker threads, by process: a forked child inherits its parent's pool but not the
+threads, and makes its own."""
+
+
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS.clear()
+        _POOLS[pid] = ThreadPoolExecutor(WORKERS, thread_name_prefix="skcontract-conv2d")
+    return _POOLS[pid]
 
 
 def _conv_rows(x, weight, g, out) -> None:
@@ -384,11 +394,9 @@ def _conv_rows(x, weight, g, out) -> None:
     if runs == 1:
         _run_chunks(x, filters, g, plan, out, chunks, chunks[0])
         return
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(WORKERS, thread_name_prefix="skcontract-conv2d"))
     errors = np.geterr()  # the caller's floating-point error handling, in each thread
     step = -(-len(chunks) // runs)
-    futures = [_POOL[0].submit(_run_chunks, x, filters, g, plan, out, chunks[i:i + step],
+    futures = [_pool().submit(_run_chunks, x, filters, g, plan, out, chunks[i:i + step],
                                chunks[0], errors) for i in range(0, len(chunks), step)]
     for future in futures:
         future.result()

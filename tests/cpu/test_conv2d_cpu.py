@@ -3,6 +3,10 @@ of rows and groups of images compute the definition in each product form, and th
 call takes stays bounded."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 import tracemalloc
 import warnings
 
@@ -13,6 +17,8 @@ from skcontract import conv2d
 from skcontract.ops import conv2d_cpu
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
+
+FORK_TIMEOUT_S = 60
 
 CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((3, 4, 11, 9), (6, 4, 3, 3), 1, 1, 1, 1),              # dense, same padding
@@ -68,6 +74,33 @@ def test_chunks_on_threads_compute_what_one_run_does(monkeypatch):
     threads = conv2d(x, w, None, 1, (2, 1), 1, 10)
     monkeypatch.setattr(conv2d_cpu, "WORKERS", 1)
     np.testing.assert_array_equal(threads, conv2d(x, w, None, 1, (2, 1), 1, 10))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_threaded_chunks(monkeypatch):
+    """A child forked after the parent's threads ran makes its own (the inherited pool's
+    threads do not exist there: it would wait on them forever)."""
+    monkeypatch.setattr(conv2d_cpu, "WORKERS", 2)
+    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 4000)
+    x, w = np.ones((2, 8, 9, 9)), np.ones((8, 1, 3, 3))
+    expected = conv2d(x, w, None, 1, 1, 1, 8)
+    everyone = threading.Barrier(2)  # both of the pool's threads started, then idle
+    list(conv2d_cpu._pool().map(lambda _: everyone.wait(), range(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+        pid = os.fork()
+    if pid == 0:  # the child: exit at once, 0 if it computed the same
+        os._exit(int(not np.array_equal(conv2d(x, w, None, 1, 1, 1, 8), expected)))
+    deadline = time.monotonic() + FORK_TIMEOUT_S
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"the forked child's convolution did not finish in {FORK_TIMEOUT_S} s")
 
 
 def test_threads_keep_the_callers_floating_point_handling(monkeypatch):
