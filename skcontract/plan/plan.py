@@ -26,6 +26,7 @@ from math import prod
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
+from opt_einsum.paths import PathOptimizer
 
 from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
@@ -407,11 +408,9 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     if budget is None and (slicing is True or slicing is False):
         sliced = None  # (no budget to keep, no slices named: choose_sliced_path's answer)
     else:
-        # (a hyper-search slices as it goes instead: _reconfigured)
-        repath = None if isinstance(optimize, (list, tuple)) or is_hyper(optimize) else (
-            lambda sizes: find_path(terms, eq.output, sizes, optimize))
         sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
-                                          dtype.itemsize, slicing, repath)
+                                          dtype.itemsize, slicing,
+                                          _repath(terms, eq.output, optimize))
         if sliced is not None and slicing is True and is_hyper(optimize):
             sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
                                          sliced, path)
@@ -423,6 +422,17 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     steps, result, result_labels, operand_slots = _steps(eq_run, dtype, path, unary)
     return Plan(eq, steps, tuple(path), dtype, result, result_labels, device, operand_slots,
                 sliced)
+
+
+def _repath(terms, output, optimize):
+    """How the slicer asks ``optimize`` for the path at other sizes
+    (:func:`~.slicing.choose_sliced_path`), or None where it may not: an explicit path, a
+    hyper-search (which slices as it goes: :func:`_reconfigured`) and an optimiser object,
+    which may keep state between calls (opt_einsum's random optimisers refuse a call at
+    other sizes), are asked once."""
+    if isinstance(optimize, (list, tuple, PathOptimizer)) or is_hyper(optimize):
+        return None
+    return lambda sizes: find_path(terms, output, sizes, optimize)
 
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path):

@@ -4,6 +4,7 @@ import tracemalloc
 from math import prod
 
 import numpy as np
+import opt_einsum
 import pytest
 from opt_einsum.testing import rand_equation
 
@@ -325,6 +326,21 @@ def test_bad_slices_are_refused(slices, error):
     expr = contract_expression("ij,jk->ik", (2, 8), (8, 3), slicing=["j"])
     with pytest.raises(error, match="slice"):
         expr(np.ones((2, 8)), np.ones((8, 3)), slices=slices)
+
+
+def test_an_optimiser_object_is_asked_for_one_path_only():
+    """The slicer asks an optimiser name for paths at the sliced sizes too, but not an
+    optimiser object, which may keep state between calls: opt_einsum's RandomGreedy refuses
+    a second call at other sizes (ValueError), so a sliced plan with one failed."""
+    rng = np.random.default_rng(0)
+    ops = [rng.standard_normal((20, 20)) for _ in range(4)]
+    ref = np.einsum("ab,bc,cd,de->ae", *ops)
+    optimizer = opt_einsum.RandomGreedy(max_repeats=4)
+    got = einsum("ab,bc,cd,de->ae", *ops, optimize=optimizer, memory_limit=100)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    plan = contract_path("ab,bc,cd,de->ae", *ops, memory_limit=100,
+                         optimize=opt_einsum.RandomGreedy(max_repeats=4))[1]
+    assert plan.slicing is not None
 
 
 def test_slices_take_no_out():
