@@ -62,8 +62,9 @@ contraction runs at about 1 GFLOP/s or faster on the CPU even when its operands 
 search), so a contraction of F FLOPs can gain at most about F nanoseconds from a search.
 opt_einsum's 'auto' search for 5 to 14 operands (a branch-and-bound search, in Python)
 takes at most about as long as 2**20 FLOPs do at that rate on the networks that reach it
-(docs/benchmarks/planning-cpu.md has the measurements): below the threshold the search
-costs more than it could save; above it, it is run, as it always was. The threshold is the
+(evidence: docs/benchmarks/planning-cpu.md): below the threshold the search costs more
+than it could save; above it, it runs, and the cheaper of its path and greedy's is kept.
+The threshold is the
 same on every device: a GPU runs faster, but a contraction this small is bound by its
 launches there, not its FLOPs."""
 AUTO_SEARCH_OPERANDS = range(5, 15)

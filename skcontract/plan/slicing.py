@@ -45,8 +45,8 @@ UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 PEAK_MODEL_SHARE = 0.85
 """The share of a byte budget the modelled peak may fill: the model counts the
 intermediates, the resident results and the output, not the executor's own temporaries
-(small views, the matrix product's buffers), which measured up to 10% above it on the
-CPU (docs/benchmarks/log.md)."""
+(small views, the matrix product's buffers), which the margin leaves room for
+(evidence: docs/benchmarks/networks-cpu.md, the peaks the runs keep)."""
 EXACT_CANDIDATES = 4
 """How many labels a greedy step prices exactly where the estimates of every label's
 slicing (:meth:`~.slice_costs.StepTable.price_each`) may round: the leading ones by them;
@@ -76,13 +76,13 @@ class Budget:
             return False
         return self.bytes is None or peak_bytes <= self.bytes * PEAK_MODEL_SHARE
 
-    def measure(self, largest: int, peak_bytes: int) -> int:
+    def used(self, largest: int, peak_bytes: int) -> int:
         """The quantity the budget bounds."""
         return largest if self.elements is not None else peak_bytes
 
     @property
     def bound(self) -> float:
-        """The most the measure may be (:meth:`fits`)."""
+        """The most :meth:`used` may be (:meth:`fits`)."""
         return self.elements if self.elements is not None else self.bytes * PEAK_MODEL_SHARE
 
     def describe(self, largest: int, peak_bytes: int) -> str:
@@ -146,7 +146,7 @@ def _fraction(share: float, memory_bytes: int, text: str) -> Budget:
 
 @dataclass(frozen=True)
 class Estimates:
-    """A greedy step's candidates: each label's estimated (FLOPs, the budget's measure,
+    """A greedy step's candidates: each label's estimated (FLOPs, what the budget bounds,
     excess over the budget) with it sliced too; ``exact``: whether every count is below
     :data:`EXACT_FLOAT` (so rounds nothing)."""
 
@@ -392,16 +392,16 @@ class _Pricing:
         return cost, (cost.peak + self.out_elems) * self.itemsize
 
     def estimates(self, path, chunks: Mapping[str, int]) -> Estimates:
-        """Each label not in ``chunks``: estimates of ``path``'s (FLOPs, the budget's
-        measure, excess over the budget) with it sliced to chunks of one too."""
+        """Each label not in ``chunks``: estimates of ``path``'s (FLOPs, what the budget
+        bounds, excess over the budget) with it sliced to chunks of one too."""
         table = self.table(path)
         each = table.price_each(_sliced_sizes(self.sizes, chunks), frozenset(chunks),
                                 _num_slices(self.sizes, chunks), self.over)
-        measure = self.budget.measure(each.largest,
+        used = self.budget.used(each.largest,
                                       (each.peak + self.out_elems) * self.itemsize)
-        exact = max(each.flops.max(), measure.max(), each.total.max()) < EXACT_FLOAT
+        exact = max(each.flops.max(), used.max(), each.total.max()) < EXACT_FLOAT
         return Estimates({x: e for x, *e in zip(table.labels, each.flops.tolist(),
-                                                measure.tolist(), each.excess.tolist())
+                                                used.tolist(), each.excess.tolist())
                           if self.sizes[x] > 1 and x not in chunks}, bool(exact))
 
     def slice_greedily(self, path, first: Sequence) -> tuple[dict, Cost, int]:
@@ -432,12 +432,12 @@ def _num_slices(sizes: Mapping[str, int], chunks: Mapping[str, int]) -> int:
 
 def _greedy(price, estimates, path, sizes, out: frozenset, budget: Budget, chunks: dict):
     """From ``chunks``, slice labels to chunks of one, contracted labels before output
-    labels, each time the one that lowers the budget's measure at the least cost
+    labels, each time the one that lowers what the budget bounds at the least cost
     (:func:`_order`), until the plan fits; then widen each chunk to the largest divisor that
     still fits."""
     chunks = dict(chunks)
     cost, peak = price(chunks, path)
-    best_seen = budget.measure(cost.largest, peak)
+    best_seen = budget.used(cost.largest, peak)
     while not budget.fits(cost.largest, peak):
         choice = _next_label(price, estimates(chunks), path, out, budget, chunks, cost, peak)
         if choice is None:
@@ -446,7 +446,7 @@ def _greedy(price, estimates, path, sizes, out: frozenset, budget: Budget, chunk
                              f"{'elements' if budget.elements is not None else 'bytes'}")
         x, cost, peak = choice
         chunks[x] = 1
-        best_seen = min(best_seen, budget.measure(cost.largest, peak))
+        best_seen = min(best_seen, budget.used(cost.largest, peak))
     for x in sorted(chunks, key=lambda y: -sizes[y]):
         for c in reversed(divisors(sizes[x])[:-1]):
             trial = chunks | {x: c}
@@ -460,12 +460,12 @@ def _greedy(price, estimates, path, sizes, out: frozenset, budget: Budget, chunk
 def _next_label(price, estimates: Estimates, path, out: frozenset, budget: Budget,
                 chunks: dict, cost: Cost, peak: int):
     """The label to slice next: ``(label, cost, peak bytes)`` once sliced, None when no
-    label lowers anything. A label must lower the budget's measure, contracted labels before
-    output labels; where none does (steps tied at the peak), it must lower the excess over
+    label lowers anything. A label must lower what the budget bounds, contracted labels
+    before output labels; where none does (steps tied at the peak), it must lower the excess over
     the budget. Of those, the best by :func:`_order`: the estimates rank the labels, and
     the leading one (the leading :data:`EXACT_CANDIDATES` where the estimates may round) is
     priced exactly."""
-    now = (budget.measure(cost.largest, peak), cost.excess)
+    now = (budget.used(cost.largest, peak), cost.excess)
     prices = estimates.prices
     contracted = sorted((x for x in prices if x not in out), key=str)
     kept = sorted((x for x in prices if x in out), key=str)
@@ -490,7 +490,7 @@ def _exact_best(price, path, labels, rank: int, flops: int, now: tuple, budget: 
     best = None
     for x in labels:
         c, p = price(chunks | {x: 1}, path)
-        key = _order(rank, flops, now, (c.flops, budget.measure(c.largest, p), c.excess),
+        key = _order(rank, flops, now, (c.flops, budget.used(c.largest, p), c.excess),
                      budget.bound)
         if key is not None and (best is None or key < best[0]):
             best = (key, x, c, p)
@@ -499,18 +499,19 @@ def _exact_best(price, path, labels, rank: int, flops: int, now: tuple, budget: 
 
 def _order(rank: int, flops, now: tuple, priced: tuple, bound) -> tuple | None:
     """How slicing a label ranks, the smallest first: the growth of the FLOPs over the fall
-    of what it lowers (both as logarithms), then its FLOPs, measure and excess; None where
-    it lowers nothing ``rank`` counts. ``now``: the budget's measure and the excess over it
-    before; ``priced``: the FLOPs, measure and excess after. Rank 0 counts the measure, its
-    fall only down to the budget's ``bound`` (where several labels reach the bound, the
-    fewest FLOPs win); rank 1, the excess at a measure that stays."""
+    of what it lowers (both as logarithms), then its FLOPs, what the budget bounds and the
+    excess; None where it lowers nothing ``rank`` counts. ``now``: what the budget bounds
+    and the excess over it before; ``priced``: the FLOPs, what the budget bounds and the
+    excess after. Rank 0 counts what the budget bounds, its fall only down to the budget's
+    ``bound`` (where several labels reach the bound, the fewest FLOPs win); rank 1, the
+    excess where what the budget bounds stays."""
     f, m, e = priced
-    measure, excess = now
+    used, excess = now
     if rank == 0:
-        fall = min(log(measure) - log(m), log(measure) - log(bound)) if 0 < m < measure \
+        fall = min(log(used) - log(m), log(used) - log(bound)) if 0 < m < used \
             else 0.0
     else:
-        fall = log1p(excess) - log1p(e) if m <= measure and e < excess else 0.0
+        fall = log1p(excess) - log1p(e) if m <= used and e < excess else 0.0
     if fall <= 0:
         return None
     return (log1p(f) - log1p(flops)) / fall, f, m, e

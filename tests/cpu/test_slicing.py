@@ -384,7 +384,7 @@ def test_every_labels_estimate_is_simulates_price(seed):
 
 def _exhaustive_choice(price, path, labels, out, budget, chunks, cost, peak):
     """The label the greedy slicer's order ranks first, every label priced exactly."""
-    now = (budget.measure(cost.largest, peak), cost.excess)
+    now = (budget.used(cost.largest, peak), cost.excess)
     labels = [x for x in labels if x not in chunks]
     for rank in range(2):
         for group in (sorted(set(labels) - out, key=str), sorted(out & set(labels), key=str)):
@@ -392,7 +392,7 @@ def _exhaustive_choice(price, path, labels, out, budget, chunks, cost, peak):
             for x in group:
                 c, p = price(chunks | {x: 1}, path)
                 key = sl._order(rank, cost.flops, now,
-                                (c.flops, budget.measure(c.largest, p), c.excess), budget.bound)
+                                (c.flops, budget.used(c.largest, p), c.excess), budget.bound)
                 if key is not None and (best is None or key < best[0]):
                     best = (key, x)
             if best is not None:
