@@ -8,9 +8,10 @@ Each is parse -> plan -> run, with the plan cached or kept:
 * :func:`contract_path` returns ``(path, plan)``; the plan prints as a table.
 * :func:`contract_expression` plans once; each call checks shapes and dtypes and runs.
 
-Differences from numpy: ``optimize`` defaults to ``'adaptive'`` (numpy's greedy path where
-the contraction is too cheap to be worth a search, else opt_einsum's 'auto' search; the
-result is the same); an unknown optimiser name raises KeyError. As in numpy, a
+Differences from numpy: ``optimize`` defaults to ``'adaptive'`` (opt_einsum's greedy path
+where the contraction is too cheap to be worth a search, else opt_einsum's 'auto' search;
+the result is the same; the paths are opt_einsum's, which may order ties otherwise than
+numpy's); an unknown optimiser name raises KeyError. As in numpy, a
 single-operand einsum that only transposes or takes diagonals (without ``out``) returns a
 view; unlike numpy, an ``order`` of 'C' or 'F' that the view does not have gets a copy in
 that order, and a ``dtype`` other than the operand's a converted copy (numpy returns the
@@ -276,12 +277,13 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     ``casting`` rules. ``optimize`` chooses the contraction order (the path):
 
     * ``'adaptive'`` (the default): a search that costs no more than the contraction is
-      worth. The greedy path (numpy's) is found first and kept where its FLOP count is
+      worth. The greedy path (opt_einsum's) is found first and kept where its FLOP count is
       below :data:`skcontract.plan.path.ADAPTIVE_SEARCH_FLOPS` (2**20); above it
       opt_einsum's ``'auto'`` search runs too and the path of fewer FLOPs is kept, so no
       path costs more than 'auto''s (:func:`skcontract.plan.path.adaptive`);
-    * numpy's values, with numpy's meaning: False (left to right, unoptimised), True or
-      ``'greedy'`` (numpy's greedy path), ``'optimal'`` (the exhaustive search), an
+    * numpy's values: False (left to right, unoptimised), True or ``'greedy'`` (a greedy
+      path: opt_einsum's, which may break ties otherwise than numpy's), ``'optimal'`` (the
+      exhaustive search, with no memory limit unless ``memory_limit`` says one), an
       explicit path (``['einsum_path', (0, 1), ...]`` or opt_einsum's list of tuples);
     * any other opt_einsum optimiser name, exactly opt_einsum's: ``'auto'`` (by the number
       of operands: 'optimal' up to 4, a branch search up to 14, greedy beyond), ``'dp'``,
