@@ -21,32 +21,30 @@ lie, in one of two forms (:func:`_rows_plan`):
   ``(K/G x S C/G) @ (S C/G x grid)``, accumulated: for wide groups.
 
 Chunks are cache-sized (:data:`GROUPED_CHUNK_BYTES`, :data:`DENSE_CHUNK_BYTES`), and the
-views a chunk works through are made once for each chunk shape. Where blocks of columns
-make every product small enough that BLAS runs it on the calling thread (grouped layers:
-depthwise, ResNeXt), the chunks run on :data:`WORKERS` threads, their products in such
-blocks; other layers run their chunks one after another, BLAS threading each product.
+views a chunk works through are made once for each chunk shape. Where column blocks of
+at least :data:`CALLER_MIN_BLOCK` keep every product small enough that BLAS runs it on the
+calling thread (grouped layers: depthwise, ResNeXt), the products run in such blocks:
+BLAS's threads gain these short products nothing, and on a loaded machine a threaded call
+waits on threads that are not running. The long products of one-group layers BLAS
+threads.
 
 **Strides above one** gather the taps' windows of a chunk into one (C/G R S) x (images P Q)
 operand (im2col over the chunk only) and run one product a group. **Pointwise**
 convolutions are one product an image on the input as it lies.
 
-Memory: besides the caller's input and the output, the chunks' buffers (one set a thread)
-take at most :data:`CHUNK_BYTES` (one output row of one image and one group a thread where
-even that is larger).
+Memory: besides the caller's input and the output, a chunk's buffers take at most
+:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger).
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 CHUNK_BYTES = 16 << 20
-"""The buffers of the chunks in progress (one a thread) at most: large enough that each
-product is a long BLAS call, small enough to bound the memory a call takes beside its
-input and output."""
+"""The buffers of one chunk at most: large enough that each product is a long BLAS call,
+small enough to bound the memory a call takes beside its input and output."""
 DENSE_CHUNK_BYTES = 2 << 20
 """The chunk size of one-group convolutions at stride one: products long enough for BLAS,
 planes and sums near enough to cache for the copies and sums between them."""
@@ -62,21 +60,15 @@ NARROW_INNER = 64
 shifted sum) rather than one accumulated product a filter row."""
 BLAS_CALLER_PRODUCT = 1 << 18
 """Multiply-adds up to which OpenBLAS (NumPy's BLAS) runs a matrix product on the calling
-thread. Chunks run on several threads only where every call stays on its thread: two
-threads' calls to OpenBLAS's own threads wait on each other."""
+thread."""
 COMPLEX_SHARE = 8
 """OpenBLAS threads complex products from this fraction of the real ones' size."""
 BLAS_CALLER_VECTOR = 9216
 """Matrix elements below which OpenBLAS runs a matrix-vector product on the calling
 thread."""
-PARALLEL_MIN_BLOCK = 64
-"""Columns a product call at least for the chunks to run on several threads: shorter calls
-spend more on each call than the threads save."""
-WORKERS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-              else os.cpu_count() or 1)
-"""Threads running the chunks of layers whose products all stay on the calling thread
-(grouped ones: :func:`_rows_plan`): the cores, at most four, each thread with its own
-buffers out of :data:`CHUNK_BYTES`."""
+CALLER_MIN_BLOCK = 64
+"""Columns a product call at least in blocks that keep it on the calling thread: shorter
+calls spend more on each call than BLAS's threads would."""
 
 
 class _Chunk(NamedTuple):
@@ -137,25 +129,24 @@ class _Plan(NamedTuple):
     """A stride-one convolution's choices."""
 
     taps_in_rows: bool  # the filter rows in the product's rows, else a product a row
-    runs: int           # threads the chunks run on, each with its own buffers
     block: int          # columns a product call at most (0: the grid in one call)
 
 
 def _rows_plan(g, dtype) -> _Plan:
     """The filter rows in the product's rows for narrow groups (C/G x S at most
-    :data:`NARROW_INNER`). The chunks run on :data:`WORKERS` threads where blocks of at
-    least :data:`PARALLEL_MIN_BLOCK` columns keep every product on the calling thread;
-    on one thread otherwise, the filter-rows-in-rows products in blocks of
-    :data:`PRODUCT_BLOCK` columns."""
+    :data:`NARROW_INNER`); the products in blocks that keep every call on the calling
+    thread where those have at least :data:`CALLER_MIN_BLOCK` columns, else the
+    filter-rows-in-rows products in blocks of :data:`PRODUCT_BLOCK` columns and the
+    accumulated ones over the whole grid."""
     cg, kg = _group_sizes(g)
     taps_in_rows = g.r > 1 and cg * g.s <= NARROW_INNER
     products = BLAS_CALLER_PRODUCT // (COMPLEX_SHARE if np.dtype(dtype).kind == "c" else 1)
     caller = min(PRODUCT_BLOCK, products // ((g.r if taps_in_rows else 1) * kg * g.s * cg))
     if taps_in_rows:  # and the row sums' products, R x block
         caller = min(caller, (BLAS_CALLER_VECTOR - 1) // g.r)
-    if WORKERS > 1 and caller >= PARALLEL_MIN_BLOCK:
-        return _Plan(taps_in_rows, WORKERS, caller)
-    return _Plan(taps_in_rows, 1, PRODUCT_BLOCK if taps_in_rows else 0)
+    if caller >= CALLER_MIN_BLOCK:
+        return _Plan(taps_in_rows, caller)
+    return _Plan(taps_in_rows, PRODUCT_BLOCK if taps_in_rows else 0)
 
 
 def _rows_layout(g, plan: _Plan, images: int, rows: int) -> _Rows:
@@ -191,12 +182,10 @@ def _rows_bytes(g, plan: _Plan, images: int, rows: int, itemsize: int) -> int:
 
 
 def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
-    """Chunks whose buffers (one set a thread) take at most the budget: groups of all the
-    images and rows (one group where groups have several input channels: see
+    """Chunks whose buffers take at most the budget: groups of all the images and rows (one group where groups have several input channels: see
     :class:`_RowsPass`), else one group of some images, else one group of a band of one
     image's rows; the largest first, those of a shape together."""
-    budget = min(CHUNK_BYTES // plan.runs,
-                 DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
+    budget = min(CHUNK_BYTES, DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
     whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
     step = _even(g.groups, budget // whole) if g.c == g.groups else 1
     images, rows = g.n, g.p
@@ -371,48 +360,18 @@ class _RowsPass:
             self.result += self.tmp
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-"""The worker threads, by process: a forked child inherits its parent's pool but not the
-threads, and makes its own."""
-
-
-def _pool() -> ThreadPoolExecutor:
-    pid = os.getpid()
-    if pid not in _POOLS:
-        _POOLS.clear()
-        _POOLS[pid] = ThreadPoolExecutor(WORKERS, thread_name_prefix="skcontract-conv2d")
-    return _POOLS[pid]
-
-
 def _conv_rows(x, weight, g, out) -> None:
-    """Stride one: the chunks run through the passes of their shapes, in runs of
-    consecutive chunks, one a thread where the plan takes several (:func:`_rows_plan`)."""
+    """Stride one: the chunks run through the passes of their shapes."""
     plan = _rows_plan(g, x.dtype)
     chunks = _rows_chunks(g, plan, x.itemsize)
     filters = _rows_filters(weight, g, plan)
-    runs = min(len(chunks), plan.runs)
-    if runs == 1:
-        _run_chunks(x, filters, g, plan, out, chunks, chunks[0])
-        return
-    errors = np.geterr()  # the caller's floating-point error handling, in each thread
-    step = -(-len(chunks) // runs)
-    futures = [_pool().submit(_run_chunks, x, filters, g, plan, out, chunks[i:i + step],
-                               chunks[0], errors) for i in range(0, len(chunks), step)]
-    for future in futures:
-        future.result()
-
-
-def _run_chunks(x, filters, g, plan: _Plan, out, chunks, largest: _Chunk,
-                errors=None) -> None:
-    """``chunks`` run one after another on buffers made for the ``largest``."""
-    buffers = _Buffers(g, plan, x.dtype, largest)
+    buffers = _Buffers(g, plan, x.dtype, chunks[0])
     passes = {}
-    with np.errstate(**(errors or np.geterr())):
-        for chunk in chunks:
-            shape = _shape(chunk)
-            if shape not in passes:
-                passes[shape] = _RowsPass(g, buffers, *shape)
-            passes[shape].run(x, out, chunk, filters)
+    for chunk in chunks:
+        shape = _shape(chunk)
+        if shape not in passes:
+            passes[shape] = _RowsPass(g, buffers, *shape)
+        passes[shape].run(x, out, chunk, filters)
 
 
 # -- strides above one: gathered windows --------------------------------------------------

@@ -3,12 +3,7 @@ of rows and groups of images compute the definition in each product form, and th
 call takes stays bounded."""
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
 import tracemalloc
-import warnings
 
 import numpy as np
 import pytest
@@ -17,8 +12,6 @@ from skcontract import conv2d
 from skcontract.ops import conv2d_cpu
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
-
-FORK_TIMEOUT_S = 60
 
 CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((3, 4, 11, 9), (6, 4, 3, 3), 1, 1, 1, 1),              # dense, same padding
@@ -52,66 +45,17 @@ def test_every_chunking_computes_the_definition(monkeypatch, budget, block, xs, 
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
 
 
+@pytest.mark.parametrize("caller", [1, 10**9], ids=["caller-blocks", "long-calls"])
 @pytest.mark.parametrize("narrow", [0, 10**9], ids=["row-products", "rows-in-product"])
-def test_both_product_forms_compute_the_definition(monkeypatch, narrow):
+def test_both_product_forms_compute_the_definition(monkeypatch, narrow, caller):
     monkeypatch.setattr(conv2d_cpu, "NARROW_INNER", narrow)
+    monkeypatch.setattr(conv2d_cpu, "CALLER_MIN_BLOCK", caller)
+    monkeypatch.setattr(conv2d_cpu, "BLAS_CALLER_PRODUCT", 3000)  # blocks of a few columns
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((2, 6, 9, 8)), rng.standard_normal((9, 2, 3, 5))
     got = conv2d(x, w, None, 1, (1, 2), (1, 1), 3)
     ref = direct(x, w, None, (1, 1), (1, 1, 2, 2), (1, 1), 3)
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
-
-
-def test_chunks_on_threads_compute_what_one_run_does(monkeypatch):
-    """Depthwise chunks run on WORKERS threads: the same result, bit for bit, as in one."""
-    rng = np.random.default_rng(11)
-    x, w = rng.standard_normal((3, 10, 17, 15)), rng.standard_normal((20, 1, 5, 3))
-    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 4000)
-    monkeypatch.setattr(conv2d_cpu, "PRODUCT_BLOCK", 64)
-    g = conv_geometry(x.shape, w.shape, padding=(2, 1), groups=10)
-    plan = conv2d_cpu._rows_plan(g, x.dtype)
-    assert plan.runs > 1 and len(conv2d_cpu._rows_chunks(g, plan, 8)) > plan.runs
-    threads = conv2d(x, w, None, 1, (2, 1), 1, 10)
-    monkeypatch.setattr(conv2d_cpu, "WORKERS", 1)
-    np.testing.assert_array_equal(threads, conv2d(x, w, None, 1, (2, 1), 1, 10))
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_forked_child_runs_threaded_chunks(monkeypatch):
-    """A child forked after the parent's threads ran makes its own (the inherited pool's
-    threads do not exist there: it would wait on them forever)."""
-    monkeypatch.setattr(conv2d_cpu, "WORKERS", 2)
-    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 4000)
-    x, w = np.ones((2, 8, 9, 9)), np.ones((8, 1, 3, 3))
-    expected = conv2d(x, w, None, 1, 1, 1, 8)
-    everyone = threading.Barrier(2)  # both of the pool's threads started, then idle
-    list(conv2d_cpu._pool().map(lambda _: everyone.wait(), range(2)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
-        pid = os.fork()
-    if pid == 0:  # the child: exit at once, 0 if it computed the same
-        os._exit(int(not np.array_equal(conv2d(x, w, None, 1, 1, 1, 8), expected)))
-    deadline = time.monotonic() + FORK_TIMEOUT_S
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            assert os.waitstatus_to_exitcode(status) == 0
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    pytest.fail(f"the forked child's convolution did not finish in {FORK_TIMEOUT_S} s")
-
-
-def test_threads_keep_the_callers_floating_point_handling(monkeypatch):
-    """inf x 0 in a worker thread's product: no warning, as on the caller's thread."""
-    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 2000)
-    x = np.ones((2, 6, 9, 9))
-    x[:, :, 4, 4] = np.inf
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        out = conv2d(x, np.zeros((6, 1, 3, 3)), None, 1, 1, 1, 6)
-    assert np.isnan(out[:, :, 3:6, 3:6]).all() and (out[:, :, 0] == 0).all()
 
 
 @pytest.mark.parametrize("stride", [1, 2])
