@@ -45,7 +45,7 @@ from numpy.lib.stride_tricks import as_strided
 CHUNK_BYTES = 16 << 20
 """The buffers of one chunk at most: large enough that each product is a long BLAS call,
 small enough to bound the memory a call takes beside its input and output."""
-DENSE_CHUNK_BYTES = 2 << 20
+DENSE_CHUNK_BYTES = 4 << 20
 """The chunk size of one-group convolutions at stride one: products long enough for BLAS,
 planes and sums near enough to cache for the copies and sums between them."""
 GROUPED_CHUNK_BYTES = 1 << 20
