@@ -15,16 +15,9 @@ namespace skc {
 
 constexpr int DEPTHWISE_THREADS = 256;
 
-template <class T> struct DepthwiseAcc {
-  using type = float;
-  __device__ __forceinline__ static float in(T v) { return Cvt<T>::to_f32(v); }
-  __device__ __forceinline__ static T out(float v) { return Cvt<T>::from_f32(v); }
-};
-template <> struct DepthwiseAcc<double> {
-  using type = double;
-  __device__ __forceinline__ static double in(double v) { return v; }
-  __device__ __forceinline__ static double out(double v) { return v; }
-};
+// The accumulator of T: float, double for double (as the GEMM kernels accumulate).
+template <class T> struct DepthwiseAcc { using type = float; };
+template <> struct DepthwiseAcc<double> { using type = double; };
 
 // Sizes and steps; strides in elements: x (n, c, h, w), w (c, r, s), out (n, c, p, q).
 template <class T>
@@ -35,8 +28,8 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
           long long sxn, long long sxc, long long sxh, long long sxw, long long swc,
           long long swr, long long sws, long long son, long long soc, long long sop,
           long long soq, int channels_fast, int has_bias) {
-  using Cv = DepthwiseAcc<T>;
-  using Acc = typename Cv::type;
+  using Acc = typename DepthwiseAcc<T>::type;
+  using Cv = AccCvt<T, Acc>;
   const int total = n * c * p * q;  // below 2^31 (the host checks)
   for (int t = blockIdx.x * DEPTHWISE_THREADS + threadIdx.x; t < total;
        t += gridDim.x * DEPTHWISE_THREADS) {
@@ -58,7 +51,7 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
     }
     const T* xc = x + nn * sxn + ch * sxc;
     const T* wc = w + ch * swc;
-    Acc acc = has_bias ? Cv::in(bias[ch]) : Acc(0);
+    Acc acc = has_bias ? Cv::to_acc(bias[ch]) : Acc(0);
     const int ih0 = op * stride_h - pad_top, iw0 = oq * stride_w - pad_left;
     for (int i = 0; i < r; ++i) {
       const int ih = ih0 + i * dil_h;
@@ -66,10 +59,10 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
       for (int j = 0; j < s; ++j) {
         const int iw = iw0 + j * dil_w;
         if (iw < 0 || iw >= wd) continue;
-        acc += Cv::in(xc[ih * sxh + iw * sxw]) * Cv::in(wc[i * swr + j * sws]);
+        acc += Cv::to_acc(xc[ih * sxh + iw * sxw]) * Cv::to_acc(wc[i * swr + j * sws]);
       }
     }
-    out[nn * son + ch * soc + op * sop + oq * soq] = Cv::out(acc);
+    out[nn * son + ch * soc + op * sop + oq * soq] = Cv::from_acc(acc);
   }
 }
 

@@ -13,16 +13,6 @@ namespace skc {
 
 constexpr int SMALL_THREADS = 256;
 
-template <class T, class Acc> struct SmallCvt;
-template <class T> struct SmallCvt<T, float> {
-  __device__ __forceinline__ static float in(T v) { return Cvt<T>::to_f32(v); }
-  __device__ __forceinline__ static T out(float v) { return Cvt<T>::from_f32(v); }
-};
-template <> struct SmallCvt<double, double> {
-  __device__ __forceinline__ static double in(double v) { return v; }
-  __device__ __forceinline__ static double out(double v) { return v; }
-};
-
 // The CTA's products [b0, b0 + count): A (m x k) and B (k x n) of each into shared memory,
 // at the operands' element strides (batch, row, column; a batch stride of 0 repeats one).
 template <class T>
@@ -59,8 +49,8 @@ small_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
     const T* bc = sb + g * k * n + j;
     Acc acc = 0;
     for (int kk = 0; kk < k; ++kk)
-      acc += SmallCvt<T, Acc>::in(ar[kk]) * SmallCvt<T, Acc>::in(bc[kk * n]);
-    cb[t] = SmallCvt<T, Acc>::out(acc);
+      acc += AccCvt<T, Acc>::to_acc(ar[kk]) * AccCvt<T, Acc>::to_acc(bc[kk * n]);
+    cb[t] = AccCvt<T, Acc>::from_acc(acc);
   }
 }
 
