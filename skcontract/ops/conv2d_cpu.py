@@ -29,8 +29,10 @@ waits on threads that are not running. The long products of one-group layers BLA
 threads.
 
 **Strides above one** gather the taps' windows of a chunk into one (C/G R S) x (images P Q)
-operand (im2col over the chunk only) and run one product a group. **Pointwise**
-convolutions are one product an image on the input as it lies.
+operand (im2col over the chunk only), from its padded input split into column phases
+(column mod stride) so that each window row is a contiguous run, and run one product a
+group and image, written into the output in place. **Pointwise** convolutions are one
+product an image on the input as it lies.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
 :data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger).
@@ -376,74 +378,98 @@ def _conv_rows(x, weight, g, out) -> None:
 
 # -- strides above one: gathered windows --------------------------------------------------
 
+class _Phases(NamedTuple):
+    """A gathered chunk's padded input, its columns split by their remainder mod the column
+    stride, so that each tap's windows are runs of Q contiguous elements."""
+
+    in_rows: int  # input rows the chunk's output rows read
+    width: int    # columns of a phase: those a tap reads, in whole strides
+
+
+def _phases(g, rows: int) -> _Phases:
+    (sh, sw), (dh, dw) = g.stride, g.dilation
+    read = (g.q - 1) * sw + (g.s - 1) * dw + 1  # padded columns the taps read
+    return _Phases((rows - 1) * sh + (g.r - 1) * dh + 1, -(-read // sw))
+
+
 def _gathered_bytes(g, images: int, rows: int, itemsize: int) -> int:
-    """A gathered chunk's buffers: its padded input, its windows and its products."""
-    (sh, _), (dh, _) = g.stride, g.dilation
-    in_rows = (rows - 1) * sh + (g.r - 1) * dh + 1
-    grid = rows * g.q
-    return itemsize * images * (g.c * in_rows * _padded_width(g) + g.c * g.r * g.s * grid
-                                + 2 * g.k * grid)
-
-
-def _padded_width(g) -> int:
-    return g.w + g.padding[2] + g.padding[3]
+    """A gathered chunk's buffers: its padded input and its windows."""
+    lay = _phases(g, rows)
+    return itemsize * images * g.c * (lay.in_rows * g.stride[1] * lay.width
+                                      + g.r * g.s * rows * g.q)
 
 
 def _gathered_chunks(g, itemsize: int) -> list[_Chunk]:
     """Chunks within :data:`CHUNK_BYTES`: several whole images, else bands of one image's
-    output rows (one row at least)."""
+    output rows (one row at least); near-equal, the largest first."""
     whole = _gathered_bytes(g, 1, g.p, itemsize)
-    if whole <= CHUNK_BYTES:
-        step = max(1, CHUNK_BYTES // whole)
-        return [_Chunk(n0, min(g.n, n0 + step), 0, g.p, 0, g.groups)
-                for n0 in range(0, g.n, step)]
-    rows = max(r for r in range(1, g.p + 1)
-               if r == 1 or _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES)
-    return [_Chunk(n, n + 1, p0, min(g.p, p0 + rows), 0, g.groups)
-            for n in range(g.n) for p0 in range(0, g.p, rows)]
+    images, rows = _even(g.n, CHUNK_BYTES // whole), g.p
+    if whole > CHUNK_BYTES:
+        rows = _even(g.p, max(r for r in range(1, g.p + 1)
+                              if r == 1 or _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES))
+    chunks = [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), 0, g.groups)
+              for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)]
+    return sorted(chunks, key=_shape, reverse=True)
+
+
+class _GatherBuffers:
+    """A gathered chunk's buffers, made for the largest chunk and reused by the others."""
+
+    def __init__(self, g, dtype, chunk: _Chunk):
+        images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
+        lay = _phases(g, rows)
+        self.padded = np.zeros(images * g.c * lay.in_rows * g.stride[1] * lay.width, dtype)
+        self.cols = np.empty(g.c * g.r * g.s * images * rows * g.q, dtype)
+        self.zeroed = None  # the chunk shape whose padding zeros the padded input holds
 
 
 def _conv_gathered(x, weight, g, out) -> None:
-    for chunk in _gathered_chunks(g, x.itemsize):
-        padded = _padded_chunk(x, g, chunk)
-        out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1] = _gathered_product(padded, weight, g,
-                                                                         chunk)
+    """Strides above one: each chunk's padded input filled, its windows gathered, and one
+    product a group and image written into the output in place."""
+    chunks = _gathered_chunks(g, x.itemsize)
+    buffers = _GatherBuffers(g, x.dtype, chunks[0])
+    cg, kg = _group_sizes(g)
+    filters = weight.reshape(1, g.groups, kg, cg * g.r * g.s)
+    for chunk in chunks:
+        padded = _fill_phases(buffers, x, g, chunk)
+        images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
+        cols = _view(buffers.cols, g.c, g.r, g.s, images, rows, g.q)
+        for r in range(g.r):
+            for t in range(g.s):
+                cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
+        by_image = cols.reshape(g.groups, -1, images, rows * g.q).transpose(2, 0, 1, 3)
+        np.matmul(filters, by_image, out=out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1]
+                  .reshape(images, g.groups, kg, rows * g.q))
 
 
-def _padded_chunk(x: np.ndarray, g, chunk: _Chunk) -> np.ndarray:
-    """The chunk's input rows, zero-padded, as (images, C, rows, Wp)."""
+def _fill_phases(buffers: _GatherBuffers, x, g, chunk: _Chunk) -> np.ndarray:
+    """The chunk's input rows, zero-padded, as (images, C, rows, phase, column): padded
+    column j at phase j mod sw, column j // sw."""
+    (sh, sw), _ = g.stride, g.dilation
     top, _, left, _ = g.padding
-    (sh, _), (dh, _) = g.stride, g.dilation
-    rows = (chunk.p1 - chunk.p0 - 1) * sh + (g.r - 1) * dh + 1
-    buf = np.zeros((chunk.n1 - chunk.n0, g.c, rows, _padded_width(g)), x.dtype)
-    first = chunk.p0 * sh - top  # the first padded row's input row
-    lo, hi = max(first, 0), min(first + rows, g.h)
-    if hi > lo:
-        buf[:, :, lo - first:hi - first, left:left + g.w] = x[chunk.n0:chunk.n1, :, lo:hi]
-    return buf
+    images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
+    lay = _phases(g, rows)
+    padded = _view(buffers.padded, images, g.c, lay.in_rows, sw, lay.width)
+    if buffers.zeroed != (images, rows):  # another shape: its zeros lie elsewhere
+        padded[...] = 0
+        buffers.zeroed = (images, rows)
+    first = chunk.p0 * sh - top  # the input row of the padded input's first row
+    lo, hi = max(first, 0), min(first + lay.in_rows, g.h)
+    padded[:, :, :max(lo - first, 0)] = 0
+    padded[:, :, max(hi - first, 0):] = 0
+    for phase in range(sw):
+        w0 = (phase - left) % sw  # the first input column of this phase
+        count = min(-(-(g.w - w0) // sw), lay.width - (w0 + left) // sw)
+        if hi > lo and count > 0:
+            start = (w0 + left) // sw
+            padded[:, :, lo - first:hi - first, phase, start:start + count] = \
+                x[chunk.n0:chunk.n1, :, lo:hi, w0:w0 + (count - 1) * sw + 1:sw]
+    return padded
 
 
 def _tap_windows(padded: np.ndarray, g, rows: int, r: int, t: int) -> np.ndarray:
-    """Tap (r, t)'s windows over the chunk, (images, C, rows, Q), a strided view."""
+    """Tap (r, t)'s windows over the chunk, (images, C, rows, Q): from the phase of its
+    column offset, each window row a run of Q contiguous elements."""
     (sh, sw), (dh, dw) = g.stride, g.dilation
-    n, c, _, wp = padded.shape
-    flat = padded.reshape(n, c, -1)
-    return as_strided(flat[:, :, r * dh * wp + t * dw:], shape=(n, c, rows, g.q),
-                      strides=(*flat.strides[:2], sh * wp * flat.itemsize,
-                               sw * flat.itemsize), writeable=False)
-
-
-def _gathered_product(padded, weight, g, chunk: _Chunk) -> np.ndarray:
-    """The chunk's (images, K, rows, Q) output: (K/G x C/G R S) @ (C/G R S x images rows Q)
-    a group, the taps' windows gathered into one operand (im2col over the chunk), one
-    product a group over all the chunk's images (the fewer, longer BLAS calls)."""
-    groups = g.groups
-    n, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
-    cols = np.empty((g.c, g.r, g.s, n, rows, g.q), padded.dtype)
-    for r in range(g.r):
-        for t in range(g.s):
-            cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
-    cg, kg = _group_sizes(g)
-    inner = cg * g.r * g.s
-    sums = np.matmul(weight.reshape(groups, kg, inner), cols.reshape(groups, inner, -1))
-    return sums.reshape(g.k, n, rows, g.q).transpose(1, 0, 2, 3)
+    phase, shift = (t * dw) % sw, (t * dw) // sw
+    return padded[:, :, r * dh:r * dh + (rows - 1) * sh + 1:sh, phase, shift:shift + g.q]

@@ -76,19 +76,21 @@ def test_chunks_cover_the_output_once(monkeypatch, stride, groups):
         assert (seen == 1).all(), budget
 
 
-@pytest.mark.parametrize("xs,ws,groups", [
-    ((4, 16, 96, 96), (16, 16, 7, 7), 1),   # an im2col gather would take 49 input copies
-    ((4, 16, 96, 96), (16, 1, 7, 7), 16),   # depthwise: 7 planes a channel
+@pytest.mark.parametrize("xs,ws,stride,groups", [
+    ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1),   # an im2col gather would take 49 input copies
+    ((4, 16, 96, 96), (16, 1, 7, 7), 1, 16),   # depthwise: 7 planes a channel
+    ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1),   # strided: gathered windows, 12 input copies
 ])
-def test_the_memory_beside_input_and_output_is_one_chunk(xs, ws, groups):
+def test_the_memory_beside_input_and_output_is_one_chunk(xs, ws, stride, groups):
     """A 7x7 convolution of a 9.4 MB input: the peak allocated during the call is the output
     and at most CHUNK_BYTES beside it."""
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
-    out_bytes = xs[0] * ws[0] * xs[2] * xs[3] * 8
+    g = conv_geometry(xs, ws, stride, 3, 1, groups)
+    out_bytes = g.n * g.k * g.p * g.q * 8
     tracemalloc.start()
     try:
-        conv2d(x, w, None, 1, 3, 1, groups)
+        conv2d(x, w, None, stride, 3, 1, groups)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
