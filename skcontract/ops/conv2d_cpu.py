@@ -184,9 +184,10 @@ def _rows_bytes(g, plan: _Plan, images: int, rows: int, itemsize: int) -> int:
 
 
 def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
-    """Chunks whose buffers take at most the budget: groups of all the images and rows (one group where groups have several input channels: see
-    :class:`_RowsPass`), else one group of some images, else one group of a band of one
-    image's rows; the largest first, those of a shape together."""
+    """Chunks whose buffers take at most the budget: groups of all the images and rows
+    (one group where groups have several input channels: see :class:`_RowsPass`), else one
+    group of some images, else one group of a band of one image's rows; the largest first,
+    those of a shape together."""
     budget = min(CHUNK_BYTES, DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
     whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
     step = _even(g.groups, budget // whole) if g.c == g.groups else 1
@@ -274,16 +275,10 @@ class _RowsPass:
         cg, kg = _group_sizes(g)
         self.g, self.buffers, self.plan = g, buffers, buffers.plan
         self.lay = lay = _rows_layout(g, self.plan, images, rows)
-        channels = groups * cg
-        planes = _view(buffers.planes, g.s, channels, lay.length)
-        self.rows = planes[0].reshape(channels, -1, images, lay.slot)
-        if g.s > 1:  # the shifts of the first plane, beyond it: no copy through a temporary
-            first = planes[0]
-            dw = g.dilation[1]
-            self.shifts = (as_strided(first[:, dw:], shape=(g.s - 1, channels, lay.cols),
-                                      strides=(dw * first.itemsize, *first.strides),
-                                      writeable=False),
-                           planes[1:, :, :lay.cols])
+        planes = _view(buffers.planes, g.s, groups * cg, lay.length)
+        self.rows = planes[0].reshape(groups * cg, -1, images, lay.slot)
+        if g.s > 1:
+            self.shifts = self._shift_views(planes)
         # a group's rows (t, c): one stride where a chunk is one group or groups are single
         # channels
         self.planes = planes.reshape(g.s, groups, cg, lay.length).transpose(1, 0, 2, 3) \
@@ -293,14 +288,17 @@ class _RowsPass:
         if self.plan.taps_in_rows:
             self._sum_rows_views(sums)
         else:
-            step = lay.reach // (g.r - 1) if g.r > 1 else 0
-            self.row_views = [_blocks(self.planes[:, :, r * step:r * step + lay.summed],
-                                      lay.block) for r in range(g.r)]
-            self.products = _blocks(self.result, lay.block)
-            self.tmp = sums.reshape(self.result.shape) if g.r > 1 else None
-            self.tmp_products = _blocks(self.tmp, lay.block) if g.r > 1 else None
+            self._row_products_views(sums)
         self.store = self.result[:, :, :lay.grid].reshape(-1, rows, images, lay.slot) \
             [..., :g.q].transpose(2, 0, 1, 3)
+
+    def _shift_views(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(source, destination) of the shifted copies: the first plane read at t dw, and
+        the planes after it (a copy within one region would go through a temporary)."""
+        first, dw = planes[0], self.g.dilation[1]
+        source = as_strided(first[:, dw:], shape=(self.g.s - 1, first.shape[0], self.lay.cols),
+                            strides=(dw * first.itemsize, *first.strides), writeable=False)
+        return source, planes[1:, :, :self.lay.cols]
 
     def _sum_rows_views(self, sums: np.ndarray) -> None:
         """The views of the filter-rows-in-rows form, in column blocks: the product's
@@ -312,7 +310,18 @@ class _RowsPass:
         by_row = sums.reshape(groups, g.r, kg, lay.cols).transpose(0, 2, 1, 3)
         self.shifted = _blocks(_shifted_rows(by_row, lay.reach // (g.r - 1), lay.summed),
                                lay.sum_block)
-        self.summed = _blocks(self.result[:, :, None], lay.sum_block)
+        self.row_sums = _blocks(self.result[:, :, None], lay.sum_block)
+
+    def _row_products_views(self, sums: np.ndarray) -> None:
+        """The views of the accumulated form, in column blocks: each filter row's operand
+        (the planes at its row's offset), the result and one row's product."""
+        g, lay = self.g, self.lay
+        step = lay.reach // (g.r - 1) if g.r > 1 else 0
+        self.row_views = [_blocks(self.planes[:, :, r * step:r * step + lay.summed],
+                                  lay.block) for r in range(g.r)]
+        self.products = _blocks(self.result, lay.block)
+        self.tmp = sums.reshape(self.result.shape) if g.r > 1 else None
+        self.tmp_products = _blocks(self.tmp, lay.block) if g.r > 1 else None
 
     def run(self, x, out, chunk: _Chunk, filters: np.ndarray) -> None:
         """The chunk's planes filled, its products run and its result stored."""
@@ -351,7 +360,7 @@ class _RowsPass:
         grid and its reach, then the R sums, each read at its row's offset, added by a
         product with a row of ones."""
         np.matmul(filters[:, None], self.operand, out=self.sums)
-        np.matmul(self.buffers.ones, self.shifted, out=self.summed)
+        np.matmul(self.buffers.ones, self.shifted, out=self.row_sums)
 
     def _row_products(self, filters: np.ndarray) -> None:
         """Each filter row's product (in column blocks) on the planes offset by its row,
