@@ -6,6 +6,7 @@ protocol, layout, copy and im2col entry at least once; a test below checks that 
 (every catalogue entry) and ``python -m tools.compile_check --all`` every spec the launcher
 can choose.
 """
+import importlib
 import re
 import sys
 from collections import defaultdict
@@ -61,39 +62,17 @@ def _fp64_two_cta():
     return [specs.specialise(entry, protocol="deterministic", a_layout="row", b_layout="col")]
 
 
-def _fold_copy():
-    from skcontract.kernels import fold_copy, jit
-    return [compile_check.Source("fold_copy", jit.inline_headers(fold_copy.HEADER),
-                                 tuple(fold_copy.NAMES))]
+AUXILIARY = ("fold_copy", "relayout", "embed", "outer", "small_batched", "depthwise")
+"""The kernels no catalogue entry names (skcontract.kernels modules with a HEADER and the
+NAMES it instantiates): the copies and the direct kernels."""
 
 
-def _relayout():
-    from skcontract.kernels import jit, relayout
-    return [compile_check.Source("transpose", jit.inline_headers(relayout.HEADER),
-                                 tuple(relayout.NAMES))]
-
-
-def _complex_embed():
-    from skcontract.kernels import embed, jit
-    return [compile_check.Source("complex_embed", jit.inline_headers(embed.HEADER),
-                                 tuple(embed.NAMES))]
-
-
-def _outer():
-    from skcontract.kernels import jit, outer
-    return [compile_check.Source("outer", jit.inline_headers(outer.HEADER), tuple(outer.NAMES))]
-
-
-def _small_batched():
-    from skcontract.kernels import jit, small_batched
-    return [compile_check.Source("small_batched", jit.inline_headers(small_batched.HEADER),
-                                 tuple(small_batched.NAMES))]
-
-
-def _depthwise():
-    from skcontract.kernels import depthwise, jit
-    return [compile_check.Source("depthwise", jit.inline_headers(depthwise.HEADER),
-                                 tuple(depthwise.NAMES))]
+def _auxiliary(names=AUXILIARY):
+    """One compile_check.Source a module of ``names``: its header, every instantiation."""
+    from skcontract.kernels import jit
+    modules = [importlib.import_module(f"skcontract.kernels.{n}") for n in names]
+    return [compile_check.Source(n, jit.inline_headers(m.HEADER), tuple(m.NAMES))
+            for n, m in zip(names, modules)]
 
 
 def _probe_builds():
@@ -134,12 +113,7 @@ BUILDS = {
     "test_narrow_pairs_split_an_n_major_b_box_along_k": _narrow_pairs,
     "test_fp64_vec_fragment_entries": _fp64_vec,
     "test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on": _fp64_two_cta,
-    "test_the_fold_copy_compiles_for_every_pixel_width": _fold_copy,
-    "test_the_transposing_copy_compiles": _relayout,
-    "test_the_complex_embedding_compiles": _complex_embed,
-    "test_the_outer_product_kernel_compiles": _outer,
-    "test_the_small_batched_kernel_compiles": _small_batched,
-    "test_the_depthwise_kernel_compiles": _depthwise,
+    "test_each_auxiliary_kernel_compiles": _auxiliary,
     "test_the_probe_builds_compile": _probe_builds,
     "test_the_trace_build_compiles": _trace_builds,
 }
@@ -299,48 +273,12 @@ def test_the_library_build_has_no_flushing_ffma():
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_fold_copy_compiles_for_every_pixel_width(arch, built):
-    """The folded convolution's input copy (no catalogue entry): every instantiation, both
-    targets, no spill."""
-    (result,) = _results(built, _fold_copy(), (arch,))
-    assert result.ok and result.spill_bytes == 0, result.message
-
-
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_transposing_copy_compiles(arch, built):
-    """The tf32 operands' relayout copy (no catalogue entry): both targets, no spill."""
-    (result,) = _results(built, _relayout(), (arch,))
-    assert result.ok and result.spill_bytes == 0, result.message
-
-
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_complex_embedding_compiles(arch, built):
-    """The embedding of complex operands into real ones (no catalogue entry), both
-    precisions: both targets, no spill."""
-    (result,) = _results(built, _complex_embed(), (arch,))
-    assert result.ok and result.spill_bytes == 0, result.message
-
-
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_outer_product_kernel_compiles(arch, built):
-    """The outer-product kernel (no catalogue entry), every dtype and store width: both
-    targets, no spill."""
-    (result,) = _results(built, _outer(), (arch,))
-    assert result.ok and result.spill_bytes == 0, result.message
-
-
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_small_batched_kernel_compiles(arch, built):
-    """The small-batched kernel (no catalogue entry), every dtype: both targets, no spill."""
-    (result,) = _results(built, _small_batched(), (arch,))
-    assert result.ok and result.spill_bytes == 0, result.message
-
-
-@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
-def test_the_depthwise_kernel_compiles(arch, built):
-    """The direct depthwise convolution (no catalogue entry), every dtype: both targets, no
-    spill."""
-    (result,) = _results(built, _depthwise(), (arch,))
+@pytest.mark.parametrize("name", AUXILIARY)
+def test_each_auxiliary_kernel_compiles(name, arch, built):
+    """The kernels no catalogue entry names (the fold and relayout copies, the complex
+    embedding, the outer-product, small-batched and depthwise kernels): every
+    instantiation, both targets, no spill."""
+    (result,) = _results(built, _auxiliary((name,)), (arch,))
     assert result.ok and result.spill_bytes == 0, result.message
 
 
@@ -376,9 +314,8 @@ def test_source_inlines_every_header():
                             "sk_wgmma_conv.cuh"}
     for src in sources.values():
         assert '#include "' not in src
-    from skcontract.kernels import depthwise, embed, fold_copy, outer, relayout, small_batched
-    for aux in (depthwise, embed, fold_copy, outer, relayout, small_batched):  # no entry
-        sources[aux.HEADER] = jit.inline_headers(aux.HEADER)
+    for aux in _auxiliary():  # no catalogue entry
+        sources[aux.name] = aux.source
     for h in jit.header_files():
         assert any(f"---- {h.name} ----" in src for src in sources.values()), h.name
     assert "---- mainloop_mma16.cuh ----" not in sources["sk_dot.cuh"]
