@@ -104,7 +104,9 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
     out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
     if min(out.shape) == 0:
         return out
-    if _pointwise(g):  # one product an image, on the input as it lies
+    if g.c == 0:  # nothing to sum: zeros, as the GPU's bias-only route gives
+        out.fill(0)
+    elif _pointwise(g):  # one product an image, on the input as it lies
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),
                   out=out.reshape(g.n, g.groups, kg, -1))

@@ -106,6 +106,16 @@ def test_zero_batch_gives_an_empty_output():
     assert out.shape == (0, 4, 3, 3)
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_no_input_channels_give_the_bias(groups):
+    """An empty sum over channels is zero (the GPU's bias-only route); torch returns an
+    output with no channels here, which no einsum over the same operands would."""
+    x = np.random.default_rng(4).standard_normal((2, 0, 5, 5))
+    out = conv2d(x, np.ones((4, 0, 3, 3)), np.arange(4.0), padding=1, groups=groups)
+    np.testing.assert_array_equal(out, np.broadcast_to(np.arange(4.0)[:, None, None],
+                                                       (2, 4, 5, 5)))
+
+
 X, W = np.ones((2, 4, 6, 6)), np.ones((8, 4, 3, 3))
 
 
