@@ -5,8 +5,9 @@ and numpy measured in the same process.
 
 * ``contract_path`` without ``device=`` (no GPU schedule is priced): the 2-operand batched
   product 'bij,bjk->bik' of 8 x 4096 x 4096 (given as shapes, and as arrays: broadcast views
-  that hold no memory) and the 20-tensor network of ``opt_einsum.testing.rand_equation(20, 3,
-  n_out=2, d_min=2, d_max=8, seed=20)`` (shapes), against ``opt_einsum.contract_path`` on the
+  that hold no memory) and the 20-, 40- and 80-tensor networks of
+  ``opt_einsum.testing.rand_equation(n, 3, n_out=2, d_min=2, d_max=8, seed=n)`` (shapes; 32,
+  62 and 122 labels), against ``opt_einsum.contract_path`` on the
   same arguments. Two figures of ours: *again* (the same call repeated: contract_path keeps
   the plans it made) and *new* (skcontract's plan and schedule caches emptied before each
   call: the cost of planning a problem not seen before). opt_einsum keeps no plans: its one
@@ -53,6 +54,8 @@ DEFAULT_REPEAT = 21
 DEFAULT_SHAPES = 1000
 PRODUCT = ("bij,bjk->bik", ((8, 4096, 4096), (8, 4096, 4096)))
 NETWORK = dict(n=20, regularity=3, n_out=2, d_min=2, d_max=8, seed=20)
+LARGER_NETWORKS = (40, 80)
+"""Tensors in the larger networks planned without a device (labels past 52)."""
 CHAIN = "ab,bc,cd,de,ef,fg->ag"
 DIMS = {"64-256": (64, 256), "2-32": (2, 32)}
 
@@ -79,12 +82,13 @@ def contract_path_rows(repeat: int) -> list[tuple]:
     """(case, ours again, ours new, opt_einsum) in milliseconds, medians."""
     subscripts, shapes = PRODUCT
     views = [np.broadcast_to(np.zeros((), np.float64), s) for s in shapes]
-    eq, net = rand_equation(**NETWORK)
     cases = [
         ("'bij,bjk->bik' 8x4096x4096, shapes", (subscripts, *shapes), dict(shapes=True)),
         ("'bij,bjk->bik' 8x4096x4096, arrays", (subscripts, *views), {}),
-        ("20-tensor network, shapes", (eq, *net), dict(shapes=True)),
     ]
+    for n in (NETWORK["n"],) + LARGER_NETWORKS:
+        eq, net = rand_equation(**{**NETWORK, "n": n, "seed": n})
+        cases.append((f"{n}-tensor network, shapes", (eq, *net), dict(shapes=True)))
     rows = []
     for name, args, kw in cases:
         contract_path(*args, **kw)  # (imports and first-use work out of the figures)
