@@ -8,6 +8,8 @@
 #   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
 #             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
 #             RACE_S (150) s: the whole list takes longer than one device call
+#   shapes  : the shape-class benchmark (SHAPES_CLASSES, default all) into $OUT, merged with the
+#             committed docs/benchmarks/shapes-<device>.json where there is one
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
@@ -154,6 +156,12 @@ for line in open(sys.argv[1]):
     convbench)
       timeout ${BENCH_S:-300} python3 -m skcontract.bench.conv2d --out "$OUT" > "$OUT/bench-conv2d.log" 2>&1
       echo "bench conv2d rc=$? ($(( $(date +%s) - t0 ))s)"; tail -12 "$OUT/bench-conv2d.log";;
+    shapes)
+      name=$(python3 -c "from skcontract.bench.shapes import default_name; from skcontract.bench.timing import device_name; print(default_name(device_name()))")
+      merge=""; [ -f "docs/benchmarks/$name.json" ] && merge="--merge docs/benchmarks/$name.json"
+      timeout ${BENCH_S:-400} python3 -m skcontract bench shapes --out "$OUT" $merge \
+        ${SHAPES_CLASSES:+--classes $SHAPES_CLASSES} > "$OUT/bench-shapes.md" 2> "$OUT/bench-shapes.log"
+      echo "bench shapes rc=$? ($(( $(date +%s) - t0 ))s)"; tail -40 "$OUT/bench-shapes.log";;
     einsum)
       timeout ${BENCH_S:-400} python3 -m skcontract.bench.einsum --out "$OUT" > "$OUT/bench-einsum.log" 2>&1
       echo "bench einsum rc=$? ($(( $(date +%s) - t0 ))s)"; tail -30 "$OUT/bench-einsum.log";;

@@ -16,6 +16,10 @@ row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
   the result written once over ``us``, for the memory-bound classes (:data:`MEMORY_BOUND`);
   ``rel_err``: against float64, checked before timing.
 
+- ``conv-*`` rows (:data:`CONV_GPU_CASES`): ``conv2d`` on CUDA torch tensors, float16 or
+  bfloat16 channels-last unless the row says float32 NCHW; ``us`` / ``peer_us`` device time
+  per call of ours and of cuDNN (torch's conv2d with ``cudnn.benchmark`` on, TF32 off), both
+  by CUDA-graph replay; ``gbps`` on depthwise rows (input, filters and output moved once);
 - ``--cpu``: the ``conv-cpu-*`` rows instead (:data:`CONV_CPU_CASES`, float32 NCHW): our
   CPU convolution against torch's, the best of ``reps`` wall times each, into
   ``shapes-cpu``; no GPU needed.
@@ -42,8 +46,9 @@ import numpy as np
 
 from ..contract import contract_expression
 from ..kernels.gemm import gemm
+from ..ops.conv2d import conv_geometry
 from .einsum import gbps, traffic_bytes
-from .timing import (DEFAULT_REPS, call_time_us, device_name, device_time_us,
+from .timing import (DEFAULT_REPS, call_time_us, calls_for, device_name, device_time_us,
                      expression_times, geomean, guarded, rel_err, run_commit, torch_graph_us)
 
 
@@ -134,7 +139,8 @@ CASES = (
 """The benchmark's rows, by class."""
 
 class ConvCase(NamedTuple):
-    """A CPU convolution row: torch.nn.functional.conv2d's arguments."""
+    """A convolution row: torch.nn.functional.conv2d's arguments, the dtype and the layout
+    (NHWC: input and filters in torch's ``channels_last``)."""
 
     cls: str
     x: tuple
@@ -143,6 +149,9 @@ class ConvCase(NamedTuple):
     padding: int
     groups: int
     source: str
+    dilation: int = 1
+    dtype: str = "float32"
+    layout: str = "NCHW"
 
 
 CONV_CPU_CASES = (
@@ -170,6 +179,66 @@ CONV_CPU_CASES = (
              "ConvNeXt-T stage 1 depthwise 7x7"),
 )
 """The CPU convolutions (``--cpu``), float32 NCHW, against torch's CPU convolution."""
+
+
+def _gpu_conv(cls, x, w, stride, padding, groups, source, dilation=1, dtype="float16",
+              layout="NHWC"):
+    return ConvCase(cls, x, w, stride, padding, groups, source, dilation, dtype, layout)
+
+
+CONV_GPU_CASES = (
+    _gpu_conv("conv-dense", (32, 256, 14, 14), (256, 256, 3, 3), 1, 1, 1,
+              "ResNet-50 stage 3 3x3, batch 32"),
+    _gpu_conv("conv-dense", (8, 128, 128, 128), (128, 128, 3, 3), 1, 1, 1,
+              "UNet encoder level 2 3x3", dtype="bfloat16"),
+    _gpu_conv("conv-dense", (16, 256, 56, 56), (256, 256, 3, 3), 1, 1, 1,
+              "VGG-16 block 3 3x3"),
+    _gpu_conv("conv-pointwise", (64, 24, 56, 56), (144, 24, 1, 1), 1, 0, 1,
+              "MobileNetV2 block 3 expansion 1x1"),
+    _gpu_conv("conv-pointwise", (32, 512, 7, 7), (2048, 512, 1, 1), 1, 0, 1,
+              "ResNet-50 stage 4 1x1 expansion"),
+    _gpu_conv("conv-pointwise", (64, 240, 28, 28), (40, 240, 1, 1), 1, 0, 1,
+              "EfficientNet-B0 stage 3 projection 1x1"),
+    _gpu_conv("conv-grouped", (32, 512, 14, 14), (512, 16, 3, 3), 1, 1, 32,
+              "ResNeXt-50 32x4d stage 3 3x3, 32 groups"),
+    _gpu_conv("conv-grouped", (32, 1024, 7, 7), (1024, 32, 3, 3), 1, 1, 32,
+              "ResNeXt-50 32x4d stage 4 3x3, 32 groups"),
+    _gpu_conv("conv-grouped", (32, 240, 28, 28), (240, 24, 3, 3), 1, 1, 10,
+              "RegNetY-1.6GF stage 2 3x3, group width 24"),
+    _gpu_conv("conv-depthwise", (64, 144, 56, 56), (144, 1, 3, 3), 1, 1, 144,
+              "MobileNetV2 block 3 depthwise 3x3"),
+    _gpu_conv("conv-depthwise", (64, 240, 28, 28), (240, 1, 5, 5), 1, 2, 240,
+              "EfficientNet-B0 stage 4 depthwise 5x5"),
+    _gpu_conv("conv-depthwise", (32, 96, 56, 56), (96, 1, 7, 7), 1, 3, 96,
+              "ConvNeXt-T stage 1 depthwise 7x7"),
+    _gpu_conv("conv-depthwise", (64, 96, 112, 112), (96, 1, 3, 3), 2, 1, 96,
+              "MobileNetV2 block 2 depthwise 3x3, stride 2"),
+    _gpu_conv("conv-batch1", (1, 512, 28, 28), (512, 512, 3, 3), 1, 1, 1,
+              "UNet bottleneck 3x3, one image"),
+    _gpu_conv("conv-batch1", (1, 128, 56, 56), (128, 128, 3, 3), 1, 1, 1,
+              "ResNet-50 stage 2 3x3, one image"),
+    _gpu_conv("conv-dilated", (8, 256, 64, 64), (256, 256, 3, 3), 1, 2, 1,
+              "DeepLabV3 layer 3 3x3, dilation 2", dilation=2),
+    _gpu_conv("conv-dilated", (8, 256, 33, 33), (256, 256, 3, 3), 1, 6, 1,
+              "DeepLabV3 ASPP 3x3, rate 6 (513-pixel crops)", dilation=6),
+    _gpu_conv("conv-strided", (32, 256, 28, 28), (256, 256, 3, 3), 2, 1, 1,
+              "ResNet-50 stage 3 downsampling 3x3, stride 2"),
+    _gpu_conv("conv-strided", (32, 3, 224, 224), (64, 3, 7, 7), 2, 3, 1,
+              "ResNet-50 stem 7x7, stride 2"),
+    _gpu_conv("conv-large-kernel", (16, 256, 28, 28), (256, 1, 13, 13), 1, 6, 256,
+              "RepLKNet-31B stage 2 depthwise 13x13"),
+    _gpu_conv("conv-large-kernel", (16, 64, 56, 56), (64, 64, 5, 5), 1, 2, 1,
+              "Inception 5x5 branch"),
+    _gpu_conv("conv-fp32", (16, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1,
+              "ResNet-18 stage 1 3x3, float32 NCHW", dtype="float32", layout="NCHW"),
+    _gpu_conv("conv-fp32", (8, 64, 112, 112), (64, 64, 3, 3), 1, 1, 1,
+              "UNet encoder level 1 3x3, float32 NCHW", dtype="float32", layout="NCHW"),
+)
+"""The GPU convolutions (classes ``conv-*``): float16/bfloat16 channels-last unless a row says
+float32 NCHW, against cuDNN through torch (``cudnn.benchmark`` on, TF32 off)."""
+
+GPU_CASES = CASES + CONV_GPU_CASES
+"""Every GPU row: the products, then the convolutions."""
 
 MEMORY_BOUND = frozenset({"tiny-batched", "outer", "axis-reduction"})
 """Classes whose rows are held to the copy bandwidth (``gbps``), besides their peer."""
@@ -273,6 +342,53 @@ def measure_conv_cpu(case: ConvCase, reps: int, log) -> dict:
     return {k: row.get(k) for k in ROW_KEYS}
 
 
+def measure_conv_gpu(case: ConvCase, reps: int, log) -> dict:
+    """One GPU convolution row on CUDA torch tensors: device time per call of ours and of
+    cuDNN by CUDA-graph replay (the caller turns ``cudnn.benchmark`` on and TF32 off), host
+    wall time per call beside."""
+    import torch  # the benchmark's peer; not a dependency of the library
+    import torch.nn.functional as F
+
+    from ..ops.conv2d import conv2d
+    gen = torch.Generator(device="cuda").manual_seed(4321)
+    dt = getattr(torch, case.dtype)
+    fan_in = case.w[1] * case.w[2] * case.w[3]
+    x = torch.randn(case.x, device="cuda", generator=gen).to(dt)
+    w = (torch.randn(case.w, device="cuda", generator=gen) / fan_in ** 0.5).to(dt)
+    if case.layout == "NHWC":
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    args = (None, case.stride, case.padding, case.dilation, case.groups)
+    ref = F.conv2d(x.double(), w.double(), *args)
+    row = dict(zip(("class", "op", "expr", "shapes", "dtype", "source", "peer"),
+                   (case.cls, "conv2d", f"conv2d {case.layout} stride {case.stride} padding "
+                    f"{case.padding} dilation {case.dilation} groups {case.groups}",
+                    [list(case.x), list(case.w)], case.dtype, case.source, "cuDNN")))
+    ours, peer = (lambda: conv2d(x, w, *args)), (lambda: F.conv2d(x, w, *args))
+    got = guarded(log, "conv2d", ours)
+    row["rel_err"] = None if got is None else float(
+        torch.linalg.vector_norm(got.double() - ref) / torch.linalg.vector_norm(ref))
+    calls = calls_for(conv_flops(case))
+    row["us"] = guarded(log, "conv2d device time", lambda: torch_graph_us(ours, calls, reps))
+    row["peer_us"] = guarded(log, "cuDNN device time", lambda: torch_graph_us(peer, calls, reps))
+    row["call_us"] = guarded(log, "conv2d call", lambda: call_time_us(ours, torch.cuda.synchronize))
+    row["peer_call_us"] = guarded(log, "cuDNN call",
+                                  lambda: call_time_us(peer, torch.cuda.synchronize))
+    row["ratio"] = row["peer_us"] / row["us"] if row["us"] and row["peer_us"] else None
+    if case.groups == case.x[1] and case.w[0] == case.x[1]:  # depthwise: held to bandwidth
+        out_elems = got.numel() if got is not None else 0
+        moved = (np.prod(case.x) + np.prod(case.w) + out_elems) * x.element_size()
+        row["gbps"] = None if row["us"] is None else gbps(moved, row["us"])
+    return {k: row.get(k) for k in ROW_KEYS}
+
+
+def conv_flops(case: ConvCase) -> float:
+    """Multiply-adds times two of a convolution row (its output's size times each output's
+    taps and channels)."""
+    g = conv_geometry(case.x, case.w, stride=case.stride, padding=case.padding,
+                      dilation=case.dilation, groups=case.groups)
+    return 2.0 * g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s
+
+
 def best_wall_us(fn, reps: int) -> float:
     """The fastest of ``reps`` calls of ``fn`` after one warm call (microseconds)."""
     fn()
@@ -321,7 +437,8 @@ def render_markdown(doc) -> str:
     lines = [f"# Shape classes on {doc['device']} ({doc['date']}, commit {doc['commit']})", "",
              f"Copy bandwidth: {_fmt(doc['copy_gbps'], 0)} GB/s. Ratio: peer time over ours "
              "(above 1: faster). einsum rows: device time (CUDA-graph replay, both sides); "
-             "gemm rows: wall time per call; conv-cpu rows: the best of the repetitions' "
+             "gemm rows: wall time per call; conv rows: device time (CUDA-graph replay, both "
+             "sides, cuDNN in benchmark mode); conv-cpu rows: the best of the repetitions' "
              "wall times.", "",
              "| class | rows | geomean | worst | min GB/s |",
              "| --- | ---: | ---: | ---: | ---: |"]
@@ -374,9 +491,9 @@ def main(argv=None) -> int:
                         "measure them again (each row keeps the commit it was measured at)")
     p.add_argument("--classes", default=None,
                    help="comma-separated classes to time (default: all: "
-                        f"{','.join(dict.fromkeys(c.cls for c in CASES))})")
+                        f"{','.join(dict.fromkeys(c.cls for c in GPU_CASES))})")
     args = p.parse_args(argv)
-    table = CONV_CPU_CASES if args.cpu else CASES
+    table = CONV_CPU_CASES if args.cpu else GPU_CASES
     cases = [c for c in table if args.classes is None or c.cls in args.classes.split(",")]
     if not cases:
         p.error(f"no case of the classes {args.classes!r}")
@@ -390,8 +507,7 @@ def main(argv=None) -> int:
            "copy_gbps": None if args.cpu else copy_gbps(args.reps), "rows": []}
     earlier = json.loads(Path(args.merge).read_text()) if args.merge else None
     for i, case in enumerate(cases):
-        row = measure_conv_cpu(case, args.reps, log) if args.cpu else \
-            measure(case, args.reps, log)
+        row = measure_row(case, args.reps, log)
         row["commit"] = doc["commit"]
         doc["rows"].append(row)
         log(f"[{i + 1}/{len(cases)}] {case.cls} {row['expr']} {row['dtype']}: ours "
@@ -402,6 +518,19 @@ def main(argv=None) -> int:
         doc = merged(earlier, doc)
     print(render_markdown(doc))
     return 0
+
+
+def measure_row(case, reps: int, log) -> dict:
+    """One row of any table: a product, a GPU convolution or a CPU convolution."""
+    if isinstance(case, Case):
+        return measure(case, reps, log)
+    if case.cls.startswith("conv-cpu-"):
+        return measure_conv_cpu(case, reps, log)
+    import torch  # the benchmark's peer; not a dependency of the library
+
+    torch.backends.cudnn.benchmark = True  # cuDNN's best algorithm for each shape
+    torch.backends.cudnn.allow_tf32 = False  # float32 rows exact on both sides
+    return measure_conv_gpu(case, reps, log)
 
 
 def row_key(row) -> tuple:

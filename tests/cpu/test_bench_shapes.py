@@ -29,6 +29,34 @@ def test_every_row_is_a_valid_product_from_a_named_source(case):
         assert case.expr == "mk,kn->mn" and case.op in ("gemm-torch", "gemm-cupy")
 
 
+CONV_ISSUE_EXAMPLES = {((32, 256, 28, 28), 256), ((32, 256, 28, 28), 32), ((64, 1024, 14, 14), 1),
+                       ((1, 256, 14, 14), 1), ((8, 256, 32, 32), 1), ((4, 128, 128, 128), 1)}
+"""(input, groups) of the layers the convolution issue measured its cliffs on."""
+
+
+def test_gpu_convolution_classes_cover_what_users_run():
+    classes = {c.cls for c in shapes.CONV_GPU_CASES}
+    assert classes >= {"conv-dense", "conv-pointwise", "conv-grouped", "conv-depthwise",
+                       "conv-batch1", "conv-dilated", "conv-strided", "conv-large-kernel",
+                       "conv-fp32"}
+    layouts = {(c.dtype, c.layout) for c in shapes.CONV_GPU_CASES}
+    assert {("float16", "NHWC"), ("bfloat16", "NHWC"), ("float32", "NCHW")} <= layouts
+
+
+@pytest.mark.parametrize("case", shapes.CONV_GPU_CASES, ids=lambda c: f"{c.cls}-{c.x}")
+def test_every_gpu_convolution_row_is_a_valid_layer(case):
+    g = shapes.conv_geometry(case.x, case.w, stride=case.stride, padding=case.padding,
+                             dilation=case.dilation, groups=case.groups)
+    assert g.p > 0 and g.q > 0 and case.source
+    assert (case.x, case.groups) not in CONV_ISSUE_EXAMPLES
+    assert shapes.conv_flops(case) == 2.0 * np.prod((g.n, g.k, g.p, g.q)) * \
+        case.w[1] * case.w[2] * case.w[3]
+    if case.cls == "conv-depthwise":
+        assert case.groups == case.x[1] == case.w[0] and case.w[1] == 1
+    if case.cls == "conv-dilated":
+        assert case.dilation > 1
+
+
 def test_rows_off_16_bytes_are_off_16_bytes():
     """Each row of that class has an operand or output row (its innermost extent) that is
     not a multiple of 16 bytes."""
