@@ -410,7 +410,8 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     else:
         sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                           dtype.itemsize, slicing,
-                                          _repath(terms, eq.output, optimize))
+                                          _repath(terms, eq.output, optimize),
+                                          optimize=optimize)
         if sliced is not None and slicing is True and is_hyper(optimize):
             sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
                                          sliced, path)

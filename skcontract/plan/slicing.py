@@ -58,6 +58,20 @@ REPATH_TRIES = 32
 """How many of the greedy slicer's label prefixes have the optimiser find a path for
 their sliced sizes (:func:`_repathed`): a path found for other sizes is a different
 sample of the optimiser's, often far cheaper sliced."""
+EXHAUSTIVE_REPATH_TRIES = 1
+"""The prefixes an exhaustive search (:data:`EXHAUSTIVE_SEARCHES`) repaths: each repath
+costs a whole search, which on 9 tensors is already a quarter second, so more would
+multiply the planning time the caller chose the search for."""
+EXHAUSTIVE_SEARCHES = frozenset({"optimal", "dp", "branch-all", "branch-2"})
+"""opt_einsum's searches whose time grows exponentially with the operands."""
+
+
+def repath_tries(optimize) -> int:
+    """How many label prefixes the slicer repaths with ``optimize`` (:func:`_prefixes`)."""
+    exhaustive = isinstance(optimize, str) and optimize in EXHAUSTIVE_SEARCHES
+    return EXHAUSTIVE_REPATH_TRIES if exhaustive else REPATH_TRIES
+
+
 _BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]+)\s*$")
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
 
@@ -272,9 +286,10 @@ def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
 
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
                        slicing: Any = True, repath: Callable | None = None,
-                       start: Sequence = ()):
+                       start: Sequence = (), optimize: Any = None):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
-    or the one ``repath`` finds for the sliced sizes where it is cheaper). ``start``:
+    or the one ``repath`` finds for the sliced sizes where it is cheaper; ``optimize``, the
+    optimiser ``repath`` asks, says how many times: :func:`repath_tries`). ``start``:
     labels sliced (to chunks of one) before the greedy choice adds any (a search's
     slices), where the budget asks for slices."""
     pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
@@ -301,16 +316,17 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
                          "to slice it")
     chunks, cost, peak = pricing.slice_greedily(path, start)
     if repath is not None:
-        trials = chain([(path, chunks, cost, peak)], _repathed(repath, pricing, chunks))
+        trials = chain([(path, chunks, cost, peak)],
+                       _repathed(repath, pricing, chunks, repath_tries(optimize)))
         path, chunks, cost, peak = min(trials, key=lambda trial: trial[2].flops)
     return (_slicing(chunks, sizes, cost, peak, base) if chunks else None), path
 
 
-def _repathed(repath: Callable, pricing: _Pricing, chunks: dict):
+def _repathed(repath: Callable, pricing: _Pricing, chunks: dict, tries: int):
     """The paths ``repath`` finds for sliced sizes, as ``(path, chunks, cost, peak)`` where
     they keep the budget: for ``chunks``, sliced as they are, and for the first labels the
-    greedy slicer chose (:func:`_prefixes` of ``chunks``' order), sliced greedily from
-    them (unsliced where such a path fits as it is)."""
+    greedy slicer chose (``tries`` :func:`_prefixes` of ``chunks``' order), sliced greedily
+    from them (unsliced where such a path fits as it is)."""
     sizes, fits = pricing.sizes, pricing.budget.fits
     other = repath(dict(sizes) | chunks)
     if other is not None:
@@ -318,7 +334,7 @@ def _repathed(repath: Callable, pricing: _Pricing, chunks: dict):
         if fits(cost.largest, peak):
             yield other, chunks, cost, peak
     order = list(chunks)
-    for n in _prefixes(len(order)):
+    for n in _prefixes(len(order), tries):
         first = dict.fromkeys(order[:n], 1)
         other = repath(dict(sizes) | first)
         if other is None:
@@ -333,10 +349,10 @@ def _repathed(repath: Callable, pricing: _Pricing, chunks: dict):
             continue
 
 
-def _prefixes(count: int) -> list[int]:
+def _prefixes(count: int, tries: int = REPATH_TRIES) -> list[int]:
     """How many of the greedy slicer's first labels each repath slices: 1 to ``count``, at
-    most :data:`REPATH_TRIES` of them, evenly spread."""
-    tries = min(count, REPATH_TRIES)
+    most ``tries`` of them, evenly spread (the last always ``count``)."""
+    tries = min(count, tries)
     return sorted({-(-i * count // tries) for i in range(1, tries + 1)})
 
 

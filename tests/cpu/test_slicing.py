@@ -471,3 +471,23 @@ def test_steps_tied_at_the_peak_are_lowered_in_turn():
     sliced = choose_slicing(terms, (), sizes, path, Budget(elements=32))
     assert len(sliced.labels) == 2 and set(sliced.labels) <= set("acdf")
     assert set(sliced.labels) & set("ac") and set(sliced.labels) & set("df")
+
+
+@pytest.mark.parametrize("optimize,most", [("optimal", 2 + sl.EXHAUSTIVE_REPATH_TRIES),
+                                           ("greedy", 2 + sl.REPATH_TRIES)])
+def test_an_exhaustive_search_is_asked_again_only_a_few_times(monkeypatch, optimize, most):
+    """Each repath of 'optimal' costs a whole exhaustive search: under a tight limit it is
+    asked once for the path, once for the sliced sizes and once for each prefix it may
+    try, while greedy tries more prefixes (this network slices more labels than either)."""
+    from skcontract.plan import plan as plan_module
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[3] if len(args) > 3 else kwargs.get("optimize"))
+        return find_path(*args, **kwargs)
+
+    monkeypatch.setattr(plan_module, "find_path", counted)
+    eq, shapes = rand_equation(8, 3, n_out=2, d_min=4, d_max=10, seed=8)
+    _, plan = contract_path(eq, *shapes, shapes=True, optimize=optimize, memory_limit=64)
+    assert len(plan.slicing.chunks) > sl.EXHAUSTIVE_REPATH_TRIES + 1
+    assert set(calls) == {optimize} and 2 < len(calls) <= most
