@@ -4,6 +4,7 @@
 # Usage (on the device, repo root): bash tools/device_run.sh [smoke|tests|sanitize|race|bench|einsum|quick|subset|pending|narrow|probes|ktrace|ab|placement]...
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   savecache: the kernel cache into $OUT (kcache.tgz.*; carried back in .kc/, restored first)
+#   new     : the GPU tests of NEW_TESTS (default: the direct kernels' files and einsum's), -rf
 #   complex : the complex GPU tests, then the complex benchmark into $OUT
 #   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
 #             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
@@ -66,6 +67,10 @@ for step in $STEPS; do
         tests/gpu/test_gemm.py tests/gpu/test_engine.py -k "coresidency or shared_sum or auto or modes" \
         > "$OUT/pending.log" 2>&1
       echo "pending rc=$? ($(( $(date +%s) - t0 ))s)"; tail -3 "$OUT/pending.log";;
+    new)
+      files=${NEW_TESTS:-tests/gpu/test_outer.py tests/gpu/test_small_batched.py tests/gpu/test_depthwise.py tests/gpu/test_einsum_gpu.py}
+      timeout ${NEW_S:-150} python3 -m pytest -q $XDIST -rf -p no:cacheprovider $files > "$OUT/new.log" 2>&1
+      echo "new tests rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "^FAILED|passed|failed" "$OUT/new.log" | tail -15;;
     tests)
       timeout ${TESTS_S:-300} python3 -m pytest -q $XDIST --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
