@@ -498,7 +498,7 @@ def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "a
     if _is_pointwise(g) and _pointwise_rows_fit(shape, strides, g, plan.channels_last,
                                                 _itemsize(dtype)):
         return _pointwise(plan)
-    direct = plan_depthwise(g, dtype, plan.channels_last)
+    direct = plan_depthwise(g, dtype, plan.channels_last, strides, operands.input_offset)
     if direct is not None and tile is None and grid is None and mode == "auto":
         return replace(plan, route=DEPTHWISE, direct=direct)
     return _implicit(plan)

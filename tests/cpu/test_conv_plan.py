@@ -15,7 +15,7 @@ from skcontract.kernels import specs
 from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
                                      resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
-from skcontract.kernels.depthwise import DepthwiseLaunch
+from skcontract.kernels.depthwise import ITEMSIZE, DepthwiseLaunch, plan_depthwise
 from skcontract.kernels.step_launch import StepLaunch
 from skcontract.ops.conv2d import conv_geometry
 from skcontract.ops.conv_plan import (BIAS_ONLY, DEPTHWISE, EMPTY, IMPLICIT_GEMM, POINTWISE,
@@ -96,7 +96,8 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
     if plan.route == DEPTHWISE:
         assert g.groups == g.c == g.k and launch is None and plan.channels_last == \
             channels_last
-        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last)
+        vector = channels_last and g.c * ITEMSIZE[dtype] % 16 == 0  # (dense operands)
+        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
@@ -357,3 +358,19 @@ def test_the_command_line_help_describes_every_option(capsys):
     for option in ("--bias", "--stride", "--padding", "--dilation", "--groups", "--dtype",
                    "--device", "--channels-last"):
         assert option in text
+
+
+@pytest.mark.parametrize("strides,offset,channels,vector", [
+    (None, 0, 144, True),                           # dense channels-last
+    (None, 8, 144, False),                          # the input off 16 bytes
+    (None, 0, 140, False),                          # channels off the vector
+    ((56 * 56 * 288, 2, 56 * 288, 288), 0, 144, False),  # every other channel of a view
+    ((56 * 64 * 144, 1, 64 * 144, 144), 0, 144, True),   # a crop of wider rows
+])
+def test_the_depthwise_vector_kernel_reads_channels_on_16_bytes(strides, offset, channels,
+                                                                vector):
+    g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=1, groups=channels)
+    launch = plan_depthwise(g, "float16", True, strides, offset)
+    assert launch.vector == vector
+    assert ("16-byte loads" in launch.summary()) == vector
+    assert plan_depthwise(g, "float16", False, strides, offset).vector is False

@@ -21,6 +21,7 @@ CASES = [  # (N, C, H, W), (R, S), stride, padding, dilation
     ((3, 24, 17, 19), (5, 5), 2, 2, 1),          # EfficientNet's strided 5 x 5
     ((2, 16, 20, 20), (3, 3), 1, 2, 2),          # dilated
     ((2, 8, 9, 11), (3, 1), (2, 1), (1, 0), 1),  # asymmetric
+    ((2, 12, 10, 13), (3, 3), 1, 1, 1),          # channels off 16 bytes in float16
 ]
 
 
@@ -50,6 +51,7 @@ def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
     g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, c)
     plan = plan_of(xd, wd, bd if bias else None, g)
     assert plan.route == DEPTHWISE
+    assert plan.direct.vector == (channels_last and c * xd.itemsize % 16 == 0)
     got = conv2d(xd, wd, bd if bias else None, stride, padding, dilation, c)
     ref = direct(x, wt, b if bias else None, g.stride, g.padding, g.dilation, c)
     assert got.shape == ref.shape and got.dtype == xd.dtype
