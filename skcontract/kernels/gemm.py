@@ -163,7 +163,14 @@ class _WarmCall(NamedTuple):
             if out is None:
                 out = torch_cuda.cupy_empty(self.out_shape, self.out_dtype, torch_device)
         pa, pb = _ptr(a), _ptr(b)
-        self.launch(*((pb, pa) if self.b_first else (pa, pb)), _ptr(out), stream)
+        args = (*((pb, pa) if self.b_first else (pa, pb)), _ptr(out), stream)
+        if torch_device is not None and not self.launch.has_pool(stream):
+            # a stream new to this launch (a graph's capture stream): its fixup pool is
+            # allocated through torch, which a capture permits
+            with torch_cuda.on_torch_stream(torch_device):
+                self.launch(*args)
+        else:
+            self.launch(*args)
         return out
 
 

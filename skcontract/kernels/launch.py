@@ -286,6 +286,12 @@ class BoundLaunch:
         self._config = _launch_config(plan) if _has_attributes(plan) else None
         self._config_stream = None  # the stream pointer self._config's hStream holds
 
+    def has_pool(self, stream) -> bool:
+        """Whether this launch holds its fixup pool for ``stream``: a call on a stream it
+        does not fetches the pool, which allocates where the pool is new or too small (so
+        a caller capturing a graph makes that call under a capture-safe allocator)."""
+        return self._pool[0] == (stream.ptr, workspace.generation())
+
     def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
         plan = self.plan
         # the pool of this stream, fetched (and grown to fit) when the stream changes; a

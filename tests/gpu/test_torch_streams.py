@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import skcontract
+from skcontract.kernels import workspace
 from skcontract.kernels.gemm import gemm
 from tests.gpu.helpers import TOL
 
@@ -69,11 +70,16 @@ def test_graph_replays_compute_the_new_inputs(subscripts, sa, sb, dtype, how):
         assert _err(out, want) <= TOL[str(dtype).split(".")[1]]
 
 
-def test_gemm_into_out_is_captured():
-    a, b = _rand((384, 256), torch.float16, 1), _rand((256, 320), torch.float16, 2)
+@pytest.mark.parametrize("k", [256, 16384])  # one with a Stream-K fixup pool
+def test_gemm_into_out_is_captured(k):
+    """The capture replays the warm call (remembered on the warm-up's stream) on torch's
+    capture stream, whose fixup pool is new: with the pools forgotten first, the pool is
+    made inside the capture whatever ran before in this process."""
+    workspace.reset()
+    a, b = _rand((384, k), torch.float16, 1), _rand((k, 320), torch.float16, 2)
     c = torch.empty((384, 320), device="cuda", dtype=torch.float16)
     graph, _ = _capture(lambda: gemm(a, b, out=c))
-    a.copy_(_rand((384, 256), torch.float16, 7))
+    a.copy_(_rand((384, k), torch.float16, 7))
     c.fill_(float("nan"))
     graph.replay()
     torch.cuda.synchronize()
