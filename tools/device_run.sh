@@ -5,6 +5,8 @@
 #   smoke   : tools.sanitize_cases without the sanitizer
 #   savecache: the kernel cache into $OUT (kcache.tgz.*; carried back in .kc/, restored first)
 #   new     : the GPU tests of NEW_TESTS (default: the direct kernels' files and einsum's), -rf
+#   bundle  : everything under $OUT but the kernel-cache parts into $OUT/results.tgz (the run's
+#             transfer brings back a limited number of files: name it last)
 #   complex : the complex GPU tests, then the complex benchmark into $OUT
 #   race    : racecheck over tools.sanitize_cases in groups (RACE_GROUPS, default the 16-bit
 #             GEMM cases; e.g. "float32,float64 tf32,3xtf32,int8 dot conv"), each group
@@ -180,6 +182,10 @@ for line in open(sys.argv[1]):
         "$(basename "${SKCONTRACT_CACHE_DIR:-$HOME/.cache/skcontract}")" && \
         split -b 15M /tmp/kcache.tgz "$OUT/kcache.tgz."
       echo "savecache rc=$? $(ls "$OUT"/kcache.tgz.* | wc -l) parts";;
+    bundle)
+      (cd "$OUT" && ls | grep -v -e '^kcache\.tgz\.' -e '^results\.tgz$' > /tmp/bundle.list && \
+        tar czf results.tgz -T /tmp/bundle.list && xargs rm -f < /tmp/bundle.list)
+      echo "bundle rc=$? $(tar tzf "$OUT/results.tgz" | wc -l) files in results.tgz";;
     complex)
       timeout ${COMPLEX_S:-300} python3 -m pytest -q $XDIST -p no:cacheprovider -rf tests/gpu/test_complex.py > "$OUT/complex.log" 2>&1
       echo "complex tests rc=$? ($(( $(date +%s) - t0 ))s)"; tail -15 "$OUT/complex.log"
