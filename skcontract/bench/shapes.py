@@ -370,9 +370,9 @@ def measure_conv_gpu(case: ConvCase, reps: int, log) -> dict:
     calls = calls_for(conv_flops(case))
     row["us"] = guarded(log, "conv2d device time", lambda: torch_graph_us(ours, calls, reps))
     row["peer_us"] = guarded(log, "cuDNN device time", lambda: torch_graph_us(peer, calls, reps))
-    row["call_us"] = guarded(log, "conv2d call", lambda: call_time_us(ours, torch.cuda.synchronize))
-    row["peer_call_us"] = guarded(log, "cuDNN call",
-                                  lambda: call_time_us(peer, torch.cuda.synchronize))
+    sync = torch.cuda.synchronize
+    row["call_us"] = guarded(log, "conv2d call", lambda: call_time_us(ours, sync))
+    row["peer_call_us"] = guarded(log, "cuDNN call", lambda: call_time_us(peer, sync))
     row["ratio"] = row["peer_us"] / row["us"] if row["us"] and row["peer_us"] else None
     if case.groups == case.x[1] and case.w[0] == case.x[1]:  # depthwise: held to bandwidth
         out_elems = got.numel() if got is not None else 0

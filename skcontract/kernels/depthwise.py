@@ -13,7 +13,7 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> g = conv_geometry((8, 144, 56, 56), (144, 1, 3, 3), padding=1, groups=144)
 >>> plan_depthwise(g, "float16", channels_last=True).summary()
-'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, 8 channels x 4 columns a thread, 16-byte loads'
+'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, 8-channel vectors x 4 columns'
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -72,8 +72,7 @@ class DepthwiseLaunch:
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
-            order = (f"{VECTOR_BYTES // ITEMSIZE[self.dtype]} channels x {STRIP} columns "
-                     "a thread, 16-byte loads")
+            order = f"{VECTOR_BYTES // ITEMSIZE[self.dtype]}-channel vectors x {STRIP} columns"
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
 
