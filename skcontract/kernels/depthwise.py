@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
+from .catalogue import CXX_TYPES
 
 HEADER = "depthwise.cuh"
-TYPES = {"float16": "skc::half_t", "bfloat16": "skc::bfloat16_t", "float32": "float",
-         "float64": "double"}
+TYPES = {d: CXX_TYPES[d][0] for d in ("float16", "bfloat16", "float32", "float64")}
 """The dtypes the kernel takes -> its C++ element type."""
 SCALAR_NAMES = tuple(f"skc::depthwise<{t}>" for t in TYPES.values())
 """The element-a-thread kernel's instantiations, in :data:`TYPES`' order."""
@@ -35,7 +35,6 @@ VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}>" for t in TYPES.values())
 """The channels-last vector kernel's instantiations, in :data:`TYPES`' order."""
 NAMES = SCALAR_NAMES + VECTOR_NAMES
 """Every instantiation the module compiles."""
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 VECTOR_BYTES = 16
 """The vector kernel's loads and stores: 16 bytes of channels."""
 STRIP = 4
@@ -72,7 +71,7 @@ class DepthwiseLaunch:
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
-            order = f"{VECTOR_BYTES // ITEMSIZE[self.dtype]}-channel vectors x {STRIP} columns"
+            order = f"{VECTOR_BYTES // CXX_TYPES[self.dtype][1]}-channel vectors x {STRIP} columns"
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
 
@@ -82,7 +81,7 @@ class DepthwiseLaunch:
         g = self.g
         if not self.vector:
             return self.outputs
-        return g.n * g.p * -(-g.q // STRIP) * (g.c * ITEMSIZE[self.dtype] // VECTOR_BYTES)
+        return g.n * g.p * -(-g.q // STRIP) * (g.c * CXX_TYPES[self.dtype][1] // VECTOR_BYTES)
 
 
 def is_depthwise(g) -> bool:
@@ -109,7 +108,7 @@ def _vector_input(g, dtype: str, strides, offset: int) -> bool:
     reads and writes them: C and every stride but the channels' (1; 0 for an axis of one
     element) a multiple of the vector, the input on 16 bytes (the output is allocated
     dense channels-last, hence on 16 bytes too)."""
-    per = VECTOR_BYTES // ITEMSIZE[dtype]
+    per = VECTOR_BYTES // CXX_TYPES[dtype][1]
     if strides is None:
         strides = (g.h * g.w * g.c, 1, g.w * g.c, g.c)
     sn, sc, sh, sw = strides

@@ -15,7 +15,7 @@ from skcontract.kernels import specs
 from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
                                      resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
-from skcontract.kernels.depthwise import ITEMSIZE, DepthwiseLaunch, plan_depthwise
+from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise
 from skcontract.kernels.step_launch import StepLaunch
 from skcontract.ops.conv2d import conv_geometry
 from skcontract.ops.conv_plan import (BIAS_ONLY, DEPTHWISE, EMPTY, IMPLICIT_GEMM, POINTWISE,
@@ -96,7 +96,8 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
     if plan.route == DEPTHWISE:
         assert g.groups == g.c == g.k and launch is None and plan.channels_last == \
             channels_last
-        vector = channels_last and g.c * ITEMSIZE[dtype] % 16 == 0  # (dense operands)
+        vector = channels_last and g.c * np.dtype(
+            "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0  # (dense operands)
         assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
