@@ -74,8 +74,9 @@ for step in $STEPS; do
       timeout ${NEW_S:-150} python3 -m pytest -q $XDIST -rf -p no:cacheprovider $files > "$OUT/new.log" 2>&1
       echo "new tests rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "^FAILED|passed|failed" "$OUT/new.log" | tail -15;;
     tests)
-      timeout ${TESTS_S:-300} python3 -m pytest -q $XDIST --maxfail=40 tests/gpu -p no:cacheprovider --durations=10 > "$OUT/pytest.log" 2>&1
-      echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; tail -5 "$OUT/pytest.log";;
+      # SIGINT at the limit: pytest still prints the failures' summary (-rfE) and durations
+      timeout -s INT -k 30 ${TESTS_S:-300} python3 -m pytest -q -rfE $XDIST --maxfail=40 ${TESTS:-tests/gpu} -p no:cacheprovider --durations=15 > "$OUT/pytest.log" 2>&1
+      echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest.log" | tail -45;;
     sanitize)
       # --report-api-errors no: cuda.bindings probes driver entry points (cuGetProcAddress)
       # that this driver lacks on first use, which the sanitizer would count as errors;

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
+from .launch import record_direct
 from .catalogue import CXX_TYPES
 
 HEADER = "depthwise.cuh"
@@ -125,8 +126,8 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     g = launch.g
     top, _, left, _ = g.padding
     names = VECTOR_NAMES if launch.vector else SCALAR_NAMES
-    fn = jit.get_module(HEADER, NAMES, device_id).get_function(
-        names[tuple(TYPES).index(launch.dtype)])
+    name = names[tuple(TYPES).index(launch.dtype)]
+    fn = jit.get_module(HEADER, NAMES, device_id).get_function(name)
     blocks = max(1, min(-(-launch.items // THREADS), sms * BLOCKS_PER_SM))
     ints = (g.n, g.c, g.h, g.w, g.p, g.q, g.r, g.s, *g.stride, top, left, *g.dilation)
     swc, _, swr, sws = w.strides
@@ -142,3 +143,4 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     fn((blocks,), (THREADS,),
        (*map(np.uint64, pointers), *map(np.int32, ints), *map(np.int64, longs),
         *map(np.int32, flags)), stream=stream)
+    record_direct(name, blocks)

@@ -21,9 +21,11 @@ try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of t
     from cuda.bindings import driver as _driver
     from cuda.bindings.driver import cuLaunchKernel as _launch_kernel
     from cuda.bindings.driver import cuLaunchKernelEx as _launch_kernel_ex
+    from cuda.bindings.runtime import cudaSetDevice as _set_device
     _SUCCESS = _driver.CUresult.CUDA_SUCCESS
+    _NO_CONTEXT = _driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 except ImportError:  # pragma: no cover - the CPU-only install has no GPU to launch on
-    _driver = _launch_kernel = _launch_kernel_ex = _SUCCESS = None
+    _driver = _launch_kernel = _launch_kernel_ex = _set_device = _SUCCESS = _NO_CONTEXT = None
 
 _RECORDERS: list[list] = []
 _SMS: dict = {}
@@ -67,6 +69,14 @@ def record_launches():
         yield log
     finally:
         _RECORDERS.remove(log)
+
+
+def record_direct(kernel: str, blocks: int) -> None:
+    """Tell the :func:`record_launches` blocks that a direct kernel (no schedule: outer
+    products, small batched products, depthwise convolutions) launched ``blocks`` blocks."""
+    rec = Launch(kernel, blocks, (), "direct", "none", "", blocks)
+    for log in _RECORDERS:
+        log.append(rec)
 
 
 class LaunchPlan:
@@ -312,18 +322,29 @@ class BoundLaunch:
                     self._map_key = (a_ptr, b_ptr)
                 if self._out_key != c_ptr:
                     self._out_c(c_ptr)
-            if self._config is None:
-                (err,) = _launch_kernel(self._func, plan.grid, 1, 1, self._threads, 1, 1,
-                                        self._smem, stream.ptr, self._addr, 0)
-            else:
-                if self._config_stream != stream.ptr:
-                    self._config.hStream = _driver.CUstream(stream.ptr)
-                    self._config_stream = stream.ptr
-                (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
+            err = self._launch(stream)
+            if err == _NO_CONTEXT:
+                # a thread that has not called the CUDA runtime yet (a Dask worker's, say)
+                # has no current context: setting the device makes its primary context,
+                # the one the array libraries allocate in, current
+                _set_device(plan.device_id)
+                err = self._launch(stream)
         if err != _SUCCESS:
             raise RuntimeError(f"launch of {plan.kernel.spec.name} failed: {err!r}")
         if _RECORDERS:
             plan.record(bool(self._store_tma[0]))
+
+    def _launch(self, stream):
+        """The driver's launch on the bound arguments (under the lock): its CUresult."""
+        if self._config is None:
+            (err,) = _launch_kernel(self._func, self.plan.grid, 1, 1, self._threads, 1, 1,
+                                    self._smem, stream.ptr, self._addr, 0)
+            return err
+        if self._config_stream != stream.ptr:
+            self._config.hStream = _driver.CUstream(stream.ptr)
+            self._config_stream = stream.ptr
+        (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
+        return err
 
     def _out_c(self, c_ptr: int) -> None:
         """C's map and store flag into the arguments (under the lock)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
+from .launch import record_direct
 
 HEADER = "outer.cuh"
 TYPES = {"float16": "skc::half_t", "float32": "float", "float64": "double"}
@@ -90,11 +91,13 @@ def run_outer(launch: OuterLaunch, x, y):
     sy = (y.strides[0] // item if y.shape[0] > 1 else 0, y.strides[1] // item)
     vec = launch.vec
     names = NAMES[2 * tuple(TYPES).index(launch.dtype):][:2]
-    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(names[0 if vec > 1 else 1])
+    name = names[0 if vec > 1 else 1]
+    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
     rows = batch * launch.m
     sms = cupy.cuda.Device(x.device.id).attributes["MultiProcessorCount"]
     blocks = min(-(-rows * (launch.n // vec) // THREADS), sms * BLOCKS_PER_SM)
     fn((blocks,), (THREADS,), (x, y, out, np.int32(launch.m), np.int32(launch.n),
                                np.int32(rows), np.int64(sx[0]), np.int64(sx[1]),
                                np.int64(sy[0]), np.int64(sy[1])))
+    record_direct(name, blocks)
     return out

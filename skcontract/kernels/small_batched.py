@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
+from .launch import record_direct
 
 HEADER = "small_batched.cuh"
 TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
@@ -103,11 +104,12 @@ def run_small(launch: SmallLaunch, x, y):
             batch != launch.batch:
         return None
     out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
-    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(
-        NAMES[tuple(TYPES).index(launch.dtype)])
+    name = NAMES[tuple(TYPES).index(launch.dtype)]
+    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
     blocks = -(-batch // launch.per_cta)
     fn((blocks,), (THREADS,),
        (x, y, out, np.int32(batch), np.int32(launch.m), np.int32(launch.n),
         np.int32(launch.k), *map(np.int64, sa), *map(np.int64, sb),
         np.int32(launch.per_cta)), shared_mem=launch.smem_bytes)
+    record_direct(name, blocks)
     return out

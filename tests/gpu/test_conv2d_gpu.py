@@ -9,6 +9,7 @@ import pytest
 
 from skcontract import conv2d
 from skcontract.kernels.conv import folded_taps
+from skcontract.kernels.depthwise import is_depthwise
 from skcontract.kernels.launch import record_launches
 from skcontract.kernels.resolve import device_info
 from skcontract.kernels.operands import describe
@@ -125,7 +126,10 @@ def test_conv2d_matches_the_float64_convolution(case, layout, dtype):
     row = (c if layout == "NHWC" else h * w) * ITEMSIZE[dtype]
     in_place = pointwise and layout != "strided" and row % 16 == 0
     assert len(launches) == 1
-    assert launches[0].kernel.endswith("_im2col") != in_place
+    if is_depthwise(g):  # the direct kernel, no GEMM
+        assert launches[0].mode == "direct" and "depthwise" in launches[0].kernel
+    else:
+        assert launches[0].kernel.endswith("_im2col") != in_place
     assert type(got) is type(xd) and str(got.dtype).endswith(dtype)
     _check(got, ref, dtype)
     # channels-last in, channels-last out; NCHW and strided inputs give dense NCHW

@@ -181,3 +181,31 @@ def test_sums_run_on_the_dot_kernel(subscripts, shape, dtype, order):
         assert err <= tol, err
         assert [r.kernel.startswith("dot_") for r in launches] == ([True] if order == "C"
                                                                   else [])
+
+
+def test_warm_einsum_in_a_thread_new_to_cuda():
+    # a warm call's first CUDA call in a new thread may be the kernel launch itself (the
+    # output and the fixup pool come from caches): the thread has no current context yet
+    import threading
+
+    import cupy
+
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in [(256, 384), (384, 320)])
+    x, y = cupy.asarray(a), cupy.asarray(b)
+    skcontract.einsum("ij,jk->ik", x, y)
+    cupy.cuda.Device().synchronize()
+    found = {}
+
+    def run():
+        try:
+            found["r"] = cupy.asnumpy(skcontract.einsum("ij,jk->ik", x, y))
+        except Exception as e:  # noqa: BLE001 - the test reports it below
+            found["e"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert "e" not in found, found.get("e")
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(found["r"], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
