@@ -12,8 +12,11 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> g = conv_geometry((8, 144, 56, 56), (144, 1, 3, 3), padding=1, groups=144)
->>> plan_depthwise(g, "float16", channels_last=True).summary()
-'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, 8-channel vectors x 4 columns'
+>>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
+depthwise kernel: 3 x 3 taps of 144 channels
+3,612,672 outputs
+8-channel vectors x 4 columns
+filter rows' inputs in registers
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -32,8 +35,15 @@ TYPES = {d: CXX_TYPES[d][0] for d in ("float16", "bfloat16", "float32", "float64
 """The dtypes the kernel takes -> its C++ element type."""
 SCALAR_NAMES = tuple(f"skc::depthwise<{t}>" for t in TYPES.values())
 """The element-a-thread kernel's instantiations, in :data:`TYPES`' order."""
-VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}>" for t in TYPES.values())
-"""The channels-last vector kernel's instantiations, in :data:`TYPES`' order."""
+FIXED_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1), (7, 2))
+"""The (filter width, column step) pairs of undilated filters the vector kernel has an
+instantiation for (a filter row's inputs loaded once a strip): MobileNet's, EfficientNet's
+and ConvNeXt's depthwise layers; (0, 0) is the one for any filter."""
+VECTOR_FORMS = ((0, 0),) + FIXED_FILTERS
+"""The vector kernel's (KS, KSW) instantiations of each dtype."""
+VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}, {ks}, {ksw}>"
+                     for t in TYPES.values() for ks, ksw in VECTOR_FORMS)
+"""The channels-last vector kernel's instantiations, dtype-major in :data:`TYPES`' order."""
 NAMES = SCALAR_NAMES + VECTOR_NAMES
 """Every instantiation the module compiles."""
 VECTOR_BYTES = 16
@@ -46,6 +56,13 @@ THREADS = 256
 """Threads of a block (DEPTHWISE_THREADS)."""
 BLOCKS_PER_SM = 8
 """Blocks a launch gives each SM at most (the grid strides over the rest)."""
+MAX_SLICE = 32
+"""Channel vectors a block of the vector kernel takes at most: a warp's loads of a pixel's
+channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
+SLICE_SMEM = 48 * 1024
+"""Shared memory for a block's staged filters at most (no opt-in attribute needed): taps x
+slice vectors of 16 bytes; a filter of more taps than one vector's fit runs the scalar
+kernel."""
 
 
 @dataclass(frozen=True)
@@ -73,16 +90,61 @@ class DepthwiseLaunch:
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
             order = f"{VECTOR_BYTES // CXX_TYPES[self.dtype][1]}-channel vectors x {STRIP} columns"
+            if self.form[0]:
+                order += ", filter rows' inputs in registers"
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
 
     @property
-    def items(self) -> int:
-        """What the launch's threads take in turn: outputs, or strips of vectors."""
+    def vectors(self) -> int:
+        """Channel vectors of a pixel (the vector kernel's)."""
+        return self.g.c * CXX_TYPES[self.dtype][1] // VECTOR_BYTES
+
+    @property
+    def slices(self) -> int:
+        """Blocks' channel slices (the vector kernel's grid.y): as few as hold
+        :data:`MAX_SLICE` vectors and their filters in :data:`SLICE_SMEM`."""
         g = self.g
+        most = min(MAX_SLICE, SLICE_SMEM // (g.r * g.s * VECTOR_BYTES))
+        return -(-self.vectors // most)
+
+    @property
+    def slice(self) -> int:
+        """Channel vectors of a block's slice (the slices even, the last one may be
+        short)."""
+        return -(-self.vectors // self.slices)
+
+    @property
+    def smem_bytes(self) -> int:
+        """The vector kernel's dynamic shared memory: a slice's filters."""
+        return self.g.r * self.g.s * self.slice * VECTOR_BYTES
+
+    @property
+    def form(self) -> tuple:
+        """The vector kernel's (KS, KSW) instantiation for this filter: its own width and
+        column step where :data:`FIXED_FILTERS` has them (undilated), else (0, 0)."""
+        g = self.g
+        fixed = (g.s, g.stride[1])
+        return fixed if fixed in FIXED_FILTERS and g.dilation[1] == 1 else (0, 0)
+
+    @property
+    def kernel(self) -> str:
+        """The instantiation the launch runs."""
+        index = tuple(TYPES).index(self.dtype)
         if not self.vector:
-            return self.outputs
-        return g.n * g.p * -(-g.q // STRIP) * (g.c * CXX_TYPES[self.dtype][1] // VECTOR_BYTES)
+            return SCALAR_NAMES[index]
+        return VECTOR_NAMES[index * len(VECTOR_FORMS) + VECTOR_FORMS.index(self.form)]
+
+    def grid(self, sms: int) -> tuple:
+        """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
+        vector kernel's (blocks a slice, slices); blocks stride over what is left."""
+        g = self.g
+        budget = sms * BLOCKS_PER_SM
+        if not self.vector:
+            return (max(1, min(-(-self.outputs // THREADS), budget)), 1)
+        lanes = THREADS // self.slice
+        strips = g.n * g.p * -(-g.q // STRIP)
+        return (max(1, min(-(-strips // lanes), -(-budget // self.slices))), self.slices)
 
 
 def is_depthwise(g) -> bool:
@@ -99,7 +161,8 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
     it."""
     if not is_depthwise(g) or dtype not in TYPES:
         return None
-    vector = channels_last and _vector_input(g, dtype, input_strides, input_offset)
+    vector = channels_last and _vector_input(g, dtype, input_strides, input_offset) and \
+        g.r * g.s * VECTOR_BYTES <= SLICE_SMEM
     launch = DepthwiseLaunch(g, dtype, channels_last, vector)
     return launch if launch.outputs <= MAX_OUTPUTS else None
 
@@ -125,10 +188,9 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     strides."""
     g = launch.g
     top, _, left, _ = g.padding
-    names = VECTOR_NAMES if launch.vector else SCALAR_NAMES
-    name = names[tuple(TYPES).index(launch.dtype)]
+    name = launch.kernel
     fn = jit.get_module(HEADER, NAMES, device_id).get_function(name)
-    blocks = max(1, min(-(-launch.items // THREADS), sms * BLOCKS_PER_SM))
+    grid = launch.grid(sms)
     ints = (g.n, g.c, g.h, g.w, g.p, g.q, g.r, g.s, *g.stride, top, left, *g.dilation)
     swc, _, swr, sws = w.strides
     pointers = (x.ptr, w.ptr, w.ptr if bias is None else bias.ptr, out.ptr)
@@ -136,11 +198,13 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
         sxn, _, sxh, sxw = x.strides
         son, _, sop, soq = out.strides
         longs = (sxn, sxh, sxw, swc, swr, sws, son, sop, soq)
-        flags = (bias is not None,)
+        flags = (bias is not None, launch.slice)
+        smem = launch.smem_bytes
     else:
         longs = (*x.strides, swc, swr, sws, *out.strides)
         flags = (launch.channels_last, bias is not None)
-    fn((blocks,), (THREADS,),
+        smem = 0
+    fn(grid, (THREADS,),
        (*map(np.uint64, pointers), *map(np.int32, ints), *map(np.int64, longs),
-        *map(np.int32, flags)), stream=stream)
-    record_direct(name, blocks)
+        *map(np.int32, flags)), stream=stream, shared_mem=smem)
+    record_direct(name, grid[0] * grid[1])

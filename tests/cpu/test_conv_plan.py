@@ -15,6 +15,7 @@ from skcontract.kernels import specs
 from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
                                      resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
+from skcontract.kernels import depthwise
 from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise
 from skcontract.kernels.step_launch import StepLaunch
 from skcontract.ops.conv2d import conv_geometry
@@ -375,3 +376,43 @@ def test_the_depthwise_vector_kernel_reads_channels_on_16_bytes(strides, offset,
     assert launch.vector == vector
     assert ("8-channel vectors x 4 columns" in launch.summary()) == vector
     assert plan_depthwise(g, "float16", False, strides, offset).vector is False
+
+
+@pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
+    (144, "float16", 3, 1, 18),     # 18 vectors: one slice
+    (144, "float32", 3, 2, 18),     # 36 vectors: two even slices, not 32 + 4
+    (512, "float16", 3, 2, 32),     # 64 vectors: slices of MAX_SLICE
+    (512, "float16", 13, 4, 16),    # 13 x 13 filters: 18 vectors' fit SLICE_SMEM
+    (96, "float64", 7, 2, 24),      # 2 doubles a vector
+])
+def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slices, slice_):
+    g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), padding=taps // 2,
+                      groups=channels)
+    launch = plan_depthwise(g, dtype, True)
+    assert launch.vector and (launch.slices, launch.slice) == (slices, slice_)
+    assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
+    assert launch.smem_bytes == taps * taps * slice_ * 16 <= depthwise.SLICE_SMEM
+    blocks, ys = launch.grid(132)
+    assert ys == slices and 1 <= blocks * slices <= 132 * depthwise.BLOCKS_PER_SM + slices
+
+
+@pytest.mark.parametrize("taps,stride,dilation,form", [
+    (3, 1, 1, (3, 1)), (3, 2, 1, (3, 2)), (5, 2, 1, (5, 2)), (7, 1, 1, (7, 1)),
+    (3, 1, 2, (0, 0)),              # dilated: the kernel for any filter
+    (9, 1, 1, (0, 0)),              # no instantiation of its width
+    (3, (1, 3), 1, (0, 0)),         # column step 3
+])
+def test_the_depthwise_vector_kernel_form(taps, stride, dilation, form):
+    g = conv_geometry((2, 64, 30, 30), (64, 1, taps, taps), stride=stride, dilation=dilation,
+                      groups=64)
+    launch = plan_depthwise(g, "bfloat16", True)
+    assert launch.form == form
+    assert launch.kernel == f"skc::depthwise_vec<skc::bfloat16_t, {form[0]}, {form[1]}>"
+    assert launch.kernel in depthwise.NAMES
+    assert plan_depthwise(g, "bfloat16", False).kernel == "skc::depthwise<skc::bfloat16_t>"
+
+
+def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():
+    g = conv_geometry((1, 64, 80, 80), (64, 1, 57, 57), groups=64)
+    assert 57 * 57 * 16 > depthwise.SLICE_SMEM
+    assert plan_depthwise(g, "float16", True).vector is False

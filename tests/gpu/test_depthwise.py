@@ -22,6 +22,11 @@ CASES = [  # (N, C, H, W), (R, S), stride, padding, dilation
     ((2, 16, 20, 20), (3, 3), 1, 2, 2),          # dilated
     ((2, 8, 9, 11), (3, 1), (2, 1), (1, 0), 1),  # asymmetric
     ((2, 12, 10, 13), (3, 3), 1, 1, 1),          # channels off 16 bytes in float16
+    ((2, 64, 15, 17), (3, 3), 2, 1, 1),          # MobileNet's strided 3 x 3
+    ((1, 32, 13, 14), (5, 5), 1, 2, 1),          # 5 x 5, unit step
+    ((1, 16, 15, 15), (7, 7), 2, 3, 1),          # 7 x 7, step 2
+    ((2, 288, 9, 10), (3, 3), 1, 1, 1),          # several channel slices
+    ((1, 512, 16, 16), (13, 13), 1, 6, 1),       # slices narrowed by the filters' size
 ]
 
 

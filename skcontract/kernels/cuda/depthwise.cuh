@@ -11,9 +11,10 @@
 // depthwise_vec is the channels-last kernel where the channels lie on 16 bytes (the host
 // checks: channels contiguous in the input and the output, C and every other stride a
 // multiple of the 16-byte vector, both pointers on 16 bytes). A thread computes a strip of
-// DEPTHWISE_STRIP output columns of one vector of channels: each tap's input vector is one
-// 16-byte load, each tap's weights are read once a strip, and the index arithmetic is done
-// once a strip, not once an element.
+// DEPTHWISE_STRIP output columns of one vector of channels: each input load is 16 bytes,
+// the filters come from shared memory as vectors, and the index arithmetic is done once a
+// strip; the common filter widths and steps (instantiated with KS, KSW) load each input
+// vector of a filter row once a strip.
 #pragma once
 
 #include "sk_common.cuh"
@@ -21,8 +22,10 @@
 namespace skc {
 
 constexpr int DEPTHWISE_THREADS = 256;
-// Output columns a thread of depthwise_vec computes: four amortise a tap's weight loads over
-// four input loads while the accumulators (4 x 8 floats for 16-bit data) stay in registers.
+// Output columns a thread of depthwise_vec computes: four amortise a tap's weight load over
+// four columns, and a filter row's input vectors (3 + KS of 4 * KS at unit step) over the
+// strip, while the accumulators (4 x 8 floats for 16-bit data) and a row's inputs stay in
+// registers.
 constexpr int DEPTHWISE_STRIP = 4;
 
 // The accumulator of T: float, double for double (as the GEMM kernels accumulate).
@@ -82,29 +85,109 @@ template <class T> struct alignas(16) DepthwiseVec {
   T v[N];
 };
 
-// Sizes and steps as depthwise's; strides in elements, all but the channels' (1).
-template <class T>
-__global__ void __launch_bounds__(DEPTHWISE_THREADS)
+// One filter row of a strip, any filter width, column step and dilation: each tap's input
+// vector is loaded for each output column that reads it (L1 serves the repeats).
+template <class T, class Acc>
+__device__ __forceinline__ void depthwise_row(
+    Acc (&acc)[DEPTHWISE_STRIP][DepthwiseVec<T>::N], const T* xrow, const T* wrow, int width,
+    int s, int iw0, int oq0, int q, int wd, int stride_w, int dil_w, long long sxw) {
+  using Cv = AccCvt<T, Acc>;
+  using Vec = DepthwiseVec<T>;
+  for (int j = 0; j < s; ++j) {
+    const Vec wj = *reinterpret_cast<const Vec*>(wrow + j * width);
+#pragma unroll
+    for (int u = 0; u < DEPTHWISE_STRIP; ++u) {
+      const int iw = iw0 + u * stride_w + j * dil_w;
+      if (oq0 + u >= q || iw < 0 || iw >= wd) continue;
+      const Vec in = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
+#pragma unroll
+      for (int v = 0; v < Vec::N; ++v) acc[u][v] += Cv::to_acc(in.v[v]) * Cv::to_acc(wj.v[v]);
+    }
+  }
+}
+
+// One filter row of a strip of a KS-wide filter stepping KSW columns, undilated: the row's
+// (STRIP - 1) * KSW + KS input vectors are loaded once, into registers, and each tap's
+// weights once; columns outside the image read as zeros (the strip's columns past q are
+// computed and not stored).
+template <class T, class Acc, int KS, int KSW>
+__device__ __forceinline__ void depthwise_row_fixed(
+    Acc (&acc)[DEPTHWISE_STRIP][DepthwiseVec<T>::N], const T* xrow, const T* wrow, int width,
+    int iw0, int wd, long long sxw) {
+  using Cv = AccCvt<T, Acc>;
+  using Vec = DepthwiseVec<T>;
+  constexpr int V = Vec::N, SPAN = (DEPTHWISE_STRIP - 1) * KSW + KS;
+  Acc in[SPAN][V];
+#pragma unroll
+  for (int k = 0; k < SPAN; ++k) {
+    const int iw = iw0 + k;
+    Vec raw;
+    if (iw >= 0 && iw < wd) {
+      raw = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) raw.v[v] = Cv::from_acc(Acc(0));
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) in[k][v] = Cv::to_acc(raw.v[v]);
+  }
+#pragma unroll
+  for (int j = 0; j < KS; ++j) {
+    const Vec wj = *reinterpret_cast<const Vec*>(wrow + j * width);
+    Acc wf[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) wf[v] = Cv::to_acc(wj.v[v]);
+#pragma unroll
+    for (int u = 0; u < DEPTHWISE_STRIP; ++u) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[u][v] += in[u * KSW + j][v] * wf[v];
+    }
+  }
+}
+
+// Sizes and steps as depthwise's; strides in elements, all but the channels' (1). A block
+// takes `slice` channel vectors (blockIdx.y: channels [blockIdx.y * slice * N, ...)) and
+// stages their filters in shared memory as [tap][channel] (r * s * slice vectors, dynamic
+// shared memory), so a tap's weights of a vector are one 16-byte load whatever the filters'
+// strides. Its threads are lanes x slice, the vector fastest; a lane takes strips of
+// DEPTHWISE_STRIP output columns (of one image row) in turn, striding over blockIdx.x.
+// KS > 0: the filter is KS columns wide, stepping KSW columns, undilated
+// (depthwise_row_fixed); KS == 0: any (depthwise_row). One block an SM at least: ptxas then
+// keeps a row's inputs in registers (up to ~180 for 7-wide rows of 16-bit data at step 2)
+// rather than spilling to reach an occupancy of its choosing.
+template <class T, int KS, int KSW>
+__global__ void __launch_bounds__(DEPTHWISE_THREADS, 1)
 depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
               T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int r, int s,
               int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
               long long sxn, long long sxh, long long sxw, long long swc, long long swr,
-              long long sws, long long son, long long sop, long long soq, int has_bias) {
+              long long sws, long long son, long long sop, long long soq, int has_bias,
+              int slice) {
   using Acc = typename DepthwiseAcc<T>::type;
   using Cv = AccCvt<T, Acc>;
   using Vec = DepthwiseVec<T>;
   constexpr int V = Vec::N;
   constexpr int QT = DEPTHWISE_STRIP;
-  const int groups = c / V, strips = (q + QT - 1) / QT;
-  const long long total = (long long)n * p * strips * groups;
-  for (long long t = (long long)blockIdx.x * DEPTHWISE_THREADS + threadIdx.x; t < total;
-       t += (long long)gridDim.x * DEPTHWISE_THREADS) {
-    const int g = (int)(t % groups);
-    long long rest = t / groups;
-    const int oq0 = (int)(rest % strips) * QT;
-    rest /= strips;
+  extern __shared__ __align__(16) unsigned char depthwise_smem[];
+  T* wsm = reinterpret_cast<T*>(depthwise_smem);
+  const int width = slice * V, c0 = blockIdx.y * width;
+  for (int e = threadIdx.x; e < r * s * width; e += DEPTHWISE_THREADS) {
+    const int tap = e / width, ch = c0 + e - tap * width;
+    const int i = tap / s, j = tap - i * s;
+    wsm[e] = ch < c ? w[ch * swc + i * swr + j * sws] : Cv::from_acc(Acc(0));
+  }
+  __syncthreads();
+  const int lanes = DEPTHWISE_THREADS / slice;
+  const int lane = threadIdx.x / slice, gv = threadIdx.x - lane * slice;
+  const int ch0 = c0 + gv * V;
+  if (lane >= lanes || ch0 >= c) return;
+  const int strips = (q + QT - 1) / QT;
+  const long long total = (long long)n * p * strips;
+  for (long long t = (long long)blockIdx.x * lanes + lane; t < total;
+       t += (long long)gridDim.x * lanes) {
+    const int oq0 = (int)(t % strips) * QT;
+    const long long rest = t / strips;
     const int op = (int)(rest % p), nn = (int)(rest / p);
-    const int ch0 = g * V;
     Acc acc[QT][V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
@@ -113,24 +196,16 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
       for (int u = 0; u < QT; ++u) acc[u][v] = b0;
     }
     const T* xn = x + nn * sxn + ch0;
-    const T* wg = w + ch0 * swc;
     const int ih0 = op * stride_h - pad_top, iw0 = oq0 * stride_w - pad_left;
     for (int i = 0; i < r; ++i) {
       const int ih = ih0 + i * dil_h;
       if (ih < 0 || ih >= h) continue;
-      const T* xrow = xn + ih * sxh;
-      for (int j = 0; j < s; ++j) {
-        Acc wv[V];
-#pragma unroll
-        for (int v = 0; v < V; ++v) wv[v] = Cv::to_acc(wg[v * swc + i * swr + j * sws]);
-#pragma unroll
-        for (int u = 0; u < QT; ++u) {
-          const int iw = iw0 + u * stride_w + j * dil_w;
-          if (oq0 + u >= q || iw < 0 || iw >= wd) continue;
-          const Vec in = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
-#pragma unroll
-          for (int v = 0; v < V; ++v) acc[u][v] += Cv::to_acc(in.v[v]) * wv[v];
-        }
+      const T* wrow = wsm + i * s * width + gv * V;
+      if constexpr (KS > 0) {
+        depthwise_row_fixed<T, Acc, KS, KSW>(acc, xn + ih * sxh, wrow, width, iw0, wd, sxw);
+      } else {
+        depthwise_row<T, Acc>(acc, xn + ih * sxh, wrow, width, s, iw0, oq0, q, wd, stride_w,
+                              dil_w, sxw);
       }
     }
     T* on = out + nn * son + op * sop + ch0;
