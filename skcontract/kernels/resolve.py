@@ -139,6 +139,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"{[b.tile for b in offered]}")
     if im2col is not None:
         entries = tuple(b for b in entries if b.IM2COL == im2col)
+    elif tile is None:
+        entries = tuple(b for b in entries if not b.im2col_only)
     if layouts is not None:
         named = entries
         entries = tuple(b for b in entries if tuple(layouts) in b.layouts())

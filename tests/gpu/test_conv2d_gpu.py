@@ -413,3 +413,28 @@ def test_the_fold_copy_pads_rows_in_one_pass(lib, dtype, channels, layout, left,
     got = ops.pad(ops.permute(dev, (0, 2, 3, 1)), channels, left, right)
     assert tuple(got.shape) == want.shape
     np.testing.assert_array_equal(host(got), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case,tile", [
+    ((4, 512, 14, 14, 512, 3, 3, 1, 1, 1, 32), None),     # ResNeXt's 16 channels a group
+    ((2, 96, 9, 9, 96, 3, 3, 1, 1, 1, 4), (128, 32)),     # 24: a part-filled tile (RegNet's)
+    ((1, 64, 8, 11, 96, 3, 3, 2, 1, 1, 2), (128, 32)),    # 48: a group over two tiles
+])
+def test_grouped_convolutions_run_the_narrow_tile(case, tile, dtype):
+    """16-bit grouped convolutions whose channels a group fill 16-byte rows run the narrow
+    convolution tile (128 x 32, several CTAs an SM) of the gathering family, the model's
+    choice where the groups' tiles fill waves; each tile's output channels stay within its
+    group."""
+    n, c, h, w, k, r, s, stride, padding, dilation, groups = case
+    x, wt, b = _operands(case, dtype, seed=8)
+    g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+    for layout in ("NHWC", "NCHW"):
+        xd = _device(x, dtype, layout)
+        wd, bd = _device(wt, dtype, layout), _device(b, dtype)
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd, stride, padding, dilation, groups, tile=tile)
+        assert launches[-1].tile[:2] == (128, 32), launches
+        _check(got, ref, dtype)

@@ -89,7 +89,10 @@ class Entry:
     entry is planned only in schedules that split its tiles
     (:attr:`~skcontract.schedule.types.TileOption.splits_only`); ``b_off_lines_only``: the
     entry is offered only to products whose B rows start off
-    :data:`~.gates.LINE_BYTES` lines (and to a caller who forces its tile). An entry is named
+    :data:`~.gates.LINE_BYTES` lines (and to a caller who forces its tile); ``im2col_only``:
+    the entry is offered only to convolutions' implicit GEMMs (a narrow tile for grouped
+    convolutions' few output channels a group) and to a caller who forces its tile. An
+    entry is named
     by its tile, its occupancy and its unit's CTAs (:attr:`CLUSTER`): two entries of one
     tile differ in ``ctas_per_sm`` or in their family's CLUSTER.
     """
@@ -110,6 +113,7 @@ class Entry:
     min_k_iterations: int = 0
     splits_only: bool = False
     b_off_lines_only: bool = False
+    im2col_only: bool = False
 
     FAMILY: ClassVar[str] = ""
     DTYPES: ClassVar[tuple] = ()

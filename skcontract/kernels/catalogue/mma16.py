@@ -26,5 +26,15 @@ class Mma16(Entry):
 
 
 def menu(dtype: str) -> tuple[Mma16, ...]:
-    """The Mma16 entries of ``dtype``: one 128 x 128 x 32 tile, 4 stages, 8 warps."""
-    return (Mma16(dtype, 128, 128, 32, 4, 2, 4),)
+    """The Mma16 entries of ``dtype``: a 128 x 128 x 32 tile, 4 stages, 8 warps; for the
+    implicit GEMMs of grouped convolutions (16 - 32 output channels a group: ResNeXt's,
+    RegNet's), a 128 x 32 x 32 tile of 4 warps, :data:`NARROW_CTAS` resident an SM so one
+    CTA's loads overlap another's few k-iterations and epilogue (16-byte aligned operands:
+    element-wise copies would spill at that occupancy)."""
+    return (Mma16(dtype, 128, 128, 32, 4, 2, 4),
+            Mma16(dtype, 128, 32, 32, 4, 4, 1, ctas_per_sm=NARROW_CTAS, vec16_only=True,
+                  im2col_only=True))
+
+
+NARROW_CTAS = 4
+"""CTAs an SM of the narrow convolution tile: 40 KB of stages and 128 threads each."""
