@@ -55,7 +55,11 @@ MAX_OUTPUTS = 2**31 - 1
 THREADS = 256
 """Threads of a block (DEPTHWISE_THREADS)."""
 BLOCKS_PER_SM = 8
-"""Blocks a launch gives each SM at most (the grid strides over the rest)."""
+"""Blocks a launch of the scalar kernel gives each SM at most (the grid strides over the
+rest)."""
+VECTOR_BLOCKS_PER_SM = 2
+"""Blocks a launch of the vector kernel gives each SM at most: those resident at once (its
+launch bounds), so each block stages its filters once and strides over its strips."""
 MAX_SLICE = 32
 """Channel vectors a block of the vector kernel takes at most: a warp's loads of a pixel's
 channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
@@ -139,12 +143,12 @@ class DepthwiseLaunch:
         """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
         vector kernel's (blocks a slice, slices); blocks stride over what is left."""
         g = self.g
-        budget = sms * BLOCKS_PER_SM
         if not self.vector:
-            return (max(1, min(-(-self.outputs // THREADS), budget)), 1)
+            return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)
         lanes = THREADS // self.slice
         strips = g.n * g.p * -(-g.q // STRIP)
-        return (max(1, min(-(-strips // lanes), -(-budget // self.slices))), self.slices)
+        budget = -(-sms * VECTOR_BLOCKS_PER_SM // self.slices)
+        return (max(1, min(-(-strips // lanes), budget)), self.slices)
 
 
 def is_depthwise(g) -> bool:

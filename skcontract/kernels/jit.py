@@ -308,6 +308,18 @@ def max_active_clusters(function_ptr: int, threads: int, smem: int, cluster: int
 _MEMO: dict = {}
 
 
+def bind_context(device_id: int) -> None:
+    """Make ``device_id``'s primary context current in this thread where none is. A thread
+    that has not called the CUDA runtime yet (a Dask worker's, say) has no current context,
+    and driver calls (module loads, occupancy queries, launches) fail there; setting the
+    device makes the primary context, the one the array libraries allocate in, current."""
+    from cuda.bindings import driver, runtime  # the GPU extra's dependency
+
+    err, context = driver.cuCtxGetCurrent()
+    if err == driver.CUresult.CUDA_SUCCESS and int(context) == 0:
+        runtime.cudaSetDevice(device_id)
+
+
 def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel:
     """Compile (or fetch) ``spec`` for the current CuPy device. Warm calls are a dict lookup."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -318,6 +330,7 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     hit = _MEMO.get(memo_key)
     if hit is not None:
         return hit
+    bind_context(dev)
     arch = device_arch(dev)
     options = compile_options(arch, debug=debug, trace=traced, probe_build=probed)
     source = render_source(spec)
@@ -373,6 +386,7 @@ def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -
     memo = (header, name_expressions, device_id)
     module = _MODULES.get(memo)
     if module is None:
+        bind_context(device_id)
         arch = device_arch(device_id)
         options = compile_options(arch)
         source = inline_headers(header)

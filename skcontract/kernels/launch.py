@@ -14,18 +14,17 @@ from typing import NamedTuple
 import numpy as np
 
 from ..schedule.table import NUM_COLUMNS
-from . import tma, workspace
+from . import jit, tma, workspace
 from .jit import CompiledKernel
 
 try:  # the driver's launch, for BoundLaunch (cuda-bindings is a dependency of the GPU extra)
     from cuda.bindings import driver as _driver
     from cuda.bindings.driver import cuLaunchKernel as _launch_kernel
     from cuda.bindings.driver import cuLaunchKernelEx as _launch_kernel_ex
-    from cuda.bindings.runtime import cudaSetDevice as _set_device
     _SUCCESS = _driver.CUresult.CUDA_SUCCESS
     _NO_CONTEXT = _driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 except ImportError:  # pragma: no cover - the CPU-only install has no GPU to launch on
-    _driver = _launch_kernel = _launch_kernel_ex = _set_device = _SUCCESS = _NO_CONTEXT = None
+    _driver = _launch_kernel = _launch_kernel_ex = _SUCCESS = _NO_CONTEXT = None
 
 _RECORDERS: list[list] = []
 _SMS: dict = {}
@@ -323,11 +322,8 @@ class BoundLaunch:
                 if self._out_key != c_ptr:
                     self._out_c(c_ptr)
             err = self._launch(stream)
-            if err == _NO_CONTEXT:
-                # a thread that has not called the CUDA runtime yet (a Dask worker's, say)
-                # has no current context: setting the device makes its primary context,
-                # the one the array libraries allocate in, current
-                _set_device(plan.device_id)
+            if err == _NO_CONTEXT:  # a warm launch is this thread's first CUDA call
+                jit.bind_context(plan.device_id)
                 err = self._launch(stream)
         if err != _SUCCESS:
             raise RuntimeError(f"launch of {plan.kernel.spec.name} failed: {err!r}")

@@ -393,7 +393,7 @@ def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slic
     assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
     assert launch.smem_bytes == taps * taps * slice_ * 16 <= depthwise.SLICE_SMEM
     blocks, ys = launch.grid(132)
-    assert ys == slices and 1 <= blocks * slices <= 132 * depthwise.BLOCKS_PER_SM + slices
+    assert ys == slices and 1 <= blocks * slices <= 132 * depthwise.VECTOR_BLOCKS_PER_SM + slices
 
 
 @pytest.mark.parametrize("taps,stride,dilation,form", [

@@ -183,12 +183,15 @@ def test_sums_run_on_the_dot_kernel(subscripts, shape, dtype, order):
                                                                   else [])
 
 
-def test_warm_einsum_in_a_thread_new_to_cuda():
-    # a warm call's first CUDA call in a new thread may be the kernel launch itself (the
-    # output and the fixup pool come from caches): the thread has no current context yet
+def test_einsum_in_a_thread_new_to_cuda():
+    # a thread that has not called the CUDA runtime has no current context: a warm call's
+    # first CUDA call there may be the launch itself (the output and the fixup pool come
+    # from caches), a cold one's a module load or an occupancy query (jit's memo cleared)
     import threading
 
     import cupy
+
+    from skcontract.kernels import jit
 
     rng = np.random.default_rng(7)
     a, b = (rng.standard_normal(s).astype(np.float32) for s in [(256, 384), (384, 320)])
@@ -197,15 +200,24 @@ def test_warm_einsum_in_a_thread_new_to_cuda():
     cupy.cuda.Device().synchronize()
     found = {}
 
-    def run():
-        try:
-            found["r"] = cupy.asnumpy(skcontract.einsum("ij,jk->ik", x, y))
-        except Exception as e:  # noqa: BLE001 - the test reports it below
-            found["e"] = e
+    def run(key, fn):
+        def body():
+            try:
+                found[key] = cupy.asnumpy(fn())
+            except Exception as e:  # noqa: BLE001 - the test reports it below
+                found[key] = e
+        thread = threading.Thread(target=body)
+        thread.start()
+        thread.join()
+        assert not isinstance(found[key], Exception), found[key]
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    assert "e" not in found, found.get("e")
+    run("warm", lambda: skcontract.einsum("ij,jk->ik", x, y))
+    memo = dict(jit._MEMO)
+    jit._MEMO.clear()
+    try:
+        run("cold", lambda: skcontract.einsum("ij,jk->ik", x[:200], y[:, :288]))
+    finally:
+        jit._MEMO.update(memo)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(found["r"], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    for key, want in (("warm", ref), ("cold", ref[:200, :288])):
+        np.testing.assert_allclose(found[key], want, rtol=1e-4, atol=1e-4 * np.abs(ref).max())

@@ -79,6 +79,14 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
   }
 }
 
+// Blocks of depthwise_vec<T, KS, KSW> an SM keeps resident: two (128 registers a thread)
+// where a filter row's inputs are at most DEPTHWISE_TWO_BLOCK_SPAN vectors, else one (wider
+// rows of 16-bit data would spill at 128 registers).
+constexpr int DEPTHWISE_TWO_BLOCK_SPAN = 8;
+__host__ __device__ constexpr int depthwise_min_blocks(int ks, int ksw) {
+  return (DEPTHWISE_STRIP - 1) * ksw + ks <= DEPTHWISE_TWO_BLOCK_SPAN ? 2 : 1;
+}
+
 // 16 bytes of T as the vector depthwise_vec loads and stores.
 template <class T> struct alignas(16) DepthwiseVec {
   static constexpr int N = 16 / sizeof(T);
@@ -107,7 +115,8 @@ __device__ __forceinline__ void depthwise_row(
 }
 
 // One filter row of a strip of a KS-wide filter stepping KSW columns, undilated: the row's
-// (STRIP - 1) * KSW + KS input vectors are loaded once, into registers, and each tap's
+// (STRIP - 1) * KSW + KS input vectors are loaded once, into registers (as stored: 16-bit
+// data converts on use, which keeps a 7-wide row in half the registers), and each tap's
 // weights once; columns outside the image read as zeros (the strip's columns past q are
 // computed and not stored).
 template <class T, class Acc, int KS, int KSW>
@@ -117,19 +126,16 @@ __device__ __forceinline__ void depthwise_row_fixed(
   using Cv = AccCvt<T, Acc>;
   using Vec = DepthwiseVec<T>;
   constexpr int V = Vec::N, SPAN = (DEPTHWISE_STRIP - 1) * KSW + KS;
-  Acc in[SPAN][V];
+  Vec in[SPAN];
 #pragma unroll
   for (int k = 0; k < SPAN; ++k) {
     const int iw = iw0 + k;
-    Vec raw;
     if (iw >= 0 && iw < wd) {
-      raw = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
+      in[k] = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
     } else {
 #pragma unroll
-      for (int v = 0; v < V; ++v) raw.v[v] = Cv::from_acc(Acc(0));
+      for (int v = 0; v < V; ++v) in[k].v[v] = Cv::from_acc(Acc(0));
     }
-#pragma unroll
-    for (int v = 0; v < V; ++v) in[k][v] = Cv::to_acc(raw.v[v]);
   }
 #pragma unroll
   for (int j = 0; j < KS; ++j) {
@@ -140,7 +146,7 @@ __device__ __forceinline__ void depthwise_row_fixed(
 #pragma unroll
     for (int u = 0; u < DEPTHWISE_STRIP; ++u) {
 #pragma unroll
-      for (int v = 0; v < V; ++v) acc[u][v] += in[u * KSW + j][v] * wf[v];
+      for (int v = 0; v < V; ++v) acc[u][v] += Cv::to_acc(in[u * KSW + j].v[v]) * wf[v];
     }
   }
 }
@@ -152,11 +158,10 @@ __device__ __forceinline__ void depthwise_row_fixed(
 // strides. Its threads are lanes x slice, the vector fastest; a lane takes strips of
 // DEPTHWISE_STRIP output columns (of one image row) in turn, striding over blockIdx.x.
 // KS > 0: the filter is KS columns wide, stepping KSW columns, undilated
-// (depthwise_row_fixed); KS == 0: any (depthwise_row). One block an SM at least: ptxas then
-// keeps a row's inputs in registers (up to ~180 for 7-wide rows of 16-bit data at step 2)
-// rather than spilling to reach an occupancy of its choosing.
+// (depthwise_row_fixed); KS == 0: any (depthwise_row). Resident blocks an SM: see
+// depthwise_min_blocks.
 template <class T, int KS, int KSW>
-__global__ void __launch_bounds__(DEPTHWISE_THREADS, 1)
+__global__ void __launch_bounds__(DEPTHWISE_THREADS, depthwise_min_blocks(KS, KSW))
 depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
               T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int r, int s,
               int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
@@ -171,10 +176,20 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   T* wsm = reinterpret_cast<T*>(depthwise_smem);
   const int width = slice * V, c0 = blockIdx.y * width;
-  for (int e = threadIdx.x; e < r * s * width; e += DEPTHWISE_THREADS) {
-    const int tap = e / width, ch = c0 + e - tap * width;
-    const int i = tap / s, j = tap - i * s;
-    wsm[e] = ch < c ? w[ch * swc + i * swr + j * sws] : Cv::from_acc(Acc(0));
+  // consecutive threads read consecutive channels of channels-last filters, else
+  // consecutive taps of one channel (KCRS): coalesced either way
+  const int taps = r * s;
+  for (int e = threadIdx.x; e < taps * width; e += DEPTHWISE_THREADS) {
+    int tap, cc;
+    if (swc == 1) {
+      tap = e / width;
+      cc = e - tap * width;
+    } else {
+      cc = e / taps;
+      tap = e - cc * taps;
+    }
+    const int i = tap / s, j = tap - i * s, ch = c0 + cc;
+    wsm[tap * width + cc] = ch < c ? w[ch * swc + i * swr + j * sws] : Cv::from_acc(Acc(0));
   }
   __syncthreads();
   const int lanes = DEPTHWISE_THREADS / slice;
