@@ -389,7 +389,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
 
 _WARM: dict = {}
 """The warm path of :func:`einsum`: a call's subscripts, operand types, shapes, strides and
-dtypes and its keywords -> the rest of the call (:func:`_warm_call`), for calls without
+dtypes and its keywords -> the rest of the call (:class:`_WarmCall`), for calls without
 ``out`` on arrays of the backend's own type (so no torch operand, no copy to make) whose
 ``optimize`` is a name or a bool. A hit skips the checks, the parse and the plan lookup:
 every one of them depends only on what the key holds."""
@@ -416,7 +416,7 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
 
 
 def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
-    """The rest of this call as :func:`_warm_call` makes it (``view``: the single operand's
+    """The rest of this call as :class:`_WarmCall` makes it (``view``: the single operand's
     view this call returns, whose shape and strides every call of the key repeats), kept
     under ``warm_key`` when the operands are the backend's own arrays (not converted, no
     torch tensor)."""
@@ -424,8 +424,7 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
     if view is not None:
         call = _view_call(view.shape, view.strides, bk.xp)
     else:
-        call = _warm_call(plan, run, allocates, res, bk.compute_dtype(res), order, casting,
-                          bk.xp)
+        call = _WarmCall(run, allocates, res, bk.compute_dtype(res), order, casting, bk.xp)
     if warm_key is not None and {bk.xp.ndarray}.issuperset(map(type, ops)):
         if len(_WARM) >= _WARM_MAX:
             _WARM.clear()
@@ -433,15 +432,23 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
     return call
 
 
-def _warm_call(plan, run, allocates, res, cd, order, casting, xp):
+class _WarmCall:
     """What an einsum call does once its arrays are checked and its plan found: the plan's
-    run on the arrays cast to the compute dtype, the result made as numpy would."""
-    cast = _caster(casting)
+    run on the arrays cast to the compute dtype, the result made as numpy would. (An
+    instance, not a closure: one object for the collector where a closure is nine, and a
+    first call on new shapes keeps one.)"""
 
-    def call(arrays):
+    __slots__ = ("run", "allocates", "res", "cd", "order", "casting", "xp", "cast")
+
+    def __init__(self, run, allocates, res, cd, order, casting, xp):
+        self.run, self.allocates, self.res, self.cd = run, allocates, res, cd
+        self.order, self.casting, self.xp, self.cast = order, casting, xp, _caster(casting)
+
+    def __call__(self, arrays):
+        cd, cast = self.cd, self.cast
         arrays_c = [a if a.dtype == cd else cast(a, cd) for a in arrays]
-        return _finish(run(arrays_c), arrays, res, allocates, None, order, casting, xp)
-    return call
+        return _finish(self.run(arrays_c), arrays, self.res, self.allocates, None, self.order,
+                       self.casting, self.xp)
 
 
 def _view_call(shape, strides, xp):
