@@ -49,6 +49,10 @@ def test_streams_and_pool_resets():
     expr = skcontract.contract_expression(subscripts, sa, sb, dtype="float32", backend="cupy")
     a, b = _rand(sa, "float32", 3), _rand(sb, "float32", 4)
     want = expr(a, b)
+    # the operands and want are made on the null stream, which non-blocking streams do not
+    # wait for: the caller orders them (under a loaded GPU a call on another stream can
+    # otherwise read the operands before they are written)
+    cupy.cuda.Device().synchronize()
     streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
     for i in range(6):
         if i == 3:
