@@ -27,6 +27,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -375,6 +376,8 @@ def device_arch(device_id: int) -> str:
 
 
 _MODULES: dict = {}
+_THREAD = threading.local()
+"""Per thread: ``bound``, whether :func:`get_module` made a context current in it."""
 
 
 def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -> LoadedModule:
@@ -383,10 +386,14 @@ def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -
     compiled once a device (and kept in :func:`cache_dir`)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
+    if not getattr(_THREAD, "bound", False):
+        # the direct kernels launch through CuPy right after: in a thread new to CUDA
+        # that launch may be its first CUDA call (the output from CuPy's pool)
+        bind_context(device_id)
+        _THREAD.bound = True
     memo = (header, name_expressions, device_id)
     module = _MODULES.get(memo)
     if module is None:
-        bind_context(device_id)
         arch = device_arch(device_id)
         options = compile_options(arch)
         source = inline_headers(header)

@@ -186,7 +186,8 @@ def test_sums_run_on_the_dot_kernel(subscripts, shape, dtype, order):
 def test_einsum_in_a_thread_new_to_cuda():
     # a thread that has not called the CUDA runtime has no current context: a warm call's
     # first CUDA call there may be the launch itself (the output and the fixup pool come
-    # from caches), a cold one's a module load or an occupancy query (jit's memo cleared)
+    # from caches; a direct kernel's through CuPy), a cold one's a module load or an
+    # occupancy query (jit's memo cleared)
     import threading
 
     import cupy
@@ -196,7 +197,10 @@ def test_einsum_in_a_thread_new_to_cuda():
     rng = np.random.default_rng(7)
     a, b = (rng.standard_normal(s).astype(np.float32) for s in [(256, 384), (384, 320)])
     x, y = cupy.asarray(a), cupy.asarray(b)
+    p, q = (rng.standard_normal((512, 8, 8)).astype(np.float32) for _ in range(2))
+    pd, qd = cupy.asarray(p), cupy.asarray(q)
     skcontract.einsum("ij,jk->ik", x, y)
+    skcontract.einsum("bij,bjk->bik", pd, qd)  # the small-batched direct kernel
     cupy.cuda.Device().synchronize()
     found = {}
 
@@ -212,6 +216,7 @@ def test_einsum_in_a_thread_new_to_cuda():
         assert not isinstance(found[key], Exception), found[key]
 
     run("warm", lambda: skcontract.einsum("ij,jk->ik", x, y))
+    run("direct", lambda: skcontract.einsum("bij,bjk->bik", pd, qd))
     memo = dict(jit._MEMO)
     jit._MEMO.clear()
     try:
@@ -221,3 +226,5 @@ def test_einsum_in_a_thread_new_to_cuda():
     ref = a.astype(np.float64) @ b.astype(np.float64)
     for key, want in (("warm", ref), ("cold", ref[:200, :288])):
         np.testing.assert_allclose(found[key], want, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    want = np.matmul(p.astype(np.float64), q.astype(np.float64))
+    np.testing.assert_allclose(found["direct"], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
