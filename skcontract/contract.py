@@ -24,19 +24,20 @@ import operator
 from dataclasses import replace
 from functools import lru_cache
 from collections.abc import Mapping
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from .backends import backend_for, get_backend, plan_allocates
 from .backends.numpy_backend import quietly
-from .backends.steps import sum_dtype
+from .backends.steps import resizable_run, sum_dtype
 from .dtypes import EXACT
 from .parse import parse_equation, split_operands, symbol
 from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
+from .plan.plan import resizable, resized
 from .replan import Replans
 from .schedule.device import DeviceInfo
 from .schedule.types import as_mode, as_reduction
@@ -145,9 +146,59 @@ def _device_for(backend: str) -> Any:
 
 def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device,
                slicing=True) -> Plan:
+    """The plan of ``subscripts`` over operands of ``shapes`` (:func:`_planned`)."""
+    return _planned(subscripts, shapes, dtype, optimize, memory_limit, device, slicing)[0]
+
+
+class _Template(NamedTuple):
+    """A plan that new sizes of its size classes re-size (:func:`_planned`), its step's
+    form, and the runs backends compiled for any of its sizes, by backend name."""
+
+    plan: Plan
+    form: Any
+    runs: dict
+
+
+def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
+             slicing=True) -> tuple[Plan, _Template | None]:
+    """The plan of ``subscripts`` over operands of ``shapes`` and the template it is a
+    re-sizing of (None: planned in full). A plan of one product whose size classes decide
+    it is re-sized for new sizes of the same classes
+    (:func:`~skcontract.plan.plan.resized`) rather than planned again."""
+    key = None
+    if memory_limit is None and slicing is True and len(shapes) == 2 and \
+            _PLAIN_OPTIMIZE.issuperset([type(optimize)]) and \
+            all([type(d) is int for s in shapes for d in s]):  # (else the parse says why)
+        key = (subscripts, getattr(subscripts, "legend", ()),
+               tuple([tuple([min(d, _MANY) for d in s]) for s in shapes]), dtype, optimize,
+               device)
+        template = _RESIZABLE.get(key)
+        if template is not None:
+            plan = resized(template.plan, template.form, shapes)
+            if plan is not None:
+                return plan, template
     eq = parse_equation(subscripts, shapes)
-    return build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
+    plan = build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
                       slicing=_slicing_arg(slicing))
+    if key is not None and key not in _RESIZABLE:
+        form = resizable(plan)
+        if form is not None:
+            if len(_RESIZABLE) >= _RESIZABLE_KEPT:
+                _RESIZABLE.clear()
+            _RESIZABLE[key] = _Template(plan, form, {})
+    return plan, None
+
+
+_RESIZABLE: dict = {}
+"""Plans of two operands that new sizes of the same size classes re-size, by subscripts,
+the operands' size classes (0, 1, more), dtype, ``optimize`` and device (:func:`_make_plan`)."""
+_RESIZABLE_KEPT = 1024
+"""Entries :data:`_RESIZABLE` keeps before it starts again."""
+_MANY = 2
+"""The least size of the class "more" (the size classes: 0, 1, more)."""
+_PLAIN_OPTIMIZE = frozenset({str, bool, tuple})
+"""The types of ``optimize`` a re-sized plan may share: names and explicit paths (an
+optimiser object may keep state between calls)."""
 
 
 def _slicing_key(slicing, subscripts):
@@ -175,10 +226,17 @@ def _slicing_arg(key):
 def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precision,
              slicing=True):
     device = _device_for(backend)
-    plan = _make_plan(subscripts, shapes, dtype, optimize, memory_limit, device, slicing)
+    plan, template = _planned(subscripts, shapes, dtype, optimize, memory_limit, device,
+                              slicing)
     bk = get_backend(backend)
     if backend == "numpy":  # (NumPy launches nothing: no schedules, nothing to re-plan)
-        return plan, bk.compile(plan), plan_allocates(plan)
+        if template is None or not resizable_run(plan):
+            return plan, bk.compile(plan), plan_allocates(plan)
+        run = template.runs.get(backend)  # (one run for every size of the template's)
+        if run is None:
+            run = template.runs[backend] = bk.compile(template.plan, resizable=True)
+            run.resizable = True  # (a warm call swaps it for the plan's own: _WarmCall)
+        return plan, run, plan_allocates(plan)
     plan = schedule_plan(plan, device, precision=precision)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
 
@@ -384,7 +442,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         cd, cast = bk.compute_dtype(res), _caster(casting)
         arrays_c = [a if a.dtype == cd else cast(a, cd) for a in arrays]
         return _finish(run(arrays_c), arrays, res, allocates, out, order, casting, bk.xp)
-    return _remember(warm_key, ops, bk, (plan, run, allocates), res, order, casting)(arrays)
+    return _remember(warm_key, ops, bk, (plan, run, allocates), res, order,
+                     casting).once(arrays)
 
 
 _WARM: dict = {}
@@ -425,6 +484,8 @@ def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
         call = _view_call(view.shape, view.strides, bk.xp)
     else:
         call = _WarmCall(run, allocates, res, bk.compute_dtype(res), order, casting, bk.xp)
+        if getattr(run, "resizable", False):  # a template's run: the plan's own on a repeat
+            call.specialize = lambda: bk.compile(plan)
     if warm_key is not None and {bk.xp.ndarray}.issuperset(map(type, ops)):
         if len(_WARM) >= _WARM_MAX:
             _WARM.clear()
@@ -438,13 +499,23 @@ class _WarmCall:
     instance, not a closure: one object for the collector where a closure is nine, and a
     first call on new shapes keeps one.)"""
 
-    __slots__ = ("run", "allocates", "res", "cd", "order", "casting", "xp", "cast")
+    __slots__ = ("run", "allocates", "res", "cd", "order", "casting", "xp", "cast",
+                 "specialize")
 
     def __init__(self, run, allocates, res, cd, order, casting, xp):
         self.run, self.allocates, self.res, self.cd = run, allocates, res, cd
         self.order, self.casting, self.xp, self.cast = order, casting, xp, _caster(casting)
+        self.specialize = None  # where run serves any sizes: how to make the plan's own
 
     def __call__(self, arrays):
+        """A warm call: a run for any sizes (a re-sized plan's first call: :func:`_prepare`)
+        is swapped for the plan's own, faster a call, when the call repeats."""
+        if self.specialize is not None:
+            self.run, self.specialize = self.specialize(), None
+        return self.once(arrays)
+
+    def once(self, arrays):
+        """The call on ``arrays`` with the run it holds."""
         cd, cast = self.cd, self.cast
         arrays_c = [a if a.dtype == cd else cast(a, cd) for a in arrays]
         return _finish(self.run(arrays_c), arrays, self.res, self.allocates, None, self.order,

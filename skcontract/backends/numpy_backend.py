@@ -68,15 +68,17 @@ def asarray(x):
     return x if type(x) is np.ndarray else np.asarray(x)
 
 
-def compile(plan, replan=None):
+def compile(plan, replan=None, resizable=False):
     """Prepare ``plan`` once; ``run(arrays)`` executes it (see :mod:`skcontract.backends`).
-    ``replan`` is a GPU backend's hook: NumPy launches nothing and takes none. Plans of
+    ``replan`` is a GPU backend's hook: NumPy launches nothing and takes none.
+    ``resizable``: the run serves the plan re-sized too, where it is a product of two
+    operands (:func:`~.steps.resizable_run`). Plans of
     integer or bool dtype, and plans of no steps (the operand viewed, to which numpy adds
     nothing), run as they are; others run :func:`quietly`, and an object result starts
     from 0 (see the module). A float16 plan's result is rounded back to float16 here,
     quietly; other results come back in the dtype they were computed in (a contract
     expression of no dtype runs float16 arrays on its float64 plan, in float32)."""
-    run = compile_plan(plan, OPS)
+    run = compile_plan(plan, OPS, resizable)
     if plan.dtype.kind in "biu" or not plan.steps:
         return run  # no floating-point errors to silence, no objects; or views only
     narrow = plan.dtype if compute_dtype(plan.dtype) != plan.dtype else None

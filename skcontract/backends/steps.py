@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..plan.classify import Kind
+from ..plan.classify import GEMM_KINDS, Kind
 from ..plan.plan import Plan, Step
 
 
@@ -123,6 +123,41 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
     return ops.matmul_for(step, StepViews(fa, fb, None if flat == out_shape else out_shape))
+
+
+def _resizable_gemm(step: Step, ops: ArrayOps) -> Callable:
+    """:func:`_gemm` for the operands of any sizes of the step's labels' size classes (a
+    re-sized plan's step, :func:`~skcontract.plan.plan.resized`): the (batch, M, K) and
+    (batch, K, N) views and the result's shape are worked out from the operands' shapes on
+    each call, so that one run serves every size."""
+    a, b = step.inputs
+    bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
+    ha, hb = step.holds_batch
+    pa = _perm(a, (bl if ha else ()) + ml + kl)
+    pb = _perm(b, (bl if hb else ()) + kl + nl)
+    nb, nm, nk = len(bl), len(ml), len(kl)
+    ma, mb = (nb if ha else 0), (nb if hb else 0)  # where M starts in a's axes, K in b's
+    xp, batched = ops.xp, bool(bl)
+
+    def run(x, y):
+        if pa is not None:
+            x = x.transpose(pa)
+        if pb is not None:
+            y = y.transpose(pb)
+        sx, sy = x.shape, y.shape
+        lead = sx[:nb] if ha else sy[:nb]
+        m_dims, n_dims = sx[ma:ma + nm], sy[mb + nk:]
+        m, k, n = prod(m_dims), prod(sx[ma + nm:]), prod(n_dims)
+        if batched:
+            full = (prod(lead),)
+            x = x.reshape(full + (m, k)) if ha else xp.broadcast_to(x.reshape(m, k),
+                                                                     full + (m, k))
+            y = y.reshape(full + (k, n)) if hb else xp.broadcast_to(y.reshape(k, n),
+                                                                     full + (k, n))
+        else:
+            x, y = x.reshape(m, k), y.reshape(k, n)
+        return xp.matmul(x, y).reshape(lead + m_dims + n_dims)
+    return run
 
 
 def _broadcast(step: Step, ops: ArrayOps) -> Callable:
@@ -227,13 +262,27 @@ def _step_fn(step: Step, ops: ArrayOps) -> Callable:
     return _gemm(step, ops)
 
 
-def compile_plan(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
+def resizable_run(plan: Plan) -> bool:
+    """Whether :func:`compile_plan` can make ``plan``'s run for any sizes of its labels'
+    size classes (``resizable=True``): one GEMM-class step of the two operands, unsliced."""
+    return plan.slicing is None and len(plan.steps) == 1 and \
+        plan.steps[0].kind in GEMM_KINDS and plan.steps[0].args == (0, 1) and \
+        len(plan.input_shapes) == 2
+
+
+def compile_plan(plan: Plan, ops: ArrayOps,
+                 resizable: bool = False) -> Callable[[Sequence[Any]], Any]:
     """Prepare ``plan`` once for ``ops``; the returned ``run(arrays)`` executes it (see the
-    package docstring of :mod:`skcontract.backends` for the contract)."""
+    package docstring of :mod:`skcontract.backends` for the contract). ``resizable``: the
+    run serves ``plan`` re-sized too (:func:`resizable_run` plans; ``ops.xp.matmul`` is the
+    product: NumPy's backend asks for it)."""
     if plan.slicing is not None:
         return _compile_sliced(plan, ops)
     n = len(plan.input_shapes)
-    steps = tuple([(_step_fn(s, ops), s.args, s.result) for s in plan.steps])
+    if resizable and resizable_run(plan):
+        steps = ((_resizable_gemm(plan.steps[0], ops), (0, 1), plan.steps[0].result),)
+    else:
+        steps = tuple([(_step_fn(s, ops), s.args, s.result) for s in plan.steps])
     result = plan.result
     perm = _perm(plan.result_labels, plan.output)
 

@@ -425,6 +425,43 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                 sliced)
 
 
+def resizable(plan: Plan) -> _PairForm | None:
+    """The form of ``plan``'s one step where a plan of the same equation at other sizes of
+    the same size classes (0, 1, more) is ``plan`` with its sizes changed (:func:`resized`):
+    one pairwise step on the operands as given (no unary step, no slices), its layout
+    decided by the size classes (:func:`~.classify.search_layout`). None otherwise."""
+    if plan.slicing is not None or len(plan.steps) != 1 or plan.operand_slots != (0, 1):
+        return None
+    step = plan.steps[0]
+    if step.kind is Kind.UNARY:
+        return None
+    a, b = step.inputs
+    _, by_class = search_layout(a, b, step.batch_labels, step.m_labels, step.n_labels,
+                                step.k_labels, plan.equation.sizes)
+    if not by_class:
+        return None
+    return _PairForm(step.args, step.result, step.inputs, (step.batch_labels, step.m_labels,
+                     step.n_labels, step.k_labels), step.output, step.needs_copy,
+                     step.layouts)
+
+
+def resized(plan: Plan, form: _PairForm, shapes) -> Plan | None:
+    """``plan`` (a :func:`resizable` one, of form ``form``) for operands of ``shapes``, of
+    its operands' ranks and size classes: what :func:`build_plan` gives them, without the
+    parse and the path search. None where a label's sizes differ between its axes (parsing
+    ``shapes`` says how)."""
+    eq = plan.equation
+    sizes: dict[str, int] = {}
+    for labels, shape in zip(eq.inputs, shapes):
+        for lab, d in zip(labels, shape):
+            if sizes.setdefault(lab, d) != d:
+                return None
+    resized_eq = Equation(eq.inputs, eq.output, sizes, tuple(shapes), eq.ellipsis, eq.legend)
+    step = _pair_step(0, form, sizes, plan.dtype)
+    return Plan(resized_eq, (step,), plan.path, plan.dtype, plan.result, plan.result_labels,
+                plan.device, plan.operand_slots)
+
+
 def _repath(terms, output, optimize):
     """How the slicer asks ``optimize`` for the path at other sizes
     (:func:`~.slicing.choose_sliced_path`), or None where it may not: an explicit path, a
