@@ -172,26 +172,33 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
         key = (subscripts, getattr(subscripts, "legend", ()),
                tuple([tuple([min(d, _MANY) for d in s]) for s in shapes]), dtype, optimize,
                device)
-        template = _RESIZABLE.get(key)
-        if template is not None:
+        template = _RESIZABLE.get(key, _UNSEEN)
+        if type(template) is _Template:
             plan = resized(template.plan, template.form, shapes)
             if plan is not None:
                 return plan, template
     eq = parse_equation(subscripts, shapes)
     plan = build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
                       slicing=_slicing_arg(slicing))
-    if key is not None and key not in _RESIZABLE:
-        form = resizable(plan)
-        if form is not None:
-            if len(_RESIZABLE) >= _RESIZABLE_KEPT:
-                _RESIZABLE.clear()
-            _RESIZABLE[key] = _Template(plan, form, {})
+    if key is not None and template is not False and type(template) is not _Template:
+        # a structure's first plan is only noted (most are planned at one size); its
+        # second, at new sizes, becomes the template (False: not re-sizable)
+        if len(_RESIZABLE) >= _RESIZABLE_KEPT:
+            _RESIZABLE.clear()
+        if template is _UNSEEN:
+            _RESIZABLE[key] = None
+        else:
+            form = resizable(plan)
+            _RESIZABLE[key] = False if form is None else _Template(plan, form, {})
     return plan, None
 
 
 _RESIZABLE: dict = {}
 """Plans of two operands that new sizes of the same size classes re-size, by subscripts,
-the operands' size classes (0, 1, more), dtype, ``optimize`` and device (:func:`_make_plan`)."""
+the operands' size classes (0, 1, more), dtype, ``optimize`` and device (:func:`_planned`):
+a :class:`_Template`, None (planned once) or False (not re-sizable)."""
+_UNSEEN = object()
+"""What :data:`_RESIZABLE` holds for a structure not planned before."""
 _RESIZABLE_KEPT = 1024
 """Entries :data:`_RESIZABLE` keeps before it starts again."""
 _MANY = 2

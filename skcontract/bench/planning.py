@@ -64,6 +64,7 @@ def forget_plans() -> None:
     """Empty the plans contract_path keeps and the scheduler's schedules: the next call plans
     as for a problem not seen before."""
     C._PATHS.clear()
+    C._RESIZABLE.clear()
     clear_schedule_cache()
 
 
