@@ -15,7 +15,9 @@ array. Everything is planned once, on the client (:func:`layout`):
    reach :data:`TASK_FLOPS` a task. It is cut on the label(s) that repeat the fewest
    FLOPs (priced on the plan's path), an output label where that ties;
 3. each operand is rechunked so that every cut label is chunked by the tasks' ranges and
-   every other axis is one chunk (an axis broadcast from size 1 is dropped first);
+   every other axis is one chunk (an axis broadcast from size 1 is dropped first); a
+   contraction of one task instead takes the operands' blocks as they are chunked and joins
+   them in the task (:func:`_one_task`);
 4. ``dask.array.blockwise`` runs one task per block, with output indices the output
    labels and the cut contracted labels (each task's partial keeps a length-1 axis for
    each), and ``.sum`` over those axes (``split_every``) adds the partials in a tree.
@@ -38,7 +40,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from itertools import product as cartesian
 from math import ceil, prod
 from typing import Any, Mapping, NamedTuple
@@ -49,6 +51,7 @@ try:
     import dask.array as da
     from dask.array.utils import meta_from_array
     from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
 except ImportError as e:  # pragma: no cover - the optional extra
     raise ImportError("skcontract.dask needs dask: pip install 'skcontract[dask]'") from e
 
@@ -398,6 +401,8 @@ def _cut_unsliced(plan: Plan, want: int) -> dict:
 
 def _graph(arrays, lay: Layout, split_every):
     """The dask array of the contraction laid out as ``lay`` on the (squeezed) ``arrays``."""
+    if not lay.chunks:
+        return _one_task(arrays, lay)
     eq = lay.plan.equation
     chunks = lay.operand_chunks()
     arrays = [a.rechunk(c) for a, c in zip(arrays, chunks)]
@@ -424,16 +429,59 @@ def _graph(arrays, lay: Layout, split_every):
     return result if result.dtype == lay.dtype else result.astype(lay.dtype)
 
 
+def _one_task(arrays, lay: Layout):
+    """The dask array of a contraction laid out as one task: the task takes each operand's
+    blocks as they are chunked and joins them itself (one copy each), where a rechunk to
+    one chunk would join them in tasks of its own first."""
+    eq = lay.plan.equation
+    out_shape = tuple(eq.sizes[x] for x in eq.output)
+    name = "skcontract-" + tokenize(lay.subscripts, lay.backend, str(lay.compute_dtype),
+                                    [(k, b.key) for k, b in lay.blocks.items()],
+                                    [a.name for a in arrays])
+    run = partial(_run_task, plans=dict(lay.blocks), backend=lay.backend,
+                  compute_dtype=lay.compute_dtype)
+    graph = HighLevelGraph.from_collections(
+        name, {(name,) + (0,) * len(out_shape): (run, *[a.__dask_keys__() for a in arrays])},
+        dependencies=arrays)
+    meta = meta_from_array(get_backend(lay.backend).xp.empty((0,) * len(out_shape),
+                                                             lay.compute_dtype),
+                           ndim=len(out_shape), dtype=lay.compute_dtype)
+    result = da.Array(graph, name, chunks=tuple((d,) for d in out_shape), meta=meta)
+    return result if result.dtype == lay.dtype else result.astype(lay.dtype)
+
+
+def _joined(x, xp):
+    """A task's operand: a block, or nested lists of blocks (one list level an axis, as
+    :func:`_one_task` passes them; blockwise passes lists of one block) joined into one
+    array."""
+    if not isinstance(x, list):
+        return x
+    leaves = x
+    while isinstance(leaves, list) and len(leaves) == 1:
+        leaves = leaves[0]
+    if not isinstance(leaves, list):
+        return leaves
+    if xp is np:
+        return np.block(x)
+    return _concatenated(x, xp, 0)
+
+
+def _concatenated(x, xp, axis: int):
+    """Nested lists of blocks, a level an axis from ``axis`` on, concatenated (for array
+    modules without ``block``)."""
+    if not isinstance(x, list):
+        return x
+    return xp.concatenate([_concatenated(p, xp, axis + 1) for p in x], axis=axis)
+
+
 def _run_task(*blocks, plans=None, backend="numpy", compute_dtype=None, extra_axes=0):
     """One task: the plan of its blocks' shapes (``plans``: :attr:`Layout.blocks`) run on
     them, its result with a length-1 axis for each cut contracted label. The blocks of an
-    operand with contracted labels come as nested lists of one block."""
+    operand come as nested lists (:func:`_joined`)."""
     bk = get_backend(backend)
     arrays = []
     for x in blocks:
-        while isinstance(x, list):
-            (x,) = x
-        x = bk.asarray(x)
+        x = bk.asarray(_joined(x, bk.xp))
         arrays.append(x if x.dtype == compute_dtype else x.astype(compute_dtype))
     key, plan, allocates = plans[tuple(tuple(a.shape) for a in arrays)]
     r = _compiled(key, plan, backend)(arrays)

@@ -246,3 +246,23 @@ def test_exact_is_a_precision_on_dask_too():
     np.testing.assert_allclose(got.compute(), a @ b)
     with pytest.raises(ValueError, match="'exact'"):
         skd.contract("ij,jk->ik", da.from_array(a, chunks=3), b, precision="fast")
+
+
+@pytest.mark.parametrize("eq,shapes,chunks", [
+    ("ij,jk,kl->il", [(30, 20), (20, 25), (25, 10)], (7, 6)),
+    ("i,i->", [(50,), (50,)], (9,)),
+    ("bij,jk->bik", [(3, 8, 9), (9, 4)], (2, 3, 4)),
+])
+def test_one_task_joins_the_operands_blocks_itself(eq, shapes, chunks, process_client):
+    rng = np.random.default_rng(3)
+    ops = [rng.standard_normal(s) for s in shapes]
+    dops = [da.from_array(x, chunks=chunks[:x.ndim]) for x in ops]
+    assert not skd.layout(eq, *dops, tasks=1).chunks
+    r = skd.contract(eq, *dops, tasks=1)
+    assert r.npartitions == 1
+    # the operands' blocks and the one task: no rechunk in between
+    assert len(r.__dask_graph__()) == sum(x.npartitions for x in dops) + 1
+    want = np.einsum(eq, *ops)
+    for got in (r.compute(scheduler="sync"), r.compute(scheduler="threads"),
+                process_client.compute(r).result()):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
