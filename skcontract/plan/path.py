@@ -183,6 +183,14 @@ def is_hyper(optimize: Any) -> bool:
     return type(optimize).__module__.split(".")[0] == "cotengra"
 
 
+RECONF_STEP = 4
+"""The size reduction (a factor) each round of the sliced search's slicing reaches before it
+reconfigures the tree (cotengra's ``step_size``, 2 by default): fewer rounds a trial."""
+RECONF_SUBTREE = 6
+"""The subtrees the sliced search reconfigures (cotengra's ``subtree_size``, 8 by default):
+smaller ones make a round cheaper."""
+
+
 def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequence[str],
                   sizes: Mapping[str, int], target_size: int):
     """cotengra's hyper-search with slicing and reconfiguration (``slicing_reconf_opts``)
@@ -191,7 +199,9 @@ def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequen
     labels)``."""
     max_time = HYPER_SECONDS if isinstance(optimize, str) else \
         getattr(optimize, "max_time", None) or HYPER_SECONDS
-    opt = hyper(max_time=max_time, slicing_reconf_opts={"target_size": int(target_size)})
+    opt = hyper(max_time=max_time, slicing_reconf_opts={
+        "target_size": int(target_size), "step_size": RECONF_STEP,
+        "reconf_opts": {"subtree_size": RECONF_SUBTREE}})
     tree = opt.search([tuple(t) for t in inputs], tuple(output), dict(sizes))
     return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
 
