@@ -37,7 +37,7 @@ from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
-from .plan.plan import resizable, resized
+from .plan.plan import resizable, resized, size_classes
 from .replan import Replans
 from .schedule.device import DeviceInfo
 from .schedule.types import as_mode, as_reduction
@@ -169,9 +169,8 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
     if memory_limit is None and slicing is True and len(shapes) == 2 and \
             _PLAIN_OPTIMIZE.issuperset([type(optimize)]) and \
             all([type(d) is int for s in shapes for d in s]):  # (else the parse says why)
-        key = (subscripts, getattr(subscripts, "legend", ()),
-               tuple([tuple([min(d, _MANY) for d in s]) for s in shapes]), dtype, optimize,
-               device)
+        key = (subscripts, getattr(subscripts, "legend", ()), size_classes(shapes), dtype,
+               optimize, device)
         template = _RESIZABLE.get(key, _UNSEEN)
         if type(template) is _Template:
             plan = resized(template.plan, template.form, shapes)
@@ -201,8 +200,6 @@ _UNSEEN = object()
 """What :data:`_RESIZABLE` holds for a structure not planned before."""
 _RESIZABLE_KEPT = 1024
 """Entries :data:`_RESIZABLE` keeps before it starts again."""
-_MANY = 2
-"""The least size of the class "more" (the size classes: 0, 1, more)."""
 _PLAIN_OPTIMIZE = frozenset({str, bool, tuple})
 """The types of ``optimize`` a re-sized plan may share: names and explicit paths (an
 optimiser object may keep state between calls)."""

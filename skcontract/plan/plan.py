@@ -445,6 +445,12 @@ def resizable(plan: Plan) -> _PairForm | None:
                      step.layouts)
 
 
+def size_classes(shapes) -> tuple:
+    """Each operand's axes' size classes (0, 1, more): what plans :func:`resized` from one
+    another share."""
+    return tuple([tuple([min(d, _MANY) for d in s]) for s in shapes])
+
+
 def resized(plan: Plan, form: _PairForm, shapes) -> Plan | None:
     """``plan`` (a :func:`resizable` one, of form ``form``) for operands of ``shapes``, of
     its operands' ranks and size classes: what :func:`build_plan` gives them, without the
