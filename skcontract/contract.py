@@ -167,7 +167,7 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
     (:func:`~skcontract.plan.plan.resized`) rather than planned again."""
     key = None
     if memory_limit is None and slicing is True and len(shapes) == 2 and \
-            _PLAIN_OPTIMIZE.issuperset([type(optimize)]) and \
+            _plain_optimize(optimize) and \
             all([type(d) is int for s in shapes for d in s]):  # (else the parse says why)
         key = (subscripts, getattr(subscripts, "legend", ()), size_classes(shapes), dtype,
                optimize, device)
@@ -200,9 +200,17 @@ _UNSEEN = object()
 """What :data:`_RESIZABLE` holds for a structure not planned before."""
 _RESIZABLE_KEPT = 1024
 """Entries :data:`_RESIZABLE` keeps before it starts again."""
-_PLAIN_OPTIMIZE = frozenset({str, bool, tuple})
-"""The types of ``optimize`` a re-sized plan may share: names and explicit paths (an
-optimiser object may keep state between calls)."""
+
+
+def _plain_optimize(optimize) -> bool:
+    """Whether plans re-sized from one another may share ``optimize``: a name, a bool, or
+    an explicit path of exact ints (as a tuple; an optimiser object may keep state between
+    calls, and a path of other values is checked, and refused, by every call's plan)."""
+    if type(optimize) in (str, bool):
+        return True
+    return type(optimize) is tuple and all(
+        type(s) is str or (type(s) is tuple and all(type(i) is int for i in s))
+        for s in optimize)
 
 
 def _slicing_key(slicing, subscripts):
@@ -238,8 +246,9 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
             return plan, bk.compile(plan), plan_allocates(plan)
         run = template.runs.get(backend)  # (one run for every size of the template's)
         if run is None:
-            run = template.runs[backend] = bk.compile(template.plan, resizable=True)
+            run = bk.compile(template.plan, resizable=True)
             run.resizable = True  # (a warm call swaps it for the plan's own: _WarmCall)
+            template.runs[backend] = run
         return plan, run, plan_allocates(plan)
     plan = schedule_plan(plan, device, precision=precision)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
@@ -514,8 +523,10 @@ class _WarmCall:
     def __call__(self, arrays):
         """A warm call: a run for any sizes (a re-sized plan's first call: :func:`_prepare`)
         is swapped for the plan's own, faster a call, when the call repeats."""
-        if self.specialize is not None:
-            self.run, self.specialize = self.specialize(), None
+        specialize = self.specialize
+        if specialize is not None:
+            self.specialize = None
+            self.run = specialize()
         return self.once(arrays)
 
     def once(self, arrays):

@@ -436,8 +436,10 @@ def resizable(plan: Plan) -> _PairForm | None:
     if step.kind is Kind.UNARY:
         return None
     a, b = step.inputs
-    _, by_class = search_layout(a, b, step.batch_labels, step.m_labels, step.n_labels,
-                                step.k_labels, plan.equation.sizes)
+    # the layout search of the step's groups, as _pair_form runs it (a batch only one
+    # operand holds is offered by the sizes, not their classes)
+    batch, ms, ns, ks, _, _ = pair_groups(a, b, set(step.output))
+    _, by_class = search_layout(a, b, batch, ms, ns, ks, plan.equation.sizes)
     if not by_class:
         return None
     return _PairForm(step.args, step.result, step.inputs, (step.batch_labels, step.m_labels,

@@ -111,3 +111,23 @@ def test_einsum_on_resized_plans_runs_one_run_for_every_size(subscripts, sizes, 
     kind_is_product = resizable_run(contract._make_plan(subscripts, shapes, np.dtype("float64"),
                                                         "adaptive", None, None))
     assert len(runs) == (1 if kind_is_product else 11)
+
+
+def test_a_batch_one_operand_holds_is_not_re_sized(monkeypatch):
+    # the broadcast batch is offered by the rows' sizes (64 or more), not their classes
+    monkeypatch.setattr(contract, "_RESIZABLE", {})
+    for shapes in (((2, 3, 70), (3, 4)), ((3, 5, 80), (5, 6)), ((2, 3, 5), (3, 4))):
+        _, plan = contract_path("bji,jk->bik", *shapes, shapes=True)
+        want = build_plan(parse_equation("bji,jk->bik", shapes), np.float64)
+        assert plan.steps == want.steps
+
+
+def test_explicit_paths_of_other_values_are_still_refused(monkeypatch):
+    monkeypatch.setattr(contract, "_RESIZABLE", {})
+    for n in (5, 6):
+        einsum("ij,jk->ik", np.ones((n, 4)), np.ones((4, n + 1)), optimize=[(0, 1)])
+    with pytest.raises(ValueError, match="path"):
+        einsum("ij,jk->ik", np.ones((9, 4)), np.ones((4, 11)), optimize=((0.0, 1.0),))
+    # a path of lists, as contract_path takes it
+    assert contract_path("ij,jk->ik", (3, 4), (4, 5), shapes=True,
+                         optimize=([0, 1],))[0] == [(0, 1)]
