@@ -58,8 +58,9 @@ BLOCKS_PER_SM = 8
 """Blocks a launch of the scalar kernel gives each SM at most (the grid strides over the
 rest)."""
 VECTOR_BLOCKS_PER_SM = 2
-"""Blocks a launch of the vector kernel gives each SM at most: those resident at once (its
-launch bounds), so each block stages its filters once and strides over its strips."""
+"""Blocks a launch of the vector kernel gives each SM at most: those resident at once for
+most forms (one for the widest rows: ``depthwise_min_blocks``), so each block stages its
+filters once and strides over its strips."""
 MAX_SLICE = 32
 """Channel vectors a block of the vector kernel takes at most: a warp's loads of a pixel's
 channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
