@@ -113,6 +113,12 @@ def direct_cases() -> int:
                      (1, 1, 1, 1), (1, 1), 32)
         runs.append((f"depthwise float32 {layout}", conv2d(xs, ws, bs, 2, 1, 1, 32),
                      cupy.asarray(ref), TOL["float32"]))
+    # the vector kernel's 5-wide rows in registers over two channel slices (36 vectors)
+    xs = rand((2, 13, 11, 144), "float32", "C", 8).transpose(0, 3, 1, 2)
+    ws = rand((144, 1, 5, 5), "float32", "C", 9)
+    ref = direct(cupy.asnumpy(xs), cupy.asnumpy(ws), None, (1, 1), (2, 2, 2, 2), (1, 1), 144)
+    runs.append(("depthwise float32 NHWC 5x5, two slices", conv2d(xs, ws, None, 1, 2, 1, 144),
+                 cupy.asarray(ref), TOL["float32"]))
     for name, got, ref, tol in runs:
         err = rel_error(got, ref)
         ok = err <= tol
@@ -128,6 +134,8 @@ CONV_CASES = [  # dtype, (N, C, H, W), (K, R, S), stride, padding, groups, layou
     ("float32", (2, 5, 9, 8), (6, 3, 2), 2, 1, 1, "NCHW", "stream_k", "atomic"),  # element copies
     ("float64", (2, 8, 9, 9), (12, 3, 3), 1, "same", 4, "NCHW", "data_parallel", "deterministic"),
     ("float32", (1, 32, 5, 5), (8, 3, 3), 1, 1, 1, "NHWC", "split_k", "deterministic"),
+    # 16 channels a group: the narrow 128 x 32 convolution tile
+    ("float16", (4, 512, 14, 14), (512, 3, 3), 1, 1, 32, "NHWC", "auto", "deterministic"),
     # a stem: on sm_90 its filter rows' taps folded into channels (overlapping TMA view)
     ("float16", (2, 3, 30, 27), (16, 7, 7), 2, 3, 1, "NCHW", "stream_k", "arrival"),
 ]
