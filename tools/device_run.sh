@@ -81,7 +81,7 @@ for step in $STEPS; do
       # --report-api-errors no: cuda.bindings probes driver entry points (cuGetProcAddress)
       # that this driver lacks on first use, which the sanitizer would count as errors;
       # a failing API call of ours raises in Python and fails the case anyway
-      for tool in memcheck racecheck; do
+      for tool in ${SAN_TOOLS:-memcheck racecheck}; do
         timeout ${SAN_S:-90} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 -m tools.sanitize_cases > "$OUT/sanitize-$tool.log" 2>&1
         echo "sanitizer $tool rc=$? ($(( $(date +%s) - t0 ))s)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$OUT/sanitize-$tool.log" | tail -3
       done;;
