@@ -67,8 +67,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     is then exact whatever ``precision`` says.
     int8 operands accumulate in int32 (s8 wgmma or ``mma.m16n8k32.s8``) and ``out`` is
     int32 (the default output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be
-    integers (applied in int32, wrapping). ``out`` is required for dtypes CuPy has no arrays
-    of (bfloat16).
+    integers (applied in int32, wrapping). CUDA torch tensors give a new torch tensor (bfloat16
+    too); CuPy arrays a new CuPy array, which needs ``out`` for dtypes CuPy has no arrays of
+    (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; it
     bypasses the scheduler, and ValueError / TypeError say where it is not one for these
     operands (another problem or dtype, a kernel that reads them in other layouts or needs
@@ -95,7 +96,18 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     if torch_device is None:
         return _gemm(*args)
     with torch_cuda.on_torch_stream(torch_device):
+        if out is None and not bind and beta == 0:
+            args = (a, b, _torch_output(a, b, torch_device), *args[3:])
         return _gemm(*args)
+
+
+def _torch_output(a, b, device: int):
+    """A new row-major torch tensor for the product of the torch tensors ``a`` and ``b``
+    (of the output dtype of theirs: a torch caller gets a torch tensor, bfloat16 too)."""
+    A, B = describe(a), describe(b)
+    dtype, batch, m, n, _ = _problem(A, B)
+    shape = (m, n) if len(A.shape) == 2 and len(B.shape) == 2 else (batch, m, n)
+    return torch_cuda.empty(shape, INPUT_DTYPES[dtype], device)
 
 
 WARM_CALLS = 1024
@@ -161,7 +173,7 @@ class _WarmCall(NamedTuple):
         else:
             stream = torch_cuda.current_stream(torch_device)
             if out is None:
-                out = torch_cuda.cupy_empty(self.out_shape, self.out_dtype, torch_device)
+                out = torch_cuda.empty(self.out_shape, self.out_dtype, torch_device)
         pa, pb = _ptr(a), _ptr(b)
         args = (*((pb, pa) if self.b_first else (pa, pb)), _ptr(out), stream)
         if torch_device is not None and not self.launch.has_pool(stream):

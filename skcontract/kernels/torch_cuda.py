@@ -11,7 +11,6 @@ inside the functions only: a tensor exists only once torch is imported.
 """
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 
 _STREAMS: dict = {}
@@ -74,23 +73,20 @@ def _torch_malloc(size: int):
     return cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(t.data_ptr(), size, t, dev), 0)
 
 
-def cupy_empty(shape: tuple, dtype, device: int):
-    """A CuPy array of ``shape`` and ``dtype`` on torch memory of ``device`` (torch's
-    current stream), as CuPy allocates inside :func:`on_torch_stream`."""
-    import cupy  # optional dependency: only the GPU path needs CuPy
+def empty(shape: tuple, dtype: str, device: int):
+    """A new torch tensor of ``shape`` and ``dtype`` (numpy's name) on ``device``, from
+    torch's caching allocator on torch's current stream."""
+    import torch  # optional dependency: only torch callers reach this
 
-    with cupy.cuda.Device(device):
-        nbytes = math.prod(shape) * cupy.dtype(dtype).itemsize
-        return cupy.ndarray(shape, dtype, _torch_malloc(nbytes))
+    return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
 
 
 def device_of(*arrays) -> int | None:
     """The CUDA device index of the first CUDA torch tensor among ``arrays``; None when
     there is none (CPU tensors, other arrays)."""
     for a in arrays:
-        dev = getattr(a, "device", None)
-        if getattr(dev, "type", None) == "cuda" and type(a).__module__.startswith("torch"):
-            return dev.index
+        if type(a).__module__.startswith("torch") and a.is_cuda:
+            return a.get_device()
     return None
 
 

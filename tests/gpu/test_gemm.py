@@ -394,6 +394,31 @@ def test_warm_calls_on_torch_tensors():
         assert float((out.double() - want).norm() / want.norm()) <= TOL["float16"]
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
+def test_torch_tensors_in_give_a_torch_tensor_out(dtype):
+    """Without out, cold and warm: a new torch tensor of the operands' output dtype (int32
+    for int8), batched and broadcast too; bfloat16 needs no out on torch tensors."""
+    torch = pytest.importorskip("torch")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    tdt = getattr(torch, dtype)
+    for shape_a, shape_b in (((300, 256), (256, 128)), ((3, 130, 64), (1, 64, 72))):
+        if dtype == "int8":
+            a = torch.randint(-8, 8, shape_a, device="cuda", generator=g, dtype=tdt)
+            b = torch.randint(-8, 8, shape_b, device="cuda", generator=g, dtype=tdt)
+        else:
+            a = torch.randn(shape_a, device="cuda", generator=g).to(tdt)
+            b = torch.randn(shape_b, device="cuda", generator=g).to(tdt)
+        want = a.double() @ b.double()
+        for warm in (False, True):
+            with _cold_path_fails(warm=warm):
+                got = _gemm(a, b)
+            assert isinstance(got, torch.Tensor) and got.device == a.device
+            assert got.dtype == (torch.int32 if dtype == "int8" else tdt)
+            assert got.shape == want.shape
+            err = float((got.double() - want).norm() / want.norm())
+            assert err <= TOL["bfloat16" if dtype == "bfloat16" else "float16"]
+
+
 @pytest.mark.parametrize("shape_a,shape_b,orders", [
     ((300, 512), (512, 1001), ("C", "C")),      # B's rows off 16 bytes
     ((300, 197), (197, 256), ("C", "C")),       # A's rows off
