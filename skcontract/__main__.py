@@ -17,6 +17,7 @@ from .bench.conv2d import main as bench_conv2d
 from .bench.einsum import main as bench_einsum
 from .bench.gemm import main as bench_gemm
 from .bench.networks import main as bench_networks
+from .bench.networks_run import main as bench_networks_run
 from .bench.overhead import main as bench_overhead
 from .bench.shapes import main as bench_shapes
 from .bench.tf32_int8 import main as bench_tf32_int8
@@ -28,7 +29,8 @@ from .schedule.device import DEVICE_NAMES
 HELP = ("-h", "--help")
 #: benchmarks that time the GPU, by name
 GPU_BENCHES = {"gemm": bench_gemm, "einsum": bench_einsum, "conv2d": bench_conv2d,
-               "tf32_int8": bench_tf32_int8, "shapes": bench_shapes, "complex": bench_complex}
+               "tf32_int8": bench_tf32_int8, "shapes": bench_shapes, "complex": bench_complex,
+               "networks-run": bench_networks_run}
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -100,8 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("what", choices=[*GPU_BENCHES, "overhead", "networks"],
                        help="which benchmark: the GEMM, einsum, conv2d or tf32 / int8 corpus, "
                             "the shape classes (shapes) or complex products (complex) "
-                            "against the peers, the per-call overhead, or large networks "
-                            "planned under memory limits (networks)")
+                            "against the peers, the per-call overhead, large networks "
+                            "planned under memory limits (networks) or those plans run on "
+                            "the GPU against cotengra (networks-run)")
     bench.add_argument("rest", nargs=argparse.REMAINDER,
                        help="the benchmark's own arguments (see bench gemm --help)")
     return parser

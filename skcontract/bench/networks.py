@@ -21,9 +21,10 @@ limit (bytes of the peak working set, :mod:`skcontract.plan.slicing`) three ways
 Rows: ``network``, ``tensors``, ``limit``, ``limit_bytes``, ``planner``, ``planning_s``,
 ``slices``, ``flops`` (every slice's), ``overhead`` (FLOPs over the unsliced plan's of the
 same path), ``largest_intermediate`` (elements, a slice's), ``predicted_peak_bytes`` (the
-peak model's, for the sliced plans; None for an unsliced one); cotengra's rows say whether
-its slices keep the limit by skcontract's peak model (``fits``). Planning only: the
-contractions themselves run on the GPU (a later row set). Writes ``<name>.json`` and
+peak model's, for the sliced plans; None for an unsliced one), ``path`` and ``chunks`` (the
+sliced labels, opt_einsum's symbols, and their chunks: what
+:mod:`skcontract.bench.networks_run` runs on the GPU); cotengra's rows say whether its
+slices keep the limit by skcontract's peak model (``fits``). Writes ``<name>.json`` and
 ``<name>.md``.
 """
 from __future__ import annotations
@@ -42,6 +43,7 @@ from opt_einsum import get_symbol
 
 from ..contract import contract_path
 from ..plan.path import hyper
+from ..plan.slicing import budget_of
 from .timing import run_commit
 
 LIMITS = ("1GiB", "8GiB")
@@ -188,15 +190,14 @@ def _row(net: Network, limit: str, planner: str, plan, seconds: float) -> dict:
             "limit_bytes": _bytes(limit), "planner": planner, "planning_s": seconds,
             "slices": slices, "flops": float(plan.flops if s is None else s.flops),
             "overhead": overhead, "largest_intermediate": int(plan.largest_intermediate),
-            "predicted_peak_bytes": None if s is None else int(s.peak_bytes)}
+            "predicted_peak_bytes": None if s is None else int(s.peak_bytes),
+            "path": [list(pair) for pair in plan.path],
+            "chunks": {} if s is None else dict(s.chunks)}
 
 
 def _bytes(limit: str) -> int:
-    units = {"GiB": 2**30, "MiB": 2**20}
-    for u, scale in units.items():
-        if limit.endswith(u):
-            return int(float(limit[:-len(u)]) * scale)
-    raise ValueError(f"limits are given in GiB or MiB, got {limit!r}")
+    """A byte budget's bytes ("1GiB", "512MiB", "2kB": :func:`.slicing.budget_of`'s units)."""
+    return budget_of(limit, []).bytes
 
 
 def cotengra_row(net: Network, limit: str, target_size: int, max_time: float) -> dict:

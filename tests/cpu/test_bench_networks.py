@@ -6,6 +6,7 @@ import pytest
 
 from skcontract import einsum
 from skcontract.bench import networks as nw
+from skcontract.bench import networks_run
 
 
 @pytest.mark.parametrize("net", [
@@ -45,3 +46,26 @@ def test_rows_under_a_limit_and_cotengra_beside_them():
         assert r["overhead"] >= 1.0
     assert "ours / cotengra FLOPs" in nw.render_markdown(
         {"device": "CPU", "date": "d", "commit": "c", "max_time": 0.2, "rows": rows})
+    for r in rows:  # the GPU half's plans, made again from a row's path and slices
+        assert len(r["path"]) == len(net.inputs) - 1
+        _, plan = networks_run.ours(net, r, backend="numpy")
+        assert (plan.slicing.num_slices if plan.slicing else 1) == r["slices"]
+
+
+def test_the_gpu_half_runs_a_rows_plan_and_cotengras_alike():
+    """A row's plan made again from its path and slices (ours) and cotengra's tree of the
+    same path and slices give the network's value (NumPy here, CuPy on the GPU)."""
+    pytest.importorskip("cotengra")
+    net = nw.lattice(3, 4, bond=3)
+    rows = nw.measure(net, "2kB", 0.2, lambda msg: None)
+    rng = np.random.default_rng(2)
+    ops = [rng.standard_normal(s).astype(np.float32) for s in net.shapes()]
+    want = np.einsum(net.subscripts(), *[x.astype(np.float64) for x in ops], optimize="greedy")
+    for r in rows:
+        if r["planner"] == "cotengra":
+            got = networks_run.cotengra_run(net, r, backend="numpy")(*ops)
+        else:
+            expr, _ = networks_run.ours(net, r, backend="numpy")
+            got = expr(*ops)
+        np.testing.assert_allclose(got, want, rtol=1e-4)
+    assert any(r["chunks"] for r in rows)  # the limit slices

@@ -80,7 +80,8 @@ def test_version(capsys):
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["explain", "--help"],
                                   ["bench", "--help"], ["bench", "gemm", "--help"],
-                                  ["bench", "einsum", "--help"], ["bench", "overhead", "--help"]])
+                                  ["bench", "einsum", "--help"], ["bench", "overhead", "--help"],
+                                  ["bench", "networks-run", "--help"]])
 def test_every_help_works_without_a_gpu(argv, capsys, monkeypatch):
     import skcontract.demo
     monkeypatch.setattr(skcontract.demo, "gpu_available", lambda: False)

@@ -1,0 +1,225 @@
+"""Networks benchmark, the GPU half: the plans ``bench networks`` wrote, run on CuPy, against
+cotengra's own path and slices run by cotengra on CuPy, on the same GPU and operands.
+
+``python -m skcontract bench networks-run --plans FILE [--out DIR] [--name NAME]
+[--networks A,B] [--limits 1GiB,8GiB] [--max-flops F]``
+
+``FILE`` is the JSON ``bench networks`` writes (its rows carry each plan's path and sliced
+labels), so the search runs once, on any machine, and the GPU runs the plans it found. Each
+row's plan is made again from its path and slices (no search) at its limit, for the GPU.
+Operands are random and scaled so that a closed network's value stays near 1 (each tensor's
+entries of deviation ``prod(d ** -1/4)`` over its legs' sizes ``d``). The batched product is
+left out: its operands alone outgrow a GPU, and the slicer bounds the working set, not them.
+
+Each row is timed over a whole call, synchronised (the first call, and a second where the
+first took under :data:`REPEAT_BELOW_S`: the second's time is the row's), with the CuPy
+allocations' high-water mark (:func:`~skcontract.bench.memory.cupy_peak`) of the timed call.
+Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's contract),
+``slices``, ``steps``, ``flops``, ``predicted_peak_bytes``, ``peak_bytes`` (measured),
+``seconds``, ``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this
+row's value and the cotengra row's of the same network and limit). Writes ``<name>.json``
+and ``<name>.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..contract import contract_expression
+from .memory import cupy_peak
+from .networks import NETWORKS, LIMITS, Network
+from .timing import device_name, geomean, run_commit
+
+MAX_FLOPS = 2e14
+"""Rows planned above this many FLOPs are left out (minutes each on one GPU)."""
+REPEAT_BELOW_S = 5.0
+"""A row whose first call takes less is called again and timed warm."""
+SKIPPED = ("batched",)
+"""Networks whose operands alone outgrow one GPU."""
+
+
+def operands(net: Network, seed: int = 0) -> list:
+    """Random CuPy operands of ``net``, each tensor's entries of deviation
+    ``prod(d ** -0.25)`` over its legs (a closed network's value near 1)."""
+    import cupy  # optional dependency: only the GPU half runs
+
+    rng = cupy.random.RandomState(seed)
+    real = "float32" if net.dtype in ("float32", "complex64") else "float64"
+    out = []
+    for term, shape in zip(net.inputs, net.shapes()):
+        scale = float(np.prod([net.sizes[x] ** -0.25 for x in term]))
+        x = rng.standard_normal(shape, dtype=real) * scale
+        if net.dtype.startswith("complex"):
+            x = (x + 1j * rng.standard_normal(shape, dtype=real) * scale) / np.sqrt(2)
+        out.append(x.astype(net.dtype))
+    return out
+
+
+def _timed(fn) -> tuple[object, float, int]:
+    """``fn()``'s value, seconds and measured peak bytes: the first call, or a second where
+    the first was quick."""
+    import cupy  # optional dependency: only the GPU half runs
+
+    for call in range(2):
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        with cupy_peak() as mem:
+            value = fn()
+            cupy.cuda.Device().synchronize()
+        seconds = time.perf_counter() - t0
+        if call == 0 and seconds >= REPEAT_BELOW_S:
+            break
+        if call == 0:
+            value = None
+    return value, seconds, mem.peak
+
+
+def ours(net: Network, row: dict, backend: str = "cupy"):
+    """The row's plan, made again from its path and slices for ``backend``: ``(expression,
+    plan)``."""
+    expr = contract_expression(net.subscripts(), *net.shapes(), dtype=net.dtype,
+                               optimize=[tuple(p) for p in row["path"]],
+                               memory_limit=row["limit"], backend=backend,
+                               slicing=row["chunks"] or False)
+    return expr, expr.plan
+
+
+def cotengra_run(net: Network, row: dict, backend: str = "cupy"):
+    """cotengra's tree of the row's path with its sliced labels removed: ``run(*arrays)``."""
+    import cotengra as ctg  # optional extra: the peer
+
+    inputs = [tuple(t) for t in net.subscripts().split("->")[0].split(",")]
+    output = tuple(net.subscripts().split("->")[1])
+    sizes = {s: d for t, shape in zip(inputs, net.shapes()) for s, d in zip(t, shape)}
+    tree = ctg.ContractionTree.from_path(inputs, output, sizes,
+                                         path=[tuple(p) for p in row["path"]])
+    for ind in row["chunks"]:
+        tree.remove_ind_(ind)
+    return lambda *arrays: tree.contract(arrays, backend=backend)
+
+
+def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
+    """The planners' rows of ``net`` at ``limit``, run on the same operands."""
+    import cupy  # optional dependency: only the GPU half runs
+
+    arrays = operands(net)
+    results, out = {}, []
+    for row in rows:
+        planner = row["planner"]
+        try:
+            if planner == "cotengra":
+                run = cotengra_run(net, row)
+                predicted = row["predicted_peak_bytes"]
+            else:
+                run, plan = ours(net, row)
+                predicted = None if plan.slicing is None else plan.slicing.peak_bytes
+            value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - called now
+        except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
+            log(f"   {planner} failed: {type(e).__name__}: {e}")
+            continue
+        results[planner] = cupy.asarray(value).astype(cupy.complex128)
+        out.append({"network": net.name, "limit": limit, "planner": planner,
+                    "slices": row["slices"], "steps": len(row["path"]),
+                    "flops": row["flops"], "predicted_peak_bytes": predicted,
+                    "peak_bytes": int(peak), "seconds": seconds,
+                    "us_per_slice": seconds / row["slices"] * 1e6,
+                    "tflops": row["flops"] / seconds / 1e12})
+        log(f"   {planner:<9} {seconds:8.3f} s  {row['slices']:>7,} slices  peak "
+            f"{peak:,} (predicted {predicted})")
+    ref = results.get("cotengra")
+    for r in out:
+        if ref is not None:
+            got = results[r["planner"]]
+            r["diff"] = float(cupy.linalg.norm(got - ref) / max(cupy.linalg.norm(ref), 1e-300))
+    return out
+
+
+def summary(rows) -> list[str]:
+    """Per network and limit: cotengra's seconds over our best (above 1: ours faster)."""
+    out = []
+    keys = dict.fromkeys((r["network"], r["limit"]) for r in rows)
+    speedups = []
+    for net, limit in keys:
+        mine = {r["planner"]: r for r in rows if (r["network"], r["limit"]) == (net, limit)}
+        ours_s = [mine[p]["seconds"] for p in ("auto", "hyper") if p in mine]
+        if "cotengra" in mine and ours_s:
+            speedups.append(mine["cotengra"]["seconds"] / min(ours_s))
+            out.append(f"{net} at {limit}: cotengra-on-CuPy / ours {speedups[-1]:.2f}x")
+    if speedups:
+        out.append(f"geomean: {geomean(speedups):.2f}x")
+    return out
+
+
+def render_markdown(doc) -> str:
+    lines = [f"# Networks run on the GPU ({doc['device']}, {doc['date']}, commit "
+             f"{doc['commit']})", "",
+             f"Plans from `{doc['plans']}` (commit {doc['plans_commit']}). cotengra: its own "
+             "path and slices, run by cotengra with CuPy arrays. Peak: the CuPy allocations' "
+             "high-water mark of the timed call (operands not counted).", "",
+             "| network | limit | planner | slices | steps | FLOPs | seconds | us / slice | "
+             "TFLOP/s | predicted peak | measured peak | diff vs cotengra |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in doc["rows"]:
+        pred = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
+        diff = f"{r['diff']:.1e}" if "diff" in r else "-"
+        lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,} | "
+                     f"{r['steps']} | {r['flops']:.3e} | {r['seconds']:.3f} | "
+                     f"{r['us_per_slice']:,.1f} | {r['tflops']:.2f} | {pred} | "
+                     f"{r['peak_bytes']:,} | {diff} |")
+    lines += ["", *[f"- {x}" for x in summary(doc["rows"])]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m skcontract bench networks-run",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--plans", required=True, help="the JSON bench networks wrote")
+    p.add_argument("--out", default="docs/benchmarks", help="output folder")
+    p.add_argument("--name", default=None,
+                   help="the files' base name (default: networks-<device>)")
+    p.add_argument("--networks", default=None,
+                   help=f"comma-separated networks (default: all in FILE; have "
+                        f"{','.join(NETWORKS)})")
+    p.add_argument("--limits", default=",".join(LIMITS), help="comma-separated limits")
+    p.add_argument("--max-flops", type=float, default=MAX_FLOPS,
+                   help=f"leave out rows planned above this many FLOPs (default {MAX_FLOPS:g})")
+    args = p.parse_args(argv)
+    plans = json.loads(Path(args.plans).read_text())
+    keys = args.networks.split(",") if args.networks else \
+        [k for k in NETWORKS if k not in SKIPPED]
+    unknown = set(keys) - set(NETWORKS)
+    if unknown:
+        p.error(f"unknown networks {sorted(unknown)}; have {sorted(NETWORKS)}")
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    device = device_name()
+    doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device,
+           "plans": args.plans, "plans_commit": plans.get("commit"), "rows": []}
+    name = args.name or f"networks-{device.split()[1].lower() if ' ' in device else 'gpu'}"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for key in keys:
+        net = NETWORKS[key]()
+        for limit in args.limits.split(","):
+            rows = [r for r in plans["rows"] if r["network"] == net.name
+                    and r["limit"] == limit and "path" in r and r["flops"] <= args.max_flops]
+            if not rows:
+                continue
+            log(f"{net.name} at {limit}: {', '.join(r['planner'] for r in rows)}")
+            doc["rows"] += run_network(net, limit, rows, log)
+            (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
+            (out / f"{name}.md").write_text(render_markdown(doc))
+    print(render_markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
