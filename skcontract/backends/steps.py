@@ -307,6 +307,72 @@ def compile_plan(plan: Plan, ops: ArrayOps,
     return run
 
 
+class SliceSteps:
+    """A sliced plan (:class:`~skcontract.plan.slicing.Slicing`) prepared once: its steps,
+    which of them vary with the slice (the others run on the first slice only, their results
+    kept), each operand's sliced axes and the output's. What the slice loops of every
+    backend share (:func:`_compile_sliced`, :mod:`.slice_graph`)."""
+
+    def __init__(self, plan: Plan, ops: ArrayOps):
+        self.xp, self.plan = ops.xp, plan
+        eq = plan.equation
+        self.n = len(eq.inputs)
+        varies = plan.step_varies()
+        freed = _consumed(plan, keep={s.result for s, v in zip(plan.steps, varies) if not v})
+        self.steps = [(_step_fn(s, ops), s.args, s.result, vary, done)
+                      for s, vary, done in zip(plan.steps, varies, freed)]
+        self.n_slots = max([s.result for s in plan.steps], default=self.n - 1) + 1
+        self.per_slice = [res for _, _, res, vary, _ in self.steps if vary]
+        self.result, self.perm = plan.result, _perm(plan.result_labels, plan.output)
+        self.cuts = [[(p, lab) for p, (lab, h) in enumerate(zip(term, held)) if h]
+                     for term, held in zip(eq.inputs, plan.sliced_axes())]
+        self.out_cuts = [(p, lab) for p, lab in enumerate(eq.output)
+                         if lab in plan.slicing.labels]
+        self.ranges = [{lab: slice(*span) for lab, span in r.items()}
+                       for r in plan.slicing.ranges()]
+
+    def views(self, arrays, r: dict) -> list:
+        """The operands at slice ``r``'s chunks (views)."""
+        return [a if not cut else a[_index(len(term), cut, r)]
+                for a, cut, term in zip(arrays, self.cuts, self.plan.equation.inputs)]
+
+    def run(self, slots: list, first: bool):
+        """The slice's steps on ``slots`` (the operands first; on the first slice also the
+        steps that run once): the slice's result, in the output's label order."""
+        for fn, args, res, vary, done in self.steps:
+            if vary or first:
+                slots[res] = fn(*[slots[i] for i in args])
+                for i in done:
+                    slots[i] = None
+        part = slots[self.result]
+        return part if self.perm is None else part.transpose(self.perm)
+
+    def drop(self, slots: list) -> None:
+        """A slice's results go before the next slice's come."""
+        for res in self.per_slice:
+            slots[res] = None
+
+    def add(self, total, part, r: dict):
+        """``part`` added into ``total``'s chunk of slice ``r`` (a new total, zeros in the
+        dtype slices are summed in, where ``total`` is None; bool by a logical or)."""
+        if total is None:
+            total = self.xp.zeros(self.plan.output_shape, sum_dtype(part.dtype))
+        at = _index(len(self.plan.equation.output), self.out_cuts, r)
+        if total.dtype == bool:
+            total[at] |= part
+        else:
+            total[at] += part
+        return total
+
+    def finish(self, total, dtype, partial: bool):
+        """The loop's value: a partial sum stays in the dtype slices are summed in (zeros
+        where no slice ran); the result is ``dtype``'s."""
+        if partial:
+            return self.xp.zeros(self.plan.output_shape, sum_dtype(self.plan.dtype)) \
+                if total is None else total
+        return total if total.dtype == dtype else total.astype(dtype)
+
+
 def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
     """``run(arrays)`` for a sliced plan (:class:`~skcontract.plan.slicing.Slicing`): each
     slice runs the plan's steps on views of the operands at its chunks; a step that holds
@@ -317,52 +383,19 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
     ``slices`` (their order in :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns
     their partial sum in the dtype slices are summed in (float32 for float16), zeros in the
     output's chunks they do not cover."""
-    xp = ops.xp
-    sliced = plan.slicing
-    eq = plan.equation
-    n = len(eq.inputs)
-    holds = plan.sliced_axes()
-    varies = plan.step_varies()
-    freed = _consumed(plan, keep={s.result for s, v in zip(plan.steps, varies) if not v})
-    steps = [(_step_fn(s, ops), s.args, s.result, vary, done)
-             for s, vary, done in zip(plan.steps, varies, freed)]
-    n_slots = max([s.result for s in plan.steps], default=n - 1) + 1
-    per_slice = [res for _, _, res, vary, _ in steps if vary]
-    result, perm = plan.result, _perm(plan.result_labels, plan.output)
-    cuts = [[(p, lab) for p, (lab, h) in enumerate(zip(term, held)) if h]
-            for term, held in zip(eq.inputs, holds)]
-    out_cuts = [(p, lab) for p, lab in enumerate(eq.output) if lab in sliced.labels]
-    ranges = [{lab: slice(*span) for lab, span in r.items()} for r in sliced.ranges()]
-
-    def views(arrays, r):
-        return [a if not cut else a[_index(len(term), cut, r)]
-                for a, cut, term in zip(arrays, cuts, eq.inputs)]
+    sliced = SliceSteps(plan, ops)
 
     def run(arrays, slices=None):
-        slots = [None] * n_slots
-        total = None
-        for j, r in enumerate(ranges if slices is None else [ranges[i] for i in slices]):
-            slots[:n] = views(arrays, r)
-            for fn, args, res, vary, done in steps:
-                if vary or j == 0:
-                    slots[res] = fn(*[slots[i] for i in args])
-                    for i in done:
-                        slots[i] = None
-            part = slots[result] if perm is None else slots[result].transpose(perm)
-            if total is None:
-                total = xp.zeros(plan.output_shape, sum_dtype(part.dtype))
-            at = _index(len(eq.output), out_cuts, r)
-            if total.dtype == bool:
-                total[at] |= part
-            else:
-                total[at] += part
-            dtype, part = part.dtype, None
-            for res in per_slice:  # a slice's results go before the next slice's come
-                slots[res] = None
-        if slices is not None:  # a partial sum, in the dtype the slices are summed in
-            return xp.zeros(plan.output_shape, sum_dtype(plan.dtype)) if total is None \
-                else total
-        return total if total.dtype == dtype else total.astype(dtype)
+        slots = [None] * sliced.n_slots
+        total = dtype = None
+        picked = sliced.ranges if slices is None else [sliced.ranges[i] for i in slices]
+        for j, r in enumerate(picked):
+            slots[:sliced.n] = sliced.views(arrays, r)
+            part = sliced.run(slots, first=j == 0)
+            total, dtype = sliced.add(total, part, r), part.dtype
+            part = None
+            sliced.drop(slots)
+        return sliced.finish(total, dtype, slices is not None)
     return run
 
 

@@ -103,3 +103,48 @@ def test_einsum_keeps_a_byte_budget_on_the_gpu():
         cupy.cuda.Device().synchronize()
     assert mem.peak <= budget_of("8MiB", []).bytes
     _close(got, ref, "float32")
+
+
+def _counting_captures(monkeypatch, fail=False):
+    from skcontract.backends import slice_graph
+    captured = []
+    original = slice_graph._capture
+
+    def capture(*args):
+        captured.append(1)
+        return (None, None) if fail else original(*args)
+    monkeypatch.setattr(slice_graph, "_capture", capture)
+    return captured
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_later_slices_replay_one_graph(monkeypatch, dtype):
+    """A call of 4 slices or more captures its varying steps once and replays them: the
+    result is the float64 one's, as the eager loop's is (fewer slices run eagerly)."""
+    captured = _counting_captures(monkeypatch)
+    rng = np.random.default_rng(9)
+    shapes = [(64, 96), (96, 80), (80, 48), (48, 40)]
+    host = [(0.5 * rng.standard_normal(s)).astype(dtype) for s in shapes]
+    ops = [cupy.asarray(x) for x in host]
+    ref = np.einsum("ab,bc,cd,de->ae", *[x.astype(np.float64) for x in host], optimize=True)
+    expr = contract_expression("ab,bc,cd,de->ae", *shapes, dtype=dtype, backend="cupy",
+                               slicing={"c": 10, "e": 20})
+    assert expr.plan.slicing.num_slices == 16
+    for call in range(2):
+        _close(expr(*ops), ref, dtype)
+        assert len(captured) == call + 1
+    _close(expr(*ops, slices=range(0, 3)) + expr(*ops, slices=range(3, 16)), ref, dtype)
+    assert len(captured) == 3  # the 13-slice range captured, the 3-slice one not
+
+
+def test_a_plan_the_graph_cannot_hold_runs_the_eager_loop(monkeypatch):
+    captured = _counting_captures(monkeypatch, fail=True)
+    rng = np.random.default_rng(10)
+    shapes = [(64, 96), (96, 80), (80, 48)]
+    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ref = np.einsum("ab,bc,cd->ad", *[x.astype(np.float64) for x in host], optimize=True)
+    expr = contract_expression("ab,bc,cd->ad", *shapes, dtype="float32", backend="cupy",
+                               slicing={"b": 12})
+    for _ in range(2):
+        _close(expr(*[cupy.asarray(x) for x in host]), ref, "float32")
+    assert len(captured) == 1  # tried once, then the eager loop only
