@@ -14,6 +14,9 @@
 #   shapes  : the shape-class benchmark (SHAPES_CLASSES, default all) into $OUT, merged with the
 #             committed docs/benchmarks/shapes-<device>.json where there is one
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
+#   networks: bench networks-run (NETWORKS_PLANS, default the committed networks-cpu.json;
+#             NETWORKS_ARGS adds its options) into $OUT, eager rows too
+#   timegemm: tools.time_gemm $TIMEGEMM_ARGS into $OUT/time-gemm.jsonl
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
 #             into the committed docs/benchmarks/gemm-h200.json
@@ -170,6 +173,14 @@ for line in open(sys.argv[1]):
       timeout ${BENCH_S:-400} python3 -m skcontract bench shapes --out "$OUT" $merge \
         ${SHAPES_CLASSES:+--classes $SHAPES_CLASSES} > "$OUT/bench-shapes.md" 2> "$OUT/bench-shapes.log"
       echo "bench shapes rc=$? ($(( $(date +%s) - t0 ))s)"; tail -40 "$OUT/bench-shapes.log";;
+    networks)
+      timeout ${NETWORKS_S:-300} python3 -m skcontract bench networks-run --out "$OUT" --eager-too \
+        --plans ${NETWORKS_PLANS:-docs/benchmarks/networks-cpu.json} ${NETWORKS_ARGS:-} \
+        > "$OUT/bench-networks.md" 2> "$OUT/bench-networks.log"
+      echo "bench networks rc=$? ($(( $(date +%s) - t0 ))s)"; tail -50 "$OUT/bench-networks.log";;
+    timegemm)
+      timeout ${TIMEGEMM_S:-150} python3 -m tools.time_gemm $TIMEGEMM_ARGS > "$OUT/time-gemm.jsonl" 2> "$OUT/time-gemm.err"
+      echo "time_gemm rc=$? ($(( $(date +%s) - t0 ))s)"; cut -c1-400 "$OUT/time-gemm.jsonl" | tail -40;;
     einsum)
       timeout ${BENCH_S:-400} python3 -m skcontract.bench.einsum --out "$OUT" > "$OUT/bench-einsum.log" 2>&1
       echo "bench einsum rc=$? ($(( $(date +%s) - t0 ))s)"; tail -30 "$OUT/bench-einsum.log";;

@@ -34,10 +34,6 @@ GRAPH_MIN_SLICES = 4
 """Slices a call must run for its varying steps to be captured: below, capturing (a slice's
 host work again) saves less than it costs."""
 
-CAPTURE_MODE = cupy.cuda.runtime.streamCaptureModeRelaxed
-"""Relaxed: a buffer the capture's pool takes from the caller's allocator may be a new
-device allocation, which the other modes refuse during a capture."""
-
 _LOCAL = threading.local()
 
 
@@ -125,7 +121,7 @@ def _capture(sliced: SliceSteps, slots: list, stream, pool):
     cannot be captured."""
     try:
         with cupy.cuda.using_allocator(pool.malloc):
-            stream.begin_capture(mode=CAPTURE_MODE)
+            stream.begin_capture()  # CuPy's relaxed mode: the pool may allocate
             part = sliced.run(slots, first=False)
             graph = stream.end_capture()
         sliced.drop(slots)

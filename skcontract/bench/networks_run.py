@@ -27,6 +27,7 @@ import datetime as _dt
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -104,14 +105,21 @@ def cotengra_run(net: Network, row: dict, backend: str = "cupy"):
     return lambda *arrays: tree.contract(arrays, backend=backend)
 
 
-def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
-    """The planners' rows of ``net`` at ``limit``, run on the same operands."""
+def run_network(net: Network, limit: str, rows: list[dict], log,
+                eager_too: bool = False) -> list[dict]:
+    """The planners' rows of ``net`` at ``limit``, run on the same operands; with
+    ``eager_too``, our sliced plans also slice by slice (planner "<name> eager": no graph
+    replay, :mod:`skcontract.backends.slice_graph`)."""
     import cupy  # optional dependency: only the GPU half runs
 
+    from ..backends import slice_graph  # imports CuPy
     arrays = operands(net)
     results, out = {}, []
-    for row in rows:
-        planner = row["planner"]
+    runs = [(r, r["planner"]) for r in rows]
+    if eager_too:
+        runs += [(r, f"{r['planner']} eager") for r in rows
+                 if r["planner"] != "cotengra" and r["slices"] >= slice_graph.GRAPH_MIN_SLICES]
+    for row, planner in runs:
         try:
             if planner == "cotengra":
                 run = cotengra_run(net, row)
@@ -119,7 +127,8 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
             else:
                 run, plan = ours(net, row)
                 predicted = None if plan.slicing is None else plan.slicing.peak_bytes
-            value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - called now
+            with _graphs(not planner.endswith("eager")):
+                value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - now
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
             log(f"   {planner} failed: {type(e).__name__}: {e}")
             continue
@@ -130,7 +139,7 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
                     "peak_bytes": int(peak), "seconds": seconds,
                     "us_per_slice": seconds / row["slices"] * 1e6,
                     "tflops": row["flops"] / seconds / 1e12})
-        log(f"   {planner:<9} {seconds:8.3f} s  {row['slices']:>7,} slices  peak "
+        log(f"   {planner:<15} {seconds:8.3f} s  {row['slices']:>7,} slices  peak "
             f"{peak:,} (predicted {predicted})")
     ref = results.get("cotengra")
     for r in out:
@@ -140,6 +149,19 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
     return out
 
 
+@contextmanager
+def _graphs(on: bool):
+    """Sliced calls replay graphs (on) or run slice by slice (off) inside."""
+    from ..backends import slice_graph  # imports CuPy
+    kept = slice_graph.GRAPH_MIN_SLICES
+    if not on:
+        slice_graph.GRAPH_MIN_SLICES = sys.maxsize
+    try:
+        yield
+    finally:
+        slice_graph.GRAPH_MIN_SLICES = kept
+
+
 def summary(rows) -> list[str]:
     """Per network and limit: cotengra's seconds over our best (above 1: ours faster)."""
     out = []
@@ -147,7 +169,7 @@ def summary(rows) -> list[str]:
     speedups = []
     for net, limit in keys:
         mine = {r["planner"]: r for r in rows if (r["network"], r["limit"]) == (net, limit)}
-        ours_s = [mine[p]["seconds"] for p in ("auto", "hyper") if p in mine]
+        ours_s = [mine[p]["seconds"] for p in ("auto", "hyper") if p in mine]  # replayed
         if "cotengra" in mine and ours_s:
             speedups.append(mine["cotengra"]["seconds"] / min(ours_s))
             out.append(f"{net} at {limit}: cotengra-on-CuPy / ours {speedups[-1]:.2f}x")
@@ -187,6 +209,8 @@ def main(argv=None) -> int:
                    help=f"comma-separated networks (default: all in FILE; have "
                         f"{','.join(NETWORKS)})")
     p.add_argument("--limits", default=",".join(LIMITS), help="comma-separated limits")
+    p.add_argument("--eager-too", action="store_true",
+                   help="also run our sliced plans slice by slice (no graph replay)")
     p.add_argument("--max-flops", type=float, default=MAX_FLOPS,
                    help=f"leave out rows planned above this many FLOPs (default {MAX_FLOPS:g})")
     args = p.parse_args(argv)
@@ -214,7 +238,7 @@ def main(argv=None) -> int:
             if not rows:
                 continue
             log(f"{net.name} at {limit}: {', '.join(r['planner'] for r in rows)}")
-            doc["rows"] += run_network(net, limit, rows, log)
+            doc["rows"] += run_network(net, limit, rows, log, args.eager_too)
             (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
             (out / f"{name}.md").write_text(render_markdown(doc))
     print(render_markdown(doc))
