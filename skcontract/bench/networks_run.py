@@ -14,11 +14,14 @@ left out: its operands alone outgrow a GPU, and the slicer bounds the working se
 Each row is timed over a whole call, synchronised (the first call, and a second where the
 first took under :data:`REPEAT_BELOW_S`: the second's time is the row's), with the CuPy
 allocations' high-water mark (:func:`~skcontract.bench.memory.cupy_peak`) of the timed call.
-Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's contract),
-``slices``, ``steps``, ``flops``, ``predicted_peak_bytes``, ``peak_bytes`` (measured),
-``seconds``, ``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this
-row's value and the cotengra row's of the same network and limit). Writes ``<name>.json``
-and ``<name>.md``.
+A row of more than :data:`MAX_TIMED_SLICES` slices is timed over its first ones (the partial
+sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds scaled to
+all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
+contract; "hyper eager": ours slice by slice), ``slices``, ``timed_slices``, ``steps``,
+``flops``, ``predicted_peak_bytes``, ``peak_bytes`` (measured), ``seconds``,
+``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this row's value
+and the cotengra row's of the same network and limit, where both ran every slice). Writes
+``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
 
@@ -38,7 +41,10 @@ from .networks import NETWORKS, LIMITS, Network
 from .timing import device_name, geomean, run_commit
 
 MAX_FLOPS = 2e14
-"""Rows planned above this many FLOPs are left out (minutes each on one GPU)."""
+"""Rows whose timed slices take more FLOPs are left out (minutes each on one GPU)."""
+MAX_TIMED_SLICES = 64
+"""A row of more slices is timed over its first this many and its seconds scaled to all
+(``timed_slices``; its value is then a partial sum, compared with no other row's)."""
 REPEAT_BELOW_S = 5.0
 """A row whose first call takes less is called again and timed warm."""
 SKIPPED = ("batched",)
@@ -91,8 +97,8 @@ def ours(net: Network, row: dict, backend: str = "cupy"):
     return expr, expr.plan
 
 
-def cotengra_run(net: Network, row: dict, backend: str = "cupy"):
-    """cotengra's tree of the row's path with its sliced labels removed: ``run(*arrays)``."""
+def cotengra_tree(net: Network, row: dict):
+    """cotengra's tree of the row's path with its sliced labels removed."""
     import cotengra as ctg  # optional extra: the peer
 
     inputs = [tuple(t) for t in net.subscripts().split("->")[0].split(",")]
@@ -102,13 +108,29 @@ def cotengra_run(net: Network, row: dict, backend: str = "cupy"):
                                          path=[tuple(p) for p in row["path"]])
     for ind in row["chunks"]:
         tree.remove_ind_(ind)
-    return lambda *arrays: tree.contract(arrays, backend=backend)
+    return tree
+
+
+def runner(net: Network, row: dict, timed: int, backend: str = "cupy"):
+    """``run(*arrays)`` of the row's plan over its first ``timed`` slices (all: the
+    result), ours or cotengra's (``row["planner"]``)."""
+    slices = row["slices"]
+    if row["planner"] == "cotengra":
+        tree = cotengra_tree(net, row)
+        if timed == slices:
+            return lambda *arrays: tree.contract(arrays, backend=backend)
+        return lambda *arrays: sum(tree.contract_slice(arrays, i, backend=backend)
+                                   for i in range(timed))
+    expr, _ = ours(net, row, backend)
+    if timed == slices:
+        return expr
+    return lambda *arrays: expr(*arrays, slices=range(timed))
 
 
 def run_network(net: Network, limit: str, rows: list[dict], log,
                 eager_too: bool = False) -> list[dict]:
     """The planners' rows of ``net`` at ``limit``, run on the same operands; with
-    ``eager_too``, our sliced plans also slice by slice (planner "<name> eager": no graph
+    ``eager_too``, the hyper plan also slice by slice (planner "hyper eager": no graph
     replay, :mod:`skcontract.backends.slice_graph`)."""
     import cupy  # optional dependency: only the GPU half runs
 
@@ -118,23 +140,25 @@ def run_network(net: Network, limit: str, rows: list[dict], log,
     runs = [(r, r["planner"]) for r in rows]
     if eager_too:
         runs += [(r, f"{r['planner']} eager") for r in rows
-                 if r["planner"] != "cotengra" and r["slices"] >= slice_graph.GRAPH_MIN_SLICES]
+                 if r["planner"] == "hyper" and r["slices"] >= slice_graph.GRAPH_MIN_SLICES]
     for row, planner in runs:
+        timed = min(row["slices"], MAX_TIMED_SLICES)
         try:
-            if planner == "cotengra":
-                run = cotengra_run(net, row)
-                predicted = row["predicted_peak_bytes"]
-            else:
-                run, plan = ours(net, row)
+            run = runner(net, row, timed)
+            predicted = row["predicted_peak_bytes"]
+            if row["planner"] != "cotengra":
+                _, plan = ours(net, row)
                 predicted = None if plan.slicing is None else plan.slicing.peak_bytes
             with _graphs(not planner.endswith("eager")):
                 value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - now
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
             log(f"   {planner} failed: {type(e).__name__}: {e}")
             continue
-        results[planner] = cupy.asarray(value).astype(cupy.complex128)
+        seconds *= row["slices"] / timed
+        if timed == row["slices"]:
+            results[planner] = cupy.asarray(value).astype(cupy.complex128)
         out.append({"network": net.name, "limit": limit, "planner": planner,
-                    "slices": row["slices"], "steps": len(row["path"]),
+                    "slices": row["slices"], "timed_slices": timed, "steps": len(row["path"]),
                     "flops": row["flops"], "predicted_peak_bytes": predicted,
                     "peak_bytes": int(peak), "seconds": seconds,
                     "us_per_slice": seconds / row["slices"] * 1e6,
@@ -143,10 +167,15 @@ def run_network(net: Network, limit: str, rows: list[dict], log,
             f"{peak:,} (predicted {predicted})")
     ref = results.get("cotengra")
     for r in out:
-        if ref is not None:
+        if ref is not None and r["planner"] in results:
             got = results[r["planner"]]
             r["diff"] = float(cupy.linalg.norm(got - ref) / max(cupy.linalg.norm(ref), 1e-300))
     return out
+
+
+def _timed_flops(row: dict) -> float:
+    """The FLOPs of the slices a row times."""
+    return row["flops"] * min(row["slices"], MAX_TIMED_SLICES) / row["slices"]
 
 
 @contextmanager
@@ -184,13 +213,14 @@ def render_markdown(doc) -> str:
              f"Plans from `{doc['plans']}` (commit {doc['plans_commit']}). cotengra: its own "
              "path and slices, run by cotengra with CuPy arrays. Peak: the CuPy allocations' "
              "high-water mark of the timed call (operands not counted).", "",
-             "| network | limit | planner | slices | steps | FLOPs | seconds | us / slice | "
-             "TFLOP/s | predicted peak | measured peak | diff vs cotengra |",
+             "| network | limit | planner | slices (timed) | steps | FLOPs | seconds | "
+             "us / slice | TFLOP/s | predicted peak | measured peak | diff vs cotengra |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in doc["rows"]:
         pred = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
         diff = f"{r['diff']:.1e}" if "diff" in r else "-"
-        lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,} | "
+        timed = "" if r["timed_slices"] == r["slices"] else f" ({r['timed_slices']})"
+        lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,}{timed} | "
                      f"{r['steps']} | {r['flops']:.3e} | {r['seconds']:.3f} | "
                      f"{r['us_per_slice']:,.1f} | {r['tflops']:.2f} | {pred} | "
                      f"{r['peak_bytes']:,} | {diff} |")
@@ -234,7 +264,7 @@ def main(argv=None) -> int:
         net = NETWORKS[key]()
         for limit in args.limits.split(","):
             rows = [r for r in plans["rows"] if r["network"] == net.name
-                    and r["limit"] == limit and "path" in r and r["flops"] <= args.max_flops]
+                    and r["limit"] == limit and "path" in r and _timed_flops(r) <= args.max_flops]
             if not rows:
                 continue
             log(f"{net.name} at {limit}: {', '.join(r['planner'] for r in rows)}")
