@@ -112,19 +112,21 @@ def cotengra_tree(net: Network, row: dict):
 
 
 def runner(net: Network, row: dict, timed: int, backend: str = "cupy"):
-    """``run(*arrays)`` of the row's plan over its first ``timed`` slices (all: the
-    result), ours or cotengra's (``row["planner"]``)."""
+    """``(run, predicted peak bytes)``: ``run(*arrays)`` runs the row's plan over its first
+    ``timed`` slices (all: the result), ours or cotengra's (``row["planner"]``)."""
     slices = row["slices"]
     if row["planner"] == "cotengra":
         tree = cotengra_tree(net, row)
         if timed == slices:
-            return lambda *arrays: tree.contract(arrays, backend=backend)
-        return lambda *arrays: sum(tree.contract_slice(arrays, i, backend=backend)
-                                   for i in range(timed))
-    expr, _ = ours(net, row, backend)
+            return (lambda *arrays: tree.contract(arrays, backend=backend)), \
+                row["predicted_peak_bytes"]
+        return (lambda *arrays: sum(tree.contract_slice(arrays, i, backend=backend)
+                                    for i in range(timed))), row["predicted_peak_bytes"]
+    expr, plan = ours(net, row, backend)
+    predicted = None if plan.slicing is None else plan.slicing.peak_bytes
     if timed == slices:
-        return expr
-    return lambda *arrays: expr(*arrays, slices=range(timed))
+        return expr, predicted
+    return (lambda *arrays: expr(*arrays, slices=range(timed))), predicted
 
 
 def run_network(net: Network, limit: str, rows: list[dict], log,
@@ -144,11 +146,7 @@ def run_network(net: Network, limit: str, rows: list[dict], log,
     for row, planner in runs:
         timed = min(row["slices"], MAX_TIMED_SLICES)
         try:
-            run = runner(net, row, timed)
-            predicted = row["predicted_peak_bytes"]
-            if row["planner"] != "cotengra":
-                _, plan = ours(net, row)
-                predicted = None if plan.slicing is None else plan.slicing.peak_bytes
+            run, predicted = runner(net, row, timed)
             with _graphs(not planner.endswith("eager")):
                 value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - now
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
