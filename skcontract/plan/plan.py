@@ -32,7 +32,8 @@ from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, classify_groups, pair_groups, search_layout
 from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
-from .slicing import Slicing, budget_of, choose_sliced_path, host_memory_bytes, simulate
+from .slicing import (Slicing, budget_of, choose_sliced_path, host_memory_bytes,
+                      output_units, simulate)
 
 __all__ = ["Step", "Plan", "build_plan"]
 
@@ -411,10 +412,10 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
         sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                           dtype.itemsize, slicing,
                                           _repath(terms, eq.output, optimize),
-                                          optimize=optimize)
+                                          optimize=optimize, out_units=output_units(dtype))
         if sliced is not None and slicing is True and is_hyper(optimize):
             sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
-                                         sliced, path)
+                                         sliced, path, output_units(dtype))
     if sliced is not None:
         eq_run = _slice_equation(eq, sliced)
         unary = _unary_pass(eq_run, dtype)
@@ -481,7 +482,8 @@ def _repath(terms, output, optimize):
     return lambda sizes: find_path(terms, output, sizes, optimize)
 
 
-def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path):
+def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
+                  out_units: int = 1):
     """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
     search that slices as it goes (:func:`~.path.sliced_search`, to the largest
     intermediate the budget allows; more labels sliced greedily where its slices still miss
@@ -496,7 +498,8 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
         return sliced, path
     try:  # its slices, and more where they miss the budget (a byte budget's peak)
         other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
-                                               budget, itemsize, True, start=labels)
+                                               budget, itemsize, True, start=labels,
+                                               out_units=out_units)
     except ValueError:  # no slicing of its path keeps the budget
         return sliced, path
     flops = other.flops if other is not None else simulate(

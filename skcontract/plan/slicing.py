@@ -35,6 +35,8 @@ from itertools import chain, product as cartesian
 from math import log, log1p, prod
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from .slice_costs import NO_LIMIT, Excess, StepTable
 
 __all__ = ["Budget", "Slicing", "budget_of", "choose_slicing", "simulate", "divisors"]
@@ -274,26 +276,27 @@ class Slicing:
 def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
                    sizes: Mapping[str, int], path: Sequence[Sequence[int]], budget: Budget,
                    itemsize: int = 8, slicing: Any = True,
-                   repath: Callable | None = None) -> Slicing | None:
+                   repath: Callable | None = None, out_units: int = 1) -> Slicing | None:
     """The slices that keep ``path`` (or the path ``repath(slice_sizes)`` finds) under
     ``budget``; None when the unsliced plan fits. ``slicing``: True (choose), False (refuse:
     ValueError when the plan does not fit), a sequence of labels or a ``{label: chunk}`` map
     (slice exactly those). :func:`choose_sliced_path` returns the path the slices run
     too."""
     return choose_sliced_path(terms, output, sizes, path, budget, itemsize, slicing,
-                              repath)[0]
+                              repath, out_units=out_units)[0]
 
 
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
                        slicing: Any = True, repath: Callable | None = None,
-                       start: Sequence = (), optimize: Any = None):
+                       start: Sequence = (), optimize: Any = None, out_units: int = 1):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
     or the one ``repath`` finds for the sliced sizes where it is cheaper; ``optimize``, the
     optimiser ``repath`` asks, says how many times: :func:`repath_tries`). ``start``:
     labels sliced (to chunks of one) before the greedy choice adds any (a search's
-    slices), where the budget asks for slices."""
+    slices), where the budget asks for slices. ``out_units``: the output's bytes an element
+    over ``itemsize`` (:func:`output_units`)."""
     pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
-                       itemsize)
+                       itemsize, out_units)
     price = pricing.price
     base = simulate(pricing.terms, pricing.out, sizes, path)
     if 0 in sizes.values():
@@ -381,17 +384,24 @@ def _given_chunks(slicing: Any, sizes: Mapping[str, int]) -> dict:
     return {x: int(c) for x, c in chunks.items()}
 
 
+def output_units(dtype) -> int:
+    """The bytes a sliced plan's output takes an element, in its dtype's itemsizes: float16
+    slices are summed in float32 (two) and the sum rounded to float16 once at the end (one
+    more, alive beside it); other dtypes are summed in their own (one)."""
+    return 3 if np.dtype(dtype) == np.float16 else 1
+
+
 class _Pricing:
     """A contraction's paths priced under slicings: exactly (:meth:`price`), every label's
     slicing at once (:meth:`estimates`), and sliced greedily (:meth:`slice_greedily`); the
     table of the path priced last is kept."""
 
     def __init__(self, terms: list, out: frozenset, sizes: Mapping[str, int],
-                 budget: Budget | None, itemsize: int):
+                 budget: Budget | None, itemsize: int, out_units: int = 1):
         self.terms, self.out, self.sizes, self.budget = terms, out, sizes, budget
         self.itemsize = itemsize
-        self.out_elems = prod(sizes[x] for x in out)
-        self.over = NO_LIMIT if budget is None else _excess(budget, itemsize, self.out_elems)
+        self.out_cost = prod(sizes[x] for x in out) * out_units  # the output, in itemsizes
+        self.over = NO_LIMIT if budget is None else _excess(budget, itemsize, self.out_cost)
         self.tables = {}
 
     def table(self, path) -> StepTable:
@@ -405,7 +415,7 @@ class _Pricing:
         cost = Cost(*self.table(path).price(_sliced_sizes(self.sizes, chunks),
                                             frozenset(chunks),
                                             _num_slices(self.sizes, chunks), self.over))
-        return cost, (cost.peak + self.out_elems) * self.itemsize
+        return cost, (cost.peak + self.out_cost) * self.itemsize
 
     def estimates(self, path, chunks: Mapping[str, int]) -> Estimates:
         """Each label not in ``chunks``: estimates of ``path``'s (FLOPs, what the budget
@@ -414,7 +424,7 @@ class _Pricing:
         each = table.price_each(_sliced_sizes(self.sizes, chunks), frozenset(chunks),
                                 _num_slices(self.sizes, chunks), self.over)
         used = self.budget.used(each.largest,
-                                      (each.peak + self.out_elems) * self.itemsize)
+                                      (each.peak + self.out_cost) * self.itemsize)
         exact = max(each.flops.max(), used.max(), each.total.max()) < EXACT_FLOAT
         return Estimates({x: e for x, *e in zip(table.labels, each.flops.tolist(),
                                                 used.tolist(), each.excess.tolist())
@@ -426,12 +436,12 @@ class _Pricing:
                        self.out, self.budget, dict.fromkeys(first, 1))
 
 
-def _excess(budget: Budget, itemsize: int, out_elems: int) -> Excess:
+def _excess(budget: Budget, itemsize: int, out_cost: int) -> Excess:
     """The :class:`~.slice_costs.Excess` over ``budget``: over its largest intermediate,
     or over the working set its bytes leave beside the output."""
     if budget.elements is not None:
         return Excess(budget.elements, alive=False)
-    return Excess(budget.bound / itemsize - out_elems, alive=True)
+    return Excess(budget.bound / itemsize - out_cost, alive=True)
 
 
 def _sliced_sizes(sizes: Mapping[str, int], chunks: Mapping[str, int]) -> dict:

@@ -16,7 +16,8 @@ from skcontract.plan import build_plan
 from skcontract.plan import slicing as sl
 from skcontract.plan.path import find_path
 from skcontract.plan.slice_costs import Excess, StepTable
-from skcontract.plan.slicing import Budget, budget_of, choose_slicing, divisors, simulate
+from skcontract.plan.slicing import (Budget, budget_of, choose_slicing, divisors,
+                                     output_units, simulate)
 
 GIB = 2**30
 
@@ -491,3 +492,25 @@ def test_an_exhaustive_search_is_asked_again_only_a_few_times(monkeypatch, optim
     _, plan = contract_path(eq, *shapes, shapes=True, optimize=optimize, memory_limit=64)
     assert len(plan.slicing.chunks) > sl.EXHAUSTIVE_REPATH_TRIES + 1
     assert set(calls) == {optimize} and 2 < len(calls) <= most
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "bool"])
+def test_the_peak_model_counts_the_output_as_the_slice_loop_sums_it(dtype):
+    """The output's bytes an element (:func:`output_units`) are those of the dtype slices
+    are summed in (``sum_dtype``) and, where that is another dtype, of the final cast."""
+    from skcontract.backends.steps import sum_dtype
+    dt = np.dtype(dtype)
+    acc = sum_dtype(dt)
+    want = acc.itemsize + (dt.itemsize if acc != dt else 0)
+    assert output_units(dt) * dt.itemsize == want
+
+
+def test_a_float16_output_is_counted_with_its_float32_sum():
+    """A float16 outer product's output (slices summed in float32, then rounded) costs three
+    halves per element in the model: a budget the float16 output alone would fit, the
+    float32 sum with it would not, is refused."""
+    x = np.ones(64, np.float16)
+    with pytest.raises(ValueError, match="smallest peak reachable"):
+        contract_path("i,j->ij", x, x, memory_limit=f"{64 * 64 * 2 + 600}B")
+    _, plan = contract_path("i,j->ij", x, x, memory_limit="40000B", slicing=["i"])
+    assert plan.slicing.peak_bytes >= 64 * 64 * 6
