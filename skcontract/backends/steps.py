@@ -352,6 +352,10 @@ class SliceSteps:
         for res in self.per_slice:
             slots[res] = None
 
+    def zeros(self):
+        """A zero output in the dtype slices are summed in."""
+        return self.xp.zeros(self.plan.output_shape, sum_dtype(self.plan.dtype))
+
     def add(self, total, part, r: dict):
         """``part`` added into ``total``'s chunk of slice ``r`` (a new total, zeros in the
         dtype slices are summed in, where ``total`` is None; bool by a logical or)."""
@@ -373,7 +377,8 @@ class SliceSteps:
         return total if total.dtype == dtype else total.astype(dtype)
 
 
-def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
+def _compile_sliced(plan: Plan, ops: ArrayOps,
+                    sliced: SliceSteps | None = None) -> Callable[[Sequence[Any]], Any]:
     """``run(arrays)`` for a sliced plan (:class:`~skcontract.plan.slicing.Slicing`): each
     slice runs the plan's steps on views of the operands at its chunks; a step that holds
     no sliced label, and consumes no result that does, runs once, on the first slice, and
@@ -382,8 +387,8 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
     output's sliced labels. ``run(arrays, slices)`` runs only the slices numbered in
     ``slices`` (their order in :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns
     their partial sum in the dtype slices are summed in (float32 for float16), zeros in the
-    output's chunks they do not cover."""
-    sliced = SliceSteps(plan, ops)
+    output's chunks they do not cover. ``sliced``: the plan's steps prepared already."""
+    sliced = SliceSteps(plan, ops) if sliced is None else sliced
 
     def run(arrays, slices=None):
         slots = [None] * sliced.n_slots

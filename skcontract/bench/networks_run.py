@@ -11,9 +11,9 @@ Operands are random and scaled so that a closed network's value stays near 1 (ea
 entries of deviation ``prod(d ** -1/4)`` over its legs' sizes ``d``). The batched product is
 left out: its operands alone outgrow a GPU, and the slicer bounds the working set, not them.
 
-Each row is timed over a whole call, synchronised (the first call, and a second where the
-first took under :data:`REPEAT_BELOW_S`: the second's time is the row's), with the CuPy
-allocations' high-water mark (:func:`~skcontract.bench.memory.cupy_peak`) of the timed call.
+Each row is timed over a whole call, synchronised, after a call of one slice (kernels
+compiled, pools made), and then called again under the CuPy allocations' high-water mark
+(:func:`~skcontract.bench.memory.cupy_peak`), kept out of the time.
 A row of more than :data:`MAX_TIMED_SLICES` slices is timed over its first ones (the partial
 sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds scaled to
 all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
@@ -44,9 +44,9 @@ MAX_FLOPS = 2e14
 """Rows whose timed slices take more FLOPs are left out (minutes each on one GPU)."""
 MAX_TIMED_SLICES = 64
 """A row of more slices is timed over its first this many and its seconds scaled to all
-(``timed_slices``; its value is then a partial sum, compared with no other row's)."""
-REPEAT_BELOW_S = 5.0
-"""A row whose first call takes less is called again and timed warm."""
+(``timed_slices``; its value is then a partial sum, compared with no other row's). The
+scaling counts a call's one-time work (steps that run once, a graph's capture) that many
+times over: an upper bound."""
 SKIPPED = ("batched",)
 """Networks whose operands alone outgrow one GPU."""
 
@@ -68,22 +68,22 @@ def operands(net: Network, seed: int = 0) -> list:
     return out
 
 
-def _timed(fn) -> tuple[object, float, int]:
-    """``fn()``'s value, seconds and measured peak bytes: the first call, or a second where
-    the first was quick."""
+def _timed(run, warm) -> tuple[object, float, int]:
+    """``run()``'s value and seconds, after ``warm()`` (one slice: kernels compiled, pools
+    made), and its measured peak bytes in a call of its own (the peak counter's host work
+    kept out of the time)."""
     import cupy  # optional dependency: only the GPU half runs
 
-    for call in range(2):
+    warm()
+    cupy.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    value = run()
+    cupy.cuda.Device().synchronize()
+    seconds = time.perf_counter() - t0
+    value = cupy.asarray(value).astype(cupy.complex128)
+    with cupy_peak() as mem:
+        run()
         cupy.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        with cupy_peak() as mem:
-            value = fn()
-            cupy.cuda.Device().synchronize()
-        seconds = time.perf_counter() - t0
-        if call == 0 and seconds >= REPEAT_BELOW_S:
-            break
-        if call == 0:
-            value = None
     return value, seconds, mem.peak
 
 
@@ -112,21 +112,25 @@ def cotengra_tree(net: Network, row: dict):
 
 
 def runner(net: Network, row: dict, timed: int, backend: str = "cupy"):
-    """``(run, predicted peak bytes)``: ``run(*arrays)`` runs the row's plan over its first
-    ``timed`` slices (all: the result), ours or cotengra's (``row["planner"]``)."""
+    """``(run, warm, predicted peak bytes)``: ``run(*arrays)`` runs the row's plan over its
+    first ``timed`` slices (all: the result), ours or cotengra's (``row["planner"]``);
+    ``warm(*arrays)`` its first slice."""
     slices = row["slices"]
     if row["planner"] == "cotengra":
         tree = cotengra_tree(net, row)
+        warm = (lambda *arrays: tree.contract_slice(arrays, 0, backend=backend)) \
+            if slices > 1 else (lambda *arrays: tree.contract(arrays, backend=backend))
         if timed == slices:
-            return (lambda *arrays: tree.contract(arrays, backend=backend)), \
+            return (lambda *arrays: tree.contract(arrays, backend=backend)), warm, \
                 row["predicted_peak_bytes"]
         return (lambda *arrays: sum(tree.contract_slice(arrays, i, backend=backend)
-                                    for i in range(timed))), row["predicted_peak_bytes"]
+                                    for i in range(timed))), warm, row["predicted_peak_bytes"]
     expr, plan = ours(net, row, backend)
     predicted = None if plan.slicing is None else plan.slicing.peak_bytes
+    warm = lambda *arrays: expr(*arrays, slices=[0])  # noqa: E731 - one slice
     if timed == slices:
-        return expr, predicted
-    return (lambda *arrays: expr(*arrays, slices=range(timed))), predicted
+        return expr, warm, predicted
+    return (lambda *arrays: expr(*arrays, slices=range(timed))), warm, predicted
 
 
 def run_network(net: Network, limit: str, rows: list[dict], log,
@@ -146,15 +150,17 @@ def run_network(net: Network, limit: str, rows: list[dict], log,
     for row, planner in runs:
         timed = min(row["slices"], MAX_TIMED_SLICES)
         try:
-            run, predicted = runner(net, row, timed)
+            run, warm, predicted = runner(net, row, timed)
             with _graphs(not planner.endswith("eager")):
-                value, seconds, peak = _timed(lambda: run(*arrays))  # noqa: B023 - now
+                value, seconds, peak = _timed(lambda: run(*arrays),  # noqa: B023 - now
+                                              lambda: warm(*arrays))  # noqa: B023
+
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
             log(f"   {planner} failed: {type(e).__name__}: {e}")
             continue
         seconds *= row["slices"] / timed
         if timed == row["slices"]:
-            results[planner] = cupy.asarray(value).astype(cupy.complex128)
+            results[planner] = value
         out.append({"network": net.name, "limit": limit, "planner": planner,
                     "slices": row["slices"], "timed_slices": timed, "steps": len(row["path"]),
                     "flops": row["flops"], "predicted_peak_bytes": predicted,

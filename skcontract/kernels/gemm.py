@@ -67,8 +67,9 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     is then exact whatever ``precision`` says.
     int8 operands accumulate in int32 (s8 wgmma or ``mma.m16n8k32.s8``) and ``out`` is
     int32 (the default output dtype); sums wrap modulo 2^32; ``alpha`` / ``beta`` must be
-    integers (applied in int32, wrapping). CUDA torch tensors give a new torch tensor (bfloat16
-    too); CuPy arrays a new CuPy array, which needs ``out`` for dtypes CuPy has no arrays of
+    integers (applied in int32, wrapping). Without ``out``, CUDA torch tensors give a new
+    torch tensor (bfloat16 too), and CuPy arrays, or any operands with ``bind=True`` or a
+    ``stream``, a new CuPy array, which needs ``out`` for dtypes CuPy has no arrays of
     (bfloat16).
     ``schedule``: a :class:`~.resolve.Resolved` or a Schedule to launch as it is; it
     bypasses the scheduler, and ValueError / TypeError say where it is not one for these

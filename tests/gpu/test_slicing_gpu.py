@@ -137,6 +137,57 @@ def test_later_slices_replay_one_graph(monkeypatch, dtype):
     assert len(captured) == 3  # the 13-slice range captured, the 3-slice one not
 
 
+def test_a_step_the_graph_cannot_hold_sends_the_plan_to_the_eager_loop(monkeypatch):
+    """A step that waits for the host (a copy to it) fails the capture: the call's result is
+    the eager loop's, the side stream is left capturing nothing, and later calls do not
+    try again."""
+    from skcontract.backends import slice_graph
+    from skcontract.backends.steps import SliceSteps
+    captured = _counting_captures(monkeypatch)
+    original = SliceSteps.run
+
+    def run(self, slots, first):
+        if not first:
+            cupy.asnumpy(slots[0])  # a device-to-host copy: no graph may hold it
+        return original(self, slots, first)
+    monkeypatch.setattr(SliceSteps, "run", run)
+    rng = np.random.default_rng(10)
+    shapes = [(64, 96), (96, 80), (80, 48)]
+    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ref = np.einsum("ab,bc,cd->ad", *[x.astype(np.float64) for x in host], optimize=True)
+    expr = contract_expression("ab,bc,cd->ad", *shapes, dtype="float32", backend="cupy",
+                               slicing={"b": 12})
+    for _ in range(2):
+        _close(expr(*[cupy.asarray(x) for x in host]), ref, "float32")
+    assert len(captured) == 1 and not slice_graph._side_stream().is_capturing()
+
+
+def test_sliced_calls_on_a_callers_stream_and_inside_its_capture():
+    """On a non-blocking caller's stream the replayed slices are ordered after its work and
+    before its later work; inside the caller's own capture the call is captured with it
+    (slice by slice), and the caller's graph replays the product of its inputs."""
+    rng = np.random.default_rng(11)
+    shapes = [(64, 96), (96, 80), (80, 48)]
+    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    ref = np.einsum("ab,bc,cd->ad", *[x.astype(np.float64) for x in host], optimize=True)
+    expr = contract_expression("ab,bc,cd->ad", *shapes, dtype="float32", backend="cupy",
+                               slicing={"b": 8})
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        ops = [cupy.asarray(x) for x in host]  # made on the caller's stream
+        got = expr(*ops) * 1  # read on it
+        stream.synchronize()
+        _close(got, ref, "float32")
+        stream.begin_capture()
+        got = expr(*ops)
+        graph = stream.end_capture()
+        for x, h in zip(ops, host):
+            x[...] = cupy.asarray(2 * h)
+        graph.launch(stream)
+        stream.synchronize()
+    _close(got, 8 * ref, "float32")
+
+
 def test_a_plan_the_graph_cannot_hold_runs_the_eager_loop(monkeypatch):
     captured = _counting_captures(monkeypatch, fail=True)
     rng = np.random.default_rng(10)
