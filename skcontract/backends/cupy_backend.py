@@ -37,7 +37,6 @@ from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
 from ..kernels.small_batched import SmallLaunch, run_small
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from .slice_graph import compile_sliced
 from .steps import ArrayOps, compile_plan
 
 NAME = "cupy"
@@ -223,8 +222,7 @@ def compile(plan, replan=None):
     ``replan``: the plan layer's hook for steps whose operands are not those their launch
     was planned for (:func:`_launch_step`; None: such a call raises
     :class:`~skcontract.kernels.bound.OperandMismatch`)."""
-    ops = OPS if replan is None else OPS._replace(
-        matmul_for=lambda step, views: matmul_for(step, views, replan))
-    if plan.slicing is not None:
-        return compile_sliced(plan, ops)
-    return compile_plan(plan, ops)
+    if replan is None:
+        return compile_plan(plan, OPS)
+    return compile_plan(plan, OPS._replace(
+        matmul_for=lambda step, views: matmul_for(step, views, replan)))

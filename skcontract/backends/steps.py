@@ -310,8 +310,8 @@ def compile_plan(plan: Plan, ops: ArrayOps,
 class SliceSteps:
     """A sliced plan (:class:`~skcontract.plan.slicing.Slicing`) prepared once: its steps,
     which of them vary with the slice (the others run on the first slice only, their results
-    kept), each operand's sliced axes and the output's. What the slice loops of every
-    backend share (:func:`_compile_sliced`, :mod:`.slice_graph`)."""
+    kept), each operand's sliced axes and the output's: what a slice loop runs
+    (:func:`_compile_sliced`)."""
 
     def __init__(self, plan: Plan, ops: ArrayOps):
         self.xp, self.plan = ops.xp, plan
@@ -352,10 +352,6 @@ class SliceSteps:
         for res in self.per_slice:
             slots[res] = None
 
-    def zeros(self):
-        """A zero output in the dtype slices are summed in."""
-        return self.xp.zeros(self.plan.output_shape, sum_dtype(self.plan.dtype))
-
     def add(self, total, part, r: dict):
         """``part`` added into ``total``'s chunk of slice ``r`` (a new total, zeros in the
         dtype slices are summed in, where ``total`` is None; bool by a logical or)."""
@@ -377,8 +373,7 @@ class SliceSteps:
         return total if total.dtype == dtype else total.astype(dtype)
 
 
-def _compile_sliced(plan: Plan, ops: ArrayOps,
-                    sliced: SliceSteps | None = None) -> Callable[[Sequence[Any]], Any]:
+def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]:
     """``run(arrays)`` for a sliced plan (:class:`~skcontract.plan.slicing.Slicing`): each
     slice runs the plan's steps on views of the operands at its chunks; a step that holds
     no sliced label, and consumes no result that does, runs once, on the first slice, and
@@ -387,8 +382,8 @@ def _compile_sliced(plan: Plan, ops: ArrayOps,
     output's sliced labels. ``run(arrays, slices)`` runs only the slices numbered in
     ``slices`` (their order in :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns
     their partial sum in the dtype slices are summed in (float32 for float16), zeros in the
-    output's chunks they do not cover. ``sliced``: the plan's steps prepared already."""
-    sliced = SliceSteps(plan, ops) if sliced is None else sliced
+    output's chunks they do not cover."""
+    sliced = SliceSteps(plan, ops)
 
     def run(arrays, slices=None):
         slots = [None] * sliced.n_slots

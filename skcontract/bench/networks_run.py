@@ -17,8 +17,8 @@ compiled, pools made), and then called again under the CuPy allocations' high-wa
 A row of more than :data:`MAX_TIMED_SLICES` slices is timed over its first ones (the partial
 sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds scaled to
 all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
-contract; "hyper eager": ours slice by slice), ``slices``, ``timed_slices``, ``steps``,
-``flops``, ``predicted_peak_bytes``, ``peak_bytes`` (measured), ``seconds``,
+contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes``,
+``peak_bytes`` (measured), ``keeps_limit`` (the measured peak under the limit), ``seconds``,
 ``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this row's value
 and the cotengra row's of the same network and limit, where both ran every slice). Writes
 ``<name>.json`` and ``<name>.md``.
@@ -30,12 +30,12 @@ import datetime as _dt
 import json
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from ..contract import contract_expression
+from ..plan.slicing import budget_of
 from .memory import cupy_peak
 from .networks import NETWORKS, LIMITS, Network
 from .timing import device_name, geomean, run_commit
@@ -45,8 +45,8 @@ MAX_FLOPS = 2e14
 MAX_TIMED_SLICES = 64
 """A row of more slices is timed over its first this many and its seconds scaled to all
 (``timed_slices``; its value is then a partial sum, compared with no other row's). The
-scaling counts a call's one-time work (steps that run once, a graph's capture) that many
-times over: an upper bound."""
+scaling counts a call's one-time work (steps that run once) that many times over: an upper
+bound."""
 SKIPPED = ("batched",)
 """Networks whose operands alone outgrow one GPU."""
 
@@ -133,28 +133,20 @@ def runner(net: Network, row: dict, timed: int, backend: str = "cupy"):
     return (lambda *arrays: expr(*arrays, slices=range(timed))), warm, predicted
 
 
-def run_network(net: Network, limit: str, rows: list[dict], log,
-                eager_too: bool = False) -> list[dict]:
-    """The planners' rows of ``net`` at ``limit``, run on the same operands; with
-    ``eager_too``, the hyper plan also slice by slice (planner "hyper eager": no graph
-    replay, :mod:`skcontract.backends.slice_graph`)."""
+def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
+    """The planners' rows of ``net`` at ``limit``, run on the same operands."""
     import cupy  # optional dependency: only the GPU half runs
 
-    from ..backends import slice_graph  # imports CuPy
     arrays = operands(net)
     results, out = {}, []
-    runs = [(r, r["planner"]) for r in rows]
-    if eager_too:
-        runs += [(r, f"{r['planner']} eager") for r in rows
-                 if r["planner"] == "hyper" and r["slices"] >= slice_graph.GRAPH_MIN_SLICES]
-    for row, planner in runs:
+    budget = budget_of(limit, []).bytes
+    for row in rows:
+        planner = row["planner"]
         timed = min(row["slices"], MAX_TIMED_SLICES)
         try:
             run, warm, predicted = runner(net, row, timed)
-            with _graphs(not planner.endswith("eager")):
-                value, seconds, peak = _timed(lambda: run(*arrays),  # noqa: B023 - now
-                                              lambda: warm(*arrays))  # noqa: B023
-
+            value, seconds, peak = _timed(lambda: run(*arrays),  # noqa: B023 - now
+                                          lambda: warm(*arrays))  # noqa: B023
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
             log(f"   {planner} failed: {type(e).__name__}: {e}")
             continue
@@ -164,10 +156,10 @@ def run_network(net: Network, limit: str, rows: list[dict], log,
         out.append({"network": net.name, "limit": limit, "planner": planner,
                     "slices": row["slices"], "timed_slices": timed, "steps": len(row["path"]),
                     "flops": row["flops"], "predicted_peak_bytes": predicted,
-                    "peak_bytes": int(peak), "seconds": seconds,
-                    "us_per_slice": seconds / row["slices"] * 1e6,
+                    "peak_bytes": int(peak), "keeps_limit": peak <= budget,
+                    "seconds": seconds, "us_per_slice": seconds / row["slices"] * 1e6,
                     "tflops": row["flops"] / seconds / 1e12})
-        log(f"   {planner:<15} {seconds:8.3f} s  {row['slices']:>7,} slices  peak "
+        log(f"   {planner:<9} {seconds:12.3f} s  {row['slices']:>9,} slices  peak "
             f"{peak:,} (predicted {predicted})")
     ref = results.get("cotengra")
     for r in out:
@@ -182,32 +174,25 @@ def _timed_flops(row: dict) -> float:
     return row["flops"] * min(row["slices"], MAX_TIMED_SLICES) / row["slices"]
 
 
-@contextmanager
-def _graphs(on: bool):
-    """Sliced calls replay graphs (on) or run slice by slice (off) inside."""
-    from ..backends import slice_graph  # imports CuPy
-    kept = slice_graph.GRAPH_MIN_SLICES
-    if not on:
-        slice_graph.GRAPH_MIN_SLICES = sys.maxsize
-    try:
-        yield
-    finally:
-        slice_graph.GRAPH_MIN_SLICES = kept
-
-
 def summary(rows) -> list[str]:
-    """Per network and limit: cotengra's seconds over our best (above 1: ours faster)."""
+    """Per network and limit: cotengra's seconds over our best of the rows whose measured
+    peak keeps the limit (above 1: ours faster), and the rows whose peak broke it."""
     out = []
     keys = dict.fromkeys((r["network"], r["limit"]) for r in rows)
     speedups = []
     for net, limit in keys:
         mine = {r["planner"]: r for r in rows if (r["network"], r["limit"]) == (net, limit)}
-        ours_s = [mine[p]["seconds"] for p in ("auto", "hyper") if p in mine]  # replayed
-        if "cotengra" in mine and ours_s:
-            speedups.append(mine["cotengra"]["seconds"] / min(ours_s))
-            out.append(f"{net} at {limit}: cotengra-on-CuPy / ours {speedups[-1]:.2f}x")
+        kept = [mine[p]["seconds"] for p in ("auto", "hyper")
+                if p in mine and mine[p]["keeps_limit"]]
+        broke = [p for p, r in mine.items() if not r["keeps_limit"]]
+        note = f" (measured peak over the limit: {', '.join(broke)})" if broke else ""
+        if "cotengra" in mine and kept and mine["cotengra"]["keeps_limit"]:
+            speedups.append(mine["cotengra"]["seconds"] / min(kept))
+            out.append(f"{net} at {limit}: cotengra-on-CuPy / ours {speedups[-1]:.2f}x{note}")
+        else:
+            out.append(f"{net} at {limit}: no pair of rows keeps the limit{note}")
     if speedups:
-        out.append(f"geomean: {geomean(speedups):.2f}x")
+        out.append(f"geomean over the pairs that keep the limit: {geomean(speedups):.2f}x")
     return out
 
 
@@ -224,10 +209,11 @@ def render_markdown(doc) -> str:
         pred = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
         diff = f"{r['diff']:.1e}" if "diff" in r else "-"
         timed = "" if r["timed_slices"] == r["slices"] else f" ({r['timed_slices']})"
-        lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,}{timed} | "
-                     f"{r['steps']} | {r['flops']:.3e} | {r['seconds']:.3f} | "
+        over = "" if r.get("keeps_limit", True) else " (over)"
+        lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,}{timed} "
+                     f"| {r['steps']} | {r['flops']:.3e} | {r['seconds']:.3f} | "
                      f"{r['us_per_slice']:,.1f} | {r['tflops']:.2f} | {pred} | "
-                     f"{r['peak_bytes']:,} | {diff} |")
+                     f"{r['peak_bytes']:,}{over} | {diff} |")
     lines += ["", *[f"- {x}" for x in summary(doc["rows"])]]
     return "\n".join(lines) + "\n"
 
@@ -243,8 +229,6 @@ def main(argv=None) -> int:
                    help=f"comma-separated networks (default: all in FILE; have "
                         f"{','.join(NETWORKS)})")
     p.add_argument("--limits", default=",".join(LIMITS), help="comma-separated limits")
-    p.add_argument("--eager-too", action="store_true",
-                   help="also run our sliced plans slice by slice (no graph replay)")
     p.add_argument("--max-flops", type=float, default=MAX_FLOPS,
                    help=f"leave out rows planned above this many FLOPs (default {MAX_FLOPS:g})")
     args = p.parse_args(argv)
@@ -272,7 +256,7 @@ def main(argv=None) -> int:
             if not rows:
                 continue
             log(f"{net.name} at {limit}: {', '.join(r['planner'] for r in rows)}")
-            doc["rows"] += run_network(net, limit, rows, log, args.eager_too)
+            doc["rows"] += run_network(net, limit, rows, log)
             (out / f"{name}.json").write_text(json.dumps(doc, indent=1))
             (out / f"{name}.md").write_text(render_markdown(doc))
     print(render_markdown(doc))

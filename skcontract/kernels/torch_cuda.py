@@ -62,7 +62,7 @@ def _cupy_stream(handle: int, device: int):
     return cupy.cuda.ExternalStream(handle, device)
 
 
-def torch_malloc(size: int):
+def _torch_malloc(size: int):
     """CuPy memory of ``size`` bytes owned by a torch tensor on the current device (freed
     through torch's allocator, on torch's current stream, when CuPy drops it)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
@@ -97,5 +97,5 @@ def on_torch_stream(device: int):
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     with cupy.cuda.Device(device), current_stream(device), \
-            cupy.cuda.using_allocator(torch_malloc):
+            cupy.cuda.using_allocator(_torch_malloc):
         yield

@@ -236,8 +236,7 @@ class Slicing:
     ``largest_intermediate``: a slice's largest intermediate in elements; ``peak_bytes``:
     the predicted peak working set (a slice's intermediates, the resident results and the
     output); ``flops``: every slice's FLOPs (steps that run once counted once), what two
-    sliced plans of different paths compare by; ``budget_bytes``: the byte budget the slices
-    keep (None: none, or one in elements), which an executor's own buffers must keep too."""
+    sliced plans of different paths compare by."""
 
     chunks: tuple[tuple[str, int], ...]
     sizes: Mapping[str, int]
@@ -245,7 +244,6 @@ class Slicing:
     largest_intermediate: int
     peak_bytes: int
     flops: int = 0
-    budget_bytes: int | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -309,7 +307,7 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
         if not (budget is None or budget.fits(cost.largest, peak)):
             raise ValueError(f"memory_limit {budget.text}: slicing {sorted(chunks)} leaves "
                              f"{budget.describe(cost.largest, peak)}")
-        return _slicing(chunks, sizes, cost, peak, base, budget), path
+        return _slicing(chunks, sizes, cost, peak, base), path
     if budget is None:
         return None, path
     cost, peak = price({}, path)
@@ -324,7 +322,7 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
         trials = chain([(path, chunks, cost, peak)],
                        _repathed(repath, pricing, chunks, repath_tries(optimize)))
         path, chunks, cost, peak = min(trials, key=lambda trial: trial[2].flops)
-    return (_slicing(chunks, sizes, cost, peak, base, budget) if chunks else None), path
+    return (_slicing(chunks, sizes, cost, peak, base) if chunks else None), path
 
 
 def _repathed(repath: Callable, pricing: _Pricing, chunks: dict, tries: int):
@@ -361,11 +359,10 @@ def _prefixes(count: int, tries: int = REPATH_TRIES) -> list[int]:
     return sorted({-(-i * count // tries) for i in range(1, tries + 1)})
 
 
-def _slicing(chunks, sizes, cost: Cost, peak: int, base: Cost,
-             budget: Budget | None) -> Slicing:
+def _slicing(chunks, sizes, cost: Cost, peak: int, base: Cost) -> Slicing:
     order = tuple((x, chunks[x]) for x in sorted(chunks, key=str))
     return Slicing(order, dict(sizes), cost.flops / max(base.flops, 1), cost.largest, peak,
-                   cost.flops, None if budget is None else budget.bytes)
+                   cost.flops)
 
 
 def _given_chunks(slicing: Any, sizes: Mapping[str, int]) -> dict:

@@ -66,7 +66,7 @@ def test_the_measured_peak_keeps_every_limit(dtype):
     warm call, and on the first beside the fixup pools it grows (kept for later calls on
     the stream, as cuBLAS keeps its workspace); the result is the float64 one's."""
     rng = np.random.default_rng(3)
-    ops = [rng.standard_normal(s).astype(dtype) for s in CHAIN_SHAPES]
+    ops = [(0.25 * rng.standard_normal(s)).astype(dtype) for s in CHAIN_SHAPES]  # no overflow
     ref = np.einsum(CHAIN, *[x.astype(np.float64) for x in ops], optimize=True)
     dev = [cupy.asarray(x) for x in ops]
     for limit in LIMITS[dtype]:
@@ -117,67 +117,10 @@ def test_einsum_keeps_a_byte_budget_on_the_gpu():
     _close(got, ref, "float32")
 
 
-def _counting_captures(monkeypatch, fail=False):
-    from skcontract.backends import slice_graph
-    captured = []
-    original = slice_graph._capture
-
-    def capture(*args):
-        captured.append(1)
-        return (None, None) if fail else original(*args)
-    monkeypatch.setattr(slice_graph, "_capture", capture)
-    return captured
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
-def test_later_slices_replay_one_graph(monkeypatch, dtype):
-    """A call of 4 slices or more captures its varying steps once and replays them: the
-    result is the float64 one's, as the eager loop's is (fewer slices run eagerly)."""
-    captured = _counting_captures(monkeypatch)
-    rng = np.random.default_rng(9)
-    shapes = [(64, 96), (96, 80), (80, 48), (48, 40)]
-    host = [(0.5 * rng.standard_normal(s)).astype(dtype) for s in shapes]
-    ops = [cupy.asarray(x) for x in host]
-    ref = np.einsum("ab,bc,cd,de->ae", *[x.astype(np.float64) for x in host], optimize=True)
-    expr = contract_expression("ab,bc,cd,de->ae", *shapes, dtype=dtype, backend="cupy",
-                               slicing={"c": 10, "e": 20})
-    assert expr.plan.slicing.num_slices == 16
-    for call in range(2):
-        _close(expr(*ops), ref, dtype)
-        assert len(captured) == call + 1
-    _close(expr(*ops, slices=range(0, 3)) + expr(*ops, slices=range(3, 16)), ref, dtype)
-    assert len(captured) == 3  # the 13-slice range captured, the 3-slice one not
-
-
-def test_a_step_the_graph_cannot_hold_sends_the_plan_to_the_eager_loop(monkeypatch):
-    """A step that waits for the host (a copy to it) fails the capture: the call's result is
-    the eager loop's, the side stream is left capturing nothing, and later calls do not
-    try again."""
-    from skcontract.backends import slice_graph
-    from skcontract.backends.steps import SliceSteps
-    captured = _counting_captures(monkeypatch)
-    original = SliceSteps.run
-
-    def run(self, slots, first):
-        if not first:
-            cupy.asnumpy(slots[0])  # a device-to-host copy: no graph may hold it
-        return original(self, slots, first)
-    monkeypatch.setattr(SliceSteps, "run", run)
-    rng = np.random.default_rng(10)
-    shapes = [(64, 96), (96, 80), (80, 48)]
-    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    ref = np.einsum("ab,bc,cd->ad", *[x.astype(np.float64) for x in host], optimize=True)
-    expr = contract_expression("ab,bc,cd->ad", *shapes, dtype="float32", backend="cupy",
-                               slicing={"b": 12})
-    for _ in range(2):
-        _close(expr(*[cupy.asarray(x) for x in host]), ref, "float32")
-    assert len(captured) == 1 and not slice_graph._side_stream().is_capturing()
-
-
 def test_sliced_calls_on_a_callers_stream_and_inside_its_capture():
-    """On a non-blocking caller's stream the replayed slices are ordered after its work and
-    before its later work; inside the caller's own capture the call is captured with it
-    (slice by slice), and the caller's graph replays the product of its inputs."""
+    """On a non-blocking caller's stream the slices are ordered after its work and before
+    its later work; inside the caller's own capture the call is captured with it, and the
+    caller's graph replays the product of its inputs."""
     rng = np.random.default_rng(11)
     shapes = [(64, 96), (96, 80), (80, 48)]
     host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
@@ -198,16 +141,3 @@ def test_sliced_calls_on_a_callers_stream_and_inside_its_capture():
         graph.launch(stream)
         stream.synchronize()
     _close(got, 8 * ref, "float32")
-
-
-def test_a_plan_the_graph_cannot_hold_runs_the_eager_loop(monkeypatch):
-    captured = _counting_captures(monkeypatch, fail=True)
-    rng = np.random.default_rng(10)
-    shapes = [(64, 96), (96, 80), (80, 48)]
-    host = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    ref = np.einsum("ab,bc,cd->ad", *[x.astype(np.float64) for x in host], optimize=True)
-    expr = contract_expression("ab,bc,cd->ad", *shapes, dtype="float32", backend="cupy",
-                               slicing={"b": 12})
-    for _ in range(2):
-        _close(expr(*[cupy.asarray(x) for x in host]), ref, "float32")
-    assert len(captured) == 1  # tried once, then the eager loop only
