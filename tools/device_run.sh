@@ -15,7 +15,7 @@
 #             committed docs/benchmarks/shapes-<device>.json where there is one
 #   einsum  : the einsum benchmark (skcontract.bench.einsum) into $OUT
 #   networks: bench networks-run (NETWORKS_PLANS, default the committed networks-cpu.json;
-#             NETWORKS_ARGS adds its options) into $OUT, eager rows too
+#             NETWORKS_ARGS adds its options) into $OUT
 #   timegemm: tools.time_gemm $TIMEGEMM_ARGS into $OUT/time-gemm.jsonl
 #   subset  : bench fp32 + fp64 only, merged into the committed docs/benchmarks/gemm-h200.json
 #   half    : bench bf16 + fp16 only, merged into $OUT/gemm-h200.json (after subset) or else
@@ -174,7 +174,7 @@ for line in open(sys.argv[1]):
         ${SHAPES_CLASSES:+--classes $SHAPES_CLASSES} > "$OUT/bench-shapes.md" 2> "$OUT/bench-shapes.log"
       echo "bench shapes rc=$? ($(( $(date +%s) - t0 ))s)"; tail -40 "$OUT/bench-shapes.log";;
     networks)
-      timeout ${NETWORKS_S:-300} python3 -m skcontract bench networks-run --out "$OUT" --eager-too \
+      timeout ${NETWORKS_S:-300} python3 -m skcontract bench networks-run --out "$OUT" \
         --plans ${NETWORKS_PLANS:-docs/benchmarks/networks-cpu.json} ${NETWORKS_ARGS:-} \
         > "$OUT/bench-networks.md" 2> "$OUT/bench-networks.log"
       echo "bench networks rc=$? ($(( $(date +%s) - t0 ))s)"; tail -50 "$OUT/bench-networks.log";;
