@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -192,7 +193,8 @@ def summary(rows) -> list[str]:
         else:
             out.append(f"{net} at {limit}: no pair of rows keeps the limit{note}")
     if speedups:
-        out.append(f"geomean over the pairs that keep the limit: {geomean(speedups):.2f}x")
+        out.append(f"over the pairs that keep the limit: geomean {geomean(speedups):.2f}x, "
+                   f"median {statistics.median(speedups):.2f}x")
     return out
 
 
