@@ -25,11 +25,6 @@ SHAPES = [(1536, 1024), (1024, 2048), (2048, 1536), (1536, 768)]
 LIMITS = {"float32": ("14MiB", "10MiB", "6MiB"), "float16": ("12MiB", "10MiB", "9MiB")}
 
 
-def _pool_bytes() -> int:
-    return sum(b.nbytes for p in workspace._POOLS.values()
-               for b in (p.workspace, p.staging, p.locks) if b is not None)
-
-
 def main() -> None:
     rng = np.random.default_rng(3)
     for dtype, limits in LIMITS.items():
@@ -44,19 +39,19 @@ def main() -> None:
             peaks, grown = [], []
             for _ in range(2):
                 cupy.cuda.Device().synchronize()
-                pools = _pool_bytes()
+                pools = workspace.held_bytes()
                 with cupy_peak() as mem:
                     expr(*ops)
                     cupy.cuda.Device().synchronize()
                 peaks.append(mem.peak)
-                grown.append(_pool_bytes() - pools)
+                grown.append(workspace.held_bytes() - pools)
             s = expr.plan.slicing
             print(json.dumps({"dtype": dtype, "limit": limit,
                               "budget": budget_of(limit, []).bytes,
                               "slices": None if s is None else s.num_slices,
                               "predicted": None if s is None else s.peak_bytes,
                               "first": peaks[0], "warm": peaks[1], "pools_grown": grown,
-                              "pools": _pool_bytes()}), flush=True)
+                              "pools": workspace.held_bytes()}), flush=True)
 
 
 if __name__ == "__main__":

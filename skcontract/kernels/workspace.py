@@ -81,6 +81,12 @@ def _fits(buf, n: int) -> bool:
     return buf is not None and buf.size >= n
 
 
+def held_bytes() -> int:
+    """The bytes every pool holds now (what fixup memory the process keeps)."""
+    return sum(b.nbytes for p in list(_POOLS.values())
+               for b in (p.workspace, p.staging, p.locks) if b is not None)
+
+
 def reset() -> None:
     """Forget every pool (after an aborted launch left locks or staging dirty)."""
     with _LOCK:

@@ -9,6 +9,7 @@ cupy = pytest.importorskip("cupy")
 
 from skcontract import contract_expression, contract_path, einsum  # noqa: E402
 from skcontract.bench.memory import cupy_peak  # noqa: E402
+from skcontract.kernels import workspace  # noqa: E402
 from skcontract.plan.slicing import budget_of  # noqa: E402
 
 from .helpers import TOL  # noqa: E402
@@ -54,12 +55,6 @@ LIMITS = {"float32": ("14MiB", "10MiB", "6MiB"), "float16": ("12MiB", "10MiB", "
 """Byte budgets each dtype's plan is sliced under (each slices more than the last)."""
 
 
-def _pool_bytes() -> int:
-    from skcontract.kernels import workspace
-    return sum(b.nbytes for p in workspace._POOLS.values()
-               for b in (p.workspace, p.staging, p.locks) if b is not None)
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_the_measured_peak_keeps_every_limit(dtype):
     """The bytes CuPy allocates while a sliced plan runs stay under each byte budget: on a
@@ -77,11 +72,11 @@ def test_the_measured_peak_keeps_every_limit(dtype):
         assert sliced is not None and sliced.peak_bytes <= budget
         for call in ("first", "warm"):
             cupy.cuda.Device().synchronize()
-            pools = _pool_bytes()
+            pools = workspace.held_bytes()
             with cupy_peak() as mem:
                 got = expr(*dev)
                 cupy.cuda.Device().synchronize()
-            grown = _pool_bytes() - pools
+            grown = workspace.held_bytes() - pools
             assert 0 < mem.peak - grown <= budget, (limit, call, mem.peak, grown,
                                                     sliced.peak_bytes)
             _close(got, ref, dtype)
