@@ -32,8 +32,9 @@ from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import GEMM_KINDS, Kind, classify_groups, pair_groups, search_layout
 from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
-from .slicing import (Slicing, budget_of, choose_sliced_path, host_memory_bytes,
-                      output_units, simulate)
+from .peak import executor_peak
+from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
+                      host_memory_bytes, output_units, simulate)
 
 __all__ = ["Step", "Plan", "build_plan"]
 
@@ -395,6 +396,14 @@ def _pair_step(index, form: _PairForm, sizes, dtype) -> Step:
                      flops=B * M * N * (2 * K if K != 1 else 1))
 
 
+EXECUTOR_RETRIES = 4
+"""Times a plan is sliced again, under a budget tightened by how far its steps' copies
+(:func:`.peak.executor_peak`) overshoot, before the limit is refused."""
+EXECUTOR_TIGHTEN = 0.8
+"""The least a retry tightens the slicer's budget by: a plan just over the limit is sliced
+a step further, not by the few bytes it is over."""
+
+
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                memory_limit: Any = None, device: Any = None, slicing: Any = True) -> Plan:
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
@@ -406,16 +415,53 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
+    tight, need = budget, None
+    for _ in range(EXECUTOR_RETRIES + 1):
+        try:
+            sliced, run_path = _sliced(terms, eq, path, tight, dtype, slicing, optimize)
+        except ValueError:
+            if need is None:  # the caller's own budget: the slicer's message stands
+                raise
+            break  # a tightened budget nothing keeps
+        plan = _assemble(eq, dtype, run_path, sliced, unary, device)
+        if budget is None or budget.bytes is None:
+            return plan
+        need = _executor_bytes(plan)
+        allowed = budget.bytes * PEAK_MODEL_SHARE
+        if need <= allowed:
+            break
+        if slicing is not True:  # named slices, or none: nothing to slice again
+            refuses = " and slicing=False refuses to slice it" if slicing is False else ""
+            raise ValueError(f"memory_limit {budget.text}: the plan's steps hold {need:,} "
+                             "bytes at their peak (their results and the copies of their "
+                             f"operands){refuses}")
+        tight = replace(tight, bytes=max(1, int(tight.bytes * min(allowed / need,
+                                                                  EXECUTOR_TIGHTEN))))
+    if need > allowed:
+        raise ValueError(f"memory_limit {budget.text}: no slicing tried fits; with its steps' "
+                         f"copies of their operands the plan peaks at {need:,} bytes")
+    if plan.slicing is not None and need > plan.slicing.peak_bytes:
+        plan = replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
+    return plan
+
+
+def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize):
+    """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`)."""
     if budget is None and (slicing is True or slicing is False):
-        sliced = None  # (no budget to keep, no slices named: choose_sliced_path's answer)
-    else:
-        sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
-                                          dtype.itemsize, slicing,
-                                          _repath(terms, eq.output, optimize),
-                                          optimize=optimize, out_units=output_units(dtype))
-        if sliced is not None and slicing is True and is_hyper(optimize):
-            sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
-                                         sliced, path, output_units(dtype))
+        return None, path  # (no budget to keep, no slices named: choose_sliced_path's answer)
+    units = {"out_units": output_units(dtype)}
+    sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
+                                      dtype.itemsize, slicing,
+                                      _repath(terms, eq.output, optimize),
+                                      optimize=optimize, **units)
+    if sliced is not None and slicing is True and is_hyper(optimize):
+        sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
+                                     sliced, path, units)
+    return sliced, path
+
+
+def _assemble(eq: Equation, dtype, path, sliced, unary, device) -> Plan:
+    """The plan of ``path`` over ``eq`` (a slice's equation where ``sliced``)."""
     if sliced is not None:
         eq_run = _slice_equation(eq, sliced)
         unary = _unary_pass(eq_run, dtype)
@@ -424,6 +470,17 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     steps, result, result_labels, operand_slots = _steps(eq_run, dtype, path, unary)
     return Plan(eq, steps, tuple(path), dtype, result, result_labels, device, operand_slots,
                 sliced)
+
+
+def _executor_bytes(plan: Plan) -> int:
+    """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`), with
+    the slice loop's output where it is sliced."""
+    steps_peak = executor_peak(plan.steps, len(plan.equation.inputs),
+                               plan.step_varies() if plan.slicing else [True] * len(plan.steps),
+                               plan.result, plan.dtype.itemsize, plan.device is not None)
+    if plan.slicing is None:
+        return steps_peak
+    return steps_peak + prod(plan.output_shape) * output_units(plan.dtype) * plan.dtype.itemsize
 
 
 def resizable(plan: Plan) -> _PairForm | None:
@@ -483,11 +540,11 @@ def _repath(terms, output, optimize):
 
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
-                  out_units: int = 1):
+                  units: dict):
     """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
     search that slices as it goes (:func:`~.path.sliced_search`, to the largest
     intermediate the budget allows; more labels sliced greedily where its slices still miss
-    the budget)."""
+    the budget). ``units``: :func:`~.slicing.choose_sliced_path`'s ``out_units``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
     try:
@@ -499,7 +556,7 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     try:  # its slices, and more where they miss the budget (a byte budget's peak)
         other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
                                                budget, itemsize, True, start=labels,
-                                               out_units=out_units)
+                                               **units)
     except ValueError:  # no slicing of its path keeps the budget
         return sliced, path
     flops = other.flops if other is not None else simulate(
