@@ -400,8 +400,11 @@ EXECUTOR_RETRIES = 4
 """Times a plan is sliced again, under a budget tightened by how far its steps' copies
 (:func:`.peak.executor_peak`) overshoot, before the limit is refused."""
 EXECUTOR_TIGHTEN = 0.8
-"""The least a retry tightens the slicer's budget by: a plan just over the limit is sliced
-a step further, not by the few bytes it is over."""
+"""The least a retry tightens the slicer's budget by (it also goes below the plan's own
+label-set peak, so that the slicer must slice further)."""
+CPU_FLOAT16_ITEMSIZE = 4
+"""Bytes an element of a float16 plan's steps on the CPU: NumPy's backend computes float16
+in float32."""
 
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
@@ -415,7 +418,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
-    tight, need = budget, None
+    tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
             sliced, run_path = _sliced(terms, eq, path, tight, dtype, slicing, optimize)
@@ -425,24 +428,35 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
             break  # a tightened budget nothing keeps
         plan = _assemble(eq, dtype, run_path, sliced, unary, device)
         if budget is None or budget.bytes is None:
-            return plan
+            return _with_executor_peak(plan)
         need = _executor_bytes(plan)
-        allowed = budget.bytes * PEAK_MODEL_SHARE
+        smallest = need if smallest is None else min(smallest, need)
+        allowed = int(budget.bytes * PEAK_MODEL_SHARE)
         if need <= allowed:
-            break
+            return _with_executor_peak(plan, need)
         if slicing is not True:  # named slices, or none: nothing to slice again
-            refuses = " and slicing=False refuses to slice it" if slicing is False else ""
+            what = "slicing=False refuses to slice it" if slicing is False else \
+                f"slicing {sorted(plan.slicing.labels) if plan.slicing else []} leaves it"
             raise ValueError(f"memory_limit {budget.text}: the plan's steps hold {need:,} "
                              "bytes at their peak (their results and the copies of their "
-                             f"operands){refuses}")
-        tight = replace(tight, bytes=max(1, int(tight.bytes * min(allowed / need,
-                                                                  EXECUTOR_TIGHTEN))))
-    if need > allowed:
-        raise ValueError(f"memory_limit {budget.text}: no slicing tried fits; with its steps' "
-                         f"copies of their operands the plan peaks at {need:,} bytes")
-    if plan.slicing is not None and need > plan.slicing.peak_bytes:
-        plan = replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
-    return plan
+                             f"operands), over the {allowed:,} the budget leaves; {what}")
+        # below the plan's own label-set peak, so that the slicer must slice further
+        label = _executor_bytes(plan, copies=False)
+        tight = replace(tight, bytes=max(1, int(min(tight.bytes * EXECUTOR_TIGHTEN,
+                                                    label * allowed / need / PEAK_MODEL_SHARE))))
+    raise ValueError(f"memory_limit {budget.text}: no slicing tried fits; with its steps' "
+                     f"copies of their operands the smallest peak was {smallest:,} bytes, "
+                     f"over the {allowed:,} the budget leaves")
+
+
+def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
+    """``plan`` with its slicing's predicted peak counting its steps' copies."""
+    if plan.slicing is None:
+        return plan
+    need = _executor_bytes(plan) if need is None else need
+    if need <= plan.slicing.peak_bytes:
+        return plan
+    return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
 
 
 def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize):
@@ -472,14 +486,20 @@ def _assemble(eq: Equation, dtype, path, sliced, unary, device) -> Plan:
                 sliced)
 
 
-def _executor_bytes(plan: Plan) -> int:
-    """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`), with
-    the slice loop's output where it is sliced."""
-    steps_peak = executor_peak(plan.steps, len(plan.equation.inputs),
-                               plan.step_varies() if plan.slicing else [True] * len(plan.steps),
-                               plan.result, plan.dtype.itemsize, plan.device is not None)
+def _executor_bytes(plan: Plan, copies: bool = True) -> int:
+    """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`; with
+    ``copies``, the copies its steps make of their operands), with the slice loop's output
+    where it is sliced."""
+    itemsize = plan.dtype.itemsize
+    if plan.device is None and plan.dtype == np.float16:
+        itemsize = CPU_FLOAT16_ITEMSIZE
+    n = len(plan.equation.inputs)
     if plan.slicing is None:
-        return steps_peak
+        return executor_peak(plan.steps, n, [True] * len(plan.steps), plan.result, itemsize,
+                             plan.device is not None, copies=copies)
+    viewed_cut = frozenset(i for i, axes in enumerate(plan.sliced_axes()) if any(axes[1:]))
+    steps_peak = executor_peak(plan.steps, n, plan.step_varies(), plan.result, itemsize,
+                               plan.device is not None, viewed_cut, copies)
     return steps_peak + prod(plan.output_shape) * output_units(plan.dtype) * plan.dtype.itemsize
 
 

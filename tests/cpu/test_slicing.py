@@ -534,16 +534,65 @@ def test_networks_keep_byte_budgets_with_their_steps_copies(net):
         expr = contract_expression(net.subscripts(), *net.shapes(), dtype="float32",
                                    memory_limit=limit)
         budget = budget_of(limit, []).bytes
+        got = expr(*ops)  # compiled: the traced call holds only its working set
         tracemalloc.start()
         try:
-            got = expr(*ops)
+            expr(*ops)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
         assert peak <= budget, (limit, peak, expr.plan.slicing)
         sliced = expr.plan.slicing
-        assert sliced is not None and 0.85 * peak <= sliced.peak_bytes <= budget, (limit, peak)
+        assert sliced is not None and 0.95 * peak <= sliced.peak_bytes <= budget, (limit, peak)
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("subscripts,shapes,limit,may_refuse", [
+    # an operand sliced on an inner axis: each slice's view is copied whole by its step
+    ("cehgf,dh,egdc,bfa->ab", [(24, 20, 18, 15, 22), (6, 18), (20, 15, 6, 24), (19, 22, 23)],
+     "1036800B", False),
+    # copies that dominate: budgets between the copy-free peak and the one with copies
+    ("fjlm,cflq->jmcq", [(32, 32, 32, 32), (8, 32, 32, 8)], "5MB", True),
+    ("fjlm,cflq->jmcq", [(32, 32, 32, 32), (8, 32, 32, 8)], "10MB", True),
+])
+def test_budgets_the_steps_copies_decide_are_kept_or_refused(subscripts, shapes, limit,
+                                                             may_refuse):
+    """A plan whose steps' copies decide its peak keeps the budget, measured, or is refused
+    with a ValueError: never run over it. (The slicer is blind to copies, so the 32^4
+    operand's copy, which only slicing one of its own labels shrinks, is refused where a
+    slicing that fits exists: docs/benchmarks/log.md.)"""
+    rng = np.random.default_rng(1)
+    ops = [rng.standard_normal(s) for s in shapes]
+    try:
+        expr = contract_expression(subscripts, *shapes, memory_limit=limit)
+    except ValueError as e:
+        assert may_refuse and "no slicing tried fits" in str(e)
+        return
+    got = expr(*ops)
+    tracemalloc.start()
+    try:
+        expr(*ops)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    budget = budget_of(limit, []).bytes
+    assert peak <= budget and expr.plan.slicing is not None, (peak, expr.plan.slicing)
+    assert expr.plan.slicing.peak_bytes >= 0.95 * peak
+    ref = np.einsum(subscripts, *ops, optimize=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
+
+
+def test_a_named_slicing_the_copies_break_is_refused_and_peaks_show_the_copies():
+    """Named slices the steps' copies push over a byte budget: a ValueError naming them;
+    the same slices with no budget report the peak with the copies."""
+    shapes = [(32, 32, 32, 32), (8, 32, 32, 8)]
+    free = contract_expression("fjlm,cflq->jmcq", *shapes, slicing={"c": 4})
+    limited = contract_expression("fjlm,cflq->jmcq", *shapes, slicing={"c": 4},
+                                  memory_limit="1GB")
+    assert free.plan.slicing.peak_bytes == limited.plan.slicing.peak_bytes
+    with pytest.raises(ValueError, match=r"slicing \['c'\] leaves it"):
+        contract_path("fjlm,cflq->jmcq", *shapes, shapes=True, slicing={"c": 4},
+                      memory_limit=f"{free.plan.slicing.peak_bytes}B")
 
 
 def test_the_executor_peak_counts_copies_and_complex_embeddings():
@@ -558,5 +607,5 @@ def test_the_executor_peak_counts_copies_and_complex_embeddings():
         copied = executor_peak([replace(step, needs_copy=(True, False))], 2, [True],
                                step.result, 1, gpu)
         assert copied - base == 30 * 40
-        embed = COMPLEX_EMBED_UNITS * 40 * 50 + 30 * 50 if gpu else 0
+        embed = COMPLEX_EMBED_UNITS * 40 * 50 if gpu else 0
         assert base == 30 * 50 + embed
