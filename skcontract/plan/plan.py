@@ -421,7 +421,8 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
-            sliced, run_path = _sliced(terms, eq, path, tight, dtype, slicing, optimize)
+            sliced, run_path = _sliced(terms, eq, path, tight, dtype, slicing, optimize,
+                                       reconfigure=need is None)
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
@@ -459,8 +460,11 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
     return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
 
 
-def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize):
-    """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`)."""
+def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize,
+            reconfigure: bool = True):
+    """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`);
+    with ``reconfigure`` and a hyper optimiser, cotengra's search that slices as it goes
+    too (a retry under a tighter budget skips that search: seconds each)."""
     if budget is None and (slicing is True or slicing is False):
         return None, path  # (no budget to keep, no slices named: choose_sliced_path's answer)
     units = {"out_units": output_units(dtype)}
@@ -468,7 +472,7 @@ def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize):
                                       dtype.itemsize, slicing,
                                       _repath(terms, eq.output, optimize),
                                       optimize=optimize, **units)
-    if sliced is not None and slicing is True and is_hyper(optimize):
+    if sliced is not None and slicing is True and reconfigure and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
                                      sliced, path, units)
     return sliced, path
