@@ -430,7 +430,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
         plan = _assemble(eq, dtype, run_path, sliced, unary, device)
         if budget is None or budget.bytes is None:
             return _with_executor_peak(plan)
-        need = _executor_bytes(plan)
+        need = executor_bytes(plan)
         smallest = need if smallest is None else min(smallest, need)
         allowed = int(budget.bytes * PEAK_MODEL_SHARE)
         if need <= allowed:
@@ -442,7 +442,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                              "bytes at their peak (their results and the copies of their "
                              f"operands), over the {allowed:,} the budget leaves; {what}")
         # below the plan's own label-set peak, so that the slicer must slice further
-        label = _executor_bytes(plan, copies=False)
+        label = executor_bytes(plan, copies=False)
         tight = replace(tight, bytes=max(1, int(min(tight.bytes * EXECUTOR_TIGHTEN,
                                                     label * allowed / need / PEAK_MODEL_SHARE))))
     raise ValueError(f"memory_limit {budget.text}: no slicing tried fits; with its steps' "
@@ -454,7 +454,7 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
     """``plan`` with its slicing's predicted peak counting its steps' copies."""
     if plan.slicing is None:
         return plan
-    need = _executor_bytes(plan) if need is None else need
+    need = executor_bytes(plan) if need is None else need
     if need <= plan.slicing.peak_bytes:
         return plan
     return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
@@ -490,7 +490,7 @@ def _assemble(eq: Equation, dtype, path, sliced, unary, device) -> Plan:
                 sliced)
 
 
-def _executor_bytes(plan: Plan, copies: bool = True) -> int:
+def executor_bytes(plan: Plan, copies: bool = True) -> int:
     """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`; with
     ``copies``, the copies its steps make of their operands), with the slice loop's output
     where it is sliced."""
