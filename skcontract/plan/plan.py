@@ -418,6 +418,15 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
+    return _kept(eq, dtype, unary, path, budget, device, slicing, optimize)
+
+
+def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize) -> Plan:
+    """The plan of ``path`` sliced so that its executor's peak, its steps' copies included
+    (:func:`executor_bytes`), keeps ``budget``: sliced again under a tighter budget where
+    the copies push it over, at most :data:`EXECUTOR_RETRIES` times; ValueError where no
+    slicing tried fits, or where the slices are named (or refused) and do not fit."""
+    terms = unary.terms
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
