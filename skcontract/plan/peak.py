@@ -3,8 +3,9 @@
 :mod:`.slicing` chooses slices on a model of label sets: the intermediates alive at once,
 the results kept across slices and the output. The executor holds more while a step runs:
 the copies it makes of the step's operands (a transpose into the product's (batch, rows,
-columns) layout, the plan's ``needs_copy``; an operand viewed at a chunk of an inner axis,
-which no reshape takes as a view), and on a GPU a complex product's real-form embedding.
+columns) layout, the plan's ``needs_copy``; an operand viewed at a chunk of an axis its
+label group merges with the one before, which no reshape takes as a view), and on a GPU a
+complex product's real-form embedding.
 :func:`executor_peak` walks the classified steps of a plan and counts them, on the first
 slice and on the later ones (where every result of a step that runs once is already
 resident); :func:`~.plan.build_plan` slices again, under a tighter budget, where they push
@@ -30,23 +31,24 @@ EMBEDDED_KINDS = (Kind.GEMM, Kind.BATCHED_GEMM)
 
 
 def executor_peak(steps: Sequence, n_operands: int, varies: Sequence[bool], result: int,
-                  itemsize: int, gpu: bool, viewed_cut: frozenset = frozenset(),
+                  itemsize: int, gpu: bool, cut_copies: frozenset = frozenset(),
                   copies: bool = True) -> int:
     """The most bytes the steps hold at once, over the first slice and the later ones:
     intermediates alive, each step's result, and (``copies``) the copies it makes of its
-    inputs: those its ``needs_copy`` flags, the operands in ``viewed_cut`` (slots viewed at
-    a chunk of an inner axis), and on a GPU a complex product's embedding. The operands
-    are the caller's and are not counted."""
+    inputs: those its ``needs_copy`` flags, the ``(step, position)`` pairs of
+    ``cut_copies`` (an operand viewed at a chunk its reshape cannot keep as a view), and on
+    a GPU a complex product's embedding. The operands are the caller's and are not
+    counted."""
     kept = frozenset(s.result for s, v in zip(steps, varies) if not v)
-    first = _walk(steps, n_operands, result, kept, varies, itemsize, gpu, viewed_cut,
+    first = _walk(steps, n_operands, result, kept, varies, itemsize, gpu, cut_copies,
                   copies, later=False)
     if not kept:
         return first
     return max(first, _walk(steps, n_operands, result, kept, varies, itemsize, gpu,
-                            viewed_cut, copies, later=True))
+                            cut_copies, copies, later=True))
 
 
-def _walk(steps, n_operands, result, kept, varies, itemsize, gpu, viewed_cut, copies,
+def _walk(steps, n_operands, result, kept, varies, itemsize, gpu, cut_copies, copies,
           later: bool) -> int:
     """One slice's peak: the first (every step runs), or a later one (the results of the
     steps that run once resident from the start, only the varying steps run)."""
@@ -61,7 +63,7 @@ def _walk(steps, n_operands, result, kept, varies, itemsize, gpu, viewed_cut, co
         if later and not vary:
             continue
         out = prod(s.output_shape)
-        peak = max(peak, held + out + (_copies(s, gpu, viewed_cut) if copies else 0))
+        peak = max(peak, held + out + (_copies(j, s, gpu, cut_copies) if copies else 0))
         alive[s.result] = out
         held += out
         for a in dict.fromkeys(s.args):
@@ -70,11 +72,11 @@ def _walk(steps, n_operands, result, kept, varies, itemsize, gpu, viewed_cut, co
     return peak * itemsize
 
 
-def _copies(step, gpu: bool, viewed_cut: frozenset) -> int:
-    """The elements ``step`` copies of its inputs while it runs."""
+def _copies(j: int, step, gpu: bool, cut_copies: frozenset) -> int:
+    """The elements step ``j`` copies of its inputs while it runs."""
     sizes = [prod(shape) for shape in step.input_shapes]
-    n = sum(size for size, copied, a in zip(sizes, step.needs_copy, step.args)
-            if copied or a in viewed_cut)
+    n = sum(size for pos, (size, copied) in enumerate(zip(sizes, step.needs_copy))
+            if copied or (j, pos) in cut_copies)
     if gpu and step.dtype.kind == "c" and step.kind in EMBEDDED_KINDS:
         n += COMPLEX_EMBED_UNITS * max(sizes)
     return n

@@ -499,6 +499,31 @@ def _assemble(eq: Equation, dtype, path, sliced, unary, device) -> Plan:
                 sliced)
 
 
+def _cut_copies(plan: Plan) -> frozenset:
+    """``(step, operand position)`` of each GEMM-class step's operand that a slice views at
+    a chunk where the step merges the chunked axis with the one before it (a label group's
+    reshape of such a view copies it); an operand cut elsewhere reads as a strided view."""
+    cut = {x for x, c in plan.slicing.chunks if c < plan.slicing.sizes[x]}
+    n = len(plan.equation.inputs)
+    out = set()
+    for j, s in enumerate(plan.steps):
+        if s.kind not in GEMM_KINDS:
+            continue
+        groups = ((s.batch_labels, s.m_labels, s.k_labels),
+                  (s.batch_labels, s.k_labels, s.n_labels))
+        for pos, (arg, term, held) in enumerate(zip(s.args, s.inputs, groups)):
+            if arg < n and any(_merges_cut(term, g, cut) for g in held):
+                out.add((j, pos))
+    return frozenset(out)
+
+
+def _merges_cut(term, group, cut) -> bool:
+    """Whether viewing ``term`` as one axis over ``group`` (the labels it holds, merged in
+    that order) merges a cut label with the label before it."""
+    labels = [x for x in group if x in term]
+    return any(b in cut for b in labels[1:])
+
+
 def executor_bytes(plan: Plan, copies: bool = True) -> int:
     """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`; with
     ``copies``, the copies its steps make of their operands), with the slice loop's output
@@ -510,9 +535,8 @@ def executor_bytes(plan: Plan, copies: bool = True) -> int:
     if plan.slicing is None:
         return executor_peak(plan.steps, n, [True] * len(plan.steps), plan.result, itemsize,
                              plan.device is not None, copies=copies)
-    viewed_cut = frozenset(i for i, axes in enumerate(plan.sliced_axes()) if any(axes[1:]))
     steps_peak = executor_peak(plan.steps, n, plan.step_varies(), plan.result, itemsize,
-                               plan.device is not None, viewed_cut, copies)
+                               plan.device is not None, _cut_copies(plan), copies)
     return steps_peak + prod(plan.output_shape) * output_units(plan.dtype) * plan.dtype.itemsize
 
 
