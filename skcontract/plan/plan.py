@@ -437,6 +437,7 @@ def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize) -
                 raise
             break  # a tightened budget nothing keeps
         plan = _assemble(eq, dtype, run_path, sliced, unary, device)
+        path = run_path  # a retry slices the path found (a search's that slices as it goes)
         if budget is None or budget.bytes is None:
             return _with_executor_peak(plan)
         need = executor_bytes(plan)
