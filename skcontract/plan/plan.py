@@ -473,15 +473,16 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
 def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize,
             reconfigure: bool = True):
     """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`);
-    with ``reconfigure`` and a hyper optimiser, cotengra's search that slices as it goes
-    too (a retry under a tighter budget skips that search: seconds each)."""
+    with ``reconfigure``, the optimiser's paths for the sliced sizes and, for a hyper
+    optimiser, cotengra's search that slices as it goes, too (a retry under a tighter
+    budget slices the path it is given: those searches take seconds each)."""
     if budget is None and (slicing is True or slicing is False):
         return None, path  # (no budget to keep, no slices named: choose_sliced_path's answer)
     units = {"out_units": output_units(dtype)}
     sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                       dtype.itemsize, slicing,
-                                      _repath(terms, eq.output, optimize),
-                                      optimize=optimize, **units)
+                                      _repath(terms, eq.output, optimize) if reconfigure
+                                      else None, optimize=optimize, **units)
     if sliced is not None and slicing is True and reconfigure and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
                                      sliced, path, units)
