@@ -517,6 +517,18 @@ def test_a_float16_output_is_counted_with_its_float32_sum():
     assert plan.slicing.peak_bytes >= 64 * 64 * 6
 
 
+def _warm_peak(expr, ops):
+    """``expr(*ops)`` and the peak tracemalloc measures on a second call (the first
+    compiles: the traced call holds only its working set)."""
+    got = expr(*ops)
+    tracemalloc.start()
+    try:
+        expr(*ops)
+        return got, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("net", [
     lattice(4, 4, bond=12), lattice(3, 4, bond=16), peps_norm(3, 3, bond=8)],
     ids=lambda n: n.name)
@@ -534,13 +546,7 @@ def test_networks_keep_byte_budgets_with_their_steps_copies(net):
         expr = contract_expression(net.subscripts(), *net.shapes(), dtype="float32",
                                    memory_limit=limit)
         budget = budget_of(limit, []).bytes
-        got = expr(*ops)  # compiled: the traced call holds only its working set
-        tracemalloc.start()
-        try:
-            expr(*ops)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        got, peak = _warm_peak(expr, ops)
         assert peak <= budget, (limit, peak, expr.plan.slicing)
         sliced = expr.plan.slicing
         assert sliced is not None and 0.95 * peak <= sliced.peak_bytes <= budget, (limit, peak)
@@ -568,13 +574,7 @@ def test_budgets_the_steps_copies_decide_are_kept_or_refused(subscripts, shapes,
     except ValueError as e:
         assert may_refuse and "no slicing tried fits" in str(e)
         return
-    got = expr(*ops)
-    tracemalloc.start()
-    try:
-        expr(*ops)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    got, peak = _warm_peak(expr, ops)
     budget = budget_of(limit, []).bytes
     assert peak <= budget and expr.plan.slicing is not None, (peak, expr.plan.slicing)
     assert expr.plan.slicing.peak_bytes >= 0.95 * peak
