@@ -3,7 +3,8 @@
     python -m tools.time_conv --layers 1x512x7x7x512x3x3x1x1,32x64x56x56x64x3x3x1x1 \\
         --dtypes float16 --variants auto,stream_k:64x128x64,data_parallel:128x64x64
 
-A layer is N x C x H x W x K x R x S x stride x padding (as the corpus' conv2d entries); a
+A layer is N x C x H x W x K x R x S x stride x padding (as the corpus' conv2d entries), then
+optionally x groups; a
 variant is ``mode`` or ``mode:BMxBNxBK[xCTAs]`` (the entry to force). Operands are torch tensors,
 channels-last unless ``--nchw``. Prints one JSON line per (layer, dtype, variant): the
 CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's (TF32 off, as the
@@ -44,22 +45,25 @@ def main(argv=None) -> int:
     import torch.nn.functional as F
 
     torch.backends.cudnn.allow_tf32 = False  # exact fp32, as ours and the benchmark's peer
+    torch.backends.cudnn.benchmark = True  # as the shape-class benchmark's peer
     for text in args.layers.split(","):
-        n, c, h, w, k, r, s, stride, pad = (int(v) for v in text.split("x"))
+        n, c, h, w, k, r, s, stride, pad, *grouped = (int(v) for v in text.split("x"))
+        groups = grouped[0] if grouped else 1
         for dtype in args.dtypes.split(","):
             gen = torch.Generator(device="cuda").manual_seed(0)
             dt = getattr(torch, dtype)
             x = torch.randn((n, c, h, w), device="cuda", generator=gen).to(dt)
-            wt = torch.randn((k, c, r, s), device="cuda", generator=gen).to(dt)
+            wt = torch.randn((k, c // groups, r, s), device="cuda", generator=gen).to(dt)
             if not args.nchw:
                 x = x.to(memory_format=torch.channels_last)
                 wt = wt.to(memory_format=torch.channels_last)
-            calls = calls_for(2.0 * n * c * h * w * k * r * s / stride ** 2)
-            cudnn = torch_graph_us(lambda: F.conv2d(x, wt, None, stride, pad), calls, args.reps)
+            calls = calls_for(2.0 * n * c * h * w * k * r * s / stride ** 2 / groups)
+            cudnn = torch_graph_us(lambda: F.conv2d(x, wt, None, stride, pad, 1, groups), calls,
+                                   args.reps)
             for variant, grid in itertools.product(args.variants.split(","), grids):
                 mode, tile = _variant(variant)
-                run = lambda: conv2d(x, wt, None, stride, pad, mode=mode, tile=tile,  # noqa: E731
-                                     reduction=args.reduction, grid=grid)
+                run = lambda: conv2d(x, wt, None, stride, pad, 1, groups, mode=mode,  # noqa: E731
+                                     tile=tile, reduction=args.reduction, grid=grid)
                 try:
                     with record_launches() as launches:
                         run()

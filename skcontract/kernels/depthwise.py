@@ -6,7 +6,9 @@ channel whose tiles hold one output column, all padding; the direct kernel compu
 output element from its taps, reading the input and writing the output in place in their
 own layouts (NCHW or channels-last, any strides), the bias added before the one rounding;
 where the channels lie on 16 bytes (channels-last, C a multiple of the vector) a thread
-computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load.
+computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load, and
+for the common square filters (:data:`FIXED_FILTERS`) a band of rows of such strips, each
+input vector loaded and converted once for the band.
 The convolution's plan carries a :class:`DepthwiseLaunch` (:func:`plan_depthwise`, pure
 Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
@@ -15,8 +17,8 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-8-channel vectors x 4 columns
-filter rows' inputs in registers
+8-channel vectors x 4 columns x 2 rows
+inputs loaded once for the rows
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -35,21 +37,26 @@ TYPES = {d: CXX_TYPES[d][0] for d in ("float16", "bfloat16", "float32", "float64
 """The dtypes the kernel takes -> its C++ element type."""
 SCALAR_NAMES = tuple(f"skc::depthwise<{t}>" for t in TYPES.values())
 """The element-a-thread kernel's instantiations, in :data:`TYPES`' order."""
+VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}>" for t in TYPES.values())
+"""The channels-last vector kernel's instantiations (any filter), in :data:`TYPES`' order."""
 FIXED_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1), (7, 2))
-"""The (filter width, column step) pairs of undilated filters the vector kernel has an
-instantiation for (a filter row's inputs loaded once a strip): MobileNet's, EfficientNet's
-and ConvNeXt's depthwise layers; (0, 0) is the one for any filter."""
-VECTOR_FORMS = ((0, 0),) + FIXED_FILTERS
-"""The vector kernel's (KS, KSW) instantiations of each dtype."""
-VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}, {ks}, {ksw}>"
-                     for t in TYPES.values() for ks, ksw in VECTOR_FORMS)
-"""The channels-last vector kernel's instantiations, dtype-major in :data:`TYPES`' order."""
-NAMES = SCALAR_NAMES + VECTOR_NAMES
+"""The (size, step) pairs of square undilated filters stepping the same both ways that the
+rows kernel (``depthwise_rows``) has instantiations for: MobileNet's, EfficientNet's and
+ConvNeXt's depthwise layers."""
+ROWS_SHAPES = ((1, 1), (1, 2), (2, 1), (4, 1))
+"""The rows kernel's (output rows a thread, resident blocks an SM) instantiations of each
+filter and dtype."""
+ROWS_NAMES = tuple(f"skc::depthwise_rows<{t}, {ks}, {step}, {rows}, {blocks}>"
+                   for t in TYPES.values() for ks, step in FIXED_FILTERS
+                   for rows, blocks in ROWS_SHAPES)
+"""The rows kernel's instantiations, dtype-major in :data:`TYPES`' order, then
+:data:`FIXED_FILTERS`', then :data:`ROWS_SHAPES`'."""
+NAMES = SCALAR_NAMES + VECTOR_NAMES + ROWS_NAMES
 """Every instantiation the module compiles."""
 VECTOR_BYTES = 16
-"""The vector kernel's loads and stores: 16 bytes of channels."""
+"""The vector kernels' loads and stores: 16 bytes of channels."""
 STRIP = 4
-"""Output columns a thread of the vector kernel computes (DEPTHWISE_STRIP)."""
+"""Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP)."""
 MAX_OUTPUTS = 2**31 - 1
 """The kernel's output index is 32 bits."""
 THREADS = 256
@@ -58,16 +65,16 @@ BLOCKS_PER_SM = 8
 """Blocks a launch of the scalar kernel gives each SM at most (the grid strides over the
 rest)."""
 VECTOR_BLOCKS_PER_SM = 2
-"""Blocks a launch of the vector kernel gives each SM at most: those resident at once for
-most forms (one for the widest rows: ``depthwise_min_blocks``), so each block stages its
-filters once and strides over its strips."""
+"""Blocks a launch of the generic vector kernel gives each SM at most: those resident at
+once (``__launch_bounds__``), so each block stages its filters once and strides over its
+strips; the rows kernel's own count is its instantiation's."""
 MAX_SLICE = 32
-"""Channel vectors a block of the vector kernel takes at most: a warp's loads of a pixel's
+"""Channel vectors a block of the vector kernels takes at most: a warp's loads of a pixel's
 channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
 SLICE_SMEM = 48 * 1024
 """Shared memory for a block's staged filters at most (no opt-in attribute needed): taps x
-slice vectors of 16 bytes; a filter of more taps than one vector's fit runs the scalar
-kernel."""
+slice vectors of 16 bytes (the rows kernel's: of the accumulator type); a filter of more taps
+than one vector's fit runs the scalar kernel."""
 
 
 @dataclass(frozen=True)
@@ -75,14 +82,16 @@ class DepthwiseLaunch:
     """The direct launch of a depthwise convolution of ``dtype`` arrays (geometry ``g``,
     a ConvGeometry); ``channels_last``: the output is channels-last, so consecutive
     threads take consecutive channels (else consecutive columns); ``vector``: the
-    channels lie on 16 bytes in the input and the output, and the vector kernel runs
-    (``depthwise_vec``: a strip of :data:`STRIP` columns of 16 bytes of channels a
-    thread)."""
+    channels lie on 16 bytes in the input and the output, and a vector kernel runs (a
+    strip of :data:`STRIP` columns of 16 bytes of channels a thread); ``rows``: for a
+    filter of :data:`FIXED_FILTERS`, the rows kernel's (output rows a thread, resident
+    blocks an SM) of :data:`ROWS_SHAPES` (None: the generic vector kernel)."""
 
     g: tuple
     dtype: str
     channels_last: bool
     vector: bool = False
+    rows: tuple | None = None
 
     @property
     def outputs(self) -> int:
@@ -94,23 +103,36 @@ class DepthwiseLaunch:
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
-            order = f"{VECTOR_BYTES // CXX_TYPES[self.dtype][1]}-channel vectors x {STRIP} columns"
-            if self.form[0]:
-                order += ", filter rows' inputs in registers"
+            order = f"{self.per_vector}-channel vectors x {STRIP} columns"
+            if self.rows is not None:
+                order += f" x {self.rows[0]} rows, inputs loaded once for the rows"
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
 
     @property
+    def per_vector(self) -> int:
+        """Channels of a 16-byte vector."""
+        return VECTOR_BYTES // CXX_TYPES[self.dtype][1]
+
+    @property
     def vectors(self) -> int:
-        """Channel vectors of a pixel (the vector kernel's)."""
-        return self.g.c * CXX_TYPES[self.dtype][1] // VECTOR_BYTES
+        """Channel vectors of a pixel (the vector kernels')."""
+        return self.g.c // self.per_vector
+
+    @property
+    def weight_bytes(self) -> int:
+        """Shared memory a tap of a channel vector takes: the filters as stored, or in the
+        accumulator type (the rows kernel's)."""
+        if self.rows is None:
+            return VECTOR_BYTES
+        return self.per_vector * (8 if self.dtype == "float64" else 4)
 
     @property
     def slices(self) -> int:
-        """Blocks' channel slices (the vector kernel's grid.y): as few as hold
+        """Blocks' channel slices (the vector kernels' grid.y): as few as hold
         :data:`MAX_SLICE` vectors and their filters in :data:`SLICE_SMEM`."""
         g = self.g
-        most = min(MAX_SLICE, SLICE_SMEM // (g.r * g.s * VECTOR_BYTES))
+        most = min(MAX_SLICE, SLICE_SMEM // (g.r * g.s * self.weight_bytes))
         return -(-self.vectors // most)
 
     @property
@@ -121,16 +143,8 @@ class DepthwiseLaunch:
 
     @property
     def smem_bytes(self) -> int:
-        """The vector kernel's dynamic shared memory: a slice's filters."""
-        return self.g.r * self.g.s * self.slice * VECTOR_BYTES
-
-    @property
-    def form(self) -> tuple:
-        """The vector kernel's (KS, KSW) instantiation for this filter: its own width and
-        column step where :data:`FIXED_FILTERS` has them (undilated), else (0, 0)."""
-        g = self.g
-        fixed = (g.s, g.stride[1])
-        return fixed if fixed in FIXED_FILTERS and g.dilation[1] == 1 else (0, 0)
+        """The vector kernels' dynamic shared memory: a slice's filters."""
+        return self.g.r * self.g.s * self.slice * self.weight_bytes
 
     @property
     def kernel(self) -> str:
@@ -138,18 +152,39 @@ class DepthwiseLaunch:
         index = tuple(TYPES).index(self.dtype)
         if not self.vector:
             return SCALAR_NAMES[index]
-        return VECTOR_NAMES[index * len(VECTOR_FORMS) + VECTOR_FORMS.index(self.form)]
+        if self.rows is None:
+            return VECTOR_NAMES[index]
+        per_type = len(FIXED_FILTERS) * len(ROWS_SHAPES)
+        at = FIXED_FILTERS.index(fixed_filter(self.g)) * len(ROWS_SHAPES) + \
+            ROWS_SHAPES.index(self.rows)
+        return ROWS_NAMES[index * per_type + at]
 
     def grid(self, sms: int) -> tuple:
         """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
-        vector kernel's (blocks a slice, slices); blocks stride over what is left."""
+        vector kernels' (blocks a slice, slices); blocks stride over what is left."""
         g = self.g
         if not self.vector:
             return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)
         lanes = THREADS // self.slice
-        strips = g.n * g.p * -(-g.q // STRIP)
-        budget = -(-sms * VECTOR_BLOCKS_PER_SM // self.slices)
+        rows, blocks = (1, VECTOR_BLOCKS_PER_SM) if self.rows is None else self.rows
+        strips = g.n * -(-g.p // rows) * -(-g.q // STRIP)
+        budget = -(-sms * blocks // self.slices)
         return (max(1, min(-(-strips // lanes), budget)), self.slices)
+
+
+def fixed_filter(g) -> tuple | None:
+    """The (size, step) of :data:`FIXED_FILTERS` convolution ``g`` has (a square filter,
+    the same step both ways, undilated), or None."""
+    (sh, sw), (dh, dw) = g.stride, g.dilation
+    form = (g.s, sw)
+    if g.r != g.s or sh != sw or dh != 1 or dw != 1 or form not in FIXED_FILTERS:
+        return None
+    return form
+
+
+ROWS_CHOICE = {(3, 1): (2, 1), (3, 2): (2, 1), (5, 1): (2, 1), (5, 2): (2, 1),
+               (7, 1): (2, 1), (7, 2): (2, 1)}
+"""The rows kernel's (rows, blocks) for each filter of :data:`FIXED_FILTERS`."""
 
 
 def is_depthwise(g) -> bool:
@@ -158,17 +193,23 @@ def is_depthwise(g) -> bool:
 
 
 def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
-                   input_offset: int = 0) -> DepthwiseLaunch | None:
+                   input_offset: int = 0, rows: tuple | None = None) -> DepthwiseLaunch | None:
     """The direct launch of depthwise convolution ``g``, or None where the kernel does not
     take it (not depthwise, another dtype, more outputs than its index). The input's
     (N, C, H, W) ``input_strides`` in elements (None: dense, in the output's format) and
-    its address modulo 16 bytes (``input_offset``) say whether the vector kernel reads
-    it."""
+    its address modulo 16 bytes (``input_offset``) say whether a vector kernel reads it;
+    ``rows`` forces the rows kernel's (rows, blocks) (one of :data:`ROWS_SHAPES`; None:
+    :data:`ROWS_CHOICE`'s)."""
     if not is_depthwise(g) or dtype not in TYPES:
         return None
-    vector = channels_last and _vector_input(g, dtype, input_strides, input_offset) and \
-        g.r * g.s * VECTOR_BYTES <= SLICE_SMEM
-    launch = DepthwiseLaunch(g, dtype, channels_last, vector)
+    if rows is not None and rows not in ROWS_SHAPES:
+        raise ValueError(f"rows={rows}: the rows kernel has {ROWS_SHAPES}")
+    vector = channels_last and _vector_input(g, dtype, input_strides, input_offset)
+    form = fixed_filter(g) if vector else None
+    launch = DepthwiseLaunch(g, dtype, channels_last, vector,
+                             None if form is None else rows or ROWS_CHOICE[form])
+    if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
+        launch = DepthwiseLaunch(g, dtype, channels_last)
     return launch if launch.outputs <= MAX_OUTPUTS else None
 
 
@@ -205,6 +246,8 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
         longs = (sxn, sxh, sxw, swc, swr, sws, son, sop, soq)
         flags = (bias is not None, launch.slice)
         smem = launch.smem_bytes
+        if launch.rows is not None:  # the filter's size and steps are the kernel's own
+            ints = (g.n, g.c, g.h, g.w, g.p, g.q, top, left)
     else:
         longs = (*x.strides, swc, swr, sws, *out.strides)
         flags = (launch.channels_last, bias is not None)

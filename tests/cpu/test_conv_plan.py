@@ -99,7 +99,9 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
             channels_last
         vector = channels_last and g.c * np.dtype(
             "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0  # (dense operands)
-        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector)
+        form = depthwise.fixed_filter(g) if vector else None
+        rows = None if form is None else depthwise.ROWS_CHOICE[form]
+        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector, rows)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
@@ -391,25 +393,41 @@ def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slic
     launch = plan_depthwise(g, dtype, True)
     assert launch.vector and (launch.slices, launch.slice) == (slices, slice_)
     assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
-    assert launch.smem_bytes == taps * taps * slice_ * 16 <= depthwise.SLICE_SMEM
+    assert launch.smem_bytes == taps * taps * slice_ * launch.weight_bytes <= depthwise.SLICE_SMEM
     blocks, ys = launch.grid(132)
     assert ys == slices and 1 <= blocks * slices <= 132 * depthwise.VECTOR_BLOCKS_PER_SM + slices
 
 
 @pytest.mark.parametrize("taps,stride,dilation,form", [
     (3, 1, 1, (3, 1)), (3, 2, 1, (3, 2)), (5, 2, 1, (5, 2)), (7, 1, 1, (7, 1)),
-    (3, 1, 2, (0, 0)),              # dilated: the kernel for any filter
-    (9, 1, 1, (0, 0)),              # no instantiation of its width
-    (3, (1, 3), 1, (0, 0)),         # column step 3
+    (3, 1, 2, None),                # dilated: the vector kernel for any filter
+    (9, 1, 1, None),                # no instantiation of its size
+    (3, (1, 3), 1, None),           # column step 3
+    (3, (2, 1), 1, None),           # steps that differ
 ])
-def test_the_depthwise_vector_kernel_form(taps, stride, dilation, form):
+def test_the_depthwise_rows_kernel_takes_the_common_square_filters(taps, stride, dilation, form):
     g = conv_geometry((2, 64, 30, 30), (64, 1, taps, taps), stride=stride, dilation=dilation,
                       groups=64)
     launch = plan_depthwise(g, "bfloat16", True)
-    assert launch.form == form
-    assert launch.kernel == f"skc::depthwise_vec<skc::bfloat16_t, {form[0]}, {form[1]}>"
+    assert depthwise.fixed_filter(g) == form
+    if form is None:
+        assert launch.rows is None and launch.kernel == "skc::depthwise_vec<skc::bfloat16_t>"
+    else:
+        rows, blocks = launch.rows
+        assert launch.rows == depthwise.ROWS_CHOICE[form]
+        assert launch.kernel == \
+            f"skc::depthwise_rows<skc::bfloat16_t, {form[0]}, {form[1]}, {rows}, {blocks}>"
+        assert f"x {rows} rows" in launch.summary()
     assert launch.kernel in depthwise.NAMES
     assert plan_depthwise(g, "bfloat16", False).kernel == "skc::depthwise<skc::bfloat16_t>"
+
+
+def test_a_forced_rows_shape_must_be_compiled():
+    g = conv_geometry((2, 64, 30, 30), (64, 1, 3, 3), padding=1, groups=64)
+    for rows in depthwise.ROWS_SHAPES:
+        assert plan_depthwise(g, "float16", True, rows=rows).rows == rows
+    with pytest.raises(ValueError, match="rows=.3, 1."):
+        plan_depthwise(g, "float16", True, rows=(3, 1))
 
 
 def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():

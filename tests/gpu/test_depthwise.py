@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
+from skcontract.kernels import depthwise, torch_cuda
+from skcontract.kernels.launch import sm_count
+from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv_geometry
 from skcontract.ops.conv2d_gpu import plan_of
 from skcontract.ops.conv_plan import DEPTHWISE
@@ -91,4 +94,41 @@ def test_torch_tensors(dtype):
     want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), 1, 1, 1, 64)
     assert isinstance(got, torch.Tensor) and got.dtype == tdt
     err = float((got.double() - want).norm() / want.norm())
+    assert err <= TOL[dtype]
+
+
+ROWS_CASES = [  # (N, C, H, W), size, step, padding: bands and strips cut short at the edges
+    ((2, 32, 13, 14), 3, 1, 1),
+    ((1, 48, 17, 11), 3, 2, 1),
+    ((2, 16, 15, 13), 5, 1, 2),
+    ((1, 24, 19, 18), 5, 2, 2),
+    ((1, 40, 11, 15), 7, 1, 3),
+    ((2, 16, 16, 17), 7, 2, 3),
+]
+
+
+@pytest.mark.parametrize("rows", depthwise.ROWS_SHAPES)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("case", ROWS_CASES)
+def test_every_rows_shape_matches_the_definition(case, dtype, rows):
+    """Each compiled (rows, blocks) of the rows kernel, forced, against float64: output rows
+    past the image's in the last band, columns past it in the last strip, the bias."""
+    torch = pytest.importorskip("torch")
+    (n, c, h, w), size, step, pad = case
+    rng = np.random.default_rng(7)
+    x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, size, size)), \
+        rng.standard_normal(c)
+    tdt = getattr(torch, dtype)
+    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
+    wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
+    g = conv_geometry(x.shape, wt.shape, step, pad, 1, c)
+    launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0, rows=rows)
+    assert launch.rows == rows and "depthwise_rows" in launch.kernel
+    out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
+    out = out.permute(0, 3, 1, 2)
+    dev = torch.cuda.current_device()
+    depthwise.run_depthwise(launch, describe(xt), describe(wt_t), describe(bt), describe(out),
+                            dev, torch_cuda.current_stream(dev), sm_count(dev))
+    want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), step, pad, 1, c)
+    err = float((out.double() - want).norm() / want.norm())
     assert err <= TOL[dtype]

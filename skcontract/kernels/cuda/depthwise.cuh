@@ -13,8 +13,8 @@
 // multiple of the 16-byte vector, both pointers on 16 bytes). A thread computes a strip of
 // DEPTHWISE_STRIP output columns of one vector of channels: each input load is 16 bytes,
 // the filters come from shared memory as vectors, and the index arithmetic is done once a
-// strip; the common filter widths and steps (instantiated with KS, KSW) load each input
-// vector of a filter row once a strip.
+// strip. depthwise_rows is its form for the common square filters: a thread computes RT
+// rows of the strip, and each input vector it reads is loaded and converted once for them.
 #pragma once
 
 #include "sk_common.cuh"
@@ -22,10 +22,10 @@
 namespace skc {
 
 constexpr int DEPTHWISE_THREADS = 256;
-// Output columns a thread of depthwise_vec computes: four amortise a tap's weight load over
-// four columns, and a filter row's input vectors (3 + KS of 4 * KS at unit step) over the
-// strip, while the accumulators (4 x 8 floats for 16-bit data) and a row's inputs stay in
-// registers.
+// Output columns a thread of depthwise_vec and depthwise_rows computes: four amortise a
+// tap's weight load over four columns, and a filter row's input vectors (3 + KS of 4 * KS
+// at unit step) over the strip, while the accumulators (4 x 8 floats a row for 16-bit data)
+// and a row's inputs stay in registers.
 constexpr int DEPTHWISE_STRIP = 4;
 
 // The accumulator of T: float, double for double (as the GEMM kernels accumulate).
@@ -79,14 +79,6 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
   }
 }
 
-// Blocks of depthwise_vec<T, KS, KSW> an SM keeps resident: two (128 registers a thread)
-// where a filter row's inputs are at most DEPTHWISE_TWO_BLOCK_SPAN vectors, else one (wider
-// rows of 16-bit data would spill at 128 registers).
-constexpr int DEPTHWISE_TWO_BLOCK_SPAN = 8;
-__host__ __device__ constexpr int depthwise_min_blocks(int ks, int ksw) {
-  return (DEPTHWISE_STRIP - 1) * ksw + ks <= DEPTHWISE_TWO_BLOCK_SPAN ? 2 : 1;
-}
-
 // 16 bytes of T as the vector depthwise_vec loads and stores.
 template <class T> struct alignas(16) DepthwiseVec {
   static constexpr int N = 16 / sizeof(T);
@@ -114,54 +106,16 @@ __device__ __forceinline__ void depthwise_row(
   }
 }
 
-// One filter row of a strip of a KS-wide filter stepping KSW columns, undilated: the row's
-// (STRIP - 1) * KSW + KS input vectors are loaded once, into registers (as stored: 16-bit
-// data converts on use, which keeps a 7-wide row in half the registers), and each tap's
-// weights once; columns outside the image read as zeros (the strip's columns past q are
-// computed and not stored).
-template <class T, class Acc, int KS, int KSW>
-__device__ __forceinline__ void depthwise_row_fixed(
-    Acc (&acc)[DEPTHWISE_STRIP][DepthwiseVec<T>::N], const T* xrow, const T* wrow, int width,
-    int iw0, int wd, long long sxw) {
-  using Cv = AccCvt<T, Acc>;
-  using Vec = DepthwiseVec<T>;
-  constexpr int V = Vec::N, SPAN = (DEPTHWISE_STRIP - 1) * KSW + KS;
-  Vec in[SPAN];
-#pragma unroll
-  for (int k = 0; k < SPAN; ++k) {
-    const int iw = iw0 + k;
-    if (iw >= 0 && iw < wd) {
-      in[k] = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
-    } else {
-#pragma unroll
-      for (int v = 0; v < V; ++v) in[k].v[v] = Cv::from_acc(Acc(0));
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < KS; ++j) {
-    const Vec wj = *reinterpret_cast<const Vec*>(wrow + j * width);
-    Acc wf[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) wf[v] = Cv::to_acc(wj.v[v]);
-#pragma unroll
-    for (int u = 0; u < DEPTHWISE_STRIP; ++u) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) acc[u][v] += Cv::to_acc(in[u * KSW + j].v[v]) * wf[v];
-    }
-  }
-}
-
 // Sizes and steps as depthwise's; strides in elements, all but the channels' (1). A block
 // takes `slice` channel vectors (blockIdx.y: channels [blockIdx.y * slice * N, ...)) and
 // stages their filters in shared memory as [tap][channel] (r * s * slice vectors, dynamic
 // shared memory), so a tap's weights of a vector are one 16-byte load whatever the filters'
 // strides. Its threads are lanes x slice, the vector fastest; a lane takes strips of
 // DEPTHWISE_STRIP output columns (of one image row) in turn, striding over blockIdx.x.
-// KS > 0: the filter is KS columns wide, stepping KSW columns, undilated
-// (depthwise_row_fixed); KS == 0: any (depthwise_row). Resident blocks an SM: see
-// depthwise_min_blocks.
-template <class T, int KS, int KSW>
-__global__ void __launch_bounds__(DEPTHWISE_THREADS, depthwise_min_blocks(KS, KSW))
+// Any filter, step and dilation (depthwise_row); the common square filters run
+// depthwise_rows.
+template <class T>
+__global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
 depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
               T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int r, int s,
               int stride_h, int stride_w, int pad_top, int pad_left, int dil_h, int dil_w,
@@ -216,12 +170,8 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
       const int ih = ih0 + i * dil_h;
       if (ih < 0 || ih >= h) continue;
       const T* wrow = wsm + i * s * width + gv * V;
-      if constexpr (KS > 0) {
-        depthwise_row_fixed<T, Acc, KS, KSW>(acc, xn + ih * sxh, wrow, width, iw0, wd, sxw);
-      } else {
-        depthwise_row<T, Acc>(acc, xn + ih * sxh, wrow, width, s, iw0, oq0, q, wd, stride_w,
-                              dil_w, sxw);
-      }
+      depthwise_row<T, Acc>(acc, xn + ih * sxh, wrow, width, s, iw0, oq0, q, wd, stride_w,
+                            dil_w, sxw);
     }
     T* on = out + nn * son + op * sop + ch0;
 #pragma unroll
@@ -231,6 +181,129 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
 #pragma unroll
       for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[u][v]);
       *reinterpret_cast<Vec*>(on + (oq0 + u) * soq) = res;
+    }
+  }
+}
+
+// depthwise_vec's work for square KS x KS filters stepping KSTEP both ways, undilated
+// (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes RT output
+// rows of a strip of DEPTHWISE_STRIP columns of one channel vector. It walks the
+// (RT - 1) * KSTEP + KS input rows the strip reads, loads each row's
+// (DEPTHWISE_STRIP - 1) * KSTEP + KS vectors once, converts each element once to the
+// accumulator type, and adds the row into every output row that reads it: an input vector
+// is loaded and converted once for RT output rows instead of once a row and a tap. The
+// filters are staged converted (Acc) in shared memory, as [tap][16-byte chunk][vector] so a
+// warp's chunk loads are contiguous; a tap's weights are then loads with no conversion.
+// Rows past p and columns past q are computed from zeros and not stored. BLOCKS: the blocks
+// an SM keeps resident (the registers a thread may take: 128 for two, 255 for one).
+template <class T, int KS, int KSTEP, int RT, int BLOCKS>
+__global__ void __launch_bounds__(DEPTHWISE_THREADS, BLOCKS)
+depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+               T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int pad_top,
+               int pad_left, long long sxn, long long sxh, long long sxw, long long swc,
+               long long swr, long long sws, long long son, long long sop, long long soq,
+               int has_bias, int slice) {
+  using Acc = typename DepthwiseAcc<T>::type;
+  using Cv = AccCvt<T, Acc>;
+  using Vec = DepthwiseVec<T>;
+  constexpr int V = Vec::N, QT = DEPTHWISE_STRIP;
+  constexpr int E = 16 / sizeof(Acc);  // accumulators of a 16-byte chunk
+  constexpr int CH = V / E;            // chunks of a vector's weights
+  constexpr int SPAN = (QT - 1) * KSTEP + KS, IN_ROWS = (RT - 1) * KSTEP + KS;
+  constexpr int TAPS = KS * KS;
+  struct alignas(16) Chunk { Acc v[E]; };
+  extern __shared__ __align__(16) unsigned char depthwise_smem[];
+  Acc* wsm = reinterpret_cast<Acc*>(depthwise_smem);
+  const int width = slice * V, c0 = blockIdx.y * width;
+  for (int e = threadIdx.x; e < TAPS * width; e += DEPTHWISE_THREADS) {
+    int tap, cc;
+    if (swc == 1) {
+      tap = e / width;
+      cc = e - tap * width;
+    } else {
+      cc = e / TAPS;
+      tap = e - cc * TAPS;
+    }
+    const int i = tap / KS, j = tap - i * KS, ch = c0 + cc;
+    const int vec = cc / V, v = cc - vec * V;
+    wsm[((tap * CH + v / E) * slice + vec) * E + v % E] =
+        ch < c ? Cv::to_acc(w[ch * swc + i * swr + j * sws]) : Acc(0);
+  }
+  __syncthreads();
+  const int lanes = DEPTHWISE_THREADS / slice;
+  const int lane = threadIdx.x / slice, gv = threadIdx.x - lane * slice;
+  const int ch0 = c0 + gv * V;
+  if (lane >= lanes || ch0 >= c) return;
+  const int strips = (q + QT - 1) / QT, bands = (p + RT - 1) / RT;
+  const long long total = (long long)n * bands * strips;
+  for (long long t = (long long)blockIdx.x * lanes + lane; t < total;
+       t += (long long)gridDim.x * lanes) {
+    const int oq0 = (int)(t % strips) * QT;
+    const long long rest = t / strips;
+    const int op0 = (int)(rest % bands) * RT, nn = (int)(rest / bands);
+    Acc acc[RT][QT][V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const Acc b0 = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
+#pragma unroll
+      for (int rt = 0; rt < RT; ++rt)
+#pragma unroll
+        for (int u = 0; u < QT; ++u) acc[rt][u][v] = b0;
+    }
+    const T* xn = x + nn * sxn + ch0;
+    const int ih0 = op0 * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
+#pragma unroll
+    for (int k = 0; k < IN_ROWS; ++k) {
+      const int ih = ih0 + k;
+      if (ih < 0 || ih >= h) continue;
+      const T* xrow = xn + ih * sxh;
+      Acc f[SPAN][V];
+#pragma unroll
+      for (int s = 0; s < SPAN; ++s) {
+        const int iw = iw0 + s;
+        Vec in;
+        if (iw >= 0 && iw < wd) {
+          in = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) in.v[v] = Cv::from_acc(Acc(0));
+        }
+#pragma unroll
+        for (int v = 0; v < V; ++v) f[s][v] = Cv::to_acc(in.v[v]);
+      }
+#pragma unroll
+      for (int rt = 0; rt < RT; ++rt) {
+        const int i = k - rt * KSTEP;
+        if (i < 0 || i >= KS) continue;
+#pragma unroll
+        for (int j = 0; j < KS; ++j) {
+          Acc wf[V];
+#pragma unroll
+          for (int cidx = 0; cidx < CH; ++cidx) {
+            const Chunk ck = *reinterpret_cast<const Chunk*>(
+                wsm + (((i * KS + j) * CH + cidx) * slice + gv) * E);
+#pragma unroll
+            for (int e = 0; e < E; ++e) wf[cidx * E + e] = ck.v[e];
+          }
+#pragma unroll
+          for (int u = 0; u < QT; ++u)
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[rt][u][v] += f[u * KSTEP + j][v] * wf[v];
+        }
+      }
+    }
+#pragma unroll
+    for (int rt = 0; rt < RT; ++rt) {
+      if (op0 + rt >= p) break;
+      T* orow = out + nn * son + (op0 + rt) * sop + ch0;
+#pragma unroll
+      for (int u = 0; u < QT; ++u) {
+        if (oq0 + u >= q) break;
+        Vec res;
+#pragma unroll
+        for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[rt][u][v]);
+        *reinterpret_cast<Vec*>(orow + (oq0 + u) * soq) = res;
+      }
     }
   }
 }

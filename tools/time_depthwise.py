@@ -1,0 +1,94 @@
+"""Device time of depthwise convolutions on each of the rows kernel's shapes, against cuDNN (GPU).
+
+    python -m tools.time_depthwise --layers 64x144x56x56x3x1x1,32x96x56x56x7x1x3 \\
+        --dtypes float16,bfloat16 --variants auto,1x2,2x1,4x1
+
+A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups = C) of a
+square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer) or
+``ROWSxBLOCKS``, one of :data:`skcontract.kernels.depthwise.ROWS_SHAPES` (the rows kernel
+forced to that shape). Prints one JSON line per (layer, dtype, variant): the CUDA-graph
+replay time in microseconds (the median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on
+the same operands by the same method, the ratio, the GB/s of moving the input, the filters
+and the output once, and the kernel that ran.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from skcontract.bench.timing import calls_per_replay, torch_graph_us
+from skcontract.kernels import torch_cuda
+from skcontract.kernels.depthwise import plan_depthwise, run_depthwise
+from skcontract.kernels.launch import record_launches, sm_count
+from skcontract.kernels.operands import describe
+from skcontract.ops.conv2d import conv2d, conv_geometry
+
+DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96x112x112x3x2x1,"
+                  "64x144x56x56x5x2x2,32x384x14x14x7x1x3,64x960x7x7x3x1x1,16x256x28x28x13x1x6")
+"""MobileNetV2's 3x3 (stride 1 and 2, and a late 7x7-pixel block), EfficientNet-B0's 5x5
+(stride 1 and 2), ConvNeXt-T's 7x7 (stages 1 and 3), RepLKNet's 13x13."""
+
+
+def _forced(x, w, g, dtype, rows):
+    """A call of the rows kernel of ``rows`` (rows, blocks) on channels-last ``x``: it
+    launches the kernel and returns the output it wrote."""
+    import torch  # the operands' maker
+
+    launch = plan_depthwise(g, dtype, True, tuple(x.stride()), 0, rows=rows)
+    out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
+    X, Wt, O = describe(x), describe(w), describe(out)
+    dev = x.device.index or 0
+    sms = sm_count(dev)
+
+    def run():
+        run_depthwise(launch, X, Wt, None, O, dev, torch_cuda.current_stream(dev), sms)
+        return out
+    return run
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.time_depthwise")
+    p.add_argument("--layers", default=DEFAULT_LAYERS, help="comma list of NxCxHxWxRxstridexpad")
+    p.add_argument("--dtypes", default="float16")
+    p.add_argument("--variants", default="auto,1x1,1x2,2x1,4x1")
+    p.add_argument("--reps", type=int, default=15)
+    args = p.parse_args(argv)
+    import torch  # the peer, and the operands' maker
+    import torch.nn.functional as F
+
+    torch.backends.cudnn.benchmark = True
+    for text in args.layers.split(","):
+        n, c, h, wd, r, stride, pad = (int(v) for v in text.split("x"))
+        for dtype in args.dtypes.split(","):
+            gen = torch.Generator(device="cuda").manual_seed(0)
+            dt = getattr(torch, dtype)
+            x = torch.randn((n, c, h, wd), device="cuda", generator=gen).to(dt)
+            x = x.to(memory_format=torch.channels_last)
+            w = torch.randn((c, 1, r, r), device="cuda", generator=gen).to(dt)
+            g = conv_geometry(tuple(x.shape), tuple(w.shape), stride, pad, 1, c)
+            moved = (x.numel() + w.numel() + n * c * g.p * g.q) * x.element_size()
+            want = F.conv2d(x.double(), w.double(), None, stride, pad, 1, c)
+            calls = calls_per_replay(20.0)
+            cudnn = torch_graph_us(lambda: F.conv2d(x, w, None, stride, pad, 1, c), calls,
+                                   args.reps)
+            for variant in args.variants.split(","):
+                if variant == "auto":
+                    run = lambda: conv2d(x, w, None, stride, pad, 1, c)  # noqa: E731
+                else:
+                    rows = tuple(int(v) for v in variant.split("x"))
+                    run = _forced(x, w, g, dtype, rows)
+                with record_launches() as launches:
+                    got = run()
+                torch.cuda.synchronize()
+                us = torch_graph_us(run, calls, args.reps)
+                row = {"layer": text, "dtype": dtype, "variant": variant, "us": us,
+                       "cudnn_us": cudnn, "vs_cudnn": cudnn / us, "gbps": moved / us / 1e3,
+                       "kernel": launches[0].kernel if launches else None}
+                row["rel_err"] = float((got.double() - want).norm() / want.norm())
+                print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
