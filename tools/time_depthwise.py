@@ -6,7 +6,7 @@
 A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups = C) of a
 square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer) or
 ``ROWSxBLOCKS``, one of :data:`skcontract.kernels.depthwise.ROWS_SHAPES` (the rows kernel
-forced to that shape). Prints one JSON line per (layer, dtype, variant): the CUDA-graph
+forced to that shape) or ``vec`` (the vector kernel for any filter). Prints one JSON line per (layer, dtype, variant): the CUDA-graph
 replay time in microseconds (the median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on
 the same operands by the same method, the ratio, the GB/s of moving the input, the filters
 and the output once, and the kernel that ran.
@@ -19,7 +19,7 @@ import sys
 
 from skcontract.bench.timing import calls_per_replay, torch_graph_us
 from skcontract.kernels import torch_cuda
-from skcontract.kernels.depthwise import plan_depthwise, run_depthwise
+from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise, run_depthwise
 from skcontract.kernels.launch import record_launches, sm_count
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv2d, conv_geometry
@@ -31,11 +31,15 @@ DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96
 
 
 def _forced(x, w, g, dtype, rows):
-    """A call of the rows kernel of ``rows`` (rows, blocks) on channels-last ``x``: it
+    """A call of the rows kernel of ``rows`` (rows, blocks; None: the vector kernel for any
+    filter) on channels-last ``x``: it
     launches the kernel and returns the output it wrote."""
     import torch  # the operands' maker
 
-    launch = plan_depthwise(g, dtype, True, tuple(x.stride()), 0, rows=rows)
+    if rows is None:
+        launch = DepthwiseLaunch(g, dtype, True, True)
+    else:
+        launch = plan_depthwise(g, dtype, True, tuple(x.stride()), 0, rows=rows)
     out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
     X, Wt, O = describe(x), describe(w), describe(out)
     dev = x.device.index or 0
@@ -51,7 +55,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.time_depthwise")
     p.add_argument("--layers", default=DEFAULT_LAYERS, help="comma list of NxCxHxWxRxstridexpad")
     p.add_argument("--dtypes", default="float16")
-    p.add_argument("--variants", default="auto,1x1,1x2,2x1,4x1")
+    p.add_argument("--variants", default="auto,vec,1x1,1x2,2x1,4x1")
     p.add_argument("--reps", type=int, default=15)
     args = p.parse_args(argv)
     import torch  # the peer, and the operands' maker
@@ -76,7 +80,7 @@ def main(argv=None) -> int:
                 if variant == "auto":
                     run = lambda: conv2d(x, w, None, stride, pad, 1, c)  # noqa: E731
                 else:
-                    rows = tuple(int(v) for v in variant.split("x"))
+                    rows = None if variant == "vec" else tuple(int(v) for v in variant.split("x"))
                     run = _forced(x, w, g, dtype, rows)
                 with record_launches() as launches:
                     got = run()

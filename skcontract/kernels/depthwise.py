@@ -161,7 +161,8 @@ class DepthwiseLaunch:
 
     def grid(self, sms: int) -> tuple:
         """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
-        vector kernels' (blocks a slice, slices); blocks stride over what is left."""
+        vector kernels' (blocks a slice, slices), each block a contiguous run of the
+        strips."""
         g = self.g
         if not self.vector:
             return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)

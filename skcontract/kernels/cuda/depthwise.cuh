@@ -79,6 +79,22 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
   }
 }
 
+// The work items [first, last) of block `block` of `blocks` over `total` items taken
+// `lanes` at a time: one contiguous run a block, whole rounds of lanes. Items run strips
+// fastest, then rows, then images, so a block walks down its rows, and the input rows an
+// output row shares with the one before it are still in its SM's L1 (a block striding over
+// the rows would leave them to other SMs, each reading them from L2 again).
+struct DepthwiseRun {
+  long long first, last;
+};
+__device__ __forceinline__ DepthwiseRun depthwise_run(long long total, int lanes, int block,
+                                                      int blocks) {
+  const long long rounds = (total + lanes - 1) / lanes;
+  const long long per = (rounds + blocks - 1) / blocks * lanes;
+  const long long first = block * per;
+  return {first, first + per < total ? first + per : total};
+}
+
 // 16 bytes of T as the vector depthwise_vec loads and stores.
 template <class T> struct alignas(16) DepthwiseVec {
   static constexpr int N = 16 / sizeof(T);
@@ -111,8 +127,8 @@ __device__ __forceinline__ void depthwise_row(
 // stages their filters in shared memory as [tap][channel] (r * s * slice vectors, dynamic
 // shared memory), so a tap's weights of a vector are one 16-byte load whatever the filters'
 // strides. Its threads are lanes x slice, the vector fastest; a lane takes strips of
-// DEPTHWISE_STRIP output columns (of one image row) in turn, striding over blockIdx.x.
-// Any filter, step and dilation (depthwise_row); the common square filters run
+// DEPTHWISE_STRIP output columns (of one image row) in turn, over the block's contiguous
+// run of strips (depthwise_run). Any filter, step and dilation (depthwise_row); the common square filters run
 // depthwise_rows.
 template <class T>
 __global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
@@ -151,9 +167,9 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   const int ch0 = c0 + gv * V;
   if (lane >= lanes || ch0 >= c) return;
   const int strips = (q + QT - 1) / QT;
-  const long long total = (long long)n * p * strips;
-  for (long long t = (long long)blockIdx.x * lanes + lane; t < total;
-       t += (long long)gridDim.x * lanes) {
+  const DepthwiseRun run = depthwise_run((long long)n * p * strips, lanes, blockIdx.x,
+                                         gridDim.x);
+  for (long long t = run.first + lane; t < run.last; t += lanes) {
     const int oq0 = (int)(t % strips) * QT;
     const long long rest = t / strips;
     const int op = (int)(rest % p), nn = (int)(rest / p);
@@ -235,9 +251,9 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
   const int ch0 = c0 + gv * V;
   if (lane >= lanes || ch0 >= c) return;
   const int strips = (q + QT - 1) / QT, bands = (p + RT - 1) / RT;
-  const long long total = (long long)n * bands * strips;
-  for (long long t = (long long)blockIdx.x * lanes + lane; t < total;
-       t += (long long)gridDim.x * lanes) {
+  const DepthwiseRun run = depthwise_run((long long)n * bands * strips, lanes, blockIdx.x,
+                                         gridDim.x);
+  for (long long t = run.first + lane; t < run.last; t += lanes) {
     const int oq0 = (int)(t % strips) * QT;
     const long long rest = t / strips;
     const int op0 = (int)(rest % bands) * RT, nn = (int)(rest / bands);
