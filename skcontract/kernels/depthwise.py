@@ -17,8 +17,8 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-8-channel vectors x 4 columns x 2 rows
-inputs loaded once for the rows
+8-channel vectors x 4 columns x 1 row
+filter rows' inputs loaded once
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -43,9 +43,10 @@ FIXED_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1), (7, 2))
 """The (size, step) pairs of square undilated filters stepping the same both ways that the
 rows kernel (``depthwise_rows``) has instantiations for: MobileNet's, EfficientNet's and
 ConvNeXt's depthwise layers."""
-ROWS_SHAPES = ((1, 1), (1, 2), (2, 1), (4, 1))
+ROWS_SHAPES = ((1, 2), (2, 1))
 """The rows kernel's (output rows a thread, resident blocks an SM) instantiations of each
-filter and dtype."""
+filter and dtype: one row at two blocks an SM (the warps hide the loads' latency), or a band
+of two rows at one (fewer loads a row where the image is short: :data:`SHORT_IMAGE_ROWS`)."""
 ROWS_NAMES = tuple(f"skc::depthwise_rows<{t}, {ks}, {step}, {rows}, {blocks}>"
                    for t in TYPES.values() for ks, step in FIXED_FILTERS
                    for rows, blocks in ROWS_SHAPES)
@@ -56,7 +57,8 @@ NAMES = SCALAR_NAMES + VECTOR_NAMES + ROWS_NAMES
 VECTOR_BYTES = 16
 """The vector kernels' loads and stores: 16 bytes of channels."""
 STRIP = 4
-"""Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP)."""
+"""Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP); the rows
+kernel's at steps above one, half as many (depthwise_rows_strip)."""
 MAX_OUTPUTS = 2**31 - 1
 """The kernel's output index is 32 bits."""
 THREADS = 256
@@ -103,11 +105,20 @@ class DepthwiseLaunch:
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
-            order = f"{self.per_vector}-channel vectors x {STRIP} columns"
+            order = f"{self.per_vector}-channel vectors x {self.strip} columns"
             if self.rows is not None:
-                order += f" x {self.rows[0]} rows, inputs loaded once for the rows"
+                rows = self.rows[0]
+                order += f" x {rows} row{'s' if rows > 1 else ''}, filter rows' inputs " + \
+                    ("loaded once for the rows" if rows > 1 else "loaded once")
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
+
+    @property
+    def strip(self) -> int:
+        """Output columns a thread computes (the vector kernels')."""
+        if self.rows is not None and self.g.stride[1] > 1:
+            return STRIP // 2
+        return STRIP
 
     @property
     def per_vector(self) -> int:
@@ -168,7 +179,7 @@ class DepthwiseLaunch:
             return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)
         lanes = THREADS // self.slice
         rows, blocks = (1, VECTOR_BLOCKS_PER_SM) if self.rows is None else self.rows
-        strips = g.n * -(-g.p // rows) * -(-g.q // STRIP)
+        strips = g.n * -(-g.p // rows) * -(-g.q // self.strip)
         budget = -(-sms * blocks // self.slices)
         return (max(1, min(-(-strips // lanes), budget)), self.slices)
 
@@ -183,9 +194,10 @@ def fixed_filter(g) -> tuple | None:
     return form
 
 
-ROWS_CHOICE = {(3, 1): (2, 1), (3, 2): (2, 1), (5, 1): (2, 1), (5, 2): (2, 1),
-               (7, 1): (2, 1), (7, 2): (2, 1)}
-"""The rows kernel's (rows, blocks) for each filter of :data:`FIXED_FILTERS`."""
+SHORT_IMAGE_ROWS = 16
+"""Output rows of an image at most for which the rows kernel computes bands of two rows:
+there a filter's rows are a large share of the image's, a thread's band loads each input
+row once for both, and the image gives few strips to hide the loads' latency."""
 
 
 def is_depthwise(g) -> bool:
@@ -199,16 +211,17 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
     take it (not depthwise, another dtype, more outputs than its index). The input's
     (N, C, H, W) ``input_strides`` in elements (None: dense, in the output's format) and
     its address modulo 16 bytes (``input_offset``) say whether a vector kernel reads it;
-    ``rows`` forces the rows kernel's (rows, blocks) (one of :data:`ROWS_SHAPES`; None:
-    :data:`ROWS_CHOICE`'s)."""
+    ``rows`` forces the rows kernel's (rows, blocks) (one of :data:`ROWS_SHAPES`; None: bands
+    of two rows on images of at most :data:`SHORT_IMAGE_ROWS` output rows, else one row)."""
     if not is_depthwise(g) or dtype not in TYPES:
         return None
     if rows is not None and rows not in ROWS_SHAPES:
         raise ValueError(f"rows={rows}: the rows kernel has {ROWS_SHAPES}")
     vector = channels_last and _vector_input(g, dtype, input_strides, input_offset)
     form = fixed_filter(g) if vector else None
-    launch = DepthwiseLaunch(g, dtype, channels_last, vector,
-                             None if form is None else rows or ROWS_CHOICE[form])
+    if form is not None and rows is None:
+        rows = ROWS_SHAPES[1] if g.p <= SHORT_IMAGE_ROWS else ROWS_SHAPES[0]
+    launch = DepthwiseLaunch(g, dtype, channels_last, vector, None if form is None else rows)
     if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
         launch = DepthwiseLaunch(g, dtype, channels_last)
     return launch if launch.outputs <= MAX_OUTPUTS else None

@@ -201,6 +201,28 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   }
 }
 
+// Output columns a thread of depthwise_rows computes: DEPTHWISE_STRIP at unit step; half as
+// many at larger steps, whose windows share fewer input columns (a strip of two at step 2
+// loads 2.5 input vectors a column, of four 2.25) and whose rows' inputs would not fit two
+// blocks' registers.
+__host__ __device__ constexpr int depthwise_rows_strip(int step) {
+  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP / 2;
+}
+
+// A tap's weights of a channel vector from depthwise_rows' staged filters: CH 16-byte
+// chunks `slice` chunks apart.
+template <class Acc, int V, int CH>
+__device__ __forceinline__ void depthwise_tap(Acc (&wf)[V], const Acc* at, int slice) {
+  constexpr int E = V / CH;
+  struct alignas(16) Chunk { Acc v[E]; };
+#pragma unroll
+  for (int cidx = 0; cidx < CH; ++cidx) {
+    const Chunk ck = *reinterpret_cast<const Chunk*>(at + cidx * slice * E);
+#pragma unroll
+    for (int e = 0; e < E; ++e) wf[cidx * E + e] = ck.v[e];
+  }
+}
+
 // depthwise_vec's work for square KS x KS filters stepping KSTEP both ways, undilated
 // (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes RT output
 // rows of a strip of DEPTHWISE_STRIP columns of one channel vector. It walks the
@@ -222,12 +244,11 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
   using Acc = typename DepthwiseAcc<T>::type;
   using Cv = AccCvt<T, Acc>;
   using Vec = DepthwiseVec<T>;
-  constexpr int V = Vec::N, QT = DEPTHWISE_STRIP;
+  constexpr int V = Vec::N, QT = depthwise_rows_strip(KSTEP);
   constexpr int E = 16 / sizeof(Acc);  // accumulators of a 16-byte chunk
   constexpr int CH = V / E;            // chunks of a vector's weights
   constexpr int SPAN = (QT - 1) * KSTEP + KS, IN_ROWS = (RT - 1) * KSTEP + KS;
   constexpr int TAPS = KS * KS;
-  struct alignas(16) Chunk { Acc v[E]; };
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   Acc* wsm = reinterpret_cast<Acc*>(depthwise_smem);
   const int width = slice * V, c0 = blockIdx.y * width;
@@ -268,7 +289,10 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
     }
     const T* xn = x + nn * sxn + ch0;
     const int ih0 = op0 * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
-#pragma unroll
+    // one row's registers at a time where a thread computes one output row (two blocks an
+    // SM then fit 128 registers a thread); a band's rows unrolled, each row's output rows
+    // known at compile time
+#pragma unroll(RT == 1 ? 1 : IN_ROWS)
     for (int k = 0; k < IN_ROWS; ++k) {
       const int ih = ih0 + k;
       if (ih < 0 || ih >= h) continue;
@@ -291,16 +315,11 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
       for (int rt = 0; rt < RT; ++rt) {
         const int i = k - rt * KSTEP;
         if (i < 0 || i >= KS) continue;
+        const Acc* wrow = wsm + (i * KS * CH * slice + gv) * E;
 #pragma unroll
-        for (int j = 0; j < KS; ++j) {
+        for (int j = 0; j < KS; ++j) {  // a tap's weights loaded once for the strip
           Acc wf[V];
-#pragma unroll
-          for (int cidx = 0; cidx < CH; ++cidx) {
-            const Chunk ck = *reinterpret_cast<const Chunk*>(
-                wsm + (((i * KS + j) * CH + cidx) * slice + gv) * E);
-#pragma unroll
-            for (int e = 0; e < E; ++e) wf[cidx * E + e] = ck.v[e];
-          }
+          depthwise_tap<Acc, V, CH>(wf, wrow + j * CH * slice * E, slice);
 #pragma unroll
           for (int u = 0; u < QT; ++u)
 #pragma unroll
