@@ -113,12 +113,19 @@ def direct_cases() -> int:
                      (1, 1, 1, 1), (1, 1), 32)
         runs.append((f"depthwise float32 {layout}", conv2d(xs, ws, bs, 2, 1, 1, 32),
                      cupy.asarray(ref), TOL["float32"]))
-    # the vector kernel's 5-wide rows in registers over two channel slices (36 vectors)
-    xs = rand((2, 13, 11, 144), "float32", "C", 8).transpose(0, 3, 1, 2)
-    ws = rand((144, 1, 5, 5), "float32", "C", 9)
-    ref = direct(cupy.asnumpy(xs), cupy.asnumpy(ws), None, (1, 1), (2, 2, 2, 2), (1, 1), 144)
-    runs.append(("depthwise float32 NHWC 5x5, two slices", conv2d(xs, ws, None, 1, 2, 1, 144),
-                 cupy.asarray(ref), TOL["float32"]))
+    # the square kernel over two channel slices (36 vectors), and in float16 at 7 x 7; the
+    # vector kernel for any filter (dilated)
+    for dtype, channels, size, dilation, seed in (("float32", 144, 5, 1, 8),
+                                                  ("float16", 96, 7, 1, 10),
+                                                  ("float16", 64, 3, 2, 12)):
+        xs = rand((2, 13, 11, channels), dtype, "C", seed).transpose(0, 3, 1, 2)
+        ws = rand((channels, 1, size, size), dtype, "C", seed + 1)
+        pad = dilation * (size // 2)
+        ref = direct(cupy.asnumpy(xs), cupy.asnumpy(ws), None, (1, 1), (pad,) * 4,
+                     (dilation, dilation), channels)
+        runs.append((f"depthwise {dtype} NHWC {size}x{size} dilation {dilation}, "
+                     f"{channels} channels", conv2d(xs, ws, None, 1, pad, dilation, channels),
+                     cupy.asarray(ref), TOL[dtype]))
     for name, got, ref, tol in runs:
         err = rel_error(got, ref)
         ok = err <= tol

@@ -1,15 +1,15 @@
-"""Device time of depthwise convolutions on each of the rows kernel's shapes, against cuDNN (GPU).
+"""Device time of depthwise convolutions on the direct kernels, against cuDNN (GPU).
 
     python -m tools.time_depthwise --layers 64x144x56x56x3x1x1,32x96x56x56x7x1x3 \\
-        --dtypes float16,bfloat16 --variants auto,1x2,2x1,4x1
+        --dtypes float16,bfloat16 --variants auto,vec
 
 A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups = C) of a
 square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer) or
-``ROWSxBLOCKS``, one of :data:`skcontract.kernels.depthwise.ROWS_SHAPES` (the rows kernel
-forced to that shape) or ``vec`` (the vector kernel for any filter). Prints one JSON line per (layer, dtype, variant): the CUDA-graph
-replay time in microseconds (the median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on
-the same operands by the same method, the ratio, the GB/s of moving the input, the filters
-and the output once, and the kernel that ran.
+``vec`` (the vector kernel for any filter, forced where the square kernel would run). Prints
+one JSON line per (layer, dtype, variant): the CUDA-graph replay time in microseconds (the
+median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on the same operands by the same
+method, the ratio, the GB/s of moving the input, the filters and the output once, the
+kernel that ran and the error against float64.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sys
 
 from skcontract.bench.timing import calls_per_replay, torch_graph_us
 from skcontract.kernels import torch_cuda
-from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise, run_depthwise
+from skcontract.kernels.depthwise import DepthwiseLaunch, run_depthwise
 from skcontract.kernels.launch import record_launches, sm_count
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv2d, conv_geometry
@@ -30,16 +30,12 @@ DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96
 (stride 1 and 2), ConvNeXt-T's 7x7 (stages 1 and 3), RepLKNet's 13x13."""
 
 
-def _forced(x, w, g, dtype, rows):
-    """A call of the rows kernel of ``rows`` (rows, blocks; None: the vector kernel for any
-    filter) on channels-last ``x``: it
-    launches the kernel and returns the output it wrote."""
+def _forced(x, w, g, dtype):
+    """A call of the vector kernel for any filter on channels-last ``x``: it launches the
+    kernel and returns the output it wrote."""
     import torch  # the operands' maker
 
-    if rows is None:
-        launch = DepthwiseLaunch(g, dtype, True, True)
-    else:
-        launch = plan_depthwise(g, dtype, True, tuple(x.stride()), 0, rows=rows)
+    launch = DepthwiseLaunch(g, dtype, True, True)
     out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
     X, Wt, O = describe(x), describe(w), describe(out)
     dev = x.device.index or 0
@@ -55,7 +51,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.time_depthwise")
     p.add_argument("--layers", default=DEFAULT_LAYERS, help="comma list of NxCxHxWxRxstridexpad")
     p.add_argument("--dtypes", default="float16")
-    p.add_argument("--variants", default="auto,vec,1x2,2x1")
+    p.add_argument("--variants", default="auto,vec")
     p.add_argument("--reps", type=int, default=15)
     args = p.parse_args(argv)
     import torch  # the peer, and the operands' maker
@@ -79,9 +75,10 @@ def main(argv=None) -> int:
             for variant in args.variants.split(","):
                 if variant == "auto":
                     run = lambda: conv2d(x, w, None, stride, pad, 1, c)  # noqa: E731
+                elif variant == "vec":
+                    run = _forced(x, w, g, dtype)
                 else:
-                    rows = None if variant == "vec" else tuple(int(v) for v in variant.split("x"))
-                    run = _forced(x, w, g, dtype, rows)
+                    raise SystemExit(f"--variants: {variant!r} is not auto or vec")
                 with record_launches() as launches:
                     got = run()
                 torch.cuda.synchronize()

@@ -7,8 +7,8 @@ output element from its taps, reading the input and writing the output in place 
 own layouts (NCHW or channels-last, any strides), the bias added before the one rounding;
 where the channels lie on 16 bytes (channels-last, C a multiple of the vector) a thread
 computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load, and
-for the common square filters (:data:`FIXED_FILTERS`) a band of rows of such strips, each
-input vector loaded and converted once for the band.
+for the common square filters (:data:`FIXED_FILTERS`) each input vector a strip's filter row
+reads loaded and converted once.
 The convolution's plan carries a :class:`DepthwiseLaunch` (:func:`plan_depthwise`, pure
 Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
@@ -17,8 +17,8 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-8-channel vectors x 4 columns x 1 row
-filter rows' inputs loaded once
+8-channel vectors x 4 columns
+a filter row's inputs loaded once a strip
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -41,24 +41,19 @@ VECTOR_NAMES = tuple(f"skc::depthwise_vec<{t}>" for t in TYPES.values())
 """The channels-last vector kernel's instantiations (any filter), in :data:`TYPES`' order."""
 FIXED_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1), (7, 2))
 """The (size, step) pairs of square undilated filters stepping the same both ways that the
-rows kernel (``depthwise_rows``) has instantiations for: MobileNet's, EfficientNet's and
+square kernel (``depthwise_square``) has instantiations for: MobileNet's, EfficientNet's and
 ConvNeXt's depthwise layers."""
-ROWS_SHAPES = ((1, 2), (2, 1))
-"""The rows kernel's (output rows a thread, resident blocks an SM) instantiations of each
-filter and dtype: one row at two blocks an SM (the warps hide the loads' latency), or a band
-of two rows at one (fewer loads a row where the image is short: :data:`SHORT_IMAGE_ROWS`)."""
-ROWS_NAMES = tuple(f"skc::depthwise_rows<{t}, {ks}, {step}, {rows}, {blocks}>"
-                   for t in TYPES.values() for ks, step in FIXED_FILTERS
-                   for rows, blocks in ROWS_SHAPES)
-"""The rows kernel's instantiations, dtype-major in :data:`TYPES`' order, then
-:data:`FIXED_FILTERS`', then :data:`ROWS_SHAPES`'."""
-NAMES = SCALAR_NAMES + VECTOR_NAMES + ROWS_NAMES
+SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}>"
+                     for t in TYPES.values() for ks, step in FIXED_FILTERS)
+"""The square kernel's instantiations, dtype-major in :data:`TYPES`' order, then
+:data:`FIXED_FILTERS`'."""
+NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES
 """Every instantiation the module compiles."""
 VECTOR_BYTES = 16
 """The vector kernels' loads and stores: 16 bytes of channels."""
 STRIP = 4
-"""Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP); the rows
-kernel's at steps above one, half as many (depthwise_rows_strip)."""
+"""Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP); the square
+kernel's at steps above one, half as many (depthwise_square_strip)."""
 MAX_OUTPUTS = 2**31 - 1
 """The kernel's output index is 32 bits."""
 THREADS = 256
@@ -67,16 +62,16 @@ BLOCKS_PER_SM = 8
 """Blocks a launch of the scalar kernel gives each SM at most (the grid strides over the
 rest)."""
 VECTOR_BLOCKS_PER_SM = 2
-"""Blocks a launch of the generic vector kernel gives each SM at most: those resident at
-once (``__launch_bounds__``), so each block stages its filters once and strides over its
-strips; the rows kernel's own count is its instantiation's."""
+"""Blocks a launch of the vector kernels gives each SM at most: those resident at once
+(``__launch_bounds__``), so each block stages its filters once and walks its own run of
+strips."""
 MAX_SLICE = 32
 """Channel vectors a block of the vector kernels takes at most: a warp's loads of a pixel's
 channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
 SLICE_SMEM = 48 * 1024
 """Shared memory for a block's staged filters at most (no opt-in attribute needed): taps x
-slice vectors of 16 bytes (the rows kernel's: of the accumulator type); a filter of more taps
-than one vector's fit runs the scalar kernel."""
+slice vectors of 16 bytes (the square kernel's: of the accumulator type); a filter of more
+taps than one vector's fit runs the scalar kernel."""
 
 
 @dataclass(frozen=True)
@@ -85,15 +80,15 @@ class DepthwiseLaunch:
     a ConvGeometry); ``channels_last``: the output is channels-last, so consecutive
     threads take consecutive channels (else consecutive columns); ``vector``: the
     channels lie on 16 bytes in the input and the output, and a vector kernel runs (a
-    strip of :data:`STRIP` columns of 16 bytes of channels a thread); ``rows``: for a
-    filter of :data:`FIXED_FILTERS`, the rows kernel's (output rows a thread, resident
-    blocks an SM) of :data:`ROWS_SHAPES` (None: the generic vector kernel)."""
+    strip of columns of 16 bytes of channels a thread); ``square``: the filter is one of
+    :data:`FIXED_FILTERS`, and the vector kernel is the square kernel of its size and
+    step."""
 
     g: tuple
     dtype: str
     channels_last: bool
     vector: bool = False
-    rows: tuple | None = None
+    square: bool = False
 
     @property
     def outputs(self) -> int:
@@ -106,17 +101,15 @@ class DepthwiseLaunch:
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.vector:
             order = f"{self.per_vector}-channel vectors x {self.strip} columns"
-            if self.rows is not None:
-                rows = self.rows[0]
-                order += f" x {rows} row{'s' if rows > 1 else ''}, filter rows' inputs " + \
-                    ("loaded once for the rows" if rows > 1 else "loaded once")
+            if self.square:
+                order += ", a filter row's inputs loaded once a strip"
         return (f"depthwise kernel: {g.r} x {g.s} taps of {g.c} channels, "
                 f"{self.outputs:,} outputs, {order}")
 
     @property
     def strip(self) -> int:
         """Output columns a thread computes (the vector kernels')."""
-        if self.rows is not None and self.g.stride[1] > 1:
+        if self.square and self.g.stride[1] > 1:
             return STRIP // 2
         return STRIP
 
@@ -133,8 +126,8 @@ class DepthwiseLaunch:
     @property
     def weight_bytes(self) -> int:
         """Shared memory a tap of a channel vector takes: the filters as stored, or in the
-        accumulator type (the rows kernel's)."""
-        if self.rows is None:
+        accumulator type (the square kernel's)."""
+        if not self.square:
             return VECTOR_BYTES
         return self.per_vector * (8 if self.dtype == "float64" else 4)
 
@@ -163,12 +156,10 @@ class DepthwiseLaunch:
         index = tuple(TYPES).index(self.dtype)
         if not self.vector:
             return SCALAR_NAMES[index]
-        if self.rows is None:
+        if not self.square:
             return VECTOR_NAMES[index]
-        per_type = len(FIXED_FILTERS) * len(ROWS_SHAPES)
-        at = FIXED_FILTERS.index(fixed_filter(self.g)) * len(ROWS_SHAPES) + \
-            ROWS_SHAPES.index(self.rows)
-        return ROWS_NAMES[index * per_type + at]
+        return SQUARE_NAMES[index * len(FIXED_FILTERS) + FIXED_FILTERS.index(
+            fixed_filter(self.g))]
 
     def grid(self, sms: int) -> tuple:
         """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
@@ -178,9 +169,8 @@ class DepthwiseLaunch:
         if not self.vector:
             return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)
         lanes = THREADS // self.slice
-        rows, blocks = (1, VECTOR_BLOCKS_PER_SM) if self.rows is None else self.rows
-        strips = g.n * -(-g.p // rows) * -(-g.q // self.strip)
-        budget = -(-sms * blocks // self.slices)
+        strips = g.n * g.p * -(-g.q // self.strip)
+        budget = -(-sms * VECTOR_BLOCKS_PER_SM // self.slices)
         return (max(1, min(-(-strips // lanes), budget)), self.slices)
 
 
@@ -194,34 +184,22 @@ def fixed_filter(g) -> tuple | None:
     return form
 
 
-SHORT_IMAGE_ROWS = 16
-"""Output rows of an image at most for which the rows kernel computes bands of two rows:
-there a filter's rows are a large share of the image's, a thread's band loads each input
-row once for both, and the image gives few strips to hide the loads' latency."""
-
-
 def is_depthwise(g) -> bool:
     """Whether convolution ``g`` is depthwise: one filter a channel (groups == C == K)."""
     return g.groups == g.c == g.k and g.c > 1
 
 
 def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
-                   input_offset: int = 0, rows: tuple | None = None) -> DepthwiseLaunch | None:
+                   input_offset: int = 0) -> DepthwiseLaunch | None:
     """The direct launch of depthwise convolution ``g``, or None where the kernel does not
     take it (not depthwise, another dtype, more outputs than its index). The input's
     (N, C, H, W) ``input_strides`` in elements (None: dense, in the output's format) and
-    its address modulo 16 bytes (``input_offset``) say whether a vector kernel reads it;
-    ``rows`` forces the rows kernel's (rows, blocks) (one of :data:`ROWS_SHAPES`; None: bands
-    of two rows on images of at most :data:`SHORT_IMAGE_ROWS` output rows, else one row)."""
+    its address modulo 16 bytes (``input_offset``) say whether a vector kernel reads it."""
     if not is_depthwise(g) or dtype not in TYPES:
         return None
-    if rows is not None and rows not in ROWS_SHAPES:
-        raise ValueError(f"rows={rows}: the rows kernel has {ROWS_SHAPES}")
     vector = channels_last and _vector_input(g, dtype, input_strides, input_offset)
-    form = fixed_filter(g) if vector else None
-    if form is not None and rows is None:
-        rows = ROWS_SHAPES[1] if g.p <= SHORT_IMAGE_ROWS else ROWS_SHAPES[0]
-    launch = DepthwiseLaunch(g, dtype, channels_last, vector, None if form is None else rows)
+    square = vector and fixed_filter(g) is not None
+    launch = DepthwiseLaunch(g, dtype, channels_last, vector, square)
     if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
         launch = DepthwiseLaunch(g, dtype, channels_last)
     return launch if launch.outputs <= MAX_OUTPUTS else None
@@ -260,7 +238,7 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
         longs = (sxn, sxh, sxw, swc, swr, sws, son, sop, soq)
         flags = (bias is not None, launch.slice)
         smem = launch.smem_bytes
-        if launch.rows is not None:  # the filter's size and steps are the kernel's own
+        if launch.square:  # the filter's size and steps are the kernel's own
             ints = (g.n, g.c, g.h, g.w, g.p, g.q, top, left)
     else:
         longs = (*x.strides, swc, swr, sws, *out.strides)

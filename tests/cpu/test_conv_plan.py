@@ -99,10 +99,8 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
             channels_last
         vector = channels_last and g.c * np.dtype(
             "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0  # (dense operands)
-        form = depthwise.fixed_filter(g) if vector else None
-        rows = None if form is None else depthwise.ROWS_SHAPES[
-            1 if g.p <= depthwise.SHORT_IMAGE_ROWS else 0]
-        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector, rows)
+        square = vector and depthwise.fixed_filter(g) is not None
+        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector, square)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
@@ -406,31 +404,21 @@ def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slic
     (3, (1, 3), 1, None),           # column step 3
     (3, (2, 1), 1, None),           # steps that differ
 ])
-def test_the_depthwise_rows_kernel_takes_the_common_square_filters(taps, stride, dilation, form):
+def test_the_depthwise_square_kernel_takes_the_common_square_filters(taps, stride, dilation,
+                                                                     form):
     g = conv_geometry((2, 64, 40, 40), (64, 1, taps, taps), stride=stride, dilation=dilation,
                       groups=64)
     launch = plan_depthwise(g, "bfloat16", True)
-    assert depthwise.fixed_filter(g) == form
+    assert depthwise.fixed_filter(g) == form and launch.square == (form is not None)
     if form is None:
-        assert launch.rows is None and launch.kernel == "skc::depthwise_vec<skc::bfloat16_t>"
+        assert launch.kernel == "skc::depthwise_vec<skc::bfloat16_t>"
     else:
-        rows, blocks = launch.rows
-        assert launch.rows == depthwise.ROWS_SHAPES[0]  # 17 rows or more: one row a thread
-        assert launch.kernel == \
-            f"skc::depthwise_rows<skc::bfloat16_t, {form[0]}, {form[1]}, {rows}, {blocks}>"
-        assert f"x {rows} row" in launch.summary()
+        assert launch.kernel == f"skc::depthwise_square<skc::bfloat16_t, {form[0]}, {form[1]}>"
+        assert "inputs loaded once a strip" in launch.summary()
+        # strips of two columns at step 2
+        assert f"x {4 if form[1] == 1 else 2} columns" in launch.summary()
     assert launch.kernel in depthwise.NAMES
     assert plan_depthwise(g, "bfloat16", False).kernel == "skc::depthwise<skc::bfloat16_t>"
-
-
-def test_a_forced_rows_shape_must_be_compiled():
-    g = conv_geometry((2, 64, 30, 30), (64, 1, 3, 3), padding=1, groups=64)
-    for rows in depthwise.ROWS_SHAPES:
-        assert plan_depthwise(g, "float16", True, rows=rows).rows == rows
-    short = conv_geometry((2, 64, 14, 14), (64, 1, 7, 7), padding=3, groups=64)
-    assert plan_depthwise(short, "float16", True).rows == (2, 1)  # a band of two rows
-    with pytest.raises(ValueError, match="rows=.3, 1."):
-        plan_depthwise(g, "float16", True, rows=(3, 1))
 
 
 def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():

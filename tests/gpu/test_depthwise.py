@@ -97,7 +97,7 @@ def test_torch_tensors(dtype):
     assert err <= TOL[dtype]
 
 
-ROWS_CASES = [  # (N, C, H, W), size, step, padding: bands and strips cut short at the edges
+SQUARE_CASES = [  # (N, C, H, W), size, step, padding: strips cut short at the edges
     ((2, 32, 13, 14), 3, 1, 1),
     ((1, 48, 17, 11), 3, 2, 1),
     ((2, 16, 15, 13), 5, 1, 2),
@@ -107,12 +107,13 @@ ROWS_CASES = [  # (N, C, H, W), size, step, padding: bands and strips cut short 
 ]
 
 
-@pytest.mark.parametrize("rows", depthwise.ROWS_SHAPES)
+@pytest.mark.parametrize("square", [True, False])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
-@pytest.mark.parametrize("case", ROWS_CASES)
-def test_every_rows_shape_matches_the_definition(case, dtype, rows):
-    """Each compiled (rows, blocks) of the rows kernel, forced, against float64: output rows
-    past the image's in the last band, columns past it in the last strip, the bias."""
+@pytest.mark.parametrize("case", SQUARE_CASES)
+def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dtype, square):
+    """The square kernel of each of its filters, and the vector kernel for any filter forced
+    on the same layers, against float64: columns past the image's in the last strip, the
+    bias, a NaN-poisoned output."""
     torch = pytest.importorskip("torch")
     (n, c, h, w), size, step, pad = case
     rng = np.random.default_rng(7)
@@ -122,8 +123,10 @@ def test_every_rows_shape_matches_the_definition(case, dtype, rows):
     xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
     wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
     g = conv_geometry(x.shape, wt.shape, step, pad, 1, c)
-    launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0, rows=rows)
-    assert launch.rows == rows and "depthwise_rows" in launch.kernel
+    launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
+    assert launch.square and "depthwise_square" in launch.kernel
+    if not square:
+        launch = depthwise.DepthwiseLaunch(g, dtype, True, True)
     out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
     out = out.permute(0, 3, 1, 2)
     dev = torch.cuda.current_device()

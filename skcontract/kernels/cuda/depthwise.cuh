@@ -13,8 +13,8 @@
 // multiple of the 16-byte vector, both pointers on 16 bytes). A thread computes a strip of
 // DEPTHWISE_STRIP output columns of one vector of channels: each input load is 16 bytes,
 // the filters come from shared memory as vectors, and the index arithmetic is done once a
-// strip. depthwise_rows is its form for the common square filters: a thread computes RT
-// rows of the strip, and each input vector it reads is loaded and converted once for them.
+// strip. depthwise_square is its form for the common square filters: each input vector a
+// strip's filter row reads is loaded and converted once, the filters staged converted.
 #pragma once
 
 #include "sk_common.cuh"
@@ -22,7 +22,7 @@
 namespace skc {
 
 constexpr int DEPTHWISE_THREADS = 256;
-// Output columns a thread of depthwise_vec and depthwise_rows computes: four amortise a
+// Output columns a thread of depthwise_vec and depthwise_square computes: four amortise a
 // tap's weight load over four columns, and a filter row's input vectors (3 + KS of 4 * KS
 // at unit step) over the strip, while the accumulators (4 x 8 floats a row for 16-bit data)
 // and a row's inputs stay in registers.
@@ -128,8 +128,8 @@ __device__ __forceinline__ void depthwise_row(
 // shared memory), so a tap's weights of a vector are one 16-byte load whatever the filters'
 // strides. Its threads are lanes x slice, the vector fastest; a lane takes strips of
 // DEPTHWISE_STRIP output columns (of one image row) in turn, over the block's contiguous
-// run of strips (depthwise_run). Any filter, step and dilation (depthwise_row); the common square filters run
-// depthwise_rows.
+// run of strips (depthwise_run). Any filter, step and dilation (depthwise_row); the common
+// square filters run depthwise_square.
 template <class T>
 __global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
 depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -201,15 +201,15 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   }
 }
 
-// Output columns a thread of depthwise_rows computes: DEPTHWISE_STRIP at unit step; half as
-// many at larger steps, whose windows share fewer input columns (a strip of two at step 2
+// Output columns a thread of depthwise_square computes: DEPTHWISE_STRIP at unit step; half
+// as many at larger steps, whose windows share fewer input columns (a strip of two at step 2
 // loads 2.5 input vectors a column, of four 2.25) and whose rows' inputs would not fit two
 // blocks' registers.
-__host__ __device__ constexpr int depthwise_rows_strip(int step) {
+__host__ __device__ constexpr int depthwise_square_strip(int step) {
   return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP / 2;
 }
 
-// A tap's weights of a channel vector from depthwise_rows' staged filters: CH 16-byte
+// A tap's weights of a channel vector from depthwise_square's staged filters: CH 16-byte
 // chunks `slice` chunks apart.
 template <class Acc, int V, int CH>
 __device__ __forceinline__ void depthwise_tap(Acc (&wf)[V], const Acc* at, int slice) {
@@ -224,31 +224,29 @@ __device__ __forceinline__ void depthwise_tap(Acc (&wf)[V], const Acc* at, int s
 }
 
 // depthwise_vec's work for square KS x KS filters stepping KSTEP both ways, undilated
-// (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes RT output
-// rows of a strip of DEPTHWISE_STRIP columns of one channel vector. It walks the
-// (RT - 1) * KSTEP + KS input rows the strip reads, loads each row's
-// (DEPTHWISE_STRIP - 1) * KSTEP + KS vectors once, converts each element once to the
-// accumulator type, and adds the row into every output row that reads it: an input vector
-// is loaded and converted once for RT output rows instead of once a row and a tap. The
-// filters are staged converted (Acc) in shared memory, as [tap][16-byte chunk][vector] so a
-// warp's chunk loads are contiguous; a tap's weights are then loads with no conversion.
-// Rows past p and columns past q are computed from zeros and not stored. BLOCKS: the blocks
-// an SM keeps resident (the registers a thread may take: 128 for two, 255 for one).
-template <class T, int KS, int KSTEP, int RT, int BLOCKS>
-__global__ void __launch_bounds__(DEPTHWISE_THREADS, BLOCKS)
-depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-               T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int pad_top,
-               int pad_left, long long sxn, long long sxh, long long sxw, long long swc,
-               long long swr, long long sws, long long son, long long sop, long long soq,
-               int has_bias, int slice) {
+// (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes a strip
+// of depthwise_square_strip(KSTEP) output columns of one channel vector. For each of the
+// strip's filter rows it loads the row's (strip - 1) * KSTEP + KS input vectors once and
+// converts each element once to the accumulator type; the filters are staged converted
+// (Acc) in shared memory, as [tap][16-byte chunk][vector] so that a warp's chunk loads are
+// contiguous and a tap's weights need no conversion. The filter rows are a loop, not
+// unrolled: one row's inputs live at a time, so the kernel fits two blocks an SM (128
+// registers a thread), whose warps hide the loads' latency. Columns past q are computed
+// from zeros and not stored.
+template <class T, int KS, int KSTEP>
+__global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
+depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                 T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int pad_top,
+                 int pad_left, long long sxn, long long sxh, long long sxw, long long swc,
+                 long long swr, long long sws, long long son, long long sop, long long soq,
+                 int has_bias, int slice) {
   using Acc = typename DepthwiseAcc<T>::type;
   using Cv = AccCvt<T, Acc>;
   using Vec = DepthwiseVec<T>;
-  constexpr int V = Vec::N, QT = depthwise_rows_strip(KSTEP);
+  constexpr int V = Vec::N, QT = depthwise_square_strip(KSTEP);
   constexpr int E = 16 / sizeof(Acc);  // accumulators of a 16-byte chunk
   constexpr int CH = V / E;            // chunks of a vector's weights
-  constexpr int SPAN = (QT - 1) * KSTEP + KS, IN_ROWS = (RT - 1) * KSTEP + KS;
-  constexpr int TAPS = KS * KS;
+  constexpr int SPAN = (QT - 1) * KSTEP + KS, TAPS = KS * KS;
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   Acc* wsm = reinterpret_cast<Acc*>(depthwise_smem);
   const int width = slice * V, c0 = blockIdx.y * width;
@@ -271,30 +269,25 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
   const int lane = threadIdx.x / slice, gv = threadIdx.x - lane * slice;
   const int ch0 = c0 + gv * V;
   if (lane >= lanes || ch0 >= c) return;
-  const int strips = (q + QT - 1) / QT, bands = (p + RT - 1) / RT;
-  const DepthwiseRun run = depthwise_run((long long)n * bands * strips, lanes, blockIdx.x,
+  const int strips = (q + QT - 1) / QT;
+  const DepthwiseRun run = depthwise_run((long long)n * p * strips, lanes, blockIdx.x,
                                          gridDim.x);
   for (long long t = run.first + lane; t < run.last; t += lanes) {
     const int oq0 = (int)(t % strips) * QT;
     const long long rest = t / strips;
-    const int op0 = (int)(rest % bands) * RT, nn = (int)(rest / bands);
-    Acc acc[RT][QT][V];
+    const int op = (int)(rest % p), nn = (int)(rest / p);
+    Acc acc[QT][V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
       const Acc b0 = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
 #pragma unroll
-      for (int rt = 0; rt < RT; ++rt)
-#pragma unroll
-        for (int u = 0; u < QT; ++u) acc[rt][u][v] = b0;
+      for (int u = 0; u < QT; ++u) acc[u][v] = b0;
     }
     const T* xn = x + nn * sxn + ch0;
-    const int ih0 = op0 * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
-    // one row's registers at a time where a thread computes one output row (two blocks an
-    // SM then fit 128 registers a thread); a band's rows unrolled, each row's output rows
-    // known at compile time
-#pragma unroll(RT == 1 ? 1 : IN_ROWS)
-    for (int k = 0; k < IN_ROWS; ++k) {
-      const int ih = ih0 + k;
+    const int ih0 = op * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
+#pragma unroll 1
+    for (int i = 0; i < KS; ++i) {
+      const int ih = ih0 + i;
       if (ih < 0 || ih >= h) continue;
       const T* xrow = xn + ih * sxh;
       Acc f[SPAN][V];
@@ -311,34 +304,25 @@ depthwise_rows(const T* __restrict__ x, const T* __restrict__ w, const T* __rest
 #pragma unroll
         for (int v = 0; v < V; ++v) f[s][v] = Cv::to_acc(in.v[v]);
       }
+      const Acc* wrow = wsm + (i * KS * CH * slice + gv) * E;
 #pragma unroll
-      for (int rt = 0; rt < RT; ++rt) {
-        const int i = k - rt * KSTEP;
-        if (i < 0 || i >= KS) continue;
-        const Acc* wrow = wsm + (i * KS * CH * slice + gv) * E;
+      for (int j = 0; j < KS; ++j) {  // a tap's weights loaded once for the strip
+        Acc wf[V];
+        depthwise_tap<Acc, V, CH>(wf, wrow + j * CH * slice * E, slice);
 #pragma unroll
-        for (int j = 0; j < KS; ++j) {  // a tap's weights loaded once for the strip
-          Acc wf[V];
-          depthwise_tap<Acc, V, CH>(wf, wrow + j * CH * slice * E, slice);
+        for (int u = 0; u < QT; ++u)
 #pragma unroll
-          for (int u = 0; u < QT; ++u)
-#pragma unroll
-            for (int v = 0; v < V; ++v) acc[rt][u][v] += f[u * KSTEP + j][v] * wf[v];
-        }
+          for (int v = 0; v < V; ++v) acc[u][v] += f[u * KSTEP + j][v] * wf[v];
       }
     }
+    T* orow = out + nn * son + op * sop + ch0;
 #pragma unroll
-    for (int rt = 0; rt < RT; ++rt) {
-      if (op0 + rt >= p) break;
-      T* orow = out + nn * son + (op0 + rt) * sop + ch0;
+    for (int u = 0; u < QT; ++u) {
+      if (oq0 + u >= q) break;
+      Vec res;
 #pragma unroll
-      for (int u = 0; u < QT; ++u) {
-        if (oq0 + u >= q) break;
-        Vec res;
-#pragma unroll
-        for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[rt][u][v]);
-        *reinterpret_cast<Vec*>(orow + (oq0 + u) * soq) = res;
-      }
+      for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[u][v]);
+      *reinterpret_cast<Vec*>(orow + (oq0 + u) * soq) = res;
     }
   }
 }
