@@ -101,6 +101,51 @@ template <class T> struct alignas(16) DepthwiseVec {
   T v[N];
 };
 
+// Where element e of a block's filter staging comes from: its (tap, channel of the slice).
+// Consecutive threads read consecutive channels of channels-last filters (swc == 1), else
+// consecutive taps of one channel (KCRS): coalesced either way.
+__device__ __forceinline__ void depthwise_stage_at(int e, int width, int taps, long long swc,
+                                                   int& tap, int& cc) {
+  if (swc == 1) {
+    tap = e / width;
+    cc = e - tap * width;
+  } else {
+    cc = e / taps;
+    tap = e - cc * taps;
+  }
+}
+
+// A strip's accumulators, each column's starting at the channels' bias (or zero).
+template <class T, class Acc, int QT, int V>
+__device__ __forceinline__ void depthwise_strip_start(Acc (&acc)[QT][V],
+                                                      const T* __restrict__ bias, int ch0,
+                                                      int has_bias) {
+  using Cv = AccCvt<T, Acc>;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    const Acc b0 = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
+#pragma unroll
+    for (int u = 0; u < QT; ++u) acc[u][v] = b0;
+  }
+}
+
+// A strip's columns below q, rounded once, 16 bytes a column (`row`: the strip's output
+// row at its first channel).
+template <class T, class Acc, int QT, int V>
+__device__ __forceinline__ void depthwise_strip_store(const Acc (&acc)[QT][V], T* row,
+                                                      int oq0, int q, long long soq) {
+  using Cv = AccCvt<T, Acc>;
+  using Vec = DepthwiseVec<T>;
+#pragma unroll
+  for (int u = 0; u < QT; ++u) {
+    if (oq0 + u >= q) break;
+    Vec res;
+#pragma unroll
+    for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[u][v]);
+    *reinterpret_cast<Vec*>(row + (oq0 + u) * soq) = res;
+  }
+}
+
 // One filter row of a strip, any filter width, column step and dilation: each tap's input
 // vector is loaded for each output column that reads it (L1 serves the repeats).
 template <class T, class Acc>
@@ -146,18 +191,10 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   T* wsm = reinterpret_cast<T*>(depthwise_smem);
   const int width = slice * V, c0 = blockIdx.y * width;
-  // consecutive threads read consecutive channels of channels-last filters, else
-  // consecutive taps of one channel (KCRS): coalesced either way
   const int taps = r * s;
   for (int e = threadIdx.x; e < taps * width; e += DEPTHWISE_THREADS) {
     int tap, cc;
-    if (swc == 1) {
-      tap = e / width;
-      cc = e - tap * width;
-    } else {
-      cc = e / taps;
-      tap = e - cc * taps;
-    }
+    depthwise_stage_at(e, width, taps, swc, tap, cc);
     const int i = tap / s, j = tap - i * s, ch = c0 + cc;
     wsm[tap * width + cc] = ch < c ? w[ch * swc + i * swr + j * sws] : Cv::from_acc(Acc(0));
   }
@@ -174,12 +211,7 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
     const long long rest = t / strips;
     const int op = (int)(rest % p), nn = (int)(rest / p);
     Acc acc[QT][V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const Acc b0 = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
-#pragma unroll
-      for (int u = 0; u < QT; ++u) acc[u][v] = b0;
-    }
+    depthwise_strip_start<T, Acc, QT, V>(acc, bias, ch0, has_bias);
     const T* xn = x + nn * sxn + ch0;
     const int ih0 = op * stride_h - pad_top, iw0 = oq0 * stride_w - pad_left;
     for (int i = 0; i < r; ++i) {
@@ -189,15 +221,7 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
       depthwise_row<T, Acc>(acc, xn + ih * sxh, wrow, width, s, iw0, oq0, q, wd, stride_w,
                             dil_w, sxw);
     }
-    T* on = out + nn * son + op * sop + ch0;
-#pragma unroll
-    for (int u = 0; u < QT; ++u) {
-      if (oq0 + u >= q) break;
-      Vec res;
-#pragma unroll
-      for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[u][v]);
-      *reinterpret_cast<Vec*>(on + (oq0 + u) * soq) = res;
-    }
+    depthwise_strip_store<T, Acc, QT, V>(acc, out + nn * son + op * sop + ch0, oq0, q, soq);
   }
 }
 
@@ -252,13 +276,7 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
   const int width = slice * V, c0 = blockIdx.y * width;
   for (int e = threadIdx.x; e < TAPS * width; e += DEPTHWISE_THREADS) {
     int tap, cc;
-    if (swc == 1) {
-      tap = e / width;
-      cc = e - tap * width;
-    } else {
-      cc = e / TAPS;
-      tap = e - cc * TAPS;
-    }
+    depthwise_stage_at(e, width, TAPS, swc, tap, cc);
     const int i = tap / KS, j = tap - i * KS, ch = c0 + cc;
     const int vec = cc / V, v = cc - vec * V;
     wsm[((tap * CH + v / E) * slice + vec) * E + v % E] =
@@ -277,12 +295,7 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
     const long long rest = t / strips;
     const int op = (int)(rest % p), nn = (int)(rest / p);
     Acc acc[QT][V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const Acc b0 = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
-#pragma unroll
-      for (int u = 0; u < QT; ++u) acc[u][v] = b0;
-    }
+    depthwise_strip_start<T, Acc, QT, V>(acc, bias, ch0, has_bias);
     const T* xn = x + nn * sxn + ch0;
     const int ih0 = op * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
 #pragma unroll 1
@@ -315,15 +328,7 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
           for (int v = 0; v < V; ++v) acc[u][v] += f[u * KSTEP + j][v] * wf[v];
       }
     }
-    T* orow = out + nn * son + op * sop + ch0;
-#pragma unroll
-    for (int u = 0; u < QT; ++u) {
-      if (oq0 + u >= q) break;
-      Vec res;
-#pragma unroll
-      for (int v = 0; v < V; ++v) res.v[v] = Cv::from_acc(acc[u][v]);
-      *reinterpret_cast<Vec*>(orow + (oq0 + u) * soq) = res;
-    }
+    depthwise_strip_store<T, Acc, QT, V>(acc, out + nn * son + op * sop + ch0, oq0, q, soq);
   }
 }
 
