@@ -107,13 +107,18 @@ SQUARE_CASES = [  # (N, C, H, W), size, step, padding: strips cut short at the e
 ]
 
 
+@pytest.mark.parametrize("one_sm", [False, True])
 @pytest.mark.parametrize("square", [True, False])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("case", SQUARE_CASES)
-def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dtype, square):
+def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dtype, square,
+                                                                       one_sm):
     """The square kernel of each of its filters, and the vector kernel for any filter forced
     on the same layers, against float64: columns past the image's in the last strip, the
-    bias, a NaN-poisoned output."""
+    bias, a NaN-poisoned output; ``one_sm``: the grid of a one-SM device (one or two blocks a
+    slice), so that a block walks a run of several rounds of its lanes where the layer has
+    more strips than a block has lanes (on a whole GPU these layers give each block one
+    round)."""
     torch = pytest.importorskip("torch")
     (n, c, h, w), size, step, pad = case
     rng = np.random.default_rng(7)
@@ -130,8 +135,9 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
     out = out.permute(0, 3, 1, 2)
     dev = torch.cuda.current_device()
+    sms = 1 if one_sm else sm_count(dev)
     depthwise.run_depthwise(launch, describe(xt), describe(wt_t), describe(bt), describe(out),
-                            dev, torch_cuda.current_stream(dev), sm_count(dev))
+                            dev, torch_cuda.current_stream(dev), sms)
     want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), step, pad, 1, c)
     err = float((out.double() - want).norm() / want.norm())
     assert err <= TOL[dtype]
