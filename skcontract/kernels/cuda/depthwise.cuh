@@ -226,9 +226,9 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
 }
 
 // Output columns a thread of depthwise_square computes: DEPTHWISE_STRIP at unit step; half
-// as many at larger steps, whose windows share fewer input columns (a strip of two at step 2
-// loads 2.5 input vectors a column, of four 2.25) and whose rows' inputs would not fit two
-// blocks' registers.
+// as many at larger steps, whose windows share fewer input columns (3 x 3 at step 2: a
+// strip of two loads 2.5 input vectors a column, of four 2.25) and whose rows' inputs would
+// not fit two blocks' registers.
 __host__ __device__ constexpr int depthwise_square_strip(int step) {
   return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP / 2;
 }
