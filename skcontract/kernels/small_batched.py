@@ -24,16 +24,25 @@ HEADER = "small_batched.cuh"
 TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
          "float64": ("double", "double")}
 """The dtypes the kernel takes -> its C++ element and accumulator types."""
-NAMES = tuple(f"skc::small_batched<{t}, {acc}>" for t, acc in TYPES.values())
-"""The kernel's instantiations, in :data:`TYPES`' order."""
+ROW_OUTPUTS = (4, 1)
+"""Outputs of a row a thread computes (the kernel's JB), the first that divides n: each k
+step then reads one A element and one vector of B for that many multiply-adds."""
+NAMES = tuple(f"skc::small_batched<{t}, {acc}, {jb}>" for t, acc in TYPES.values()
+              for jb in ROW_OUTPUTS)
+"""The kernel's instantiations, (dtype, JB) in :data:`TYPES`' and :data:`ROW_OUTPUTS`'
+order."""
 MAX_DIM = 32
 """The largest rows, columns or k of a product the kernel takes: beyond it the products
 reuse enough of their operands for the GEMM kernels' tiles."""
 MIN_BATCH = 256
 """The fewest products a launch takes: fewer fill too few CTAs to be worth a kernel of their
 own (the GEMM and Dot kernels run them)."""
-SMEM_BYTES = 48 * 1024
-"""Shared memory a CTA stages products in (the most a kernel takes without opting in)."""
+STAGE_BYTES = 16 * 1024
+"""Shared memory a CTA stages products in, at most. A CTA reads, computes and writes its
+products one after the other, so that many small CTAs an SM (five at the kernel's 40-48
+registers a thread) keep the memory system busier than a few large ones."""
+VECTOR_BYTES = 16
+"""The kernel's staging vectors (SMALL_VECTOR_BYTES): B's stage starts on a multiple."""
 MAX_PER_CTA = 256
 """Products a CTA stages at most (one a thread)."""
 THREADS = 256
@@ -59,9 +68,19 @@ class SmallLaunch:
 
     @property
     def smem_bytes(self) -> int:
-        """Shared memory a CTA stages its products in."""
-        item = np.dtype(self.dtype).itemsize
-        return self.per_cta * (self.m * self.k + self.k * self.n) * item
+        """Shared memory a CTA stages its products in (the kernel's layout)."""
+        return _stage_bytes(self.dtype, self.per_cta, self.m, self.n, self.k)
+
+    @property
+    def row_outputs(self) -> int:
+        """The kernel's JB: outputs of a row a thread computes."""
+        return next(jb for jb in ROW_OUTPUTS if self.n % jb == 0)
+
+    @property
+    def kernel(self) -> str:
+        """The instantiation that runs the launch."""
+        return NAMES[tuple(TYPES).index(self.dtype) * len(ROW_OUTPUTS) +
+                     ROW_OUTPUTS.index(self.row_outputs)]
 
     def summary(self) -> str:
         """The launch as a plan's row shows it."""
@@ -75,11 +94,21 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | 
     products)."""
     if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or batch < MIN_BATCH:
         return None
-    per_product = (m * k + k * n) * np.dtype(dtype).itemsize
-    per_cta = min(MAX_PER_CTA, SMEM_BYTES // per_product)
+    # A's stage rounds up to 16 bytes: leaving them out keeps the stage within STAGE_BYTES
+    per_product = (m * (k | 1) + k * n) * np.dtype(dtype).itemsize
+    per_cta = max(1, min(MAX_PER_CTA, (STAGE_BYTES - VECTOR_BYTES) // per_product))
     if -(-batch // per_cta) > MAX_GRID:
         return None
     return SmallLaunch(dtype, batch, m, n, k, per_cta)
+
+
+def _stage_bytes(dtype: str, per_cta: int, m: int, n: int, k: int) -> int:
+    """Shared memory of the kernel's stage of ``per_cta`` products: A's rows ``k | 1``
+    elements apart (an odd stride: no two of a warp's rows share banks), B's stage from the
+    next 16 bytes."""
+    item = np.dtype(dtype).itemsize
+    a_bytes = -(-per_cta * m * (k | 1) * item // VECTOR_BYTES) * VECTOR_BYTES
+    return a_bytes + per_cta * k * n * item
 
 
 def _matrices(x, rows: int, cols: int):
@@ -104,7 +133,7 @@ def run_small(launch: SmallLaunch, x, y):
             batch != launch.batch:
         return None
     out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
-    name = NAMES[tuple(TYPES).index(launch.dtype)]
+    name = launch.kernel
     fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
     blocks = -(-batch // launch.per_cta)
     fn((blocks,), (THREADS,),

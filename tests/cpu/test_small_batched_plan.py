@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import skcontract
-from skcontract.kernels.small_batched import (MAX_DIM, MIN_BATCH, SMEM_BYTES, SmallLaunch,
-                                              plan_small)
+from skcontract.kernels.small_batched import (MAX_DIM, MAX_PER_CTA, MIN_BATCH, STAGE_BYTES,
+                                              SmallLaunch, plan_small)
 
 
 def _step(subscripts, shapes, dtype, **kw):
@@ -25,7 +25,7 @@ def test_a_batch_of_small_products_carries_the_small_launch(subscripts, shapes, 
     plan, step = _step(subscripts, shapes, dtype)
     launch = step.launch
     assert isinstance(launch, SmallLaunch) and (launch.m, launch.n, launch.k) == mnk
-    assert launch.batch == step.batch and launch.smem_bytes <= SMEM_BYTES
+    assert launch.batch == step.batch and launch.smem_bytes <= STAGE_BYTES
     assert launch.summary() in str(plan)
 
 
@@ -45,6 +45,27 @@ def test_float32_runs_exactly_whatever_the_precision():
     assert isinstance(step.launch, SmallLaunch) and step.float32_precision is None
 
 
-def test_a_cta_stages_as_many_products_as_fit():
-    assert plan_small("float64", 10000, 32, 32, 32).per_cta == SMEM_BYTES // (2 * 32 * 32 * 8)
-    assert plan_small("float32", 10000, 2, 2, 2).per_cta == 256
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("mnk", [(2, 2, 2), (3, 3, 3), (8, 1, 8), (16, 16, 16), (5, 6, 7),
+                                 (32, 32, 31), (32, 32, 32)])
+def test_a_cta_stages_as_many_products_as_fit(dtype, mnk):
+    launch = plan_small(dtype, 10000, *mnk)
+    more = SmallLaunch(dtype, 10000, *mnk, launch.per_cta + 1)
+    assert launch.per_cta == MAX_PER_CTA or more.smem_bytes > STAGE_BYTES
+    assert launch.smem_bytes <= STAGE_BYTES or launch.per_cta == 1
+    assert launch.smem_bytes <= 48 * 1024   # the most a kernel takes without opting in
+
+
+def test_the_stage_pads_a_rows_to_an_odd_stride_and_b_to_16_bytes():
+    # 3 products of 4 x 6 float32 A (rows of 7 elements: 84 elements, 336 bytes), B from the
+    # next 16 bytes (336), 3 x 6 x 5 elements of 4 bytes
+    assert SmallLaunch("float32", 1000, 4, 5, 6, 3).smem_bytes == 336 + 3 * 6 * 5 * 4
+    # 1 product of 3 x 3 float16 A: 9 elements, 18 bytes, rounded to 32
+    assert SmallLaunch("float16", 1000, 3, 3, 3, 1).smem_bytes == 32 + 9 * 2
+
+
+@pytest.mark.parametrize("n,jb", [(16, 4), (4, 4), (32, 4), (3, 1), (6, 1), (1, 1)])
+def test_a_thread_computes_four_outputs_of_a_row_where_n_allows(n, jb):
+    launch = plan_small("float32", 1000, 8, n, 8)
+    assert launch.row_outputs == jb
+    assert launch.kernel == f"skc::small_batched<float, float, {jb}>"

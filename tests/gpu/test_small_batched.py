@@ -1,6 +1,7 @@
 """Batches of small products on the small-batched kernel (skcontract/kernels/small_batched.py)
-against a float64 reference: every dtype, operand layouts, broadcast operands, a batch over
-one CTA's products, and a plan called with another dtype (planned again)."""
+against a float64 reference: every dtype, operand layouts (dense ones staged by vectors,
+others element by element), broadcast operands, a batch over one CTA's products, and a plan
+called with another dtype (planned again)."""
 import numpy as np
 import pytest
 
@@ -21,6 +22,10 @@ def _layout(x, how):
         return big[(slice(None, None, 2),) * x.ndim]
     if how == "reversed":
         return cupy.flip(cupy.flip(x).copy())
+    if how == "offset":   # dense, from one element past 16 bytes: the element-wise staging
+        flat = cupy.empty(x.size + 1, x.dtype)
+        flat[1:] = x.ravel()
+        return flat[1:].reshape(x.shape)
     return x
 
 
@@ -30,8 +35,10 @@ def _layout(x, how):
     ("bij,bjk->bik", [(777, 16, 16), (777, 16, 16)]),
     ("bij,bjk->bik", [(300, 32, 5), (300, 5, 32)]),
     ("bij,bj->bi", [(4099, 8, 8), (4099, 8)]),
-    ("bij,bjk->bki", [(600, 7, 9), (600, 9, 4)])])
-@pytest.mark.parametrize("how", ["C", "F", "strided", "reversed"])
+    ("bij,bjk->bki", [(600, 7, 9), (600, 9, 4)]),
+    ("bij,bjk->bik", [(1001, 3, 5), (1001, 5, 7)]),       # runs whose vectors leave a tail
+    ("bij,bjk->bik", [(2000, 32, 32), (2000, 32, 32)])])  # one or two products a CTA
+@pytest.mark.parametrize("how", ["C", "F", "strided", "reversed", "offset"])
 def test_small_products_match_float64(subscripts, shapes, dtype, how):
     rng = np.random.default_rng(7)
     host = [rng.standard_normal(s) for s in shapes]
