@@ -9,7 +9,7 @@ step (:func:`plan_small`; pure Python) and prints it; the CuPy backend runs it
 (:func:`run_small`). float32 runs exactly (FFMA), whatever the precision asked.
 
 >>> plan_small("float32", 100000, 3, 3, 3).summary()
-'small-batched kernel, 100000 x 3 x 3 x 3 float32, 256 products a CTA'
+'small-batched kernel, 100000 x 3 x 3 x 3 float32, 227 products a CTA'
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ This module is the only place that does decomposition arithmetic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -176,6 +177,50 @@ def data_parallel(ts: TileSpace, bk: int, grid: int) -> RawSplits:
     pos = np.arange(ts.n, dtype=np.int64)
     p = cdiv(ts.listed["kk"], bk)
     return RawSplits(ts, *_stable_by_cta(pos % grid, pos, np.zeros_like(pos), p), grid)
+
+
+BALANCE_WINDOW = 24
+"""Grids below all resident CTAs that :func:`balanced_grid` tries: a raster band of the walk
+holds up to 8 tile rows (or columns), so a window of a few bands' worth moves the grid off
+any multiple of a band's pattern."""
+BALANCE_MAX_TILES = 1 << 16
+"""Tiles up to which :func:`balanced_grid` weighs the CTAs' loads; beyond, every CTA runs
+so many tiles that the edge tiles' share of any one CTA is small."""
+
+
+def balanced_grid(ts: TileSpace, bk: int, resident: int) -> int:
+    """The data-parallel grid, of at most ``resident`` CTAs, whose busiest CTA has the least
+    to do. A tile costs its k-iterations plus its output's share of a full tile (the
+    epilogue stores the tile's part inside the output). Where the grid is a multiple of the
+    raster's pattern, CTA c's tiles c, c + grid, ... all sit at the same place in their
+    bands: every partial edge tile falls to the same few CTAs while the rest store full
+    tiles, and the walk waits on the busiest. Spaces without edge tiles, listed ones, and
+    those of fewer tiles than ``resident`` or more than :data:`BALANCE_MAX_TILES` keep
+    ``min(tiles, resident)``; of equal loads the largest grid is kept."""
+    grid = min(ts.n, resident)
+    if not ts.uniform or ts.n <= resident or ts.n > BALANCE_MAX_TILES:
+        return grid
+    _, m, n, _, bm, bn = ts.shape
+    if m % bm == 0 and n % bn == 0:
+        return grid
+    return _balanced_grid(ts.n, ts.log_swizzle, ts.raster, ts.shape, bk, grid)
+
+
+@lru_cache(maxsize=1024)
+def _balanced_grid(tiles: int, log_swizzle: int, raster: str, shape: tuple, bk: int,
+                   grid: int) -> int:
+    """:func:`balanced_grid`'s search, worked out once for each space, BK and grid."""
+    ts = TileSpace(tiles, log_swizzle, raster, shape=shape)
+    k = shape[3]
+    bm, bn = shape[4], shape[5]
+    c = ts.coords(np.arange(ts.n))
+    cost = cdiv(k, bk) + c["bm"] * c["bn"] / (bm * bn)
+    best, least = grid, np.inf
+    for g in range(grid, max(grid - BALANCE_WINDOW, 1) - 1, -1):
+        busiest = np.concatenate([cost, np.zeros(-ts.n % g)]).reshape(-1, g).sum(axis=0).max()
+        if busiest < least * (1 - 1e-9):
+            best, least = g, busiest
+    return best
 
 
 # ---------------------------------------------------------------------------------------

@@ -235,7 +235,7 @@ class _Builder:
     # -- one builder per mode; each returns a _Priced (DP with a reason if it degenerates)
     def dp(self, tile, grid, reason=""):
         ts = self.tiles(tile)
-        g = grid if grid is not None else min(ts.n, self.device.resident_ctas)
+        g = grid if grid is not None else D.balanced_grid(ts, tile[2], self.device.resident_ctas)
         pred = self._dp_price(ts, tile, g)
         if pred is None:
             return self.finish(DATA_PARALLEL, tile, D.data_parallel(ts, tile[2], g), ATOMIC,

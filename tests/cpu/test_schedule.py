@@ -124,6 +124,30 @@ def test_data_parallel_round_robin_and_wave_efficiency():
     assert s.waves == pytest.approx(2.0)
 
 
+def _busiest(s, k_iters):
+    """The most a CTA of data-parallel schedule ``s`` has to do: per tile, its k-iterations
+    plus its output's share of a full tile."""
+    e = s.expanded()
+    cost = k_iters + e.table[:, T.BM] * e.table[:, T.BN] / (s.tile[0] * s.tile[1])
+    return np.add.reduceat(cost, e.cta_offsets[:-1]).max()
+
+
+def test_auto_data_parallel_grid_spreads_the_edge_tiles():
+    # MobileNetV2's expansion as a GEMM: 3 columns of tiles, the last 16 wide; at 264 CTAs
+    # every CTA's tiles sit at one place of the raster's 12-tile bands, so 88 CTAs store
+    # only edge tiles
+    dev = toy(132, ctas_per_sm=2)
+    auto = schedule_gemm(200704, 144, 24, device=dev, mode="data_parallel",
+                         tile=(128, 64, 64))
+    full = schedule_gemm(200704, 144, 24, device=dev, mode="data_parallel",
+                         tile=(128, 64, 64), grid=264)
+    assert auto.grid < 264 and _busiest(auto, 1) < 0.9 * _busiest(full, 1)
+    # no edge tiles: every CTA's tiles are full, all resident CTAs run
+    even = schedule_gemm(200704, 128, 24, device=dev, mode="data_parallel",
+                         tile=(128, 64, 64))
+    assert even.grid == 264
+
+
 def test_stream_k_units_are_equal_ranges():
     s = schedule_gemm(2176, 1024, 4096, mode="stream_k", tile=(128, 128, 64), groups=1)
     t = s.expanded().table
