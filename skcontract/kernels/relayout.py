@@ -14,6 +14,7 @@ import numpy as np
 
 from . import jit
 from .operands import matrix_layout
+from .pad_rows import pad_rows
 
 HEADER = "transpose.cuh"
 TILE = 32
@@ -137,7 +138,8 @@ def aligned(x, vec_bytes: int = VEC16):
     cols = m.shape[-1]
     buf = cupy.empty(m.shape[:-1] + (_padded(cols, x.itemsize, vec_bytes),), dtype=x.dtype)
     view = buf[..., :cols]
-    view[...] = m
+    if not pad_rows(m, buf):
+        view[...] = m
     return view.swapaxes(-1, -2) if col_major else view
 
 

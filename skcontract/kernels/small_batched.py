@@ -9,10 +9,11 @@ step (:func:`plan_small`; pure Python) and prints it; the CuPy backend runs it
 (:func:`run_small`). float32 runs exactly (FFMA), whatever the precision asked.
 
 >>> plan_small("float32", 100000, 3, 3, 3).summary()
-'small-batched kernel, 100000 x 3 x 3 x 3 float32, 227 products a CTA'
+'small-batched kernel, 100000 x 3 x 3 x 3 float32, 224 products a CTA'
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,8 +96,15 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | 
     if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or batch < MIN_BATCH:
         return None
     # A's stage rounds up to 16 bytes: leaving them out keeps the stage within STAGE_BYTES
-    per_product = (m * (k | 1) + k * n) * np.dtype(dtype).itemsize
+    item = np.dtype(dtype).itemsize
+    per_product = (m * (k | 1) + k * n) * item
     per_cta = max(1, min(MAX_PER_CTA, (STAGE_BYTES - VECTOR_BYTES) // per_product))
+    # every CTA's run of a dense operand starts on 16 bytes (the vector staging) where a
+    # CTA holds enough products to round to
+    step = math.lcm(*(VECTOR_BYTES // math.gcd(VECTOR_BYTES, rows * cols * item)
+                      for rows, cols in ((m, k), (k, n))))
+    if per_cta >= step:
+        per_cta -= per_cta % step
     if -(-batch // per_cta) > MAX_GRID:
         return None
     return SmallLaunch(dtype, batch, m, n, k, per_cta)

@@ -62,7 +62,8 @@ def _fp64_two_cta():
     return [specs.specialise(entry, protocol="deterministic", a_layout="row", b_layout="col")]
 
 
-AUXILIARY = ("fold_copy", "relayout", "embed", "outer", "small_batched", "depthwise")
+AUXILIARY = ("fold_copy", "relayout", "pad_rows", "embed", "outer", "small_batched",
+             "depthwise")
 """The kernels no catalogue entry names (skcontract.kernels modules with a HEADER and the
 NAMES it instantiates): the copies and the direct kernels."""
 

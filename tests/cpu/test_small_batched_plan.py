@@ -50,10 +50,15 @@ def test_float32_runs_exactly_whatever_the_precision():
                                  (32, 32, 31), (32, 32, 32)])
 def test_a_cta_stages_as_many_products_as_fit(dtype, mnk):
     launch = plan_small(dtype, 10000, *mnk)
-    more = SmallLaunch(dtype, 10000, *mnk, launch.per_cta + 1)
-    assert launch.per_cta == MAX_PER_CTA or more.smem_bytes > STAGE_BYTES
+    fit = max(p for p in range(1, MAX_PER_CTA + 1)
+              if p == 1 or SmallLaunch(dtype, 10000, *mnk, p).smem_bytes <= STAGE_BYTES)
+    assert fit - 16 < launch.per_cta <= fit   # rounded to whole 16-byte runs
     assert launch.smem_bytes <= STAGE_BYTES or launch.per_cta == 1
     assert launch.smem_bytes <= 48 * 1024   # the most a kernel takes without opting in
+    item = np.dtype(dtype).itemsize
+    m, n, k = mnk
+    if launch.per_cta >= 16:   # every CTA's run of a dense operand starts on 16 bytes
+        assert launch.per_cta * m * k * item % 16 == 0 and launch.per_cta * k * n * item % 16 == 0
 
 
 def test_the_stage_pads_a_rows_to_an_odd_stride_and_b_to_16_bytes():

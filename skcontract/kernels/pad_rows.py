@@ -1,0 +1,49 @@
+"""Operand lines padded to 16 bytes (``cuda/pad_rows.cuh``), launched on the GPU.
+
+The kernels that read their operands by TMA need every line (a row of a row-major matrix,
+a column of a column-major one) to start on 16 bytes. An operand whose lines miss them
+(attention's probabilities times values: K = 197 float16 elements, 394 bytes a line) is
+copied into lines padded to 16 bytes first (:func:`.relayout.aligned`). Through the array
+library that copy is an element-wise kernel that works out every element's place from its
+index, at about a third of copy bandwidth; :func:`pad_rows` copies a line a warp.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+
+HEADER = "pad_rows.cuh"
+TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+"""Element bytes -> the C++ type the kernel moves them as (their bits: any dtype)."""
+NAMES = tuple(f"skc::pad_rows_copy<{t}>" for t in TYPES.values())
+THREADS = 256
+"""Threads of a CTA (PAD_THREADS): a line a warp."""
+WARPS = THREADS // 32
+MAX_GRID = 2**31 - 1
+
+
+def pad_rows(x, out) -> bool:
+    """Copy the CuPy array ``x`` (..., rows, cols), whose lines (last axis) are contiguous
+    and whose leading axes step as one, into the first ``cols`` columns of the dense CuPy
+    array ``out`` (..., rows, ld) on the current stream. False, copying nothing, where the
+    kernel does not take ``x`` (another element size, strided lines, leading axes that do
+    not step as one): the caller copies it."""
+    if x.itemsize not in TYPES or x.ndim < 1 or x.size == 0 or \
+            (x.shape[-1] > 1 and x.strides[-1] != x.itemsize):
+        return False
+    *lead, cols = x.shape
+    rows = lead[-1] if lead else 1
+    strides = [s // x.itemsize for s in x.strides]
+    if len(lead) > 2 and any(strides[i] != strides[i + 1] * lead[i + 1]
+                             for i in range(len(lead) - 2)):
+        return False
+    sr = strides[-2] if lead else 0
+    sb = strides[-3] if len(lead) > 1 else 0
+    lines = int(np.prod(lead)) if lead else 1
+    name = NAMES[tuple(TYPES).index(x.itemsize)]
+    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
+    blocks = min(-(-lines // WARPS), MAX_GRID)
+    fn((blocks,), (THREADS,), (x, out, np.int64(lines), np.int32(rows), np.int32(cols),
+                               np.int32(out.shape[-1]), np.int64(sb), np.int64(sr)))
+    return True
