@@ -116,19 +116,32 @@ WARM_CALLS = 1024
 _WARM: dict = {}
 
 
+_LIBRARIES: dict = {}
+"""An array type -> the library it comes from ("cupy", "torch" or another module's name),
+worked out once a type: a warm call asks it of every operand."""
+
+
+def _library(x) -> str:
+    kind = type(x)
+    found = _LIBRARIES.get(kind)
+    if found is None:
+        found = _LIBRARIES[kind] = kind.__module__.split(".")[0]
+    return found
+
+
 def _layout(x):
     """What a launch depends on of an array besides its address (shape, strides, dtype,
     16-byte alignment, device), for CuPy arrays and torch tensors; None for others."""
-    module = type(x).__module__.split(".")[0]
-    if module == "cupy":
+    library = _library(x)
+    if library == "cupy":
         return (x.shape, x.strides, x.dtype, x.data.ptr & 15, x.data.device_id)
-    if module == "torch":
-        return (tuple(x.shape), x.stride(), x.dtype, x.data_ptr() & 15, x.device)
+    if library == "torch":
+        return (x.shape, x.stride(), x.dtype, x.data_ptr() & 15, x.get_device())
     return None
 
 
 def _ptr(x) -> int:
-    return x.data.ptr if type(x).__module__.split(".")[0] == "cupy" else x.data_ptr()
+    return x.data.ptr if _library(x) == "cupy" else x.data_ptr()
 
 
 def _warm_key(a, b, out, options: tuple, torch_device: int | None):
@@ -137,7 +150,9 @@ def _warm_key(a, b, out, options: tuple, torch_device: int | None):
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     current = cupy.cuda.runtime.getDevice()
-    if not all(_plain(v) for v in options) or torch_device not in (None, current):
+    # scalars alone are checked in one C-level pass; a tile or grid tuple goes by _plain
+    plain = _PLAIN.issuperset(map(type, options)) or all(_plain(v) for v in options)
+    if not plain or torch_device not in (None, current):
         return None
     la, lb = _layout(a), _layout(b)
     lo = None if out is None else _layout(out)
