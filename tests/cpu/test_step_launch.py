@@ -224,12 +224,21 @@ def test_a_small_product_off_16_bytes_keeps_the_portable_kernel():
                               (4, 96, 1001)),                           # broadcast
     lambda r: r.standard_normal((4, 96, 130)).swapaxes(-1, -2),         # column-major batch
 ])
-def test_aligned_copies_keep_values_and_layout_on_padded_rows(monkeypatch, make):
+@pytest.mark.parametrize("kernel", ["declines", "copies"])
+def test_aligned_copies_keep_values_and_layout_on_padded_rows(monkeypatch, make, kernel):
     """relayout.aligned's array logic, on NumPy standing in for CuPy: the same values, the
     same layout, every leading dimension and batch stride on 16 bytes (a broadcast batch
-    stays one matrix)."""
+    stays one matrix); the line copy (pad_rows, a GPU kernel) stood in for by NumPy's copy
+    into the padded buffer's first columns, or declining (the array library copies)."""
     monkeypatch.setitem(sys.modules, "cupy", np)
     from skcontract.kernels import relayout
+
+    def pad_rows(x, out):
+        if kernel == "declines":
+            return False
+        out[..., :x.shape[-1]] = x
+        return True
+    monkeypatch.setattr(relayout, "pad_rows", pad_rows)
     from skcontract.kernels.operands import matrix_layout
     x = make(np.random.default_rng(1)).astype(np.float16, copy=False)
     y = relayout.aligned(x)
