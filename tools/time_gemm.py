@@ -128,6 +128,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def _device_time(timing, fn, a, stream, calls: int, reps: int) -> float:
+    """Per-call device time of ``fn`` by graph replay: on torch's stream for torch operands
+    (gemm() runs torch tensors on torch's current stream, which a capture on the CuPy
+    ``stream`` would not see), on ``stream`` for CuPy arrays."""
+    if type(a).__module__.split(".")[0] == "torch":
+        return timing.torch_graph_us(fn, calls, reps)
+    return timing.device_time_us(fn, stream, calls, reps)
+
+
 def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flops):
     """One JSON line a combination of ``combos`` on operands ``a``, ``b`` (``layout``: their
     orders, None for the operands as made), with the peer's time on the same operands."""
@@ -194,8 +203,8 @@ def _time_shape(args, combos, timing, stream, shape, dtype, layout, a, b, c, flo
                     row["store"] = store
                     row["tma_store"] = any(x.tma_store for x in launched)
                 call = _call_args(mode, forced)
-                us = timing.device_time_us(lambda: gemm(a, b, c, **call), stream, calls,
-                                           args.reps)
+                us = _device_time(timing, lambda: gemm(a, b, c, **call), a, stream, calls,
+                                  args.reps)
             row.update(us=us, tflops=flops * 1e-6 / us)
             if peer:
                 row["vs_torch"] = peer["torch_us"] / us
