@@ -9,7 +9,7 @@ variant is ``mode`` or ``mode:BMxBNxBK[xCTAs]`` (the entry to force). Operands a
 channels-last unless ``--nchw``. Prints one JSON line per (layer, dtype, variant): the
 CUDA-graph replay time in microseconds (the median of ``--reps``), cuDNN's (TF32 off, as the
 benchmark's) on the same operands by the same method, the ratio, and the launch that ran
-(entry, mode, grid).
+(entry, mode, grid, whether its epilogue stored by TMA).
 ``--reduction`` and ``--grids`` (a comma list, each variant timed at each) force the fixup
 and the grid.
 """
@@ -76,7 +76,8 @@ def main(argv=None) -> int:
                 print(json.dumps({"layer": text, "dtype": dtype, "variant": variant, "us": us,
                                   "cudnn_us": cudnn, "vs_cudnn": cudnn / us,
                                   "kernel": got.kernel, "mode": got.mode, "grid": got.grid,
-                                  "tile": "x".join(map(str, got.tile))}), flush=True)
+                                  "tile": "x".join(map(str, got.tile)),
+                                  "tma_store": got.tma_store}), flush=True)
     return 0
 
 
