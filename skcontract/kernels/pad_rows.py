@@ -21,6 +21,9 @@ THREADS = 256
 """Threads of a CTA (PAD_THREADS): a line a warp."""
 WARPS = THREADS // 32
 MAX_GRID = 2**31 - 1
+MAX_EXTENT = 2**31 - 33
+"""Rows, columns and padded lines the kernel counts in 32-bit ints (a lane's column steps
+by 32 past the last)."""
 
 
 def pad_rows(x, out) -> bool:
@@ -28,7 +31,7 @@ def pad_rows(x, out) -> bool:
     and whose leading axes step as one, into the first ``cols`` columns of the dense CuPy
     array ``out`` (..., rows, ld) on the current stream. False, copying nothing, where the
     kernel does not take ``x`` (another element size, strided lines, leading axes that do
-    not step as one): the caller copies it."""
+    not step as one, extents over :data:`MAX_EXTENT`): the caller copies it."""
     if x.itemsize not in TYPES or x.ndim < 1 or x.size == 0 or \
             (x.shape[-1] > 1 and x.strides[-1] != x.itemsize):
         return False
@@ -37,6 +40,8 @@ def pad_rows(x, out) -> bool:
     strides = [s // x.itemsize for s in x.strides]
     if len(lead) > 2 and any(strides[i] != strides[i + 1] * lead[i + 1]
                              for i in range(len(lead) - 2)):
+        return False
+    if max(rows, cols, out.shape[-1]) > MAX_EXTENT:
         return False
     sr = strides[-2] if lead else 0
     sb = strides[-3] if len(lead) > 1 else 0

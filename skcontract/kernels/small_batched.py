@@ -50,6 +50,8 @@ THREADS = 256
 """Threads of a CTA (SMALL_THREADS)."""
 MAX_GRID = 2**31 - 1
 """CTAs one launch may have."""
+MAX_BATCH = 2**31 - 1
+"""Products one launch takes at most: the kernel counts them in 32-bit ints."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,10 @@ class SmallLaunch:
 
 def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | None:
     """The launch of a batch of small products, or None where the kernel does not take it
-    (another dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH`
-    products)."""
-    if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or batch < MIN_BATCH:
+    (another dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH` or more
+    than :data:`MAX_BATCH` products)."""
+    if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or \
+            not MIN_BATCH <= batch <= MAX_BATCH:
         return None
     # A's stage rounds up to 16 bytes: leaving them out keeps the stage within STAGE_BYTES
     item = np.dtype(dtype).itemsize
@@ -136,9 +139,10 @@ def run_small(launch: SmallLaunch, x, y):
 
     sa = _matrices(x, launch.m, launch.k)
     sb = _matrices(y, launch.k, launch.n)
-    batch = max(x.shape[0] if x.ndim == 3 else 1, y.shape[0] if y.ndim == 3 else 1)
+    batches = (x.shape[0] if x.ndim == 3 else 1, y.shape[0] if y.ndim == 3 else 1)
+    batch = max(batches)
     if sa is None or sb is None or x.dtype != y.dtype or x.dtype.name != launch.dtype or \
-            batch != launch.batch:
+            batch != launch.batch or any(b not in (1, batch) for b in batches):
         return None
     out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
     name = launch.kernel

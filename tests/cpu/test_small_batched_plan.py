@@ -74,3 +74,8 @@ def test_a_thread_computes_four_outputs_of_a_row_where_n_allows(n, jb):
     launch = plan_small("float32", 1000, 8, n, 8)
     assert launch.row_outputs == jb
     assert launch.kernel == f"skc::small_batched<float, float, {jb}>"
+
+
+def test_batches_past_32_bit_counts_are_left_to_the_gemm_kernels():
+    assert plan_small("float16", 2**31 - 1, 1, 1, 1) is not None
+    assert plan_small("float16", 2**31 + 5, 1, 1, 1) is None
