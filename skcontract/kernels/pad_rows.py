@@ -28,23 +28,24 @@ by 32 past the last)."""
 
 def pad_rows(x, out) -> bool:
     """Copy the CuPy array ``x`` (..., rows, cols), whose lines (last axis) are contiguous
-    and whose leading axes step as one, into the first ``cols`` columns of the dense CuPy
-    array ``out`` (..., rows, ld) on the current stream. False, copying nothing, where the
-    kernel does not take ``x`` (another element size, strided lines, leading axes that do
-    not step as one, extents over :data:`MAX_EXTENT`): the caller copies it."""
+    and whose batch axes (those before the rows) step as one, into the first ``cols``
+    columns of the dense CuPy array ``out`` (..., rows, ld) on the current stream. False, copying nothing, where the
+    kernel does not take ``x`` (another element size, strided lines, batch axes that do not
+    step as one, extents over :data:`MAX_EXTENT`): the caller copies it."""
     if x.itemsize not in TYPES or x.ndim < 1 or x.size == 0 or \
             (x.shape[-1] > 1 and x.strides[-1] != x.itemsize):
         return False
     *lead, cols = x.shape
     rows = lead[-1] if lead else 1
     strides = [s // x.itemsize for s in x.strides]
-    if len(lead) > 2 and any(strides[i] != strides[i + 1] * lead[i + 1]
-                             for i in range(len(lead) - 2)):
+    sr = strides[-2] if lead else 0
+    # the batch axes, less those of one entry (whose stride is never stepped), as one axis
+    batch = [(n, st) for n, st in zip(lead[:-1], strides[:-2]) if n > 1]
+    if any(st != inner_st * inner_n for (_, st), (inner_n, inner_st) in zip(batch, batch[1:])):
         return False
     if max(rows, cols, out.shape[-1]) > MAX_EXTENT:
         return False
-    sr = strides[-2] if lead else 0
-    sb = strides[-3] if len(lead) > 1 else 0
+    sb = batch[-1][1] if batch else 0
     lines = int(np.prod(lead)) if lead else 1
     name = NAMES[tuple(TYPES).index(x.itemsize)]
     fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
