@@ -218,7 +218,7 @@ def _balanced_grid(tiles: int, log_swizzle: int, raster: str, shape: tuple, bk: 
     best, least = grid, np.inf
     for g in range(grid, max(grid - BALANCE_WINDOW, 1) - 1, -1):
         busiest = np.concatenate([cost, np.zeros(-ts.n % g)]).reshape(-1, g).sum(axis=0).max()
-        if busiest < least * (1 - 1e-9):
+        if busiest < least and not np.isclose(busiest, least):  # equals: the larger grid
             best, least = g, busiest
     return best
 
