@@ -7,9 +7,10 @@
 // Shared memory:  [ A of the CTA's products, rows `lda` apart ][ pad to 16 B ][ B, dense ]
 //
 // - Staging: where a CTA's products of an operand are one dense run in memory (the operand
-//   dense over its batch), it reads 16-byte vectors, SMALL_UNROLL in flight a thread (the
-//   CTAs are few and short-lived: a vector at a time leaves the memory system idle); else
-//   element by element at the operand's strides.
+//   dense over its batch), it reads 16-byte vectors, SMALL_UNROLL in flight a thread (a CTA
+//   reads its whole stage before it computes, so its reads must keep many bytes in flight;
+//   an element at a time leaves the memory system idle); else element by element at the
+//   operand's strides.
 // - A's rows lie `lda` = k | 1 elements apart, an odd stride: the threads of a warp read A at
 //   up to 32 different rows at once, and rows an even number of 4-byte words apart would
 //   fall in the same banks.
