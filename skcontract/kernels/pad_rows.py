@@ -5,7 +5,8 @@ a column of a column-major one) to start on 16 bytes. An operand whose lines mis
 (attention's probabilities times values: K = 197 float16 elements, 394 bytes a line) is
 copied into lines padded to 16 bytes first (:func:`.relayout.aligned`). Through the array
 library that copy is an element-wise kernel that works out every element's place from its
-index, at about a third of copy bandwidth; :func:`pad_rows` copies a line a warp.
+index, at about a third of copy bandwidth; :func:`pad_rows` moves 16-byte vectors of the
+padded lines, a source vector funnelled out of the two aligned chunks it straddles.
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigne
 """Element bytes -> the C++ type the kernel moves them as (their bits: any dtype)."""
 NAMES = tuple(f"skc::pad_rows_copy<{t}>" for t in TYPES.values())
 THREADS = 256
-"""Threads of a CTA (PAD_THREADS): a line a warp."""
-WARPS = THREADS // 32
+"""Threads of a CTA (PAD_THREADS)."""
+VECS = 4
+"""16-byte vectors a thread moves a grid stride (PAD_VECS)."""
+VEC_BYTES = 16
 MAX_GRID = 2**31 - 1
 MAX_EXTENT = 2**31 - 33
 """Rows, columns and padded lines the kernel counts in 32-bit ints (a lane's column steps
@@ -47,9 +50,13 @@ def pad_rows(x, out) -> bool:
         return False
     sb = batch[-1][1] if batch else 0
     lines = int(np.prod(lead)) if lead else 1
+    ld = out.shape[-1]
+    # whole vectors only where every padded line starts on 16 bytes
+    vector = out.data.ptr % VEC_BYTES == 0 and ld * x.itemsize % VEC_BYTES == 0
+    vectors = lines * -(-cols // (VEC_BYTES // x.itemsize))
     name = NAMES[tuple(TYPES).index(x.itemsize)]
     fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
-    blocks = min(-(-lines // WARPS), MAX_GRID)
+    blocks = min(-(-vectors // (THREADS * VECS)), MAX_GRID)
     fn((blocks,), (THREADS,), (x, out, np.int64(lines), np.int32(rows), np.int32(cols),
-                               np.int32(out.shape[-1]), np.int64(sb), np.int64(sr)))
+                               np.int32(ld), np.int64(sb), np.int64(sr), np.int32(vector)))
     return True

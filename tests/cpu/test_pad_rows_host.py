@@ -29,16 +29,21 @@ def test_extents_past_32_bits_are_declined(shape, strides, ld):
 
 
 class _OnDevice(np.ndarray):
-    """A NumPy array standing in for a CuPy one (pad_rows asks for its device)."""
+    """A NumPy array standing in for a CuPy one (pad_rows asks for its device and address)."""
 
     device = types.SimpleNamespace(id=0)
+
+    @property
+    def data(self):
+        return types.SimpleNamespace(ptr=self.ctypes.data)
 
 
 def _emulated_module(header, names, device_id):
     """jit.get_module standing in for the GPU: its kernel is pad_rows_copy in NumPy, reading
     the arguments the host passes (lines, rows, cols, ld, batch and row strides)."""
     def kernel(grid, block, args):
-        x, out, lines, rows, cols, ld, sb, sr = args
+        x, out, lines, rows, cols, ld, sb, sr, vector = args
+        assert int(vector) == (out.data.ptr % 16 == 0 and int(ld) * out.itemsize % 16 == 0)
         lines, rows, cols, ld, sb, sr = (int(v) for v in (lines, rows, cols, ld, sb, sr))
         last = (lines // rows - 1) * sb + (rows - 1) * sr + cols
         flat = as_strided(x, shape=(last,), strides=(x.itemsize,))
@@ -66,7 +71,7 @@ def test_the_host_passes_the_lines_the_kernel_copies(monkeypatch, name):
     monkeypatch.setattr(jit, "get_module", _emulated_module)
     x = _views()[name]
     ld = x.shape[-1] + 8
-    out = np.full(x.shape[:-1] + (ld,), -1, np.float16)
+    out = np.full(x.shape[:-1] + (ld,), -1, np.float16).view(_OnDevice)
     assert pad_rows(x, out)
     np.testing.assert_array_equal(out[..., :x.shape[-1]], x)
     assert (out[..., x.shape[-1]:] == -1).all()
@@ -75,4 +80,4 @@ def test_the_host_passes_the_lines_the_kernel_copies(monkeypatch, name):
 def test_batch_axes_that_do_not_step_as_one_are_declined(monkeypatch):
     monkeypatch.setattr(jit, "get_module", _emulated_module)
     x = _views()["dense 4-D"].transpose(1, 0, 2, 3)
-    assert pad_rows(x, np.zeros(x.shape[:-1] + (16,), np.float16)) is False
+    assert pad_rows(x, np.zeros(x.shape[:-1] + (16,), np.float16).view(_OnDevice)) is False

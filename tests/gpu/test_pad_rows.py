@@ -36,6 +36,16 @@ def test_a_strided_batch_and_lines_of_a_wider_buffer():
     assert cupy.array_equal(out[..., :61], x)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float64"])
+def test_lines_off_16_bytes_in_the_output_move_an_element_at_a_time(dtype):
+    rng = np.random.default_rng(6)
+    x = cupy.asarray((rng.standard_normal((3, 41, 300)) * 50).astype(dtype))[:, :, 1:]
+    out = _padded_out(x, 301)          # lines 301 elements apart: not on 16 bytes
+    assert pad_rows(x, out)
+    assert cupy.array_equal(out[..., :299], x)
+    assert bool((out[..., 299:] == 77).all())
+
+
 def test_layouts_the_kernel_leaves_to_the_caller():
     x = cupy.zeros((40, 30), cupy.float16)
     assert not pad_rows(x[:, ::2], _padded_out(x[:, ::2], 16))                # strided lines
