@@ -1,17 +1,20 @@
-"""conv2d on the CPU: BLAS products over chunks of the input, laid out so that no window is
-gathered where the stride is one.
+"""conv2d on the CPU: BLAS products over chunks of the input, each tap's operand one
+contiguous run of a plane the chunk's input is copied into, so that no window is gathered
+element by element.
 
-**Stride one.** A chunk (some images, a band of their output rows, one group or several
-single-channel groups) lies in one plane a channel: the padded input rows, each row holding
-the chunk's images side by side, every image followed by at least as many zeros as the
-padding on either side. Over this flat row-major plane the output grid's point (p, i, q)
-(row p, image i, column q) reads, at tap (r, t), the element ``(p + r dh) width + i slot +
-q + t dw``: one offset a tap, so a tap's operand over the whole grid is one contiguous view
-(the grid holds a few thrown-away columns after each image's Q). S - 1 copies of the
-planes, shifted by ``t dw`` elements, lie after them, so that a group's S x C/G planes are
-the rows of one matrix, which serves every filter column at once; each filter row is one
-more offset of the grid width. The products run a group at a time on the planes as they
-lie, in one of two forms (:func:`_rows_plan`):
+**Planes.** A chunk (some images, a band of their output rows, some groups) lies in planes
+of its padded input rows, each row holding the chunk's images side by side, every image
+followed by at least as many zeros as the taps read past it. Over such a flat row-major
+plane the output grid's point (p, i, q) (row p, image i, column q) reads, at tap (r, t),
+the element ``(p + r dh) width + i slot + q + t dw``: one offset a tap, so a tap's
+operand over the whole grid is one contiguous view (the grid holds a few thrown-away
+columns after each image's Q, which the store leaves out).
+
+**Stride one, narrow filters** (:func:`_conv_rows`). S - 1 copies of a chunk's planes,
+shifted by ``t dw`` elements, lie after them, so that a group's S x C/G planes are the rows
+of one matrix, which serves every filter column at once; each filter row is one more
+offset of the grid width. The products run a group at a time on the planes as they lie,
+in one of two forms (:func:`_rows_plan`):
 
 - the filter rows in the product's rows: ``(R K/G x S C/G) @ (S C/G x grid + reach)``,
   one product (in blocks of :data:`PRODUCT_BLOCK` columns), then the R row sums, each
@@ -26,19 +29,27 @@ at least :data:`CALLER_MIN_BLOCK` keep every product small enough that BLAS runs
 calling thread (grouped layers: depthwise, ResNeXt), the products run in such blocks:
 BLAS's threads gain these short products nothing, and on a loaded machine a threaded call
 waits on threads that are not running. The long products of one-group layers BLAS
-threads.
+threads. Chunks do not run on threads of their own: their NumPy calls are short, each
+thread waits for the interpreter after every call the other holds it through, and a
+waiting thread's core sleeps and wakes slowly on a virtual machine.
 
-**Strides above one** gather the taps' windows of a chunk into one (C/G R S) x (images P Q)
-operand (im2col over the chunk only), from its padded input split into column phases
-(column mod stride) so that each window row is a contiguous run, and run one product a
-group and image, written into the output in place. **Pointwise** convolutions are one
-product an image on the input as it lies.
+**Gathered taps** (:func:`_conv_gathered`): strides above one, and stride-one layers whose
+filters outweigh their input (:func:`_gathers`). A chunk's padded input is split into
+phases (row mod stride, column mod stride), each a plane as above, so that every tap reads
+one phase at one offset; the R S taps' runs are copied into one (C R S) x grid operand
+and multiplied, one product a group, by the filters as they lie (no reordered copy, no
+sums of partial products). Where output rows are long (:data:`INPLACE_MIN_Q`) the taps
+are copied as each image's windows instead and each image's product is written into the
+output in place. **Pointwise** convolutions are one product an image on the input as it
+lies.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
-:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger).
+:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger),
+kept for the next call on the same thread (:func:`_scratch`).
 """
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +82,18 @@ thread."""
 CALLER_MIN_BLOCK = 64
 """Columns a product call at least in blocks that keep it on the calling thread: shorter
 calls spend more on each call than BLAS's threads would."""
+GATHER_EXTRA_COPIES = 2
+"""Elements the gathered form may copy beyond the planes' copies for each element of the
+passes it spares them (:func:`_gathers`): its copies are contiguous runs and its one
+product a group is longer than their R, so it stays ahead until its extra copies are about
+twice those passes (ResNet-50's stage-3 3x3 gathers faster; its stage-2 3x3 and the
+grouped and depthwise layers run faster on the planes)."""
+INPLACE_MIN_Q = 64
+"""Output row length from which the gathered form copies each image's windows (runs of Q,
+long enough to copy near a contiguous copy's speed) and writes its products into the
+output in place, sparing the store; shorter rows are gathered as runs over the whole grid
+and stored (a stem on full-size images goes in place, a strided 3x3 on its feature maps
+through the grid)."""
 
 
 class _Chunk(NamedTuple):
@@ -110,16 +133,31 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),
                   out=out.reshape(g.n, g.groups, kg, -1))
-    elif g.stride == (1, 1):
-        _conv_rows(x, weight, g, out)
-    else:
+    elif _gathers(g):
         _conv_gathered(x, weight, g, out)
+    else:
+        _conv_rows(x, weight, g, out)
     return out
 
 
 def _pointwise(g) -> bool:
     """A 1 x 1 convolution reading every pixel (stride 1, no padding), not depthwise."""
     return (g.r, g.s, g.stride, g.padding) == (1, 1, (1, 1), (0, 0, 0, 0)) and g.c != g.groups
+
+
+def _gathers(g) -> bool:
+    """Strides above one; at stride one, layers where gathering every tap (R S C planes over
+    the output grid, (R - 1) S C more than the planes of :func:`_conv_rows`) copies less
+    than :data:`GATHER_EXTRA_COPIES` times that form's extra passes: the filters reordered
+    (K C/G R S elements) and the R - 1 products or row sums added over the output (K x grid
+    each). Deep layers on small images (ResNet-50's stages 3 and 4) gather."""
+    if g.stride != (1, 1):
+        return True
+    _, _, left, right = g.padding
+    grid = g.n * g.p * (g.w + max(left, right, g.q - g.w))
+    extra = (g.r - 1) * g.s * g.c * grid
+    saved = g.k * (g.c // g.groups) * g.r * g.s + (g.r - 1) * g.k * grid
+    return extra < GATHER_EXTRA_COPIES * saved
 
 
 def _group_sizes(g) -> tuple[int, int]:
@@ -186,13 +224,12 @@ def _rows_bytes(g, plan: _Plan, images: int, rows: int, itemsize: int) -> int:
 
 
 def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
-    """Chunks whose buffers take at most the budget: groups of all the images and rows
-    (one group where groups have several input channels: see :class:`_RowsPass`), else one
-    group of some images, else one group of a band of one image's rows; the largest first,
-    those of a shape together."""
+    """Chunks whose buffers take at most the budget: groups of all the images and rows,
+    else one group of some images, else one group of a band of one image's rows; the
+    largest first, those of a shape together."""
     budget = min(CHUNK_BYTES, DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
     whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
-    step = _even(g.groups, budget // whole) if g.c == g.groups else 1
+    step = _even(g.groups, budget // whole)
     images, rows = g.n, g.p
     if whole > budget:
         images = _even(g.n, max(i for i in range(1, g.n + 1)
@@ -238,9 +275,9 @@ class _Buffers:
         cg, kg = _group_sizes(g)
         self.plan = plan
         lay = _rows_layout(g, plan, images, rows)
-        self.planes = np.empty(groups * cg * g.s * lay.length, dtype)
-        self.sums = np.empty(groups * _sums_size(g, plan, lay), dtype)
-        self.result = np.empty(groups * kg * lay.summed, dtype)
+        self.planes, self.sums, self.result = _scratch(
+            dtype, groups * cg * g.s * lay.length, groups * _sums_size(g, plan, lay),
+            groups * kg * lay.summed)
         self.ones = np.ones((1, g.r), dtype)
         self.zeroed = None  # the pass whose padding zeros the first plane holds
 
@@ -250,6 +287,25 @@ def _sums_size(g, plan: _Plan, lay: _Rows) -> int:
     rows), or one filter row's product (accumulated ones)."""
     kg = g.k // g.groups
     return g.r * kg * lay.cols if plan.taps_in_rows else kg * lay.summed if g.r > 1 else 0
+
+
+_SCRATCH = threading.local()
+"""Each thread's chunk buffers, kept for its next call (:func:`_scratch`): a thread's own,
+so that calls on several threads never share them."""
+
+
+def _scratch(dtype, *sizes: int) -> list[np.ndarray]:
+    """Flat buffers of ``sizes`` elements of ``dtype``, carved out of this thread's kept
+    buffer, made anew (the old one let go first) only where it is too small. Kept: fresh
+    buffers of a few megabytes page-fault their way in on every call, which costs more than
+    the copies they serve."""
+    itemsize = np.dtype(dtype).itemsize
+    ends = np.cumsum((0,) + sizes) * itemsize
+    kept = getattr(_SCRATCH, "buffer", None)
+    if kept is None or kept.size < ends[-1]:
+        _SCRATCH.buffer = None
+        _SCRATCH.buffer = kept = np.empty(ends[-1], np.uint8)
+    return [kept[a:b].view(dtype) for a, b in zip(ends[:-1], ends[1:])]
 
 
 def _view(flat: np.ndarray, *shape: int) -> np.ndarray:
@@ -277,14 +333,12 @@ class _RowsPass:
         cg, kg = _group_sizes(g)
         self.g, self.buffers, self.plan = g, buffers, buffers.plan
         self.lay = lay = _rows_layout(g, self.plan, images, rows)
-        planes = _view(buffers.planes, g.s, groups * cg, lay.length)
-        self.rows = planes[0].reshape(groups * cg, -1, images, lay.slot)
+        self.band = None  # the plane rows the last chunk's input rows filled
+        planes = _view(buffers.planes, groups, g.s, cg, lay.length)
+        self.rows = planes[:, 0].reshape(groups, cg, -1, images, lay.slot)
         if g.s > 1:
             self.shifts = self._shift_views(planes)
-        # a group's rows (t, c): one stride where a chunk is one group or groups are single
-        # channels
-        self.planes = planes.reshape(g.s, groups, cg, lay.length).transpose(1, 0, 2, 3) \
-            .reshape(groups, g.s * cg, lay.length)
+        self.planes = planes.reshape(groups, g.s * cg, lay.length)  # a group's rows (t, c)
         self.result = _view(buffers.result, groups, kg, lay.summed)
         sums = _view(buffers.sums, groups, _sums_size(g, self.plan, lay))
         if self.plan.taps_in_rows:
@@ -297,10 +351,12 @@ class _RowsPass:
     def _shift_views(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(source, destination) of the shifted copies: the first plane read at t dw, and
         the planes after it (a copy within one region would go through a temporary)."""
-        first, dw = planes[0], self.g.dilation[1]
-        source = as_strided(first[:, dw:], shape=(self.g.s - 1, first.shape[0], self.lay.cols),
-                            strides=(dw * first.itemsize, *first.strides), writeable=False)
-        return source, planes[1:, :, :self.lay.cols]
+        first, dw = planes[:, 0], self.g.dilation[1]
+        groups, cg = first.shape[:2]
+        source = as_strided(first[..., dw:], shape=(groups, self.g.s - 1, cg, self.lay.cols),
+                            strides=(first.strides[0], dw * first.itemsize, *first.strides[1:]),
+                            writeable=False)
+        return source, planes[:, 1:, :, :self.lay.cols]
 
     def _sum_rows_views(self, sums: np.ndarray) -> None:
         """The views of the filter-rows-in-rows form, in column blocks: the product's
@@ -330,7 +386,7 @@ class _RowsPass:
         g = self.g
         if self.buffers.zeroed is not self:  # another pass's data lies in the padding
             self.rows[...] = 0
-            self.buffers.zeroed = self
+            self.buffers.zeroed, self.band = self, None
         self._fill(x, chunk)
         if g.s > 1:
             np.copyto(self.shifts[1], self.shifts[0])
@@ -342,20 +398,24 @@ class _RowsPass:
         out[chunk.n0:chunk.n1, chunk.g0 * kg:chunk.g1 * kg, chunk.p0:chunk.p1] = self.store
 
     def _fill(self, x, chunk: _Chunk) -> None:
-        """The first plane: the chunk's input rows of each channel, the images side by
-        side, the padding zero (the columns between images are never written)."""
+        """The first plane of each group: the chunk's input rows of each channel, the
+        images side by side, the padding zero (the columns between images are never
+        written)."""
         g = self.g
         cg = g.c // g.groups
         top, _, left, _ = g.padding
         first = chunk.p0 - top  # the input row of the plane's first row
-        lo, hi = max(first, 0), min(first + self.rows.shape[1], g.h)
-        if lo > first:
-            self.rows[:, :lo - first] = 0
-        if hi - first < self.rows.shape[1]:
-            self.rows[:, max(hi - first, 0):] = 0
+        lo, hi = max(first, 0), min(first + self.rows.shape[2], g.h)
+        groups, images = chunk.g1 - chunk.g0, chunk.n1 - chunk.n0
+        band = (lo - first, max(hi - first, 0))  # the plane rows this chunk's input fills
+        if band != self.band:  # rows the last chunk filled may be padding here
+            self.rows[:, :, :band[0]] = 0
+            self.rows[:, :, band[1]:] = 0
+            self.band = band
         if hi > lo:
-            self.rows[:, lo - first:hi - first, :, left:left + g.w] = \
-                x[chunk.n0:chunk.n1, chunk.g0 * cg:chunk.g1 * cg, lo:hi].transpose(1, 2, 0, 3)
+            self.rows[:, :, lo - first:hi - first, :, left:left + g.w] = \
+                x[chunk.n0:chunk.n1, chunk.g0 * cg:chunk.g1 * cg, lo:hi] \
+                .reshape(images, groups, cg, hi - lo, g.w).transpose(1, 2, 3, 0, 4)
 
     def _taps_in_rows_products(self, filters: np.ndarray) -> None:
         """One product a group (in column blocks) giving each filter row's sum over the
@@ -387,100 +447,164 @@ def _conv_rows(x, weight, g, out) -> None:
         passes[shape].run(x, out, chunk, filters)
 
 
-# -- strides above one: gathered windows --------------------------------------------------
+# -- gathered taps: strides above one, and stride-one layers whose filters are wide -------
 
 class _Phases(NamedTuple):
-    """A gathered chunk's padded input, its columns split by their remainder mod the column
-    stride, so that each tap's windows are runs of Q contiguous elements."""
+    """A gathered chunk's layout: its padded input split into (row mod stride, column mod
+    stride) phases, each a plane holding the chunk's images side by side, so that a tap's
+    operand over the whole output grid is one contiguous run of one phase plane."""
 
-    in_rows: int  # input rows the chunk's output rows read
-    width: int    # columns of a phase: those a tap reads, in whole strides
+    slot: int    # an image's columns in a phase plane
+    width: int   # a phase row: the chunk's images side by side
+    rows: int    # phase rows: those the taps read, and one the last row's spill reads
+    grid: int    # output grid elements: output rows x width
 
 
-def _phases(g, rows: int) -> _Phases:
+def _phases(g, images: int, rows: int) -> _Phases:
+    """The layout of a gathered chunk of ``images`` images and ``rows`` output rows. An
+    image's slot holds its phase columns and its output columns; where the taps run over
+    the whole grid (:class:`_GatherPass`), a tap's reads past an image's output columns may
+    end in the zero columns that lead the next image's."""
     (sh, sw), (dh, dw) = g.stride, g.dilation
-    read = (g.q - 1) * sw + (g.s - 1) * dw + 1  # padded columns the taps read
-    return _Phases((rows - 1) * sh + (g.r - 1) * dh + 1, -(-read // sw))
+    left = g.padding[2]
+    lead = min(-((b - left) // sw) for b in range(sw))  # zero columns an image's phases lead
+    spill = 0 if _inplace(g) else lead
+    slot = max(g.q + max((g.s - 1) * dw // sw - spill, 0), (g.w - 1 + left) // sw + 1)
+    width = images * slot
+    return _Phases(slot, width, rows + (g.r - 1) * dh // sh + 1, rows * width)
+
+
+def _inplace(g) -> bool:
+    """Whether the gathered form writes its products into the output in place
+    (:data:`INPLACE_MIN_Q`)."""
+    return g.q >= INPLACE_MIN_Q
 
 
 def _gathered_bytes(g, images: int, rows: int, itemsize: int) -> int:
-    """A gathered chunk's buffers: its padded input and its windows."""
-    lay = _phases(g, rows)
-    return itemsize * images * g.c * (lay.in_rows * g.stride[1] * lay.width
-                                      + g.r * g.s * rows * g.q)
+    """A gathered chunk's buffers: its phase planes, its taps' operand and its result."""
+    lay = _phases(g, images, rows)
+    sh, sw = g.stride
+    return itemsize * (g.c * sh * sw * lay.rows * lay.width
+                       + (g.c * g.r * g.s + g.k) * lay.grid)
 
 
 def _gathered_chunks(g, itemsize: int) -> list[_Chunk]:
     """Chunks within :data:`CHUNK_BYTES`: several whole images, else bands of one image's
     output rows (one row at least); near-equal, the largest first."""
-    whole = _gathered_bytes(g, 1, g.p, itemsize)
-    images, rows = _even(g.n, CHUNK_BYTES // whole), g.p
-    if whole > CHUNK_BYTES:
-        rows = _even(g.p, max(r for r in range(1, g.p + 1)
-                              if r == 1 or _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES))
+    images, rows = g.n, g.p
+    if _gathered_bytes(g, g.n, g.p, itemsize) > CHUNK_BYTES:
+        images = _even(g.n, max(i for i in range(1, g.n + 1) if i == 1 or
+                                _gathered_bytes(g, i, g.p, itemsize) <= CHUNK_BYTES))
+        if images == 1:
+            rows = _even(g.p, max(r for r in range(1, g.p + 1) if r == 1 or
+                                  _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES))
     chunks = [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), 0, g.groups)
               for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)]
-    return sorted(chunks, key=_shape, reverse=True)
+    return sorted(chunks, key=_shape, reverse=True)  # each shape's chunks in one run
 
 
 class _GatherBuffers:
-    """A gathered chunk's buffers, made for the largest chunk and reused by the others."""
+    """Flat buffers for the largest gathered chunk, which every chunk's views share."""
 
     def __init__(self, g, dtype, chunk: _Chunk):
         images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
-        lay = _phases(g, rows)
-        self.padded = np.zeros(images * g.c * lay.in_rows * g.stride[1] * lay.width, dtype)
-        self.cols = np.empty(g.c * g.r * g.s * images * rows * g.q, dtype)
-        self.zeroed = None  # the chunk shape whose padding zeros the padded input holds
+        lay = _phases(g, images, rows)
+        sh, sw = g.stride
+        self.planes, self.taps, self.result = _scratch(
+            dtype, g.c * sh * sw * lay.rows * lay.width, g.c * g.r * g.s * lay.grid,
+            g.k * lay.grid)
+        self.zeroed = None  # the pass whose padding zeros the phase planes hold
+
+
+class _GatherPass:
+    """The views through which the gathered chunks of one shape (images, rows) run: their
+    taps as runs of the phase planes over the whole grid, one product a group and a store;
+    or, where output rows are at least :data:`INPLACE_MIN_Q` long, as each image's windows,
+    one product a group and image written into the output in place."""
+
+    def __init__(self, g, buffers: _GatherBuffers, images: int, rows: int):
+        (sh, sw), (dh, dw) = g.stride, g.dilation
+        self.g, self.buffers, self.inplace = g, buffers, _inplace(g)
+        self.lay = lay = _phases(g, images, rows)
+        self.planes = _view(buffers.planes, g.c, sh, sw, lay.rows, images, lay.slot)
+        if self.inplace:  # each image's (rows, Q) windows
+            taps = _view(buffers.taps, g.c, g.r, g.s, images, rows, g.q)
+        else:  # one run over the grid
+            taps = _view(buffers.taps, g.c, g.r, g.s, lay.grid)
+        self.runs = []  # (destination, source): each tap's operand rows, from its phase
+        for r in range(g.r):
+            for t in range(g.s):
+                phase = self.planes[:, r * dh % sh, t * dw % sw]
+                row, col = r * dh // sh, t * dw // sw
+                if self.inplace:
+                    source = phase[:, row:row + rows, :, col:col + g.q].transpose(0, 2, 1, 3)
+                else:
+                    start = row * lay.width + col
+                    source = phase.reshape(g.c, -1)[:, start:start + lay.grid]
+                self.runs.append((taps[:, r, t], source))
+        cg, kg = _group_sizes(g)
+        inner = cg * g.r * g.s
+        if self.inplace:
+            self.operand = _view(buffers.taps, g.groups, inner, images, rows * g.q) \
+                .transpose(2, 0, 1, 3)
+        else:
+            self.operand = _view(buffers.taps, g.groups, inner, lay.grid)
+            result = _view(buffers.result, g.k, lay.grid)
+            self.result = result.reshape(g.groups, kg, lay.grid)
+            self.store = result.reshape(g.k, rows, images, lay.slot)[..., :g.q] \
+                .transpose(2, 0, 1, 3)
+
+    def run(self, x, filters, out, chunk: _Chunk) -> None:
+        """The chunk's phase planes filled, its taps copied into the operand and its
+        products run."""
+        if self.buffers.zeroed is not self:  # another pass's data lies in the padding
+            self.planes[...] = 0
+            self.buffers.zeroed = self
+        self._fill(x, chunk)
+        for taps, source in self.runs:
+            taps[...] = source
+        g = self.g
+        if self.inplace:
+            images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
+            np.matmul(filters, self.operand, out=out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1]
+                      .reshape(images, g.groups, g.k // g.groups, rows * g.q))
+        else:
+            np.matmul(filters, self.operand, out=self.result)
+            out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1] = self.store
+
+    def _fill(self, x, chunk: _Chunk) -> None:
+        """Each phase plane: the chunk's input rows and columns of that phase, the padding
+        rows zero (the columns beside each image's are never written)."""
+        g = self.g
+        (sh, sw), top, left = g.stride, g.padding[0], g.padding[2]
+        first = chunk.p0 * sh - top  # the input row of the chunk's padded row 0
+        for a in range(sh):
+            i0 = max(0, -((first + a) // sh))  # the first phase row on an input row
+            i1 = max(i0, min(self.lay.rows, -(-(g.h - first - a) // sh)))
+            rows = self.planes[:, a]
+            rows[:, :, :i0] = 0
+            rows[:, :, i1:] = 0
+            h0 = first + a + i0 * sh
+            for b in range(sw):
+                c0 = -((b - left) // sw)  # the first phase column on an input column
+                w0 = c0 * sw + b - left
+                count = -(-(g.w - w0) // sw)  # the slot holds them all (_phases)
+                if i1 > i0 and count > 0:
+                    rows[:, b, i0:i1, :, c0:c0 + count] = \
+                        x[chunk.n0:chunk.n1, :, h0:h0 + (i1 - i0 - 1) * sh + 1:sh,
+                          w0:w0 + (count - 1) * sw + 1:sw].transpose(1, 2, 0, 3)
 
 
 def _conv_gathered(x, weight, g, out) -> None:
-    """Strides above one: each chunk's padded input filled, its windows gathered, and one
-    product a group and image written into the output in place."""
+    """Gathered taps: the chunks run through the passes of their shapes, the filters as
+    they lie ((G, K/G, C/G R S), the taps' order)."""
     chunks = _gathered_chunks(g, x.itemsize)
-    buffers = _GatherBuffers(g, x.dtype, chunks[0])
     cg, kg = _group_sizes(g)
-    filters = weight.reshape(1, g.groups, kg, cg * g.r * g.s)
+    filters = weight.reshape(g.groups, kg, cg * g.r * g.s)
+    buffers = _GatherBuffers(g, x.dtype, chunks[0])
+    passes = {}
     for chunk in chunks:
-        padded = _fill_phases(buffers, x, g, chunk)
-        images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
-        cols = _view(buffers.cols, g.c, g.r, g.s, images, rows, g.q)
-        for r in range(g.r):
-            for t in range(g.s):
-                cols[:, r, t] = _tap_windows(padded, g, rows, r, t).transpose(1, 0, 2, 3)
-        by_image = cols.reshape(g.groups, -1, images, rows * g.q).transpose(2, 0, 1, 3)
-        np.matmul(filters, by_image, out=out[chunk.n0:chunk.n1, :, chunk.p0:chunk.p1]
-                  .reshape(images, g.groups, kg, rows * g.q))
-
-
-def _fill_phases(buffers: _GatherBuffers, x, g, chunk: _Chunk) -> np.ndarray:
-    """The chunk's input rows, zero-padded, as (images, C, rows, phase, column): padded
-    column j at phase j mod sw, column j // sw."""
-    (sh, sw), _ = g.stride, g.dilation
-    top, _, left, _ = g.padding
-    images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
-    lay = _phases(g, rows)
-    padded = _view(buffers.padded, images, g.c, lay.in_rows, sw, lay.width)
-    if buffers.zeroed != (images, rows):  # another shape: its zeros lie elsewhere
-        padded[...] = 0
-        buffers.zeroed = (images, rows)
-    first = chunk.p0 * sh - top  # the input row of the padded input's first row
-    lo, hi = max(first, 0), min(first + lay.in_rows, g.h)
-    padded[:, :, :max(lo - first, 0)] = 0
-    padded[:, :, max(hi - first, 0):] = 0
-    for phase in range(sw):
-        w0 = (phase - left) % sw  # the first input column of this phase
-        count = min(-(-(g.w - w0) // sw), lay.width - (w0 + left) // sw)
-        if hi > lo and count > 0:
-            start = (w0 + left) // sw
-            padded[:, :, lo - first:hi - first, phase, start:start + count] = \
-                x[chunk.n0:chunk.n1, :, lo:hi, w0:w0 + (count - 1) * sw + 1:sw]
-    return padded
-
-
-def _tap_windows(padded: np.ndarray, g, rows: int, r: int, t: int) -> np.ndarray:
-    """Tap (r, t)'s windows over the chunk, (images, C, rows, Q): from the phase of its
-    column offset, each window row a run of Q contiguous elements."""
-    (sh, sw), (dh, dw) = g.stride, g.dilation
-    phase, shift = (t * dw) % sw, (t * dw) // sw
-    return padded[:, :, r * dh:r * dh + (rows - 1) * sh + 1:sh, phase, shift:shift + g.q]
+        shape = _shape(chunk)[:2]
+        if shape not in passes:
+            passes[shape] = _GatherPass(g, buffers, *shape)
+        passes[shape].run(x, filters, out, chunk)

@@ -1,8 +1,10 @@
 """The CPU convolution's chunks and layouts (skcontract/ops/conv2d_cpu.py): groups, bands
-of rows and groups of images compute the definition in each product form, and the memory a
-call takes stays bounded."""
+of rows and groups of images compute the definition in each form (the planes' two product
+forms, the gathered taps over the grid and in place), and the memory a call takes stays
+bounded."""
 from __future__ import annotations
 
+import threading
 import tracemalloc
 
 import numpy as np
@@ -12,6 +14,10 @@ from skcontract import conv2d
 from skcontract.ops import conv2d_cpu
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
+
+FORMS = ["planes", "grid", "in-place"]
+"""The forms a stride-one layer can take: the planes of _conv_rows, or gathered taps over
+the grid or each image's windows in place (strided layers are always gathered)."""
 
 CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((3, 4, 11, 9), (6, 4, 3, 3), 1, 1, 1, 1),              # dense, same padding
@@ -29,11 +35,20 @@ CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 ]
 
 
+def _force(monkeypatch, form: str) -> None:
+    """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say."""
+    monkeypatch.setattr(conv2d_cpu, "_gathers",
+                        lambda g: g.stride != (1, 1) or form != "planes")
+    monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("budget", [1, 4000, 10**9], ids=["rows", "images", "whole"])
 @pytest.mark.parametrize("block", [8, 2048], ids=["blocks", "one-block"])
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", CASES)
-def test_every_chunking_computes_the_definition(monkeypatch, budget, block, xs, ws, stride,
-                                                padding, dilation, groups):
+def test_every_chunking_computes_the_definition(monkeypatch, form, budget, block, xs, ws,
+                                                stride, padding, dilation, groups):
+    _force(monkeypatch, form)
     for name in ("CHUNK_BYTES", "DENSE_CHUNK_BYTES", "GROUPED_CHUNK_BYTES"):
         monkeypatch.setattr(conv2d_cpu, name, budget)
     monkeypatch.setattr(conv2d_cpu, "PRODUCT_BLOCK", block)
@@ -48,6 +63,7 @@ def test_every_chunking_computes_the_definition(monkeypatch, budget, block, xs, 
 @pytest.mark.parametrize("caller", [1, 10**9], ids=["caller-blocks", "long-calls"])
 @pytest.mark.parametrize("narrow", [0, 10**9], ids=["row-products", "rows-in-product"])
 def test_both_product_forms_compute_the_definition(monkeypatch, narrow, caller):
+    _force(monkeypatch, "planes")
     monkeypatch.setattr(conv2d_cpu, "NARROW_INNER", narrow)
     monkeypatch.setattr(conv2d_cpu, "CALLER_MIN_BLOCK", caller)
     monkeypatch.setattr(conv2d_cpu, "BLAS_CALLER_PRODUCT", 3000)  # blocks of a few columns
@@ -76,14 +92,19 @@ def test_chunks_cover_the_output_once(monkeypatch, stride, groups):
         assert (seen == 1).all(), budget
 
 
-@pytest.mark.parametrize("xs,ws,stride,groups", [
-    ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1),   # an im2col gather would take 49 input copies
-    ((4, 16, 96, 96), (16, 1, 7, 7), 1, 16),   # depthwise: 7 planes a channel
-    ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1),   # strided: gathered windows, 12 input copies
+@pytest.mark.parametrize("xs,ws,stride,groups,form", [
+    ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "planes"),  # im2col would take 49 input copies
+    ((4, 16, 96, 96), (16, 1, 7, 7), 1, 16, "planes"),  # depthwise: 7 planes a channel
+    ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1, "grid"),    # strided: 12 input copies
+    ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1, "in-place"),
+    ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "grid"),    # stride one gathered: 49 copies
 ])
-def test_the_memory_beside_input_and_output_is_one_chunk(xs, ws, stride, groups):
+def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, stride,
+                                                         groups, form):
     """A 7x7 convolution of a 9.4 MB input: the peak allocated during the call is the output
-    and at most CHUNK_BYTES beside it."""
+    and at most CHUNK_BYTES beside it, in whichever form it runs."""
+    _force(monkeypatch, form)
+    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())  # no buffer kept before
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
     g = conv_geometry(xs, ws, stride, 3, 1, groups)
@@ -95,3 +116,118 @@ def test_the_memory_beside_input_and_output_is_one_chunk(xs, ws, stride, groups)
     finally:
         tracemalloc.stop()
     assert peak <= out_bytes + conv2d_cpu.CHUNK_BYTES * 1.1, (peak, out_bytes)
+
+
+def test_a_kept_buffer_serves_the_next_call_and_grows_only_when_too_small(monkeypatch):
+    """Each thread keeps its chunk buffers: a second call of the same layer allocates
+    nothing, a larger one replaces them, and a call of another dtype reads its own."""
+    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())
+    a, b = conv2d_cpu._scratch(np.float64, 3, 5)
+    assert a.shape == (3,) and b.shape == (5,) and a.dtype == np.float64
+    kept = conv2d_cpu._SCRATCH.buffer
+    c, = conv2d_cpu._scratch(np.complex64, 4)  # 32 bytes of the 64 kept
+    assert conv2d_cpu._SCRATCH.buffer is kept and np.shares_memory(c, kept)
+    conv2d_cpu._scratch(np.float32, 17)
+    assert conv2d_cpu._SCRATCH.buffer is not kept and conv2d_cpu._SCRATCH.buffer.nbytes == 68
+    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 6, 40, 40)), rng.standard_normal((9, 2, 3, 3))
+    peaks, results = [], []
+    for _ in range(2):
+        tracemalloc.start()
+        try:
+            results.append(conv2d(x, w, None, 1, 1, 1, 3))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    first, again = results
+    np.testing.assert_array_equal(first, again)
+    kept = conv2d_cpu._SCRATCH.buffer.nbytes
+    assert kept > first.nbytes and peaks[1] < peaks[0] - 0.9 * kept, (peaks, kept)
+    single = conv2d(x.astype(np.complex64), w.astype(np.complex64), None, 1, 1, 1, 3)
+    np.testing.assert_allclose(single, first, rtol=1e-5, atol=1e-5 * np.abs(first).max())
+
+
+@pytest.mark.parametrize("form", ["planes", "grid"])
+def test_calls_on_several_threads_keep_their_own_buffers(monkeypatch, form):
+    """Callers' threads convolving at once, each its own layer many times: every result is
+    the one a lone call gives (a buffer kept for all threads would mix their chunks)."""
+    _force(monkeypatch, form)
+    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 3000)
+    rng = np.random.default_rng(23)
+    layers = [(rng.standard_normal((2, 4, 12 + i, 9)), rng.standard_normal((4, 2, 3, 3)))
+              for i in range(4)]
+    alone = [conv2d(x, w, None, 1, 1, 1, 2) for x, w in layers]
+    start, wrong = threading.Barrier(len(layers)), []
+
+    def convolve(i):
+        start.wait()
+        for _ in range(20):
+            if not np.array_equal(conv2d(*layers[i], None, 1, 1, 1, 2), alone[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=convolve, args=(i,)) for i in range(len(layers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64",
+                                   "complex128"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC", "strided", "batch-1"])
+def test_each_form_takes_every_dtype_and_layout(monkeypatch, form, dtype, layout):
+    """Every dtype the CPU takes and inputs that are channels-last, a strided view or one
+    image, in each form, against the float64 definition; NaN left in the output's and the
+    chunk buffers' memory is overwritten or zeroed."""
+    _force(monkeypatch, form)
+    monkeypatch.setattr(conv2d_cpu, "GROUPED_CHUNK_BYTES", 3000)  # several chunks
+    rng = np.random.default_rng(17)
+    n = 1 if layout == "batch-1" else 3
+    x = rng.standard_normal((n, 6, 11, 10)) + (1j if dtype[0] == "c" else 0) * \
+        rng.standard_normal((n, 6, 11, 10))
+    w = rng.standard_normal((4, 3, 3, 2))
+    x, w = x.astype(dtype), w.astype(dtype)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    elif layout == "strided":
+        x = np.repeat(x, 2, axis=3)[..., ::2]
+    poison = threading.local()  # chunk buffers of NaN bytes: padding never zeroed shows
+    poison.buffer = np.full(1 << 20, 255, np.uint8)
+    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", poison)
+    monkeypatch.setattr(conv2d_cpu.np, "empty", _poisoned(np.empty))
+    got = conv2d(x, w, None, 1, (2, 1), (1, 2), 2)
+    monkeypatch.undo()
+    ref = direct(x, w, None, (1, 1), (2, 2, 1, 1), (1, 2), 2)
+    tol = 4e-3 if dtype == "float16" else 1e-5 if dtype in ("float32", "complex64") else 1e-12
+    assert got.dtype == np.dtype(dtype) and np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
+
+
+def _poisoned(empty):
+    """``np.empty`` whose floating arrays come filled with NaN (uninitialised memory that
+    happened to hold NaN), so that an element never written shows."""
+    def poisoned(*args, **kwargs):
+        a = empty(*args, **kwargs)
+        if a.dtype.kind in "fc":
+            a.fill(np.nan)
+        return a
+    return poisoned
+
+
+@pytest.mark.parametrize("xs,ws,groups,gathers", [
+    ((8, 144, 56, 56), (144, 1, 3, 3), 144, False),  # MobileNetV2 depthwise
+    ((8, 512, 14, 14), (512, 16, 3, 3), 32, False),  # ResNeXt-50 stage 3
+    ((8, 64, 56, 56), (64, 64, 3, 3), 1, False),     # ResNet-50 stage 1
+    ((8, 128, 28, 28), (128, 128, 3, 3), 1, False),  # ResNet-50 stage 2
+    ((8, 256, 14, 14), (256, 256, 3, 3), 1, True),   # ResNet-50 stage 3
+    ((8, 512, 7, 7), (512, 512, 3, 3), 1, True),     # ResNet-50 stage 4
+])
+def test_stride_one_layers_gather_where_the_filters_outweigh_the_input(xs, ws, groups,
+                                                                       gathers):
+    """ResNet-50's and the benchmarked stride-one layers (docs/benchmarks/shapes-cpu): the
+    deep layers on 14 x 14 and 7 x 7 images gather their taps, the others run on the
+    planes."""
+    assert conv2d_cpu._gathers(conv_geometry(xs, ws, 1, 1, 1, groups)) == gathers
