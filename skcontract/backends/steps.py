@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ..plan.classify import GEMM_KINDS, Kind
+from ..plan.peak import resident
 from ..plan.plan import Plan, Step
 
 
@@ -310,15 +311,15 @@ def compile_plan(plan: Plan, ops: ArrayOps,
 class SliceSteps:
     """A sliced plan (:class:`~skcontract.plan.slicing.Slicing`) prepared once: its steps,
     which of them vary with the slice (the others run on the first slice only, their results
-    kept), each operand's sliced axes and the output's: what a slice loop runs
-    (:func:`_compile_sliced`)."""
+    that a varying step reads kept: :func:`~skcontract.plan.peak.resident`), each operand's
+    sliced axes and the output's: what a slice loop runs (:func:`_compile_sliced`)."""
 
     def __init__(self, plan: Plan, ops: ArrayOps):
         self.xp, self.plan = ops.xp, plan
         eq = plan.equation
         self.n = len(eq.inputs)
         varies = plan.step_varies()
-        freed = _consumed(plan, keep={s.result for s, v in zip(plan.steps, varies) if not v})
+        freed = _consumed(plan, keep=resident(plan.steps, varies))
         self.steps = [(_step_fn(s, ops), s.args, s.result, vary, done)
                       for s, vary, done in zip(plan.steps, varies, freed)]
         self.n_slots = max([s.result for s in plan.steps], default=self.n - 1) + 1
@@ -377,12 +378,13 @@ def _compile_sliced(plan: Plan, ops: ArrayOps) -> Callable[[Sequence[Any]], Any]
     """``run(arrays)`` for a sliced plan (:class:`~skcontract.plan.slicing.Slicing`): each
     slice runs the plan's steps on views of the operands at its chunks; a step that holds
     no sliced label, and consumes no result that does, runs once, on the first slice, and
-    its result stays. The slices' results are added into the output in the slices' order
-    (float16 in float32, rounded once; bool by a logical or), each into its chunk of the
-    output's sliced labels. ``run(arrays, slices)`` runs only the slices numbered in
-    ``slices`` (their order in :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns
-    their partial sum in the dtype slices are summed in (float32 for float16), zeros in the
-    output's chunks they do not cover."""
+    its result stays where a step run each slice reads it. The slices' results are added
+    into the output in the slices' order (float16 in float32, rounded once; bool by a
+    logical or), each into its chunk of the output's sliced labels. ``run(arrays,
+    slices)`` runs only the slices numbered in ``slices`` (their order in
+    :meth:`~skcontract.plan.slicing.Slicing.ranges`) and returns their partial sum in the
+    dtype slices are summed in (float32 for float16), zeros in the output's chunks they do
+    not cover."""
     sliced = SliceSteps(plan, ops)
 
     def run(arrays, slices=None):

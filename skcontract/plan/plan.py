@@ -30,9 +30,10 @@ from opt_einsum.paths import PathOptimizer
 
 from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
-from .classify import GEMM_KINDS, Kind, classify_groups, pair_groups, search_layout
+from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
+                       search_layout)
 from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
-from .peak import executor_peak
+from .peak import executor_peak, view_copies
 from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
 
@@ -402,9 +403,6 @@ EXECUTOR_RETRIES = 4
 EXECUTOR_TIGHTEN = 0.8
 """The least a retry tightens the slicer's budget by (it also goes below the plan's own
 label-set peak, so that the slicer must slice further)."""
-CPU_FLOAT16_ITEMSIZE = 4
-"""Bytes an element of a float16 plan's steps on the CPU: NumPy's backend computes float16
-in float32."""
 
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
@@ -430,8 +428,8 @@ def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize) -
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
-            sliced, run_path = _sliced(terms, eq, path, tight, dtype, slicing, optimize,
-                                       reconfigure=need is None)
+            sliced, run_path = _sliced(terms, eq, path, tight, dtype, device, slicing,
+                                       optimize, reconfigure=need is None)
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
@@ -470,21 +468,24 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
     return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
 
 
-def _sliced(terms, eq: Equation, path, budget, dtype, slicing, optimize,
+def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
             reconfigure: bool = True):
-    """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`);
-    with ``reconfigure``, the optimiser's paths for the sliced sizes and, for a hyper
-    optimiser, cotengra's search that slices as it goes, too (a retry under a tighter
-    budget slices the path it is given: those searches take seconds each)."""
+    """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`,
+    priced in the bytes the executor on ``device`` holds: :func:`step_itemsize`,
+    :func:`beside_bytes`); with ``reconfigure``, the optimiser's paths for the sliced sizes
+    and, for a hyper optimiser, cotengra's search that slices as it goes, too (a retry
+    under a tighter budget slices the path it is given: those searches take seconds
+    each)."""
     if budget is None and (slicing is True or slicing is False):
         return None, path  # (no budget to keep, no slices named: choose_sliced_path's answer)
-    units = {"out_units": output_units(dtype)}
+    units = {"beside_bytes": beside_bytes(eq, dtype, device)}
+    itemsize = step_itemsize(dtype, device)
     sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
-                                      dtype.itemsize, slicing,
+                                      itemsize, slicing,
                                       _repath(terms, eq.output, optimize) if reconfigure
                                       else None, optimize=optimize, **units)
     if sliced is not None and slicing is True and reconfigure and is_hyper(optimize):
-        sliced, path = _reconfigured(terms, eq, budget, dtype.itemsize, optimize,
+        sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
                                      sliced, path, units)
     return sliced, path
 
@@ -501,45 +502,46 @@ def _assemble(eq: Equation, dtype, path, sliced, unary, device) -> Plan:
                 sliced)
 
 
-def _cut_copies(plan: Plan) -> frozenset:
-    """``(step, operand position)`` of each GEMM-class step's operand that a slice views at
-    a chunk where the step merges the chunked axis with the one before it (a label group's
-    reshape of such a view copies it); an operand cut elsewhere reads as a strided view."""
-    cut = {x for x, c in plan.slicing.chunks if c < plan.slicing.sizes[x]}
-    n = len(plan.equation.inputs)
-    out = set()
-    for j, s in enumerate(plan.steps):
-        if s.kind not in GEMM_KINDS:
-            continue
-        groups = ((s.batch_labels, s.m_labels, s.k_labels),
-                  (s.batch_labels, s.k_labels, s.n_labels))
-        for pos, (arg, term, held) in enumerate(zip(s.args, s.inputs, groups)):
-            if arg < n and any(_merges_cut(term, g, cut) for g in held):
-                out.add((j, pos))
-    return frozenset(out)
+def step_itemsize(dtype, device) -> int:
+    """The bytes an element of a plan's steps takes on its executor: NumPy's computes
+    float16 and bfloat16 in float32 (:func:`~.classify.compute_dtype`); a GPU's keeps the
+    dtype."""
+    return np.dtype(dtype).itemsize if device is not None else compute_dtype(dtype).itemsize
 
 
-def _merges_cut(term, group, cut) -> bool:
-    """Whether viewing ``term`` as one axis over ``group`` (the labels it holds, merged in
-    that order) merges a cut label with the label before it."""
-    labels = [x for x in group if x in term]
-    return any(b in cut for b in labels[1:])
+def cast_bytes(eq: Equation, dtype, device) -> int:
+    """The bytes of the operands a call casts to the dtype its steps compute in, held for
+    the whole call: all of them for NumPy's float16 and bfloat16 (computed in float32);
+    none on a GPU, which computes each dtype in its own."""
+    itemsize = step_itemsize(dtype, device)
+    if itemsize == np.dtype(dtype).itemsize:
+        return 0
+    return sum(prod(shape) for shape in eq.shapes) * itemsize
+
+
+def beside_bytes(eq: Equation, dtype, device) -> int:
+    """The bytes a sliced plan's executor holds beside its steps whatever the slices: the
+    output (and its sum, :func:`~.slicing.output_units`) and the operands cast to the dtype
+    the steps compute in (:func:`cast_bytes`)."""
+    out = prod(eq.sizes[x] for x in eq.output) * output_units(dtype) * np.dtype(dtype).itemsize
+    return out + cast_bytes(eq, dtype, device)
 
 
 def executor_bytes(plan: Plan, copies: bool = True) -> int:
     """The bytes ``plan``'s executor holds at its peak (:func:`.peak.executor_peak`; with
-    ``copies``, the copies its steps make of their operands), with the slice loop's output
-    where it is sliced."""
-    itemsize = plan.dtype.itemsize
-    if plan.device is None and plan.dtype == np.float16:
-        itemsize = CPU_FLOAT16_ITEMSIZE
-    n = len(plan.equation.inputs)
+    ``copies``, the copies its steps make of their operands, :func:`.peak.view_copies`
+    included), with the operands cast to the dtype the steps compute in, and the slice
+    loop's output where it is sliced."""
+    itemsize = step_itemsize(plan.dtype, plan.device)
+    eq, gpu = plan.equation, plan.device is not None
+    n = len(eq.inputs)
+    viewed = view_copies(plan.steps, eq.inputs, eq.shapes)
     if plan.slicing is None:
         return executor_peak(plan.steps, n, [True] * len(plan.steps), plan.result, itemsize,
-                             plan.device is not None, copies=copies)
+                             gpu, viewed, copies) + cast_bytes(eq, plan.dtype, plan.device)
     steps_peak = executor_peak(plan.steps, n, plan.step_varies(), plan.result, itemsize,
-                               plan.device is not None, _cut_copies(plan), copies)
-    return steps_peak + prod(plan.output_shape) * output_units(plan.dtype) * plan.dtype.itemsize
+                               gpu, viewed, copies)
+    return steps_peak + beside_bytes(eq, plan.dtype, plan.device)
 
 
 def resizable(plan: Plan) -> _PairForm | None:
@@ -603,7 +605,7 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
     search that slices as it goes (:func:`~.path.sliced_search`, to the largest
     intermediate the budget allows; more labels sliced greedily where its slices still miss
-    the budget). ``units``: :func:`~.slicing.choose_sliced_path`'s ``out_units``."""
+    the budget). ``units``: :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
     try:

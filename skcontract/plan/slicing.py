@@ -276,27 +276,32 @@ class Slicing:
 def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
                    sizes: Mapping[str, int], path: Sequence[Sequence[int]], budget: Budget,
                    itemsize: int = 8, slicing: Any = True,
-                   repath: Callable | None = None, out_units: int = 1) -> Slicing | None:
+                   repath: Callable | None = None, out_units: int = 1,
+                   beside_bytes: int | None = None) -> Slicing | None:
     """The slices that keep ``path`` (or the path ``repath(slice_sizes)`` finds) under
     ``budget``; None when the unsliced plan fits. ``slicing``: True (choose), False (refuse:
     ValueError when the plan does not fit), a sequence of labels or a ``{label: chunk}`` map
     (slice exactly those). :func:`choose_sliced_path` returns the path the slices run
     too."""
     return choose_sliced_path(terms, output, sizes, path, budget, itemsize, slicing,
-                              repath, out_units=out_units)[0]
+                              repath, out_units=out_units, beside_bytes=beside_bytes)[0]
 
 
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
                        slicing: Any = True, repath: Callable | None = None,
-                       start: Sequence = (), optimize: Any = None, out_units: int = 1):
+                       start: Sequence = (), optimize: Any = None, out_units: int = 1,
+                       beside_bytes: int | None = None):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
     or the one ``repath`` finds for the sliced sizes where it is cheaper; ``optimize``, the
     optimiser ``repath`` asks, says how many times: :func:`repath_tries`). ``start``:
     labels sliced (to chunks of one) before the greedy choice adds any (a search's
-    slices), where the budget asks for slices. ``out_units``: the output's bytes an element
-    over ``itemsize`` (:func:`output_units`)."""
+    slices), where the budget asks for slices. ``itemsize``: the bytes an element of the
+    steps takes. ``out_units``: the output's bytes an element over ``itemsize``
+    (:func:`output_units`); ``beside_bytes``, where given, replaces the output's bytes: what
+    the executor holds beside the steps whatever the slices (the output, and operands cast
+    to the dtype the steps compute in)."""
     pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
-                       itemsize, out_units)
+                       itemsize, out_units, beside_bytes)
     price = pricing.price
     base = simulate(pricing.terms, pricing.out, sizes, path)
     if 0 in sizes.values():
@@ -397,11 +402,14 @@ class _Pricing:
     table of the path priced last is kept."""
 
     def __init__(self, terms: list, out: frozenset, sizes: Mapping[str, int],
-                 budget: Budget | None, itemsize: int, out_units: int = 1):
+                 budget: Budget | None, itemsize: int, out_units: int = 1,
+                 beside_bytes: int | None = None):
         self.terms, self.out, self.sizes, self.budget = terms, out, sizes, budget
         self.itemsize = itemsize
-        self.out_cost = prod(sizes[x] for x in out) * out_units  # the output, in itemsizes
-        self.over = NO_LIMIT if budget is None else _excess(budget, itemsize, self.out_cost)
+        # bytes held beside the steps whatever the slices: the output's, unless given
+        self.beside = prod(sizes[x] for x in out) * out_units * itemsize \
+            if beside_bytes is None else beside_bytes
+        self.over = NO_LIMIT if budget is None else _excess(budget, itemsize, self.beside)
         self.tables = {}
 
     def table(self, path) -> StepTable:
@@ -415,7 +423,7 @@ class _Pricing:
         cost = Cost(*self.table(path).price(_sliced_sizes(self.sizes, chunks),
                                             frozenset(chunks),
                                             _num_slices(self.sizes, chunks), self.over))
-        return cost, (cost.peak + self.out_cost) * self.itemsize
+        return cost, cost.peak * self.itemsize + self.beside
 
     def estimates(self, path, chunks: Mapping[str, int]) -> Estimates:
         """Each label not in ``chunks``: estimates of ``path``'s (FLOPs, what the budget
@@ -423,8 +431,7 @@ class _Pricing:
         table = self.table(path)
         each = table.price_each(_sliced_sizes(self.sizes, chunks), frozenset(chunks),
                                 _num_slices(self.sizes, chunks), self.over)
-        used = self.budget.used(each.largest,
-                                      (each.peak + self.out_cost) * self.itemsize)
+        used = self.budget.used(each.largest, each.peak * self.itemsize + self.beside)
         exact = max(each.flops.max(), used.max(), each.total.max()) < EXACT_FLOAT
         return Estimates({x: e for x, *e in zip(table.labels, each.flops.tolist(),
                                                 used.tolist(), each.excess.tolist())
@@ -436,12 +443,12 @@ class _Pricing:
                        self.out, self.budget, dict.fromkeys(first, 1))
 
 
-def _excess(budget: Budget, itemsize: int, out_cost: int) -> Excess:
+def _excess(budget: Budget, itemsize: int, beside: int) -> Excess:
     """The :class:`~.slice_costs.Excess` over ``budget``: over its largest intermediate,
-    or over the working set its bytes leave beside the output."""
+    or over the working set its bytes leave beside the ``beside`` bytes (the output's)."""
     if budget.elements is not None:
         return Excess(budget.elements, alive=False)
-    return Excess(budget.bound / itemsize - out_cost, alive=True)
+    return Excess((budget.bound - beside) / itemsize, alive=True)
 
 
 def _sliced_sizes(sizes: Mapping[str, int], chunks: Mapping[str, int]) -> dict:
