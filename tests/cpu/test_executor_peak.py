@@ -3,12 +3,12 @@ against what the NumPy executor allocates, measured by tracemalloc (NumPy's buff
 traced): float32, complex64 and float16 networks at several byte budgets, an operand whose
 chunk no reshape views, and a GPU complex product's real-form buffers against the
 kernels' choice."""
-import tracemalloc
 from math import prod
 
 import numpy as np
 import pytest
 
+from peak_helpers import warm_peak
 from skcontract import contract_expression, einsum
 from skcontract.bench.networks import lattice, peps_norm
 from skcontract.kernels.embed import embedding
@@ -23,17 +23,6 @@ tracemalloc counts and the model does not: a few hundred bytes a live array, and
 networks hold a few dozen (docs/benchmarks/log.md)."""
 SHARES = (1 / 2, 1 / 4)
 """The byte budgets tried, as shares of the unsliced plan's predicted peak."""
-
-
-def _warm_peak(expr, ops):
-    """``expr(*ops)`` and tracemalloc's peak over a second call (the first compiles)."""
-    got = expr(*ops)
-    tracemalloc.start()
-    try:
-        expr(*ops)
-        return got, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _operands(net, dtype, rng):
@@ -62,7 +51,7 @@ def test_the_measured_peak_keeps_the_predicted_one(net, dtype):
         expr = contract_expression(net.subscripts(), *net.shapes(), dtype=dtype,
                                    memory_limit=limit)
         sliced = expr.plan.slicing
-        got, peak = _warm_peak(expr, ops)
+        got, peak = warm_peak(expr, ops)
         assert sliced is not None and sliced.peak_bytes <= budget_of(limit, []).bytes
         assert peak <= sliced.peak_bytes + OBJECTS_SLACK, (limit, peak, sliced.peak_bytes)
         if dtype != "float16":
@@ -81,7 +70,7 @@ def test_an_operand_chunk_no_reshape_views_is_counted_as_copied():
     assert (j, 0) in view_copies(plan.steps, plan.equation.inputs, plan.equation.shapes)
     rng = np.random.default_rng(1)
     ops = [rng.standard_normal(s) for s in shapes]
-    got, peak = _warm_peak(expr, ops)
+    got, peak = warm_peak(expr, ops)
     assert peak <= plan.slicing.peak_bytes + OBJECTS_SLACK, (peak, plan.slicing.peak_bytes)
     assert peak >= prod(step.input_shapes[0]) * 8  # the copy ran
     np.testing.assert_allclose(got, np.einsum("hnpq,hpx->nqx", *ops), rtol=1e-10,

@@ -9,6 +9,7 @@ import opt_einsum
 import pytest
 from opt_einsum.testing import rand_equation
 
+from peak_helpers import warm_peak
 from skcontract import contract_expression, contract_path, einsum
 from skcontract.backends import get_backend
 from skcontract.bench.networks import circuit, lattice, peps_norm
@@ -517,18 +518,6 @@ def test_a_float16_output_is_counted_with_its_float32_sum():
     assert plan.slicing.peak_bytes >= 64 * 64 * 6
 
 
-def _warm_peak(expr, ops):
-    """``expr(*ops)`` and the peak tracemalloc measures on a second call (the first
-    compiles: the traced call holds only its working set)."""
-    got = expr(*ops)
-    tracemalloc.start()
-    try:
-        expr(*ops)
-        return got, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.parametrize("net", [
     lattice(4, 4, bond=12), lattice(3, 4, bond=16), peps_norm(3, 3, bond=8)],
     ids=lambda n: n.name)
@@ -546,7 +535,7 @@ def test_networks_keep_byte_budgets_with_their_steps_copies(net):
         expr = contract_expression(net.subscripts(), *net.shapes(), dtype="float32",
                                    memory_limit=limit)
         budget = budget_of(limit, []).bytes
-        got, peak = _warm_peak(expr, ops)
+        got, peak = warm_peak(expr, ops)
         assert peak <= budget, (limit, peak, expr.plan.slicing)
         sliced = expr.plan.slicing
         assert sliced is not None and 0.95 * peak <= sliced.peak_bytes <= budget, (limit, peak)
@@ -574,7 +563,7 @@ def test_budgets_the_steps_copies_decide_are_kept_or_refused(subscripts, shapes,
     except ValueError as e:
         assert may_refuse and "no slicing tried fits" in str(e)
         return
-    got, peak = _warm_peak(expr, ops)
+    got, peak = warm_peak(expr, ops)
     budget = budget_of(limit, []).bytes
     assert peak <= budget and expr.plan.slicing is not None, (peak, expr.plan.slicing)
     assert expr.plan.slicing.peak_bytes >= 0.95 * peak
