@@ -175,10 +175,11 @@ NETWORKS = {"regular": random_regular, "lattice": lattice, "peps": peps_norm,
             "batched": batched_product}
 """The networks by the name ``--networks`` takes."""
 
-def _plan(net: Network, limit, optimize, slicing=True):
+def _plan(net: Network, limit, optimize, slicing=True, device=None):
     t0 = time.perf_counter()
     _, plan = contract_path(net.subscripts(), *net.shapes(), shapes=True, dtype=net.dtype,
-                            memory_limit=limit, optimize=optimize, slicing=slicing)
+                            memory_limit=limit, optimize=optimize, slicing=slicing,
+                            device=device)
     return plan, time.perf_counter() - t0
 
 
@@ -200,9 +201,11 @@ def _bytes(limit: str) -> int:
     return budget_of(limit, []).bytes
 
 
-def cotengra_row(net: Network, limit: str, target_size: int, max_time: float) -> dict:
+def cotengra_row(net: Network, limit: str, target_size: int, max_time: float,
+                 device=None) -> dict:
     """cotengra's search with slicing and reconfiguration to ``target_size`` elements, its
-    path and slices then planned by skcontract (FLOPs counted alike)."""
+    path and slices then planned by skcontract (FLOPs counted alike; the peak model of
+    ``device``'s executor)."""
     sym = {lab: get_symbol(i) for i, lab in enumerate(sorted(net.sizes))}
     inputs = [tuple(sym[x] for x in t) for t in net.inputs]
     sizes = {sym[x]: d for x, d in net.sizes.items()}
@@ -213,27 +216,29 @@ def cotengra_row(net: Network, limit: str, target_size: int, max_time: float) ->
     sliced = {ind: 1 for ind in tree.sliced_inds}
     path = list(tree.get_path())
     try:  # its slices must keep the limit as skcontract's do
-        plan, _ = _plan(net, limit, path, slicing=sliced or True)
+        plan, _ = _plan(net, limit, path, slicing=sliced or True, device=device)
         fits = True
     except ValueError:
-        plan, _ = _plan(net, None, path, slicing=sliced or True)
+        plan, _ = _plan(net, None, path, slicing=sliced or True, device=device)
         fits = False
     return dict(_row(net, limit, "cotengra", plan, seconds), fits=fits)
 
 
-def measure(net: Network, limit: str, max_time: float, log) -> list[dict]:
-    """The network's three rows at ``limit``."""
+def measure(net: Network, limit: str, max_time: float, log, device=None) -> list[dict]:
+    """The network's three rows at ``limit``, planned for ``device``'s executor (None: the
+    host's, NumPy)."""
     rows = []
     for planner, optimize in (("auto", "auto"), ("hyper", hyper(max_time=max_time))):
         try:
-            plan, seconds = _plan(net, limit, optimize)
+            plan, seconds = _plan(net, limit, optimize, device=device)
         except ValueError as e:  # a limit the planner's path and slicer do not keep
             log(f"   {planner} failed: {e}")
             continue
         rows.append(_row(net, limit, planner, plan, seconds))
     if rows:
         try:
-            rows.append(cotengra_row(net, limit, rows[-1]["largest_intermediate"], max_time))
+            rows.append(cotengra_row(net, limit, rows[-1]["largest_intermediate"], max_time,
+                                     device))
         except Exception as e:  # noqa: BLE001 - a failing peer is a missing row, logged
             log(f"   cotengra failed: {type(e).__name__}: {e}")
     for r in rows:
@@ -289,6 +294,9 @@ def main(argv=None) -> int:
                    help=f"comma-separated networks (default: all: {','.join(NETWORKS)})")
     p.add_argument("--limits", default=",".join(LIMITS),
                    help=f"comma-separated memory limits (default: {','.join(LIMITS)})")
+    p.add_argument("--device", default=None, choices=("h100", "h200"),
+                   help="plan for this GPU's executor (the plans bench networks-run runs; "
+                        "default: the host's, NumPy)")
     args = p.parse_args(argv)
     unknown = set(args.networks.split(",")) - set(NETWORKS)
     if unknown:
@@ -297,16 +305,17 @@ def main(argv=None) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
+    planned_for = f"planned for the {args.device.upper()}" if args.device else "planning only"
     doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(),
-           "device": f"CPU {platform.machine()} (planning only)", "max_time": args.max_time,
-           "rows": []}
+           "device": f"CPU {platform.machine()} ({planned_for})", "max_time": args.max_time,
+           "planned_for": args.device, "rows": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for key in args.networks.split(","):
         net = NETWORKS[key]()
         for limit in args.limits.split(","):
             log(f"{net.name} ({len(net.inputs)} tensors, {len(net.sizes)} labels) at {limit}")
-            doc["rows"] += measure(net, limit, args.max_time, log)
+            doc["rows"] += measure(net, limit, args.max_time, log, args.device)
             (out / f"{args.name}.json").write_text(json.dumps(doc, indent=1))
             (out / f"{args.name}.md").write_text(render_markdown(doc))
     print(render_markdown(doc))

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import importlib.util
 import operator
+import os
+import threading
+from concurrent.futures import BrokenExecutor, CancelledError, ProcessPoolExecutor
 from typing import Any, Mapping, Sequence
 
 from opt_einsum import paths as _oe_paths
@@ -192,22 +195,110 @@ smaller ones make a round cheaper."""
 
 
 def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequence[str],
-                  sizes: Mapping[str, int], target_size: int):
+                  sizes: Mapping[str, int], target_size: int, seconds: float | None = None):
     """cotengra's hyper-search with slicing and reconfiguration (``slicing_reconf_opts``)
-    to a largest intermediate of ``target_size`` elements, for as long as ``optimize``
-    (:func:`hyper`'s or a cotengra optimiser's ``max_time``) searches: ``(path, sliced
-    labels)``."""
-    max_time = HYPER_SECONDS if isinstance(optimize, str) else \
-        getattr(optimize, "max_time", None) or HYPER_SECONDS
-    opt = hyper(max_time=max_time, slicing_reconf_opts={
+    to a largest intermediate of ``target_size`` elements, for ``seconds`` (None: as long
+    as ``optimize``, :func:`hyper`'s or a cotengra optimiser's ``max_time``, searches):
+    ``(path, sliced labels)``; None where no trial finished in time."""
+    if seconds is None:
+        seconds = search_seconds(optimize) or HYPER_SECONDS
+    opt = hyper(max_time=seconds, slicing_reconf_opts={
         "target_size": int(target_size), "step_size": RECONF_STEP,
         "reconf_opts": {"subtree_size": RECONF_SUBTREE}})
-    tree = opt.search([tuple(t) for t in inputs], tuple(output), dict(sizes))
+    tree = timed_search(opt, inputs, output, sizes, seconds)
+    if tree is None:
+        return None
     return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
 
 
+HYPER_UNSLICED_SHARE = 0.5
+"""The share of a hyper optimiser's ``max_time`` its unsliced search takes where a memory
+budget may call for slices; cotengra's search that slices as it goes
+(:func:`sliced_search`) takes what is left, so that ``max_time`` bounds a plan's whole
+search."""
+def search_seconds(optimize: Any) -> float | None:
+    """The seconds a hyper optimiser searches: :data:`HYPER_SECONDS` for 'hyper', a
+    ``cotengra.HyperOptimizer``'s numeric ``max_time``; None for other optimisers (the
+    others of cotengra's included) and for a ``max_time`` that is a rule ('rate:...',
+    'equil:...') or absent."""
+    if not is_hyper(optimize):
+        return None
+    if isinstance(optimize, str):
+        return HYPER_SECONDS
+    import cotengra  # optional dependency (is_hyper: it is installed)
+    seconds = getattr(optimize, "max_time", None)
+    if not isinstance(optimize, cotengra.HyperOptimizer) or isinstance(seconds, bool) or \
+            not isinstance(seconds, (int, float)):
+        return None
+    return float(seconds)
+
+
+def timed_search(opt: Any, inputs: Sequence[Sequence[str]], output: Sequence[str],
+                 sizes: Mapping[str, int], seconds: float):
+    """cotengra optimiser ``opt``'s best tree after at most ``seconds`` of search; None
+    where no trial finished by then.
+
+    cotengra checks its ``max_time`` only as trials finish, and leaves the trials still
+    running to its shared process pool, where the next search queues behind them (10 s
+    searches took 13-37 s on a 2-core machine, docs/benchmarks/log.md). So the trials run
+    on a pool of this search's own, stopped when the time is up or the search ends,
+    running trials included. An optimiser that searches in this process
+    (``parallel=False``) or on a pool of the caller's (a dask client) keeps it, under the
+    same ``max_time``."""
+    inputs, output, sizes = [tuple(t) for t in inputs], tuple(output), dict(sizes)
+    parallel, max_time = opt.parallel, opt.max_time
+    workers = _local_workers(parallel)
+    pool = None if workers is None else ProcessPoolExecutor(max_workers=workers)
+    timer = None if pool is None else threading.Timer(seconds, _stop, (pool,))
+    try:
+        opt.max_time = seconds
+        if pool is not None:
+            opt.parallel = pool
+            timer.start()
+        opt.search(inputs, output, sizes)
+    except (BrokenExecutor, CancelledError):  # the time ran out with trials running
+        if pool is None:
+            raise
+    finally:
+        if pool is not None:
+            timer.cancel()
+            _stop(pool)
+            opt.parallel = parallel
+        opt.max_time = max_time
+    return opt.best.get("tree")
+
+
+def _local_workers(parallel: Any) -> int | None:
+    """The workers of the local process pool a cotengra ``parallel=`` value asks for
+    ('auto', True: one a CPU; an int: that many); None for none (False) or a pool of the
+    caller's."""
+    if isinstance(parallel, bool):
+        return (os.cpu_count() or 1) if parallel else None
+    if isinstance(parallel, int):
+        return parallel
+    if isinstance(parallel, str) and parallel == "auto":
+        return os.cpu_count() or 1
+    return None
+
+
+STOP_JOIN_S = 1.0
+"""Seconds :func:`_stop` waits for each terminated worker to exit."""
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool``: its queued trials cancelled, its running ones ended (the executor has
+    no public way to end a running task: its worker processes are terminated)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.join(STOP_JOIN_S)
+
+
 def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
-              sizes: Mapping[str, int], optimize: Any = ADAPTIVE) -> list[tuple[int, ...]]:
+              sizes: Mapping[str, int], optimize: Any = ADAPTIVE,
+              seconds: float | None = None) -> list[tuple[int, ...]]:
     """The contraction path for these terms, as chosen by ``optimize``.
 
     ``optimize``: 'adaptive' (the default, :func:`adaptive`: greedy where the contraction
@@ -219,7 +310,9 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
     ``opt_einsum.paths.PathOptimizer`` (cotengra's included), or an explicit
     path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form. The search
     is unconstrained: a ``memory_limit`` is kept by slicing the path found
-    (:mod:`.slicing`).
+    (:mod:`.slicing`). ``seconds``: how long a hyper optimiser searches (None: its
+    ``max_time``, :func:`timed_search`); where no trial finishes in time, the path is
+    opt_einsum's greedy one.
     """
     n = len(inputs)
     if optimize is False or optimize is None:
@@ -243,6 +336,12 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
     if n <= 2 or 0 in sizes.values():
         # a zero-size problem costs nothing in any order (and confuses some optimisers)
         return left_to_right(n)
+    seconds = search_seconds(optimize) if seconds is None else seconds
+    if seconds is not None:
+        tree = timed_search(optimize, inputs, output, sizes, seconds)
+        if tree is not None:
+            return validate_path(tree.get_path(), n)
+        fn = _oe_paths.greedy
     path = fn([frozenset(t) for t in inputs], frozenset(output), dict(sizes), None)
     return validate_path(path, n)
 

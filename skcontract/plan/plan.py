@@ -19,6 +19,7 @@ schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule)
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import lru_cache
@@ -32,7 +33,8 @@ from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
-from .path import RECONF_TARGET_SHARE, find_path, is_hyper, sliced_search
+from .path import (HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
+                   search_seconds, sliced_search)
 from .peak import executor_peak, view_copies
 from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
@@ -409,27 +411,36 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                memory_limit: Any = None, device: Any = None, slicing: Any = True) -> Plan:
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
     under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the
-    slices, False to refuse, or the labels / ``{label: chunk}`` to slice)."""
+    slices, False to refuse, or the labels / ``{label: chunk}`` to slice). A hyper
+    optimiser's ``max_time`` bounds the plan's whole search: under a limit it may have to
+    slice, the unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the
+    search that slices as it goes the rest."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
     terms = unary.terms
-    path = find_path(terms, eq.output, eq.sizes, optimize)
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
-    return _kept(eq, dtype, unary, path, budget, device, slicing, optimize)
+    seconds = search_seconds(optimize)
+    deadline = None if seconds is None else time.monotonic() + seconds
+    if deadline is not None and budget is not None and slicing is True:
+        seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
+    path = find_path(terms, eq.output, eq.sizes, optimize, seconds)
+    return _kept(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
 
 
-def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize) -> Plan:
+def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
+          deadline: float | None = None) -> Plan:
     """The plan of ``path`` sliced so that its executor's peak, its steps' copies included
     (:func:`executor_bytes`), keeps ``budget``: sliced again under a tighter budget where
     the copies push it over, at most :data:`EXECUTOR_RETRIES` times; ValueError where no
-    slicing tried fits, or where the slices are named (or refused) and do not fit."""
+    slicing tried fits, or where the slices are named (or refused) and do not fit.
+    ``deadline`` (``time.monotonic()``'s): when a hyper optimiser's search ends."""
     terms = unary.terms
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
             sliced, run_path = _sliced(terms, eq, path, tight, dtype, device, slicing,
-                                       optimize, reconfigure=need is None)
+                                       optimize, reconfigure=need is None, deadline=deadline)
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
@@ -469,7 +480,7 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
 
 
 def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
-            reconfigure: bool = True):
+            reconfigure: bool = True, deadline: float | None = None):
     """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`,
     priced in the bytes the executor on ``device`` holds: :func:`step_itemsize`,
     :func:`beside_bytes`); with ``reconfigure``, the optimiser's paths for the sliced sizes
@@ -486,7 +497,7 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
                                       else None, optimize=optimize, **units)
     if sliced is not None and slicing is True and reconfigure and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
-                                     sliced, path, units)
+                                     sliced, path, units, deadline)
     return sliced, path
 
 
@@ -601,19 +612,24 @@ def _repath(terms, output, optimize):
 
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
-                  units: dict):
+                  units: dict, deadline: float | None = None):
     """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
     search that slices as it goes (:func:`~.path.sliced_search`, to the largest
     intermediate the budget allows; more labels sliced greedily where its slices still miss
-    the budget). ``units``: :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
+    the budget), searching until ``deadline``. ``units``:
+    :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
+    seconds = None if deadline is None else deadline - time.monotonic()
+    if seconds is not None and seconds <= 0:
+        return sliced, path  # the unsliced search took the whole time
     try:
-        other_path, labels = sliced_search(optimize, terms, eq.output, eq.sizes, target)
+        found = sliced_search(optimize, terms, eq.output, eq.sizes, target, seconds)
     except Exception:  # noqa: BLE001 - cotengra's search failing leaves the first plan
         return sliced, path
-    if not labels:
+    if found is None or not found[1]:  # no trial in time, or nothing sliced
         return sliced, path
+    other_path, labels = found
     try:  # its slices, and more where they miss the budget (a byte budget's peak)
         other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
                                                budget, itemsize, True, start=labels,

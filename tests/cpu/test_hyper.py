@@ -1,11 +1,13 @@
 """optimize='hyper': cotengra's hyper-optimiser behind the planner (an optional extra)."""
 import sys
+import time
 
 import numpy as np
 import pytest
 from opt_einsum.testing import rand_equation
 
 import skcontract
+from skcontract.plan import path as path_module
 
 pytest.importorskip("cotengra")
 
@@ -62,12 +64,10 @@ def test_a_limit_under_hyper_keeps_the_cheaper_of_both_slicings(monkeypatch):
     shapes = [o.shape for o in ops]
     free = skcontract.contract_path(eq, *shapes, shapes=True, optimize="hyper")[1]
     limit = max(8, free.largest_intermediate // 8)
-    post_hoc = skcontract.contract_path(eq, *shapes, shapes=True, optimize="hyper",
-                                        memory_limit=limit, slicing=True)[1]
     calls = []
 
     def fake(result):
-        def search(optimize, inputs, output, sizes, target):
+        def search(optimize, inputs, output, sizes, target, seconds=None):
             calls.append(target)
             return result(inputs, sizes)
         return search
@@ -93,3 +93,69 @@ def test_a_limit_under_hyper_keeps_the_cheaper_of_both_slicings(monkeypatch):
     skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
                              memory_limit=limit)
     assert len(calls) == 1  # nothing sliced: the search's answer is not a sliced plan
+
+
+class _SlowSearch:
+    """A stand-in for cotengra's HyperOptimizer whose one trial outlasts the search: it
+    sleeps on the pool it is given, as cotengra's trials run there."""
+
+    def __init__(self, trial_s):
+        self.parallel, self.max_time, self.best, self.trial_s = "auto", 60.0, {}, trial_s
+        self.pools = []
+
+    def search(self, inputs, output, sizes):
+        self.pools.append(self.parallel)
+        return self.parallel.submit(time.sleep, self.trial_s).result()
+
+
+def test_a_timed_search_ends_its_running_trials_when_the_time_is_up():
+    """cotengra checks its time only as trials finish; the search's own pool is stopped at
+    the time, the trial still running included, and the optimiser's settings are
+    restored."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    opt = _SlowSearch(trial_s=60)
+    t0 = time.monotonic()
+    tree = path_module.timed_search(opt, [("i", "j"), ("j", "k")], ("i", "k"),
+                                    {"i": 2, "j": 3, "k": 4}, seconds=0.5)
+    assert tree is None  # no trial finished
+    assert time.monotonic() - t0 < 10
+    assert isinstance(opt.pools[0], ProcessPoolExecutor)
+    assert (opt.parallel, opt.max_time) == ("auto", 60.0)
+
+
+def test_a_search_with_no_trial_in_time_leaves_the_greedy_path(monkeypatch):
+    monkeypatch.setattr(path_module, "timed_search", lambda *a, **k: None)
+    eq, ops = _network(12, 3)
+    shapes = [o.shape for o in ops]
+    greedy = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")[0]
+    assert skcontract.contract_path(eq, *shapes, shapes=True,
+                                    optimize=skcontract.hyper(0.2))[0] == greedy
+
+
+def test_max_time_bounds_the_whole_search_under_a_limit(monkeypatch):
+    """Under a limit that may call for slices, the unsliced search takes a share of
+    max_time and the search that slices as it goes what is left of it."""
+    from skcontract.plan import plan as plan_module
+    asked = {}
+    find_path = plan_module.find_path
+
+    def unsliced(*args, **kwargs):
+        asked["unsliced"] = args[4] if len(args) > 4 else kwargs.get("seconds")
+        asked["start"] = time.monotonic()
+        return find_path(*args, **kwargs)
+
+    def sliced(optimize, inputs, output, sizes, target, seconds=None):
+        asked["sliced"], asked["at"] = seconds, time.monotonic()
+        return None
+    monkeypatch.setattr(plan_module, "find_path", unsliced)
+    monkeypatch.setattr(plan_module, "sliced_search", sliced)
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(2.0),
+                             memory_limit=64)
+    assert asked["unsliced"] == pytest.approx(2.0 * path_module.HYPER_UNSLICED_SHARE)
+    assert 0 < asked["sliced"] <= 2.0 - (asked["at"] - asked["start"]) + 0.01  # what is left
+    asked.clear()
+    skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(2.0))
+    assert asked["unsliced"] == 2.0 and "sliced" not in asked  # no limit: the whole time
