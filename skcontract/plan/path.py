@@ -235,21 +235,21 @@ def search_seconds(optimize: Any) -> float | None:
 
 def timed_search(opt: Any, inputs: Sequence[Sequence[str]], output: Sequence[str],
                  sizes: Mapping[str, int], seconds: float):
-    """cotengra optimiser ``opt``'s best tree after at most ``seconds`` of search; None
-    where no trial finished by then.
+    """cotengra optimiser ``opt``'s best tree after ``seconds`` of search, or after its
+    first trial where none has finished by then; None where the search fails.
 
     cotengra checks its ``max_time`` only as trials finish, and leaves the trials still
     running to its shared process pool, where the next search queues behind them (10 s
     searches took 13-37 s on a 2-core machine, docs/benchmarks/log.md). So the trials run
-    on a pool of this search's own, stopped when the time is up or the search ends,
-    running trials included. An optimiser that searches in this process
-    (``parallel=False``) or on a pool of the caller's (a dask client) keeps it, under the
-    same ``max_time``."""
+    on a pool of this search's own, stopped when the time is up (where a trial has
+    finished) or the search ends, running trials included. An optimiser that searches in
+    this process (``parallel=False``) or on a pool of the caller's (a dask client) keeps
+    it, under the same ``max_time``."""
     inputs, output, sizes = [tuple(t) for t in inputs], tuple(output), dict(sizes)
     parallel, max_time = opt.parallel, opt.max_time
     workers = _local_workers(parallel)
     pool = None if workers is None else ProcessPoolExecutor(max_workers=workers)
-    timer = None if pool is None else threading.Timer(seconds, _stop, (pool,))
+    timer = None if pool is None else threading.Timer(seconds, _stop_if_found, (opt, pool))
     try:
         opt.max_time = seconds
         if pool is not None:
@@ -283,6 +283,13 @@ def _local_workers(parallel: Any) -> int | None:
 
 STOP_JOIN_S = 1.0
 """Seconds :func:`_stop` waits for each terminated worker to exit."""
+
+
+def _stop_if_found(opt: Any, pool: ProcessPoolExecutor) -> None:
+    """At the search's time: stop ``pool`` where a trial has found a tree; else the search
+    goes on to its first finished trial (cotengra's loop stops there, its time being up)."""
+    if "tree" in opt.best:
+        _stop(pool)
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

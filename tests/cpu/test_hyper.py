@@ -96,32 +96,42 @@ def test_a_limit_under_hyper_keeps_the_cheaper_of_both_slicings(monkeypatch):
 
 
 class _SlowSearch:
-    """A stand-in for cotengra's HyperOptimizer whose one trial outlasts the search: it
-    sleeps on the pool it is given, as cotengra's trials run there."""
+    """A stand-in for cotengra's HyperOptimizer: each search runs one trial of ``trial_s``
+    on the pool it is given, as cotengra's trials run there, and keeps its tree."""
 
-    def __init__(self, trial_s):
-        self.parallel, self.max_time, self.best, self.trial_s = "auto", 60.0, {}, trial_s
+    def __init__(self, trial_s, best=None):
+        self.parallel, self.max_time, self.trial_s = "auto", 60.0, trial_s
+        self.best = {} if best is None else {"tree": best}
         self.pools = []
 
     def search(self, inputs, output, sizes):
         self.pools.append(self.parallel)
-        return self.parallel.submit(time.sleep, self.trial_s).result()
+        self.parallel.submit(time.sleep, self.trial_s).result()
+        self.best = {"tree": "found"}
+
+
+TERMS = ([("i", "j"), ("j", "k")], ("i", "k"), {"i": 2, "j": 3, "k": 4})
 
 
 def test_a_timed_search_ends_its_running_trials_when_the_time_is_up():
-    """cotengra checks its time only as trials finish; the search's own pool is stopped at
-    the time, the trial still running included, and the optimiser's settings are
-    restored."""
+    """cotengra checks its time only as trials finish; where a trial has found a tree, the
+    search's own pool is stopped at the time, the trial still running included, and the
+    optimiser's settings are restored."""
     from concurrent.futures import ProcessPoolExecutor
 
-    opt = _SlowSearch(trial_s=60)
+    opt = _SlowSearch(trial_s=60, best="earlier")
     t0 = time.monotonic()
-    tree = path_module.timed_search(opt, [("i", "j"), ("j", "k")], ("i", "k"),
-                                    {"i": 2, "j": 3, "k": 4}, seconds=0.5)
-    assert tree is None  # no trial finished
+    assert path_module.timed_search(opt, *TERMS, seconds=0.5) == "earlier"
     assert time.monotonic() - t0 < 10
     assert isinstance(opt.pools[0], ProcessPoolExecutor)
     assert (opt.parallel, opt.max_time) == ("auto", 60.0)
+
+
+def test_a_timed_search_without_a_tree_at_the_time_waits_for_its_first_trial():
+    opt = _SlowSearch(trial_s=1.0)
+    t0 = time.monotonic()
+    assert path_module.timed_search(opt, *TERMS, seconds=0.1) == "found"
+    assert time.monotonic() - t0 >= 1.0
 
 
 def test_a_search_with_no_trial_in_time_leaves_the_greedy_path(monkeypatch):
