@@ -2,18 +2,21 @@
 against what the NumPy executor allocates, measured by tracemalloc (NumPy's buffers are
 traced): float32, complex64 and float16 networks at several byte budgets, an operand whose
 chunk no reshape views, and a GPU complex product's real-form buffers against the
-kernels' choice."""
+kernels' choice; and what GPU launches (and CuPy's fallbacks) hold beside a step's result,
+counted by hand for small plans made without a GPU."""
+from dataclasses import replace
 from math import prod
 
 import numpy as np
 import pytest
 
 from peak_helpers import warm_peak
-from skcontract import contract_expression, einsum
+from skcontract import contract_expression, contract_path, einsum
 from skcontract.bench.networks import lattice, peps_norm
 from skcontract.kernels.embed import embedding
 from skcontract.kernels.resolve import step_product
-from skcontract.plan.peak import EMBEDDED_KINDS, _embedded, view_copies
+from skcontract.plan import peak
+from skcontract.plan.peak import EMBEDDED_KINDS, _copies, _embedded, view_copies
 from skcontract.plan.plan import executor_bytes
 from skcontract.plan.slicing import budget_of
 
@@ -102,3 +105,99 @@ def test_complex_real_form_buffers_are_those_the_kernels_choose(subscripts, shap
         else:
             want = held[0] * product.m * form.ld
         assert _embedded(step, step.needs_copy) == want
+
+
+def _beside_result(step) -> tuple[int, int]:
+    """The elements the GPU model counts a step holding beside its result and its plan's
+    copies: as the step is scheduled (its launch), and as the plan was sliced (no launch
+    yet)."""
+    unscheduled = replace(step, launch=None, unscheduled=None)
+    return (_copies(0, step, True, frozenset()),
+            _copies(0, unscheduled, True, frozenset()))
+
+
+@pytest.mark.parametrize("subscripts,shapes,dtype,scheduled,unscheduled", [
+    # float32 rows of K = 5 (20 bytes) padded to 8; the exact kernel reads them as they lie
+    ("ab,bc->ac", [(6, 5), (5, 8)], "float32", 0, 6 * 8),
+    # 16-bit rows of 197 tokens padded to 200 for the Wgmma kernel, each of 96 matrices
+    ("bqk,bkd->bqd", [(96, 197, 197), (96, 197, 64)], "float16", 96 * 197 * 200,
+     96 * 197 * 200),
+    # int8: B copied K-major (the launch) or its rows of 20 padded to 32 (the larger, before
+    # it is scheduled), and the int32 output beside the int8 result
+    ("ij,jk->ik", [(32, 48), (48, 20)], "int8", 48 * 20 + 4 * 32 * 20,
+     48 * 32 + 4 * 32 * 20),
+    # a complex64 product: B embedded (50 columns of 2 x 7 reals padded to 16, each of 6
+    # matrices) and A's rows of 7 pairs padded to 8
+    ("xab,xbc->xac", [(6, 30, 7), (6, 7, 50)], "complex64", 6 * 50 * 16 + 6 * 30 * 8,
+     6 * 50 * 16 + 6 * 30 * 8),
+    # CuPy's integer matmul copies the F-contiguous B (2-D)
+    ("ij,kj->ik", [(30, 20), (40, 20)], "int16", 20 * 40, 20 * 40),
+    # CuPy's batched matmul: A's column-major view made contiguous, B broadcast over the
+    # batch made whole
+    ("akb,kc->abc", [(4, 30, 100), (30, 100)], "int32", 2 * 4 * 30 * 100,
+     2 * 4 * 30 * 100),
+    # a float16 sum: CuPy's float32 buffer where no Dot launch sums it
+    ("ijk->i", [(30, 20, 10)], "float16", 0, 2 * 30),
+    # an OUTER launch reads A as (b, i) rows: A (i, b) copied
+    ("ib,bj->bij", [(30, 8), (8, 100)], "float32", 30 * 8, 30 * 8),
+    # rows off 16 bytes the small-batched kernel and the Dot family read as they lie
+    ("xab,xbc->xac", [(1000, 3, 5), (1000, 5, 3)], "float32", 0, 0),
+    ("ij,j->i", [(100, 37), (37,)], "float16", 0, 0),
+])
+def test_gpu_launches_hold_what_the_model_counts(subscripts, shapes, dtype, scheduled,
+                                                 unscheduled):
+    """What a GPU step holds beside its result, counted by hand: the kernels' copies into
+    rows on 16 bytes and K-major copies, an int8 product's int32 output, a complex
+    product's real form, CuPy's matmul's contiguous copies, a float16 sum's float32
+    buffer, an OUTER launch's rows; as the launch names them, and before the plan is
+    scheduled the larger case."""
+    _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=dtype, device="h100")
+    step, = plan.steps
+    assert _beside_result(step) == (scheduled, unscheduled)
+
+
+def test_the_launch_names_the_copies_the_hand_counts_assume():
+    """The launches behind the counts above: the float16 rows and the complex product's A
+    padded, int8's B copied K-major, exact float32 reading rows of 5 as they lie."""
+    def launch(subscripts, *shapes, dtype):
+        _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=dtype,
+                                device="h100")
+        return plan.steps[0].launch
+    assert launch("bqk,bkd->bqd", (96, 197, 197), (96, 197, 64),
+                  dtype="float16").aligned_copies == (True, False)
+    assert launch("xab,xbc->xac", (6, 30, 7), (6, 7, 50),
+                  dtype="complex64").aligned_copies == (True, False)
+    int8 = launch("ij,jk->ik", (32, 48), (48, 20), dtype="int8")
+    assert int8.copies == (False, True) and int8.spec.dtype_out == "int32"
+    exact = launch("ab,bc->ac", (6, 5), (5, 8), dtype="float32")
+    assert exact.copies == exact.aligned_copies == (False, False)
+
+
+def test_a_gpu_plan_s_peak_counts_its_padded_rows():
+    """A float16 product sliced into chunks of 2000 rows of A, whose rows of 197 are padded
+    to 200: a slice holds its result chunk and the padded chunk, beside the output summed
+    in float32 and rounded (3 units of 2 bytes); a budget that holds the plan without the
+    padded copy (992,000 bytes) but not with it is refused."""
+    shapes = [(20000, 197), (197, 8)]
+    _, plan = contract_path("ab,bc->ac", *shapes, shapes=True, dtype="float16",
+                            device="h100", slicing={"a": 2000}, memory_limit="1GB")
+    slice_bytes = (2000 * 8 + 2000 * 200) * 2
+    output = 20000 * 8 * 3 * 2
+    assert plan.slicing.peak_bytes == slice_bytes + output == executor_bytes(plan)
+    with pytest.raises(ValueError, match=r"slicing \['a'\] leaves it"):
+        contract_path("ab,bc->ac", *shapes, shapes=True, dtype="float16", device="h100",
+                      slicing={"a": 2000}, memory_limit="1800000B")
+
+
+def test_the_model_s_kernel_facts_are_the_kernels():
+    """The kernels' rules the model repeats (the plan layer imports no kernel module)."""
+    from skcontract.kernels import outer, relayout, small_batched
+    from skcontract.kernels.catalogue import DOT_CATALOGUE, INPUT_DTYPES
+    assert peak.KERNEL_DTYPES == set(INPUT_DTYPES)
+    assert peak.DOT_DTYPES == set(DOT_CATALOGUE)
+    assert peak.DIRECT_DTYPES == set(small_batched.TYPES) == set(outer.TYPES)
+    assert (peak.SMALL_MAX_DIM, peak.SMALL_MIN_BATCH, peak.OUTER_MIN_ROW) == (
+        small_batched.MAX_DIM, small_batched.MIN_BATCH, outer.MIN_ROW)
+    assert peak.ALIGNED_ROW_BYTES == relayout.VEC16
+    assert peak.WIDE_OUTPUTS == {dt: np.dtype(out).itemsize
+                                 for dt, out in INPUT_DTYPES.items() if out != dt}
