@@ -17,8 +17,8 @@ compiled, pools made), and then called again under the CuPy allocations' high-wa
 A row of more than :data:`MAX_TIMED_SLICES` slices is timed over its first ones (the partial
 sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds scaled to
 all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
-contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes``,
-``peak_bytes`` (measured), ``keeps_limit`` (the measured peak under the limit), ``seconds``,
+contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes`` (the
+peak model's, of the plan as this GPU runs it, sliced or not), ``peak_bytes`` (measured), ``keeps_limit`` (the measured peak under the limit), ``seconds``,
 ``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this row's value
 and the cotengra row's of the same network and limit, where both ran every slice). Writes
 ``<name>.json`` and ``<name>.md``.
@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..contract import contract_expression
+from ..plan.plan import executor_bytes
 from ..plan.slicing import budget_of
 from .memory import cupy_peak
 from .networks import NETWORKS, LIMITS, Network
@@ -127,7 +128,7 @@ def runner(net: Network, row: dict, timed: int, backend: str = "cupy"):
         return (lambda *arrays: sum(tree.contract_slice(arrays, i, backend=backend)
                                     for i in range(timed))), warm, row["predicted_peak_bytes"]
     expr, plan = ours(net, row, backend)
-    predicted = None if plan.slicing is None else plan.slicing.peak_bytes
+    predicted = executor_bytes(plan) if plan.slicing is None else plan.slicing.peak_bytes
     warm = lambda *arrays: expr(*arrays, slices=[0])  # noqa: E731 - one slice
     if timed == slices:
         return expr, warm, predicted
