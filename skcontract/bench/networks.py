@@ -16,7 +16,10 @@ limit (bytes of the peak working set, :mod:`skcontract.plan.slicing`) three ways
 - ``cotengra``: cotengra alone, the same search time, slicing with reconfiguration
   (``slicing_reconf_opts``) to the largest intermediate of skcontract's ``hyper`` plan; its
   path and slices are then planned by skcontract, so that both sides' FLOPs are counted
-  alike (2 per multiply-add, steps that hold no sliced label once).
+  alike (2 per multiply-add, steps that hold no sliced label once). Its search is timed as
+  ours (:func:`~skcontract.plan.path.timed_search`): stopped at the time on a pool of its
+  own. Left to itself, cotengra runs on past its time to the next finished trial and leaves
+  its running trials on its shared pool, where they take the CPUs from the rows after it.
 
 Rows: ``network``, ``tensors``, ``limit``, ``limit_bytes``, ``planner``, ``planning_s``,
 ``slices``, ``flops`` (every slice's), ``overhead`` (FLOPs over the unsliced plan's of the
@@ -42,7 +45,7 @@ import numpy as np
 from opt_einsum import get_symbol
 
 from ..contract import contract_path
-from ..plan.path import hyper
+from ..plan.path import hyper, timed_search
 from ..plan.slicing import budget_of
 from .timing import run_commit
 
@@ -211,7 +214,7 @@ def cotengra_row(net: Network, limit: str, target_size: int, max_time: float,
     sizes = {sym[x]: d for x, d in net.sizes.items()}
     opt = hyper(max_time=max_time, slicing_reconf_opts={"target_size": target_size})
     t0 = time.perf_counter()
-    tree = opt.search(inputs, tuple(sym[x] for x in net.output), sizes)
+    tree = timed_search(opt, inputs, tuple(sym[x] for x in net.output), sizes, max_time)
     seconds = time.perf_counter() - t0
     sliced = {ind: 1 for ind in tree.sliced_inds}
     path = list(tree.get_path())
