@@ -211,11 +211,13 @@ def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequen
     return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
 
 
-HYPER_UNSLICED_SHARE = 0.5
+HYPER_UNSLICED_SHARE = 0.25
 """The share of a hyper optimiser's ``max_time`` its unsliced search takes where a memory
 budget may call for slices; cotengra's search that slices as it goes
 (:func:`sliced_search`) takes what is left, so that ``max_time`` bounds a plan's whole
-search."""
+search. The larger share is the sliced search's: its trials take longer, and its plan is
+the one kept on most of the benchmark's networks (docs/benchmarks/log.md, eleventh
+session)."""
 def search_seconds(optimize: Any) -> float | None:
     """The seconds a hyper optimiser searches: :data:`HYPER_SECONDS` for 'hyper', a
     ``cotengra.HyperOptimizer``'s numeric ``max_time``; None for other optimisers (the
