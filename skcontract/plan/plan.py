@@ -495,7 +495,7 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
                                       itemsize, slicing,
                                       _repath(terms, eq.output, optimize) if reconfigure
                                       else None, optimize=optimize, **units)
-    if sliced is not None and slicing is True and reconfigure and is_hyper(optimize):
+    if slicing is True and reconfigure and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
                                      sliced, path, units, deadline)
     return sliced, path
@@ -613,10 +613,12 @@ def _repath(terms, output, optimize):
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
                   units: dict, deadline: float | None = None):
-    """The cheaper of ``(sliced, path)`` (the path sliced after the search) and cotengra's
-    search that slices as it goes (:func:`~.path.sliced_search`, to the largest
-    intermediate the budget allows; more labels sliced greedily where its slices still miss
-    the budget), searching until ``deadline``. ``units``:
+    """The cheaper of ``(sliced, path)`` (the path found first, sliced after the search
+    where the budget asks; ``sliced`` None where it fits whole) and cotengra's search that
+    slices as it goes (:func:`~.path.sliced_search`, to the largest intermediate the
+    budget allows; more labels sliced greedily where its slices still miss the budget),
+    searching until ``deadline``: where the first path fits whole, the rest of the time
+    goes to this search too, whose trials keep the trees that fit unsliced. ``units``:
     :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
@@ -627,7 +629,7 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
         found = sliced_search(optimize, terms, eq.output, eq.sizes, target, seconds)
     except Exception:  # noqa: BLE001 - cotengra's search failing leaves the first plan
         return sliced, path
-    if found is None or not found[1]:  # no trial in time, or nothing sliced
+    if found is None:  # no trial in time
         return sliced, path
     other_path, labels = found
     try:  # its slices, and more where they miss the budget (a byte budget's peak)
@@ -636,9 +638,17 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
                                                **units)
     except ValueError:  # no slicing of its path keeps the budget
         return sliced, path
-    flops = other.flops if other is not None else simulate(
-        [frozenset(t) for t in terms], frozenset(eq.output), eq.sizes, other_path).flops
-    return (other, other_path) if flops < sliced.flops else (sliced, path)
+    if _flops(terms, eq, other, other_path) < _flops(terms, eq, sliced, path):
+        return other, other_path
+    return sliced, path
+
+
+def _flops(terms, eq: Equation, sliced, path) -> float:
+    """The FLOPs of ``path`` over every slice of ``sliced`` (None: unsliced)."""
+    if sliced is not None:
+        return sliced.flops
+    return simulate([frozenset(t) for t in terms], frozenset(eq.output), eq.sizes,
+                    path).flops
 
 
 def _memory_bytes(device) -> int:

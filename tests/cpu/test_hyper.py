@@ -169,3 +169,27 @@ def test_max_time_bounds_the_whole_search_under_a_limit(monkeypatch):
     asked.clear()
     skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(2.0))
     assert asked["unsliced"] == 2.0 and "sliced" not in asked  # no limit: the whole time
+
+
+def test_under_a_limit_the_first_path_keeps_the_sliced_search_still_runs(monkeypatch):
+    """A limit the first path keeps whole (a safety net) does not cut the search short: the
+    rest of the time goes to the search that slices as it goes, and its path, unsliced
+    too, is kept where it costs fewer FLOPs."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(12, 3)
+    shapes = [o.shape for o in ops]
+    n = len(shapes)
+    greedy = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")
+    worse = skcontract.contract_path(eq, *shapes, shapes=True, optimize=[(0, 1)] * (n - 1))
+    assert greedy[1].flops < worse[1].flops
+    monkeypatch.setattr(plan_module, "find_path", lambda *a, **k: [(0, 1)] * (n - 1))
+    asked = []
+
+    def sliced(optimize, inputs, output, sizes, target, seconds=None):
+        asked.append(seconds)
+        return greedy[0], ()
+    monkeypatch.setattr(plan_module, "sliced_search", sliced)
+    path, plan = skcontract.contract_path(eq, *shapes, shapes=True,
+                                          optimize=skcontract.hyper(2.0), memory_limit="1GiB")
+    assert len(asked) == 1 and 0 < asked[0] <= 2.0
+    assert plan.slicing is None and [tuple(p) for p in path] == [tuple(p) for p in greedy[0]]
