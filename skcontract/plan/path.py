@@ -218,6 +218,8 @@ budget may call for slices; cotengra's search that slices as it goes
 search. The larger share is the sliced search's: its trials take longer, and its plan is
 the one kept on most of the benchmark's networks (docs/benchmarks/log.md, eleventh
 session)."""
+
+
 def search_seconds(optimize: Any) -> float | None:
     """The seconds a hyper optimiser searches: :data:`HYPER_SECONDS` for 'hyper', a
     ``cotengra.HyperOptimizer``'s numeric ``max_time``; None for other optimisers (the
@@ -320,8 +322,8 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
     path in numpy's (``['einsum_path', (0, 1), ...]``) or opt_einsum's form. The search
     is unconstrained: a ``memory_limit`` is kept by slicing the path found
     (:mod:`.slicing`). ``seconds``: how long a hyper optimiser searches (None: its
-    ``max_time``, :func:`timed_search`); where no trial finishes in time, the path is
-    opt_einsum's greedy one.
+    ``max_time``; :func:`timed_search`); where its search fails, the path is
+    opt_einsum's greedy one. Other optimisers take no time bound.
     """
     n = len(inputs)
     if optimize is False or optimize is None:
@@ -345,9 +347,9 @@ def find_path(inputs: Sequence[Sequence[str]], output: Sequence[str],
     if n <= 2 or 0 in sizes.values():
         # a zero-size problem costs nothing in any order (and confuses some optimisers)
         return left_to_right(n)
-    seconds = search_seconds(optimize) if seconds is None else seconds
-    if seconds is not None:
-        tree = timed_search(optimize, inputs, output, sizes, seconds)
+    own = search_seconds(optimize)
+    if own is not None:
+        tree = timed_search(optimize, inputs, output, sizes, own if seconds is None else seconds)
         if tree is not None:
             return validate_path(tree.get_path(), n)
         fn = _oe_paths.greedy
