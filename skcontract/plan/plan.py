@@ -434,13 +434,38 @@ def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
     (:func:`executor_bytes`), keeps ``budget``: sliced again under a tighter budget where
     the copies push it over, at most :data:`EXECUTOR_RETRIES` times; ValueError where no
     slicing tried fits, or where the slices are named (or refused) and do not fit.
-    ``deadline`` (``time.monotonic()``'s): when a hyper optimiser's search ends."""
+    ``deadline`` (``time.monotonic()``'s): when a hyper optimiser's search ends. Where a
+    hyper optimiser's search that slices as it goes gives the path kept, ``path`` is
+    fitted too, without the searches, and the plan of fewer FLOPs kept: the two are
+    compared on the label-set model, before the copies are counted."""
+    plan = _fitted(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
+    if tuple(map(tuple, plan.path)) == tuple(map(tuple, path)):
+        return plan
+    try:
+        first = _fitted(eq, dtype, unary, path, budget, device, slicing, optimize,
+                        search=False)
+    except ValueError:
+        return plan
+    return first if _plan_flops(first) < _plan_flops(plan) else plan
+
+
+def _plan_flops(plan: Plan) -> float:
+    """A plan's FLOPs over all its slices."""
+    return plan.flops if plan.slicing is None else plan.slicing.flops
+
+
+def _fitted(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
+            deadline: float | None = None, search: bool = True) -> Plan:
+    """:func:`_kept`'s plan of ``path`` under ``budget``, sliced again under a tighter
+    budget where the steps' copies push it over; ``search``: the first try asks the
+    optimiser for other paths (:func:`_sliced`'s ``reconfigure``)."""
     terms = unary.terms
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
             sliced, run_path = _sliced(terms, eq, path, tight, dtype, device, slicing,
-                                       optimize, reconfigure=need is None, deadline=deadline)
+                                       optimize, reconfigure=search and need is None,
+                                       deadline=deadline)
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
