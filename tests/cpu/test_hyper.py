@@ -193,3 +193,31 @@ def test_under_a_limit_the_first_path_keeps_the_sliced_search_still_runs(monkeyp
                                           optimize=skcontract.hyper(2.0), memory_limit="1GiB")
     assert len(asked) == 1 and 0 < asked[0] <= 2.0
     assert plan.slicing is None and [tuple(p) for p in path] == [tuple(p) for p in greedy[0]]
+
+
+@pytest.mark.parametrize("first_cheaper", [True, False])
+def test_the_first_path_is_fitted_too_where_the_sliced_search_gives_the_path(monkeypatch,
+                                                                              first_cheaper):
+    """The two searches' plans are compared before the retries that count the steps'
+    copies: where the sliced search's path is kept, the first path is fitted too (without
+    the searches) and the plan of fewer FLOPs kept."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(10, 4)
+    shapes = [o.shape for o in ops]
+    n = len(shapes)
+    cheap = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")[1]
+    dear = skcontract.contract_path(eq, *shapes, shapes=True, optimize=[(0, 1)] * (n - 1))[1]
+    assert cheap.flops < dear.flops and cheap.path != dear.path
+    searched, first = (dear, cheap) if first_cheaper else (cheap, dear)
+    calls = []
+
+    def fitted(eq_, dtype, unary, path, budget, device, slicing, optimize, deadline=None,
+               search=True):
+        calls.append(search)
+        return searched if search else first
+    monkeypatch.setattr(plan_module, "_fitted", fitted)
+    monkeypatch.setattr(plan_module, "find_path", lambda *a, **k: list(first.path))
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                                    memory_limit="1GiB")[1]
+    assert calls == [True, False]
+    assert plan is cheap
