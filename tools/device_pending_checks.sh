@@ -12,9 +12,12 @@ set -u
 OUT=${OUT:-$PWD/device_out}; mkdir -p "$OUT"
 T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl > /dev/null 2>&1
-export SKCONTRACT_COMMIT=$(cat .commit) PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-cat .kc/kcache.tgz.* | tar xzf -; export SKCONTRACT_CACHE_DIR=$PWD/.kcache
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+  .whl/*.whl > /dev/null 2>&1
+export SKCONTRACT_COMMIT=$(cat .commit) PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+if ls .kc/kcache.tgz.* > /dev/null 2>&1; then
+  cat .kc/kcache.tgz.* | tar xzf -; export SKCONTRACT_CACHE_DIR=$PWD/.kcache
+fi
 LAY=64x24x56x56x128x1x1x1x0,64x24x56x56x144x1x1x1x0,64x240x28x28x40x1x1x1x0,32x512x7x7x2048x1x1x1x0
 # a tools module run with one module constant patched: MODULES NAME VALUE TOOL ARGS...
 PATCHED='import importlib, runpy, sys

@@ -41,7 +41,7 @@ set -u
 OUT=${OUT:-$PWD/device_out}
 mkdir -p "$OUT"
 ROOT=$PWD
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 # the device's copy of the checkout may carry stale git metadata: write the commit to .commit
 # (git-ignored: name it in the run's carry) before the run, or pass SKCONTRACT_COMMIT
 export SKCONTRACT_COMMIT=${SKCONTRACT_COMMIT:-$(cat .commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
