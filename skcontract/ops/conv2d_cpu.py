@@ -41,7 +41,9 @@ and multiplied, one product a group, by the filters as they lie (no reordered co
 sums of partial products). Where output rows are long (:data:`INPLACE_MIN_Q`) the taps
 are copied as each image's windows instead and each image's product is written into the
 output in place. **Pointwise** convolutions are one product an image on the input as it
-lies.
+lies. **Depthwise** convolutions (one filter a channel) in float32 and float64 run the
+direct C kernel (:mod:`skcontract.host.depthwise`) where the host can build it; the planes
+above are their form otherwise.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
 :data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger),
@@ -54,6 +56,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from ..host.depthwise import depthwise_cpu, is_depthwise
 
 CHUNK_BYTES = 16 << 20
 """The buffers of one chunk at most: large enough that each product is a long BLAS call,
@@ -129,6 +133,8 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
         return out
     if g.c == 0:  # nothing to sum: zeros, as the GPU's bias-only route gives
         out.fill(0)
+    elif is_depthwise(g) and (direct := depthwise_cpu(x, weight, g)) is not None:
+        return direct
     elif _pointwise(g):  # one product an image, on the input as it lies
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),

@@ -36,7 +36,9 @@ CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 
 
 def _force(monkeypatch, form: str) -> None:
-    """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say."""
+    """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say,
+    depthwise layers included (not on the C kernel: tests/cpu/test_host_depthwise.py)."""
+    monkeypatch.setattr(conv2d_cpu, "depthwise_cpu", lambda *args, **kwargs: None)
     monkeypatch.setattr(conv2d_cpu, "_gathers",
                         lambda g: g.stride != (1, 1) or form != "planes")
     monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)

@@ -19,6 +19,7 @@ LAYERS = {
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3, "skcontract.interop": 3, "skcontract.replan": 3,
+    "skcontract.host": 3,
     "skcontract.dask": 4,
     "skcontract.contract": 5, "skcontract.ops": 5, "skcontract.explain": 6,
     "skcontract.demo": 7,

@@ -1,0 +1,205 @@
+/* Depthwise convolution on the CPU: one filter a channel (groups == C == K), NCHW output.
+ *
+ * Each (image, channel) plane is copied into a thread's buffer of zero-padded phase planes:
+ * phase (a, b) holds the padded input rows a, a + sh, ... and columns b, b + sw, ..., so that
+ * tap (r, s) reads one phase at one offset for every output pixel. Over a phase plane of
+ * width PW the output grid is flat: pixel (p, q) is grid element p PW + q (the PW - Q columns
+ * after each row are computed and thrown away), and tap (r, s) adds
+ * w[r, s] * phase[(r dh) % sh][(s dw) % sw][grid + (r dh / sh) PW + (s dw / sw)].
+ * So every tap is one contiguous multiply-add over the grid, in blocks of NB vectors held in
+ * registers while all R S taps are added; the buffer (a few KiB to a few hundred KiB) stays
+ * in cache between the taps. Each output is summed in the dtype (as torch's CPU
+ * convolution sums float32) in tap order, and written once.
+ *
+ * Small planes (short output rows) waste most of such a grid's columns and blocks; there the
+ * lanes form runs instead (`*_lanes`): a vector holds one pixel of LANES channels, the
+ * block's input copied into a zero-padded (rows, columns, LANES) buffer, so that every tap
+ * of every pixel is one aligned vector load, at any stride and dilation, with no column
+ * computed that is not kept; QB pixels of a row are summed at once, each tap's weights
+ * loaded once for them.
+ *
+ * The input is read at any element strides (NCHW, channels-last or a view); the weight is
+ * dense (C, R, S); the output dense NCHW. A call runs planes [first, last) (channel blocks
+ * [first, last) for `*_lanes`), so that callers split them over threads; `scratch` holds
+ * dw_scratch_elems(...) (dw_lanes_scratch_elems(...)) elements, 64-byte aligned, and is
+ * the calling thread's own. */
+#include <stddef.h>
+#include <string.h>
+
+#define VEC_BYTES 64 /* a vector of the widest ISA (AVX-512); narrower ones split it */
+#define NB 4         /* vectors a block of the grid: its sums stay in registers */
+#define QB 8         /* pixels a block of the lanes form: its sums stay in registers */
+
+typedef ptrdiff_t idx;
+
+/* the phase planes' geometry, shared by the scratch size and the kernels */
+struct dw_shape {
+    idx rows;  /* rows of a phase plane: the output rows and the taps' reach */
+    idx width; /* PW: the output columns and the taps' reach */
+    idx plane; /* elements of one phase plane, with the last block's slack */
+};
+
+static struct dw_shape dw_shape_of(idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh,
+                                   idx dw, idx block)
+{
+    struct dw_shape g;
+    g.rows = p + ((r - 1) * dh) / sh;
+    g.width = q + ((s - 1) * dw) / sw;
+    /* the grid's last block, rounded up, and the taps' column reach read past the last
+     * row: at most a row and a block */
+    g.plane = g.rows * g.width + g.width + block;
+    return g;
+}
+
+idx dw_scratch_elems(idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
+                     idx itemsize)
+{
+    idx block = NB * (VEC_BYTES / itemsize);
+    struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);
+    /* the grid in whole blocks, and one more */
+    idx grid = (p * g.width + block - 1) / block * block + block;
+    return sh * sw * g.plane + grid;
+}
+
+/* the lanes form's buffer: the block's padded input and its weights, (taps, LANES) */
+idx dw_lanes_scratch_elems(idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
+                           idx itemsize)
+{
+    idx lanes = VEC_BYTES / itemsize;
+    idx rows = (p - 1) * sh + (r - 1) * dh + 1, cols = (q - 1) * sw + (s - 1) * dw + 1;
+    return (rows * cols + r * s) * lanes;
+}
+
+#define DEFINE_DEPTHWISE(NAME, T)                                                          \
+typedef T NAME##_vec __attribute__((vector_size(VEC_BYTES)));                               \
+enum { NAME##_lane_count = VEC_BYTES / sizeof(T) };                                             \
+                                                                                            \
+static inline NAME##_vec NAME##_load(const T *p)                                            \
+{                                                                                           \
+    NAME##_vec v;                                                                           \
+    memcpy(&v, p, sizeof v);                                                                \
+    return v;                                                                               \
+}                                                                                           \
+                                                                                            \
+/* phase (a, b) of the plane at x: input row i maps to padded row i + top, column j to      \
+ * padded column j + left; phase element (u, v) is padded (u sh + a, v sw + b). Only the    \
+ * elements on the input are written: the rest stay as the caller zeroed them */            \
+static void NAME##_fill(const T *x, idx sxh, idx sxw, idx h, idx w, idx top, idx left,      \
+                        idx sh, idx sw, struct dw_shape g, T *phases)                       \
+{                                                                                           \
+    for (idx a = 0; a < sh; ++a) {                                                          \
+        for (idx b = 0; b < sw; ++b) {                                                      \
+            T *phase = phases + (a * sw + b) * g.plane;                                     \
+            /* the phase columns on input columns: v sw + b - left in [0, w) */             \
+            idx v0 = left > b ? (left - b + sw - 1) / sw : 0;                               \
+            idx v1 = (w - 1 + left - b) / sw + 1;                                           \
+            if (v1 > g.width) v1 = g.width;                                                 \
+            if (w - 1 + left - b < 0 || v1 <= v0) continue;                                 \
+            for (idx u = 0; u < g.rows; ++u) {                                              \
+                idx i = u * sh + a - top;                                                   \
+                if (i < 0 || i >= h) continue;                                              \
+                const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
+                T *dst = phase + u * g.width;                                               \
+                if (sw == 1 && sxw == 1) {                                                  \
+                    memcpy(dst + v0, src, sizeof(T) * (v1 - v0));                           \
+                } else {                                                                    \
+                    idx step = sw * sxw;                                                    \
+                    for (idx v = v0; v < v1; ++v) dst[v] = src[(v - v0) * step];            \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+}                                                                                           \
+                                                                                            \
+void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
+          idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
+          idx sxn, idx sxc, idx sxh, idx sxw, idx first, idx last, T *scratch)              \
+{                                                                                           \
+    const idx block = NB * NAME##_lane_count;                                                    \
+    struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);                     \
+    T *phases = scratch, *grid = scratch + sh * sw * g.plane;                               \
+    const idx cells = p * g.width, count = r * s;                                          \
+    idx offset[count]; /* each tap's read, from the phase planes' start */                 \
+    for (idx i = 0; i < r; ++i)                                                             \
+        for (idx j = 0; j < s; ++j)                                                         \
+            offset[i * s + j] = (((i * dh) % sh) * sw + (j * dw) % sw) * g.plane           \
+                                + ((i * dh) / sh) * g.width + (j * dw) / sw;                \
+    /* the padding lies at the same places in every plane: zeroed once, never written */    \
+    memset(phases, 0, sizeof(T) * sh * sw * g.plane);                                       \
+    for (idx plane = first; plane < last; ++plane) {                                        \
+        idx n = plane / c, ch = plane % c;                                                  \
+        const T *taps = weight + ch * count;                                                \
+        NAME##_fill(x + n * sxn + ch * sxc, sxh, sxw, h, w, top, left, sh, sw, g, phases);  \
+        for (idx at = 0; at < cells; at += block) {                                         \
+            NAME##_vec sum[NB];                                                             \
+            for (int k = 0; k < NB; ++k) sum[k] = (NAME##_vec){0};                          \
+            for (idx t = 0; t < count; ++t) {                                               \
+                const T *src = phases + offset[t] + at;                                     \
+                T tap = taps[t];                                                            \
+                for (int k = 0; k < NB; ++k)                                                \
+                    sum[k] += tap * NAME##_load(src + k * NAME##_lane_count);                    \
+            }                                                                               \
+            memcpy(grid + at, sum, sizeof sum);                                             \
+        }                                                                                   \
+        T *dst = out + plane * p * q;                                                       \
+        for (idx row = 0; row < p; ++row)                                                   \
+            memcpy(dst + row * q, grid + row * g.width, sizeof(T) * q);                     \
+    }                                                                                       \
+}                                                                                           \
+                                                                                            \
+/* Block b of LANES channels of image n (channel block b of the C / LANES, rounded up, of  \
+ * each image), lanes form: buffer (rows, cols, LANES) of the padded input, taps (R S,     \
+ * LANES); a channel past C reads zeros and its sums are never stored */                   \
+void NAME##_lanes(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,   \
+                  idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,          \
+                  idx sxn, idx sxc, idx sxh, idx sxw, idx first, idx last, T *scratch)      \
+{                                                                                           \
+    const idx L = NAME##_lane_count, blocks = (c + L - 1) / L;                                   \
+    const idx rows = (p - 1) * sh + (r - 1) * dh + 1, cols = (q - 1) * sw + (s - 1) * dw + 1;\
+    T *buf = scratch, *taps = scratch + rows * cols * L;                                    \
+    memset(buf, 0, sizeof(T) * rows * cols * L);                                            \
+    /* the input rows and columns a block's buffer holds (the rest is padding) */          \
+    idx i0 = top, i1 = top + h < rows ? top + h : rows;                                    \
+    idx j0 = left, j1 = left + w < cols ? left + w : cols;                                 \
+    for (idx blk = first; blk < last; ++blk) {                                              \
+        idx n = blk / blocks, c0 = (blk % blocks) * L;                                      \
+        idx width = c - c0 < L ? c - c0 : L;                                                \
+        for (idx l = 0; l < L; ++l)                                                         \
+            for (idx t = 0; t < r * s; ++t)                                                 \
+                taps[t * L + l] = l < width ? weight[(c0 + l) * r * s + t] : (T)0;          \
+        for (idx l = 0; l < width; ++l) {                                                   \
+            const T *src = x + n * sxn + (c0 + l) * sxc;                                    \
+            for (idx i = i0; i < i1; ++i)                                                   \
+                for (idx j = j0; j < j1; ++j)                                               \
+                    buf[(i * cols + j) * L + l] = src[(i - top) * sxh + (j - left) * sxw];  \
+        }                                                                                   \
+        T *dst = out + (n * c + c0) * p * q;                                                \
+        for (idx pix = 0; pix < p * q; pix += QB) {                                         \
+            /* QB pixels in the output's order (the last block's extra ones repeat its     \
+             * last pixel and are not stored): each one's first tap in the buffer */        \
+            idx at[QB];                                                                     \
+            for (int k = 0; k < QB; ++k) {                                                  \
+                idx e = pix + k < p * q ? pix + k : p * q - 1;                              \
+                at[k] = ((e / q) * sh * cols + (e % q) * sw) * L;                           \
+            }                                                                               \
+            NAME##_vec sum[QB];                                                             \
+            for (int k = 0; k < QB; ++k) sum[k] = (NAME##_vec){0};                          \
+            for (idx i = 0; i < r; ++i) {                                                   \
+                for (idx j = 0; j < s; ++j) {                                               \
+                    NAME##_vec tap = NAME##_load(taps + (i * s + j) * L);                   \
+                    const T *line = buf + (i * dh * cols + j * dw) * L;                     \
+                    for (int k = 0; k < QB; ++k)                                            \
+                        sum[k] += tap * NAME##_load(line + at[k]);                          \
+                }                                                                           \
+            }                                                                               \
+            T kept[QB][L];                                                                  \
+            memcpy(kept, sum, sizeof kept);                                                 \
+            idx count = p * q - pix < QB ? p * q - pix : QB;                                \
+            for (idx l = 0; l < width; ++l)                                                 \
+                for (idx k = 0; k < count; ++k) dst[l * p * q + pix + k] = kept[k][l];      \
+        }                                                                                   \
+    }                                                                                       \
+}
+
+DEFINE_DEPTHWISE(depthwise_f32, float)
+DEFINE_DEPTHWISE(depthwise_f64, double)
