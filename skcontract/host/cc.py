@@ -14,7 +14,7 @@ has no library (:func:`load` gives None, :func:`why_not` says why) and its calle
 the NumPy form instead: the results agree, only the speed differs. A build is tried once a
 process; libraries load once a process.
 
->>> lib = load("depthwise")   # None where the host cannot build it
+>>> lib = load("conv")   # None where the host cannot build it
 >>> lib is None or hasattr(lib, "depthwise_f32")
 True
 """

@@ -41,9 +41,9 @@ and multiplied, one product a group, by the filters as they lie (no reordered co
 sums of partial products). Where output rows are long (:data:`INPLACE_MIN_Q`) the taps
 are copied as each image's windows instead and each image's product is written into the
 output in place. **Pointwise** convolutions are one product an image on the input as it
-lies. **Depthwise** convolutions (one filter a channel) in float32 and float64 run the
-direct C kernel (:mod:`skcontract.host.depthwise`) where the host can build it; the planes
-above are their form otherwise.
+lies. **Depthwise** and other **grouped** convolutions in float32 and float64 run the direct
+C kernels (:mod:`skcontract.host.depthwise`, :mod:`skcontract.host.grouped`) where the host
+can build them; the forms above are theirs otherwise.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
 :data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger),
@@ -58,6 +58,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..host.depthwise import depthwise_cpu, is_depthwise
+from ..host.grouped import grouped_cpu, takes_grouped
 
 CHUNK_BYTES = 16 << 20
 """The buffers of one chunk at most: large enough that each product is a long BLAS call,
@@ -128,13 +129,14 @@ class _Rows(NamedTuple):
 def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
     """The (N, K, P, Q) convolution ``g`` (a checked ConvGeometry) of the (N, C, H, W)
     ``x`` with ``weight``, both of the compute dtype."""
+    direct = _direct(x, weight, g)
+    if direct is not None:
+        return direct
     out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
     if min(out.shape) == 0:
         return out
     if g.c == 0:  # nothing to sum: zeros, as the GPU's bias-only route gives
         out.fill(0)
-    elif is_depthwise(g) and (direct := depthwise_cpu(x, weight, g)) is not None:
-        return direct
     elif _pointwise(g):  # one product an image, on the input as it lies
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),
@@ -144,6 +146,18 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
     else:
         _conv_rows(x, weight, g, out)
     return out
+
+
+def _direct(x, weight, g) -> np.ndarray | None:
+    """The depthwise or grouped layer on the host's C kernel; None where the layer is
+    neither, has nothing to sum, or the host has no library for its dtype."""
+    if g.c == 0 or min(g.n, g.k, g.p, g.q) == 0:
+        return None
+    if is_depthwise(g):
+        return depthwise_cpu(x, weight, g)
+    if takes_grouped(g):
+        return grouped_cpu(x, weight, g)
+    return None
 
 
 def _pointwise(g) -> bool:

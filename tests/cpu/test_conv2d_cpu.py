@@ -37,8 +37,9 @@ CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 
 def _force(monkeypatch, form: str) -> None:
     """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say,
-    depthwise layers included (not on the C kernel: tests/cpu/test_host_depthwise.py)."""
+    grouped layers included (not on the C kernels: tests/cpu/test_host_kernels.py)."""
     monkeypatch.setattr(conv2d_cpu, "depthwise_cpu", lambda *args, **kwargs: None)
+    monkeypatch.setattr(conv2d_cpu, "grouped_cpu", lambda *args, **kwargs: None)
     monkeypatch.setattr(conv2d_cpu, "_gathers",
                         lambda g: g.stride != (1, 1) or form != "planes")
     monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)
@@ -123,6 +124,7 @@ def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, st
 def test_a_kept_buffer_serves_the_next_call_and_grows_only_when_too_small(monkeypatch):
     """Each thread keeps its chunk buffers: a second call of the same layer allocates
     nothing, a larger one replaces them, and a call of another dtype reads its own."""
+    _force(monkeypatch, "planes")
     monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())
     a, b = conv2d_cpu._scratch(np.float64, 3, 5)
     assert a.shape == (3,) and b.shape == (5,) and a.dtype == np.float64

@@ -1,6 +1,7 @@
-/* Depthwise convolution on the CPU: one filter a channel (groups == C == K), NCHW output.
+/* Direct convolutions on the CPU, NCHW output: the depthwise one (one filter a channel,
+ * groups == C == K) and the grouped one (a few channels a group, as ResNeXt's).
  *
- * Each (image, channel) plane is copied into a thread's buffer of zero-padded phase planes:
+ * Depthwise. Each (image, channel) plane is copied into a thread's buffer of zero-padded phase planes:
  * phase (a, b) holds the padded input rows a, a + sh, ... and columns b, b + sw, ..., so that
  * tap (r, s) reads one phase at one offset for every output pixel. Over a phase plane of
  * width PW the output grid is flat: pixel (p, q) is grid element p PW + q (the PW - Q columns
@@ -18,6 +19,11 @@
  * computed that is not kept; QB pixels of a row are summed at once, each tap's weights
  * loaded once for them.
  *
+ * Grouped (`grouped_*`). The planes form over a group's C/G input channels: each (image,
+ * group) fills C/G phase planes, and a block of the grid sums KB output channels at once,
+ * NB vectors each, over the group's channels and taps: each vector loaded serves KB output
+ * channels, each filter value (broadcast) NB vectors.
+ *
  * The input is read at any element strides (NCHW, channels-last or a view); the weight is
  * dense (C, R, S); the output dense NCHW. A call runs planes [first, last) (channel blocks
  * [first, last) for `*_lanes`), so that callers split them over threads; `scratch` holds
@@ -29,6 +35,8 @@
 #define VEC_BYTES 64 /* a vector of the widest ISA (AVX-512); narrower ones split it */
 #define NB 4         /* vectors a block of the grid: its sums stay in registers */
 #define QB 8         /* pixels a block of the lanes form: its sums stay in registers */
+#define KB 8         /* output channels a block of the grouped form, at most */
+#define GNB 2        /* vectors a block of the grouped form's grid, for each channel */
 
 typedef ptrdiff_t idx;
 
@@ -203,3 +211,95 @@ void NAME##_lanes(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx 
 
 DEFINE_DEPTHWISE(depthwise_f32, float)
 DEFINE_DEPTHWISE(depthwise_f64, double)
+
+/* the grouped form's buffer: a group's phase planes, then KB grids */
+idx grouped_scratch_elems(idx cg, idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
+                          idx itemsize)
+{
+    idx block = GNB * (VEC_BYTES / itemsize);
+    struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);
+    idx grid = (p * g.width + block - 1) / block * block;
+    return cg * sh * sw * g.plane + KB * grid;
+}
+
+/* KBV output channels (k0 .. k0 + KBV - 1) of one group over the whole grid, into grids */
+#define DEFINE_GROUPED_BLOCK(NAME, T, KBV)                                                  \
+static void NAME##_block##KBV(const T *phases, const T *weight, idx cg, idx count,          \
+                              const idx *offset, idx span, idx cells, idx stride, T *grids) \
+{                                                                                           \
+    const idx lanes = NAME##_lane_count, block = GNB * lanes;                               \
+    for (idx at = 0; at < cells; at += block) {                                             \
+        NAME##_vec sum[KBV][GNB];                                                           \
+        for (int kk = 0; kk < KBV; ++kk)                                                    \
+            for (int v = 0; v < GNB; ++v) sum[kk][v] = (NAME##_vec){0};                     \
+        for (idx ch = 0; ch < cg; ++ch) {                                                   \
+            const T *plane = phases + ch * span + at;                                       \
+            const T *taps = weight + ch * count;                                            \
+            for (idx t = 0; t < count; ++t) {                                               \
+                NAME##_vec v[GNB];                                                          \
+                for (int u = 0; u < GNB; ++u) v[u] = NAME##_load(plane + offset[t] + u * lanes);\
+                for (int kk = 0; kk < KBV; ++kk) {                                          \
+                    T tap = taps[kk * cg * count + t];                                      \
+                    for (int u = 0; u < GNB; ++u) sum[kk][u] += tap * v[u];                 \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (int kk = 0; kk < KBV; ++kk)                                                    \
+            memcpy(grids + kk * stride + at, sum[kk], sizeof sum[kk]);                      \
+    }                                                                                       \
+}
+
+#define DEFINE_GROUPED(NAME, T, DW)                                                         \
+DEFINE_GROUPED_BLOCK(DW, T, 8)                                                              \
+DEFINE_GROUPED_BLOCK(DW, T, 4)                                                              \
+DEFINE_GROUPED_BLOCK(DW, T, 1)                                                              \
+                                                                                            \
+/* units [first, last) of (image, group): unit = n G + g; weight (K, C/G, R, S), dense */   \
+void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
+          idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
+          idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx first, idx last,       \
+          T *scratch)                                                                       \
+{                                                                                           \
+    const idx block = GNB * DW##_lane_count, cg = c / groups, kg = k / groups;             \
+    const idx count = r * s;                                                                \
+    struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);                     \
+    const idx span = sh * sw * g.plane, cells = p * g.width;                                \
+    const idx stride = (cells + block - 1) / block * block;                                 \
+    T *phases = scratch, *grids = scratch + cg * span;                                      \
+    idx offset[count];                                                                      \
+    for (idx i = 0; i < r; ++i)                                                             \
+        for (idx j = 0; j < s; ++j)                                                         \
+            offset[i * s + j] = (((i * dh) % sh) * sw + (j * dw) % sw) * g.plane           \
+                                + ((i * dh) / sh) * g.width + (j * dw) / sw;                \
+    memset(phases, 0, sizeof(T) * cg * span); /* the padding: zeroed once */               \
+    for (idx unit = first; unit < last; ++unit) {                                           \
+        idx n = unit / groups, grp = unit % groups;                                         \
+        for (idx ch = 0; ch < cg; ++ch)                                                     \
+            DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w, top, left, sh,   \
+                      sw, g, phases + ch * span);                                           \
+        const T *taps = weight + grp * kg * cg * count;                                     \
+        for (idx k0 = 0; k0 < kg; ) {                                                       \
+            idx kbv = kg - k0 >= 8 ? 8 : kg - k0 >= 4 ? 4 : 1;                              \
+            if (kbv == 8)                                                                   \
+                DW##_block8(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
+                            grids);                                                         \
+            else if (kbv == 4)                                                              \
+                DW##_block4(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
+                            grids);                                                         \
+            else                                                                            \
+                DW##_block1(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
+                            grids);                                                         \
+            for (idx kk = 0; kk < kbv; ++kk) {                                              \
+                T *dst = out + ((n * k + grp * kg + k0 + kk) * p) * q;                      \
+                for (idx row = 0; row < p; ++row)                                           \
+                    memcpy(dst + row * q, grids + kk * stride + row * g.width,              \
+                           sizeof(T) * q);                                                  \
+            }                                                                               \
+            k0 += kbv;                                                                      \
+        }                                                                                   \
+    }                                                                                       \
+}
+
+DEFINE_GROUPED(grouped_f32, float, depthwise_f32)
+DEFINE_GROUPED(grouped_f64, double, depthwise_f64)
+

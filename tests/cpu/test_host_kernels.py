@@ -1,20 +1,23 @@
-"""The CPU's depthwise convolution in C (skcontract/host/depthwise.py, host/c/depthwise.c)
-and the host compiler that builds it (skcontract/host/cc.py): both forms against the float64
-definition at every stride, dilation, padding and layout, threads that split the planes
-without changing a bit, and the NumPy form wherever the library cannot be built."""
+"""The CPU's direct convolutions in C (skcontract/host/depthwise.py, host/grouped.py,
+host/c/conv.c) and the host compiler that builds them (skcontract/host/cc.py): each form
+against the float64 definition at every stride, dilation, padding, group shape and layout,
+threads that split the work without changing a bit, the memory a call takes, and the NumPy
+form wherever the library cannot be built."""
 from __future__ import annotations
+
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.host import cc, depthwise
+from skcontract.host import cc, depthwise, grouped, parallel
 from skcontract.ops import conv2d_cpu
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
 
-needs_library = pytest.mark.skipif(cc.load("depthwise") is None,
-                                   reason=f"no host library: {cc.why_not('depthwise')}")
+needs_library = pytest.mark.skipif(cc.load("conv") is None,
+                                   reason=f"no host library: {cc.why_not('conv')}")
 
 CASES = [  # (x shape, R x S, stride, padding, dilation)
     ((2, 5, 12, 11), (3, 3), 1, 1, 1),                  # a few channels, same padding
@@ -60,7 +63,7 @@ def _poisoned_scratch(aligned):
 @pytest.mark.parametrize("xs,rs,stride,padding,dilation", CASES)
 def test_each_form_computes_the_definition(monkeypatch, form, dtype, xs, rs, stride, padding,
                                            dilation):
-    monkeypatch.setattr(depthwise, "_aligned", _poisoned_scratch(depthwise._aligned))
+    monkeypatch.setattr(depthwise, "aligned", _poisoned_scratch(parallel.aligned))
     x, w, g, ref = _case(xs, rs, stride, padding, dilation, dtype)
     _close(depthwise.depthwise_cpu(x, w, g, form), ref, dtype)
 
@@ -85,10 +88,10 @@ def test_the_input_is_read_at_its_strides(form, layout):
 def test_threads_split_the_work_without_changing_a_bit(monkeypatch, form):
     """Each output is summed by one thread in tap order: any split gives the same bits."""
     x, w, g, _ = _case((3, 21, 10, 9), (5, 3), 1, (2, 1), 1, "float32")
-    monkeypatch.setattr(depthwise, "THREAD_MIN_TAPS", 1)
+    monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
     results = []
     for threads in ("1", "2", "5"):
-        monkeypatch.setenv(depthwise.THREADS_ENV, threads)
+        monkeypatch.setenv(parallel.THREADS_ENV, threads)
         results.append(depthwise.depthwise_cpu(x, w, g, form))
     assert all(np.array_equal(results[0], r) for r in results[1:])
 
@@ -122,9 +125,88 @@ def test_conv2d_runs_depthwise_layers_on_the_kernel(monkeypatch, dtype):
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * np.abs(ref).max())
 
 
+GROUPED_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
+    ((2, 12, 9, 11), (16, 3, 3, 2), (2, 1), (1, 0), (1, 2), 4),  # strides, dilation differ
+    ((1, 64, 14, 14), (64, 16, 3, 3), 1, 1, 1, 4),      # ResNeXt-like, 8 outputs a block
+    ((2, 8, 10, 9), (20, 4, 3, 3), 1, 1, 1, 2),         # 10 a group: blocks of 8, 1 and 1
+    ((2, 6, 7, 8), (18, 1, 3, 3), 1, 1, 1, 6),          # depthwise with 3 outputs a channel
+    ((2, 8, 6, 7), (8, 2, 4, 2), 1, "same", 1, 4),      # uneven padding
+    ((1, 4, 16, 16), (8, 2, 5, 5), 2, 2, 1, 2),         # strided 5 x 5
+    ((2, 6, 3, 3), (6, 3, 3, 3), 1, 3, 1, 2),           # padding wider than the map
+]
+
+
+@needs_library
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", GROUPED_CASES)
+def test_the_grouped_kernel_computes_the_definition(monkeypatch, dtype, xs, ws, stride,
+                                                    padding, dilation, groups):
+    monkeypatch.setattr(grouped, "aligned", _poisoned_scratch(parallel.aligned))
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+    g = conv_geometry(xs, ws, stride, padding, dilation, groups)
+    ref = direct(x, w, None, g.stride, g.padding, g.dilation, groups)
+    _close(grouped.grouped_cpu(x, w, g), ref, dtype)
+    if dtype == "float64":  # channels-last, and a view of every other column
+        last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        _close(grouped.grouped_cpu(last, w, g), ref, dtype)
+        _close(grouped.grouped_cpu(np.repeat(x, 2, axis=3)[..., ::2], w, g), ref, dtype)
+
+
+@needs_library
+def test_grouped_threads_split_the_work_without_changing_a_bit(monkeypatch):
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((3, 12, 9, 10)), rng.standard_normal((12, 4, 3, 3))
+    g = conv_geometry(x.shape, w.shape, 1, 1, 1, 3)
+    monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
+    results = []
+    for threads in ("1", "2", "4"):
+        monkeypatch.setenv(parallel.THREADS_ENV, threads)
+        results.append(grouped.grouped_cpu(x, w, g))
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+@needs_library
+@pytest.mark.parametrize("ws,groups", [((64, 1, 7, 7), 64), ((64, 16, 3, 3), 4)])
+def test_the_memory_beside_the_output_is_a_buffer_a_thread(monkeypatch, ws, groups):
+    """A 6.4 MB input: the call's peak beside the output is each thread's buffer (a group's
+    padded planes and grids, a few of its planes), far below the input."""
+    monkeypatch.setenv(parallel.THREADS_ENV, "2")
+    x = np.random.default_rng(2).standard_normal((2, 64, 80, 80)).astype(np.float32)
+    w = np.ones(ws, np.float32)
+    conv2d(x, w, None, 1, ws[2] // 2, 1, groups)  # the library loaded, the pool started
+    tracemalloc.start()
+    try:
+        out = conv2d(x, w, None, 1, ws[2] // 2, 1, groups)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    plane = 96 * 96 * 4  # a padded plane, with slack
+    buffer = (64 // groups + 1) * plane  # a group's planes and its grids
+    assert peak <= out.nbytes + 2 * 2 * buffer, (peak, out.nbytes)
+    assert peak - out.nbytes < x.nbytes / 2
+
+
+@needs_library
+def test_conv2d_runs_grouped_layers_on_the_kernel(monkeypatch):
+    calls = []
+    kernel = conv2d_cpu.grouped_cpu
+    monkeypatch.setattr(conv2d_cpu, "grouped_cpu",
+                        lambda *args: calls.append(args[0].shape) or kernel(*args))
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((2, 8, 9, 9)), rng.standard_normal((8, 2, 3, 3))
+    got = conv2d(x, w, None, 1, 1, 1, 4)
+    assert calls == [x.shape]
+    _close(got, direct(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 4), "float64")
+    calls.clear()
+    conv2d(x, np.ones((8, 8, 3, 3)), None, 1, 1, 1, 1)  # one group: BLAS
+    assert calls == []
+
+
 def test_other_dtypes_take_the_numpy_form():
     x, w, g, _ = _case((1, 3, 5, 5), (3, 3), 1, 1, 1, "float64")
     assert depthwise.depthwise_cpu(x.astype(np.complex128), w.astype(np.complex128), g) is None
+    assert grouped.grouped_cpu(x.astype(np.complex64), w.astype(np.complex64), g) is None
 
 
 @pytest.fixture
@@ -140,13 +222,13 @@ def test_without_a_compiler_the_numpy_form_runs(monkeypatch, fresh):
     monkeypatch.setattr(cc, "compiler", lambda: None)
     x, w, g, ref = _case((2, 4, 7, 7), (3, 3), 1, 1, 1, "float64")
     assert depthwise.depthwise_cpu(x, w, g) is None
-    assert "no C compiler" in cc.why_not("depthwise")
+    assert "no C compiler" in cc.why_not("conv")
     np.testing.assert_allclose(conv2d(x, w, None, 1, 1, 1, 4), ref, rtol=1e-12)
 
 
 def test_the_switch_turns_the_library_off(monkeypatch, fresh):
     monkeypatch.setenv(cc.ENV_SWITCH, "0")
-    assert cc.load("depthwise") is None and cc.ENV_SWITCH in cc.why_not("depthwise")
+    assert cc.load("conv") is None and cc.ENV_SWITCH in cc.why_not("conv")
 
 
 @pytest.mark.skipif(cc.compiler() is None, reason="no C compiler on this machine")
@@ -163,8 +245,8 @@ def test_a_library_is_built_once_and_kept(monkeypatch, fresh):
     builds = []
     build = cc._build
     monkeypatch.setattr(cc, "_build", lambda *args: builds.append(args) or build(*args))
-    assert cc.load("depthwise") is not None
-    kept = list((fresh / "host").glob("depthwise-*.so"))
+    assert cc.load("conv") is not None
+    kept = list((fresh / "host").glob("conv-*.so"))
     assert len(builds) == 1 and len(kept) == 1
     monkeypatch.setattr(cc, "_LOADED", {})  # a new process: the kept library loads
-    assert cc.load("depthwise") is not None and len(builds) == 1
+    assert cc.load("conv") is not None and len(builds) == 1

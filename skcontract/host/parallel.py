@@ -1,0 +1,81 @@
+"""Running a host kernel over units of work on the CPU's threads: the units split into
+near-equal ranges, one a thread, the caller's thread taking the first (ctypes releases the
+GIL for the call, so the ranges run at once), each thread with a scratch buffer of its own.
+
+>>> ranges(10, 3)
+[(0, 3), (3, 6), (6, 10)]
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["host_threads", "ranges", "run_split", "aligned", "VECTOR_BYTES"]
+
+THREAD_MIN_TAPS = 1 << 19
+"""Multiply-adds a thread is given at least: a smaller share gains less than handing it to
+a thread costs (tens of microseconds)."""
+THREADS_ENV = "SKCONTRACT_NUM_THREADS"
+"""Caps the threads the CPU kernels use (default: the CPUs this process may run on)."""
+VECTOR_BYTES = 64
+"""The kernels' vector (c/conv.c's VEC_BYTES): buffers start on its boundary."""
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def host_threads() -> int:
+    """The threads the CPU kernels spread over: :data:`THREADS_ENV` where set, else the
+    CPUs this process may run on."""
+    named = os.environ.get(THREADS_ENV, "").strip()
+    if named.isdigit() and int(named) > 0:
+        return int(named)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def ranges(units: int, threads: int) -> list[tuple[int, int]]:
+    """``units`` split into ``threads`` near-equal ranges (at most one a unit)."""
+    threads = max(1, min(threads, units))
+    bounds = [units * i // threads for i in range(threads + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def run_split(run: Callable[[int, int], None], units: int, taps: int) -> None:
+    """``run(first, last)`` over ``units`` split across the threads, each given
+    :data:`THREAD_MIN_TAPS` of the ``taps`` multiply-adds at least; the first range on the
+    calling thread. An exception in any range is raised here, after all have ended."""
+    spans = ranges(units, max(1, min(host_threads(), taps // THREAD_MIN_TAPS)))
+    futures = [_pool().submit(run, *span) for span in spans[1:]]
+    try:
+        run(*spans[0])
+    finally:
+        for f in futures:
+            f.exception()  # wait for every range before the buffers go
+    for f in futures:
+        f.result()
+
+
+def aligned(elems: int, dtype) -> np.ndarray:
+    """``elems`` elements of ``dtype`` starting on a :data:`VECTOR_BYTES` boundary."""
+    size = elems * np.dtype(dtype).itemsize
+    raw = np.empty(size + VECTOR_BYTES, np.uint8)
+    start = -raw.ctypes.data % VECTOR_BYTES
+    return raw[start:start + size].view(dtype)
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's worker threads (a forked child makes its own)."""
+    pid = os.getpid()
+    with _POOL_LOCK:
+        if pid not in _POOL:
+            _POOL.clear()
+            _POOL[pid] = ThreadPoolExecutor(max(1, host_threads() - 1),
+                                            thread_name_prefix="skcontract-host")
+        return _POOL[pid]
