@@ -455,8 +455,8 @@ def render_markdown(doc) -> str:
              f"Copy bandwidth: {_fmt(doc['copy_gbps'], 0)} GB/s. Ratio: peer time over ours "
              "(above 1: faster). einsum rows: device time (CUDA-graph replay, both sides); "
              "gemm rows: wall time per call; conv rows: device time (CUDA-graph replay, both "
-             "sides, cuDNN in benchmark mode); conv-cpu rows: the best of the repetitions' "
-             "wall times.", "",
+             "sides, cuDNN in benchmark mode); conv-cpu rows: each side's best wall time over "
+             f"{CPU_ROUNDS} rounds that alternate ours and the peer's.", "",
              "| class | rows | geomean | worst | min GB/s |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for cls, s in class_summary(doc["rows"]).items():
