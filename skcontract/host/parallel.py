@@ -24,8 +24,20 @@ THREADS_ENV = "SKCONTRACT_NUM_THREADS"
 VECTOR_BYTES = 64
 """The kernels' vector (c/conv.c's VEC_BYTES): buffers start on its boundary."""
 
-_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL: dict[str, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's threads: a lock held by one of them at the
+    fork would never be released, and the pool's threads are gone."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOL.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def host_threads() -> int:
@@ -72,10 +84,8 @@ def aligned(elems: int, dtype) -> np.ndarray:
 
 def _pool() -> ThreadPoolExecutor:
     """This process's worker threads (a forked child makes its own)."""
-    pid = os.getpid()
     with _POOL_LOCK:
-        if pid not in _POOL:
-            _POOL.clear()
-            _POOL[pid] = ThreadPoolExecutor(max(1, host_threads() - 1),
-                                            thread_name_prefix="skcontract-host")
-        return _POOL[pid]
+        if "pool" not in _POOL:
+            _POOL["pool"] = ThreadPoolExecutor(max(1, host_threads() - 1),
+                                               thread_name_prefix="skcontract-host")
+        return _POOL["pool"]

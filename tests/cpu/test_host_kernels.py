@@ -250,3 +250,17 @@ def test_a_library_is_built_once_and_kept(monkeypatch, fresh):
     assert len(builds) == 1 and len(kept) == 1
     monkeypatch.setattr(cc, "_LOADED", {})  # a new process: the kept library loads
     assert cc.load("conv") is not None and len(builds) == 1
+
+
+@needs_library
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_child_runs_the_kernels_on_threads_of_its_own(monkeypatch):
+    """The parent's pool is started before the fork; the child's threads are its own."""
+    import multiprocessing as mp
+
+    monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
+    x, w, g, ref = _case((2, 16, 12, 12), (3, 3), 1, 1, 1, "float64")
+    _close(depthwise.depthwise_cpu(x, w, g), ref, "float64")  # the parent's pool started
+    with mp.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(depthwise.depthwise_cpu, (x, w, g)).get(timeout=60)
+    _close(got, ref, "float64")
