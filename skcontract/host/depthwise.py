@@ -22,6 +22,7 @@ import ctypes
 import numpy as np
 
 from .cc import load
+from . import parallel
 from .parallel import VECTOR_BYTES, aligned, run_split
 
 __all__ = ["depthwise_cpu", "is_depthwise", "form_of"]
@@ -50,13 +51,17 @@ def depthwise_cpu(x: np.ndarray, weight: np.ndarray, g, form: str | None = None
     """The (N, K, P, Q) depthwise convolution ``g`` (a checked ConvGeometry with
     :func:`is_depthwise`) of the (N, C, H, W) ``x`` (any strides) with the (K, 1, R, S)
     ``weight``, both of one dtype; None where the host has no library for it (no C
-    compiler, or a dtype the library does not sum: the caller's NumPy form runs).
+    compiler, a dtype the library does not sum, or planes whose buffer would pass
+    :data:`~.parallel.MAX_SCRATCH_BYTES`: the caller's NumPy form runs).
     ``form``: "planes" or "lanes" (None: :func:`form_of`)."""
     form = form or form_of(g, x.dtype.itemsize)
     kernel = _kernel(x.dtype, form)
     if kernel is None:
         return None
     itemsize = x.dtype.itemsize
+    scratch = _scratch_elems(g, itemsize, form)
+    if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
+        return None
     if any(s % itemsize for s in x.strides):
         x = np.ascontiguousarray(x)
     w = np.ascontiguousarray(weight, dtype=x.dtype)
@@ -67,7 +72,6 @@ def depthwise_cpu(x: np.ndarray, weight: np.ndarray, g, form: str | None = None
     top, _, left, _ = g.padding
     geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left,
                 *(s // itemsize for s in x.strides))
-    scratch = _scratch_elems(g, itemsize, form)
     units = g.n * (g.c if form == "planes" else -(-g.c // (VECTOR_BYTES // itemsize)))
 
     def run(first: int, last: int) -> None:

@@ -23,6 +23,7 @@ import ctypes
 import numpy as np
 
 from .cc import load
+from . import parallel
 from .parallel import aligned, run_split
 
 __all__ = ["grouped_cpu", "takes_grouped"]
@@ -43,12 +44,16 @@ def takes_grouped(g) -> bool:
 def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     """The (N, K, P, Q) convolution ``g`` (a checked ConvGeometry) of the (N, C, H, W)
     ``x`` (any strides) with the (K, C/G, R, S) ``weight``, both of one dtype; None where
-    the host has no library for it (no C compiler, or a dtype the library does not sum: the
-    caller's NumPy form runs)."""
+    the host has no library for it (no C compiler, a dtype the library does not sum, or
+    planes whose buffer would pass :data:`~.parallel.MAX_SCRATCH_BYTES`: the caller's NumPy
+    form runs)."""
     kernel = _kernel(x.dtype)
     if kernel is None:
         return None
     itemsize = x.dtype.itemsize
+    scratch = _scratch_elems(g, itemsize)
+    if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
+        return None
     if any(s % itemsize for s in x.strides):
         x = np.ascontiguousarray(x)
     cg = g.c // g.groups
@@ -60,7 +65,6 @@ def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     top, _, left, _ = g.padding
     geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left,
                 *(s // itemsize for s in x.strides), g.groups, g.k)
-    scratch = _scratch_elems(g, itemsize)
 
     def run(first: int, last: int) -> None:
         buffer = aligned(scratch, x.dtype)

@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["host_threads", "ranges", "run_split", "aligned", "VECTOR_BYTES"]
+__all__ = ["host_threads", "ranges", "run_split", "aligned", "VECTOR_BYTES",
+           "MAX_SCRATCH_BYTES"]
 
 THREAD_MIN_TAPS = 1 << 19
 """Multiply-adds a thread is given at least: a smaller share gains less than handing it to
@@ -23,6 +24,9 @@ THREADS_ENV = "SKCONTRACT_NUM_THREADS"
 """Caps the threads the CPU kernels use (default: the CPUs this process may run on)."""
 VECTOR_BYTES = 64
 """The kernels' vector (c/conv.c's VEC_BYTES): buffers start on its boundary."""
+MAX_SCRATCH_BYTES = 16 << 20
+"""A thread's buffer at most (the NumPy form's chunk, ``conv2d_cpu.CHUNK_BYTES``): a layer
+whose planes need more (one huge image) takes the NumPy form, whose chunks are bounded."""
 
 _POOL: dict[str, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()

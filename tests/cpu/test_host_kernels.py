@@ -264,3 +264,14 @@ def test_a_forked_child_runs_the_kernels_on_threads_of_its_own(monkeypatch):
     with mp.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(depthwise.depthwise_cpu, (x, w, g)).get(timeout=60)
     _close(got, ref, "float64")
+
+
+def test_planes_past_the_buffer_bound_take_the_numpy_form(monkeypatch):
+    """A huge plane (one large image) would need a buffer past MAX_SCRATCH_BYTES a thread:
+    the kernels decline it and conv2d's bounded NumPy chunks run it."""
+    monkeypatch.setattr(parallel, "MAX_SCRATCH_BYTES", 4096)
+    x, w, g, ref = _case((1, 2, 40, 40), (3, 3), 1, 1, 1, "float64")
+    assert depthwise.depthwise_cpu(x, w, g) is None
+    wide = np.ones((2, 1, 3, 3))
+    assert grouped.grouped_cpu(x, wide, conv_geometry(x.shape, wide.shape, 1, 1, 1, 2)) is None
+    _close(conv2d(x, w, None, 1, 1, 1, 2), ref, "float64")
