@@ -53,12 +53,16 @@ def depthwise_cpu(x: np.ndarray, weight: np.ndarray, g, form: str | None = None
     ``weight``, both of one dtype; None where the host has no library for it (no C
     compiler, a dtype the library does not sum, or planes whose buffer would pass
     :data:`~.parallel.MAX_SCRATCH_BYTES`: the caller's NumPy form runs).
-    ``form``: "planes" or "lanes" (None: :func:`form_of`)."""
-    form = form or form_of(g, x.dtype.itemsize)
+    ``form``: "planes" or "lanes" (None: :func:`form_of`); an input whose channels are
+    contiguous (channels-last) takes the "nhwc" form whatever ``form`` says, its output
+    channels-last too."""
+    itemsize = x.dtype.itemsize
+    if x.ndim == 4 and x.strides[1] == itemsize and g.c > 1:
+        return _channels_last(x, weight, g)
+    form = form or form_of(g, itemsize)
     kernel = _kernel(x.dtype, form)
     if kernel is None:
         return None
-    itemsize = x.dtype.itemsize
     scratch = _scratch_elems(g, itemsize, form)
     if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
         return None
@@ -83,6 +87,28 @@ def depthwise_cpu(x: np.ndarray, weight: np.ndarray, g, form: str | None = None
     return out
 
 
+def _channels_last(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
+    """The "nhwc" form: the input read as it lies, the output written (N, P, Q, K) and
+    returned as its (N, K, P, Q) view; None where the host has no library for the dtype."""
+    kernel = _kernel(x.dtype, "nhwc")
+    if kernel is None:
+        return None
+    itemsize = x.dtype.itemsize
+    w = np.ascontiguousarray(weight.reshape(g.c, g.r * g.s).T, dtype=x.dtype)  # (R S, C)
+    out = np.empty((g.n, g.p, g.q, g.k), x.dtype)
+    (sh, sw), (dh, dw) = g.stride, g.dilation
+    top, _, left, _ = g.padding
+    strides = (x.strides[0] // itemsize, x.strides[2] // itemsize, x.strides[3] // itemsize)
+    geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left, *strides)
+
+    def run(first: int, last: int) -> None:
+        kernel(x.ctypes.data, w.ctypes.data, out.ctypes.data, *geometry, first, last)
+
+    if out.size:
+        run_split(run, g.n * g.p, g.n * g.c * g.p * g.q * g.r * g.s)
+    return out.transpose(0, 3, 1, 2)
+
+
 def form_of(g, itemsize: int = 4) -> str:
     """"lanes" where the planes form would keep less than :data:`PLANES_MIN_KEPT` of the
     grid it computes, else "planes"."""
@@ -99,6 +125,11 @@ def _kernel(dtype, form: str):
     lib = None if name is None else load(LIBRARY)
     if lib is None:
         return None
+    if form == "nhwc":
+        fn = getattr(lib, name.replace("depthwise", "depthwise_nhwc"))
+        if fn.argtypes is None:
+            fn.argtypes, fn.restype = [ctypes.c_void_p] * 3 + [_IDX] * 18, None
+        return fn
     fn = getattr(lib, name if form == "planes" else f"{name}_lanes")
     if fn.argtypes is None:
         fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 19 + [ctypes.c_void_p]

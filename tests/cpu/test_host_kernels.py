@@ -69,6 +69,21 @@ def test_each_form_computes_the_definition(monkeypatch, form, dtype, xs, rs, str
 
 
 @needs_library
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("xs,rs,stride,padding,dilation", CASES + [
+    ((2, 35, 20, 40), (3, 5), 1, (1, 2), 1),  # interior blocks of pixels and a border
+    ((1, 16, 9, 30), (3, 3), (1, 2), 1, (1, 3)),  # strided, dilated interior
+])
+def test_channels_last_inputs_are_read_as_they_lie(dtype, xs, rs, stride, padding, dilation):
+    """The "nhwc" form: a channels-last input in, a channels-last output out, no copy."""
+    x, w, g, ref = _case(xs, rs, stride, padding, dilation, dtype)
+    last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    got = depthwise.depthwise_cpu(last, w, g)
+    _close(got, ref, dtype)
+    assert got.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+@needs_library
 @pytest.mark.parametrize("form", ["planes", "lanes"])
 @pytest.mark.parametrize("layout", ["NHWC", "strided", "reversed"])
 def test_the_input_is_read_at_its_strides(form, layout):
@@ -84,10 +99,13 @@ def test_the_input_is_read_at_its_strides(form, layout):
 
 
 @needs_library
-@pytest.mark.parametrize("form", ["planes", "lanes"])
+@pytest.mark.parametrize("form", ["planes", "lanes", "nhwc"])
 def test_threads_split_the_work_without_changing_a_bit(monkeypatch, form):
-    """Each output is summed by one thread in tap order: any split gives the same bits."""
-    x, w, g, _ = _case((3, 21, 10, 9), (5, 3), 1, (2, 1), 1, "float32")
+    """Each output is summed by one thread in a fixed order: any split gives the same
+    bits."""
+    x, w, g, _ = _case((3, 21, 10, 19), (5, 3), 1, (2, 1), 1, "float32")
+    if form == "nhwc":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
     results = []
     for threads in ("1", "2", "5"):

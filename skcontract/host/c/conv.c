@@ -212,6 +212,142 @@ void NAME##_lanes(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx 
 DEFINE_DEPTHWISE(depthwise_f32, float)
 DEFINE_DEPTHWISE(depthwise_f64, double)
 
+/* Depthwise, channels-last (`*_nhwc`): input (N, H, W, C) with the channels contiguous
+ * (any other strides), weight (R S, C), output dense (N, P, Q, C). A vector holds LANES
+ * channels of one pixel, so every tap is one load of the input as it lies and one of the
+ * weights, with no copy on either side. Away from the border QB pixels of a row are summed
+ * at once, a channel vector at a time, each tap's weights loaded once for them; a pixel
+ * near the border sums CB vectors at once over the taps that fall on the input, each in
+ * two (the channels past the blocks, four) partial sums over the tap columns, so that
+ * enough multiply-adds are in flight. Units: (image, output row) pairs. */
+#define CB 4 /* channel vectors of a border pixel summed at once */
+#define DEFINE_DEPTHWISE_NHWC(NAME, T, DW)                                                  \
+static inline void NAME##_pixel(const T *x, const T *weight, T *dst, idx c, idx s,          \
+                                idx sxh, idx sxw, idx dh, idx dw, idx r0, idx r1, idx s0,   \
+                                idx s1)                                                     \
+{                                                                                           \
+    const idx lanes = DW##_lane_count;                                                      \
+    idx c0 = 0;                                                                             \
+    for (; c0 + CB * lanes <= c; c0 += CB * lanes) {                                        \
+        /* two sums a vector, over even and odd tap columns: 2 CB chains of FMAs in flight */\
+        DW##_vec even[CB], odd[CB];                                                         \
+        for (int k = 0; k < CB; ++k) even[k] = odd[k] = (DW##_vec){0};                      \
+        for (idx i = r0; i < r1; ++i) {                                                     \
+            const T *src = x + i * dh * sxh + c0, *tap = weight + i * s * c + c0;           \
+            idx j = s0;                                                                     \
+            for (; j + 1 < s1; j += 2)                                                      \
+                for (int k = 0; k < CB; ++k) {                                              \
+                    even[k] += DW##_load(tap + j * c + k * lanes)                           \
+                               * DW##_load(src + j * dw * sxw + k * lanes);                 \
+                    odd[k] += DW##_load(tap + (j + 1) * c + k * lanes)                      \
+                              * DW##_load(src + (j + 1) * dw * sxw + k * lanes);            \
+                }                                                                           \
+            if (j < s1)                                                                     \
+                for (int k = 0; k < CB; ++k)                                                \
+                    even[k] += DW##_load(tap + j * c + k * lanes)                           \
+                               * DW##_load(src + j * dw * sxw + k * lanes);                 \
+        }                                                                                   \
+        for (int k = 0; k < CB; ++k) even[k] += odd[k];                                     \
+        memcpy(dst + c0, even, sizeof even);                                                \
+    }                                                                                       \
+    for (; c0 + lanes <= c; c0 += lanes) {                                                  \
+        /* one vector: four sums, over the tap columns mod 4 */                             \
+        DW##_vec part[4] = {{0}, {0}, {0}, {0}};                                            \
+        for (idx i = r0; i < r1; ++i) {                                                     \
+            const T *src = x + i * dh * sxh + c0, *tap = weight + i * s * c + c0;           \
+            idx j = s0;                                                                     \
+            for (; j + 3 < s1; j += 4)                                                      \
+                for (int u = 0; u < 4; ++u)                                                 \
+                    part[u] += DW##_load(tap + (j + u) * c)                                 \
+                               * DW##_load(src + (j + u) * dw * sxw);                       \
+            for (int u = 0; j < s1; ++j, ++u)                                               \
+                part[u] += DW##_load(tap + j * c) * DW##_load(src + j * dw * sxw);          \
+        }                                                                                   \
+        DW##_vec sum = (part[0] + part[1]) + (part[2] + part[3]);                           \
+        memcpy(dst + c0, &sum, sizeof sum);                                                 \
+    }                                                                                       \
+    for (; c0 < c; ++c0) {                                                                  \
+        T sum = 0;                                                                          \
+        for (idx i = r0; i < r1; ++i)                                                       \
+            for (idx j = s0; j < s1; ++j)                                                   \
+                sum += weight[(i * s + j) * c + c0] * x[i * dh * sxh + j * dw * sxw + c0];  \
+        dst[c0] = sum;                                                                      \
+    }                                                                                       \
+}                                                                                           \
+                                                                                            \
+/* QB pixels of a row whose taps all fall on the input (columns): each tap's weights     \
+ * loaded once for the QB pixels, a sum a pixel; the channels past the vectors pixel by    \
+ * pixel */                                                                                 \
+static inline void NAME##_interior(const T *x, const T *weight, T *dst, idx c, idx s,       \
+                                   idx sxh, idx sxw, idx sw, idx dh, idx dw, idx r0, idx r1)\
+{                                                                                           \
+    const idx lanes = DW##_lane_count;                                                      \
+    idx c0 = 0;                                                                             \
+    for (; c0 + lanes <= c; c0 += lanes) {                                                  \
+        DW##_vec sum[QB];                                                                   \
+        for (int k = 0; k < QB; ++k) sum[k] = (DW##_vec){0};                                \
+        for (idx i = r0; i < r1; ++i) {                                                     \
+            const T *src = x + i * dh * sxh + c0, *tap = weight + i * s * c + c0;           \
+            for (idx j = 0; j < s; ++j) {                                                   \
+                DW##_vec wv = DW##_load(tap + j * c);                                       \
+                const T *at = src + j * dw * sxw;                                           \
+                for (int k = 0; k < QB; ++k)                                                \
+                    sum[k] += wv * DW##_load(at + k * sw * sxw);                            \
+            }                                                                               \
+        }                                                                                   \
+        for (int k = 0; k < QB; ++k) memcpy(dst + k * c + c0, &sum[k], sizeof sum[k]);      \
+    }                                                                                       \
+    for (int k = 0; k < QB && c0 < c; ++k)                                                  \
+        for (idx ch = c0; ch < c; ++ch) {                                                   \
+            T sum = 0;                                                                      \
+            for (idx i = r0; i < r1; ++i)                                                   \
+                for (idx j = 0; j < s; ++j)                                                 \
+                    sum += weight[(i * s + j) * c + ch]                                     \
+                           * x[k * sw * sxw + i * dh * sxh + j * dw * sxw + ch];            \
+            dst[k * c + ch] = sum;                                                          \
+        }                                                                                   \
+}                                                                                           \
+                                                                                            \
+void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
+          idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
+          idx sxn, idx sxh, idx sxw, idx first, idx last)                                   \
+{                                                                                           \
+    for (idx unit = first; unit < last; ++unit) {                                           \
+        idx n = unit / p, row = unit % p, h0 = row * sh - top;                              \
+        /* the tap rows on the input: h0 + i dh in [0, h) */                               \
+        idx r0 = h0 < 0 ? (-h0 + dh - 1) / dh : 0;                                          \
+        idx r1 = h - h0 <= 0 ? 0 : (h - 1 - h0) / dh + 1;                                   \
+        if (r1 > r) r1 = r;                                                                 \
+        /* the columns whose taps all fall on the input: w0 >= 0, w0 + (s - 1) dw < w */   \
+        idx qa = (left + sw - 1) / sw, qb = w - 1 - (s - 1) * dw + left < 0 ? 0             \
+                 : (w - 1 - (s - 1) * dw + left) / sw + 1;                                  \
+        if (qb > q) qb = q;                                                                 \
+        for (idx col = 0; col < q; ++col) {                                                 \
+            if (col >= qa && col + QB <= qb && r1 > r0) {                                   \
+                NAME##_interior(x + n * sxn + h0 * sxh + (col * sw - left) * sxw, weight,   \
+                                out + ((n * p + row) * q + col) * c, c, s, sxh, sxw, sw,    \
+                                dh, dw, r0, r1);                                            \
+                col += QB - 1;                                                              \
+                continue;                                                                   \
+            }                                                                               \
+            idx w0 = col * sw - left;                                                       \
+            idx s0 = w0 < 0 ? (-w0 + dw - 1) / dw : 0;                                      \
+            idx s1 = w - w0 <= 0 ? 0 : (w - 1 - w0) / dw + 1;                               \
+            if (s1 > s) s1 = s;                                                             \
+            T *dst = out + ((n * p + row) * q + col) * c;                                   \
+            if (r1 <= r0 || s1 <= s0) {                                                     \
+                memset(dst, 0, sizeof(T) * c);                                              \
+                continue;                                                                   \
+            }                                                                               \
+            NAME##_pixel(x + n * sxn + h0 * sxh + w0 * sxw, weight, dst, c, s, sxh, sxw,    \
+                         dh, dw, r0, r1, s0, s1);                                           \
+        }                                                                                   \
+    }                                                                                       \
+}
+
+DEFINE_DEPTHWISE_NHWC(depthwise_nhwc_f32, float, depthwise_f32)
+DEFINE_DEPTHWISE_NHWC(depthwise_nhwc_f64, double, depthwise_f64)
+
 /* the grouped form's buffer: a group's phase planes, then KB grids */
 idx grouped_scratch_elems(idx cg, idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
                           idx itemsize)
