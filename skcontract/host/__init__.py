@@ -3,5 +3,8 @@
 
 * :mod:`.cc` - find the compiler, build a source for this machine, keep it in the kernel
   cache, load it with ctypes (None where it cannot: the route's NumPy form runs)
-* :mod:`.depthwise` - the depthwise convolution, its planes spread over the CPU's threads
+* :mod:`.parallel` - units of work split over the CPU's threads, a buffer each
+* :mod:`.call` - a convolution kernel's arguments and its run over the threads
+* :mod:`.depthwise` - the depthwise convolution (planes, lanes and channels-last forms)
+* :mod:`.grouped` - the grouped convolution
 """

@@ -22,8 +22,8 @@ import ctypes
 import numpy as np
 
 from .cc import load
-from . import parallel
-from .parallel import VECTOR_BYTES, aligned, run_split
+from .call import element_strides, geometry_args, run_planar
+from .parallel import VECTOR_BYTES, run_split
 
 __all__ = ["depthwise_cpu", "is_depthwise", "form_of"]
 
@@ -57,34 +57,15 @@ def depthwise_cpu(x: np.ndarray, weight: np.ndarray, g, form: str | None = None
     contiguous (channels-last) takes the "nhwc" form whatever ``form`` says, its output
     channels-last too."""
     itemsize = x.dtype.itemsize
-    if x.ndim == 4 and x.strides[1] == itemsize and g.c > 1:
+    if x.strides[1] == itemsize and g.c > 1 and not any(s % itemsize for s in x.strides):
         return _channels_last(x, weight, g)
     form = form or form_of(g, itemsize)
     kernel = _kernel(x.dtype, form)
     if kernel is None:
         return None
-    scratch = _scratch_elems(g, itemsize, form)
-    if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
-        return None
-    if any(s % itemsize for s in x.strides):
-        x = np.ascontiguousarray(x)
-    w = np.ascontiguousarray(weight, dtype=x.dtype)
-    out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
-    if out.size == 0:
-        return out
-    (sh, sw), (dh, dw) = g.stride, g.dilation
-    top, _, left, _ = g.padding
-    geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left,
-                *(s // itemsize for s in x.strides))
     units = g.n * (g.c if form == "planes" else -(-g.c // (VECTOR_BYTES // itemsize)))
-
-    def run(first: int, last: int) -> None:
-        buffer = aligned(scratch, x.dtype)
-        kernel(x.ctypes.data, w.ctypes.data, out.ctypes.data, *geometry, first, last,
-               buffer.ctypes.data)
-
-    run_split(run, units, g.n * g.c * g.p * g.q * g.r * g.s)
-    return out
+    return run_planar(kernel, x, weight, g, _scratch_elems(g, itemsize, form), units,
+                      g.n * g.c * g.p * g.q * g.r * g.s)
 
 
 def _channels_last(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
@@ -93,13 +74,9 @@ def _channels_last(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     kernel = _kernel(x.dtype, "nhwc")
     if kernel is None:
         return None
-    itemsize = x.dtype.itemsize
     w = np.ascontiguousarray(weight.reshape(g.c, g.r * g.s).T, dtype=x.dtype)  # (R S, C)
     out = np.empty((g.n, g.p, g.q, g.k), x.dtype)
-    (sh, sw), (dh, dw) = g.stride, g.dilation
-    top, _, left, _ = g.padding
-    strides = (x.strides[0] // itemsize, x.strides[2] // itemsize, x.strides[3] // itemsize)
-    geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left, *strides)
+    geometry = geometry_args(g) + element_strides(x, (0, 2, 3))
 
     def run(first: int, last: int) -> None:
         kernel(x.ctypes.data, w.ctypes.data, out.ctypes.data, *geometry, first, last)

@@ -23,8 +23,7 @@ import ctypes
 import numpy as np
 
 from .cc import load
-from . import parallel
-from .parallel import aligned, run_split
+from .call import run_planar
 
 __all__ = ["grouped_cpu", "takes_grouped"]
 
@@ -50,29 +49,9 @@ def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     kernel = _kernel(x.dtype)
     if kernel is None:
         return None
-    itemsize = x.dtype.itemsize
-    scratch = _scratch_elems(g, itemsize)
-    if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
-        return None
-    if any(s % itemsize for s in x.strides):
-        x = np.ascontiguousarray(x)
-    cg = g.c // g.groups
-    w = np.ascontiguousarray(weight, dtype=x.dtype)
-    out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
-    if out.size == 0:
-        return out
-    (sh, sw), (dh, dw) = g.stride, g.dilation
-    top, _, left, _ = g.padding
-    geometry = (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left,
-                *(s // itemsize for s in x.strides), g.groups, g.k)
-
-    def run(first: int, last: int) -> None:
-        buffer = aligned(scratch, x.dtype)
-        kernel(x.ctypes.data, w.ctypes.data, out.ctypes.data, *geometry, first, last,
-               buffer.ctypes.data)
-
-    run_split(run, g.n * g.groups, g.n * g.k * g.p * g.q * cg * g.r * g.s)
-    return out
+    return run_planar(kernel, x, weight, g, _scratch_elems(g, x.itemsize), g.n * g.groups,
+                      g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s,
+                      (g.groups, g.k))
 
 
 def _kernel(dtype):

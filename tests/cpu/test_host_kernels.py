@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.host import cc, depthwise, grouped, parallel
+from skcontract.host import call, cc, depthwise, grouped, parallel
 from skcontract.ops import conv2d_cpu
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
@@ -63,7 +63,7 @@ def _poisoned_scratch(aligned):
 @pytest.mark.parametrize("xs,rs,stride,padding,dilation", CASES)
 def test_each_form_computes_the_definition(monkeypatch, form, dtype, xs, rs, stride, padding,
                                            dilation):
-    monkeypatch.setattr(depthwise, "aligned", _poisoned_scratch(parallel.aligned))
+    monkeypatch.setattr(call, "aligned", _poisoned_scratch(parallel.aligned))
     x, w, g, ref = _case(xs, rs, stride, padding, dilation, dtype)
     _close(depthwise.depthwise_cpu(x, w, g, form), ref, dtype)
 
@@ -159,7 +159,7 @@ GROUPED_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", GROUPED_CASES)
 def test_the_grouped_kernel_computes_the_definition(monkeypatch, dtype, xs, ws, stride,
                                                     padding, dilation, groups):
-    monkeypatch.setattr(grouped, "aligned", _poisoned_scratch(parallel.aligned))
+    monkeypatch.setattr(call, "aligned", _poisoned_scratch(parallel.aligned))
     rng = np.random.default_rng(sum(xs) + sum(ws))
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     g = conv_geometry(xs, ws, stride, padding, dilation, groups)
