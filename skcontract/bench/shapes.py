@@ -20,9 +20,9 @@ row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
   bfloat16 channels-last unless the row says float32 NCHW; ``us`` / ``peer_us`` device time
   per call of ours and of cuDNN (torch's conv2d with ``cudnn.benchmark`` on, TF32 off), both
   by CUDA-graph replay; ``gbps`` on depthwise rows (input, filters and output moved once);
-- ``--cpu``: the ``conv-cpu-*`` rows instead (:data:`CONV_CPU_CASES`, float32 NCHW): our
-  CPU convolution against torch's, the best of ``reps`` wall times each, into
-  ``shapes-cpu``; no GPU needed.
+- ``--cpu``: the ``conv-cpu-*`` rows instead (:data:`CONV_CPU_CASES`, float32): our
+  CPU convolution against torch's, each side's best of ``reps`` wall times over alternating
+  rounds, into ``shapes-cpu``; no GPU needed.
 
 The run also times a device-to-device copy (``copy_gbps``), the bandwidth the memory-bound
 rows are held to. Writes ``<name>.json`` ({"date", "commit", "device", "copy_gbps",
@@ -177,8 +177,25 @@ CONV_CPU_CASES = (
              "MobileNetV2 block 3 depthwise 3x3"),
     ConvCase("conv-cpu-depthwise", (8, 96, 56, 56), (96, 1, 7, 7), 1, 3, 96,
              "ConvNeXt-T stage 1 depthwise 7x7"),
+    ConvCase("conv-cpu-batch1", (1, 128, 28, 28), (128, 128, 3, 3), 1, 1, 1,
+             "ResNet-50 stage 2 3x3, batch 1"),
+    ConvCase("conv-cpu-batch1", (1, 64, 224, 224), (64, 64, 3, 3), 1, 1, 1,
+             "VGG-16 block 1 second 3x3, batch 1"),
+    ConvCase("conv-cpu-dilated", (4, 512, 28, 28), (512, 512, 3, 3), 1, 2, 1,
+             "DeepLabV3 ResNet-50 stage 4 (output stride 8), dilation 2", dilation=2),
+    ConvCase("conv-cpu-dilated", (4, 256, 33, 33), (256, 256, 3, 3), 1, 12, 1,
+             "DeepLabV3 ASPP branch, dilation 12", dilation=12),
+    ConvCase("conv-cpu-large-kernel", (4, 128, 56, 56), (128, 1, 31, 31), 1, 15, 128,
+             "RepLKNet-31B stage 1 depthwise 31x31"),
+    ConvCase("conv-cpu-large-kernel", (8, 64, 56, 56), (64, 1, 7, 7), 1, 9, 64,
+             "VAN-B0 large-kernel attention, depthwise 7x7 dilation 3", dilation=3),
+    ConvCase("conv-cpu-channels-last", (8, 144, 56, 56), (144, 1, 3, 3), 1, 1, 144,
+             "MobileNetV2 block 3 depthwise 3x3, channels-last", layout="NHWC"),
+    ConvCase("conv-cpu-channels-last", (8, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1,
+             "ResNet-50 stage 1 3x3, channels-last", layout="NHWC"),
 )
-"""The CPU convolutions (``--cpu``), float32 NCHW, against torch's CPU convolution."""
+"""The CPU convolutions (``--cpu``), float32, NCHW unless the case says NHWC, against
+torch's CPU convolution."""
 
 
 def _gpu_conv(cls, x, w, stride, padding, groups, source, dilation=1, dtype="float16",
@@ -317,7 +334,9 @@ def _gemm_call_row(case: Case, ops, tops, ref, log) -> dict:
 
 
 def measure_conv_cpu(case: ConvCase, reps: int, log) -> dict:
-    """One CPU convolution row: the best of ``reps`` wall times, ours and torch's."""
+    """One CPU convolution row: each side's best wall time (:func:`best_wall_pair_us`),
+    ours on NumPy arrays and torch's on its tensors, both channels-last where the case is
+    NHWC."""
     import torch  # the benchmark's peer; not a dependency of the library
 
     from ..ops.conv2d import conv2d
@@ -325,12 +344,18 @@ def measure_conv_cpu(case: ConvCase, reps: int, log) -> dict:
     x = rng.standard_normal(case.x).astype(np.float32)
     w = rng.standard_normal(case.w).astype(np.float32)
     tx, tw = torch.from_numpy(x), torch.from_numpy(w)
-    args = (None, case.stride, case.padding, 1, case.groups)
+    if case.layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        tx = tx.contiguous(memory_format=torch.channels_last)
+        tw = tw.contiguous(memory_format=torch.channels_last)
+    args = (None, case.stride, case.padding, case.dilation, case.groups)
     ref = torch.nn.functional.conv2d(tx.double(), tw.double(), *args).numpy()
+    dilated = f" dilation {case.dilation}" if case.dilation != 1 else ""
+    layout = " channels-last" if case.layout == "NHWC" else ""
     row = dict(zip(("class", "op", "expr", "shapes", "dtype", "source", "peer"),
                    (case.cls, "conv2d-cpu", f"conv2d stride {case.stride} padding "
-                    f"{case.padding} groups {case.groups}", [list(case.x), list(case.w)],
-                    "float32", case.source, "torch (CPU)")))
+                    f"{case.padding}{dilated} groups {case.groups}{layout}",
+                    [list(case.x), list(case.w)], "float32", case.source, "torch (CPU)")))
     got = guarded(log, "conv2d", lambda: conv2d(x, w, *args))
     row["rel_err"] = None if got is None else float(
         np.linalg.norm(got - ref) / np.linalg.norm(ref))

@@ -97,10 +97,24 @@ def test_cpu_convolution_rows_run_here():
         assert row["us"] > 0 and row["peer_us"] > 0 and row["ratio"] > 0
 
 
+def test_cpu_channels_last_and_dilated_rows_run_as_named():
+    """A channels-last row hands both sides channels-last arrays; a dilated row dilates."""
+    pytest.importorskip("torch")
+    case = next(c for c in shapes.CONV_CPU_CASES if c.cls == "conv-cpu-channels-last")
+    small = case._replace(x=(1,) + case.x[1:2] + (9, 9))
+    row = shapes.measure_conv_cpu(small, 1, print)
+    assert "channels-last" in row["expr"] and row["rel_err"] < 1e-5
+    dilated = shapes.ConvCase("conv-cpu-dilated", (1, 4, 12, 12), (4, 4, 3, 3), 1, 2, 1,
+                              "a test", dilation=2)
+    row = shapes.measure_conv_cpu(dilated, 1, print)
+    assert "dilation 2" in row["expr"] and row["rel_err"] < 1e-5
+
+
 def test_conv_cpu_classes_are_from_named_layers():
     classes = {c.cls for c in shapes.CONV_CPU_CASES}
     assert {"conv-cpu-dense", "conv-cpu-pointwise", "conv-cpu-depthwise",
-            "conv-cpu-grouped", "conv-cpu-strided"} <= classes
+            "conv-cpu-grouped", "conv-cpu-strided", "conv-cpu-batch1", "conv-cpu-dilated",
+            "conv-cpu-large-kernel", "conv-cpu-channels-last"} <= classes
     for c in shapes.CONV_CPU_CASES:
         assert c.source and c.x[1] == c.w[1] * c.groups and c.w[0] % c.groups == 0
 
