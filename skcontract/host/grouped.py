@@ -25,19 +25,40 @@ import numpy as np
 from .cc import load
 from .call import run_planar
 
-__all__ = ["grouped_cpu", "takes_grouped"]
+__all__ = ["grouped_cpu", "kernel_takes"]
 
 LIBRARY = "conv"
 KERNELS = {np.dtype(np.float32): "grouped_f32", np.dtype(np.float64): "grouped_f64"}
 """The library's kernel for each dtype it sums in."""
+BAND_BYTES = 1 << 19
+"""A thread's buffer at most where bands of output rows can keep it there: a group's padded
+planes of a band's input rows stay in a core's L2 cache while each block of output channels
+reads them again."""
 _IDX = ctypes.c_ssize_t
 
 
-def takes_grouped(g) -> bool:
-    """Layers of more than one group: the direct kernel ran every grouped layer measured
-    1.3-2.7x faster than the BLAS products (ResNeXt's, 4 to 128 channels a group;
-    docs/benchmarks/log.md, twelfth session). One-group layers stay on BLAS."""
-    return g.groups > 1
+DENSE_MAX_CHANNELS = 64
+"""Input channels up to which a one-group layer runs on the kernel whatever its map."""
+STRIDED_MAX_CHANNELS = 128
+"""Input channels up to which a strided one-group layer runs on the kernel (the BLAS form
+gathers its taps)."""
+DENSE_PIXELS_PER_CHANNEL = 49
+"""Output pixels an input channel from which a wider one-group layer runs on the kernel:
+on smaller maps the BLAS form's products (C R S deep) outrun it."""
+
+
+def kernel_takes(g) -> bool:
+    """Layers of more than one group (the kernel ran every grouped layer measured 1.3-2.9x
+    faster than the BLAS form: ResNeXt's, 4 to 128 channels a group), and one-group layers
+    of few channels, strided ones of a few more, or large maps for their channels: the
+    measured layers where it beat the BLAS form (docs/benchmarks/log.md, twelfth session:
+    1.2-2.4x on ResNet's 56x56x64, VGG's 112x112x128 and 224x224x64, the stem and the
+    strided 3x3s; 0.6-0.7x on 28x28x128, 14x14x256 and 7x7x512, which stay on BLAS)."""
+    if g.groups > 1:
+        return True
+    strided = g.stride != (1, 1)
+    return g.c <= DENSE_MAX_CHANNELS or (strided and g.c <= STRIDED_MAX_CHANNELS) or \
+        g.p * g.q >= DENSE_PIXELS_PER_CHANNEL * g.c
 
 
 def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
@@ -49,9 +70,24 @@ def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     kernel = _kernel(x.dtype)
     if kernel is None:
         return None
-    return run_planar(kernel, x, weight, g, _scratch_elems(g, x.itemsize), g.n * g.groups,
+    band = band_rows(g, x.itemsize)
+    return run_planar(kernel, x, weight, g, _scratch_elems(g, x.itemsize, band),
+                      g.n * g.groups * -(-g.p // band),
                       g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s,
-                      (g.groups, g.k))
+                      (g.groups, g.k, band))
+
+
+def band_rows(g, itemsize: int) -> int:
+    """Output rows a unit of work: the most whose buffer (a group's phase planes of their
+    rows, and the grids) stays within :data:`BAND_BYTES`; one at least."""
+    lo, hi = 1, g.p
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _scratch_elems(g, itemsize, mid) * itemsize <= BAND_BYTES:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _kernel(dtype):
@@ -62,14 +98,15 @@ def _kernel(dtype):
         return None
     fn = getattr(lib, name)
     if fn.argtypes is None:
-        fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 21 + [ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 22 + [ctypes.c_void_p]
         fn.restype = None
     return fn
 
 
-def _scratch_elems(g, itemsize: int) -> int:
-    """Elements of one thread's buffer: a group's phase planes and KB grids."""
+def _scratch_elems(g, itemsize: int, band: int) -> int:
+    """Elements of one thread's buffer: a group's phase planes for ``band`` output rows and
+    KB grids."""
     size = load(LIBRARY).grouped_scratch_elems
     size.argtypes, size.restype = [_IDX] * 10, _IDX
     (sh, sw), (dh, dw) = g.stride, g.dilation
-    return size(g.c // g.groups, g.p, g.q, g.r, g.s, sh, sw, dh, dw, itemsize)
+    return size(g.c // g.groups, band, g.q, g.r, g.s, sh, sw, dh, dw, itemsize)

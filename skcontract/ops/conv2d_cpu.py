@@ -41,9 +41,10 @@ and multiplied, one product a group, by the filters as they lie (no reordered co
 sums of partial products). Where output rows are long (:data:`INPLACE_MIN_Q`) the taps
 are copied as each image's windows instead and each image's product is written into the
 output in place. **Pointwise** convolutions are one product an image on the input as it
-lies. **Depthwise** and other **grouped** convolutions in float32 and float64 run the direct
-C kernels (:mod:`skcontract.host.depthwise`, :mod:`skcontract.host.grouped`) where the host
-can build them; the forms above are theirs otherwise.
+lies. **Depthwise** and other **grouped** convolutions in float32 and float64, and the
+one-group layers where it measured faster (:func:`skcontract.host.grouped.kernel_takes`),
+run the direct C kernels (:mod:`skcontract.host.depthwise`, :mod:`skcontract.host.grouped`)
+where the host can build them; the forms above are theirs otherwise.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
 :data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger),
@@ -58,7 +59,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..host.depthwise import depthwise_cpu, is_depthwise
-from ..host.grouped import grouped_cpu, takes_grouped
+from ..host.grouped import grouped_cpu, kernel_takes
 
 CHUNK_BYTES = 16 << 20
 """The buffers of one chunk at most: large enough that each product is a long BLAS call,
@@ -149,13 +150,13 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
 
 
 def _direct(x, weight, g) -> np.ndarray | None:
-    """The depthwise or grouped layer on the host's C kernel; None where the layer is
-    neither, has nothing to sum, or the host has no library for its dtype."""
+    """The layer on the host's C kernel; None where no kernel takes it, it has nothing to
+    sum, or the host has no library for its dtype."""
     if g.c == 0 or min(g.n, g.k, g.p, g.q) == 0:
         return None
     if is_depthwise(g):
         return depthwise_cpu(x, weight, g)
-    if takes_grouped(g):
+    if kernel_takes(g):
         return grouped_cpu(x, weight, g)
     return None
 

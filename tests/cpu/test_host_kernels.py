@@ -151,15 +151,21 @@ GROUPED_CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((2, 8, 6, 7), (8, 2, 4, 2), 1, "same", 1, 4),      # uneven padding
     ((1, 4, 16, 16), (8, 2, 5, 5), 2, 2, 1, 2),         # strided 5 x 5
     ((2, 6, 3, 3), (6, 3, 3, 3), 1, 3, 1, 2),           # padding wider than the map
+    ((2, 5, 9, 8), (7, 5, 3, 3), 1, 1, 1, 1),           # one group
+    ((1, 3, 23, 21), (9, 3, 7, 7), 2, 3, 1, 1),         # a stem: one group, strided 7 x 7
 ]
 
 
 @needs_library
+@pytest.mark.parametrize("band", ["rows", "whole"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", GROUPED_CASES)
-def test_the_grouped_kernel_computes_the_definition(monkeypatch, dtype, xs, ws, stride,
+def test_the_grouped_kernel_computes_the_definition(monkeypatch, band, dtype, xs, ws, stride,
                                                     padding, dilation, groups):
+    """In bands of one output row (padding rows past one band hold another's data unless
+    zeroed) and whole."""
     monkeypatch.setattr(call, "aligned", _poisoned_scratch(parallel.aligned))
+    monkeypatch.setattr(grouped, "BAND_BYTES", 1 if band == "rows" else 1 << 30)
     rng = np.random.default_rng(sum(xs) + sum(ws))
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     g = conv_geometry(xs, ws, stride, padding, dilation, groups)
@@ -217,8 +223,23 @@ def test_conv2d_runs_grouped_layers_on_the_kernel(monkeypatch):
     assert calls == [x.shape]
     _close(got, direct(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 4), "float64")
     calls.clear()
-    conv2d(x, np.ones((8, 8, 3, 3)), None, 1, 1, 1, 1)  # one group: BLAS
+    wide = rng.standard_normal((2, 128, 4, 4))  # one group, a small map: BLAS
+    conv2d(wide, np.ones((8, 128, 3, 3)), None, 1, 1, 1, 1)
     assert calls == []
+
+
+@pytest.mark.parametrize("xs,ws,stride,takes", [
+    ((8, 64, 56, 56), (64, 64, 3, 3), 1, True),       # ResNet-50 stage 1: few channels
+    ((4, 128, 112, 112), (128, 128, 3, 3), 1, True),  # VGG-16 block 2: a large map
+    ((8, 128, 56, 56), (128, 128, 3, 3), 2, True),    # strided
+    ((8, 3, 224, 224), (64, 3, 7, 7), 2, True),       # the stem
+    ((8, 128, 28, 28), (128, 128, 3, 3), 1, False),   # ResNet-50 stage 2: BLAS
+    ((8, 512, 7, 7), (512, 512, 3, 3), 1, False),     # stage 4: BLAS
+    ((8, 512, 14, 14), (512, 16, 3, 3), 1, True),     # grouped: always
+])
+def test_one_group_layers_take_the_kernel_where_it_measured_faster(xs, ws, stride, takes):
+    g = conv_geometry(xs, ws, stride, ws[2] // 2, 1, xs[1] // ws[1])
+    assert grouped.kernel_takes(g) is takes
 
 
 def test_other_dtypes_take_the_numpy_form():

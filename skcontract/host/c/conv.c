@@ -20,7 +20,8 @@
  * loaded once for them.
  *
  * Grouped (`grouped_*`). The planes form over a group's C/G input channels: each (image,
- * group) fills C/G phase planes, and a block of the grid sums KB output channels at once,
+ * group, band of output rows) fills C/G phase planes of the band's rows (bands keep them
+ * in cache), and a block of the grid sums KB output channels at once,
  * NB vectors each, over the group's channels and taps: each vector loaded serves KB output
  * channels, each filter value (broadcast) NB vectors.
  *
@@ -91,7 +92,8 @@ static inline NAME##_vec NAME##_load(const T *p)                                
                                                                                             \
 /* phase (a, b) of the plane at x: input row i maps to padded row i + top, column j to      \
  * padded column j + left; phase element (u, v) is padded (u sh + a, v sw + b). Only the    \
- * elements on the input are written: the rest stay as the caller zeroed them */            \
+ * columns on the input are written (zeros on the rows off it): the rest stay as the       \
+ * caller zeroed them */                                                                    \
 static void NAME##_fill(const T *x, idx sxh, idx sxw, idx h, idx w, idx top, idx left,      \
                         idx sh, idx sw, struct dw_shape g, T *phases)                       \
 {                                                                                           \
@@ -105,9 +107,12 @@ static void NAME##_fill(const T *x, idx sxh, idx sxw, idx h, idx w, idx top, idx
             if (w - 1 + left - b < 0 || v1 <= v0) continue;                                 \
             for (idx u = 0; u < g.rows; ++u) {                                              \
                 idx i = u * sh + a - top;                                                   \
-                if (i < 0 || i >= h) continue;                                              \
-                const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
                 T *dst = phase + u * g.width;                                               \
+                if (i < 0 || i >= h) { /* a padding row: another band's data may lie here */\
+                    memset(dst + v0, 0, sizeof(T) * (v1 - v0));                             \
+                    continue;                                                               \
+                }                                                                           \
+                const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
                 if (sw == 1 && sxw == 1) {                                                  \
                     memcpy(dst + v0, src, sizeof(T) * (v1 - v0));                           \
                 } else {                                                                    \
@@ -348,10 +353,12 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
 DEFINE_DEPTHWISE_NHWC(depthwise_nhwc_f32, float, depthwise_f32)
 DEFINE_DEPTHWISE_NHWC(depthwise_nhwc_f64, double, depthwise_f64)
 
-/* the grouped form's buffer: a group's phase planes, then KB grids */
-idx grouped_scratch_elems(idx cg, idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
-                          idx itemsize)
+/* the grouped form's buffer: a group's phase planes for a band of `band` output rows, then
+ * KB grids */
+idx grouped_scratch_elems(idx cg, idx band, idx q, idx r, idx s, idx sh, idx sw, idx dh,
+                          idx dw, idx itemsize)
 {
+    idx p = band;
     idx block = GNB * (VEC_BYTES / itemsize);
     struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);
     idx grid = (p * g.width + block - 1) / block * block;
@@ -390,44 +397,44 @@ DEFINE_GROUPED_BLOCK(DW, T, 8)                                                  
 DEFINE_GROUPED_BLOCK(DW, T, 4)                                                              \
 DEFINE_GROUPED_BLOCK(DW, T, 1)                                                              \
                                                                                             \
-/* units [first, last) of (image, group): unit = n G + g; weight (K, C/G, R, S), dense */   \
+/* units [first, last) of (image, group, band of `band` output rows):                       \
+ * unit = (n G + g) bands + b; weight (K, C/G, R, S), dense */                              \
 void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
           idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
-          idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx first, idx last,       \
-          T *scratch)                                                                       \
+          idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx band, idx first,       \
+          idx last, T *scratch)                                                             \
 {                                                                                           \
     const idx block = GNB * DW##_lane_count, cg = c / groups, kg = k / groups;             \
-    const idx count = r * s;                                                                \
-    struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);                     \
-    const idx span = sh * sw * g.plane, cells = p * g.width;                                \
-    const idx stride = (cells + block - 1) / block * block;                                 \
+    const idx count = r * s, bands = (p + band - 1) / band;                                 \
+    struct dw_shape g = dw_shape_of(band, q, r, s, sh, sw, dh, dw, block);                  \
+    const idx span = sh * sw * g.plane;                                                     \
+    const idx stride = (band * g.width + block - 1) / block * block;                        \
     T *phases = scratch, *grids = scratch + cg * span;                                      \
     idx offset[count];                                                                      \
     for (idx i = 0; i < r; ++i)                                                             \
         for (idx j = 0; j < s; ++j)                                                         \
             offset[i * s + j] = (((i * dh) % sh) * sw + (j * dw) % sw) * g.plane           \
                                 + ((i * dh) / sh) * g.width + (j * dw) / sw;                \
-    memset(phases, 0, sizeof(T) * cg * span); /* the padding: zeroed once */               \
+    memset(phases, 0, sizeof(T) * cg * span); /* the padding columns: zeroed once */        \
     for (idx unit = first; unit < last; ++unit) {                                           \
-        idx n = unit / groups, grp = unit % groups;                                         \
+        idx n = unit / (groups * bands), grp = unit / bands % groups, b = unit % bands;     \
+        idx p0 = b * band, rows = p - p0 < band ? p - p0 : band, cells = rows * g.width;    \
         for (idx ch = 0; ch < cg; ++ch)                                                     \
-            DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w, top, left, sh,   \
-                      sw, g, phases + ch * span);                                           \
+            DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w, top - p0 * sh,   \
+                      left, sh, sw, g, phases + ch * span);                                 \
         const T *taps = weight + grp * kg * cg * count;                                     \
         for (idx k0 = 0; k0 < kg; ) {                                                       \
             idx kbv = kg - k0 >= 8 ? 8 : kg - k0 >= 4 ? 4 : 1;                              \
+            const T *kt = taps + k0 * cg * count;                                           \
             if (kbv == 8)                                                                   \
-                DW##_block8(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
-                            grids);                                                         \
+                DW##_block8(phases, kt, cg, count, offset, span, cells, stride, grids);     \
             else if (kbv == 4)                                                              \
-                DW##_block4(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
-                            grids);                                                         \
+                DW##_block4(phases, kt, cg, count, offset, span, cells, stride, grids);     \
             else                                                                            \
-                DW##_block1(phases, taps + k0 * cg * count, cg, count, offset, span, cells, stride,  \
-                            grids);                                                         \
+                DW##_block1(phases, kt, cg, count, offset, span, cells, stride, grids);     \
             for (idx kk = 0; kk < kbv; ++kk) {                                              \
-                T *dst = out + ((n * k + grp * kg + k0 + kk) * p) * q;                      \
-                for (idx row = 0; row < p; ++row)                                           \
+                T *dst = out + ((n * k + grp * kg + k0 + kk) * p + p0) * q;                 \
+                for (idx row = 0; row < rows; ++row)                                        \
                     memcpy(dst + row * q, grids + kk * stride + row * g.width,              \
                            sizeof(T) * q);                                                  \
             }                                                                               \
