@@ -74,7 +74,7 @@ def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
     return run_planar(kernel, x, weight, g, _scratch_elems(g, x.itemsize, band),
                       g.n * g.groups * -(-g.p // band),
                       g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s,
-                      (g.groups, g.k, band))
+                      (g.groups, g.k, band, g.n))
 
 
 def band_rows(g, itemsize: int) -> int:
@@ -98,7 +98,7 @@ def _kernel(dtype):
         return None
     fn = getattr(lib, name)
     if fn.argtypes is None:
-        fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 22 + [ctypes.c_void_p]
+        fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 23 + [ctypes.c_void_p]
         fn.restype = None
     return fn
 

@@ -328,11 +328,14 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                  : (w - 1 - (s - 1) * dw + left) / sw + 1;                                  \
         if (qb > q) qb = q;                                                                 \
         for (idx col = 0; col < q; ++col) {                                                 \
-            if (col >= qa && col + QB <= qb && r1 > r0) {                                   \
-                NAME##_interior(x + n * sxn + h0 * sxh + (col * sw - left) * sxw, weight,   \
-                                out + ((n * p + row) * q + col) * c, c, s, sxh, sxw, sw,    \
+            if (col >= qa && col < qb && qb - qa >= QB && r1 > r0) {                        \
+                /* the last block ends at qb, over pixels the one before summed: the same  \
+                 * sums, written again */                                                   \
+                idx at = col + QB <= qb ? col : qb - QB;                                    \
+                NAME##_interior(x + n * sxn + h0 * sxh + (at * sw - left) * sxw, weight,    \
+                                out + ((n * p + row) * q + at) * c, c, s, sxh, sxw, sw,     \
                                 dh, dw, r0, r1);                                            \
-                col += QB - 1;                                                              \
+                col = at + QB - 1;                                                          \
                 continue;                                                                   \
             }                                                                               \
             idx w0 = col * sw - left;                                                       \
@@ -397,12 +400,13 @@ DEFINE_GROUPED_BLOCK(DW, T, 8)                                                  
 DEFINE_GROUPED_BLOCK(DW, T, 4)                                                              \
 DEFINE_GROUPED_BLOCK(DW, T, 1)                                                              \
                                                                                             \
-/* units [first, last) of (image, group, band of `band` output rows):                       \
- * unit = (n G + g) bands + b; weight (K, C/G, R, S), dense */                              \
+/* units [first, last) of (group, image, band of `band` output rows):                       \
+ * unit = (g N + n) bands + b, a group's units together so that its filters stay in cache  \
+ * from one image to the next; weight (K, C/G, R, S), dense */                              \
 void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
           idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
-          idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx band, idx first,       \
-          idx last, T *scratch)                                                             \
+          idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx band, idx images,      \
+          idx first, idx last, T *scratch)                                                  \
 {                                                                                           \
     const idx block = GNB * DW##_lane_count, cg = c / groups, kg = k / groups;             \
     const idx count = r * s, bands = (p + band - 1) / band;                                 \
@@ -417,7 +421,7 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                                 + ((i * dh) / sh) * g.width + (j * dw) / sw;                \
     memset(phases, 0, sizeof(T) * cg * span); /* the padding columns: zeroed once */        \
     for (idx unit = first; unit < last; ++unit) {                                           \
-        idx n = unit / (groups * bands), grp = unit / bands % groups, b = unit % bands;     \
+        idx grp = unit / (images * bands), n = unit / bands % images, b = unit % bands;     \
         idx p0 = b * band, rows = p - p0 < band ? p - p0 : band, cells = rows * g.width;    \
         for (idx ch = 0; ch < cg; ++ch)                                                     \
             DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w, top - p0 * sh,   \
