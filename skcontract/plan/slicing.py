@@ -65,6 +65,15 @@ EXHAUSTIVE_REPATH_TRIES = 1
 costs a whole search, which on 9 tensors is already a quarter second, so more would
 multiply the planning time the caller chose the search for."""
 EXHAUSTIVE_SEARCHES = frozenset({"optimal", "dp", "branch-all", "branch-2"})
+SLICING_HINT_OVERHEAD = 4.0
+"""Slicing overhead (sliced FLOPs over unsliced) above which a printed plan says how to
+find a cheaper one: the greedy path sliced after the search cost 4-200x on the benchmark's
+PEPS and circuits under 1-8 GiB, where cotengra's search that slices as it goes found
+1.0-1.7x (docs/benchmarks/networks-cpu.md)."""
+SLICING_HINT = ("the slices multiply the FLOPs: a path searched with the slices in mind may "
+                "cost far less (optimize='hyper', cotengra: pip install 'skcontract[hyper]'; "
+                "a larger max_time searches longer)")
+"""The printed plan's line where the overhead passes :data:`SLICING_HINT_OVERHEAD`."""
 """opt_einsum's searches whose time grows exponentially with the operands."""
 
 
@@ -267,10 +276,13 @@ class Slicing:
 
     def describe(self) -> str:
         parts = [x if c == 1 else f"{x} in chunks of {c}" for x, c in self.chunks]
-        return (f"sliced over {', '.join(parts)}: {self.num_slices:,} slices, FLOPs x"
+        line = (f"sliced over {', '.join(parts)}: {self.num_slices:,} slices, FLOPs x"
                 f"{self.overhead:.3g}; a slice's largest intermediate "
                 f"{self.largest_intermediate:,} elements; predicted peak "
                 f"{self.peak_bytes:,} bytes")
+        if self.overhead > SLICING_HINT_OVERHEAD:
+            line += "\n" + SLICING_HINT
+        return line
 
 
 def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],

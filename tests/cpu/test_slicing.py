@@ -110,6 +110,18 @@ def test_output_labels_are_sliced_when_the_output_is_the_largest():
                                np.einsum("i,j,jk->ijk", x, y, z), rtol=1e-13)
 
 
+def test_a_costly_slicing_says_how_to_find_a_cheaper_one():
+    """Past SLICING_HINT_OVERHEAD the printed plan names the search that slices as it goes;
+    a cheap slicing prints no such line."""
+    from skcontract.plan.slicing import SLICING_HINT, SLICING_HINT_OVERHEAD, Slicing
+
+    sizes = {"i": 8, "j": 8}
+    costly = Slicing((("i", 1),), sizes, SLICING_HINT_OVERHEAD * 2, 8, 64, 1000)
+    cheap = Slicing((("i", 1),), sizes, 1.2, 8, 64, 1000)
+    assert SLICING_HINT in costly.describe() and SLICING_HINT not in cheap.describe()
+    assert "hyper" in SLICING_HINT
+
+
 def test_the_plan_shows_its_slices_and_which_steps_run_once():
     rng = np.random.default_rng(4)
     shapes = {"ab": (6, 7), "bc": (7, 8), "cd": (8, 40), "de": (40, 9)}
