@@ -69,7 +69,7 @@ SLICING_HINT_OVERHEAD = 4.0
 """Slicing overhead (sliced FLOPs over unsliced) above which a printed plan says how to
 find a cheaper one: the greedy path sliced after the search cost 4-200x on the benchmark's
 PEPS and circuits under 1-8 GiB, where cotengra's search that slices as it goes found
-1.0-1.7x (docs/benchmarks/networks-cpu.md)."""
+1.0-1.9x on nine of the ten rows (docs/benchmarks/networks-cpu.md)."""
 SLICING_HINT = ("the slices multiply the FLOPs: a path searched with the slices in mind may "
                 "cost far less (optimize='hyper', cotengra: pip install 'skcontract[hyper]'; "
                 "a larger max_time searches longer)")
