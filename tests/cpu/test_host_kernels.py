@@ -225,6 +225,8 @@ def test_conv2d_runs_grouped_layers_on_the_kernel(monkeypatch):
     calls.clear()
     wide = rng.standard_normal((2, 128, 4, 4))  # one group, a small map: BLAS
     conv2d(wide, np.ones((8, 128, 3, 3)), None, 1, 1, 1, 1)
+    conv2d(x, np.ones((6, 8, 1, 1)), None, 1, 0, 1, 1)  # pointwise: one product an image
+    conv2d(x, np.ones((8, 2, 1, 1)), None, 1, 0, 1, 4)  # grouped pointwise too
     assert calls == []
 
 
