@@ -93,8 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     exc.add_argument("--groups", type=int, default=1, help="channel groups (default 1)")
     exc.add_argument("--dtype", default="float16",
                      help="float16 (default), bfloat16, float32 or float64")
-    exc.add_argument("--device", default="h200", choices=DEVICE_NAMES,
-                     help="the GPU to plan for (default: the H200 preset)")
+    exc.add_argument("--device", default="h200", choices=DEVICE_NAMES + ("cpu",),
+                     help="the GPU to plan for (default: the H200 preset), or cpu: what "
+                          "conv2d runs on NumPy arrays on this machine")
     exc.add_argument("--channels-last", action="store_true",
                      help="channels-last input and weight (default: contiguous NCHW)")
     bench = sub.add_parser("bench", help="run a benchmark (overhead, networks and shapes --cpu "

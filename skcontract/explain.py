@@ -9,6 +9,7 @@ import numpy as np
 from .contract import contract_path
 from .kernels.resolve import DEFAULT_REDUCTION
 from .ops.conv2d import GPU_DTYPES, check_schedule_options, conv_geometry
+from .ops.conv_cpu_plan import CpuConvPlan, plan_conv2d_cpu
 from .ops.conv_plan import ConvOperands, ConvPlan, plan_conv2d
 from .schedule.device import DeviceInfo
 from .schedule.draw import draw_schedule
@@ -71,10 +72,13 @@ def _draw_steps(steps, path) -> None:
 def explain_conv2d(input_shape, weight_shape, bias=False, stride=1, padding=0, dilation=1,
                    groups=1, dtype="float16", device=None, *, channels_last=False,
                    mode="auto", reduction=DEFAULT_REDUCTION, tile=None,
-                   grid=None) -> ConvPlan:
+                   grid=None) -> ConvPlan | CpuConvPlan:
     """The GPU plan of ``conv2d`` on arrays of these shapes: a
     :class:`~skcontract.ops.conv_plan.ConvPlan`, which prints as a table of what runs (the
-    copies, the bias, the launch with its schedule and kernel, the result).
+    copies, the bias, the launch with its schedule and kernel, the result); with
+    ``device="cpu"``, the plan ``conv2d`` runs on NumPy arrays of these shapes on this
+    machine (:class:`~skcontract.ops.conv_cpu_plan.CpuConvPlan`: the route, the C kernel
+    and its threads, or why a NumPy form runs), for any dtype the CPU takes.
 
     ``input_shape`` is (N, C, H, W) or (C, H, W), ``weight_shape`` (K, C / groups, R, S);
     ``bias``: whether a bias is added; ``stride``, ``padding``, ``dilation`` and ``groups``
@@ -95,6 +99,9 @@ def explain_conv2d(input_shape, weight_shape, bias=False, stride=1, padding=0, d
     ('implicit GEMM', 'nhwc', 'Wgmma')
     >>> plan.launch.spec.name in str(plan)
     True
+    >>> explain_conv2d((8, 512, 7, 7), (512, 512, 3, 3), padding=1, dtype="float32",
+    ...                device="cpu").route
+    'gathered taps'
     """
     input_shape = _shape_of(input_shape, "input_shape")
     weight_shape = _shape_of(weight_shape, "weight_shape")
@@ -103,11 +110,14 @@ def explain_conv2d(input_shape, weight_shape, bias=False, stride=1, padding=0, d
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(f"conv2d: bias must be True or False (whether a bias is added), got "
                         f"{bias!r}")
-    dtype = _gpu_dtype(dtype)
+    cpu = isinstance(device, str) and device == "cpu"
+    dtype = _cpu_dtype(dtype) if cpu else _gpu_dtype(dtype)
     if not isinstance(channels_last, (bool, np.bool_)):
         raise TypeError(f"conv2d: channels_last must be True or False, got {channels_last!r}")
     tile = check_schedule_options(mode, reduction, tile, grid)
     g = conv_geometry(input_shape, weight_shape, stride, padding, dilation, groups)
+    if cpu:
+        return plan_conv2d_cpu(g, dtype, bool(channels_last) and g.c > 1)
     device = _current_gpu() if device is None else DeviceInfo.named(device)
     return plan_conv2d(g, dtype, device, ConvOperands.dense(g, bool(channels_last), bool(bias)),
                        mode=mode, reduction=reduction, tile=tile, grid=grid)
@@ -150,6 +160,18 @@ def _gpu_dtype(dtype) -> str:
                             f"{dtype!r}") from None
     if name not in GPU_DTYPES:
         raise TypeError(f"conv2d: the GPU kernels take {', '.join(GPU_DTYPES)}, not {name}")
+    return name
+
+
+def _cpu_dtype(dtype) -> str:
+    """The name of a dtype conv2d computes in on the CPU (floating or complex); TypeError
+    for any other."""
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"conv2d: dtype must be a dtype or its name, got {dtype!r}") from None
+    if np.dtype(name).kind not in "fc":
+        raise TypeError(f"conv2d: the CPU convolves floating and complex dtypes, not {name}")
     return name
 
 

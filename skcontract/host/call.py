@@ -1,5 +1,6 @@
-"""Calling a convolution kernel of ``c/conv.c`` on NumPy arrays: its geometry arguments,
-its input's element strides, and the run over threads with a buffer each.
+"""Calling a convolution kernel of ``c/conv.c`` on NumPy arrays: what a call runs, as a
+value made from the geometry and dtype before any array is touched (:class:`HostRun`, which
+the CPU plan shows), its geometry arguments and its run over the threads.
 
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> geometry_args(conv_geometry((1, 2, 5, 6), (2, 1, 3, 3), padding=1, groups=2))
@@ -7,14 +8,72 @@ its input's element strides, and the run over threads with a buffer each.
 """
 from __future__ import annotations
 
-from typing import Callable
+import ctypes
+from typing import NamedTuple
 
 import numpy as np
 
 from . import parallel
-from .parallel import aligned, run_split
+from .cc import load, why_not
+from .parallel import aligned, run_split, threads_for
 
-__all__ = ["geometry_args", "element_strides", "run_planar"]
+__all__ = ["HostRun", "geometry_args", "element_strides", "kernel_function", "run_planar",
+           "LIBRARY"]
+
+LIBRARY = "conv"
+"""The library of the convolution kernels (``c/conv.c``)."""
+_IDX = ctypes.c_ssize_t
+
+
+class HostRun(NamedTuple):
+    """A kernel call: the library's ``function``, the ``form`` a plan prints, the ``units``
+    the threads split, the ``taps`` (multiply-adds) the split weighs, a thread's buffer of
+    ``scratch`` elements (0: none) and the ``extra`` arguments after the input's strides."""
+
+    function: str
+    form: str
+    units: int
+    taps: int
+    scratch: int
+    extra: tuple = ()
+
+    @property
+    def threads(self) -> int:
+        return threads_for(self.units, self.taps)
+
+
+def unavailable(dtype, kernels: dict) -> str | None:
+    """Why no kernel of ``kernels`` (dtype -> function) runs ``dtype`` here; None where one
+    can."""
+    if np.dtype(dtype) not in kernels:
+        return f"no C kernel sums {np.dtype(dtype).name}"
+    if load(LIBRARY) is None:
+        return why_not(LIBRARY)
+    return None
+
+
+def over_buffer(scratch: int, itemsize: int) -> str | None:
+    """Why a thread's buffer of ``scratch`` elements is refused; None where it fits."""
+    if scratch * itemsize > parallel.MAX_SCRATCH_BYTES:
+        return (f"a thread's buffer would take {scratch * itemsize:,} bytes, over "
+                f"{parallel.MAX_SCRATCH_BYTES:,}")
+    return None
+
+
+def kernel_function(name: str, argtypes: list):
+    """The library's function ``name``, its ``argtypes`` (:func:`pointer_args`) declared
+    once."""
+    fn = getattr(load(LIBRARY), name)
+    if fn.argtypes is None:
+        fn.argtypes, fn.restype = argtypes, None
+    return fn
+
+
+def scratch_size(name: str, *sizes: int) -> int:
+    """The library's buffer size function ``name`` at ``sizes``."""
+    fn = getattr(load(LIBRARY), name)
+    fn.argtypes, fn.restype = [_IDX] * len(sizes), _IDX
+    return fn(*sizes)
 
 
 def geometry_args(g) -> tuple[int, ...]:
@@ -30,27 +89,27 @@ def element_strides(x: np.ndarray, axes=(0, 1, 2, 3)) -> tuple[int, ...]:
     return tuple(x.strides[a] // x.itemsize for a in axes)
 
 
-def run_planar(kernel: Callable, x: np.ndarray, weight: np.ndarray, g, scratch: int,
-               units: int, taps: int, extra: tuple = ()) -> np.ndarray | None:
-    """The (N, K, P, Q) output of ``kernel`` (an NCHW-output kernel taking ``x`` at its
-    element strides, the dense ``weight`` as it lies, ``extra`` after the strides, the
-    range of ``units`` and a thread's buffer of ``scratch`` elements), run over the
-    threads for ``taps`` multiply-adds; None where the buffer would pass
-    :data:`~.parallel.MAX_SCRATCH_BYTES` (the caller's NumPy form runs)."""
-    if scratch * x.itemsize > parallel.MAX_SCRATCH_BYTES:
-        return None
+def pointer_args(count: int, buffer: bool = True) -> list:
+    """ctypes argument types: three pointers, ``count`` sizes, and a buffer pointer."""
+    return [ctypes.c_void_p] * 3 + [_IDX] * count + ([ctypes.c_void_p] if buffer else [])
+
+
+def run_planar(run: HostRun, x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
+    """The (N, K, P, Q) output of the NCHW-output kernel ``run`` names (``x`` at its element
+    strides, the dense ``weight`` as it lies, a thread's buffer each)."""
     if any(s % x.itemsize for s in x.strides):
         x = np.ascontiguousarray(x)
     w = np.ascontiguousarray(weight, dtype=x.dtype)
     out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
     if out.size == 0:
         return out
-    args = geometry_args(g) + element_strides(x) + tuple(extra)
+    args = geometry_args(g) + element_strides(x) + tuple(run.extra)
+    kernel = kernel_function(run.function, pointer_args(len(args) + 2))
 
-    def run(first: int, last: int) -> None:
-        buffer = aligned(scratch, x.dtype)
+    def part(first: int, last: int) -> None:
+        buffer = aligned(run.scratch, x.dtype)
         kernel(x.ctypes.data, w.ctypes.data, out.ctypes.data, *args, first, last,
                buffer.ctypes.data)
 
-    run_split(run, units, taps)
+    run_split(part, run.units, run.taps)
     return out

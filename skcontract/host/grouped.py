@@ -12,29 +12,25 @@ channel-then-tap order, so that any split over threads gives the same bits.
 >>> import numpy as np
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> x = np.ones((1, 4, 3, 3)); w = np.ones((4, 2, 1, 1))
->>> out = grouped_cpu(x, w, conv_geometry(x.shape, w.shape, groups=2))
->>> out is None or out[0, :, 0, 0].tolist() == [2.0, 2.0, 2.0, 2.0]
+>>> g = conv_geometry(x.shape, w.shape, groups=2)
+>>> run = grouped_run(g, x.dtype)
+>>> isinstance(run, str) or grouped_cpu(x, w, g, run)[0, :, 0, 0].tolist() == [2.0] * 4
 True
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
-from .cc import load
-from .call import run_planar
+from .call import HostRun, over_buffer, run_planar, scratch_size, unavailable
 
-__all__ = ["grouped_cpu", "kernel_takes"]
+__all__ = ["grouped_cpu", "grouped_run", "kernel_takes", "band_rows"]
 
-LIBRARY = "conv"
 KERNELS = {np.dtype(np.float32): "grouped_f32", np.dtype(np.float64): "grouped_f64"}
 """The library's kernel for each dtype it sums in."""
 BAND_BYTES = 1 << 19
 """A thread's buffer at most where bands of output rows can keep it there: a group's padded
 planes of a band's input rows stay in a core's L2 cache while each block of output channels
 reads them again."""
-_IDX = ctypes.c_ssize_t
 
 
 DENSE_MAX_CHANNELS = 64
@@ -61,20 +57,26 @@ def kernel_takes(g) -> bool:
         g.p * g.q >= DENSE_PIXELS_PER_CHANNEL * g.c
 
 
-def grouped_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray | None:
-    """The (N, K, P, Q) convolution ``g`` (a checked ConvGeometry) of the (N, C, H, W)
-    ``x`` (any strides) with the (K, C/G, R, S) ``weight``, both of one dtype; None where
-    the host has no library for it (no C compiler, a dtype the library does not sum, or
-    planes whose buffer would pass :data:`~.parallel.MAX_SCRATCH_BYTES`: the caller's NumPy
-    form runs)."""
-    kernel = _kernel(x.dtype)
-    if kernel is None:
-        return None
-    band = band_rows(g, x.itemsize)
-    return run_planar(kernel, x, weight, g, _scratch_elems(g, x.itemsize, band),
-                      g.n * g.groups * -(-g.p // band),
-                      g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s,
-                      (g.groups, g.k, band, g.n))
+def grouped_run(g, dtype) -> HostRun | str:
+    """What :func:`grouped_cpu` runs for the convolution ``g`` (a checked ConvGeometry) in
+    ``dtype``: bands of :func:`band_rows` output rows a unit of (group, image, band); or
+    why the host runs none (the caller's NumPy form runs)."""
+    dtype = np.dtype(dtype)
+    reason = unavailable(dtype, KERNELS)
+    if reason:
+        return reason
+    band = band_rows(g, dtype.itemsize)
+    scratch = _scratch_elems(g, dtype.itemsize, band)
+    return over_buffer(scratch, dtype.itemsize) or HostRun(
+        KERNELS[dtype], f"bands of {band} output rows", g.n * g.groups * -(-g.p // band),
+        g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s, scratch,
+        (g.groups, g.k, band, g.n))
+
+
+def grouped_cpu(x: np.ndarray, weight: np.ndarray, g, run: HostRun) -> np.ndarray:
+    """The (N, K, P, Q) convolution ``g`` of the (N, C, H, W) ``x`` (any strides) with the
+    (K, C/G, R, S) ``weight``, both of one dtype, as ``run`` (:func:`grouped_run`) says."""
+    return run_planar(run, x, weight, g)
 
 
 def band_rows(g, itemsize: int) -> int:
@@ -90,23 +92,9 @@ def band_rows(g, itemsize: int) -> int:
     return lo
 
 
-def _kernel(dtype):
-    """The library's function for ``dtype``, its arguments declared; None where none."""
-    name = KERNELS.get(np.dtype(dtype))
-    lib = None if name is None else load(LIBRARY)
-    if lib is None:
-        return None
-    fn = getattr(lib, name)
-    if fn.argtypes is None:
-        fn.argtypes = [ctypes.c_void_p] * 3 + [_IDX] * 23 + [ctypes.c_void_p]
-        fn.restype = None
-    return fn
-
-
 def _scratch_elems(g, itemsize: int, band: int) -> int:
     """Elements of one thread's buffer: a group's phase planes for ``band`` output rows and
     KB grids."""
-    size = load(LIBRARY).grouped_scratch_elems
-    size.argtypes, size.restype = [_IDX] * 10, _IDX
     (sh, sw), (dh, dw) = g.stride, g.dilation
-    return size(g.c // g.groups, band, g.q, g.r, g.s, sh, sw, dh, dw, itemsize)
+    return scratch_size("grouped_scratch_elems", g.c // g.groups, band, g.q, g.r, g.s, sh,
+                        sw, dh, dw, itemsize)

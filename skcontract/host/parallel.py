@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["host_threads", "ranges", "run_split", "aligned", "VECTOR_BYTES",
+__all__ = ["host_threads", "threads_for", "ranges", "run_split", "aligned", "VECTOR_BYTES",
            "MAX_SCRATCH_BYTES"]
 
 THREAD_MIN_TAPS = 1 << 19
@@ -63,11 +63,17 @@ def ranges(units: int, threads: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
+def threads_for(units: int, taps: int) -> int:
+    """The threads ``units`` of work of ``taps`` multiply-adds in all run on: each given
+    :data:`THREAD_MIN_TAPS` at least, at most one a unit."""
+    return max(1, min(host_threads(), taps // THREAD_MIN_TAPS, units))
+
+
 def run_split(run: Callable[[int, int], None], units: int, taps: int) -> None:
-    """``run(first, last)`` over ``units`` split across the threads, each given
-    :data:`THREAD_MIN_TAPS` of the ``taps`` multiply-adds at least; the first range on the
-    calling thread. An exception in any range is raised here, after all have ended."""
-    spans = ranges(units, max(1, min(host_threads(), taps // THREAD_MIN_TAPS)))
+    """``run(first, last)`` over ``units`` split across :func:`threads_for` threads, the
+    first range on the calling thread. An exception in any range is raised here, after all
+    have ended."""
+    spans = ranges(units, threads_for(units, taps))
     futures = [_pool().submit(run, *span) for span in spans[1:]]
     try:
         run(*spans[0])

@@ -59,7 +59,9 @@ from ..kernels.resolve import DEFAULT_REDUCTION
 from ..schedule import GemmProblem
 from ..schedule.device import DEVICE_NAMES, DeviceInfo
 from ..schedule.types import AUTO, as_mode, as_reduction
+from ..host.depthwise import channels_contiguous
 from .conv2d_cpu import conv2d_cpu
+from .conv_cpu_plan import plan_conv2d_cpu
 from .conv2d_gpu import conv2d_gpu, warm_conv2d
 from .conv_plan import ConvOperands, dense_nhwc, plan_conv2d
 
@@ -456,7 +458,9 @@ def _conv2d_cpu(input, weight, bias, g):
     x = input if batched else input[None]
     native = input.dtype.newbyteorder("=")  # the result in native byte order
     compute = np.float32 if native == np.float16 else native
-    out = conv2d_cpu(x.astype(compute, copy=False), weight.astype(compute, copy=False), g)
+    x = x.astype(compute, copy=False)
+    plan = plan_conv2d_cpu(g, compute, channels_contiguous(x))
+    out = conv2d_cpu(x, weight.astype(compute, copy=False), g, plan)
     if bias is not None:
         out += bias.astype(compute, copy=False)[None, :, None, None]
     out = out.astype(native, copy=False)

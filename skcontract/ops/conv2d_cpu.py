@@ -58,8 +58,17 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..host.depthwise import depthwise_cpu, is_depthwise
-from ..host.grouped import grouped_cpu, kernel_takes
+from ..host.depthwise import depthwise_cpu
+from ..host.grouped import grouped_cpu
+
+EMPTY = "empty"
+ZEROS = "zeros"
+POINTWISE = "pointwise product"
+DEPTHWISE = "depthwise kernel"
+DIRECT = "direct kernel"
+GATHERED = "gathered taps"
+PLANES = "shifted planes"
+"""The routes a CPU plan (:mod:`.conv_cpu_plan`) names and :func:`conv2d_cpu` runs."""
 
 CHUNK_BYTES = 16 << 20
 """The buffers of one chunk at most: large enough that each product is a long BLAS call,
@@ -127,39 +136,28 @@ class _Rows(NamedTuple):
     length: int  # a plane: whole rows covering the input rows read and the shifted copies
 
 
-def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
+def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g, plan) -> np.ndarray:
     """The (N, K, P, Q) convolution ``g`` (a checked ConvGeometry) of the (N, C, H, W)
-    ``x`` with ``weight``, both of the compute dtype."""
-    direct = _direct(x, weight, g)
-    if direct is not None:
-        return direct
+    ``x`` with ``weight``, both of the compute dtype, by the route ``plan`` (a
+    :class:`~.conv_cpu_plan.CpuConvPlan` of them) names."""
+    if plan.route == DEPTHWISE:
+        return depthwise_cpu(x, weight, g, plan.run)
+    if plan.route == DIRECT:
+        return grouped_cpu(x, weight, g, plan.run)
     out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
-    if min(out.shape) == 0:
+    if plan.route == EMPTY:
         return out
-    if g.c == 0:  # nothing to sum: zeros, as the GPU's bias-only route gives
+    if plan.route == ZEROS:  # nothing to sum: zeros, as the GPU's bias-only route gives
         out.fill(0)
-    elif _pointwise(g):  # one product an image, on the input as it lies
+    elif plan.route == POINTWISE:  # one product an image, on the input as it lies
         kg, cg = g.k // g.groups, g.c // g.groups
         np.matmul(weight.reshape(g.groups, kg, cg), x.reshape(g.n, g.groups, cg, -1),
                   out=out.reshape(g.n, g.groups, kg, -1))
-    elif _gathers(g):
+    elif plan.route == GATHERED:
         _conv_gathered(x, weight, g, out)
     else:
         _conv_rows(x, weight, g, out)
     return out
-
-
-def _direct(x, weight, g) -> np.ndarray | None:
-    """The layer on the host's C kernel; None where no kernel takes it, it has nothing to
-    sum, or the host has no library for its dtype. Pointwise layers are one BLAS product
-    an image on the input as it lies, 2-3x faster than the kernel (grouped ones too)."""
-    if g.c == 0 or min(g.n, g.k, g.p, g.q) == 0 or _pointwise(g):
-        return None
-    if is_depthwise(g):
-        return depthwise_cpu(x, weight, g)
-    if kernel_takes(g):
-        return grouped_cpu(x, weight, g)
-    return None
 
 
 def _pointwise(g) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.ops import conv2d_cpu
+from skcontract.ops import conv2d_cpu, conv_cpu_plan
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
 
@@ -38,8 +38,7 @@ CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
 def _force(monkeypatch, form: str) -> None:
     """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say,
     grouped layers included (not on the C kernels: tests/cpu/test_host_kernels.py)."""
-    monkeypatch.setattr(conv2d_cpu, "depthwise_cpu", lambda *args, **kwargs: None)
-    monkeypatch.setattr(conv2d_cpu, "grouped_cpu", lambda *args, **kwargs: None)
+    monkeypatch.setattr(conv_cpu_plan, "_host_run", lambda *args: "the test's NumPy forms")
     monkeypatch.setattr(conv2d_cpu, "_gathers",
                         lambda g: g.stride != (1, 1) or form != "planes")
     monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)

@@ -41,6 +41,18 @@ def _case(xs, rs, stride, padding, dilation, dtype, seed=0):
     return x, w, g, direct(x, w, None, g.stride, g.padding, g.dilation, xs[1])
 
 
+def _dw(x, w, g, form=None):
+    """The depthwise kernel as conv2d's plan would run it (``form`` forced where given)."""
+    run = depthwise.depthwise_run(g, x.dtype, depthwise.channels_contiguous(x), form)
+    return None if isinstance(run, str) else depthwise.depthwise_cpu(x, w, g, run)
+
+
+def _gr(x, w, g):
+    """The grouped kernel as conv2d's plan would run it."""
+    run = grouped.grouped_run(g, x.dtype)
+    return None if isinstance(run, str) else grouped.grouped_cpu(x, w, g, run)
+
+
 def _close(got, ref, dtype):
     tol = 2e-6 if np.dtype(dtype) == np.float32 else 1e-13
     assert got.dtype == np.dtype(dtype) and got.shape == ref.shape
@@ -65,7 +77,7 @@ def test_each_form_computes_the_definition(monkeypatch, form, dtype, xs, rs, str
                                            dilation):
     monkeypatch.setattr(call, "aligned", _poisoned_scratch(parallel.aligned))
     x, w, g, ref = _case(xs, rs, stride, padding, dilation, dtype)
-    _close(depthwise.depthwise_cpu(x, w, g, form), ref, dtype)
+    _close(_dw(x, w, g, form), ref, dtype)
 
 
 @needs_library
@@ -78,7 +90,7 @@ def test_channels_last_inputs_are_read_as_they_lie(dtype, xs, rs, stride, paddin
     """The "nhwc" form: a channels-last input in, a channels-last output out, no copy."""
     x, w, g, ref = _case(xs, rs, stride, padding, dilation, dtype)
     last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-    got = depthwise.depthwise_cpu(last, w, g)
+    got = _dw(last, w, g)
     _close(got, ref, dtype)
     assert got.transpose(0, 2, 3, 1).flags.c_contiguous
 
@@ -95,7 +107,7 @@ def test_the_input_is_read_at_its_strides(form, layout):
     else:
         x = np.ascontiguousarray(x[:, ::-1, ::-1])[:, ::-1, ::-1]
     ref = direct(x, w, None, g.stride, g.padding, g.dilation, g.groups)
-    _close(depthwise.depthwise_cpu(x, w, g, form), ref, "float64")
+    _close(_dw(x, w, g, form), ref, "float64")
 
 
 @needs_library
@@ -110,7 +122,7 @@ def test_threads_split_the_work_without_changing_a_bit(monkeypatch, form):
     results = []
     for threads in ("1", "2", "5"):
         monkeypatch.setenv(parallel.THREADS_ENV, threads)
-        results.append(depthwise.depthwise_cpu(x, w, g, form))
+        results.append(_dw(x, w, g, form))
     assert all(np.array_equal(results[0], r) for r in results[1:])
 
 
@@ -170,11 +182,11 @@ def test_the_grouped_kernel_computes_the_definition(monkeypatch, band, dtype, xs
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     g = conv_geometry(xs, ws, stride, padding, dilation, groups)
     ref = direct(x, w, None, g.stride, g.padding, g.dilation, groups)
-    _close(grouped.grouped_cpu(x, w, g), ref, dtype)
+    _close(_gr(x, w, g), ref, dtype)
     if dtype == "float64":  # channels-last, and a view of every other column
         last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-        _close(grouped.grouped_cpu(last, w, g), ref, dtype)
-        _close(grouped.grouped_cpu(np.repeat(x, 2, axis=3)[..., ::2], w, g), ref, dtype)
+        _close(_gr(last, w, g), ref, dtype)
+        _close(_gr(np.repeat(x, 2, axis=3)[..., ::2], w, g), ref, dtype)
 
 
 @needs_library
@@ -186,7 +198,7 @@ def test_grouped_threads_split_the_work_without_changing_a_bit(monkeypatch):
     results = []
     for threads in ("1", "2", "4"):
         monkeypatch.setenv(parallel.THREADS_ENV, threads)
-        results.append(grouped.grouped_cpu(x, w, g))
+        results.append(_gr(x, w, g))
     assert all(np.array_equal(results[0], r) for r in results[1:])
 
 
@@ -246,8 +258,8 @@ def test_one_group_layers_take_the_kernel_where_it_measured_faster(xs, ws, strid
 
 def test_other_dtypes_take_the_numpy_form():
     x, w, g, _ = _case((1, 3, 5, 5), (3, 3), 1, 1, 1, "float64")
-    assert depthwise.depthwise_cpu(x.astype(np.complex128), w.astype(np.complex128), g) is None
-    assert grouped.grouped_cpu(x.astype(np.complex64), w.astype(np.complex64), g) is None
+    assert _dw(x.astype(np.complex128), w.astype(np.complex128), g) is None
+    assert _gr(x.astype(np.complex64), w.astype(np.complex64), g) is None
 
 
 @pytest.fixture
@@ -262,7 +274,7 @@ def fresh(monkeypatch, tmp_path):
 def test_without_a_compiler_the_numpy_form_runs(monkeypatch, fresh):
     monkeypatch.setattr(cc, "compiler", lambda: None)
     x, w, g, ref = _case((2, 4, 7, 7), (3, 3), 1, 1, 1, "float64")
-    assert depthwise.depthwise_cpu(x, w, g) is None
+    assert _dw(x, w, g) is None
     assert "no C compiler" in cc.why_not("conv")
     np.testing.assert_allclose(conv2d(x, w, None, 1, 1, 1, 4), ref, rtol=1e-12)
 
@@ -301,9 +313,9 @@ def test_a_forked_child_runs_the_kernels_on_threads_of_its_own(monkeypatch):
 
     monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
     x, w, g, ref = _case((2, 16, 12, 12), (3, 3), 1, 1, 1, "float64")
-    _close(depthwise.depthwise_cpu(x, w, g), ref, "float64")  # the parent's pool started
+    _close(_dw(x, w, g), ref, "float64")  # the parent's pool started
     with mp.get_context("fork").Pool(1) as pool:
-        got = pool.apply_async(depthwise.depthwise_cpu, (x, w, g)).get(timeout=60)
+        got = pool.apply_async(_dw, (x, w, g)).get(timeout=60)
     _close(got, ref, "float64")
 
 
@@ -312,7 +324,7 @@ def test_planes_past_the_buffer_bound_take_the_numpy_form(monkeypatch):
     the kernels decline it and conv2d's bounded NumPy chunks run it."""
     monkeypatch.setattr(parallel, "MAX_SCRATCH_BYTES", 4096)
     x, w, g, ref = _case((1, 2, 40, 40), (3, 3), 1, 1, 1, "float64")
-    assert depthwise.depthwise_cpu(x, w, g) is None
+    assert _dw(x, w, g) is None
     wide = np.ones((2, 1, 3, 3))
-    assert grouped.grouped_cpu(x, wide, conv_geometry(x.shape, wide.shape, 1, 1, 1, 2)) is None
+    assert _gr(x, wide, conv_geometry(x.shape, wide.shape, 1, 1, 1, 2)) is None
     _close(conv2d(x, w, None, 1, 1, 1, 2), ref, "float64")
