@@ -72,7 +72,8 @@ def kernel_function(name: str, argtypes: list):
 def scratch_size(name: str, *sizes: int) -> int:
     """The library's buffer size function ``name`` at ``sizes``."""
     fn = getattr(load(LIBRARY), name)
-    fn.argtypes, fn.restype = [_IDX] * len(sizes), _IDX
+    if fn.argtypes is None:
+        fn.argtypes, fn.restype = [_IDX] * len(sizes), _IDX
     return fn(*sizes)
 
 

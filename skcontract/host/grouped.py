@@ -19,6 +19,8 @@ True
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .call import HostRun, over_buffer, run_planar, scratch_size, unavailable
@@ -82,10 +84,17 @@ def grouped_cpu(x: np.ndarray, weight: np.ndarray, g, run: HostRun) -> np.ndarra
 def band_rows(g, itemsize: int) -> int:
     """Output rows a unit of work: the most whose buffer (a group's phase planes of their
     rows, and the grids) stays within :data:`BAND_BYTES`; one at least."""
+    return _band_rows(g, itemsize, BAND_BYTES)
+
+
+@lru_cache(maxsize=1024)
+def _band_rows(g, itemsize: int, budget: int) -> int:
+    """:func:`band_rows` for a budget, kept: a binary search of the library's size
+    function, each call of a layer asks it again."""
     lo, hi = 1, g.p
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _scratch_elems(g, itemsize, mid) * itemsize <= BAND_BYTES:
+        if _scratch_elems(g, itemsize, mid) * itemsize <= budget:
             lo = mid
         else:
             hi = mid - 1
