@@ -18,7 +18,7 @@ from .cc import load, why_not
 from .parallel import aligned, run_split, threads_for
 
 __all__ = ["HostRun", "geometry_args", "element_strides", "kernel_function", "run_planar",
-           "LIBRARY"]
+           "LIBRARY", "MAX_TAPS"]
 
 LIBRARY = "conv"
 """The library of the convolution kernels (``c/conv.c``)."""
@@ -49,6 +49,18 @@ def unavailable(dtype, kernels: dict) -> str | None:
         return f"no C kernel sums {np.dtype(dtype).name}"
     if load(LIBRARY) is None:
         return why_not(LIBRARY)
+    return None
+
+
+MAX_TAPS = 4096
+"""Filter taps (R x S) a kernel takes at most: the planes forms keep an offset a tap on the
+thread's stack (32 KiB at this bound); wider filters take the NumPy form."""
+
+
+def too_many_taps(g) -> str | None:
+    """Why filters of ``g``'s R x S are refused; None where the kernels take them."""
+    if g.r * g.s > MAX_TAPS:
+        return f"filters of {g.r * g.s:,} taps, over the kernels' {MAX_TAPS:,}"
     return None
 
 

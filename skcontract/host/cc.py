@@ -2,8 +2,9 @@
 ctypes: the CPU's counterpart of the GPU's NVRTC path (:mod:`skcontract.kernels.jit`).
 
 NumPy has no operation that runs a direct convolution near memory speed, and BLAS only
-helps where a product is large; the few CPU routes that need a loop of their own (the
-depthwise convolution) are C sources in ``c/``, built here for the machine they run on
+helps where a product is large; the CPU routes that need a loop of their own (the
+depthwise and grouped convolutions, and one-group ones on large maps) are C sources in
+``c/``, built here for the machine they run on
 (``-O3 -march=native``) into a shared library kept under the kernel cache
 (:func:`~skcontract.kernels.jit.cache_dir`, ``host/``). The library's name hashes the
 source, the compiler's identity, the flags, the machine and its CPU's feature flags, so a
@@ -51,6 +52,17 @@ ENV_SWITCH = "SKCONTRACT_HOST_KERNELS"
 _LOCK = threading.Lock()
 _LOADED: dict[str, ctypes.CDLL | None] = {}
 _REASONS: dict[str, str] = {}
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's threads: a build one of them held the lock
+    for would never release it."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def compiler() -> str | None:

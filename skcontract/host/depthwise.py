@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .call import (HostRun, element_strides, geometry_args, kernel_function, over_buffer,
-                   pointer_args, run_planar, scratch_size, unavailable)
+                   pointer_args, run_planar, scratch_size, too_many_taps, unavailable)
 from .parallel import VECTOR_BYTES, run_split
 
 __all__ = ["depthwise_cpu", "depthwise_run", "is_depthwise", "channels_contiguous",
@@ -58,7 +58,7 @@ def depthwise_run(g, dtype, channels_last: bool = False, form: str | None = None
     whose channels are contiguous, else ``form`` ("planes" or "lanes"; None:
     :func:`form_of`); or why the host runs none (the caller's NumPy form runs)."""
     dtype = np.dtype(dtype)
-    reason = unavailable(dtype, KERNELS)
+    reason = unavailable(dtype, KERNELS) or too_many_taps(g)
     if reason:
         return reason
     name, taps = KERNELS[dtype], g.n * g.c * g.p * g.q * g.r * g.s

@@ -23,7 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .call import HostRun, over_buffer, run_planar, scratch_size, unavailable
+from .call import (HostRun, over_buffer, run_planar, scratch_size, too_many_taps,
+                   unavailable)
 
 __all__ = ["grouped_cpu", "grouped_run", "kernel_takes", "band_rows"]
 
@@ -64,7 +65,7 @@ def grouped_run(g, dtype) -> HostRun | str:
     ``dtype``: bands of :func:`band_rows` output rows a unit of (group, image, band); or
     why the host runs none (the caller's NumPy form runs)."""
     dtype = np.dtype(dtype)
-    reason = unavailable(dtype, KERNELS)
+    reason = unavailable(dtype, KERNELS) or too_many_taps(g)
     if reason:
         return reason
     band = band_rows(g, dtype.itemsize)

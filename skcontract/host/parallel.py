@@ -71,12 +71,18 @@ def threads_for(units: int, taps: int) -> int:
 
 def run_split(run: Callable[[int, int], None], units: int, taps: int) -> None:
     """``run(first, last)`` over ``units`` split across :func:`threads_for` threads, the
-    first range on the calling thread. An exception in any range is raised here, after all
-    have ended."""
+    first range on the calling thread (and any range no thread can take: at interpreter
+    shutdown). An exception in any range is raised here, after all have ended."""
     spans = ranges(units, threads_for(units, taps))
-    futures = [_pool().submit(run, *span) for span in spans[1:]]
+    mine, futures = [spans[0]], []
+    for span in spans[1:]:
+        try:
+            futures.append(_pool().submit(run, *span))
+        except RuntimeError:  # the interpreter is shutting down: no thread starts now
+            mine.append(span)
     try:
-        run(*spans[0])
+        for span in mine:
+            run(*span)
     finally:
         for f in futures:
             f.exception()  # wait for every range before the buffers go

@@ -5,6 +5,7 @@ threads that split the work without changing a bit, the memory a call takes, and
 form wherever the library cannot be built."""
 from __future__ import annotations
 
+import ctypes
 import tracemalloc
 
 import numpy as np
@@ -328,3 +329,54 @@ def test_planes_past_the_buffer_bound_take_the_numpy_form(monkeypatch):
     wide = np.ones((2, 1, 3, 3))
     assert _gr(x, wide, conv_geometry(x.shape, wide.shape, 1, 1, 1, 2)) is None
     _close(conv2d(x, w, None, 1, 1, 1, 2), ref, "float64")
+
+
+def test_the_python_side_mirrors_the_library_constants():
+    lib = cc.load("conv")
+    if lib is None:
+        pytest.skip(f"no host library: {cc.why_not('conv')}")
+    for name, value in (("host_vector_bytes", parallel.VECTOR_BYTES),
+                        ("host_planes_block_vectors", depthwise.PLANES_BLOCK_VECTORS)):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_ssize_t
+        assert fn() == value, name
+
+
+def test_filters_past_the_tap_bound_take_the_numpy_form(monkeypatch):
+    """The planes forms keep an offset a tap on the stack: a huge filter is refused."""
+    monkeypatch.setattr(call, "MAX_TAPS", 8)
+    x, w, g, ref = _case((1, 2, 9, 9), (3, 3), 1, 1, 1, "float64")
+    assert "taps" in depthwise.depthwise_run(g, x.dtype)
+    assert "taps" in grouped.grouped_run(conv_geometry((1, 2, 9, 9), (2, 2, 3, 3), 1, 1), x.dtype)
+    _close(conv2d(x, w, None, 1, 1, 1, 2), ref, "float64")
+
+
+@needs_library
+def test_at_interpreter_shutdown_the_calling_thread_runs_every_range(monkeypatch):
+    """No new thread starts at shutdown (the pool refuses work): the ranges run here."""
+    class Closed:
+        def submit(self, *args):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(parallel, "_pool", lambda: Closed())
+    monkeypatch.setattr(parallel, "THREAD_MIN_TAPS", 1)
+    monkeypatch.setenv(parallel.THREADS_ENV, "4")
+    x, w, g, ref = _case((2, 16, 12, 12), (3, 3), 1, 1, 1, "float64")
+    _close(_dw(x, w, g), ref, "float64")
+
+
+@pytest.mark.skipif(cc.compiler() is None or not hasattr(__import__("os"), "fork"),
+                    reason="needs a C compiler and fork")
+def test_a_child_forked_during_a_build_builds_for_itself(monkeypatch, fresh):
+    """The build's lock, held by a thread the child does not have, is the child's anew."""
+    import multiprocessing as mp
+
+    with cc._LOCK:  # a parent thread in the middle of a build
+        ctx = mp.get_context("fork")
+        with ctx.Pool(1) as pool:
+            got = pool.apply_async(_builds).get(timeout=120)
+    assert got == (cc.load("conv") is not None)
+
+
+def _builds() -> bool:
+    return cc.load("conv") is not None

@@ -41,6 +41,11 @@
 
 typedef ptrdiff_t idx;
 
+/* the constants the Python side mirrors (skcontract/host: VECTOR_BYTES,
+ * PLANES_BLOCK_VECTORS, MAX_TAPS), read back by its tests */
+idx host_vector_bytes(void) { return VEC_BYTES; }
+idx host_planes_block_vectors(void) { return NB; }
+
 /* the phase planes' geometry, shared by the scratch size and the kernels */
 struct dw_shape {
     idx rows;  /* rows of a phase plane: the output rows and the taps' reach */
@@ -65,8 +70,8 @@ idx dw_scratch_elems(idx p, idx q, idx r, idx s, idx sh, idx sw, idx dh, idx dw,
 {
     idx block = NB * (VEC_BYTES / itemsize);
     struct dw_shape g = dw_shape_of(p, q, r, s, sh, sw, dh, dw, block);
-    /* the grid in whole blocks, and one more */
-    idx grid = (p * g.width + block - 1) / block * block + block;
+    /* the grid in whole blocks */
+    idx grid = (p * g.width + block - 1) / block * block;
     return sh * sw * g.plane + grid;
 }
 
@@ -162,7 +167,8 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                                                                                             \
 /* Block b of LANES channels of image n (channel block b of the C / LANES, rounded up, of  \
  * each image), lanes form: buffer (rows, cols, LANES) of the padded input, taps (R S,     \
- * LANES); a channel past C reads zeros and its sums are never stored */                   \
+ * LANES); in a short last block the lanes past C keep an earlier block's input, their     \
+ * taps are zero and their sums never stored */                                             \
 void NAME##_lanes(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,   \
                   idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,          \
                   idx sxn, idx sxc, idx sxh, idx sxw, idx first, idx last, T *scratch)      \
@@ -332,9 +338,10 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                 /* the last block ends at qb, over pixels the one before summed: the same  \
                  * sums, written again */                                                   \
                 idx at = col + QB <= qb ? col : qb - QB;                                    \
-                NAME##_interior(x + n * sxn + h0 * sxh + (at * sw - left) * sxw, weight,    \
-                                out + ((n * p + row) * q + at) * c, c, s, sxh, sxw, sw,     \
-                                dh, dw, r0, r1);                                            \
+                /* pointers at the first tap on the input, the taps counted from it */    \
+                NAME##_interior(x + n * sxn + (h0 + r0 * dh) * sxh + (at * sw - left) * sxw,\
+                                weight + r0 * s * c, out + ((n * p + row) * q + at) * c, c, \
+                                s, sxh, sxw, sw, dh, dw, 0, r1 - r0);                       \
                 col = at + QB - 1;                                                          \
                 continue;                                                                   \
             }                                                                               \
@@ -347,8 +354,9 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                 memset(dst, 0, sizeof(T) * c);                                              \
                 continue;                                                                   \
             }                                                                               \
-            NAME##_pixel(x + n * sxn + h0 * sxh + w0 * sxw, weight, dst, c, s, sxh, sxw,    \
-                         dh, dw, r0, r1, s0, s1);                                           \
+            NAME##_pixel(x + n * sxn + (h0 + r0 * dh) * sxh + (w0 + s0 * dw) * sxw,         \
+                         weight + (r0 * s + s0) * c, dst, c, s, sxh, sxw, dh, dw, 0, r1 - r0,\
+                         0, s1 - s0);                                                       \
         }                                                                                   \
     }                                                                                       \
 }
