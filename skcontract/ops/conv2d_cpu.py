@@ -34,7 +34,7 @@ thread waits for the interpreter after every call the other holds it through, an
 waiting thread's core sleeps and wakes slowly on a virtual machine.
 
 **Gathered taps** (:func:`_conv_gathered`): strides above one, and stride-one layers whose
-filters outweigh their input (:func:`_gathers`). A chunk's padded input is split into
+filters outweigh their input (:func:`gathers`). A chunk's padded input is split into
 phases (row mod stride, column mod stride), each a plane as above, so that every tap reads
 one phase at one offset; the R S taps' runs are copied into one (C R S) x grid operand
 and multiplied, one product a group, by the filters as they lie (no reordered copy, no
@@ -99,7 +99,7 @@ CALLER_MIN_BLOCK = 64
 calls spend more on each call than BLAS's threads would."""
 GATHER_EXTRA_COPIES = 2
 """Elements the gathered form may copy beyond the planes' copies for each element of the
-passes it spares them (:func:`_gathers`): its copies are contiguous runs and its one
+passes it spares them (:func:`gathers`): its copies are contiguous runs and its one
 product a group is longer than their R, so it stays ahead until its extra copies are about
 twice those passes (ResNet-50's stage-3 3x3 gathers faster; its stage-2 3x3 and the
 grouped and depthwise layers run faster on the planes)."""
@@ -160,12 +160,12 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g, plan) -> np.ndarray:
     return out
 
 
-def _pointwise(g) -> bool:
+def is_pointwise(g) -> bool:
     """A 1 x 1 convolution reading every pixel (stride 1, no padding), not depthwise."""
     return (g.r, g.s, g.stride, g.padding) == (1, 1, (1, 1), (0, 0, 0, 0)) and g.c != g.groups
 
 
-def _gathers(g) -> bool:
+def gathers(g) -> bool:
     """Strides above one; at stride one, layers where gathering every tap (R S C planes over
     the output grid, (R - 1) S C more than the planes of :func:`_conv_rows`) copies less
     than :data:`GATHER_EXTRA_COPIES` times that form's extra passes: the filters reordered

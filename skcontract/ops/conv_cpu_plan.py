@@ -93,12 +93,12 @@ def plan_conv2d_cpu(g, dtype, channels_last: bool = False) -> CpuConvPlan:
         return route(EMPTY)
     if g.c == 0:
         return route(ZEROS)
-    if forms._pointwise(g):
+    if forms.is_pointwise(g):
         return route(POINTWISE)
     run = _host_run(g, dtype, channels_last)
     if isinstance(run, HostRun):
         return route(DEPTHWISE if is_depthwise(g) else DIRECT, run=run)
-    return route(GATHERED if forms._gathers(g) else PLANES, fallback=run)
+    return route(GATHERED if forms.gathers(g) else PLANES, fallback=run)
 
 
 def _host_run(g, dtype, channels_last: bool) -> HostRun | str | None:

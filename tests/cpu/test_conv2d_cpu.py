@@ -39,7 +39,7 @@ def _force(monkeypatch, form: str) -> None:
     """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say,
     grouped layers included (not on the C kernels: tests/cpu/test_host_kernels.py)."""
     monkeypatch.setattr(conv_cpu_plan, "_host_run", lambda *args: "the test's NumPy forms")
-    monkeypatch.setattr(conv2d_cpu, "_gathers",
+    monkeypatch.setattr(conv2d_cpu, "gathers",
                         lambda g: g.stride != (1, 1) or form != "planes")
     monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)
 
@@ -233,4 +233,4 @@ def test_stride_one_layers_gather_where_the_filters_outweigh_the_input(xs, ws, g
     """ResNet-50's and the benchmarked stride-one layers (docs/benchmarks/shapes-cpu): the
     deep layers on 14 x 14 and 7 x 7 images gather their taps, the others run on the
     planes."""
-    assert conv2d_cpu._gathers(conv_geometry(xs, ws, 1, 1, 1, groups)) == gathers
+    assert conv2d_cpu.gathers(conv_geometry(xs, ws, 1, 1, 1, groups)) == gathers
