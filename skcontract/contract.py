@@ -37,7 +37,7 @@ from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
-from .plan.plan import resizable, resized, size_classes
+from .plan.plan import resizable, resized, size_classes, with_launch_peak
 from .replan import Replans
 from .schedule.device import DeviceInfo
 from .schedule.types import as_mode, as_reduction
@@ -250,8 +250,14 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
             run.resizable = True  # (a warm call swaps it for the plan's own: _WarmCall)
             template.runs[backend] = run
         return plan, run, plan_allocates(plan)
-    plan = schedule_plan(plan, device, precision=precision)
+    plan = _scheduled(plan, device, precision=precision)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
+
+
+def _scheduled(plan: Plan, device, **options) -> Plan:
+    """``plan`` scheduled for ``device`` (:func:`~.kernels.resolve.schedule_plan`), a sliced
+    one's predicted peak from the launches it now holds (:func:`~.plan.plan.with_launch_peak`)."""
+    return with_launch_peak(schedule_plan(plan, device, **options))
 
 
 # typed: a memory_limit of 1.0 (refused) is not the cached plan of 1
@@ -817,7 +823,7 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
         raise ValueError(f"{e} (the operands look like shapes: pass shapes=True to plan "
                          "for shapes)") from None
     if priced:  # (else no GPU is asked for and none holds the operands: device is None)
-        plan = schedule_plan(plan, device, mode=mode, reduction=reduction, precision=precision)
+        plan = _scheduled(plan, device, mode=mode, reduction=reduction, precision=precision)
     if key is not None:
         if len(_PATHS) >= _PLAN_CACHE_SIZE:
             _PATHS.clear()
@@ -918,7 +924,7 @@ class ContractExpression:
             plan = self._base
             if backend != "numpy" or self._device is not None:  # NumPy runs no schedule
                 dev = self._device if self._device is not None else _device_for(backend)
-                plan = schedule_plan(replace(plan, device=dev), dev, **self._options)
+                plan = _scheduled(replace(plan, device=dev), dev, **self._options)
             replans = self._replans[backend] = Replans(plan, self._options)
             hit = self._prepared[backend] = (plan, bk, bk.compile(plan, replan=replans),
                                              plan_allocates(plan))

@@ -62,6 +62,7 @@ from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import schedule_plan
 from .parse import Subscripts, parse_equation, split_operands
 from .plan import Plan, build_plan
+from .plan.plan import with_launch_peak
 from .plan.slicing import simulate
 from .replan import Replans
 from .schedule.device import DeviceInfo
@@ -319,7 +320,7 @@ def _layout(subs, legend, shapes, res, optimize, memory_limit, limit_type, backe
         plan = whole if block_shapes == eq.shapes else _block_plan(
             whole, subs, block_shapes, cd, memory_limit, device)
         if backend != "numpy":
-            plan = schedule_plan(plan, device, precision=precision)
+            plan = with_launch_peak(schedule_plan(plan, device, precision=precision))
         blocks[block_shapes] = BlockPlan(uuid.uuid4().hex, plan, plan_allocates(plan))
     return Layout(whole, str(subs), squeeze, chunks, summed, blocks, backend, res, cd)
 

@@ -201,3 +201,24 @@ def test_the_model_s_kernel_facts_are_the_kernels():
     assert peak.ALIGNED_ROW_BYTES == relayout.VEC16
     assert peak.WIDE_OUTPUTS == {dt: np.dtype(out).itemsize
                                  for dt, out in INPUT_DTYPES.items() if out != dt}
+
+
+@pytest.mark.parametrize("limit", ["64KiB", "256KiB"])
+def test_a_scheduled_plan_shows_the_peak_of_its_own_launches(limit):
+    """Planned, each GEMM-class step counts the larger of the copies a launch might make;
+    scheduled for a device, the plan shows the copies its launches make: the same walk
+    over its steps, below the planned bound on a PEPS (odd bonds: padded rows or K-major
+    copies) and within the limit."""
+    net = peps_norm(4, 4, 5)
+    _, plan = contract_path(net.subscripts(), *net.shapes(), shapes=True, dtype=net.dtype,
+                            memory_limit=limit, device="h100")
+    assert plan.slicing is not None and all(s.launch is not None for s in plan.steps
+                                            if s.is_gemm_class and s.unscheduled is None)
+    bare = replace(plan, steps=tuple(replace(s, launch=None, unscheduled=None)
+                                     for s in plan.steps))
+    shown = plan.slicing.peak_bytes
+    assert shown == executor_bytes(plan) < executor_bytes(bare)
+    assert shown <= budget_of(limit, []).bytes
+    expr = contract_expression(net.subscripts(), *net.shapes(), dtype=net.dtype,
+                               memory_limit=limit, device="h100")
+    assert expr.plan.slicing.peak_bytes == executor_bytes(expr.plan)
