@@ -16,7 +16,7 @@ launches name.
 slice and on the later ones (where the results of the steps that run once which a
 varying step reads are already resident, :func:`resident`); :func:`~.plan.build_plan`
 slices again, under a tighter budget, where they push the peak over it
-(docs/benchmarks/networks-h100.md: peaks 1.2-6x the label-set model).
+(the H100 run of 2026-12-06 in docs/benchmarks/log.md: peaks 1.2-6x the label-set model).
 
 ::
 
