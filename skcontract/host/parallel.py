@@ -21,7 +21,10 @@ THREAD_MIN_TAPS = 1 << 19
 """Multiply-adds a thread is given at least: a smaller share gains less than handing it to
 a thread costs (tens of microseconds)."""
 THREADS_ENV = "SKCONTRACT_NUM_THREADS"
-"""Caps the threads the CPU kernels use (default: the CPUs this process may run on)."""
+"""Caps the threads the CPU kernels use (default: ``OMP_NUM_THREADS`` where set, as a
+process that caps OpenMP's and BLAS's threads expects of a library; else the CPUs this
+process may run on)."""
+OMP_ENV = "OMP_NUM_THREADS"
 VECTOR_BYTES = 64
 """The kernels' vector (c/conv.c's VEC_BYTES): buffers start on its boundary."""
 MAX_SCRATCH_BYTES = 16 << 20
@@ -45,11 +48,13 @@ if hasattr(os, "register_at_fork"):
 
 
 def host_threads() -> int:
-    """The threads the CPU kernels spread over: :data:`THREADS_ENV` where set, else the
-    CPUs this process may run on."""
-    named = os.environ.get(THREADS_ENV, "").strip()
-    if named.isdigit() and int(named) > 0:
-        return int(named)
+    """The threads the CPU kernels spread over: :data:`THREADS_ENV` where set, else
+    ``OMP_NUM_THREADS`` (its first number, a list's outer level), else the CPUs this process
+    may run on."""
+    for name in (THREADS_ENV, OMP_ENV):
+        named = os.environ.get(name, "").split(",")[0].strip()
+        if named.isdigit() and int(named) > 0:
+            return int(named)
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

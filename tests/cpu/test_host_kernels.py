@@ -380,3 +380,14 @@ def test_a_child_forked_during_a_build_builds_for_itself(monkeypatch, fresh):
 
 def _builds() -> bool:
     return cc.load("conv") is not None
+
+
+def test_the_thread_count_follows_the_caller_s_caps(monkeypatch):
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    monkeypatch.setenv(parallel.OMP_ENV, "3,2")  # OpenMP's nested form: the outer level
+    assert parallel.host_threads() == 3
+    monkeypatch.setenv(parallel.THREADS_ENV, "1")  # ours first
+    assert parallel.host_threads() == 1
+    monkeypatch.delenv(parallel.THREADS_ENV)
+    monkeypatch.setenv(parallel.OMP_ENV, "nonsense")
+    assert parallel.host_threads() >= 1
