@@ -17,7 +17,8 @@ from . import parallel
 from .cc import load, why_not
 from .parallel import aligned, run_split, threads_for
 
-__all__ = ["HostRun", "geometry_args", "element_strides", "kernel_function", "run_planar",
+__all__ = ["HostRun", "geometry_args", "element_strides", "output_strides", "kernel_function",
+           "run_planar",
            "LIBRARY", "MAX_TAPS"]
 
 LIBRARY = "conv"
@@ -28,7 +29,9 @@ _IDX = ctypes.c_ssize_t
 class HostRun(NamedTuple):
     """A kernel call: the library's ``function``, the ``form`` a plan prints, the ``units``
     the threads split, the ``taps`` (multiply-adds) the split weighs, a thread's buffer of
-    ``scratch`` elements (0: none) and the ``extra`` arguments after the input's strides."""
+    ``scratch`` elements (0: none), the ``extra`` arguments after the input's strides, and
+    the output's layout ("NCHW", or "NHWC": the (N, P, Q, K) array returned as its
+    (N, K, P, Q) view)."""
 
     function: str
     form: str
@@ -36,6 +39,7 @@ class HostRun(NamedTuple):
     taps: int
     scratch: int
     extra: tuple = ()
+    out_layout: str = "NCHW"
 
     @property
     def threads(self) -> int:
@@ -97,6 +101,13 @@ def geometry_args(g) -> tuple[int, ...]:
     return (g.c, g.h, g.w, g.p, g.q, g.r, g.s, sh, sw, dh, dw, top, left)
 
 
+def output_strides(g, layout: str) -> tuple[int, ...]:
+    """The (N, K, P, Q) output's element strides, dense in ``layout`` ("NCHW" or "NHWC")."""
+    if layout == "NHWC":
+        return (g.p * g.q * g.k, 1, g.q * g.k, g.k)
+    return (g.k * g.p * g.q, g.p * g.q, g.q, 1)
+
+
 def element_strides(x: np.ndarray, axes=(0, 1, 2, 3)) -> tuple[int, ...]:
     """``x``'s strides along ``axes``, in elements."""
     return tuple(x.strides[a] // x.itemsize for a in axes)
@@ -108,12 +119,14 @@ def pointer_args(count: int, buffer: bool = True) -> list:
 
 
 def run_planar(run: HostRun, x: np.ndarray, weight: np.ndarray, g) -> np.ndarray:
-    """The (N, K, P, Q) output of the NCHW-output kernel ``run`` names (``x`` at its element
-    strides, the dense ``weight`` as it lies, a thread's buffer each)."""
+    """The (N, K, P, Q) output, in ``run.out_layout``, of the planes kernel ``run`` names
+    (``x`` at its element strides, the dense ``weight`` as it lies, a thread's buffer
+    each)."""
     if any(s % x.itemsize for s in x.strides):
         x = np.ascontiguousarray(x)
     w = np.ascontiguousarray(weight, dtype=x.dtype)
-    out = np.empty((g.n, g.k, g.p, g.q), x.dtype)
+    out = np.empty((g.n, g.p, g.q, g.k), x.dtype).transpose(0, 3, 1, 2) \
+        if run.out_layout == "NHWC" else np.empty((g.n, g.k, g.p, g.q), x.dtype)
     if out.size == 0:
         return out
     args = geometry_args(g) + element_strides(x) + tuple(run.extra)

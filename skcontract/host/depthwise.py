@@ -64,7 +64,7 @@ def depthwise_run(g, dtype, channels_last: bool = False, form: str | None = None
     name, taps = KERNELS[dtype], g.n * g.c * g.p * g.q * g.r * g.s
     if channels_last:
         return HostRun(name.replace("depthwise", "depthwise_nhwc"), "channels-last",
-                       g.n * g.p, taps, 0)
+                       g.n * g.p, taps, 0, out_layout="NHWC")
     form = form or form_of(g, dtype.itemsize)
     (sh, sw), (dh, dw) = g.stride, g.dilation
     sizes = (g.p, g.q, g.r, g.s, sh, sw, dh, dw, dtype.itemsize)

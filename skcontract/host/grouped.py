@@ -23,8 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .call import (HostRun, over_buffer, run_planar, scratch_size, too_many_taps,
-                   unavailable)
+from .call import (HostRun, output_strides, over_buffer, run_planar, scratch_size,
+                   too_many_taps, unavailable)
 
 __all__ = ["grouped_cpu", "grouped_run", "kernel_takes", "band_rows"]
 
@@ -60,20 +60,23 @@ def kernel_takes(g) -> bool:
         g.p * g.q >= DENSE_PIXELS_PER_CHANNEL * g.c
 
 
-def grouped_run(g, dtype) -> HostRun | str:
+def grouped_run(g, dtype, channels_last: bool = False) -> HostRun | str:
     """What :func:`grouped_cpu` runs for the convolution ``g`` (a checked ConvGeometry) in
-    ``dtype``: bands of :func:`band_rows` output rows a unit of (group, image, band); or
-    why the host runs none (the caller's NumPy form runs)."""
+    ``dtype``: bands of :func:`band_rows` output rows a unit of (group, image, band), the
+    output channels-last beside an input whose channels are contiguous
+    (``channels_last``); or why the host runs none (the caller's NumPy form runs)."""
     dtype = np.dtype(dtype)
     reason = unavailable(dtype, KERNELS) or too_many_taps(g)
     if reason:
         return reason
     band = band_rows(g, dtype.itemsize)
     scratch = _scratch_elems(g, dtype.itemsize, band)
+    layout = "NHWC" if channels_last else "NCHW"
+    form = f"bands of {band} output rows" + (", channels-last output" if channels_last else "")
     return over_buffer(scratch, dtype.itemsize) or HostRun(
-        KERNELS[dtype], f"bands of {band} output rows", g.n * g.groups * -(-g.p // band),
+        KERNELS[dtype], form, g.n * g.groups * -(-g.p // band),
         g.n * g.k * g.p * g.q * (g.c // g.groups) * g.r * g.s, scratch,
-        (g.groups, g.k, band, g.n))
+        (g.groups, g.k, band, g.n) + output_strides(g, layout), layout)
 
 
 def grouped_cpu(x: np.ndarray, weight: np.ndarray, g, run: HostRun) -> np.ndarray:

@@ -107,5 +107,5 @@ def _host_run(g, dtype, channels_last: bool) -> HostRun | str | None:
     if is_depthwise(g):
         return depthwise_run(g, dtype, channels_last)
     if kernel_takes(g):
-        return grouped_run(g, dtype)
+        return grouped_run(g, dtype, channels_last)
     return None

@@ -408,13 +408,43 @@ DEFINE_GROUPED_BLOCK(DW, T, 8)                                                  
 DEFINE_GROUPED_BLOCK(DW, T, 4)                                                              \
 DEFINE_GROUPED_BLOCK(DW, T, 1)                                                              \
                                                                                             \
+/* DW##_fill for the cg channels (one element apart) of a channels-last input at once:   \
+ * each pixel's channels read together and spread over the cg planes (span apart) */      \
+static void NAME##_fill_pixels(const T *x, idx sxh, idx sxw, idx h, idx w, idx top,         \
+                               idx left, idx sh, idx sw, struct dw_shape g, T *phases,      \
+                               idx cg, idx span)                                            \
+{                                                                                           \
+    for (idx a = 0; a < sh; ++a) {                                                          \
+        for (idx b = 0; b < sw; ++b) {                                                      \
+            T *phase = phases + (a * sw + b) * g.plane;                                     \
+            idx v0 = left > b ? (left - b + sw - 1) / sw : 0;                               \
+            idx v1 = (w - 1 + left - b) / sw + 1;                                           \
+            if (v1 > g.width) v1 = g.width;                                                 \
+            if (w - 1 + left - b < 0 || v1 <= v0) continue;                                 \
+            for (idx u = 0; u < g.rows; ++u) {                                              \
+                idx i = u * sh + a - top;                                                   \
+                T *dst = phase + u * g.width;                                               \
+                if (i < 0 || i >= h) {                                                      \
+                    for (idx ch = 0; ch < cg; ++ch)                                         \
+                        memset(dst + ch * span + v0, 0, sizeof(T) * (v1 - v0));             \
+                    continue;                                                               \
+                }                                                                           \
+                const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
+                for (idx v = v0; v < v1; ++v, src += sw * sxw)                              \
+                    for (idx ch = 0; ch < cg; ++ch) dst[ch * span + v] = src[ch];           \
+            }                                                                               \
+        }                                                                                   \
+    }                                                                                       \
+}                                                                                           \
+                                                                                            \
 /* units [first, last) of (group, image, band of `band` output rows):                       \
  * unit = (g N + n) bands + b, a group's units together so that its filters stay in cache  \
- * from one image to the next; weight (K, C/G, R, S), dense */                              \
+ * from one image to the next; weight (K, C/G, R, S), dense; the output at element strides \
+ * (son, sok, sop, soq): NCHW, or channels-last beside a channels-last input */             \
 void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q,           \
           idx r, idx s, idx sh, idx sw, idx dh, idx dw, idx top, idx left,                  \
           idx sxn, idx sxc, idx sxh, idx sxw, idx groups, idx k, idx band, idx images,      \
-          idx first, idx last, T *scratch)                                                  \
+          idx son, idx sok, idx sop, idx soq, idx first, idx last, T *scratch)              \
 {                                                                                           \
     const idx block = GNB * DW##_lane_count, cg = c / groups, kg = k / groups;             \
     const idx count = r * s, bands = (p + band - 1) / band;                                 \
@@ -431,9 +461,13 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
     for (idx unit = first; unit < last; ++unit) {                                           \
         idx grp = unit / (images * bands), n = unit / bands % images, b = unit % bands;     \
         idx p0 = b * band, rows = p - p0 < band ? p - p0 : band, cells = rows * g.width;    \
-        for (idx ch = 0; ch < cg; ++ch)                                                     \
-            DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w, top - p0 * sh,   \
-                      left, sh, sw, g, phases + ch * span);                                 \
+        if (sxc == 1 && cg > 1) /* channels-last: a pixel's channels read together */      \
+            NAME##_fill_pixels(x + n * sxn + grp * cg, sxh, sxw, h, w, top - p0 * sh, left, \
+                               sh, sw, g, phases, cg, span);                                \
+        else                                                                                \
+            for (idx ch = 0; ch < cg; ++ch)                                                 \
+                DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w,              \
+                          top - p0 * sh, left, sh, sw, g, phases + ch * span);              \
         const T *taps = weight + grp * kg * cg * count;                                     \
         for (idx k0 = 0; k0 < kg; ) {                                                       \
             idx kbv = kg - k0 >= 8 ? 8 : kg - k0 >= 4 ? 4 : 1;                              \
@@ -444,11 +478,18 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
                 DW##_block4(phases, kt, cg, count, offset, span, cells, stride, grids);     \
             else                                                                            \
                 DW##_block1(phases, kt, cg, count, offset, span, cells, stride, grids);     \
-            for (idx kk = 0; kk < kbv; ++kk) {                                              \
-                T *dst = out + ((n * k + grp * kg + k0 + kk) * p + p0) * q;                 \
+            T *dst = out + n * son + (grp * kg + k0) * sok + p0 * sop;                      \
+            if (soq == 1) { /* NCHW: each channel's rows */                                 \
+                for (idx kk = 0; kk < kbv; ++kk)                                            \
+                    for (idx row = 0; row < rows; ++row)                                    \
+                        memcpy(dst + kk * sok + row * sop, grids + kk * stride              \
+                               + row * g.width, sizeof(T) * q);                             \
+            } else { /* channels-last: each pixel's kbv channels together */                \
                 for (idx row = 0; row < rows; ++row)                                        \
-                    memcpy(dst + row * q, grids + kk * stride + row * g.width,              \
-                           sizeof(T) * q);                                                  \
+                    for (idx col = 0; col < q; ++col)                                       \
+                        for (idx kk = 0; kk < kbv; ++kk)                                    \
+                            dst[kk * sok + row * sop + col * soq] =                         \
+                                grids[kk * stride + row * g.width + col];                   \
             }                                                                               \
             k0 += kbv;                                                                      \
         }                                                                                   \
