@@ -18,8 +18,8 @@ from .cc import load, why_not
 from .parallel import aligned, run_split, threads_for
 
 __all__ = ["HostRun", "geometry_args", "element_strides", "output_strides", "kernel_function",
-           "run_planar",
-           "LIBRARY", "MAX_TAPS"]
+           "pointer_args", "scratch_size", "run_planar", "unavailable", "too_many_taps",
+           "over_buffer", "LIBRARY", "MAX_TAPS"]
 
 LIBRARY = "conv"
 """The library of the convolution kernels (``c/conv.c``)."""
@@ -43,6 +43,7 @@ class HostRun(NamedTuple):
 
     @property
     def threads(self) -> int:
+        """The threads the call runs on (:func:`~.parallel.threads_for`)."""
         return threads_for(self.units, self.taps)
 
 
