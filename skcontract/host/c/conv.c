@@ -95,12 +95,13 @@ static inline NAME##_vec NAME##_load(const T *p)                                
     return v;                                                                               \
 }                                                                                           \
                                                                                             \
-/* phase (a, b) of the plane at x: input row i maps to padded row i + top, column j to      \
- * padded column j + left; phase element (u, v) is padded (u sh + a, v sw + b). Only the    \
- * columns on the input are written (zeros on the rows off it): the rest stay as the       \
- * caller zeroed them */                                                                    \
+/* phase (a, b) of the planes of the cg channels at x (one element apart where cg > 1: a   \
+ * channels-last input, each pixel's channels read together; plane ch at phases + ch span):\
+ * input row i maps to padded row i + top, column j to padded column j + left; phase       \
+ * element (u, v) is padded (u sh + a, v sw + b). Only the columns on the input are        \
+ * written (zeros on the rows off it): the rest stay as the caller zeroed them */          \
 static void NAME##_fill(const T *x, idx sxh, idx sxw, idx h, idx w, idx top, idx left,      \
-                        idx sh, idx sw, struct dw_shape g, T *phases)                       \
+                        idx sh, idx sw, struct dw_shape g, T *phases, idx cg, idx span)     \
 {                                                                                           \
     for (idx a = 0; a < sh; ++a) {                                                          \
         for (idx b = 0; b < sw; ++b) {                                                      \
@@ -114,15 +115,17 @@ static void NAME##_fill(const T *x, idx sxh, idx sxw, idx h, idx w, idx top, idx
                 idx i = u * sh + a - top;                                                   \
                 T *dst = phase + u * g.width;                                               \
                 if (i < 0 || i >= h) { /* a padding row: another band's data may lie here */\
-                    memset(dst + v0, 0, sizeof(T) * (v1 - v0));                             \
+                    for (idx ch = 0; ch < cg; ++ch)                                         \
+                        memset(dst + ch * span + v0, 0, sizeof(T) * (v1 - v0));            \
                     continue;                                                               \
                 }                                                                           \
                 const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
-                if (sw == 1 && sxw == 1) {                                                  \
+                idx step = sw * sxw;                                                        \
+                if (cg == 1 && step == 1) {                                                 \
                     memcpy(dst + v0, src, sizeof(T) * (v1 - v0));                           \
                 } else {                                                                    \
-                    idx step = sw * sxw;                                                    \
-                    for (idx v = v0; v < v1; ++v) dst[v] = src[(v - v0) * step];            \
+                    for (idx v = v0; v < v1; ++v, src += step)                              \
+                        for (idx ch = 0; ch < cg; ++ch) dst[ch * span + v] = src[ch];       \
                 }                                                                           \
             }                                                                               \
         }                                                                                   \
@@ -147,7 +150,8 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
     for (idx plane = first; plane < last; ++plane) {                                        \
         idx n = plane / c, ch = plane % c;                                                  \
         const T *taps = weight + ch * count;                                                \
-        NAME##_fill(x + n * sxn + ch * sxc, sxh, sxw, h, w, top, left, sh, sw, g, phases);  \
+        NAME##_fill(x + n * sxn + ch * sxc, sxh, sxw, h, w, top, left, sh, sw, g, phases,   \
+                    1, 0);                                                                  \
         for (idx at = 0; at < cells; at += block) {                                         \
             NAME##_vec sum[NB];                                                             \
             for (int k = 0; k < NB; ++k) sum[k] = (NAME##_vec){0};                          \
@@ -408,35 +412,6 @@ DEFINE_GROUPED_BLOCK(DW, T, 8)                                                  
 DEFINE_GROUPED_BLOCK(DW, T, 4)                                                              \
 DEFINE_GROUPED_BLOCK(DW, T, 1)                                                              \
                                                                                             \
-/* DW##_fill for the cg channels (one element apart) of a channels-last input at once:   \
- * each pixel's channels read together and spread over the cg planes (span apart) */      \
-static void NAME##_fill_pixels(const T *x, idx sxh, idx sxw, idx h, idx w, idx top,         \
-                               idx left, idx sh, idx sw, struct dw_shape g, T *phases,      \
-                               idx cg, idx span)                                            \
-{                                                                                           \
-    for (idx a = 0; a < sh; ++a) {                                                          \
-        for (idx b = 0; b < sw; ++b) {                                                      \
-            T *phase = phases + (a * sw + b) * g.plane;                                     \
-            idx v0 = left > b ? (left - b + sw - 1) / sw : 0;                               \
-            idx v1 = (w - 1 + left - b) / sw + 1;                                           \
-            if (v1 > g.width) v1 = g.width;                                                 \
-            if (w - 1 + left - b < 0 || v1 <= v0) continue;                                 \
-            for (idx u = 0; u < g.rows; ++u) {                                              \
-                idx i = u * sh + a - top;                                                   \
-                T *dst = phase + u * g.width;                                               \
-                if (i < 0 || i >= h) {                                                      \
-                    for (idx ch = 0; ch < cg; ++ch)                                         \
-                        memset(dst + ch * span + v0, 0, sizeof(T) * (v1 - v0));             \
-                    continue;                                                               \
-                }                                                                           \
-                const T *src = x + i * sxh + (v0 * sw + b - left) * sxw;                    \
-                for (idx v = v0; v < v1; ++v, src += sw * sxw)                              \
-                    for (idx ch = 0; ch < cg; ++ch) dst[ch * span + v] = src[ch];           \
-            }                                                                               \
-        }                                                                                   \
-    }                                                                                       \
-}                                                                                           \
-                                                                                            \
 /* units [first, last) of (group, image, band of `band` output rows):                       \
  * unit = (g N + n) bands + b, a group's units together so that its filters stay in cache  \
  * from one image to the next; weight (K, C/G, R, S), dense; the output at element strides \
@@ -461,13 +436,13 @@ void NAME(const T *x, const T *weight, T *out, idx c, idx h, idx w, idx p, idx q
     for (idx unit = first; unit < last; ++unit) {                                           \
         idx grp = unit / (images * bands), n = unit / bands % images, b = unit % bands;     \
         idx p0 = b * band, rows = p - p0 < band ? p - p0 : band, cells = rows * g.width;    \
-        if (sxc == 1 && cg > 1) /* channels-last: a pixel's channels read together */      \
-            NAME##_fill_pixels(x + n * sxn + grp * cg, sxh, sxw, h, w, top - p0 * sh, left, \
-                               sh, sw, g, phases, cg, span);                                \
+        if (sxc == 1) /* channels-last: a pixel's channels read together */                \
+            DW##_fill(x + n * sxn + grp * cg, sxh, sxw, h, w, top - p0 * sh, left, sh, sw,  \
+                      g, phases, cg, span);                                                 \
         else                                                                                \
             for (idx ch = 0; ch < cg; ++ch)                                                 \
                 DW##_fill(x + n * sxn + (grp * cg + ch) * sxc, sxh, sxw, h, w,              \
-                          top - p0 * sh, left, sh, sw, g, phases + ch * span);              \
+                          top - p0 * sh, left, sh, sw, g, phases + ch * span, 1, 0);        \
         const T *taps = weight + grp * kg * cg * count;                                     \
         for (idx k0 = 0; k0 < kg; ) {                                                       \
             idx kbv = kg - k0 >= 8 ? 8 : kg - k0 >= 4 ? 4 : 1;                              \
