@@ -33,10 +33,10 @@ from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
-from .path import (HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
+from .path import (ADAPTIVE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
                    search_seconds, sliced_search)
 from .peak import executor_peak, view_copies
-from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
+from .slicing import (HYPER_REPATH, PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -412,9 +412,10 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
     under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the
     slices, False to refuse, or the labels / ``{label: chunk}`` to slice). A hyper
-    optimiser's ``max_time`` bounds the plan's whole search: under a limit it may have to
-    slice, the unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the
-    search that slices as it goes the rest."""
+    optimiser's ``max_time`` bounds its searches: under a limit it may have to slice, the
+    unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the search that
+    slices as it goes the rest; the default optimiser's plan, planned after them, is kept
+    where it costs fewer FLOPs (:func:`_default_plan`)."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
     terms = unary.terms
@@ -425,7 +426,28 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     if deadline is not None and budget is not None and slicing is True:
         seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
     path = find_path(terms, eq.output, eq.sizes, optimize, seconds)
-    return _kept(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
+    plan = _kept(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
+    if is_hyper(optimize):
+        default = _default_plan(eq, dtype, unary, budget, device, slicing)
+        if default is not None and _plan_flops(default) < _plan_flops(plan):
+            return default
+    return plan
+
+
+def _default_plan(eq: Equation, dtype, unary, budget, device, slicing) -> Plan | None:
+    """The plan of the default optimiser's path (:data:`~.path.ADAPTIVE`), sliced and
+    repathed as that optimiser's plans are, which a hyper optimiser's plan must beat to be
+    kept: cotengra's trials take seconds each on hundreds of tensors, and a search of few
+    trials may find a path that costs far more (on the benchmark's closed circuit at 8 GiB,
+    263x the default's FLOPs: docs/benchmarks/log.md, thirteenth session); None where the
+    default's slices do not keep the budget. Planned after the searches, outside their
+    ``max_time``: run first, its seconds of slicing on a poor path would leave the searches
+    none (the random regular graph's at 1 GiB)."""
+    path = find_path(unary.terms, eq.output, eq.sizes, ADAPTIVE)
+    try:
+        return _kept(eq, dtype, unary, path, budget, device, slicing, ADAPTIVE)
+    except ValueError:
+        return None
 
 
 def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
@@ -637,12 +659,17 @@ def resized(plan: Plan, form: _PairForm, shapes) -> Plan | None:
 
 
 def _repath(terms, output, optimize):
-    """How the slicer asks ``optimize`` for the path at other sizes
-    (:func:`~.slicing.choose_sliced_path`), or None where it may not: an explicit path, a
-    hyper-search (which slices as it goes: :func:`_reconfigured`) and an optimiser object,
-    which may keep state between calls (opt_einsum's random optimisers refuse a call at
-    other sizes), are asked once."""
-    if isinstance(optimize, (list, tuple, PathOptimizer)) or is_hyper(optimize):
+    """How the slicer asks for the path at other sizes (:func:`~.slicing.choose_sliced_path`),
+    or None where it may not: an explicit path and an optimiser object, which may keep state
+    between calls (opt_einsum's random optimisers refuse a call at other sizes), are asked
+    once. A hyper-search (seconds a call; it also slices as it goes: :func:`_reconfigured`)
+    repaths with opt_einsum's greedy search (:data:`~.slicing.HYPER_REPATH`), a fraction of
+    a second a call: greedy paths found at sliced sizes are often far cheaper than the
+    search's own path sliced (on the benchmark's closed circuit at 8 GiB, one fits whole at
+    1/260th of its FLOPs: docs/benchmarks/log.md, thirteenth session)."""
+    if is_hyper(optimize):
+        optimize = HYPER_REPATH
+    elif isinstance(optimize, (list, tuple, PathOptimizer)):
         return None
     return lambda sizes: find_path(terms, output, sizes, optimize)
 

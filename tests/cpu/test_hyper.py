@@ -151,6 +151,8 @@ def test_max_time_bounds_the_whole_search_under_a_limit(monkeypatch):
     find_path = plan_module.find_path
 
     def unsliced(*args, **kwargs):
+        if not path_module.is_hyper(args[3]):  # the default optimiser's plan, a candidate
+            return find_path(*args, **kwargs)
         asked["unsliced"] = args[4] if len(args) > 4 else kwargs.get("seconds")
         asked["start"] = time.monotonic()
         return find_path(*args, **kwargs)
@@ -169,6 +171,30 @@ def test_max_time_bounds_the_whole_search_under_a_limit(monkeypatch):
     asked.clear()
     skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(2.0))
     assert asked["unsliced"] == 2.0 and "sliced" not in asked  # no limit: the whole time
+
+
+@pytest.mark.parametrize("memory_limit", [None, 64, "1GiB"])
+def test_a_hyper_plan_costs_no_more_than_the_default_optimisers(monkeypatch, memory_limit):
+    """A search of few trials may find a far costlier path than the default optimiser's;
+    the default's plan, sliced and repathed as its own plans are, is kept then."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    n = len(shapes)
+    default = skcontract.contract_path(eq, *shapes, shapes=True, memory_limit=memory_limit)[1]
+    find_path = plan_module.find_path
+    monkeypatch.setattr(plan_module, "find_path", lambda *a, **k: [(0, 1)] * (n - 1)
+                        if path_module.is_hyper(a[3]) else find_path(*a, **k))
+    monkeypatch.setattr(plan_module, "sliced_search", lambda *a, **k: None)
+    bad = skcontract.contract_path(eq, *shapes, shapes=True, optimize=[(0, 1)] * (n - 1),
+                                   memory_limit=memory_limit)[1]
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.5),
+                                    memory_limit=memory_limit)[1]
+    flops = [p.flops if p.slicing is None else p.slicing.flops for p in (default, bad, plan)]
+    assert flops[0] < flops[1]  # the searched path is the costlier one
+    assert flops[2] <= flops[0]
+    ops_out = skcontract.einsum(eq, *ops, optimize=plan.path)
+    np.testing.assert_allclose(ops_out, np.einsum(eq, *ops, optimize=True), rtol=1e-10)
 
 
 def test_under_a_limit_the_first_path_keeps_the_sliced_search_still_runs(monkeypatch):
@@ -216,6 +242,7 @@ def test_the_first_path_is_fitted_too_where_the_sliced_search_gives_the_path(mon
         calls.append(search)
         return searched if search else first
     monkeypatch.setattr(plan_module, "_fitted", fitted)
+    monkeypatch.setattr(plan_module, "_default_plan", lambda *a, **k: None)  # _kept's alone
     monkeypatch.setattr(plan_module, "find_path", lambda *a, **k: list(first.path))
     plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
                                     memory_limit="1GiB")[1]
