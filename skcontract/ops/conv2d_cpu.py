@@ -47,12 +47,11 @@ run the direct C kernels (:mod:`skcontract.host.depthwise`, :mod:`skcontract.hos
 where the host can build them; the forms above are theirs otherwise.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
-:data:`CHUNK_BYTES` (one output row of one image and one group where even that is larger),
-kept for the next call on the same thread (:func:`_scratch`).
+:data:`~.cpu_buffers.CHUNK_BYTES` (one output row of one image and one group where even that is larger),
+kept for the next call on the same thread (:func:`~.cpu_buffers.scratch`).
 """
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -60,6 +59,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..host.depthwise import depthwise_cpu
 from ..host.grouped import grouped_cpu
+from .conv_regions import conv_regions
+from .cpu_buffers import CHUNK_BYTES, even, scratch
 
 EMPTY = "empty"
 ZEROS = "zeros"
@@ -68,11 +69,9 @@ DEPTHWISE = "depthwise kernel"
 DIRECT = "direct kernel"
 GATHERED = "gathered taps"
 PLANES = "shifted planes"
+REGIONS = "tap regions"
 """The routes a CPU plan (:mod:`.conv_cpu_plan`) names and :func:`conv2d_cpu` runs."""
 
-CHUNK_BYTES = 16 << 20
-"""The buffers of one chunk at most: large enough that each product is a long BLAS call,
-small enough to bound the memory a call takes beside its input and output."""
 DENSE_CHUNK_BYTES = 4 << 20
 """The chunk size of one-group convolutions at stride one: products long enough for BLAS,
 planes and sums near enough to cache for the copies and sums between them."""
@@ -155,6 +154,8 @@ def conv2d_cpu(x: np.ndarray, weight: np.ndarray, g, plan) -> np.ndarray:
                   out=out.reshape(g.n, g.groups, kg, -1))
     elif plan.route == GATHERED:
         _conv_gathered(x, weight, g, out)
+    elif plan.route == REGIONS:
+        conv_regions(x, weight, g, out)
     else:
         _conv_rows(x, weight, g, out)
     return out
@@ -218,10 +219,10 @@ def _rows_layout(g, plan: _Plan, images: int, rows: int) -> _Rows:
     slot = g.w + max(left, right, g.q - g.w)
     width = images * slot
     grid, reach = rows * width, (g.r - 1) * dh * width
-    sum_block = _even(grid, plan.block or grid)
+    sum_block = even(grid, plan.block or grid)
     summed = _round_up(grid, sum_block)
     if plan.taps_in_rows:  # one product over the grid and its reach, then the row sums
-        block = _even(summed + reach, plan.block)
+        block = even(summed + reach, plan.block)
         cols = _round_up(summed + reach, block)
     else:  # a product a filter row, each over the grid
         block, cols = sum_block, summed + reach
@@ -249,13 +250,13 @@ def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
     largest first, those of a shape together."""
     budget = min(CHUNK_BYTES, DENSE_CHUNK_BYTES if g.groups == 1 else GROUPED_CHUNK_BYTES)
     whole = _rows_bytes(g, plan, g.n, g.p, itemsize)
-    step = _even(g.groups, budget // whole)
+    step = even(g.groups, budget // whole)
     images, rows = g.n, g.p
     if whole > budget:
-        images = _even(g.n, max(i for i in range(1, g.n + 1)
+        images = even(g.n, max(i for i in range(1, g.n + 1)
                                 if i == 1 or _rows_bytes(g, plan, i, g.p, itemsize) <= budget))
         if images == 1:
-            rows = _even(g.p, max(r for r in range(1, g.p + 1)
+            rows = even(g.p, max(r for r in range(1, g.p + 1)
                                   if r == 1 or _rows_bytes(g, plan, 1, r, itemsize) <= budget))
     chunks = [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), g0,
                      min(g.groups, g0 + step))
@@ -267,13 +268,6 @@ def _rows_chunks(g, plan: _Plan, itemsize: int) -> list[_Chunk]:
 def _shape(chunk: _Chunk) -> tuple[int, int, int]:
     """(images, rows, groups): the chunks of one shape run through one pass."""
     return chunk.n1 - chunk.n0, chunk.p1 - chunk.p0, chunk.g1 - chunk.g0
-
-
-def _even(total: int, most: int) -> int:
-    """The size of the fewest near-equal parts of ``total`` of at most ``most`` each (at
-    least one): no short last part (a chunk of its own shape, a block mostly padding)."""
-    parts = -(-total // max(1, most))
-    return -(-total // parts)
 
 
 def _rows_filters(weight: np.ndarray, g, plan: _Plan) -> np.ndarray:
@@ -295,7 +289,7 @@ class _Buffers:
         cg, kg = _group_sizes(g)
         self.plan = plan
         lay = _rows_layout(g, plan, images, rows)
-        self.planes, self.sums, self.result = _scratch(
+        self.planes, self.sums, self.result = scratch(
             dtype, groups * cg * g.s * lay.length, groups * _sums_size(g, plan, lay),
             groups * kg * lay.summed)
         self.ones = np.ones((1, g.r), dtype)
@@ -307,25 +301,6 @@ def _sums_size(g, plan: _Plan, lay: _Rows) -> int:
     rows), or one filter row's product (accumulated ones)."""
     kg = g.k // g.groups
     return g.r * kg * lay.cols if plan.taps_in_rows else kg * lay.summed if g.r > 1 else 0
-
-
-_SCRATCH = threading.local()
-"""Each thread's chunk buffers, kept for its next call (:func:`_scratch`): a thread's own,
-so that calls on several threads never share them."""
-
-
-def _scratch(dtype, *sizes: int) -> list[np.ndarray]:
-    """Flat buffers of ``sizes`` elements of ``dtype``, carved out of this thread's kept
-    buffer, made anew (the old one let go first) only where it is too small. Kept: fresh
-    buffers of a few megabytes page-fault their way in on every call, which costs more than
-    the copies they serve."""
-    itemsize = np.dtype(dtype).itemsize
-    ends = np.cumsum((0,) + sizes) * itemsize
-    kept = getattr(_SCRATCH, "buffer", None)
-    if kept is None or kept.size < ends[-1]:
-        _SCRATCH.buffer = None
-        _SCRATCH.buffer = kept = np.empty(ends[-1], np.uint8)
-    return [kept[a:b].view(dtype) for a, b in zip(ends[:-1], ends[1:])]
 
 
 def _view(flat: np.ndarray, *shape: int) -> np.ndarray:
@@ -509,14 +484,14 @@ def _gathered_bytes(g, images: int, rows: int, itemsize: int) -> int:
 
 
 def _gathered_chunks(g, itemsize: int) -> list[_Chunk]:
-    """Chunks within :data:`CHUNK_BYTES`: several whole images, else bands of one image's
+    """Chunks within :data:`~.cpu_buffers.CHUNK_BYTES`: several whole images, else bands of one image's
     output rows (one row at least); near-equal, the largest first."""
     images, rows = g.n, g.p
     if _gathered_bytes(g, g.n, g.p, itemsize) > CHUNK_BYTES:
-        images = _even(g.n, max(i for i in range(1, g.n + 1) if i == 1 or
+        images = even(g.n, max(i for i in range(1, g.n + 1) if i == 1 or
                                 _gathered_bytes(g, i, g.p, itemsize) <= CHUNK_BYTES))
         if images == 1:
-            rows = _even(g.p, max(r for r in range(1, g.p + 1) if r == 1 or
+            rows = even(g.p, max(r for r in range(1, g.p + 1) if r == 1 or
                                   _gathered_bytes(g, 1, r, itemsize) <= CHUNK_BYTES))
     chunks = [_Chunk(n0, min(g.n, n0 + images), p0, min(g.p, p0 + rows), 0, g.groups)
               for n0 in range(0, g.n, images) for p0 in range(0, g.p, rows)]
@@ -530,7 +505,7 @@ class _GatherBuffers:
         images, rows = chunk.n1 - chunk.n0, chunk.p1 - chunk.p0
         lay = _phases(g, images, rows)
         sh, sw = g.stride
-        self.planes, self.taps, self.result = _scratch(
+        self.planes, self.taps, self.result = scratch(
             dtype, g.c * sh * sw * lay.rows * lay.width, g.c * g.r * g.s * lay.grid,
             g.k * lay.grid)
         self.zeroed = None  # the pass whose padding zeros the phase planes hold

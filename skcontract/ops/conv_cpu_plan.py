@@ -7,7 +7,8 @@ whether the input's channels are contiguous by :func:`plan_conv2d_cpu`.
 The routes, first that applies: an empty output; zeros (no input channel); a pointwise
 layer as one BLAS product an image; the C kernels (:mod:`skcontract.host`) for depthwise
 layers, grouped layers and the one-group layers their rule takes, where the host can build
-them (else the plan says why, and a NumPy form runs); the NumPy forms of
+them (else the plan says why, and a NumPy form runs); tap regions
+(:mod:`.conv_regions`) where padding holds a large share of the taps; the NumPy forms of
 :mod:`.conv2d_cpu`, gathered taps or shifted planes.
 
 >>> from skcontract.ops.conv2d import conv_geometry
@@ -26,11 +27,11 @@ from ..host.call import HostRun
 from ..host.depthwise import depthwise_run, is_depthwise
 from ..host.grouped import grouped_run, kernel_takes
 from ..host.parallel import host_threads
-from . import conv2d_cpu as forms
-from .conv2d_cpu import DEPTHWISE, DIRECT, EMPTY, GATHERED, PLANES, POINTWISE, ZEROS
+from . import conv2d_cpu as forms, conv_regions
+from .conv2d_cpu import DEPTHWISE, DIRECT, EMPTY, GATHERED, PLANES, POINTWISE, REGIONS, ZEROS
 
 __all__ = ["CpuConvPlan", "plan_conv2d_cpu", "EMPTY", "ZEROS", "POINTWISE", "DEPTHWISE",
-           "DIRECT", "GATHERED", "PLANES"]
+           "DIRECT", "GATHERED", "PLANES", "REGIONS"]
 
 _WHAT = {
     EMPTY: "nothing to compute: the output has no element",
@@ -41,6 +42,8 @@ _WHAT = {
             "a group's padded planes",
     GATHERED: "NumPy: the taps gathered into one operand a chunk, one BLAS product a group",
     PLANES: "NumPy: shifted copies of the padded planes, BLAS products a filter row",
+    REGIONS: "NumPy: the output in rectangles of the taps that read the input, each "
+             "rectangle's taps gathered, one BLAS product a group (padding's taps skipped)",
 }
 
 
@@ -98,6 +101,8 @@ def plan_conv2d_cpu(g, dtype, channels_last: bool = False) -> CpuConvPlan:
     run = _host_run(g, dtype, channels_last)
     if isinstance(run, HostRun):
         return route(DEPTHWISE if is_depthwise(g) else DIRECT, run=run)
+    if conv_regions.takes(g):
+        return route(REGIONS, fallback=run)
     return route(GATHERED if forms.gathers(g) else PLANES, fallback=run)
 
 

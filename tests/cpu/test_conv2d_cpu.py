@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.ops import conv2d_cpu, conv_cpu_plan
+from skcontract.ops import conv2d_cpu, conv_cpu_plan, conv_regions, cpu_buffers
 from skcontract.ops.conv2d import conv_geometry
 from tests.conv_reference import direct
 
-FORMS = ["planes", "grid", "in-place"]
-"""The forms a stride-one layer can take: the planes of _conv_rows, or gathered taps over
-the grid or each image's windows in place (strided layers are always gathered)."""
+FORMS = ["planes", "grid", "in-place", "regions"]
+"""The forms a layer can take: the planes of _conv_rows (stride one), gathered taps over
+the grid or each image's windows in place (strided layers are gathered), or the tap
+regions of conv_regions (any layer)."""
 
 CASES = [  # (x shape, w shape, stride, padding, dilation, groups)
     ((3, 4, 11, 9), (6, 4, 3, 3), 1, 1, 1, 1),              # dense, same padding
@@ -39,6 +40,7 @@ def _force(monkeypatch, form: str) -> None:
     """Run stride-one layers in ``form`` (one of :data:`FORMS`), whatever the rules say,
     grouped layers included (not on the C kernels: tests/cpu/test_host_kernels.py)."""
     monkeypatch.setattr(conv_cpu_plan, "_host_run", lambda *args: "the test's NumPy forms")
+    monkeypatch.setattr(conv_regions, "takes", lambda g: form == "regions")
     monkeypatch.setattr(conv2d_cpu, "gathers",
                         lambda g: g.stride != (1, 1) or form != "planes")
     monkeypatch.setattr(conv2d_cpu, "INPLACE_MIN_Q", 1 if form == "in-place" else 10**9)
@@ -53,6 +55,7 @@ def test_every_chunking_computes_the_definition(monkeypatch, form, budget, block
     _force(monkeypatch, form)
     for name in ("CHUNK_BYTES", "DENSE_CHUNK_BYTES", "GROUPED_CHUNK_BYTES"):
         monkeypatch.setattr(conv2d_cpu, name, budget)
+    monkeypatch.setattr(conv_regions, "CHUNK_BYTES", budget)
     monkeypatch.setattr(conv2d_cpu, "PRODUCT_BLOCK", block)
     rng = np.random.default_rng(sum(xs))
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
@@ -100,13 +103,14 @@ def test_chunks_cover_the_output_once(monkeypatch, stride, groups):
     ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1, "grid"),    # strided: 12 input copies
     ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1, "in-place"),
     ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "grid"),    # stride one gathered: 49 copies
+    ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "regions"),  # 49 copies of the taps in bounds
 ])
 def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, stride,
                                                          groups, form):
     """A 7x7 convolution of a 9.4 MB input: the peak allocated during the call is the output
     and at most CHUNK_BYTES beside it, in whichever form it runs."""
     _force(monkeypatch, form)
-    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())  # no buffer kept before
+    monkeypatch.setattr(cpu_buffers, "SCRATCH", threading.local())  # no buffer kept before
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal(xs), rng.standard_normal(ws)
     g = conv_geometry(xs, ws, stride, 3, 1, groups)
@@ -117,22 +121,22 @@ def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, st
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak <= out_bytes + conv2d_cpu.CHUNK_BYTES * 1.1, (peak, out_bytes)
+    assert peak <= out_bytes + cpu_buffers.CHUNK_BYTES * 1.1, (peak, out_bytes)
 
 
 def test_a_kept_buffer_serves_the_next_call_and_grows_only_when_too_small(monkeypatch):
     """Each thread keeps its chunk buffers: a second call of the same layer allocates
     nothing, a larger one replaces them, and a call of another dtype reads its own."""
     _force(monkeypatch, "planes")
-    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())
-    a, b = conv2d_cpu._scratch(np.float64, 3, 5)
+    monkeypatch.setattr(cpu_buffers, "SCRATCH", threading.local())
+    a, b = cpu_buffers.scratch(np.float64, 3, 5)
     assert a.shape == (3,) and b.shape == (5,) and a.dtype == np.float64
-    kept = conv2d_cpu._SCRATCH.buffer
-    c, = conv2d_cpu._scratch(np.complex64, 4)  # 32 bytes of the 64 kept
-    assert conv2d_cpu._SCRATCH.buffer is kept and np.shares_memory(c, kept)
-    conv2d_cpu._scratch(np.float32, 17)
-    assert conv2d_cpu._SCRATCH.buffer is not kept and conv2d_cpu._SCRATCH.buffer.nbytes == 68
-    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", threading.local())
+    kept = cpu_buffers.SCRATCH.buffer
+    c, = cpu_buffers.scratch(np.complex64, 4)  # 32 bytes of the 64 kept
+    assert cpu_buffers.SCRATCH.buffer is kept and np.shares_memory(c, kept)
+    cpu_buffers.scratch(np.float32, 17)
+    assert cpu_buffers.SCRATCH.buffer is not kept and cpu_buffers.SCRATCH.buffer.nbytes == 68
+    monkeypatch.setattr(cpu_buffers, "SCRATCH", threading.local())
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((2, 6, 40, 40)), rng.standard_normal((9, 2, 3, 3))
     peaks, results = [], []
@@ -145,7 +149,7 @@ def test_a_kept_buffer_serves_the_next_call_and_grows_only_when_too_small(monkey
             tracemalloc.stop()
     first, again = results
     np.testing.assert_array_equal(first, again)
-    kept = conv2d_cpu._SCRATCH.buffer.nbytes
+    kept = cpu_buffers.SCRATCH.buffer.nbytes
     assert kept > first.nbytes and peaks[1] < peaks[0] - 0.9 * kept, (peaks, kept)
     single = conv2d(x.astype(np.complex64), w.astype(np.complex64), None, 1, 1, 1, 3)
     np.testing.assert_allclose(single, first, rtol=1e-5, atol=1e-5 * np.abs(first).max())
@@ -199,7 +203,7 @@ def test_each_form_takes_every_dtype_and_layout(monkeypatch, form, dtype, layout
         x = np.repeat(x, 2, axis=3)[..., ::2]
     poison = threading.local()  # chunk buffers of NaN bytes: padding never zeroed shows
     poison.buffer = np.full(1 << 20, 255, np.uint8)
-    monkeypatch.setattr(conv2d_cpu, "_SCRATCH", poison)
+    monkeypatch.setattr(cpu_buffers, "SCRATCH", poison)
     monkeypatch.setattr(conv2d_cpu.np, "empty", _poisoned(np.empty))
     got = conv2d(x, w, None, 1, (2, 1), (1, 2), 2)
     monkeypatch.undo()
@@ -234,3 +238,57 @@ def test_stride_one_layers_gather_where_the_filters_outweigh_the_input(xs, ws, g
     deep layers on 14 x 14 and 7 x 7 images gather their taps, the others run on the
     planes."""
     assert conv2d_cpu.gathers(conv_geometry(xs, ws, 1, 1, 1, groups)) == gathers
+
+
+def test_the_bands_of_a_dilated_branch_hold_the_taps_that_read_in_bounds():
+    """DeepLab's ASPP branch (33 rows, dilation 12, padding 12): three bands, the module's
+    picture; and a band no tap reads in (padding wider than the reach) is left out."""
+    assert conv_regions.bands(33, 33, 3, 1, 12, 12) == [
+        conv_regions.Band(0, 12, 1, 3), conv_regions.Band(12, 21, 0, 3),
+        conv_regions.Band(21, 33, 0, 2)]
+    assert conv_regions.bands(9, 3, 3, 1, 1, 4) == [
+        conv_regions.Band(2, 3, 2, 3), conv_regions.Band(3, 4, 1, 3),
+        conv_regions.Band(4, 5, 0, 3), conv_regions.Band(5, 6, 0, 2),
+        conv_regions.Band(6, 7, 0, 1)]
+    for out, size, taps, stride, dilation, pad in [(33, 33, 3, 1, 12, 12), (7, 13, 5, 2, 3, 4),
+                                                   (9, 3, 3, 1, 1, 4), (4, 9, 2, 3, 5, 0)]:
+        covered = np.zeros((out, taps), bool)  # each (output, tap) pair reading in bounds
+        for b in conv_regions.bands(out, size, taps, stride, dilation, pad):
+            covered[b.lo:b.hi, b.t0:b.t1] = True
+        read = np.arange(out)[:, None] * stride + np.arange(taps) * dilation - pad
+        np.testing.assert_array_equal(covered, (read >= 0) & (read < size))
+
+
+@pytest.mark.parametrize("xs,ws,padding,dilation,regions", [
+    ((4, 256, 33, 33), (256, 256, 3, 3), 12, 12, True),  # DeepLab ASPP, dilation 12
+    ((4, 256, 33, 33), (256, 256, 3, 3), 18, 18, True),  # and 18
+    ((4, 256, 33, 33), (256, 256, 3, 3), 6, 6, False),   # and 6: 77% of its taps in bounds
+    ((4, 512, 28, 28), (512, 512, 3, 3), 2, 2, False),   # DeepLab stage 4, dilation 2
+    ((8, 512, 7, 7), (512, 512, 3, 3), 2, 2, False),     # small maps: too few taps skipped
+    ((8, 64, 56, 56), (64, 64, 3, 3), 1, 1, False),      # ResNet-50 stage 1
+])
+def test_layers_whose_padding_holds_many_taps_run_by_regions(xs, ws, padding, dilation,
+                                                             regions):
+    g = conv_geometry(xs, ws, 1, padding, dilation, 1)
+    assert conv_regions.takes(g) == regions
+    plan = conv_cpu_plan.plan_conv2d_cpu(g, "float32")
+    assert (plan.route == conv_cpu_plan.REGIONS) == regions
+    assert ("tap regions" in str(plan)) == regions
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_regions_write_every_output_element_zeros_where_no_tap_reads(monkeypatch, dtype):
+    """Padding wider than the filters' reach leaves rows and columns no tap reads in: the
+    output there is zero (written, over a poisoned buffer)."""
+    _force(monkeypatch, "regions")
+    rng = np.random.default_rng(11)
+    xs, ws = (2, 3, 3, 4), (4, 3, 3, 3)
+    x = (rng.standard_normal(xs) + (1j * rng.standard_normal(xs) if dtype == np.complex64
+                                    else 0)).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    g = conv_geometry(xs, ws, 1, 5, (2, 1), 1)  # rows 0 and 8, columns 0-2 and 9-11 read
+    out = np.full((g.n, g.k, g.p, g.q), np.nan, dtype)  # only padding
+    conv_regions.conv_regions(x, w, g, out)
+    ref = direct(x, w, None, g.stride, g.padding, g.dilation, 1)
+    assert (out[:, :, [0, 8]] == 0).all() and (out[:, :, :, [0, 1, 2, 9, 10, 11]] == 0).all()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
