@@ -2,7 +2,7 @@
 cotengra's own path and slices run by cotengra on CuPy, on the same GPU and operands.
 
 ``python -m skcontract bench networks-run --plans FILE [--out DIR] [--name NAME]
-[--networks A,B] [--limits 1GiB,8GiB] [--max-flops F]``
+[--networks A,B] [--limits 1GiB,8GiB] [--planners auto,hyper,cotengra] [--max-flops F]``
 
 ``FILE`` is the JSON ``bench networks`` writes (its rows carry each plan's path and sliced
 labels), so the search runs once, on any machine, and the GPU runs the plans it found. Each
@@ -18,7 +18,8 @@ A row of more than :data:`MAX_TIMED_SLICES` slices is timed over its first ones 
 sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds scaled to
 all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
 contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes`` (the
-peak model's, of the plan as this GPU runs it, sliced or not), ``peak_bytes`` (measured), ``keeps_limit`` (the measured peak under the limit), ``seconds``,
+peak model's, of the plan as this GPU runs it, sliced or not), ``peak_bytes`` (measured),
+``keeps_limit`` (the measured peak under the limit), ``seconds``,
 ``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this row's value
 and the cotengra row's of the same network and limit, where both ran every slice). Writes
 ``<name>.json`` and ``<name>.md``.
@@ -49,6 +50,8 @@ MAX_TIMED_SLICES = 64
 (``timed_slices``; its value is then a partial sum, compared with no other row's). The
 scaling counts a call's one-time work (steps that run once) that many times over: an upper
 bound."""
+PLANNERS = ("auto", "hyper", "cotengra")
+"""The planners of ``bench networks``' rows (``--planners`` runs some of them)."""
 SKIPPED = ("batched",)
 """Networks whose operands alone outgrow one GPU."""
 
@@ -234,7 +237,13 @@ def main(argv=None) -> int:
     p.add_argument("--limits", default=",".join(LIMITS), help="comma-separated limits")
     p.add_argument("--max-flops", type=float, default=MAX_FLOPS,
                    help=f"leave out rows planned above this many FLOPs (default {MAX_FLOPS:g})")
+    p.add_argument("--planners", default=",".join(PLANNERS),
+                   help=f"comma-separated planners whose rows run (default: all, "
+                        f"{','.join(PLANNERS)})")
     args = p.parse_args(argv)
+    planners = args.planners.split(",")
+    if set(planners) - set(PLANNERS):
+        p.error(f"unknown planners {sorted(set(planners) - set(PLANNERS))}; have {PLANNERS}")
     plans = json.loads(Path(args.plans).read_text())
     keys = args.networks.split(",") if args.networks else \
         [k for k in NETWORKS if k not in SKIPPED]
@@ -255,7 +264,8 @@ def main(argv=None) -> int:
         net = NETWORKS[key]()
         for limit in args.limits.split(","):
             rows = [r for r in plans["rows"] if r["network"] == net.name
-                    and r["limit"] == limit and "path" in r and _timed_flops(r) <= args.max_flops]
+                    and r["limit"] == limit and "path" in r and r["planner"] in planners
+                    and _timed_flops(r) <= args.max_flops]
             if not rows:
                 continue
             log(f"{net.name} at {limit}: {', '.join(r['planner'] for r in rows)}")

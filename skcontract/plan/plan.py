@@ -36,7 +36,7 @@ from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_gr
 from .path import (ADAPTIVE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
                    search_seconds, sliced_search)
 from .peak import executor_peak, view_copies
-from .slicing import (HYPER_REPATH, PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
+from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
 
 __all__ = ["Step", "Plan", "build_plan"]
@@ -659,17 +659,13 @@ def resized(plan: Plan, form: _PairForm, shapes) -> Plan | None:
 
 
 def _repath(terms, output, optimize):
-    """How the slicer asks for the path at other sizes (:func:`~.slicing.choose_sliced_path`),
-    or None where it may not: an explicit path and an optimiser object, which may keep state
-    between calls (opt_einsum's random optimisers refuse a call at other sizes), are asked
-    once. A hyper-search (seconds a call; it also slices as it goes: :func:`_reconfigured`)
-    repaths with opt_einsum's greedy search (:data:`~.slicing.HYPER_REPATH`), a fraction of
-    a second a call: greedy paths found at sliced sizes are often far cheaper than the
-    search's own path sliced (on the benchmark's closed circuit at 8 GiB, one fits whole at
-    1/260th of its FLOPs: docs/benchmarks/log.md, thirteenth session)."""
-    if is_hyper(optimize):
-        optimize = HYPER_REPATH
-    elif isinstance(optimize, (list, tuple, PathOptimizer)):
+    """How the slicer asks ``optimize`` for the path at other sizes
+    (:func:`~.slicing.choose_sliced_path`), or None where it may not: an explicit path, a
+    hyper-search (which slices as it goes: :func:`_reconfigured`; the default optimiser's
+    plan, repathed, is its other candidate: :func:`_default_plan`) and an optimiser object,
+    which may keep state between calls (opt_einsum's random optimisers refuse a call at
+    other sizes), are asked once."""
+    if isinstance(optimize, (list, tuple, PathOptimizer)) or is_hyper(optimize):
         return None
     return lambda sizes: find_path(terms, output, sizes, optimize)
 

@@ -37,7 +37,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .path import is_hyper
 from .slice_costs import NO_LIMIT, Excess, StepTable
 
 __all__ = ["Budget", "Slicing", "budget_of", "choose_slicing", "simulate", "divisors"]
@@ -67,12 +66,6 @@ costs a whole search, which on 9 tensors is already a quarter second, so more wo
 multiply the planning time the caller chose the search for."""
 EXHAUSTIVE_SEARCHES = frozenset({"optimal", "dp", "branch-all", "branch-2"})
 """opt_einsum's searches whose time grows exponentially with the operands."""
-HYPER_REPATH = "greedy"
-"""The search a hyper optimiser's slicer repaths with (:func:`repath_tries`): cotengra's
-trials take seconds each on hundreds of tensors, opt_einsum's greedy a fraction of one."""
-HYPER_REPATH_TRIES = 8
-"""The prefixes a hyper optimiser's slicer repaths (greedily): few, for the search that
-slices as it goes keeps most of the search's time."""
 SLICING_HINT_OVERHEAD = 4.0
 """Slicing overhead (sliced FLOPs over unsliced) above which a printed plan says how to
 find a cheaper one: the greedy path sliced after the search cost 4-200x on the benchmark's
@@ -88,8 +81,6 @@ def repath_tries(optimize) -> int:
     """How many label prefixes the slicer repaths for ``optimize`` (:func:`_prefixes`)."""
     if isinstance(optimize, str) and optimize in EXHAUSTIVE_SEARCHES:
         return EXHAUSTIVE_REPATH_TRIES
-    if is_hyper(optimize):
-        return HYPER_REPATH_TRIES
     return REPATH_TRIES
 
 
