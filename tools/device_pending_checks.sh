@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The checks the twelfth session left for the device (docs/benchmarks/log.md, "twelfth
-# session"), most wanted first, each only while the call has time left (BUDGET_S, default 540):
+# The checks the twelfth and thirteenth sessions left for the device (docs/benchmarks/log.md),
+# most wanted first, each only while the call has time left (BUDGET_S, default 540):
 #   1. long K: Stream-K groups up to one tile a group on the long-k class's fp16 shapes and
 #      one more (issue 50; 36 groups beat the default 6 on 768 x 768 x 16384);
-#   2. Nsight Compute on our 144-channel pointwise kernel beside cuDNN's (DRAM bytes, time,
+#   2. the networks' hyper plans of the thirteenth session (the default optimiser's plan a
+#      candidate) and cotengra's, run on the GPU (issue 52; bench networks-run --planners);
+#   3. Nsight Compute on our 144-channel pointwise kernel beside cuDNN's (DRAM bytes, time,
 #      SM throughput; the last run's filter missed our kernels' names).
 # Usage (on the device, repo root, carry .whl .kc .commit): OUT=$OUT bash tools/device_pending_checks.sh
 set -u
@@ -30,6 +32,13 @@ timeout 150 python3 -c "$PATCHED" skcontract.schedule.decompose,skcontract.sched
   tools.time_gemm --shapes 768x768x16384,1024x128x32768,512x512x32768 --dtypes float16 --layouts cr \
   --tile 128x128x64 --mode stream_k --walk auto:auto:auto,4:auto:auto,6:auto:auto,8:auto:auto,16:auto:auto,36:auto:auto \
   --peer --reps 15 2>&1 | cut -c1-600 | grep -v -i warn
+echo "== $(left) s left"
+if [ "$(left)" -gt 200 ]; then
+  echo "== networks, hyper and cotengra plans (${PLANS:-docs/benchmarks/networks-plans-h100.json})"
+  timeout $(( $(left) - 100 )) python3 -m skcontract bench networks-run \
+    --plans "${PLANS:-docs/benchmarks/networks-plans-h100.json}" --planners hyper,cotengra \
+    --out "$OUT" --name networks-h100 2>&1 | grep -v -i warn | tail -40
+fi
 echo "== $(left) s left"
 if [ "$(left)" -gt 90 ]; then
   echo "== ncu, our pointwise kernel and cuDNN's"
