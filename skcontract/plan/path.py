@@ -41,7 +41,8 @@ def hyper(max_time: float = HYPER_SECONDS, **options):
     cotengra is not installed (``pip install 'skcontract[hyper]'``).
 
     ``optimize="hyper"`` is ``hyper()``. A memory limit is kept by slicing the path the
-    search finds, as for every optimiser."""
+    search finds, as for every optimiser; the default optimiser's plan is kept instead
+    where it costs fewer FLOPs."""
     try:
         import cotengra  # optional dependency: the hyper-optimiser's extra
     except ImportError:
@@ -214,8 +215,8 @@ def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequen
 HYPER_UNSLICED_SHARE = 0.25
 """The share of a hyper optimiser's ``max_time`` its unsliced search takes where a memory
 budget may call for slices; cotengra's search that slices as it goes
-(:func:`sliced_search`) takes what is left, so that ``max_time`` bounds a plan's whole
-search. The larger share is the sliced search's: its trials take longer, and its plan is
+(:func:`sliced_search`) takes what is left, so that ``max_time`` bounds a plan's cotengra
+searches (the default optimiser's plan, its other candidate, comes after them). The larger share is the sliced search's: its trials take longer, and its plan is
 the one kept on most of the benchmark's networks (docs/benchmarks/log.md, eleventh
 session)."""
 
