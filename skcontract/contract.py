@@ -145,9 +145,19 @@ def _device_for(backend: str) -> Any:
 
 
 def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device,
-               slicing=True) -> Plan:
-    """The plan of ``subscripts`` over operands of ``shapes`` (:func:`_planned`)."""
-    return _planned(subscripts, shapes, dtype, optimize, memory_limit, device, slicing)[0]
+               slicing=True, **options) -> Plan:
+    """The plan of ``subscripts`` over operands of ``shapes`` (:func:`_planned`), for a
+    GPU's launches scheduled with ``options``."""
+    return _planned(subscripts, shapes, dtype, optimize, memory_limit, device, slicing,
+                    **options)[0]
+
+
+def _launches(device, **options):
+    """How the executor on ``device`` schedules a plan (:func:`schedule_plan` with the
+    call's ``options``), which the slicer counts the steps' copies by; None on the host."""
+    if device is None:
+        return None
+    return lambda plan: schedule_plan(plan, device, **options)
 
 
 class _Template(NamedTuple):
@@ -160,11 +170,12 @@ class _Template(NamedTuple):
 
 
 def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
-             slicing=True) -> tuple[Plan, _Template | None]:
+             slicing=True, **options) -> tuple[Plan, _Template | None]:
     """The plan of ``subscripts`` over operands of ``shapes`` and the template it is a
     re-sizing of (None: planned in full). A plan of one product whose size classes decide
     it is re-sized for new sizes of the same classes
-    (:func:`~skcontract.plan.plan.resized`) rather than planned again."""
+    (:func:`~skcontract.plan.plan.resized`) rather than planned again. ``options``: those
+    a GPU's launches are scheduled with (:func:`_launches`)."""
     key = None
     if memory_limit is None and slicing is True and len(shapes) == 2 and \
             _plain_optimize(optimize) and \
@@ -178,7 +189,7 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
                 return plan, template
     eq = parse_equation(subscripts, shapes)
     plan = build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
-                      slicing=_slicing_arg(slicing))
+                      slicing=_slicing_arg(slicing), schedule=_launches(device, **options))
     if key is not None and template is not False and type(template) is not _Template:
         # a structure's first plan is only noted (most are planned at one size); its
         # second, at new sizes, becomes the template (False: not re-sizable)
@@ -239,7 +250,7 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
              slicing=True):
     device = _device_for(backend)
     plan, template = _planned(subscripts, shapes, dtype, optimize, memory_limit, device,
-                              slicing)
+                              slicing, precision=precision)
     bk = get_backend(backend)
     if backend == "numpy":  # (NumPy launches nothing: no schedules, nothing to re-plan)
         if template is None or not resizable_run(plan):
@@ -816,7 +827,8 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
     if plan is not None:
         return _path_of(plan), plan
     try:
-        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device, cut)
+        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device, cut,
+                          mode=mode, reduction=reduction, precision=precision)
     except ValueError as e:
         if shapes or not _looks_like_shapes(operands_or_shapes):
             raise
@@ -1136,7 +1148,8 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
     dev = DeviceInfo.named(device) if device is not None else None
     plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
                       dev if dev is not None else _device_for(backend or "numpy"),
-                      _slicing_key(slicing, subscripts))
+                      _slicing_key(slicing, subscripts), mode=mode, reduction=reduction,
+                      precision=precision)
     return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
                               reduction=reduction, precision=precision)
 

@@ -301,7 +301,10 @@ def _layout(subs, legend, shapes, res, optimize, memory_limit, limit_type, backe
     cd = np.dtype(bk.compute_dtype(res))
     device = _device(backend)
     eq = parse_equation(subs, shapes)
-    whole = build_plan(eq, cd, optimize=optimize, memory_limit=memory_limit, device=device)
+    launches = None if backend == "numpy" else \
+        (lambda plan: schedule_plan(plan, device, precision=precision))
+    whole = build_plan(eq, cd, optimize=optimize, memory_limit=memory_limit, device=device,
+                       schedule=launches)
     if whole.slicing is not None:
         cuts = _group_slices(whole, want)
     elif asked or whole.flops >= 2 * TASK_FLOPS:
@@ -318,7 +321,7 @@ def _layout(subs, legend, shapes, res, optimize, memory_limit, limit_type, backe
                                    for lab, d in zip(t, s))
                              for t, s in zip(eq.inputs, eq.shapes))
         plan = whole if block_shapes == eq.shapes else _block_plan(
-            whole, subs, block_shapes, cd, memory_limit, device)
+            whole, subs, block_shapes, cd, memory_limit, device, launches)
         if backend != "numpy":
             plan = with_launch_peak(schedule_plan(plan, device, precision=precision))
         blocks[block_shapes] = BlockPlan(uuid.uuid4().hex, plan, plan_allocates(plan))
@@ -328,9 +331,11 @@ def _layout(subs, legend, shapes, res, optimize, memory_limit, limit_type, backe
 _layout_cached = lru_cache(maxsize=256)(_layout)
 
 
-def _block_plan(whole: Plan, subs, shapes, dtype, memory_limit, device) -> Plan:
+def _block_plan(whole: Plan, subs, shapes, dtype, memory_limit, device,
+                launches=None) -> Plan:
     """The plan of a task's blocks: the whole plan's path, sliced as the whole plan is
-    (over the slices its blocks hold)."""
+    (over the slices its blocks hold); ``launches``: how a GPU schedules it
+    (:func:`~skcontract.plan.build_plan`'s ``schedule``)."""
     eq = parse_equation(subs, shapes)
     inner = {} if whole.slicing is None else {
         x: c for x, c in whole.slicing.chunks if eq.sizes[x] > c}
@@ -338,10 +343,10 @@ def _block_plan(whole: Plan, subs, shapes, dtype, memory_limit, device) -> Plan:
         return build_plan(eq, dtype, optimize=list(whole.path), device=device)
     try:
         return build_plan(eq, dtype, optimize=list(whole.path), memory_limit=memory_limit,
-                          device=device, slicing=inner)
+                          device=device, slicing=inner, schedule=launches)
     except ValueError:  # the block's own slices, where the whole plan's do not fit it
         return build_plan(eq, dtype, optimize="adaptive", memory_limit=memory_limit,
-                          device=device)
+                          device=device, schedule=launches)
 
 
 def _spread(n: int, parts: int) -> list[int]:

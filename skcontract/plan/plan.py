@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import lru_cache
 from math import prod
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 from opt_einsum.paths import PathOptimizer
@@ -408,14 +408,18 @@ label-set peak, so that the slicer must slice further)."""
 
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
-               memory_limit: Any = None, device: Any = None, slicing: Any = True) -> Plan:
+               memory_limit: Any = None, device: Any = None, slicing: Any = True,
+               schedule: Callable[[Plan], Plan] | None = None) -> Plan:
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
     under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the
     slices, False to refuse, or the labels / ``{label: chunk}`` to slice). A hyper
     optimiser's ``max_time`` bounds its searches: under a limit it may have to slice, the
     unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the search that
     slices as it goes the rest; the default optimiser's plan, planned after them, is kept
-    where it costs fewer FLOPs (:func:`_default_plan`)."""
+    where it costs fewer FLOPs (:func:`_default_plan`). ``schedule``: how the executor
+    schedules a plan for ``device`` (a GPU's launches, with the call's options), or None:
+    where given, the copies a sliced plan's steps make of their operands are counted as
+    its launches make them, not as the larger of those a launch might make."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
     terms = unary.terms
@@ -426,15 +430,16 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     if deadline is not None and budget is not None and slicing is True:
         seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
     path = find_path(terms, eq.output, eq.sizes, optimize, seconds)
-    plan = _kept(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
+    fit = _Fit(budget, device, slicing, schedule)
+    plan = _kept(eq, dtype, unary, path, fit, optimize, deadline)
     if is_hyper(optimize):
-        default = _default_plan(eq, dtype, unary, budget, device, slicing)
+        default = _default_plan(eq, dtype, unary, fit)
         if default is not None and _plan_flops(default) < _plan_flops(plan):
             return default
     return plan
 
 
-def _default_plan(eq: Equation, dtype, unary, budget, device, slicing) -> Plan | None:
+def _default_plan(eq: Equation, dtype, unary, fit: _Fit) -> Plan | None:
     """The plan of the default optimiser's path (:data:`~.path.ADAPTIVE`), sliced and
     repathed as that optimiser's plans are, which a hyper optimiser's plan must beat to be
     kept: cotengra's trials take seconds each on hundreds of tensors, and a search of few
@@ -445,12 +450,22 @@ def _default_plan(eq: Equation, dtype, unary, budget, device, slicing) -> Plan |
     none (the random regular graph's at 1 GiB)."""
     path = find_path(unary.terms, eq.output, eq.sizes, ADAPTIVE)
     try:
-        return _kept(eq, dtype, unary, path, budget, device, slicing, ADAPTIVE)
+        return _kept(eq, dtype, unary, path, fit, ADAPTIVE)
     except ValueError:
         return None
 
 
-def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
+class _Fit(NamedTuple):
+    """What a plan is fitted to (:func:`_kept`): the budget (None: none), the device, the
+    caller's ``slicing`` and the executor's scheduler (:func:`build_plan`)."""
+
+    budget: Any
+    device: Any
+    slicing: Any
+    schedule: Callable[[Plan], Plan] | None
+
+
+def _kept(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
           deadline: float | None = None) -> Plan:
     """The plan of ``path`` sliced so that its executor's peak, its steps' copies included
     (:func:`executor_bytes`), keeps ``budget``: sliced again under a tighter budget where
@@ -460,12 +475,11 @@ def _kept(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
     hyper optimiser's search that slices as it goes gives the path kept, ``path`` is
     fitted too, without the searches, and the plan of fewer FLOPs kept: the two are
     compared on the label-set model, before the copies are counted."""
-    plan = _fitted(eq, dtype, unary, path, budget, device, slicing, optimize, deadline)
+    plan = _fitted(eq, dtype, unary, path, fit, optimize, deadline)
     if tuple(map(tuple, plan.path)) == tuple(map(tuple, path)):
         return plan
     try:
-        first = _fitted(eq, dtype, unary, path, budget, device, slicing, optimize,
-                        search=False)
+        first = _fitted(eq, dtype, unary, path, fit, optimize, search=False)
     except ValueError:
         return plan
     return first if _plan_flops(first) < _plan_flops(plan) else plan
@@ -476,12 +490,14 @@ def _plan_flops(plan: Plan) -> float:
     return plan.flops if plan.slicing is None else plan.slicing.flops
 
 
-def _fitted(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
+def _fitted(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
             deadline: float | None = None, search: bool = True) -> Plan:
-    """:func:`_kept`'s plan of ``path`` under ``budget``, sliced again under a tighter
-    budget where the steps' copies push it over; ``search``: the first try asks the
-    optimiser for other paths (:func:`_sliced`'s ``reconfigure``)."""
+    """:func:`_kept`'s plan of ``path`` under ``fit.budget``, sliced again under a tighter
+    budget where the steps' copies (as ``fit.schedule``'s launches make them, where given)
+    push it over; ``search``: the first try asks the optimiser for other paths
+    (:func:`_sliced`'s ``reconfigure``)."""
     terms = unary.terms
+    budget, device, slicing = fit.budget, fit.device, fit.slicing
     tight, need, smallest = budget, None, None
     for _ in range(EXECUTOR_RETRIES + 1):
         try:
@@ -496,7 +512,7 @@ def _fitted(eq: Equation, dtype, unary, path, budget, device, slicing, optimize,
         path = run_path  # a retry slices the path found (a search's that slices as it goes)
         if budget is None or budget.bytes is None:
             return _with_executor_peak(plan)
-        need = executor_bytes(plan)
+        need = executor_bytes(plan if fit.schedule is None else fit.schedule(plan))
         smallest = need if smallest is None else min(smallest, need)
         allowed = int(budget.bytes * PEAK_MODEL_SHARE)
         if need <= allowed:

@@ -15,10 +15,12 @@ from skcontract import contract_expression, contract_path, einsum
 from skcontract.bench.networks import lattice, peps_norm
 from skcontract.kernels.embed import embedding
 from skcontract.kernels.resolve import step_product
-from skcontract.plan import peak
+from skcontract.parse import parse_equation
+from skcontract.plan import build_plan, peak
 from skcontract.plan.peak import EMBEDDED_KINDS, _copies, _embedded, view_copies
 from skcontract.plan.plan import executor_bytes
 from skcontract.plan.slicing import budget_of
+from skcontract.schedule.device import DeviceInfo
 
 OBJECTS_SLACK = 16 * 1024
 """Bytes a call holds in Python objects (array views, shapes, the slice loop's own), which
@@ -222,3 +224,18 @@ def test_a_scheduled_plan_shows_the_peak_of_its_own_launches(limit):
     expr = contract_expression(net.subscripts(), *net.shapes(), dtype=net.dtype,
                                memory_limit=limit, device="h100")
     assert expr.plan.slicing.peak_bytes == executor_bytes(expr.plan)
+
+
+def test_a_gpu_plan_is_sliced_by_its_launches_copies_not_by_their_bound():
+    """Before the schedule a step's copies are bounded by the larger a launch might make
+    (K-major or padded lines); a plan made for a GPU counts them as the launches it is
+    scheduled with make them. A 4x4 PEPS norm under 2 MiB then fits whole, the launches'
+    peak under the limit, where the bound would slice it in three."""
+    net, limit = peps_norm(4, 4, 3), "2MiB"
+    _, plan = contract_path(net.subscripts(), *net.shapes(), shapes=True, dtype=net.dtype,
+                            memory_limit=limit, device="h100")
+    assert plan.slicing is None
+    assert executor_bytes(plan) <= budget_of(limit, []).bytes  # as the launches hold it
+    eq = parse_equation(net.subscripts(), net.shapes())
+    bound = build_plan(eq, net.dtype, memory_limit=limit, device=DeviceInfo.named("h100"))
+    assert bound.slicing is not None and bound.slicing.num_slices > 1

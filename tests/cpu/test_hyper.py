@@ -237,8 +237,7 @@ def test_the_first_path_is_fitted_too_where_the_sliced_search_gives_the_path(mon
     searched, first = (dear, cheap) if first_cheaper else (cheap, dear)
     calls = []
 
-    def fitted(eq_, dtype, unary, path, budget, device, slicing, optimize, deadline=None,
-               search=True):
+    def fitted(eq_, dtype, unary, path, fit, optimize, deadline=None, search=True):
         calls.append(search)
         return searched if search else first
     monkeypatch.setattr(plan_module, "_fitted", fitted)
