@@ -693,13 +693,18 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     slices as it goes (:func:`~.path.sliced_search`, to the largest intermediate the
     budget allows; more labels sliced greedily where its slices still miss the budget),
     searching until ``deadline``: where the first path fits whole, the rest of the time
-    goes to this search too, whose trials keep the trees that fit unsliced. ``units``:
+    goes to this search too, whose trials keep the trees that fit unsliced; where it must
+    be sliced and the unsliced search took the whole time, this search still runs to its
+    first trial (on hundreds of tensors a trial may outlast the whole ``max_time``, and
+    the sliced plans this search finds are the cheap ones there). ``units``:
     :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
     seconds = None if deadline is None else deadline - time.monotonic()
     if seconds is not None and seconds <= 0:
-        return sliced, path  # the unsliced search took the whole time
+        if sliced is None:  # the first path fits whole and the time is spent
+            return sliced, path
+        seconds = 0.0  # its first trial, as the unsliced search's (:func:`~.path.timed_search`)
     try:
         found = sliced_search(optimize, terms, eq.output, eq.sizes, target, seconds)
     except Exception:  # noqa: BLE001 - cotengra's search failing leaves the first plan

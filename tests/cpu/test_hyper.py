@@ -247,3 +247,38 @@ def test_the_first_path_is_fitted_too_where_the_sliced_search_gives_the_path(mon
                                     memory_limit="1GiB")[1]
     assert calls == [True, False]
     assert plan is cheap
+
+
+def test_a_sliced_search_runs_to_its_first_trial_when_the_unsliced_one_took_the_time(
+        monkeypatch):
+    """On hundreds of tensors one trial may outlast max_time: where the first path must be
+    sliced and no time is left, the search that slices as it goes still runs (0 s: to its
+    first trial), and its path is kept where cheaper; where the first path fits whole, it
+    does not run."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(12, 3)
+    shapes = [o.shape for o in ops]
+    n = len(shapes)
+    greedy = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")
+    find_path = plan_module.find_path
+
+    def slow(*a, **k):  # the unsliced search overruns its time; the default's does not
+        if path_module.is_hyper(a[3]):
+            time.sleep(0.3)
+            return [(0, 1)] * (n - 1)
+        return find_path(*a, **k)
+    asked = []
+
+    def sliced(optimize, inputs, output, sizes, target, seconds=None):
+        asked.append(seconds)
+        return greedy[0], ()
+    monkeypatch.setattr(plan_module, "find_path", slow)
+    monkeypatch.setattr(plan_module, "sliced_search", sliced)
+    monkeypatch.setattr(plan_module, "_default_plan", lambda *a, **k: None)  # the search's
+    skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.1),
+                             memory_limit=64)
+    assert asked == [0.0]
+    asked.clear()
+    skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.1),
+                             memory_limit="1GiB")
+    assert asked == []
