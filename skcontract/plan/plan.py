@@ -418,7 +418,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     slices as it goes the rest; the default optimiser's plan, planned after them, is kept
     where it costs fewer FLOPs (:func:`_default_plan`). ``schedule``: how the executor
     schedules a plan for ``device`` (a GPU's launches, with the call's options), or None:
-    where given, the copies a sliced plan's steps make of their operands are counted as
+    where given, the copies the plan's steps make of their operands are counted as
     its launches make them, not as the larger of those a launch might make."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
@@ -444,7 +444,7 @@ def _default_plan(eq: Equation, dtype, unary, fit: _Fit) -> Plan | None:
     repathed as that optimiser's plans are, which a hyper optimiser's plan must beat to be
     kept: cotengra's trials take seconds each on hundreds of tensors, and a search of few
     trials may find a path that costs far more (on the benchmark's closed circuit at 8 GiB,
-    263x the default's FLOPs: docs/benchmarks/log.md, thirteenth session); None where the
+    160x the default's FLOPs: docs/benchmarks/log.md, thirteenth session); None where the
     default's slices do not keep the budget. Planned after the searches, outside their
     ``max_time``: run first, its seconds of slicing on a poor path would leave the searches
     none (the random regular graph's at 1 GiB)."""
