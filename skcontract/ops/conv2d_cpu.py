@@ -47,8 +47,10 @@ run the direct C kernels (:mod:`skcontract.host.depthwise`, :mod:`skcontract.hos
 where the host can build them; the forms above are theirs otherwise.
 
 Memory: besides the caller's input and the output, a chunk's buffers take at most
-:data:`~.cpu_buffers.CHUNK_BYTES` (one output row of one image and one group where even that is larger),
-kept for the next call on the same thread (:func:`~.cpu_buffers.scratch`).
+:data:`~.cpu_buffers.CHUNK_BYTES` (one output row of one image and one group where even
+that is larger, one row of one image for the tap regions), kept for the next call on the
+same thread (:func:`~.cpu_buffers.scratch`); the planes and the tap regions also hold the
+filters reordered, one copy of the weight a call.
 """
 from __future__ import annotations
 

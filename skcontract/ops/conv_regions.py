@@ -31,13 +31,19 @@ import numpy as np
 
 from .cpu_buffers import CHUNK_BYTES, even, scratch
 
-__all__ = ["REGIONS_MAX_VALID_SHARE", "REGIONS_MIN_SKIPPED", "Band", "bands", "valid_share",
-           "takes", "conv_regions"]
+__all__ = ["REGIONS_MAX_VALID_SHARE", "REGIONS_MIN_RUN", "REGIONS_MIN_SKIPPED", "Band", "bands",
+           "valid_share", "takes", "conv_regions"]
 
 REGIONS_MAX_VALID_SHARE = 0.7
 """The share of (output point, tap) pairs reading the input in bounds at or below which a
 layer may run by regions: the other forms multiply every tap, padding included, but copy
 longer runs (at 0.77, DeepLab's dilation-6 branch, the regions measured slower)."""
+REGIONS_MIN_RUN = 4096
+"""Elements a tap's copy into a rectangle's operand moves at least, on average over the
+rectangles, for a layer to run by regions: each copy is one NumPy call (C images x rows x
+columns elements), and a filter wider than a small map cuts it into so many rectangles
+that the calls cost more than the taps skipped (a 65 x 65 filter on a one-channel 40 x 40
+map: 7 s against 2 ms)."""
 REGIONS_MIN_SKIPPED = 384
 """The multiply-adds the regions skip a filter element (images x output points x the
 share of taps out of bounds) from which they run: they reorder the filters first, a copy
@@ -88,11 +94,27 @@ def valid_share(g) -> float:
 
 
 def takes(g) -> bool:
-    """Whether the layer runs by regions: padding holds enough of its taps
-    (:data:`REGIONS_MAX_VALID_SHARE`, :data:`REGIONS_MIN_SKIPPED`)."""
+    """Whether the layer runs by regions: one group (grouped layers' products a group are
+    too small to pay for the rectangles' calls), padding holding enough of its taps
+    (:data:`REGIONS_MAX_VALID_SHARE`, :data:`REGIONS_MIN_SKIPPED`), and copies long enough
+    (:data:`REGIONS_MIN_RUN`)."""
+    if g.groups != 1:
+        return False
     share = valid_share(g)
     return share <= REGIONS_MAX_VALID_SHARE and \
-        g.n * g.p * g.q * (1 - share) >= REGIONS_MIN_SKIPPED
+        g.n * g.p * g.q * (1 - share) >= REGIONS_MIN_SKIPPED and \
+        _mean_copy(g) >= REGIONS_MIN_RUN
+
+
+def _mean_copy(g) -> float:
+    """Elements a tap's copy moves, on average over the rectangles' copies: the pairs in
+    bounds times the channels and images, over the (rectangle, tap) copies."""
+    (sh, sw), (dh, dw), (top, _, left, _) = g.stride, g.dilation, g.padding
+    row_bands = bands(g.p, g.h, g.r, sh, dh, top)
+    col_bands = bands(g.q, g.w, g.s, sw, dw, left)
+    copies = sum(b.t1 - b.t0 for b in row_bands) * sum(b.t1 - b.t0 for b in col_bands)
+    pairs = valid_share(g) * g.p * g.q * g.r * g.s
+    return pairs * g.c * g.n / max(copies, 1)
 
 
 def conv_regions(x: np.ndarray, weight: np.ndarray, g, out: np.ndarray) -> None:

@@ -24,7 +24,8 @@ from typing import Any, Mapping, Sequence
 
 from opt_einsum import paths as _oe_paths
 
-__all__ = ["find_path", "validate_path", "left_to_right", "hyper", "adaptive", "path_flops"]
+__all__ = ["find_path", "validate_path", "left_to_right", "hyper", "adaptive", "path_flops",
+           "minimizes_flops"]
 
 HYPER = "hyper"
 """The ``optimize=`` name of cotengra's hyper-optimiser with :func:`hyper`'s defaults."""
@@ -219,6 +220,13 @@ budget may call for slices; cotengra's search that slices as it goes
 searches (the default optimiser's plan, its other candidate, comes after them). The larger share is the sliced search's: its trials take longer, and its plan is
 the one kept on most of the benchmark's networks (docs/benchmarks/log.md, eleventh
 session)."""
+
+
+def minimizes_flops(optimize: Any) -> bool:
+    """Whether a hyper optimiser's objective is FLOPs ('hyper', and cotengra's optimisers
+    without another ``minimize``): only then is a plan of fewer FLOPs a better answer to
+    it."""
+    return getattr(optimize, "minimize", "flops") == "flops"
 
 
 def search_seconds(optimize: Any) -> float | None:

@@ -34,7 +34,7 @@ from ..parse import Equation
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
 from .path import (ADAPTIVE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
-                   search_seconds, sliced_search)
+                   minimizes_flops, search_seconds, sliced_search)
 from .peak import executor_peak, view_copies
 from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
@@ -415,8 +415,9 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     slices, False to refuse, or the labels / ``{label: chunk}`` to slice). A hyper
     optimiser's ``max_time`` bounds its searches: under a limit it may have to slice, the
     unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the search that
-    slices as it goes the rest; the default optimiser's plan, planned after them, is kept
-    where it costs fewer FLOPs (:func:`_default_plan`). ``schedule``: how the executor
+    slices as it goes the rest; where it minimises FLOPs (cotengra's default objective),
+    the default optimiser's plan, planned after them, is kept where it costs fewer FLOPs
+    or where the searched path cannot keep the limit (:func:`_default_plan`). ``schedule``: how the executor
     schedules a plan for ``device`` (a GPU's launches, with the call's options), or None:
     where given, the copies the plan's steps make of their operands are counted as
     its launches make them, not as the larger of those a launch might make."""
@@ -431,12 +432,19 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
         seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
     path = find_path(terms, eq.output, eq.sizes, optimize, seconds)
     fit = _Fit(budget, device, slicing, schedule)
-    plan = _kept(eq, dtype, unary, path, fit, optimize, deadline)
-    if is_hyper(optimize):
-        default = _default_plan(eq, dtype, unary, fit)
-        if default is not None and _plan_flops(default) < _plan_flops(plan):
-            return default
-    return plan
+    if not (is_hyper(optimize) and minimizes_flops(optimize)):
+        return _kept(eq, dtype, unary, path, fit, optimize, deadline)
+    try:
+        plan = _kept(eq, dtype, unary, path, fit, optimize, deadline)
+    except ValueError as e:  # the searched path does not fit: the default's may
+        plan, refusal = None, e
+    default = _default_plan(eq, dtype, unary, fit)
+    if plan is None:
+        if default is None:
+            raise refusal
+        return default
+    return default if default is not None and _plan_flops(default) < _plan_flops(plan) \
+        else plan
 
 
 def _default_plan(eq: Equation, dtype, unary, fit: _Fit) -> Plan | None:

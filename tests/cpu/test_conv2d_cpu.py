@@ -104,11 +104,13 @@ def test_chunks_cover_the_output_once(monkeypatch, stride, groups):
     ((4, 16, 96, 96), (32, 16, 7, 7), 2, 1, "in-place"),
     ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "grid"),    # stride one gathered: 49 copies
     ((4, 16, 96, 96), (16, 16, 7, 7), 1, 1, "regions"),  # 49 copies of the taps in bounds
+    ((2, 256, 24, 24), (256, 256, 7, 7), 1, 1, "regions"),  # a 25 MB weight, reordered
 ])
 def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, stride,
                                                          groups, form):
     """A 7x7 convolution of a 9.4 MB input: the peak allocated during the call is the output
-    and at most CHUNK_BYTES beside it, in whichever form it runs."""
+    and at most CHUNK_BYTES beside it, and a reordered copy of the filters, in whichever
+    form it runs."""
     _force(monkeypatch, form)
     monkeypatch.setattr(cpu_buffers, "SCRATCH", threading.local())  # no buffer kept before
     rng = np.random.default_rng(3)
@@ -121,7 +123,7 @@ def test_the_memory_beside_input_and_output_is_one_chunk(monkeypatch, xs, ws, st
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak <= out_bytes + cpu_buffers.CHUNK_BYTES * 1.1, (peak, out_bytes)
+    assert peak <= out_bytes + w.nbytes + cpu_buffers.CHUNK_BYTES * 1.1, (peak, out_bytes)
 
 
 def test_a_kept_buffer_serves_the_next_call_and_grows_only_when_too_small(monkeypatch):
@@ -266,11 +268,15 @@ def test_the_bands_of_a_dilated_branch_hold_the_taps_that_read_in_bounds():
     ((4, 512, 28, 28), (512, 512, 3, 3), 2, 2, False),   # DeepLab stage 4, dilation 2
     ((8, 512, 7, 7), (512, 512, 3, 3), 2, 2, False),     # small maps: too few taps skipped
     ((8, 64, 56, 56), (64, 64, 3, 3), 1, 1, False),      # ResNet-50 stage 1
+    ((1, 1, 40, 40), (1, 1, 65, 65), 32, 1, False),      # a wide filter: copies of a few
+    ((2, 16, 32, 32), (16, 16, 31, 31), 15, 1, False),   # elements, thousands of rectangles
 ])
 def test_layers_whose_padding_holds_many_taps_run_by_regions(xs, ws, padding, dilation,
                                                              regions):
     g = conv_geometry(xs, ws, 1, padding, dilation, 1)
     assert conv_regions.takes(g) == regions
+    assert not conv_regions.takes(conv_geometry(  # grouped: products too small a group
+        (xs[0], xs[1], *xs[2:]), (ws[0], 1, *ws[2:]), 1, padding, dilation, xs[1]))
     plan = conv_cpu_plan.plan_conv2d_cpu(g, "float32")
     assert (plan.route == conv_cpu_plan.REGIONS) == regions
     assert ("tap regions" in str(plan)) == regions

@@ -282,3 +282,50 @@ def test_a_sliced_search_runs_to_its_first_trial_when_the_unsliced_one_took_the_
     skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.1),
                              memory_limit="1GiB")
     assert asked == []
+
+
+def test_a_search_for_another_objective_keeps_its_own_plan(monkeypatch):
+    """The default optimiser's plan is a candidate only where the search minimises FLOPs:
+    a search asked to minimise the largest intermediate keeps its path even where the
+    default's costs fewer FLOPs."""
+    from skcontract.plan import plan as plan_module
+    eq, shapes = "ebf,cda,fcd,be->a", [(3, 3, 32), (32, 16, 2), (32, 32, 16), (3, 3)]
+    small = [(1, 2), (0, 2), (0, 1)]
+    default = skcontract.contract_path(eq, *shapes, shapes=True)[1]
+    searched = skcontract.contract_path(eq, *shapes, shapes=True, optimize=small)[1]
+    assert default.flops < searched.flops
+    assert default.largest_intermediate > searched.largest_intermediate
+    find_path = plan_module.find_path
+    monkeypatch.setattr(plan_module, "find_path", lambda *a, **k: small
+                        if path_module.is_hyper(a[3]) else find_path(*a, **k))
+    by_size = skcontract.hyper(0.2, minimize="size", parallel=False)
+    assert not path_module.minimizes_flops(by_size)
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=by_size)[1]
+    assert [tuple(p) for p in plan.path] == small
+    by_flops = skcontract.hyper(0.2, parallel=False)
+    assert path_module.minimizes_flops(by_flops) and path_module.minimizes_flops("hyper")
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=by_flops)[1]
+    assert plan.flops == default.flops
+
+
+def test_where_the_searched_path_cannot_keep_the_limit_the_defaults_plan_may(monkeypatch):
+    """A searched path no slicing keeps under the limit is not the end: the default's
+    plan is kept where it fits, and the refusal stands where neither does."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(12, 3)
+    shapes = [o.shape for o in ops]
+    kept = plan_module._kept
+
+    def refusing(eq_, dtype, unary, path, fit, optimize, deadline=None):
+        if path_module.is_hyper(optimize):
+            raise ValueError("memory_limit 64: the searched path does not fit")
+        return kept(eq_, dtype, unary, path, fit, optimize, deadline)
+    monkeypatch.setattr(plan_module, "_kept", refusing)
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                                    memory_limit=64)[1]
+    default = skcontract.contract_path(eq, *shapes, shapes=True, memory_limit=64)[1]
+    assert plan.path == default.path
+    monkeypatch.setattr(plan_module, "_default_plan", lambda *a, **k: None)
+    with pytest.raises(ValueError, match="searched path does not fit"):
+        skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                                 memory_limit=64)
