@@ -486,8 +486,8 @@ def _gathered_bytes(g, images: int, rows: int, itemsize: int) -> int:
 
 
 def _gathered_chunks(g, itemsize: int) -> list[_Chunk]:
-    """Chunks within :data:`~.cpu_buffers.CHUNK_BYTES`: several whole images, else bands of one image's
-    output rows (one row at least); near-equal, the largest first."""
+    """Chunks within :data:`~.cpu_buffers.CHUNK_BYTES`: several whole images, else bands of
+    one image's output rows (one row at least); near-equal, the largest first."""
     images, rows = g.n, g.p
     if _gathered_bytes(g, g.n, g.p, itemsize) > CHUNK_BYTES:
         images = even(g.n, max(i for i in range(1, g.n + 1) if i == 1 or

@@ -217,9 +217,9 @@ HYPER_UNSLICED_SHARE = 0.25
 """The share of a hyper optimiser's ``max_time`` its unsliced search takes where a memory
 budget may call for slices; cotengra's search that slices as it goes
 (:func:`sliced_search`) takes what is left, so that ``max_time`` bounds a plan's cotengra
-searches (the default optimiser's plan, its other candidate, comes after them). The larger share is the sliced search's: its trials take longer, and its plan is
-the one kept on most of the benchmark's networks (docs/benchmarks/log.md, eleventh
-session)."""
+searches (the default optimiser's plan, its other candidate, comes after them). The larger
+share is the sliced search's: its trials take longer, and its plan is the one kept on most
+of the benchmark's networks (docs/benchmarks/log.md, eleventh session)."""
 
 
 def minimizes_flops(optimize: Any) -> bool:

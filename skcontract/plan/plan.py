@@ -417,10 +417,11 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the search that
     slices as it goes the rest; where it minimises FLOPs (cotengra's default objective),
     the default optimiser's plan, planned after them, is kept where it costs fewer FLOPs
-    or where the searched path cannot keep the limit (:func:`_default_plan`). ``schedule``: how the executor
-    schedules a plan for ``device`` (a GPU's launches, with the call's options), or None:
-    where given, the copies the plan's steps make of their operands are counted as
-    its launches make them, not as the larger of those a launch might make."""
+    or where the searched path cannot keep the limit (:func:`_default_plan`).
+    ``schedule``: how the executor schedules a plan for ``device`` (a GPU's launches, with
+    the call's options), or None: where given, the copies the plan's steps make of their
+    operands are counted as its launches make them, not as the larger of those a launch
+    might make."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
     terms = unary.terms
