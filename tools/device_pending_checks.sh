@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The checks the thirteenth session left for the device (docs/benchmarks/log.md), most wanted
-# first, each only while the call has time left (BUDGET_S, default 540):
+# The checks the thirteenth session ran on the device at bca09fb (docs/benchmarks/log.md,
+# "The device, again"; run again to compare after a change), most wanted first, each only
+# while the call has time left (BUDGET_S, default 540):
 #   1. the networks' hyper plans (the default optimiser's plan a candidate, the launches'
 #      copies in the slicer) and cotengra's, run on the GPU (issue 52; bench networks-run
 #      --planners; PLANS: the plans' JSON, default docs/benchmarks/networks-plans-h100.json);
