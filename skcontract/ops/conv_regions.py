@@ -32,7 +32,7 @@ import numpy as np
 from .cpu_buffers import CHUNK_BYTES, even, scratch
 
 __all__ = ["REGIONS_MAX_VALID_SHARE", "REGIONS_MIN_RUN", "REGIONS_MIN_SKIPPED", "Band", "bands",
-           "valid_share", "takes", "conv_regions"]
+           "layer_bands", "valid_share", "takes", "conv_regions"]
 
 REGIONS_MAX_VALID_SHARE = 0.7
 """The share of (output point, tap) pairs reading the input in bounds at or below which a
@@ -85,44 +85,44 @@ def bands(out: int, size: int, taps: int, stride: int, dilation: int,
     return result
 
 
+def layer_bands(g) -> tuple[list[Band], list[Band]]:
+    """The layer's row bands and column bands (:func:`bands`)."""
+    (sh, sw), (dh, dw), (top, _, left, _) = g.stride, g.dilation, g.padding
+    return bands(g.p, g.h, g.r, sh, dh, top), bands(g.q, g.w, g.s, sw, dw, left)
+
+
 def valid_share(g) -> float:
     """The share of the layer's (output point, tap) pairs that read the input in bounds."""
-    (sh, sw), (dh, dw), (top, _, left, _) = g.stride, g.dilation, g.padding
-    rows = sum((b.hi - b.lo) * (b.t1 - b.t0) for b in bands(g.p, g.h, g.r, sh, dh, top))
-    cols = sum((b.hi - b.lo) * (b.t1 - b.t0) for b in bands(g.q, g.w, g.s, sw, dw, left))
-    return rows * cols / max(1, g.p * g.q * g.r * g.s)
+    return _pairs_in_bounds(*layer_bands(g)) / max(1, g.p * g.q * g.r * g.s)
+
+
+def _pairs_in_bounds(row_bands: list[Band], col_bands: list[Band]) -> int:
+    """The (output point, tap) pairs reading in bounds: each band's positions times taps."""
+    rows = sum((b.hi - b.lo) * (b.t1 - b.t0) for b in row_bands)
+    return rows * sum((b.hi - b.lo) * (b.t1 - b.t0) for b in col_bands)
 
 
 def takes(g) -> bool:
     """Whether the layer runs by regions: one group (grouped layers' products a group are
     too small to pay for the rectangles' calls), padding holding enough of its taps
     (:data:`REGIONS_MAX_VALID_SHARE`, :data:`REGIONS_MIN_SKIPPED`), and copies long enough
-    (:data:`REGIONS_MIN_RUN`)."""
+    (:data:`REGIONS_MIN_RUN`): a tap's copy into a rectangle's operand moves, on average,
+    the pairs in bounds times the channels and images over the (rectangle, tap) copies."""
     if g.groups != 1:
         return False
-    share = valid_share(g)
+    row_bands, col_bands = layer_bands(g)
+    pairs = _pairs_in_bounds(row_bands, col_bands)
+    share = pairs / max(1, g.p * g.q * g.r * g.s)
+    copies = sum(b.t1 - b.t0 for b in row_bands) * sum(b.t1 - b.t0 for b in col_bands)
     return share <= REGIONS_MAX_VALID_SHARE and \
         g.n * g.p * g.q * (1 - share) >= REGIONS_MIN_SKIPPED and \
-        _mean_copy(g) >= REGIONS_MIN_RUN
-
-
-def _mean_copy(g) -> float:
-    """Elements a tap's copy moves, on average over the rectangles' copies: the pairs in
-    bounds times the channels and images, over the (rectangle, tap) copies."""
-    (sh, sw), (dh, dw), (top, _, left, _) = g.stride, g.dilation, g.padding
-    row_bands = bands(g.p, g.h, g.r, sh, dh, top)
-    col_bands = bands(g.q, g.w, g.s, sw, dw, left)
-    copies = sum(b.t1 - b.t0 for b in row_bands) * sum(b.t1 - b.t0 for b in col_bands)
-    pairs = valid_share(g) * g.p * g.q * g.r * g.s
-    return pairs * g.c * g.n / max(copies, 1)
+        pairs * g.c * g.n >= REGIONS_MIN_RUN * copies
 
 
 def conv_regions(x: np.ndarray, weight: np.ndarray, g, out: np.ndarray) -> None:
     """Write the convolution ``g`` of the (N, C, H, W) ``x`` with ``weight`` into the
     (N, K, P, Q) ``out``, one rectangle of taps at a time (see the module)."""
-    (sh, sw), (dh, dw), (top, _, left, _) = g.stride, g.dilation, g.padding
-    row_bands = bands(g.p, g.h, g.r, sh, dh, top)
-    col_bands = bands(g.q, g.w, g.s, sw, dw, left)
+    row_bands, col_bands = layer_bands(g)
     _zero_outside(out, row_bands, col_bands)
     filters = _Filters(weight, g)
     for rb in row_bands:
@@ -205,7 +205,7 @@ def _rectangle(x, filters: _Filters, g, out, rb: Band, cb: Band, n0: int, n1: in
     result = result.reshape(g.groups, kg, grid)
     partial = partial.reshape(result.shape) if len(runs) > 1 else None
     np.matmul(runs[0], operand[:, 0], out=result)
-    for run, block in zip(runs[1:], range(1, len(runs))):
+    for block, run in enumerate(runs[1:], 1):
         np.matmul(run, operand[:, block], out=partial)
         result += partial
     out[n0:n1, :, rb.lo:rb.hi, cb.lo:cb.hi] = \

@@ -78,10 +78,9 @@ SLICING_HINT = ("the slices multiply the FLOPs: a path searched with the slices 
 
 
 def repath_tries(optimize) -> int:
-    """How many label prefixes the slicer repaths for ``optimize`` (:func:`_prefixes`)."""
-    if isinstance(optimize, str) and optimize in EXHAUSTIVE_SEARCHES:
-        return EXHAUSTIVE_REPATH_TRIES
-    return REPATH_TRIES
+    """How many label prefixes the slicer repaths with ``optimize`` (:func:`_prefixes`)."""
+    exhaustive = isinstance(optimize, str) and optimize in EXHAUSTIVE_SEARCHES
+    return EXHAUSTIVE_REPATH_TRIES if exhaustive else REPATH_TRIES
 
 
 _BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]+)\s*$")
