@@ -1,6 +1,7 @@
 """Time ``ij,jk,kl->il`` on dask arrays: skcontract.dask against numpy and dask's einsum.
 
     python -m tools.bench_dask [--n 2048] [--chunk 512] [--reps 3] [--workers 2]
+    python -m tools.bench_dask --gpu --n 8192 [--chunk 4096] [--reps 5]
 
 Rows: numpy.einsum (optimize=True) and skcontract.einsum in this process; then, on dask
 arrays of ``--chunk`` square chunks, skcontract.dask.contract and dask.array.einsum on the
@@ -13,6 +14,14 @@ its blocks into new arrays, measured 0.31 s alone and 0.39-0.47 s right after it
 unchanged), which would charge its cost to the case after it. The best and the median are
 printed, and their ratios to numpy's. The task counts are those of the graphs before
 dask's optimisation.
+
+``--gpu``: float32 CuPy operands on one GPU. Rows: skcontract.einsum in this process, then
+skcontract.dask.contract on dask arrays of CuPy chunks on the threaded scheduler, and on one
+worker process of a dask-cuda ``LocalCUDACluster`` (a ``distributed`` ``LocalCluster`` of
+one single-threaded worker where dask-cuda is not installed: the row says which), the
+operands persisted on the worker first. Every case ends in ``.sum()`` of the result, read
+back as a float, so that each time covers the GPU's work (CuPy's calls return before it is
+done) and only a scalar leaves the worker. Ratios are to the in-process run.
 """
 from __future__ import annotations
 
@@ -39,10 +48,16 @@ def _times(cases, reps):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2048)
-    ap.add_argument("--chunk", type=int, default=512)
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="chunk side (512; with --gpu, n: one chunk an operand)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--gpu", action="store_true", help="CuPy operands, one GPU worker")
     args = ap.parse_args(argv)
+    if args.gpu:
+        args.chunk = args.chunk or args.n
+        return _gpu(args)
+    args.chunk = args.chunk or 512
 
     import dask
     import dask.array as da
@@ -91,6 +106,62 @@ def main(argv=None):
                  f"dask.array.einsum, {name}": f"{len(theirs.__dask_graph__())} tasks"}
         report(_times({f"skcontract.dask.contract, {name}": ours.compute}, args.reps), tasks)
         report(_times({f"dask.array.einsum, {name}": theirs.compute}, args.reps), tasks)
+    return rows
+
+
+def _gpu_cluster():
+    """One worker process on this GPU: dask-cuda's LocalCUDACluster where it is installed,
+    else distributed's LocalCluster of one single-threaded worker; and its name."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        from distributed import LocalCluster
+        return (LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                             dashboard_address=":0"), "distributed LocalCluster, 1 worker")
+    return (LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0"),
+            "dask-cuda LocalCUDACluster, 1 worker")
+
+
+def _gpu(args):
+    """The --gpu rows (the module's docstring)."""
+    import cupy
+    import dask
+    import dask.array as da
+    from distributed import Client
+
+    import skcontract
+    from skcontract import dask as skd
+
+    n, eq = args.n, "ij,jk,kl->il"
+    rng = cupy.random.default_rng(0)
+    a, b, c = (rng.standard_normal((n, n), dtype=cupy.float32) for _ in range(3))
+    rows = []
+
+    def report(times):
+        for name, ts in times.items():
+            best, median = min(ts), statistics.median(ts)
+            rows.append((name, best, median))
+            print(f"{name:56s} {best * 1e3:9.2f} ms {median * 1e3:9.2f} ms  "
+                  f"{best / rows[0][1]:6.3f}x {median / rows[0][2]:6.3f}x", flush=True)
+
+    print(f"{eq} at n={n}, float32 on {cupy.cuda.runtime.getDeviceProperties(0)['name']}, "
+          f"chunks of {args.chunk}; best and median of {args.reps} (ms), ratios to the "
+          f"in-process run's")
+    ops = [da.from_array(x, chunks=args.chunk, asarray=False) for x in (a, b, c)]
+    ours = skd.contract(eq, *ops).sum()
+    print(skd.layout(eq, *ops))
+    with dask.config.set(scheduler="threads"):
+        report(_times({
+            "skcontract.einsum (in process)": lambda: float(skcontract.einsum(eq, a, b, c).sum()),
+            "skcontract.dask.contract, threads": lambda: float(ours.compute())}, args.reps))
+    cluster, name = _gpu_cluster()
+    with cluster, Client(cluster) as client:
+        client.wait_for_workers(1)
+        ops = [x.persist() for x in ops]
+        ours = skd.contract(eq, *ops).sum()
+        print(skd.layout(eq, *ops))
+        report(_times({f"skcontract.dask.contract, {name}": lambda: float(ours.compute())},
+                      args.reps))
     return rows
 
 
