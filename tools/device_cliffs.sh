@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Probes of the GPU classes that stay below their peers (issues 51, 52), in one device call,
+# most wanted first, each only while the call has time left (BUDGET_S, default 540):
+#   1. pointwise: the 1x1 layer's GEMM (200704 x 128 / 144 x 24, MobileNetV2's expansion)
+#      against the same product at K = 64 and a wide one (49152 x 1024 x 64, which stores at
+#      copy bandwidth), each with the mainloop's loads alone and its wgmmas alone
+#      (tools.time_gemm --probe), then TMA against the threads' stores;
+#   2. skcontract.dask on one GPU worker against the in-process run (tools.bench_dask --gpu);
+#   3. Nsight Compute's stall samples by SASS instruction (tools.ncu_stalls reads the CSVs
+#      written to $OUT) of the depthwise 5x5 and the ResNeXt grouped layers' kernels.
+# Usage (on the device, repo root, carry .whl .commit): OUT=$OUT bash tools/device_cliffs.sh
+set -u
+OUT=${OUT:-$PWD/device_out}; mkdir -p "$OUT"
+T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+  .whl/*.whl > /dev/null 2>&1
+export SKCONTRACT_COMMIT=$(cat .commit) PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+quiet() { grep -v -i warn | grep -v "^==PROF=="; }
+STEPS=${STEPS:-pointwise dask stalls}
+DEPTHWISE=64x240x28x28x240x5x5x1x2x240
+GROUPED=32x512x14x14x512x3x3x1x1x32
+{
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+for step in $STEPS; do
+  echo "== $step ($(left) s left)"
+  case $step in
+    pointwise)
+      timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m tools.time_gemm \
+        --shapes 200704x128x24,200704x128x64,200704x144x24,49152x1024x64 --dtypes float16 \
+        --layouts rc --peer --probe none,loads,mma --reps 9 2>&1 | quiet | tee "$OUT/probes.jsonl"
+      timeout $(( $(left) > 80 ? 80 : $(left) )) python3 -m tools.time_gemm \
+        --shapes 200704x128x24,200704x128x64 --dtypes float16 --layouts rc \
+        --store tma,threads --reps 9 2>&1 | quiet | tee "$OUT/stores.jsonl" ;;
+    dask)
+      timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
+        --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.bench_dask --gpu --n 16384 \
+        --reps 3 2>&1 | quiet | tee -a "$OUT/dask-gpu.txt" ;;
+    stalls)
+      for layer in $DEPTHWISE $GROUPED; do
+        [ "$(left)" -gt 60 ] || break
+        timeout 90 ncu --section WarpStateStats --section SourceCounters --page source \
+          --print-source sass --csv --kernel-name-base demangled -k regex:'skc::' -c 3 \
+          python3 -m tools.time_conv --layers $layer --reps 1 > "$OUT/ncu-$layer.csv" 2> /dev/null
+        python3 -m tools.ncu_stalls "$OUT/ncu-$layer.csv" --top 15 2>&1 | cut -c1-220
+        timeout 60 python3 -m tools.time_conv --layers $layer --reps 9 2>&1 | quiet | cut -c1-400
+      done ;;
+  esac
+done
+echo "== done ($(left) s left)"
+} > "$OUT/log.txt" 2>&1
+tail -c 10000 "$OUT/log.txt"
