@@ -12,10 +12,18 @@ namespace skc {
 // A float x is big + small: big is what tf32 wgmma reads of x itself (its 10-bit mantissa,
 // the low 13 bits ignored), small = x - big (exact in fp32), rounded here to tf32 so that
 // wgmma reads it whole. The k step sums small x big, big x small and big x big; the
-// dropped small x small is below 2^-20 of the product. A non-finite x has small 0 (its big
-// carries the inf or nan).
+// dropped small x small is below 2^-20 of the product.
+//
+// A non-finite x is carried by its small part (small = x), and its big part is rewritten in
+// the stage as the largest tf32 of x's sign (0 for a NaN): every product of it is then
+// IEEE's. x = inf times a finite y: small x big(y) is the infinity (or NaN where y is 0,
+// as inf x 0 is), and the big x terms are finite or an infinity of the same sign. Were
+// big(x) the infinity itself, big(x) x small(y) would be inf x 0 = NaN wherever y is
+// tf32-exact (small(y) = 0).
 constexpr unsigned TF32_BIG_MASK = 0xffffe000u;  // sign, exponent and 10 mantissa bits
 constexpr unsigned TF32_RNA_HALF = 0x1000u;      // half of tf32's last place, in fp32 bits
+constexpr unsigned TF32_MAX_BITS = 0x7f7fe000u;  // the largest finite tf32
+constexpr unsigned F32_SIGN_BIT = 0x80000000u;
 
 // small is rounded to nearest, ties away, by adding half a tf32 place to its bit pattern:
 // on a finite float the carry runs into the exponent as rounding up in magnitude does, and
@@ -25,16 +33,25 @@ constexpr unsigned TF32_RNA_HALF = 0x1000u;      // half of tf32's last place, i
 __device__ __forceinline__ float tf32_small(float x) {
   const float small = x - __uint_as_float(__float_as_uint(x) & TF32_BIG_MASK);
   const float rounded = __uint_as_float(__float_as_uint(small) + TF32_RNA_HALF);
-  return __finitef(x) ? rounded : 0.0f;
+  return __finitef(x) ? rounded : x;
+}
+
+// The big part a non-finite x is read as (tf32_small): the largest tf32 of its sign for an
+// infinity, 0 for a NaN.
+__device__ __forceinline__ float tf32_big_of_non_finite(float x) {
+  return __isinff(x) ? __uint_as_float((__float_as_uint(x) & F32_SIGN_BIT) | TF32_MAX_BITS)
+                     : 0.0f;
 }
 
 // 3xTF32: the small parts (tf32_small) of a landed stage's boxes, written LOADED_BYTES on.
 // The swizzle permutes whole 16-byte chunks, so an element-wise pass keeps each box's
-// layout, and the small parts' descriptors differ from the boxes' only in their base. Every
-// consumer thread takes its share of both boxes (B's is common to the warpgroups); the
-// pass is fenced to the async proxy, which the wgmmas read through, and the consumers meet
-// before any of them reads the stage. It runs while the previous k-tile's wgmmas are in
-// flight (wgmma_consume_x3).
+// layout, and the small parts' descriptors differ from the boxes' only in their base. A
+// chunk holding a non-finite element has its big parts rewritten in place (rare: the
+// branch costs the finite chunks a test). Every consumer thread takes its share of both
+// boxes (B's is common to the warpgroups); the pass is fenced to the async proxy, which the
+// wgmmas read through, and the consumers meet before any of them reads the stage. It runs
+// while the previous k-tile's wgmmas are in flight (wgmma_consume_x3), which read another
+// stage.
 template <class Cfg>
 __device__ __forceinline__ void split_stage(const unsigned char* st) {
   using Sm = WgmmaSmem<Cfg>;
@@ -48,6 +65,12 @@ __device__ __forceinline__ void split_stage(const unsigned char* st) {
     const float4 x = ld_shared_f4(x_at);
     st_shared_f4(x_at + Sm::LOADED_BYTES, make_float4(tf32_small(x.x), tf32_small(x.y),
                                                       tf32_small(x.z), tf32_small(x.w)));
+    if (!(__finitef(x.x) && __finitef(x.y) && __finitef(x.z) && __finitef(x.w)))
+      st_shared_f4(x_at, make_float4(
+          __finitef(x.x) ? x.x : tf32_big_of_non_finite(x.x),
+          __finitef(x.y) ? x.y : tf32_big_of_non_finite(x.y),
+          __finitef(x.z) ? x.z : tf32_big_of_non_finite(x.z),
+          __finitef(x.w) ? x.w : tf32_big_of_non_finite(x.w)));
   }
   fence_async_shared();
   ConsumerSync<CONSUMERS>::sync();
