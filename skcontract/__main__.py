@@ -76,9 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--optimize", default="adaptive",
                     help="path optimiser (einsum's optimize=: adaptive, greedy, auto, ...)")
     ex.add_argument("--precision", default=None, choices=(EXACT,) + PRECISIONS,
-                    help="float32 steps on tensor cores (default: exact; complex64 steps "
-                         "at float32 accuracy, 3xtf32 where offered); other dtypes run "
-                         "exactly whatever it says")
+                    help="how float32 steps run (default: at float32 accuracy, 3xtf32 "
+                         "where offered and the sum is long enough, else exact; complex64 "
+                         "steps likewise, whatever the sum); other dtypes run exactly "
+                         "whatever it says")
     ex.add_argument("--draw", default=None, help="write a picture of the schedules")
     exc = sub.add_parser("explain-conv2d", help="print the GPU plan of a conv2d over shapes")
     exc.add_argument("input", type=_shape, help="input shape NxCxHxW (or CxHxW), such as "

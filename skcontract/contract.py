@@ -383,10 +383,14 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     working set ('8GB', or '80%' of the memory), a plan that does not fit being sliced
     (``slicing``: True chooses the slices, False refuses with a ValueError, labels or a
     ``{label: chunk}`` dict slice those; docs/einsum.md); ``backend`` is 'numpy' or 'cupy'
-    (by default the operands' own). ``precision`` opts float32 products on the GPU into
-    tensor cores: None (the default) is exact float32 ("exact" says so explicitly); "tf32"
-    rounds the operands to tf32 (10-bit mantissa, fp32 sums); "3xtf32" keeps float32
-    accuracy on tf32 tensor cores (:func:`skcontract.kernels.gemm.gemm` says where each
+    (by default the operands' own). ``precision`` says how float32 products run on the
+    GPU: None (the default) at float32 accuracy the fastest way, on the 3xTF32 tensor
+    cores (each operand split into two tf32 parts, three products a step; errors no larger
+    than exact float32's) where the device has them, the sum is at least
+    :data:`~skcontract.dtypes.X3_DEFAULT_MIN_K` long and they are predicted sooner, else on
+    the exact float32 (FFMA) kernels, as the plan's steps say; "exact" on the FFMA kernels
+    always; "tf32" rounds the operands to tf32 (10-bit mantissa, fp32 sums); "3xtf32" on the
+    3xTF32 kernels whatever the sum (:func:`skcontract.kernels.gemm.gemm` says where each
     runs). complex64 products run as real float32 ones (:mod:`skcontract.kernels.embed`)
     at float32 accuracy by default, on the 3xTF32 tensor cores where the device has them,
     and on the exact float32 kernels at "exact". Memory-bound steps, other dtypes and the

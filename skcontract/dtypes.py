@@ -46,9 +46,18 @@ def accumulator_dtype(dtype) -> np.dtype | None:
 
 
 EXACT = "exact"
-"""The precision that names exact float32 arithmetic (FFMA) explicitly: what None means for
-float32 operands; complex64 products at None run at float32 accuracy the fastest way
-(:func:`complex64_precision`), and at "exact" on the FFMA kernels."""
+"""The precision that names exact float32 arithmetic (FFMA) explicitly. At None (the default)
+a plan's float32 and complex64 products run at float32 accuracy the fastest way: on the
+3xTF32 tensor-core kernels where the device has them (complex64 always, float32 from
+:data:`X3_DEFAULT_MIN_K` on: :func:`skcontract.kernels.resolve.float32_default`), else
+exactly; at "exact" on the FFMA kernels."""
+
+X3_DEFAULT_MIN_K = 128
+"""The shortest sum a float32 product of a plan runs at 3xTF32 by default (precision None).
+3xTF32's error a product is fixed (its operands' small parts rounded to tf32, the small x
+small product dropped: about 2^-22 of it), while exact float32's rounding error grows with
+the sum, so from about this K on 3xTF32's errors are no larger than exact float32's
+(docs/benchmarks/log.md, fourteenth session); shorter sums run exact."""
 
 
 def float32_precision(precision: str | None) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from ..dtypes import complex64_precision, float32_precision
+from ..dtypes import X3_DEFAULT_MIN_K, complex64_precision, float32_precision
 from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
@@ -453,6 +453,9 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
         if product.dtype in REAL_OF:
             return resolve_complex(product, device, step.precision,
                                    associative=step.associative, **options)
+        if product.dtype == "float32" and step.precision is None:
+            return float32_default(product, device, kind=step.kind,
+                                   associative=step.associative, **options)
         precision = float32_precision(step.precision) if product.dtype == "float32" else None
         return resolve_product(product, device, precision=precision, kind=step.kind,
                                associative=step.associative, **options)
@@ -485,8 +488,55 @@ def complex_precision(dtype: str, precision: str | None, cc: int | None) -> str 
     has none."""
     if dtype != "complex64":
         return None
-    tensor_cores = any(not runs_exact(b) for b in entries_for("float32", TF32X3, cc))
-    return complex64_precision(precision, TF32X3 if tensor_cores else None)
+    return complex64_precision(precision, TF32X3 if x3_offered(cc) else None)
+
+
+def x3_offered(cc: int | None) -> bool:
+    """Whether compute capability ``cc`` has 3xTF32 tensor-core entries (else "3xtf32" runs
+    on the exact ones)."""
+    return any(not runs_exact(b) for b in entries_for("float32", TF32X3, cc))
+
+
+def float32_default(product: Product, device: DeviceInfo, **options) -> StepLaunch:
+    """The launch of a plan's float32 product at the default precision (None): float32
+    accuracy the fastest way, in the memory the exact kernels take. The 3xTF32 launch where
+    the device offers its tensor-core entries, the sum is at least
+    :data:`~skcontract.dtypes.X3_DEFAULT_MIN_K` long (from there its errors are no larger
+    than exact float32's), it copies no more of the operands than the exact launch (its
+    kernels turn MN-major operands K-major in their stages: no K-major copy, so a plan's
+    peak is the exact one's) and it is predicted sooner, its copies included
+    (:func:`launch_time_us`); else the exact one (FFMA, or the Dot kernel of a memory-bound
+    product). ``options`` go to :func:`resolve_product`."""
+    exact = resolve_product(product, device, precision=None, **options)
+    if product.k < X3_DEFAULT_MIN_K or exact.form is not None or \
+            not x3_offered(compute_capability(device)):
+        return exact
+    try:
+        x3 = resolve_product(product, device, precision=TF32X3, k_major=False, **options)
+    except ValueError:  # a forced tile or mode no 3xTF32 entry runs
+        return exact
+    if runs_exact(x3.entry) or copied_elems(x3) > copied_elems(exact) or \
+            launch_time_us(x3) >= launch_time_us(exact):
+        return exact
+    s = x3.schedule
+    reason = f"float32 at 3xtf32 (K {product.k:,} >= {X3_DEFAULT_MIN_K}); {s.reason}"
+    return replace(x3, schedule=replace(s, reason=reason))
+
+
+def copied_elems(launch: StepLaunch) -> int:
+    """The elements of a launch's operand copies (K-major, or onto 16-byte rows)."""
+    p = launch.product
+    return k_major_copy_elems(*launch.copies, p.m, p.n, p.k, *p.matrices) + \
+        k_major_copy_elems(*launch.aligned_copies, p.m, p.n, p.k, *p.matrices)
+
+
+def launch_time_us(launch: StepLaunch) -> float:
+    """A launch's predicted time: its kernel's, and its operand copies'
+    (:func:`copied_elems`) at :data:`K_MAJOR_COPY_BANDWIDTH`, each element read and written
+    once."""
+    elem = CXX_TYPES[launch.product.dtype][1]
+    return launch.schedule.predicted_time_us + \
+        2 * copied_elems(launch) * elem / K_MAJOR_COPY_BANDWIDTH * 1e6
 
 
 TILES_BEYOND_INDEX = f"its tiles beyond the kernels' {INDEX_MAX}: CuPy runs it"
@@ -496,7 +546,7 @@ not (a Dot of ``batch x rows`` tiles of one or eight rows; :class:`TableOverflow
 
 def resolve_product(product: Product, device: DeviceInfo, *, precision: str | None = None,
                     dot: bool = True, schedule=None, exclude: frozenset = frozenset(),
-                    pad: bool = True, **options) -> StepLaunch:
+                    pad: bool = True, k_major: bool = True, **options) -> StepLaunch:
     """The launch of a matrix product on ``device`` (:class:`~.step_launch.StepLaunch`): the
     one function that plans the launches of einsum's steps and of ``gemm()``. A product with
     a Dot form runs on the Dot kernel where ``dot`` allows it, exactly whatever the
@@ -507,14 +557,16 @@ def resolve_product(product: Product, device: DeviceInfo, *, precision: str | No
     on (a kernel this device does not build as declared). ``options`` (mode, reduction,
     tile, grid, kind, ...) go to :func:`resolve_gemm`. ``pad``: operands whose rows miss
     16 bytes may be copied onto them (:func:`aligned_copies`; False for a caller that
-    makes no such copies). The schedule's reason names the operands copied."""
+    makes no such copies). ``k_major``: MN-major operands may be copied K-major (False:
+    the entries that turn them in their stages run them, or those that read them as they
+    lie). The schedule's reason names the operands copied."""
     dtype = product.dtype
     given_dot = isinstance(schedule, Resolved) and isinstance(schedule.entry, Dot)
     if product.form is not None and dtype in DOT_CATALOGUE and (
             given_dot or (schedule is None and dot)):
         return _dot_launch(product, device, schedule, options)
     cc = compute_capability(device)
-    copies = k_major_copies(product, precision, cc)
+    copies = k_major_copies(product, precision, cc) if k_major else (False, False)
     if schedule is not None:
         return _given_launch(product, schedule, precision, cc, copies)
     views = copied_views(product, copies)

@@ -668,8 +668,8 @@ def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():
                                 device="h200", **kw)
         return plan.steps[0]
 
-    exact = planned("ij,jk->ik", (4096, 4096), (4096, 4096))
-    assert exact.precision is None and "tf32" not in str(exact.row())
+    exact = planned("ij,jk->ik", (4096, 4096), (4096, 4096), precision="exact")
+    assert exact.float32_precision is None and "tf32" not in str(exact.row())
     step = planned("ij,jk->ik", (4096, 4096), (4096, 4096), precision=precision)
     assert step.precision == precision
     assert step_operands(step, 90) == (("row", "col"), True)
@@ -680,6 +680,30 @@ def test_a_plan_at_tf32_runs_its_float32_steps_on_its_entries():
     assert both.schedule.reason.endswith(f"; A and B copied K-major for {precision}")
     k_major = planned("ij,kj->ik", (4096, 4096), (4096, 4096), precision=precision)
     assert "copied" not in k_major.schedule.reason and k_major.precision == precision
+
+
+def test_float32_runs_on_3xtf32_by_default_from_its_k_threshold():
+    """At the default precision a float32 step whose sum reaches X3_DEFAULT_MIN_K runs on
+    the 3xTF32 entries where the device has them (its reason says so) and one shorter runs
+    exactly, as "exact" runs every one; without the 3xTF32 tensor-core entries (sm_80) it
+    runs exactly; a memory-bound step stays on the Dot family."""
+    from skcontract.contract import contract_path
+    from skcontract.dtypes import X3_DEFAULT_MIN_K
+
+    def family(subscripts, *shapes, device="h200", **kw):
+        _, plan = contract_path(subscripts, *shapes, shapes=True, dtype=np.float32,
+                                device=device, **kw)
+        step = plan.steps[0]
+        return step.launch.entry.FAMILY, step.schedule.reason
+
+    k = X3_DEFAULT_MIN_K
+    fam, reason = family("ij,jk->ik", (4096, k), (k, 4096))
+    assert fam == "WgmmaTf32x3" and reason.startswith(f"float32 at 3xtf32 (K {k:,} >= {k})")
+    assert family("ij,jk->ik", (4096, k // 2), (k // 2, 4096))[0] == "Ffma"
+    assert family("ij,jk->ik", (4096, 4096), (4096, 4096), precision="exact")[0] == "Ffma"
+    sm80 = dataclasses.replace(DeviceInfo.h200(), compute_capability=(8, 0))
+    assert family("ij,jk->ik", (4096, 4096), (4096, 4096), device=sm80)[0] == "Ffma"
+    assert family("ij,j->i", (4096, 4096), (4096,))[0] == "Dot"
 
 
 def test_a_plan_at_a_precision_keeps_exact_steps_exact():
