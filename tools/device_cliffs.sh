@@ -7,8 +7,12 @@
 #      (tools.time_gemm --probe), then TMA against the threads' stores;
 #   2. skcontract.dask on one GPU worker against the in-process run (tools.bench_dask --gpu);
 #   3. Nsight Compute's stall samples by SASS instruction (tools.ncu_stalls reads the CSVs
-#      written to $OUT) of the depthwise 5x5 and the ResNeXt grouped layers' kernels.
-# Usage (on the device, repo root, carry .whl .commit): OUT=$OUT bash tools/device_cliffs.sh
+#      written to $OUT) of the depthwise 5x5 and the ResNeXt grouped layers' kernels;
+#   x3: 3xTF32 against exact float32 by K (tools.x3_sweep: errors and device time);
+#   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
+#   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT.
+# Usage (on the device, repo root, carry .whl .commit):
+#   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
 OUT=${OUT:-$PWD/device_out}; mkdir -p "$OUT"
 T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
@@ -32,6 +36,16 @@ for step in $STEPS; do
       timeout $(( $(left) > 80 ? 80 : $(left) )) python3 -m tools.time_gemm \
         --shapes 200704x128x24,200704x128x64 --dtypes float16 --layouts rc \
         --store tma,threads --reps 9 2>&1 | quiet | tee "$OUT/stores.jsonl" ;;
+    x3)
+      timeout $(( $(left) > 170 ? 170 : $(left) )) python3 -m tools.x3_sweep --mn 2048 \
+        --ks 16,32,64,128,256,1024,4096 --reps 5 2>&1 | quiet | tee "$OUT/x3-sweep.jsonl" ;;
+    x3tests)
+      timeout $(( $(left) > 220 ? 220 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_3xtf32.py tests/gpu/test_einsum_gpu.py tests/gpu/test_complex.py \
+        tests/gpu/test_slicing_gpu.py tests/gpu/test_warm_path.py 2>&1 | tail -25 ;;
+    shapes)
+      SHAPES_CLASSES=${SHAPES_CLASSES:-exact-fp32} BENCH_S=$(( $(left) > 150 ? 150 : $(left) )) \
+        OUT=$OUT bash tools/device_run.sh shapes 2>&1 | tail -30 ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
