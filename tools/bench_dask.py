@@ -114,12 +114,14 @@ def _gpu_cluster():
     else distributed's LocalCluster of one single-threaded worker; and its name."""
     try:
         from dask_cuda import LocalCUDACluster
-    except ImportError:
-        from distributed import LocalCluster
-        return (LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                             dashboard_address=":0"), "distributed LocalCluster, 1 worker")
-    return (LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0"),
-            "dask-cuda LocalCUDACluster, 1 worker")
+        return (LocalCUDACluster(n_workers=1, threads_per_worker=1, dashboard_address=":0"),
+                "dask-cuda LocalCUDACluster, 1 worker")
+    except Exception as e:  # not installed, or its own dependencies missing
+        print(f"dask-cuda: {type(e).__name__}: {str(e)[:200]}; distributed's LocalCluster "
+              "instead", flush=True)
+    from distributed import LocalCluster
+    return (LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                         dashboard_address=":0"), "distributed LocalCluster, 1 worker")
 
 
 def _gpu(args):
