@@ -10,7 +10,8 @@
 #      written to $OUT) of the depthwise 5x5 and the ResNeXt grouped layers' kernels;
 #   x3: 3xTF32 against exact float32 by K (tools.x3_sweep: errors and device time);
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
-#   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT.
+#   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
+#   networks: the float32 networks' hyper and cotengra plans run (bench networks-run).
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -46,6 +47,10 @@ for step in $STEPS; do
     shapes)
       SHAPES_CLASSES=${SHAPES_CLASSES:-exact-fp32} BENCH_S=$(( $(left) > 150 ? 150 : $(left) )) \
         OUT=$OUT bash tools/device_run.sh shapes 2>&1 | tail -30 ;;
+    networks)
+      timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m skcontract bench networks-run \
+        --plans docs/benchmarks/networks-plans-h100.json --networks lattice,peps,regular \
+        --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
