@@ -15,12 +15,7 @@
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
-OUT=${OUT:-$PWD/device_out}; mkdir -p "$OUT"
-T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .whl/*.whl > /dev/null 2>&1
-export SKCONTRACT_COMMIT=$(cat .commit) PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+. tools/device_common.sh
 quiet() { grep -v -i warn | grep -v "^==PROF=="; }
 STEPS=${STEPS:-pointwise dask stalls}
 DEPTHWISE=64x240x28x28x240x5x5x1x2x240

@@ -12,12 +12,7 @@
 #      throughput; the last run's filter let cuDNN's fill the report).
 # Usage (on the device, repo root, carry .whl .commit): OUT=$OUT bash tools/device_pending_checks.sh
 set -u
-OUT=${OUT:-$PWD/device_out}; mkdir -p "$OUT"
-T0=$(date +%s); BUDGET_S=${BUDGET_S:-540}
-left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .whl/*.whl > /dev/null 2>&1
-export SKCONTRACT_COMMIT=$(cat .commit) PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+. tools/device_common.sh
 POINTWISE=64x24x56x56x144x1x1x1x0,64x144x56x56x24x1x1x1x0,64x240x28x28x40x1x1x1x0
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv
