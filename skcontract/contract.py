@@ -68,7 +68,7 @@ def _checked_order_casting(order: Any, casting: Any) -> str:
 
 def _check_precision(precision: Any) -> None:
     if precision is not None and precision != EXACT and precision not in PRECISIONS:
-        raise ValueError(f"precision must be None (exact float32), {EXACT!r} or one of "
+        raise ValueError(f"precision must be None (float32 accuracy), {EXACT!r} or one of "
                          f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
 
 

@@ -244,7 +244,7 @@ def _prepared(operands, memory_limit, optimize, tasks, dtype, casting, backend, 
     if res.kind not in "biufc":
         raise TypeError(f"einsum on dask arrays does not support the dtype {res}")
     if precision is not None and precision != EXACT and precision not in PRECISIONS:
-        raise ValueError(f"precision must be None (exact float32), {EXACT!r} or one of "
+        raise ValueError(f"precision must be None (float32 accuracy), {EXACT!r} or one of "
                          f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
     if backend is None:
         backend = backend_for([getattr(a, "_meta", a) for a in arrays])

@@ -11,8 +11,9 @@ Operands a launch was not planned for (another dtype, strides or alignment than 
 of contiguous operands the plan assumes), and a kernel this device does not build as its entry
 declares, get the step planned again at the plan layer through the ``replan`` hook the plan
 was compiled with (:class:`skcontract.replan.Replans`, which records what ran: a contract
-expression's repr shows it). float32 is exact unless the plan was made at a precision
-(``einsum(..., precision="3xtf32")``; its steps name it). int8 steps accumulate in int32 on
+expression's repr shows it). float32 runs at float32 accuracy: on the 3xTF32
+tensor cores where a step's schedule says so (the default's choice, or
+``einsum(..., precision="3xtf32")``), else exactly (``precision="exact"``: always). int8 steps accumulate in int32 on
 tensor cores and are cast back to int8, which wraps exactly as numpy's int8 einsum does (sums
 are taken modulo 2^8 either way). Documented fallback: other dtypes (other integers, bool,
 complex), steps with a dimension or a tile walk beyond the kernels' 32-bit index, and the

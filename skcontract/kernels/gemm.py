@@ -49,7 +49,8 @@ def gemm(a, b, out=None, *, alpha=1.0, beta=0.0, mode="auto", reduction=DEFAULT_
     elsewhere); ``"3xtf32"`` runs tf32 wgmma at float32 accuracy (each operand split into
     a tf32 big and small part, three products a k step, errors no larger than exact
     float32's, at about twice the speed of cuBLAS's SGEMM on the H200:
-    docs/benchmarks/tf32-int8-h200.md; infinities and NaNs give exact float32's results);
+    docs/benchmarks/tf32-int8-h200.md; infinities and NaNs give exact float32's results, but
+    for an infinity times a denormal below 2^-136, NaN);
     where wgmma is not offered, before sm_90 or
     on operands whose K-major copies would still miss 16 bytes, the exact entries run
     it). Operands whose rows miss 16 bytes are copied, in their own layout, into rows

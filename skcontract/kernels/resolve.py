@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from ..dtypes import X3_DEFAULT_MIN_K, complex64_precision, float32_precision
+from ..dtypes import EXACT, X3_DEFAULT_MIN_K, complex64_precision, float32_precision
 from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
@@ -531,11 +531,16 @@ def copied_elems(launch: StepLaunch) -> int:
 
 
 def launch_time_us(launch: StepLaunch) -> float:
-    """A launch's predicted time: its kernel's, and its operand copies'
-    (:func:`copied_elems`) at :data:`K_MAJOR_COPY_BANDWIDTH`, each element read and written
-    once."""
+    """A launch's predicted time: its kernel's, :data:`TURN_COST_SHARE` more for each
+    operand its kernel turns K-major in the stages (the schedule's model prices the tile,
+    not the layout), and its operand copies' (:func:`copied_elems`) at
+    :data:`K_MAJOR_COPY_BANDWIDTH`, each element read and written once."""
+    spec = launch.spec
+    turned = 0
+    if turns_operands(spec.entry):
+        turned = (not spec.a_kcontig) + (not spec.b_kcontig)
     elem = CXX_TYPES[launch.product.dtype][1]
-    return launch.schedule.predicted_time_us + \
+    return launch.schedule.predicted_time_us * (1 + TURN_COST_SHARE * turned) + \
         2 * copied_elems(launch) * elem / K_MAJOR_COPY_BANDWIDTH * 1e6
 
 
@@ -750,12 +755,14 @@ def resolve_sum(step, device: DeviceInfo, **options) -> StepLaunch | None:
 def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **options):
     """``plan`` with each GEMM-class step's ``schedule`` set to the one the GPU runs it with
     on ``device`` (None for steps no kernel takes). ``precision``: float32 products on the
-    entries of that precision (:data:`.catalogue.PRECISIONS`; None: exact), which the GEMM-
-    class steps then carry as ``precision`` (a step planned for another dtype keeps it for
-    float32 operands it gets at run time); float32 steps on exact entries (the Dot family,
-    or the exact fallback of operands off 16 bytes) say None.
-    "exact" names exact float32 (FFMA) explicitly; complex64 steps run at float32 accuracy
-    where it is None (:func:`complex_precision`).
+    entries of that precision (:data:`.catalogue.PRECISIONS`), which the GEMM-class steps
+    then carry as ``precision`` (a step planned for another dtype keeps it for float32
+    operands it gets at run time); None: at float32 accuracy the fastest way
+    (:func:`float32_default`: 3xTF32 or exact, the schedule's reason says which; complex64
+    steps likewise, :func:`complex_precision`); "exact" names exact float32 (FFMA). A float32
+    step on exact entries (the Dot family, the exact fallback of operands off 16 bytes)
+    says None, or "exact" where that was asked for, so that a step planned again for other
+    operands stays exact.
     ``options`` (mode, reduction, tile, grid, ...) apply to every step."""
     catalogue_key("float32", float32_precision(precision))  # (ValueError: unknown)
 
@@ -770,12 +777,15 @@ def schedule_plan(plan, device: DeviceInfo, precision: str | None = None, **opti
             return step
         step = replace(step, precision=precision)
         launch = resolve_step(step, device, **options)
+        # a float32 step that runs exactly says None, but EXACT where it was asked for: a
+        # step planned again (replan.py) must stay exact, not take the default
+        ran_exact = EXACT if precision == EXACT else None
         if launch is None:  # CuPy runs it: float32 exactly, whatever the precision asked
             return replace(step, launch=None,
                            unscheduled=unscheduled_reason(step) or TILES_BEYOND_INDEX,
-                           precision=None if step.dtype.name == "float32" else precision)
+                           precision=ran_exact if step.dtype.name == "float32" else precision)
         exact = step.dtype.name == "float32" and (launch.entry is None or
                                                   runs_exact(launch.entry))
         return replace(step, launch=launch,
-                       precision=None if exact else precision)
+                       precision=ran_exact if exact else precision)
     return replace(plan, steps=tuple(one(s) for s in plan.steps))

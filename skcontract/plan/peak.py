@@ -57,12 +57,13 @@ K_MAJOR_DTYPES = frozenset({"int8"})
 """The dtypes whose Wgmma entries read operands K-major only at any precision (int8's): an
 unscheduled step of one copies an MN-major operand K-major
 (:func:`skcontract.kernels.resolve.k_major_copies`) where its rows of K lie on 16 bytes.
-float32's tensor-core entries may too (tf32; 3xTF32, the default from
-:data:`~skcontract.dtypes.X3_DEFAULT_MIN_K` on, where the copy is cheap), but which runs is
-known only once the step is scheduled: an unscheduled float32 step is counted as the exact
-kernels run it, with no K-major copy (counting one would add an operand to nearly every
-float32 product a plan is sliced for), and a plan the executors slice is counted with its
-launches' own copies (:func:`skcontract.plan.build_plan`'s ``schedule``)."""
+float32's tf32 entries do too, and its 3xTF32 ones at "3xtf32" where the copy is cheap (the
+default precision's 3xTF32 launches turn operands in their stages, never copy them), but
+which runs is known only once the step is scheduled: an unscheduled float32 step is
+counted as the default runs it, with no K-major copy (counting one would add an operand to
+nearly every float32 product a plan is sliced for), and a plan the executors slice is
+counted with its launches' own copies (:func:`skcontract.plan.build_plan`'s
+``schedule``)."""
 WIDE_OUTPUTS = {"int8": 4}
 """Bytes of the element a kernel writes for an operand dtype it accumulates wider: an int8
 product's int32 output, cast to int8 after the launch (both held at once)."""

@@ -15,7 +15,8 @@ Then the path's pairwise steps follow; every one has been classified (see
 The launch: ``Step.launch`` is None until a plan is resolved for a device:
 :func:`skcontract.kernels.resolve.schedule_plan` sets each GEMM-class step's launch (its
 schedule, kernel and operand copies; ``Step.schedule`` is the launch's schedule), and
-``Step.precision`` where a float32 precision such as "3xtf32" was asked for (None: exact).
+``Step.precision`` where a float32 precision such as "3xtf32" or "exact" was asked for (None:
+float32 accuracy the fastest way, which the schedule's reason names).
 """
 from __future__ import annotations
 

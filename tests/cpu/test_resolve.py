@@ -701,6 +701,13 @@ def test_float32_runs_on_3xtf32_by_default_from_its_k_threshold():
     assert fam == "WgmmaTf32x3" and reason.startswith(f"float32 at 3xtf32 (K {k:,} >= {k})")
     assert family("ij,jk->ik", (4096, k // 2), (k // 2, 4096))[0] == "Ffma"
     assert family("ij,jk->ik", (4096, 4096), (4096, 4096), precision="exact")[0] == "Ffma"
+    # a scheduled step asked for at "exact" says so, and planned again (other operands at
+    # run time: replan.py) it stays exact
+    from skcontract.kernels.resolve import resolve_step
+    _, plan = contract_path("ij,jk->ik", (4096, 4096), (4096, 4096), shapes=True,
+                            dtype=np.float32, device="h200", precision="exact")
+    assert plan.steps[0].precision == "exact"
+    assert resolve_step(plan.steps[0], DeviceInfo.h200()).entry.FAMILY == "Ffma"
     sm80 = dataclasses.replace(DeviceInfo.h200(), compute_capability=(8, 0))
     assert family("ij,jk->ik", (4096, 4096), (4096, 4096), device=sm80)[0] == "Ffma"
     assert family("ij,j->i", (4096, 4096), (4096,))[0] == "Dot"

@@ -219,26 +219,34 @@ def test_cluster_sum_on_turned_operands():
         assert spec.protocol == "cluster" and spec.entry.transposes(spec), spec.name
 
 
-def test_non_finite_operands_propagate():
+@pytest.mark.parametrize("b_order", ["F", "C"])
+def test_non_finite_operands_propagate(b_order):
     """Infinities and NaNs give numpy's results: an infinity in A times a finite B element
     is an infinity of their product's sign, times a tf32-exact one too (whose small part is
-    0: inf x 0 in the big x small product would be NaN), inf - inf is NaN, a NaN spreads;
-    every other element keeps float32's accuracy."""
+    0: inf x 0 in the big x small product would be NaN), inf - inf is NaN, a NaN spreads
+    (one whose payload lies in the bits tf32 ignores too); every other element keeps
+    float32's accuracy. B column-major is read K-major as it lies; row-major, at this shape
+    (a copy dear against the product), turned K-major in the stages."""
     import cupy
     import numpy as np
     m, n, k = 256, 256, 1024
-    a, b = rand((m, k), "float32", "C", 14), rand((k, n), "float32", "F", 15)
+    a, b = rand((m, k), "float32", "C", 14), rand((k, n), "float32", b_order, 15)
     a[3, 100] = float("nan")
+    a[5, 10] = cupy.asarray(np.uint32(0x7F800001)).view(cupy.float32)  # NaN, low payload
     a[7, 200] = float("inf")
     a[9, 300] = -float("inf")
     b[200, :64] = cupy.asarray(np.resize([1.0, -0.5, 2.0, -4.0], 64), cupy.float32)
     b[200, 64] = 0.0  # inf x 0: NaN
-    b[500, 20] = float("inf")  # an infinity in B: row 9 has two infinite products there
+    b[500, 100] = float("inf")  # an infinity in B: rows 7 and 9 have two infinite products
     out = poisoned((m, n), a)
     _gemm(a, b, out, precision=X3)
+    spec = _last_spec()
+    assert spec.entry.FAMILY == "WgmmaTf32x3" or _x3_family() != "WgmmaTf32x3", spec.name
+    if _x3_family() == "WgmmaTf32x3":
+        assert spec.entry.transposes(spec) is (b_order == "C"), spec.name
     o, ref = cupy.asnumpy(out).astype(np.float64), cupy.asnumpy(cupy.matmul(to64(a), to64(b)))
     finite = np.isfinite(ref)
-    assert not finite.all() and np.isinf(ref[7, :64]).all() and np.isnan(ref[7, 64])
+    assert np.isinf(ref[7, :64]).all() and np.isnan(ref[7, 64]) and np.isnan(ref[5]).all()
     assert np.array_equal(np.isnan(o), np.isnan(ref)), np.argwhere(np.isnan(o) != np.isnan(ref))
     inf = np.isinf(ref)
     assert np.array_equal(o[inf], ref[inf])

@@ -14,16 +14,19 @@ namespace skc {
 // wgmma reads it whole. The k step sums small x big, big x small and big x big; the
 // dropped small x small is below 2^-20 of the product.
 //
-// A non-finite x is carried by its small part (small = x), and its big part is rewritten in
-// the stage as the largest tf32 of x's sign (0 for a NaN): every product of it is then
-// IEEE's. x = inf times a finite y: small x big(y) is the infinity (or NaN where y is 0,
-// as inf x 0 is), and the big x terms are finite or an infinity of the same sign. Were
+// A non-finite x is carried by its small part (small = x; a NaN as the canonical NaN, since
+// one whose payload lies in the ignored low bits would read as an infinity), and its big part
+// is rewritten in the stage as the largest tf32 of x's sign (0 for a NaN): its products are
+// then IEEE's. x = inf times a finite y: small x big(y) is the infinity (or NaN where y is
+// 0, as inf x 0 is), and the big x terms are finite or an infinity of the same sign. Were
 // big(x) the infinity itself, big(x) x small(y) would be inf x 0 = NaN wherever y is
-// tf32-exact (small(y) = 0).
+// tf32-exact (small(y) = 0). The exception: a denormal y below 2^-136 reads as zero in both
+// parts, so inf x y is NaN where IEEE's is an infinity.
 constexpr unsigned TF32_BIG_MASK = 0xffffe000u;  // sign, exponent and 10 mantissa bits
 constexpr unsigned TF32_RNA_HALF = 0x1000u;      // half of tf32's last place, in fp32 bits
 constexpr unsigned TF32_MAX_BITS = 0x7f7fe000u;  // the largest finite tf32
 constexpr unsigned F32_SIGN_BIT = 0x80000000u;
+constexpr unsigned F32_CANONICAL_NAN = 0x7fffffffu;
 
 // small is rounded to nearest, ties away, by adding half a tf32 place to its bit pattern:
 // on a finite float the carry runs into the exponent as rounding up in magnitude does, and
@@ -33,7 +36,7 @@ constexpr unsigned F32_SIGN_BIT = 0x80000000u;
 __device__ __forceinline__ float tf32_small(float x) {
   const float small = x - __uint_as_float(__float_as_uint(x) & TF32_BIG_MASK);
   const float rounded = __uint_as_float(__float_as_uint(small) + TF32_RNA_HALF);
-  return __finitef(x) ? rounded : x;
+  return __finitef(x) ? rounded : (x != x ? __uint_as_float(F32_CANONICAL_NAN) : x);
 }
 
 // The big part a non-finite x is read as (tf32_small): the largest tf32 of its sign for an
