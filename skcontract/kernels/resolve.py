@@ -519,7 +519,7 @@ def float32_default(product: Product, device: DeviceInfo, **options) -> StepLaun
             launch_time_us(x3) >= launch_time_us(exact):
         return exact
     s = x3.schedule
-    reason = f"float32 at 3xtf32 (K {product.k:,} >= {X3_DEFAULT_MIN_K}); {s.reason}"
+    reason = f"float32 at 3xtf32 (K {product.k:,} >= {X3_DEFAULT_MIN_K:,}); {s.reason}"
     return replace(x3, schedule=replace(s, reason=reason))
 
 

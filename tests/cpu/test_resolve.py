@@ -698,7 +698,7 @@ def test_float32_runs_on_3xtf32_by_default_from_its_k_threshold():
 
     k = X3_DEFAULT_MIN_K
     fam, reason = family("ij,jk->ik", (4096, k), (k, 4096))
-    assert fam == "WgmmaTf32x3" and reason.startswith(f"float32 at 3xtf32 (K {k:,} >= {k})")
+    assert fam == "WgmmaTf32x3" and reason.startswith(f"float32 at 3xtf32 (K {k:,} >= {k:,})")
     assert family("ij,jk->ik", (4096, k // 2), (k // 2, 4096))[0] == "Ffma"
     assert family("ij,jk->ik", (4096, 4096), (4096, 4096), precision="exact")[0] == "Ffma"
     # a scheduled step asked for at "exact" says so, and planned again (other operands at
