@@ -52,13 +52,13 @@ a plan's float32 and complex64 products run at float32 accuracy the fastest way:
 :data:`X3_DEFAULT_MIN_K` on: :func:`skcontract.kernels.resolve.float32_default`), else
 exactly; at "exact" on the FFMA kernels."""
 
-X3_DEFAULT_MIN_K = 4096
+X3_DEFAULT_MIN_K = 2048
 """The shortest sum a float32 product of a plan runs at 3xTF32 by default (precision None).
 3xTF32's relative error is about constant in K (its operands' small parts rounded to tf32,
 the small x small product dropped, the tensor cores' truncated sums within a k-tile, the
 last two biased), while exact float32's rounding error grows with the sum. Measured on the
 H100 over K = 16 .. 4096 on normal, positive and wide-exponent data, 3xTF32's largest and
-Frobenius errors were no larger than exact float32's on every kind of data from K = 4096
+Frobenius errors were no larger than exact float32's on every kind of data from K = 2048
 (at 1024, 1.2x on positive data's Frobenius error): docs/benchmarks/log.md, fourteenth
 session. Shorter sums run exact."""
 

@@ -171,7 +171,11 @@ class LaunchPlan:
                 np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
         store = np.int32(0)
         if self.tensor_maps:
-            c_map, store = self.output_map(c_ptr, m, n, ldc, sc, beta)
+            try:
+                c_map, store = self.output_map(c_ptr, m, n, ldc, sc, beta)
+            except tma.NoContext:  # the map is this thread's first CUDA call
+                jit.bind_context(self.device_id)
+                c_map, store = self.output_map(c_ptr, m, n, ldc, sc, beta)
             args += (*self.maps(a_ptr, b_ptr, m, n, k, lda, ldb, sa, sb), c_map, store)
         if spec.im2col:
             if conv is None:
@@ -316,11 +320,11 @@ class BoundLaunch:
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
             slots[_WS], slots[_STAGING], slots[_LOCKS] = pool.ptrs
             if self._maps is not None:
-                if self._map_key != (a_ptr, b_ptr):
-                    self._maps[0], self._maps[1] = plan.maps(a_ptr, b_ptr, *self._map_args)
-                    self._map_key = (a_ptr, b_ptr)
-                if self._out_key != c_ptr:
-                    self._out_c(c_ptr)
+                try:
+                    self._encode_maps(a_ptr, b_ptr, c_ptr)
+                except tma.NoContext:  # the maps are this thread's first CUDA call
+                    jit.bind_context(plan.device_id)
+                    self._encode_maps(a_ptr, b_ptr, c_ptr)
             err = self._launch(stream)
             if err == _NO_CONTEXT:  # a warm launch is this thread's first CUDA call
                 jit.bind_context(plan.device_id)
@@ -341,6 +345,14 @@ class BoundLaunch:
             self._config_stream = stream.ptr
         (err,) = _launch_kernel_ex(self._config, self._func, self._addr, 0)
         return err
+
+    def _encode_maps(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
+        """The TMA maps of the operands at these addresses, where they moved."""
+        if self._map_key != (a_ptr, b_ptr):
+            self._maps[0], self._maps[1] = self.plan.maps(a_ptr, b_ptr, *self._map_args)
+            self._map_key = (a_ptr, b_ptr)
+        if self._out_key != c_ptr:
+            self._out_c(c_ptr)
 
     def _out_c(self, c_ptr: int) -> None:
         """C's map and store flag into the arguments (under the lock)."""

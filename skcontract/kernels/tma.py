@@ -58,6 +58,21 @@ SWIZZLE_ATOM_ROWS = 8
 """Rows of one 128-byte swizzle atom (1024 bytes)."""
 
 
+class NoContext(RuntimeError):
+    """The driver refused to encode a map because this thread has no current CUDA context
+    (its first CUDA call: a Dask worker's thread, say); the caller binds one and encodes
+    again (:func:`skcontract.kernels.jit.bind_context`)."""
+
+
+def _check_encoded(err, driver, what: str) -> None:
+    """RuntimeError (NoContext for a thread without a context) where the driver refused to
+    encode a map."""
+    if err == driver.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+        raise NoContext(f"{what} failed: {err!r}")
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"{what} failed: {err!r}")
+
+
 def _round_up(x: int, to: int) -> int:
     return -(-x // to) * to
 
@@ -98,9 +113,8 @@ def operand_map(ptr: int, dtype: str, dims: tuple, strides: tuple, box: tuple) -
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
         [driver.cuuint32_t(b) for b in box], [driver.cuuint32_t(1)] * len(dims),
         *_layout_options(driver, strides[0]))
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled({dtype}, dims={dims}, strides={strides}, "
-                           f"box={box}) failed: {err!r}")
+    _check_encoded(err, driver, f"cuTensorMapEncodeTiled({dtype}, dims={dims}, "
+                                f"strides={strides}, box={box})")
     return _as_scalar(tmap)
 
 
@@ -119,10 +133,9 @@ def im2col_map(ptr: int, dtype: str, dims: tuple, strides: tuple, lower: tuple, 
         [driver.cuuint64_t(d) for d in dims], [driver.cuuint64_t(s) for s in strides],
         list(lower), list(upper), channels, pixels,
         [driver.cuuint32_t(e) for e in (1, *steps, 1)], *_layout_options(driver, strides[0]))
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeIm2col({dtype}, dims={dims}, strides={strides}, "
-                           f"corners={lower}, {upper}, {channels} x {pixels}, steps={steps}) "
-                           f"failed: {err!r}")
+    _check_encoded(err, driver, f"cuTensorMapEncodeIm2col({dtype}, dims={dims}, "
+                                f"strides={strides}, corners={lower}, {upper}, {channels} x "
+                                f"{pixels}, steps={steps})")
     return _as_scalar(tmap)
 
 

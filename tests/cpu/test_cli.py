@@ -69,7 +69,7 @@ def test_explain_takes_a_precision(capsys):
     assert "3xtf32: " in out and "copied" not in out
     assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32"]) == 0
     out = capsys.readouterr().out  # the default: 3xTF32 on a long sum, as its reason says
-    assert "3xtf32: " not in out and "float32 at 3xtf32 (K 4,096 >= 4,096)" in out
+    assert "3xtf32: " not in out and "float32 at 3xtf32 (K 4,096 >= 2,048)" in out
     assert main(["explain", "ij,jk->ik", "4096x4096", "4096x4096", "--dtype", "float32",
                  "--precision", "exact"]) == 0
     assert "tf32" not in capsys.readouterr().out

@@ -71,3 +71,33 @@ def test_operand_maps_read_the_entrys_element_type(encoded, key, family, element
     tma.gemm_maps(spec, 0x1000, 0x2000, 1, 512, 512, 1024, 1024, 1024, 0, 0)
     assert [c[1] for c in encoded] == [element, element]
     assert element in tma._TMA_DTYPES
+
+
+class _Names:
+    """A stand-in enum: any member is its own name."""
+
+    def __getattr__(self, name):
+        return name
+
+
+def test_a_thread_without_a_context_is_told_apart(monkeypatch):
+    """The encoder's CUDA_ERROR_INVALID_CONTEXT (a thread's first CUDA call: a Dask worker's)
+    raises NoContext, which the launch answers by binding the device's context and encoding
+    again; any other refusal stays a plain RuntimeError."""
+    results = []
+    driver = SimpleNamespace(
+        CUresult=SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_INVALID_CONTEXT=201),
+        CUtensorMapDataType=_Names(), CUtensorMapInterleave=_Names(),
+        CUtensorMapSwizzle=_Names(), CUtensorMapL2promotion=_Names(),
+        CUtensorMapFloatOOBfill=_Names(), cuuint64_t=int, cuuint32_t=int,
+        cuTensorMapEncodeTiled=lambda *args: (results.pop(0), None))
+    monkeypatch.setattr(tma, "_driver", driver)
+    tma.operand_map.cache_clear()
+    results.append(201)
+    with pytest.raises(tma.NoContext, match="cuTensorMapEncodeTiled"):
+        tma.operand_map(0x1000, "float16", (64, 64, 1), (128, 8192), (64, 64, 1))
+    results.append(1)
+    with pytest.raises(RuntimeError) as refused:
+        tma.operand_map(0x2000, "float16", (64, 64, 1), (128, 8192), (64, 64, 1))
+    assert not isinstance(refused.value, tma.NoContext)
+    tma.operand_map.cache_clear()
