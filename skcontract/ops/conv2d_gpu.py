@@ -331,13 +331,20 @@ def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
     its output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose, or from a contiguous copy
-    where the plan says (made on their own library's stream). Returns the (N, K, H, W)
+    where the plan says (made on their own library's stream); where the plan pads the
+    input's channels (rows off 32-byte sectors), both are copied channels-last with zeros
+    past C. Returns the (N, K, H, W)
     output in the input's memory format. A pointwise call is not remembered for the warm
     path (:func:`warm_conv2d`)."""
     g = call.plan.geometry
     n, c, k = g.n, g.c, g.k
-    filters, w_ptr = weight, Wt.ptr
-    if call.plan.filter_copy is not None:
+    filters, w_ptr, x_ptr, xs = weight, Wt.ptr, X.ptr, None
+    if call.plan.input_copy == "padded":  # rows off 32-byte sectors: whole sectors, zeros
+        w_ops, cp = _ops_for(weight), call.plan.run_geometry.c
+        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), cp)
+        filters = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), cp)
+        x_ptr, w_ptr = _fresh(xs), _fresh(filters)
+    elif call.plan.filter_copy is not None:
         w_ops = _ops_for(weight)
         filters = w_ops.contiguous(w_ops.permute(weight.reshape((k, c)), (1, 0)))
         w_ptr = _fresh(filters)
@@ -346,9 +353,9 @@ def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
     if bias is not None:
         ops.fill_rows(out if channels_last else ops.permute(out, (0, 2, 3, 1)), bias)
     launch = _bound(call, dev, stream)
-    a_ptr, b_ptr = (w_ptr, X.ptr) if call.plan.swapped else (X.ptr, w_ptr)
+    a_ptr, b_ptr = (w_ptr, x_ptr) if call.plan.swapped else (x_ptr, w_ptr)
     launch(a_ptr, b_ptr, ops.ptr(out), stream)
-    del filters  # held until the launch is queued
+    del filters, xs  # held until the launch is queued
     return ops.permute(out, (0, 3, 1, 2)) if channels_last else out
 
 

@@ -30,7 +30,7 @@ from ..kernels.depthwise import plan_depthwise
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
                             padded_channels, tma_channel_block, vectors_fit)
 from ..kernels.operands import Operand, as3, c_strides, matrix_layout, product_of
-from ..kernels.resolve import DEFAULT_REDUCTION, resolve_product
+from ..kernels.resolve import DEFAULT_REDUCTION, compute_capability, resolve_product
 from ..kernels.specs import CXX_TYPES, VEC16_BYTES
 from ..kernels.step_launch import StepLaunch
 from ..plan.plan import UNPRICED_HINT
@@ -237,7 +237,13 @@ class ConvPlan:
         out_elems = g.n * g.k * g.p * g.q
         if self.route == EMPTY:
             return [("alloc", "output", f"empty {self.output_shape}: nothing runs", 0)]
-        if self.route == POINTWISE:
+        if self.route == POINTWISE and self.input_copy == "padded":
+            cp = self.run_geometry.c
+            rows.append(("copy", "input", f"NHWC, channels zero-padded to {cp}, rows of whole "
+                         f"32-byte sectors {(g.n, g.h, g.w, cp)}", g.n * g.h * g.w * cp))
+            rows.append(("copy", "weight", f"(K, C) rows, channels zero-padded to {cp} "
+                         f"{(g.k, cp)}", g.k * cp))
+        elif self.route == POINTWISE:
             rows.append(("read", "input", "in place as the (N H W) x C matrix" if
                          self.channels_last else "in place as N (H W) x C matrices, "
                          "column-major (each image's C x (H W))", 0))
@@ -326,9 +332,11 @@ class ConvPlan:
             return ("depthwise (one filter a channel): memory-bound, each output element "
                     "summed from its taps by the direct kernel, no im2col")
         if self.route == POINTWISE:
+            over = ("a copy whose rows fill 32-byte sectors" if self.input_copy == "padded"
+                    else "views in its layout")
             text = ("pointwise (1x1 filters, stride 1, no padding, one group) of a dense "
                     f"{'channels-last' if self.channels_last else 'NCHW'} input: one "
-                    "product over views in its layout, no im2col")
+                    f"product over {over}, no im2col")
             if self.launch is not None and self.launch.form is not None:
                 text += "; memory-bound: the Dot family"
             elif self.swapped:
@@ -504,14 +512,43 @@ def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "a
     return _implicit(plan)
 
 
+POINTWISE_SECTOR_BYTES = 32
+"""A pointwise convolution's channels-last input is the GEMM's A, one K-major row a pixel,
+which the Wgmma kernels load by TMA. Rows whose length misses this many bytes (24 fp16
+channels: 48 bytes, every other row starting 16 bytes into a 32-byte sector) loaded at
+about half the speed of rows of 32 or 64 channels on the H100, whatever the tile (200704 x
+128 x K: 57.5 us at K = 24, 32.0 at 32, 28.5 at 64; docs/benchmarks/log.md, fourteenth
+session): such an input is copied into rows padded to a multiple of it, zeros past C."""
+POINTWISE_PAD_MAX_BYTES = 128
+"""The longest pointwise input row (C channels' bytes) padded for POINTWISE_SECTOR_BYTES:
+one k-tile's box row (the Wgmma kernels' 128-byte K), where the loads are the kernel's
+time. Longer rows take more k-tiles a tile, whose mainloop hides more of the loads."""
+
+
+def pointwise_padded_channels(g, dtype: str, channels_last: bool, device) -> int | None:
+    """The channel count a pointwise convolution's input and filters are copied to (zeros
+    past C) so that its pixels' rows fill whole :data:`POINTWISE_SECTOR_BYTES`, or None: not
+    a channels-last 16-bit input of at most :data:`POINTWISE_PAD_MAX_BYTES` a pixel whose
+    rows miss them on a device of the Wgmma kernels (compute capability 9.0)."""
+    elem = _itemsize(dtype)
+    row = g.c * elem
+    if device is None or not channels_last or elem != 2 or row % POINTWISE_SECTOR_BYTES == 0 \
+            or row > POINTWISE_PAD_MAX_BYTES or compute_capability(device) < 90:
+        return None
+    return -(-row // POINTWISE_SECTOR_BYTES) * POINTWISE_SECTOR_BYTES // elem
+
+
 def _pointwise(plan: ConvPlan) -> ConvPlan:
     """A pointwise convolution as one product, out[pixels, k] = x[pixels, c] @ w[c, k], over
     views in the caller's layouts: a channels-last input is (N H W) x C row-major and its
     output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose, copied contiguous when
-    neither stride is 1. A forced ``tile`` names (pixels, output channels); the NCHW product
-    is computed transposed, so the tile is swapped to match."""
+    neither stride is 1. A channels-last input whose pixels' rows miss 32-byte sectors
+    (:func:`pointwise_padded_channels`) and its filters are copied with their channels
+    zero-padded first ("padded", ``run_geometry.c`` channels). A forced ``tile`` names
+    (pixels, output channels); the NCHW product is computed transposed, so the tile is
+    swapped to match."""
     g, ops = plan.geometry, plan.operands
     n, c, hw, k = g.n, g.c, g.h * g.w, g.k
     sk, sc = ops.weight_strides[0], ops.weight_strides[1]
@@ -522,7 +559,12 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
     tile = plan.tile
     if tile is not None and not plan.channels_last:
         tile = (tile[1], tile[0], *tile[2:])
-    if plan.channels_last:
+    cp = pointwise_padded_channels(g, plan.dtype, plan.channels_last, plan.device)
+    if cp is not None:  # rows off 32-byte sectors: padded copies of the input and filters
+        plan = replace(plan, input_copy="padded", run_geometry=g._replace(c=cp))
+        filters, filter_copy = _View((cp, k), (1, cp)), "padded"
+        a, out = _View((n * hw, cp), (cp, 1)), _View((n * hw, k), (k, 1))
+    elif plan.channels_last:
         a, out = _View((n * hw, c), (c, 1), ops.input_offset), _View((n * hw, k), (k, 1))
     else:
         a = _View((n, hw, c), (c * hw, 1, hw), ops.input_offset)
@@ -535,8 +577,8 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
         reduction=plan.reduction, tile=tile, grid=plan.grid, exclude=plan.exclude)
     if copies[0]:
         raise AssertionError(f"conv2d: a pointwise input view {a} needs no copy")
-    return replace(plan, filter_copy="contiguous" if copies[1] else filter_copy,
-                   launch=launch, args=args, swapped=swapped)
+    return replace(plan, filter_copy="contiguous" if copies[1] and filter_copy is None
+                   else filter_copy, launch=launch, args=args, swapped=swapped)
 
 
 def _implicit(plan: ConvPlan) -> ConvPlan:

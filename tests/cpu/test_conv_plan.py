@@ -162,6 +162,32 @@ def test_a_channels_last_pointwise_product_is_not_transposed():
     assert "bias into the NHWC (32, 56, 56, 64) output (beta = 1)" in str(plan)
 
 
+@pytest.mark.parametrize("c,padded", [(24, 32), (40, 48), (8, 16), (32, None), (48, None),
+                                      (72, None)])
+def test_pointwise_rows_off_32_byte_sectors_run_on_padded_copies(c, padded):
+    """A channels-last 16-bit pointwise input whose pixels' rows miss 32-byte sectors, up to
+    one k-tile's 128 bytes, runs on copies of it and its filters padded to whole sectors
+    (the product's K the padded channels; the plan shows both copies); whole sectors, longer
+    rows, NCHW, float32 and no device read the input in place."""
+    def plan(channels_last=True, dtype="float16", device="h100"):
+        return explain_conv2d((64, c, 56, 56), (144, c, 1, 1), dtype=dtype, device=device,
+                              channels_last=channels_last)
+
+    p = plan()
+    assert p.route == POINTWISE
+    if padded is None:
+        assert p.input_copy is None and p.launch.schedule.problem.k == c
+        return
+    assert p.input_copy == "padded" and p.filter_copy == "padded"
+    assert p.run_geometry.c == padded and p.launch.schedule.problem.k == padded
+    assert (p.launch.spec.a_layout, p.launch.spec.b_layout) == ("row", "col")
+    text = str(p)
+    assert f"channels zero-padded to {padded}, rows of whole 32-byte sectors" in text
+    assert f"(K, C) rows, channels zero-padded to {padded} (144, {padded})" in text
+    for other in (plan(channels_last=False), plan(dtype="float32"), plan(device=None)):
+        assert other.input_copy is None
+
+
 def test_a_forced_tile_names_pixels_then_channels_in_both_layouts():
     for channels_last, want in ((True, (128, 64)), (False, (64, 128))):
         plan = _plan(LAYERS[5], channels_last=channels_last, tile=(128, 64))

@@ -286,6 +286,30 @@ def test_pointwise_convolutions_run_as_one_gemm(layout, dtype):
         _check(got, ref, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("c", [24, 40])
+def test_pointwise_rows_off_sectors_run_on_padded_copies(c, dtype):
+    """A channels-last 16-bit pointwise input whose pixels' rows miss 32-byte sectors (24 and
+    40 channels: 48 and 80 bytes) runs on copies of it and its filters with zero channels
+    up to whole sectors: one GEMM, the convolution's result, an infinite input element
+    giving infinities (never NaN: no padded zero meets it)."""
+    case = (3, c, 9, 7, 40, 1, 1, 1, 0, 1, 1)
+    x, wt, b = _operands(case, dtype, seed=11)
+    x[1, 3, 4, 5] = np.inf
+    g = conv_geometry(x.shape, wt.shape)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
+    xd, wd, bd = _device(x, dtype, "NHWC"), _device(wt, dtype, "NHWC"), _device(b, dtype)
+    _poison()
+    with record_launches() as launches:
+        got = conv2d(xd, wd, bd)
+    assert len(launches) == 1 and not launches[0].kernel.endswith("_im2col")
+    got = _host(got)
+    inf = ~np.isfinite(ref)
+    assert inf.any() and np.array_equal(got[inf], ref[inf])
+    scale = np.abs(ref[~inf]).max()
+    assert np.abs(got[~inf] - ref[~inf]).max() / scale <= TOL[dtype]
+
+
 def test_deterministic_fixups_are_bitwise_reproducible():
     case = (1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1)
     x, wt, _ = _operands(case, "float32", seed=2)
