@@ -4,7 +4,9 @@
 #   1. pointwise: the 1x1 layer's GEMM (200704 x 128 / 144 x 24, MobileNetV2's expansion)
 #      against the same product at K = 64 and a wide one (49152 x 1024 x 64, which stores at
 #      copy bandwidth), each with the mainloop's loads alone and its wgmmas alone
-#      (tools.time_gemm --probe), then TMA against the threads' stores;
+#      (tools.time_gemm --probe), then TMA against the threads' stores; then the conv2d
+#      pointwise GPU tests and the 24- and 40-channel layers against cuDNN (their padded
+#      copies: docs/conv2d.md);
 #   2. skcontract.dask on one GPU worker against the in-process run (tools.bench_dask --gpu);
 #   3. Nsight Compute's stall samples by SASS instruction (tools.ncu_stalls reads the CSVs
 #      written to $OUT) of the depthwise 5x5 and the ResNeXt grouped layers' kernels;
@@ -31,7 +33,13 @@ for step in $STEPS; do
         --layouts rc --peer --probe none,loads,mma --reps 9 2>&1 | quiet | tee "$OUT/probes.jsonl"
       timeout $(( $(left) > 80 ? 80 : $(left) )) python3 -m tools.time_gemm \
         --shapes 200704x128x24,200704x128x64 --dtypes float16 --layouts rc \
-        --store tma,threads --reps 9 2>&1 | quiet | tee "$OUT/stores.jsonl" ;;
+        --store tma,threads --reps 9 2>&1 | quiet | tee "$OUT/stores.jsonl"
+      # the layers whose rows miss 32-byte sectors run on padded copies (conv_plan.py)
+      timeout $(( $(left) > 110 ? 110 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_conv2d_gpu.py -k pointwise 2>&1 | tail -4
+      timeout $(( $(left) > 60 ? 60 : $(left) )) python3 -m tools.time_conv --reps 9 \
+        --layers 64x24x56x56x144x1x1x1x0,64x24x56x56x128x1x1x1x0,64x40x28x28x240x1x1x1x0 \
+        2>&1 | quiet | tee "$OUT/pointwise-padded.jsonl" | cut -c1-330 ;;
     x3)
       timeout $(( $(left) > 170 ? 170 : $(left) )) python3 -m tools.x3_sweep --mn 2048 \
         --ks 16,32,64,128,256,1024,4096 --reps 5 2>&1 | quiet | tee "$OUT/x3-sweep.jsonl" ;;
