@@ -319,7 +319,8 @@ class BoundLaunch:
             slots = self._slots
             slots[_A], slots[_B], slots[_C] = a_ptr, b_ptr, c_ptr
             slots[_WS], slots[_STAGING], slots[_LOCKS] = pool.ptrs
-            if self._maps is not None:
+            if self._maps is not None and (self._map_key != (a_ptr, b_ptr) or
+                                           self._out_key != c_ptr):
                 try:
                     self._encode_maps(a_ptr, b_ptr, c_ptr)
                 except tma.NoContext:  # the maps are this thread's first CUDA call
