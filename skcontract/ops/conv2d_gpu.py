@@ -227,9 +227,7 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
     if plan.input_copy == "folded":  # few channels, each filter row's taps folded
         xs, ws = folded_copies(ops, w_ops, x, weight, g, plan.fold)
     elif plan.input_copy == "padded":  # few channels: zero-padded copies of whole vectors
-        c = plan.run_geometry.c
-        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), c)
-        ws = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), c)
+        xs, ws = padded_copies(ops, w_ops, x, weight, plan.run_geometry.c)
     else:
         xs = x if plan.input_copy is None else ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
         ws = weight if plan.filter_copy is None else \
@@ -299,6 +297,14 @@ def clear_plans() -> None:
     bound.clear_plans()
 
 
+def padded_copies(ops, w_ops, x, weight, channels: int):
+    """The copies a convolution whose input channels are zero-padded reads, made with ``ops``
+    / ``w_ops``: the input (N, C, H, W) as dense (N, H, W, channels) and the filters (K, C,
+    R, S) as dense (K, R, S, channels), zeros past C."""
+    return (ops.pad(ops.permute(x, (0, 2, 3, 1)), channels),
+            w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), channels))
+
+
 def folded_copies(ops, w_ops, x, weight, g, fold):
     """The copies a folded convolution (:func:`~skcontract.kernels.conv.folded_taps`) reads,
     made with ``ops`` / ``w_ops`` (the input's and the filters' array operations): the input
@@ -340,9 +346,8 @@ def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
     n, c, k = g.n, g.c, g.k
     filters, w_ptr, x_ptr, xs = weight, Wt.ptr, X.ptr, None
     if call.plan.input_copy == "padded":  # rows off 32-byte sectors: whole sectors, zeros
-        w_ops, cp = _ops_for(weight), call.plan.run_geometry.c
-        xs = ops.pad(ops.permute(x, (0, 2, 3, 1)), cp)
-        filters = w_ops.pad(w_ops.permute(weight, (0, 2, 3, 1)), cp)
+        xs, filters = padded_copies(ops, _ops_for(weight), x, weight,
+                                    call.plan.run_geometry.c)
         x_ptr, w_ptr = _fresh(xs), _fresh(filters)
     elif call.plan.filter_copy is not None:
         w_ops = _ops_for(weight)
