@@ -1,7 +1,7 @@
 """The copy a folded convolution reads (``cuda/fold_copy.cuh``), launched on the GPU.
 
-A folded convolution (:class:`.conv.FoldedTaps`), and a pointwise one whose rows are
-padded to whole sectors, read their input through a copy of dense rows of zero-padded pixels: (N, H, W, C) at any strides into (N, H, width, channels), the
+A folded convolution (:class:`.conv.FoldedTaps`) reads its input through a copy of dense
+rows of zero-padded pixels: (N, H, W, C) at any strides into (N, H, width, channels), the
 left padding's pixels first, zeros after the image and past C. Through the array library
 that copy is a pad and a second dense copy; :func:`fold_copy` writes each pixel once, from
 one thread (16-bit elements, so float16 and bfloat16 alike, as their bits).
@@ -13,10 +13,9 @@ import numpy as np
 from . import jit
 
 HEADER = "fold_copy.cuh"
-CHANNELS = (1, 2, 4, 8, 16, 32, 48, 64)
-"""The pixel widths the kernel is instantiated for: a folded pixel's channels, which divide
-a 64-element block, and a padded pointwise input's whole 32-byte sectors of 16-bit channels
-up to 128 bytes (16, 32, 48, 64: :func:`skcontract.ops.conv_plan.pointwise_padded_channels`)."""
+CHANNELS = (1, 2, 4, 8, 16, 32, 64)
+"""The pixel widths the kernel is instantiated for (a folded pixel's channels divide a
+64-element block)."""
 THREADS = 256
 BLOCKS_PER_SM = 8
 """Blocks a launch gives each SM at most (the kernel strides over the rest)."""

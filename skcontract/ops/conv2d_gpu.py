@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..interop import is_torch
-from ..kernels import bound, fold_copy, torch_cuda
+from ..kernels import bound, fold_copy, pointwise_packed, torch_cuda
 from ..kernels.conv import bind
 from ..kernels.depthwise import run_depthwise
 from ..kernels.jit import RegisterCountError
@@ -337,18 +337,22 @@ def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
     its output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose, or from a contiguous copy
-    where the plan says (made on their own library's stream); where the plan pads the
-    input's channels (rows off 32-byte sectors), both are copied channels-last with zeros
-    past C. Returns the (N, K, H, W)
+    where the plan says (made on their own library's stream); where the input's short rows
+    are read as rows of P pixels, the filters are written down the
+    diagonal of a (P K) x (P C) matrix first and, after the product, the tail's pixels and
+    the rows holding a non-finite channel are computed again
+    (:mod:`~skcontract.kernels.pointwise_packed`). Returns the (N, K, H, W)
     output in the input's memory format. A pointwise call is not remembered for the warm
     path (:func:`warm_conv2d`)."""
     g = call.plan.geometry
     n, c, k = g.n, g.c, g.k
-    filters, w_ptr, x_ptr, xs = weight, Wt.ptr, X.ptr, None
-    if call.plan.input_copy == "padded":  # rows off 32-byte sectors: whole sectors, zeros
-        xs, filters = padded_copies(ops, _ops_for(weight), x, weight,
-                                    call.plan.run_geometry.c)
-        x_ptr, w_ptr = _fresh(xs), _fresh(filters)
+    filters, w_ptr, x_ptr = weight, Wt.ptr, X.ptr
+    packed = call.plan.packed
+    if packed > 1:  # short rows read `packed` pixels a row: block-diagonal filters
+        filters = ops.empty((packed * k, packed * c), x)
+        w_ptr = _fresh(filters)
+        pointwise_packed.block_diagonal(Wt, (k, c), packed, w_ptr, call.plan.dtype, stream,
+                                        dev, sm_count(dev))
     elif call.plan.filter_copy is not None:
         w_ops = _ops_for(weight)
         filters = w_ops.contiguous(w_ops.permute(weight.reshape((k, c)), (1, 0)))
@@ -360,7 +364,12 @@ def _pointwise(call: _Call, ops, x, X, weight, Wt, bias, dev: int, stream):
     launch = _bound(call, dev, stream)
     a_ptr, b_ptr = (w_ptr, x_ptr) if call.plan.swapped else (x_ptr, w_ptr)
     launch(a_ptr, b_ptr, ops.ptr(out), stream)
-    del filters, xs  # held until the launch is queued
+    if packed > 1:  # the tail's pixels, and the rows a non-finite channel turned NaN
+        pixels = n * g.h * g.w
+        pointwise_packed.packed_fix(X.ptr, Wt, None if bias is None else describe(bias),
+                                    ops.ptr(out), pixels, pixels // packed, packed, (k, c),
+                                    call.plan.dtype, stream, dev, sm_count(dev))
+    del filters  # held until the launch is queued
     return ops.permute(out, (0, 3, 1, 2)) if channels_last else out
 
 

@@ -114,7 +114,10 @@ class ConvPlan:
     None where the array is read in place, else the copy made first ("nhwc": NHWC;
     "krsc": (K, R, S, C / groups); "padded": channels zero-padded to ``run_geometry.c``;
     "folded": :attr:`fold`'s copies; "contiguous": the pointwise GEMM's C x K filters;
-    "padded or folded": a plan for no device, where the GPU decides); ``run_geometry``: the
+    "block-diagonal": the pointwise GEMM's filters repeated down the diagonal of a
+    (``packed`` C) x (``packed`` K) matrix; "padded or folded": a plan for no device, where
+    the GPU decides); ``packed``: the pixels a row of a pointwise GEMM's A reads;
+    ``run_geometry``: the
     convolution the im2col kernel runs; ``fold``: the folded taps
     (:class:`~skcontract.kernels.conv.FoldedTaps`) or None; ``launch``: the StepLaunch
     (None where nothing launches, or for no device); ``args``: the launch's arguments after
@@ -145,6 +148,7 @@ class ConvPlan:
     fallback: str | None = None
     exclude: frozenset = frozenset()
     direct: Any = None
+    packed: int = 1
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
@@ -237,12 +241,13 @@ class ConvPlan:
         out_elems = g.n * g.k * g.p * g.q
         if self.route == EMPTY:
             return [("alloc", "output", f"empty {self.output_shape}: nothing runs", 0)]
-        if self.route == POINTWISE and self.input_copy == "padded":
-            cp = self.run_geometry.c
-            rows.append(("copy", "input", f"NHWC, channels zero-padded to {cp}, rows of whole "
-                         f"32-byte sectors {(g.n, g.h, g.w, cp)}", g.n * g.h * g.w * cp))
-            rows.append(("copy", "weight", f"(K, C) rows, channels zero-padded to {cp} "
-                         f"{(g.k, cp)}", g.k * cp))
+        if self.route == POINTWISE and self.filter_copy == "block-diagonal":
+            pp = self.packed
+            rows.append(("read", "input", f"in place as the (N H W / {pp}) x {pp} C matrix, "
+                         f"rows of {pp} pixels", 0))
+            rows.append(("copy", "weight", f"C x K block {pp} times down the diagonal of a "
+                         f"{pp} C x {pp} K matrix, zeros elsewhere {(pp * g.k, pp * g.c)}",
+                         pp * g.k * pp * g.c))
         elif self.route == POINTWISE:
             rows.append(("read", "input", "in place as the (N H W) x C matrix" if
                          self.channels_last else "in place as N (H W) x C matrices, "
@@ -273,6 +278,11 @@ class ConvPlan:
             rows.append(("alloc", "output", f"{fmt} {shape}", 0))
         if self.route in (POINTWISE, IMPLICIT_GEMM):
             rows.append(("launch", "-", self._launch_text(), 0))
+        if self.packed > 1:
+            tail = g.n * g.h * g.w % self.packed
+            rows.append(("launch", "-", f"packed_fix: the input read again, the pixels of "
+                         f"each row holding a non-finite channel and the {tail} after the "
+                         "last whole row computed from it and the filters", 0))
         elif self.route == DEPTHWISE:
             rows.append(("launch", "-", self.direct.summary(), 0))
         if nhwc and not self.channels_last:
@@ -332,8 +342,8 @@ class ConvPlan:
             return ("depthwise (one filter a channel): memory-bound, each output element "
                     "summed from its taps by the direct kernel, no im2col")
         if self.route == POINTWISE:
-            over = ("a copy whose rows fill 32-byte sectors" if self.input_copy == "padded"
-                    else "views in its layout")
+            over = (f"rows of {self.packed} pixels and block-diagonal filters"
+                    if self.packed > 1 else "views in its layout")
             text = ("pointwise (1x1 filters, stride 1, no padding, one group) of a dense "
                     f"{'channels-last' if self.channels_last else 'NCHW'} input: one "
                     f"product over {over}, no im2col")
@@ -512,30 +522,44 @@ def plan_conv2d(g, dtype: str, device, operands: ConvOperands, *, mode: str = "a
     return _implicit(plan)
 
 
-POINTWISE_SECTOR_BYTES = 32
+POINTWISE_ROW_BYTES = 128
 """A pointwise convolution's channels-last input is the GEMM's A, one K-major row a pixel,
-which the Wgmma kernels load by TMA. Rows whose length misses this many bytes (24 fp16
-channels: 48 bytes, every other row starting 16 bytes into a 32-byte sector) loaded at
-about half the speed of rows of 32 or 64 channels on the H100, whatever the tile (200704 x
-128 x K: 57.5 us at K = 24, 32.0 at 32, 28.5 at 64; docs/benchmarks/log.md, fourteenth
-session): such an input is copied into rows padded to a multiple of it, zeros past C."""
-POINTWISE_PAD_MAX_BYTES = 128
-"""The longest pointwise input row (C channels' bytes) padded for POINTWISE_SECTOR_BYTES:
-one k-tile's box row (the Wgmma kernels' 128-byte K), where the loads are the kernel's
-time. Longer rows take more k-tiles a tile, whose mainloop hides more of the loads."""
+which the Wgmma kernels load by TMA a k-tile of this many bytes a row. Rows of a few
+channels loaded far below the copy bandwidth on the H100, so such an input is read as
+rows of as many pixels as fit this (:func:`pointwise_packed_pixels`)."""
+POINTWISE_PACK_MAX_ROW_BYTES = 48
+"""The longest pixel row (C channels' bytes) read as rows of several pixels: on the H100,
+rows of 16, 32 and 48 bytes ran 1.4 - 1.8x faster so (64 x 24 x 56 x 56 -> 144: 75.6 us
+one pixel a row, 42.0 us two, the launches around it included), rows of 64 bytes no
+faster or slower by layer (docs/benchmarks/log.md, fifteenth session)."""
+POINTWISE_PACK_MIN_BYTES = 2 * 2**20
+"""The smallest input read as rows of several pixels: the filters' block-diagonal copy and
+the fix-up launch cost about 4 us on the H100 whatever the size, which an input of 0.4 MB
+did not win back (1 x 16 x 112 x 112 -> 96: 3.4 us one pixel a row, 7.5 us packed) and
+one of 3.2 MB did (64 x 8 x 56 x 56 -> 64: 25.0 against 16.1 us)."""
 
 
-def pointwise_padded_channels(g, dtype: str, channels_last: bool, device) -> int | None:
-    """The channel count a pointwise convolution's input and filters are copied to (zeros
-    past C) so that its pixels' rows fill whole :data:`POINTWISE_SECTOR_BYTES`, or None: not
-    a channels-last 16-bit input of at most :data:`POINTWISE_PAD_MAX_BYTES` a pixel whose
-    rows miss them on a device of the Wgmma kernels (compute capability 9.0)."""
+def pointwise_packed_pixels(g, dtype: str, channels_last: bool, device) -> int | None:
+    """The pixels P a row of a pointwise convolution's GEMM reads, or None for one a row.
+
+    A dense channels-last input of N H W pixels of C channels is also (N H W / P) rows of
+    P C channels, and its output (N H W / P) rows of P K channels: the GEMM of those rows
+    with the filters' C x K block repeated P times down a diagonal computes the
+    convolution. P is the most pixels whose channels fit :data:`POINTWISE_ROW_BYTES` (8,
+    16 or 24 16-bit channels, rows of at most :data:`POINTWISE_PACK_MAX_ROW_BYTES`: P = 8,
+    4, 2), on a device of the Wgmma kernels (compute capability 9.0), for inputs of at
+    least :data:`POINTWISE_PACK_MIN_BYTES`. The GEMM's rows are one k-tile either way: the
+    P-fold product costs no more k-tiles, only P times the columns. The pixels after the
+    last whole row, and the rows holding a non-finite channel (which meets the other
+    pixels' zeros), are computed again after the GEMM
+    (:mod:`~skcontract.kernels.pointwise_packed`)."""
     elem = _itemsize(dtype)
     row = g.c * elem
-    if device is None or not channels_last or elem != 2 or row % POINTWISE_SECTOR_BYTES == 0 \
-            or row > POINTWISE_PAD_MAX_BYTES or compute_capability(device) < 90:
+    if device is None or not channels_last or elem != 2 or row > POINTWISE_PACK_MAX_ROW_BYTES \
+            or row % VEC16_BYTES or g.n * g.h * g.w * row < POINTWISE_PACK_MIN_BYTES \
+            or compute_capability(device) < 90:
         return None
-    return -(-row // POINTWISE_SECTOR_BYTES) * POINTWISE_SECTOR_BYTES // elem
+    return POINTWISE_ROW_BYTES // row
 
 
 def _pointwise(plan: ConvPlan) -> ConvPlan:
@@ -544,9 +568,9 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
     output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose, copied contiguous when
-    neither stride is 1. A channels-last input whose pixels' rows miss 32-byte sectors
-    (:func:`pointwise_padded_channels`) and its filters are copied with their channels
-    zero-padded first ("padded", ``run_geometry.c`` channels). A forced ``tile`` names
+    neither stride is 1. A channels-last 16-bit input of short rows is read as rows of
+    ``packed`` pixels against a block-diagonal copy of the filters
+    (:func:`pointwise_packed_pixels`). A forced ``tile`` names
     (pixels, output channels); the NCHW product is computed transposed, so the tile is
     swapped to match."""
     g, ops = plan.geometry, plan.operands
@@ -559,11 +583,12 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
     tile = plan.tile
     if tile is not None and not plan.channels_last:
         tile = (tile[1], tile[0], *tile[2:])
-    cp = pointwise_padded_channels(g, plan.dtype, plan.channels_last, plan.device)
-    if cp is not None:  # rows off 32-byte sectors: padded copies of the input and filters
-        plan = replace(plan, input_copy="padded", run_geometry=g._replace(c=cp))
-        filters, filter_copy = _View((cp, k), (1, cp)), "padded"
-        a, out = _View((n * hw, cp), (cp, 1)), _View((n * hw, k), (k, 1))
+    packed = pointwise_packed_pixels(g, plan.dtype, plan.channels_last, plan.device)
+    if packed is not None and ops.input_offset % VEC16_BYTES == 0:  # short rows, in place
+        plan = replace(plan, packed=packed)
+        rows, pc, pk = n * hw // packed, packed * c, packed * k
+        filters, filter_copy = _View((pc, pk), (1, pc)), "block-diagonal"
+        a, out = _View((rows, pc), (pc, 1), ops.input_offset), _View((rows, pk), (pk, 1))
     elif plan.channels_last:
         a, out = _View((n * hw, c), (c, 1), ops.input_offset), _View((n * hw, k), (k, 1))
     else:

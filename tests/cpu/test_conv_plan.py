@@ -162,30 +162,38 @@ def test_a_channels_last_pointwise_product_is_not_transposed():
     assert "bias into the NHWC (32, 56, 56, 64) output (beta = 1)" in str(plan)
 
 
-@pytest.mark.parametrize("c,padded", [(24, 32), (40, 48), (8, 16), (32, None), (48, None),
-                                      (72, None)])
-def test_pointwise_rows_off_32_byte_sectors_run_on_padded_copies(c, padded):
-    """A channels-last 16-bit pointwise input whose pixels' rows miss 32-byte sectors, up to
-    one k-tile's 128 bytes, runs on copies of it and its filters padded to whole sectors
-    (the product's K the padded channels; the plan shows both copies); whole sectors, longer
-    rows, NCHW, float32 and no device read the input in place."""
-    def plan(channels_last=True, dtype="float16", device="h100"):
-        return explain_conv2d((64, c, 56, 56), (144, c, 1, 1), dtype=dtype, device=device,
+@pytest.mark.parametrize("c,packed", [(8, 8), (16, 4), (24, 2), (32, None), (40, None),
+                                      (56, None)])
+def test_short_pointwise_rows_run_as_rows_of_several_pixels(c, packed):
+    """A channels-last 16-bit pointwise input of 2 MiB or more whose pixels' rows hold at
+    most 48 bytes is read in place as rows of as many pixels as fit a 128-byte k-tile,
+    against the filters repeated down a block diagonal (the product's M / packed x N *
+    packed x K * packed), and a fix-up launch follows (the plan shows both); longer rows,
+    smaller inputs, NCHW, float32 and no device read one pixel a row."""
+    def plan(channels_last=True, dtype="float16", device="h100", n=64):
+        return explain_conv2d((n, c, 56, 56), (144, c, 1, 1), dtype=dtype, device=device,
                               channels_last=channels_last)
 
     p = plan()
-    assert p.route == POINTWISE
-    if padded is None:
-        assert p.input_copy is None and p.launch.schedule.problem.k == c
+    assert p.route == POINTWISE and p.input_copy is None
+    if packed is None:
+        assert p.packed == 1 and p.launch.schedule.problem.k == c
         return
-    assert p.input_copy == "padded" and p.filter_copy == "padded"
-    assert p.run_geometry.c == padded and p.launch.schedule.problem.k == padded
+    assert p.packed == packed and p.filter_copy == "block-diagonal"
+    prob = p.launch.schedule.problem
+    assert (prob.m, prob.n, prob.k) == (64 * 56 * 56 // packed, 144 * packed, c * packed)
     assert (p.launch.spec.a_layout, p.launch.spec.b_layout) == ("row", "col")
     text = str(p)
-    assert f"channels zero-padded to {padded}, rows of whole 32-byte sectors" in text
-    assert f"(K, C) rows, channels zero-padded to {padded} (144, {padded})" in text
-    for other in (plan(channels_last=False), plan(dtype="float32"), plan(device=None)):
-        assert other.input_copy is None
+    assert f"in place as the (N H W / {packed}) x {packed} C matrix" in text
+    assert f"zeros elsewhere {(packed * 144, packed * c)}" in text
+    assert "packed_fix: the input read again" in text and "the 0 after the last whole" in text
+    small = 2 * 2**20 // (2 * c * 56 * 56)  # images below 2 MiB
+    for other in (plan(channels_last=False), plan(dtype="float32"), plan(device=None),
+                  plan(n=small)):
+        assert other.packed == 1 and other.filter_copy != "block-diagonal"
+    assert plan(n=small + 1).packed == packed
+    assert f"the {5001 * 3 * 9 % packed} after" in str(explain_conv2d(
+        (5001, c, 3, 9), (144, c, 1, 1), dtype="float16", device="h100", channels_last=True))
 
 
 def test_a_forced_tile_names_pixels_then_channels_in_both_layouts():

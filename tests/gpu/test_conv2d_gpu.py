@@ -287,27 +287,33 @@ def test_pointwise_convolutions_run_as_one_gemm(layout, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("c", [24, 40])
-def test_pointwise_rows_off_sectors_run_on_padded_copies(c, dtype):
-    """A channels-last 16-bit pointwise input whose pixels' rows miss 32-byte sectors (24 and
-    40 channels: 48 and 80 bytes) runs on copies of it and its filters with zero channels
-    up to whole sectors: one GEMM, the convolution's result, an infinite input element
-    giving infinities (never NaN: no padded zero meets it)."""
-    case = (3, c, 9, 7, 40, 1, 1, 1, 0, 1, 1)
+@pytest.mark.parametrize("c", [8, 16, 24])
+@pytest.mark.parametrize("n", [3, 4])
+def test_short_pointwise_rows_run_as_rows_of_several_pixels(c, n, dtype):
+    """A channels-last 16-bit pointwise input of 8 - 24 channels (2 MiB or more) is read as
+    rows of several pixels against block-diagonal filters (the GEMM and the fix-up
+    launch): the convolution's result, with an infinity and a NaN in two pixels giving
+    numpy's infinities and NaNs and leaving the other pixels of their rows finite, and the
+    pixels after the last whole row (3 x 191 x 229 pixels: an odd count) computed too."""
+    case = (n, c, 191, 229, 40, 1, 1, 1, 0, 1, 1)
     x, wt, b = _operands(case, dtype, seed=11)
     x[1, 3, 4, 5] = np.inf
+    x[2, c - 1, 0, 0] = np.nan
     g = conv_geometry(x.shape, wt.shape)
     ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
-    xd, wd, bd = _device(x, dtype, "NHWC"), _device(wt, dtype, "NHWC"), _device(b, dtype)
+    xd, wd, bd = _device(x, dtype, "NHWC"), _device(wt, dtype), _device(b, dtype)
     _poison()
     with record_launches() as launches:
         got = conv2d(xd, wd, bd)
-    assert len(launches) == 1 and not launches[0].kernel.endswith("_im2col")
+    assert len(launches) == 2 and launches[0].tile is not None
+    assert launches[1].kernel.startswith("skc::packed_fix")
     got = _host(got)
-    inf = ~np.isfinite(ref)
-    assert inf.any() and np.array_equal(got[inf], ref[inf])
-    scale = np.abs(ref[~inf]).max()
-    assert np.abs(got[~inf] - ref[~inf]).max() / scale <= TOL[dtype]
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    finite = np.isfinite(ref)
+    assert (~finite & ~np.isnan(ref)).any() and np.array_equal(got[~finite], ref[~finite],
+                                                                equal_nan=True)
+    scale = np.abs(ref[finite]).max()
+    assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype]
 
 
 def test_deterministic_fixups_are_bitwise_reproducible():
