@@ -1,12 +1,14 @@
-"""Operand copies into the layout a kernel reads (``cuda/transpose.cuh``), on the GPU.
+"""Copies into the layout a kernel reads (``cuda/transpose.cuh``), on the GPU.
 
 The tf32 and int8 Wgmma entries read both operands K-major (wgmma has no transpose for
 32-bit and 8-bit operands), so ``gemm`` copies a row-major B (k x n) into column-major order first
-(:func:`col_major`), and a column-major A into row-major order (:func:`row_major`).
-Through the array library such a copy is an element-wise kernel whose reads or writes are
-strided; :func:`col_major` moves blocks through shared memory instead, so both sides are
-coalesced: 64 x 64 blocks in 16-byte vectors where the rows allow them (4-byte elements,
-contiguous rows on 16 bytes), 32 x 32 blocks an element at a time otherwise.
+(:func:`col_major`), and a column-major A into row-major order (:func:`row_major`); the
+convolutions copy an NCHW input into NHWC order and their NHWC result back
+(:func:`transpose_into`, on CuPy arrays and torch tensors alike). Through the array library
+such a copy is an element-wise kernel whose reads or writes are strided; the kernel moves
+blocks through shared memory instead, so both sides are coalesced: 64 x 64 blocks in
+16-byte vectors where the rows allow them (2- and 4-byte elements, contiguous rows on 16
+bytes), 32 x 32 blocks an element at a time otherwise.
 """
 from __future__ import annotations
 
@@ -25,29 +27,28 @@ MAX_GRID_Y = 65535
 """The batch is the grid's y extent, at most this."""
 MAX_GRID_X = 2**31 - 1
 """The blocks of one matrix are the grid's x extent, at most this."""
-TYPES = {1: "unsigned char", 4: "unsigned int"}
-"""Element bytes the kernel is instantiated for -> the C++ type it moves them as."""
+TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+"""Element bytes the kernel is instantiated for -> the C++ type it moves them as (their bits:
+any dtype)."""
 ELEMENT_NAMES = tuple(f"skc::transpose_copy<{t}>" for t in TYPES.values())
 """The element copy's instantiations, by element size (:data:`TYPES`)."""
-VEC_NAME = "skc::transpose_copy_vec<unsigned int>"
-"""The copy in 16-byte vectors, for 4-byte elements (the kernel's transpose_copy_vec)."""
-NAMES = ELEMENT_NAMES + (VEC_NAME,)
+VEC_NAMES = {size: f"skc::transpose_copy_vec<{TYPES[size]}>" for size in (2, 4)}
+"""The copy in 16-byte vectors, by element size (the kernel's transpose_copy_vec)."""
+NAMES = ELEMENT_NAMES + tuple(VEC_NAMES.values())
 """Every kernel of the header (one module)."""
 VEC_TILE = 64
 """Rows and columns of the block a CTA of the vector copy moves (TRANSPOSE_VEC_TILE)."""
 VEC_THREADS = 256
 """Threads of a CTA of the vector copy (TRANSPOSE_VEC_THREADS)."""
-VEC = 4
-"""Elements of one 16-byte vector (TRANSPOSE_VEC): rows, columns and the row stride must be
-multiples of it for the vector copy."""
 VEC16 = 16
-"""Bytes of one vector (its alignment)."""
+"""Bytes of one vector (its alignment); rows, columns and the row stride must be multiples
+of its elements for the vector copy."""
 
 
 def col_major(x):
     """A copy of the CuPy array ``x`` whose matrices (the last two axes) are column-major
-    and dense: the kernel for 1- and 4-byte elements (int8, float32) of batches up to
-    :data:`MAX_GRID_Y`, CuPy's copy otherwise; ``x`` is any GPU array CuPy takes.
+    and dense: the kernel for batches up to :data:`MAX_GRID_Y` whose batch axes step as
+    one, CuPy's copy otherwise; ``x`` is any GPU array CuPy takes.
 
     >>> import cupy                                               # doctest: +SKIP
     >>> b = cupy.arange(6, dtype=cupy.float32).reshape(2, 3)      # doctest: +SKIP
@@ -58,41 +59,69 @@ def col_major(x):
 
     x = cupy.asarray(x)  # a view of a torch tensor or any __cuda_array_interface__ array
     *lead, rows, cols = x.shape
-    batch = int(np.prod(lead)) if lead else 1
     out = cupy.empty(tuple(lead) + (cols, rows), dtype=x.dtype).swapaxes(-1, -2)
     if x.size == 0:
         return out
-    blocks = -(-rows // TILE) * -(-cols // TILE)
-    if x.itemsize not in TYPES or batch > MAX_GRID_Y or blocks > MAX_GRID_X or \
-            (len(lead) > 1 and not _flat(x)):
+    if len(lead) > 1 and not _flat(x):
         out[...] = x
         return out
+    batch = int(np.prod(lead)) if lead else 1
     strides = [s // x.itemsize for s in x.strides]
     sb = strides[-3] if lead else 0  # the step of the flat batch: its innermost axis's
-    module = jit.get_module(HEADER, NAMES, x.device.id)
-    if _vectors(x):
-        vec_blocks = -(-rows // VEC_TILE) * -(-cols // VEC_TILE)
-        module.get_function(VEC_NAME)(
-            (vec_blocks, batch), (VEC_THREADS,),
-            (x, out, np.int32(rows), np.int32(cols), np.int64(sb), np.int64(strides[-2])))
-        return out
-    fn = module.get_function(ELEMENT_NAMES[tuple(TYPES).index(x.itemsize)])
-    fn((blocks, batch), (THREADS,), (x, out, np.int32(rows), np.int32(cols), np.int64(sb),
-                          np.int64(strides[-2]), np.int64(strides[-1])))
+    if not transpose_into(x.data.ptr, (batch, rows, cols), (sb, strides[-2], strides[-1]),
+                          x.itemsize, out.data.ptr, x.device.id,
+                          cupy.cuda.get_current_stream()):
+        out[...] = x
     return out
 
 
+def transpose_into(ptr: int, shape: tuple, strides: tuple, itemsize: int, out_ptr: int,
+                   device_id: int, stream) -> bool:
+    """Copy the batch of matrices at ``ptr`` (``shape`` (batch, rows, cols), ``strides`` in
+    elements) into dense column-major matrices at ``out_ptr`` (out[b][c * rows + r] =
+    x[b][r][c]) on ``stream`` (a CuPy stream, or anything whose ``ptr`` or int value is a
+    CUDA stream handle). False, copying nothing, where the kernel does not take it (an
+    element size it has no type for, a batch over :data:`MAX_GRID_Y`, too many blocks):
+    the caller copies it."""
+    batch, rows, cols = shape
+    sb, sr, sc = strides
+    if itemsize not in TYPES or batch > MAX_GRID_Y or -(-rows // TILE) * -(-cols // TILE) \
+            > MAX_GRID_X:
+        return False
+    module = jit.get_module(HEADER, NAMES, device_id)
+    if _vector_copy(ptr, rows, cols, sb, sr, sc, itemsize):
+        vec_blocks = -(-rows // VEC_TILE) * -(-cols // VEC_TILE)
+        module.get_function(VEC_NAMES[itemsize])(
+            (vec_blocks, batch), (VEC_THREADS,),
+            (np.uint64(ptr), np.uint64(out_ptr), np.int32(rows), np.int32(cols),
+             np.int64(sb), np.int64(sr)), stream=stream)
+        return True
+    fn = module.get_function(ELEMENT_NAMES[tuple(TYPES).index(itemsize)])
+    fn((-(-rows // TILE) * -(-cols // TILE), batch), (THREADS,),
+       (np.uint64(ptr), np.uint64(out_ptr), np.int32(rows), np.int32(cols), np.int64(sb),
+        np.int64(sr), np.int64(sc)), stream=stream)
+    return True
+
+
+def _vector_copy(ptr: int, rows: int, cols: int, sb: int, sr: int, sc: int,
+                 itemsize: int) -> bool:
+    """Whether the 16-byte vector copy takes a batch of matrices: 2- or 4-byte elements in
+    contiguous rows whose starts, like the batches', fall on 16 bytes, and rows and columns
+    in whole vectors (so that every vector of the output's columns is whole too)."""
+    vec = VEC16 // itemsize
+    return itemsize in VEC_NAMES and ptr % VEC16 == 0 and sc == 1 and \
+        all(v % vec == 0 for v in (rows, cols, sr, sb))
+
+
 def _vectors(x) -> bool:
-    """Whether the 16-byte vector copy takes the CuPy array ``x`` (one batch stride, as
-    :func:`col_major` checks first): 4-byte elements in contiguous rows whose starts, like
-    the batches', fall on 16 bytes, and rows and columns in whole vectors (so that every
-    vector of the output's columns is whole too)."""
-    if x.ndim < 2 or x.itemsize * VEC != VEC16 or x.data.ptr % VEC16:
+    """:func:`_vector_copy` of the CuPy array ``x`` (one batch stride, as :func:`col_major`
+    checks first)."""
+    if x.ndim < 2:
         return False
     *_, rows, cols = x.shape
     strides = [s // x.itemsize for s in x.strides]
     sb = strides[-3] if x.ndim > 2 else 0
-    return strides[-1] == 1 and all(v % VEC == 0 for v in (rows, cols, strides[-2], sb))
+    return _vector_copy(x.data.ptr, rows, cols, sb, strides[-2], strides[-1], x.itemsize)
 
 
 def row_major(x):

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..interop import is_torch
-from ..kernels import bound, fold_copy, pointwise_packed, torch_cuda
+from ..kernels import bound, fold_copy, pointwise_packed, relayout, torch_cuda
 from ..kernels.conv import bind
 from ..kernels.depthwise import run_depthwise
 from ..kernels.jit import RegisterCountError
@@ -103,7 +103,7 @@ class _WarmCall(NamedTuple):
         if bias is not None:
             ops.fill_rows(out, bias)
         self.launch(input.data_ptr(), weight.data_ptr(), out.data_ptr(), stream)
-        return _as_caller(ops, out, self.channels_last, self.batched)
+        return _as_caller(ops, out, self.channels_last, self.batched, self.dev, stream)
 
 
 def conv2d_gpu(input, weight, bias, g, *, mode="auto", reduction="deterministic", tile=None,
@@ -205,10 +205,10 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
     plan, g = call.plan, call.plan.geometry
     ops = _ops_for(input)
     batched = len(input.shape) == 4
+    stream = ops.stream(dev)
     if plan.route == EMPTY:
         out = ops.empty((g.n, g.p, g.q, g.k), x)
-        return _as_caller(ops, out, plan.channels_last, batched)
-    stream = ops.stream(dev)
+        return _as_caller(ops, out, plan.channels_last, batched, dev, stream)
     if plan.route == POINTWISE:
         out = _pointwise(call, ops, x, X, weight, Wt, bias, dev, stream)
         return out if batched else out[0]
@@ -221,7 +221,7 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
             ops.fill_rows(out, bias)
         else:
             ops.zero(out)
-        return _as_caller(ops, out, plan.channels_last, batched)
+        return _as_caller(ops, out, plan.channels_last, batched, dev, stream)
     w_ops = _ops_for(weight)
     x_ptr, w_ptr = X.ptr, Wt.ptr
     if plan.input_copy == "folded":  # few channels, each filter row's taps folded
@@ -229,7 +229,7 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
     elif plan.input_copy == "padded":  # few channels: zero-padded copies of whole vectors
         xs, ws = padded_copies(ops, w_ops, x, weight, plan.run_geometry.c)
     else:
-        xs = x if plan.input_copy is None else ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
+        xs = x if plan.input_copy is None else _nhwc(ops, x, X, dev, stream)
         ws = weight if plan.filter_copy is None else \
             w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
     if xs is not x:
@@ -248,7 +248,7 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
         _WARM[key] = _WarmCall(ops, launch, dev, (g.n, g.p, g.q, g.k), plan.channels_last,
                                batched)
     del xs, ws  # held until the launch is queued (the stream orders their reuse)
-    return _as_caller(ops, out, plan.channels_last, batched)
+    return _as_caller(ops, out, plan.channels_last, batched, dev, stream)
 
 
 def _fresh(a) -> int:
@@ -378,13 +378,46 @@ def _ops_for(a):
     return _TorchOps() if is_torch(a) else _CupyOps()
 
 
-def _as_caller(ops, out, channels_last: bool, batched: bool):
+def _as_caller(ops, out, channels_last: bool, batched: bool, dev: int, stream):
     """The NHWC output as the caller's (N, K, P, Q) array: a view for a channels-last input,
-    a contiguous NCHW copy otherwise."""
-    res = ops.permute(out, (0, 3, 1, 2))
-    if not channels_last:
-        res = ops.contiguous(res)
+    a dense NCHW copy otherwise (:func:`_transposed`)."""
+    if channels_last:
+        res = ops.permute(out, (0, 3, 1, 2))
+    else:
+        n, p, q, k = out.shape
+        res = _transposed(ops, out, (n, p * q, k), (p * q * k, k, 1), dev, stream)
+        res = ops.contiguous(ops.permute(out, (0, 3, 1, 2))) if res is None else \
+            res.reshape((n, k, p, q))
     return res if batched else res[0]
+
+
+def _nhwc(ops, x, X, dev: int, stream):
+    """The dense (N, H, W, C) copy of the (N, C, H, W) input ``x`` (described: ``X``) by
+    :func:`_transposed` where its H and W step as one axis."""
+    n, c, h, w = X.shape
+    sn, sc, sh, sw = X.strides
+    step = sh if w == 1 else sw if h == 1 or sh == w * sw else None
+    res = None if step is None else _transposed(ops, x, (n, c, h * w), (sn, sc, step), dev,
+                                                stream)
+    if res is None:
+        return ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
+    return res.reshape((n, h, w, c))
+
+
+def _transposed(ops, a, shape, strides, dev: int, stream):
+    """The dense (N, B, A) copy of ``a`` read as the (N, A, B) ``shape`` at ``strides`` (in
+    elements), by the transpose kernel (:func:`~skcontract.kernels.relayout.transpose_into`,
+    which moves blocks through shared memory: the array libraries' copy of a permuted array
+    ran at a third to a half of its speed on the H100), or None where the kernel does not
+    take it."""
+    n, rows, cols = shape
+    out = ops.empty((n, cols, rows), a)
+    if 0 in shape:
+        return out
+    if not relayout.transpose_into(ops.ptr(a), shape, strides, ops.itemsize(a), ops.ptr(out),
+                                   dev, stream):
+        return None
+    return out
 
 
 class _CupyOps:
@@ -410,6 +443,9 @@ class _CupyOps:
 
     def ptr(self, a) -> int:
         return a.data.ptr
+
+    def itemsize(self, a) -> int:
+        return a.itemsize
 
     def pad(self, a, channels, left=0, right=0):
         """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to
@@ -458,6 +494,9 @@ class _TorchOps:
 
     def ptr(self, a) -> int:
         return a.data_ptr()
+
+    def itemsize(self, a) -> int:
+        return a.element_size()
 
     def pad(self, a, channels, left=0, right=0):
         """A dense copy of ``a`` (..., W, C) with zeros past its C channels up to

@@ -162,9 +162,10 @@ def test_every_k_major_wgmma_entry(entry):
 
 
 def test_relayout_copies_are_dense_and_equal():
-    """relayout.col_major / row_major (the tf32 operands' copies): the same values, dense in
-    the asked order, from views of any strides (the kernel for 4-byte elements, CuPy's copy
-    for others)."""
+    """relayout.col_major / row_major (the tf32 operands' copies, and the convolutions'
+    NCHW ones): the same values, dense in the asked order, from views of any strides, of 1-,
+    2-, 4- and 8-byte elements (16-byte vectors for 2- and 4-byte ones where the rows allow
+    them)."""
     import cupy
     from skcontract.kernels import relayout
     entry = cupy.arange(4 * 70 * 90, dtype=cupy.float32).reshape(4, 70, 90)
@@ -174,9 +175,14 @@ def test_relayout_copies_are_dense_and_equal():
     # a row, a batch, a transposed view (row_major copies its transpose)
     wide = cupy.arange(3 * 132 * 200, dtype=cupy.float32).reshape(3, 132, 200)
     vec_views = [wide[0, :128, :192], wide[0], wide[:, 4:68, 8:196], wide, wide[1].T]
-    assert all(relayout._vectors(v) for v in vec_views[:4])
+    half = (wide % 2048).astype(cupy.float16)  # exact in float16
+    half_views = [half[0, :128, :192], half[:, 8:72, 8:184], half[:, :128], half[1].T]
+    assert all(relayout._vectors(v) for v in vec_views[:4] + half_views[:3])
+    assert not relayout._vectors(half)  # 132 rows: not whole vectors of 8
     assert not relayout._vectors(entry[0]) and not relayout._vectors(wide[0, :, 1:])
-    for x in views + vec_views:
+    assert not relayout._vectors(half[:, 4:68, 4:196])  # rows start off 16 bytes
+    small = [entry.astype(cupy.int8)[:, 1:, ::3], half[:, 4:68, 4:196], half[:, ::3, 5:]]
+    for x in views + vec_views + half_views + small:
         for fn, order in ((relayout.col_major, "F"), (relayout.row_major, "C")):
             y = fn(x)
             assert y.shape == x.shape and bool((y == x).all()), (x.shape, x.strides, order)

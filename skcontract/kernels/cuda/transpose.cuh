@@ -52,52 +52,56 @@ transpose_copy(const T* __restrict__ x, T* __restrict__ out, int rows, int cols,
   }
 }
 
-// The same copy for 4-byte elements in 16-byte vectors, where x's rows are contiguous (sc
-// == 1) and 16-byte aligned and rows and cols are multiples of 4 (the host checks: relayout.py):
-// a CTA moves a VEC_TILE x VEC_TILE block, each thread VEC_LOADS vectors of a row in and as
-// many of a column out, all its loads issued before its first shared-memory store, so an SM
-// keeps more bytes in flight than the element copy above does.
+// The same copy for 2- and 4-byte elements in 16-byte vectors, where x's rows are
+// contiguous (sc == 1) and 16-byte aligned and rows and cols are multiples of a vector's
+// elements (the host checks: relayout.py): a CTA moves a VEC_TILE x VEC_TILE block, each
+// thread LOADS vectors of a row in and as many of a column out, all its loads issued before
+// its first shared-memory store, so an SM keeps more bytes in flight than the element copy
+// above does.
 constexpr int TRANSPOSE_VEC_TILE = 64;
-constexpr int TRANSPOSE_VEC = 4;  // elements of a 16-byte vector
 constexpr int TRANSPOSE_VEC_THREADS = 256;
-constexpr int TRANSPOSE_VEC_LOADS =
-    TRANSPOSE_VEC_TILE * TRANSPOSE_VEC_TILE / TRANSPOSE_VEC / TRANSPOSE_VEC_THREADS;
 
 template <class T>
 __global__ void __launch_bounds__(TRANSPOSE_VEC_THREADS)
 transpose_copy_vec(const T* __restrict__ x, T* __restrict__ out, int rows, int cols,
                    long long sb, long long sr) {
-  static_assert(sizeof(T) == 4, "16-byte vectors of four 4-byte elements");
-  constexpr int TILE = TRANSPOSE_VEC_TILE, V = TRANSPOSE_VEC, PER_ROW = TILE / V;
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16-byte vectors of 2- or 4-byte elements");
+  constexpr int TILE = TRANSPOSE_VEC_TILE, V = 16 / (int)sizeof(T), PER_ROW = TILE / V;
+  constexpr int LOADS = TILE * TILE / V / TRANSPOSE_VEC_THREADS;
+  union Vec {
+    uint4 q;
+    T e[V];
+  };
   __shared__ T block[TILE][TILE + 1];
   const TransposeBlock<T, TILE> at(x, out, rows, cols, sb);
-  uint4 in[TRANSPOSE_VEC_LOADS];
+  Vec in[LOADS];
 #pragma unroll
-  for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
+  for (int i = 0; i < LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
     const int r = at.r0 + idx / PER_ROW, c = at.c0 + (idx % PER_ROW) * V;
     if (r < rows && c < cols)
-      in[i] = *reinterpret_cast<const uint4*>(at.xb + (long long)r * sr + c);
+      in[i].q = *reinterpret_cast<const uint4*>(at.xb + (long long)r * sr + c);
   }
 #pragma unroll
-  for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
+  for (int i = 0; i < LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
     const int j = idx / PER_ROW, v = (idx % PER_ROW) * V;
     if (at.r0 + j < rows && at.c0 + v < cols) {
-      block[j][v] = in[i].x; block[j][v + 1] = in[i].y;
-      block[j][v + 2] = in[i].z; block[j][v + 3] = in[i].w;
+#pragma unroll
+      for (int t = 0; t < V; ++t) block[j][v + t] = in[i].e[t];
     }
   }
   __syncthreads();
 #pragma unroll
-  for (int i = 0; i < TRANSPOSE_VEC_LOADS; ++i) {
+  for (int i = 0; i < LOADS; ++i) {
     const int idx = threadIdx.x + i * TRANSPOSE_VEC_THREADS;
     const int j = idx / PER_ROW, v = (idx % PER_ROW) * V;
     const int c = at.c0 + j, r = at.r0 + v;
     if (r < rows && c < cols) {
-      uint4 q;
-      q.x = block[v][j]; q.y = block[v + 1][j]; q.z = block[v + 2][j]; q.w = block[v + 3][j];
-      *reinterpret_cast<uint4*>(at.ob + (long long)c * rows + r) = q;
+      Vec o;
+#pragma unroll
+      for (int t = 0; t < V; ++t) o.e[t] = block[v + t][j];
+      *reinterpret_cast<uint4*>(at.ob + (long long)c * rows + r) = o.q;
     }
   }
 }
