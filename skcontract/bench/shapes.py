@@ -17,7 +17,7 @@ row). Per row, on the same random CuPy arrays (torch sees them through DLPack):
   ``rel_err``: against float64, checked before timing.
 
 - ``conv-*`` rows (:data:`CONV_GPU_CASES`): ``conv2d`` on CUDA torch tensors, float16 or
-  bfloat16 channels-last unless the row says float32 NCHW; ``us`` / ``peer_us`` device time
+  bfloat16 channels-last unless the row says NCHW; ``us`` / ``peer_us`` device time
   per call of ours and of cuDNN (torch's conv2d with ``cudnn.benchmark`` on, TF32 off), both
   by CUDA-graph replay; ``gbps`` on depthwise rows (input, filters and output moved once);
 - ``--cpu``: the ``conv-cpu-*`` rows instead (:data:`CONV_CPU_CASES`, float32): our
@@ -250,9 +250,15 @@ CONV_GPU_CASES = (
               "ResNet-18 stage 1 3x3, float32 NCHW", dtype="float32", layout="NCHW"),
     _gpu_conv("conv-fp32", (8, 64, 112, 112), (64, 64, 3, 3), 1, 1, 1,
               "UNet encoder level 1 3x3, float32 NCHW", dtype="float32", layout="NCHW"),
+    _gpu_conv("conv-nchw", (64, 64, 56, 56), (64, 64, 3, 3), 1, 1, 1,
+              "ResNet-18 stage 1 3x3, float16 NCHW (torch's default layout)", layout="NCHW"),
+    _gpu_conv("conv-nchw", (32, 128, 28, 28), (128, 128, 3, 3), 1, 1, 1,
+              "ResNet-50 stage 2 3x3, bfloat16 NCHW", dtype="bfloat16", layout="NCHW"),
+    _gpu_conv("conv-nchw", (64, 24, 56, 56), (144, 24, 1, 1), 1, 0, 1,
+              "MobileNetV2 block 3 expansion 1x1, float16 NCHW", layout="NCHW"),
 )
 """The GPU convolutions (classes ``conv-*``): float16/bfloat16 channels-last unless a row says
-float32 NCHW, against cuDNN through torch (``cudnn.benchmark`` on, TF32 off)."""
+NCHW, against cuDNN through torch (``cudnn.benchmark`` on, TF32 off)."""
 
 GPU_CASES = CASES + CONV_GPU_CASES
 """Every GPU row: the products, then the convolutions."""

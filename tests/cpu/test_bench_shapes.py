@@ -38,9 +38,10 @@ def test_gpu_convolution_classes_cover_what_users_run():
     classes = {c.cls for c in shapes.CONV_GPU_CASES}
     assert classes >= {"conv-dense", "conv-pointwise", "conv-grouped", "conv-depthwise",
                        "conv-batch1", "conv-dilated", "conv-strided", "conv-large-kernel",
-                       "conv-fp32"}
+                       "conv-fp32", "conv-nchw"}
     layouts = {(c.dtype, c.layout) for c in shapes.CONV_GPU_CASES}
-    assert {("float16", "NHWC"), ("bfloat16", "NHWC"), ("float32", "NCHW")} <= layouts
+    assert {("float16", "NHWC"), ("bfloat16", "NHWC"), ("float32", "NCHW"), ("float16", "NCHW"),
+            ("bfloat16", "NCHW")} <= layouts
 
 
 @pytest.mark.parametrize("case", shapes.CONV_GPU_CASES, ids=lambda c: f"{c.cls}-{c.x}")
