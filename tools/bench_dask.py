@@ -21,7 +21,8 @@ worker process of a dask-cuda ``LocalCUDACluster`` (a ``distributed`` ``LocalClu
 one single-threaded worker where dask-cuda is not installed: the row says which), the
 operands persisted on the worker first. Every case ends in ``.sum()`` of the result, read
 back as a float, so that each time covers the GPU's work (CuPy's calls return before it is
-done) and only a scalar leaves the worker. Ratios are to the in-process run.
+done) and only a scalar leaves the worker. Ratios are to the in-process run. Last, one
+more call on the worker with its tasks' compute time beside its wall time.
 """
 from __future__ import annotations
 
@@ -164,7 +165,25 @@ def _gpu(args):
         print(skd.layout(eq, *ops))
         report(_times({f"skcontract.dask.contract, {name}": lambda: float(ours.compute())},
                       args.reps))
+        _task_share(ours)
     return rows
+
+
+def _task_share(result):
+    """Print how much of one more ``result.compute()`` the worker spent in its tasks
+    (distributed's task stream: each task's compute span), the rest being the scheduler's
+    and the transfers' share."""
+    from distributed import get_task_stream
+
+    with get_task_stream() as stream:
+        t0 = time.perf_counter()
+        float(result.compute())
+        wall = time.perf_counter() - t0
+    spans = [(s["stop"] - s["start"]) for task in stream.data for s in task["startstops"]
+             if s["action"] == "compute"]
+    print(f"one more call: {wall * 1e3:.2f} ms wall, {len(spans)} task(s) computing for "
+          f"{sum(spans) * 1e3:.2f} ms on the worker (longest {max(spans, default=0) * 1e3:.2f} "
+          "ms)", flush=True)
 
 
 if __name__ == "__main__":
