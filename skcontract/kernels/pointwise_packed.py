@@ -20,14 +20,17 @@ HEADER = "pointwise_packed.cuh"
 TYPES = {d: CXX_TYPES[d][0] for d in ("float16", "bfloat16")}
 """The dtypes the kernels take -> their C++ element type."""
 DIAGONAL_NAMES = tuple(f"skc::block_diagonal<{t}>" for t in TYPES.values())
+"""The block-diagonal copy's instantiations, in :data:`TYPES`' order."""
 FIX_NAMES = tuple(f"skc::packed_fix<{t}>" for t in TYPES.values())
+"""The fix-up's instantiations, in :data:`TYPES`' order."""
 NAMES = DIAGONAL_NAMES + FIX_NAMES
 """Every instantiation the module compiles."""
 THREADS = 256
-"""Threads of a block (PACKED_THREADS)."""
+"""Threads of a block (the kernels stride over the work by their grid's threads)."""
 BLOCKS_PER_SM = 8
 """Blocks a launch gives each SM at most (the kernels stride over the rest)."""
 ELEMENT_BYTES = 2
+"""Bytes of an element (16-bit dtypes only)."""
 VECTOR_BYTES = 16
 """packed_fix reads the input a 16-byte vector a thread."""
 

@@ -27,6 +27,9 @@ MAX_GRID_Y = 65535
 """The batch is the grid's y extent, at most this."""
 MAX_GRID_X = 2**31 - 1
 """The blocks of one matrix are the grid's x extent, at most this."""
+MAX_EXTENT = 2**31 - 1 - 64
+"""Rows and columns the kernels count in 32-bit ints (a block's last index steps up to a
+64-element tile past its first)."""
 TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 """Element bytes the kernel is instantiated for -> the C++ type it moves them as (their bits:
 any dtype)."""
@@ -79,17 +82,19 @@ def transpose_into(ptr: int, shape: tuple, strides: tuple, itemsize: int, out_pt
                    device_id: int, stream) -> bool:
     """Copy the batch of matrices at ``ptr`` (``shape`` (batch, rows, cols), ``strides`` in
     elements) into dense column-major matrices at ``out_ptr`` (out[b][c * rows + r] =
-    x[b][r][c]) on ``stream`` (a CuPy stream, or anything whose ``ptr`` or int value is a
-    CUDA stream handle). False, copying nothing, where the kernel does not take it (an
-    element size it has no type for, a batch over :data:`MAX_GRID_Y`, too many blocks):
-    the caller copies it."""
+    x[b][r][c]) on the CuPy ``stream``. True where there is nothing to copy. False, copying
+    nothing, where the kernel does not take it (an element size it has no type for, a
+    batch over :data:`MAX_GRID_Y`, rows or columns past its 32-bit counts, too many
+    blocks): the caller copies it."""
     batch, rows, cols = shape
     sb, sr, sc = strides
-    if itemsize not in TYPES or batch > MAX_GRID_Y or -(-rows // TILE) * -(-cols // TILE) \
-            > MAX_GRID_X:
+    if itemsize not in TYPES or batch > MAX_GRID_Y or max(rows, cols) > MAX_EXTENT or \
+            -(-rows // TILE) * -(-cols // TILE) > MAX_GRID_X:
         return False
+    if 0 in shape:
+        return True
     module = jit.get_module(HEADER, NAMES, device_id)
-    if _vector_copy(ptr, rows, cols, sb, sr, sc, itemsize):
+    if _vector_copy(ptr, rows, cols, sb, sr, sc, itemsize) and out_ptr % VEC16 == 0:
         vec_blocks = -(-rows // VEC_TILE) * -(-cols // VEC_TILE)
         module.get_function(VEC_NAMES[itemsize])(
             (vec_blocks, batch), (VEC_THREADS,),
@@ -107,7 +112,8 @@ def _vector_copy(ptr: int, rows: int, cols: int, sb: int, sr: int, sc: int,
                  itemsize: int) -> bool:
     """Whether the 16-byte vector copy takes a batch of matrices: 2- or 4-byte elements in
     contiguous rows whose starts, like the batches', fall on 16 bytes, and rows and columns
-    in whole vectors (so that every vector of the output's columns is whole too)."""
+    in whole vectors (so that every vector of the output's columns is whole too; the output
+    must also start on 16 bytes, which :func:`transpose_into` checks)."""
     vec = VEC16 // itemsize
     return itemsize in VEC_NAMES and ptr % VEC16 == 0 and sc == 1 and \
         all(v % vec == 0 for v in (rows, cols, sr, sb))

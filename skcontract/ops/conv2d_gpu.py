@@ -18,12 +18,16 @@ What is read in place and what is copied:
 * the filters are read in place when each filter's (R, S, C / groups) is dense with the
   channels fastest (``channels_last`` weights); otherwise they are copied to that layout;
 * the kernels write a dense NHWC output: a channels-last input gets it as its (N, K, P, Q)
-  view, an NCHW one a contiguous NCHW copy;
+  view, an NCHW one a contiguous NCHW copy (that copy and an NCHW input's NHWC one by the
+  transpose kernel, :func:`_transposed`);
 * a bias is written into the output first and added by the epilogue (``beta = 1``);
 * a pointwise convolution (1 x 1 filters, stride 1, no padding, one group) of a dense NCHW
   or channels-last input is a matrix product of its channels: it runs on the GEMM kernels
   over views of the input and the output in their own layouts (:func:`_pointwise`), so
-  an NCHW input is neither copied to NHWC nor its output back;
+  an NCHW input is neither copied to NHWC nor its output back; a channels-last 16-bit one
+  of short rows is read as rows of several pixels, against a block-diagonal copy of the
+  filters, a fix-up launch after the product
+  (:func:`~.conv_plan.pointwise_packed_pixels`);
 * a depthwise convolution (groups == C == K) runs on the direct kernel
   (:mod:`skcontract.kernels.depthwise`), which reads the input and the filters in place and
   writes the output in the input's format, the bias included (:func:`_depthwise`).
@@ -385,7 +389,8 @@ def _as_caller(ops, out, channels_last: bool, batched: bool, dev: int, stream):
         res = ops.permute(out, (0, 3, 1, 2))
     else:
         n, p, q, k = out.shape
-        res = _transposed(ops, out, (n, p * q, k), (p * q * k, k, 1), dev, stream)
+        res = _transposed(ops, out, ops.ptr(out), (n, p * q, k), (p * q * k, k, 1), dev,
+                          stream)
         res = ops.contiguous(ops.permute(out, (0, 3, 1, 2))) if res is None else \
             res.reshape((n, k, p, q))
     return res if batched else res[0]
@@ -397,16 +402,16 @@ def _nhwc(ops, x, X, dev: int, stream):
     n, c, h, w = X.shape
     sn, sc, sh, sw = X.strides
     step = sh if w == 1 else sw if h == 1 or sh == w * sw else None
-    res = None if step is None else _transposed(ops, x, (n, c, h * w), (sn, sc, step), dev,
-                                                stream)
+    res = None if step is None else _transposed(ops, x, X.ptr, (n, c, h * w),
+                                                (sn, sc, step), dev, stream)
     if res is None:
         return ops.contiguous(ops.permute(x, (0, 2, 3, 1)))
     return res.reshape((n, h, w, c))
 
 
-def _transposed(ops, a, shape, strides, dev: int, stream):
-    """The dense (N, B, A) copy of ``a`` read as the (N, A, B) ``shape`` at ``strides`` (in
-    elements), by the transpose kernel (:func:`~skcontract.kernels.relayout.transpose_into`,
+def _transposed(ops, a, ptr: int, shape, strides, dev: int, stream):
+    """The dense (N, B, A) copy of ``a`` (its element [0...] at ``ptr``) read as the (N, A,
+    B) ``shape`` at ``strides`` (in elements), by the transpose kernel (:func:`~skcontract.kernels.relayout.transpose_into`,
     which moves blocks through shared memory: the array libraries' copy of a permuted array
     ran at a third to a half of its speed on the H100), or None where the kernel does not
     take it."""
@@ -414,7 +419,7 @@ def _transposed(ops, a, shape, strides, dev: int, stream):
     out = ops.empty((n, cols, rows), a)
     if 0 in shape:
         return out
-    if not relayout.transpose_into(ops.ptr(a), shape, strides, ops.itemsize(a), ops.ptr(out),
+    if not relayout.transpose_into(ptr, shape, strides, ops.itemsize(a), ops.ptr(out),
                                    dev, stream):
         return None
     return out

@@ -45,7 +45,9 @@ BIAS_ONLY = "bias only"
 zeros), and nothing is launched."""
 POINTWISE = "pointwise GEMM"
 """The route of a pointwise convolution of a dense input: one GEMM (or Dot) launch over views
-of the input and the output in their own layout."""
+of the input and the output in their own layout (a short-rowed channels-last input: rows of
+several pixels, with a block-diagonal copy of the filters before and a fix-up launch after,
+:func:`pointwise_packed_pixels`)."""
 IMPLICIT_GEMM = "implicit GEMM"
 """The route of every other convolution: the implicit GEMM on a family's im2col entry."""
 DEPTHWISE = "depthwise direct"
@@ -114,11 +116,10 @@ class ConvPlan:
     None where the array is read in place, else the copy made first ("nhwc": NHWC;
     "krsc": (K, R, S, C / groups); "padded": channels zero-padded to ``run_geometry.c``;
     "folded": :attr:`fold`'s copies; "contiguous": the pointwise GEMM's C x K filters;
-    "block-diagonal": the pointwise GEMM's filters repeated down the diagonal of a
-    (``packed`` C) x (``packed`` K) matrix; "padded or folded": a plan for no device, where
-    the GPU decides); ``packed``: the pixels a row of a pointwise GEMM's A reads;
-    ``run_geometry``: the
-    convolution the im2col kernel runs; ``fold``: the folded taps
+    "block-diagonal": the pointwise GEMM's K x C filters repeated down the diagonal of a
+    (``packed`` K) x (``packed`` C) copy; "padded or folded": a plan for no device, where the
+    GPU decides); ``packed``: the pixels a row of a pointwise GEMM's A reads;
+    ``run_geometry``: the convolution the im2col kernel runs; ``fold``: the folded taps
     (:class:`~skcontract.kernels.conv.FoldedTaps`) or None; ``launch``: the StepLaunch
     (None where nothing launches, or for no device); ``args``: the launch's arguments after
     the three pointers (an im2col launch's ConvShape comes from ``launch.conv``);
@@ -241,21 +242,8 @@ class ConvPlan:
         out_elems = g.n * g.k * g.p * g.q
         if self.route == EMPTY:
             return [("alloc", "output", f"empty {self.output_shape}: nothing runs", 0)]
-        if self.route == POINTWISE and self.filter_copy == "block-diagonal":
-            pp = self.packed
-            rows.append(("read", "input", f"in place as the (N H W / {pp}) x {pp} C matrix, "
-                         f"rows of {pp} pixels", 0))
-            rows.append(("copy", "weight", f"C x K block {pp} times down the diagonal of a "
-                         f"{pp} C x {pp} K matrix, zeros elsewhere {(pp * g.k, pp * g.c)}",
-                         pp * g.k * pp * g.c))
-        elif self.route == POINTWISE:
-            rows.append(("read", "input", "in place as the (N H W) x C matrix" if
-                         self.channels_last else "in place as N (H W) x C matrices, "
-                         "column-major (each image's C x (H W))", 0))
-            if self.filter_copy is None:
-                rows.append(("read", "weight", "in place as its C x K transpose", 0))
-            else:
-                rows.append(("copy", "weight", f"C x K contiguous {(g.c, g.k)}", g.c * g.k))
+        if self.route == POINTWISE:
+            rows += self._pointwise_operand_rows()
         elif self.route == IMPLICIT_GEMM:
             rows += self._im2col_operand_rows()
         elif self.route == DEPTHWISE:
@@ -278,18 +266,41 @@ class ConvPlan:
             rows.append(("alloc", "output", f"{fmt} {shape}", 0))
         if self.route in (POINTWISE, IMPLICIT_GEMM):
             rows.append(("launch", "-", self._launch_text(), 0))
+        elif self.route == DEPTHWISE:
+            rows.append(("launch", "-", self.direct.summary(), 0))
         if self.packed > 1:
             tail = g.n * g.h * g.w % self.packed
             rows.append(("launch", "-", f"packed_fix: the input read again, the pixels of "
                          f"each row holding a non-finite channel and the {tail} after the "
                          "last whole row computed from it and the filters", 0))
-        elif self.route == DEPTHWISE:
-            rows.append(("launch", "-", self.direct.summary(), 0))
         if nhwc and not self.channels_last:
             rows.append(("copy", "output", f"NHWC -> NCHW {self.output_shape}", out_elems))
         else:
             what = "as its (N, K, P, Q) view" if nhwc else "as it is"
             rows.append(("return", "output", what, 0))
+        return rows
+
+    def _pointwise_operand_rows(self) -> list[tuple[str, str, str, int]]:
+        g, pp = self.geometry, self.packed
+        if pp > 1:
+            return [("read", "input", f"in place as the (N H W / {pp}) x {pp} C matrix, "
+                     f"rows of {pp} pixels", 0),
+                    ("copy", "weight", f"K x C filters {pp} times down the diagonal of a "
+                     f"{pp} K x {pp} C copy, zeros elsewhere {(pp * g.k, pp * g.c)}",
+                     pp * g.k * pp * g.c)]
+        if not self.channels_last:
+            rows = [("read", "input", "in place as N (H W) x C matrices, column-major (each "
+                     "image's C x (H W))", 0)]
+        else:
+            later = packable_pixels(g, self.dtype, True) if self.device is None else None
+            note = "" if later is None else (f" (a device of compute capability "
+                                             f"{POINTWISE_PACK_CC // 10}.{POINTWISE_PACK_CC % 10}"
+                                             f" reads rows of {later} pixels)")
+            rows = [("read", "input", f"in place as the (N H W) x C matrix{note}", 0)]
+        if self.filter_copy is None:
+            rows.append(("read", "weight", "in place as its C x K transpose", 0))
+        else:
+            rows.append(("copy", "weight", f"C x K contiguous {(g.c, g.k)}", g.c * g.k))
         return rows
 
     def _im2col_operand_rows(self) -> list[tuple[str, str, str, int]]:
@@ -539,25 +550,36 @@ did not win back (1 x 16 x 112 x 112 -> 96: 3.4 us one pixel a row, 7.5 us packe
 one of 3.2 MB did (64 x 8 x 56 x 56 -> 64: 25.0 against 16.1 us)."""
 
 
+POINTWISE_PACK_CC = 90
+"""The compute capability whose Wgmma kernels the packed rows were measured on (the H100)."""
+
+
 def pointwise_packed_pixels(g, dtype: str, channels_last: bool, device) -> int | None:
-    """The pixels P a row of a pointwise convolution's GEMM reads, or None for one a row.
+    """The pixels P a row of a pointwise convolution's GEMM reads on ``device``, or None for
+    one a row: :func:`packable_pixels` on a device of compute capability
+    :data:`POINTWISE_PACK_CC`.
 
     A dense channels-last input of N H W pixels of C channels is also (N H W / P) rows of
     P C channels, and its output (N H W / P) rows of P K channels: the GEMM of those rows
     with the filters' C x K block repeated P times down a diagonal computes the
-    convolution. P is the most pixels whose channels fit :data:`POINTWISE_ROW_BYTES` (8,
-    16 or 24 16-bit channels, rows of at most :data:`POINTWISE_PACK_MAX_ROW_BYTES`: P = 8,
-    4, 2), on a device of the Wgmma kernels (compute capability 9.0), for inputs of at
-    least :data:`POINTWISE_PACK_MIN_BYTES`. The GEMM's rows are one k-tile either way: the
-    P-fold product costs no more k-tiles, only P times the columns. The pixels after the
-    last whole row, and the rows holding a non-finite channel (which meets the other
-    pixels' zeros), are computed again after the GEMM
-    (:mod:`~skcontract.kernels.pointwise_packed`)."""
+    convolution. The GEMM's rows are one k-tile either way: the P-fold product costs no
+    more k-tiles, only P times the columns. The pixels after the last whole row, and the
+    rows holding a non-finite channel (which meets the other pixels' zeros), are computed
+    again after the GEMM (:mod:`~skcontract.kernels.pointwise_packed`)."""
+    if device is None or compute_capability(device) != POINTWISE_PACK_CC:
+        return None
+    return packable_pixels(g, dtype, channels_last)
+
+
+def packable_pixels(g, dtype: str, channels_last: bool) -> int | None:
+    """P, the most pixels whose channels fit :data:`POINTWISE_ROW_BYTES`, for a dense
+    channels-last 16-bit input of 8, 16 or 24 channels (rows of 16-byte vectors, at most
+    :data:`POINTWISE_PACK_MAX_ROW_BYTES`: P = 8, 4, 2) and at least
+    :data:`POINTWISE_PACK_MIN_BYTES`; else None."""
     elem = _itemsize(dtype)
     row = g.c * elem
-    if device is None or not channels_last or elem != 2 or row > POINTWISE_PACK_MAX_ROW_BYTES \
-            or row % VEC16_BYTES or g.n * g.h * g.w * row < POINTWISE_PACK_MIN_BYTES \
-            or compute_capability(device) < 90:
+    if not channels_last or elem != 2 or row > POINTWISE_PACK_MAX_ROW_BYTES \
+            or row % VEC16_BYTES or g.n * g.h * g.w * row < POINTWISE_PACK_MIN_BYTES:
         return None
     return POINTWISE_ROW_BYTES // row
 
@@ -568,9 +590,10 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
     output (N H W) x K; an NCHW one is, per image, C x (H W) read as its (H W) x C
     column-major transpose, and its output (H W) x K column-major, so the output is NCHW.
     The filters (K, C, 1, 1) are read as their C x K transpose, copied contiguous when
-    neither stride is 1. A channels-last 16-bit input of short rows is read as rows of
-    ``packed`` pixels against a block-diagonal copy of the filters
-    (:func:`pointwise_packed_pixels`). A forced ``tile`` names
+    neither stride is 1. A channels-last 16-bit input of short rows on 16 bytes is read as
+    rows of ``packed`` pixels against a block-diagonal copy of the filters
+    (:func:`pointwise_packed_pixels`), unless a tile or a grid is forced (they name the
+    product of one pixel a row). A forced ``tile`` names
     (pixels, output channels); the NCHW product is computed transposed, so the tile is
     swapped to match."""
     g, ops = plan.geometry, plan.operands
@@ -583,7 +606,8 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
     tile = plan.tile
     if tile is not None and not plan.channels_last:
         tile = (tile[1], tile[0], *tile[2:])
-    packed = pointwise_packed_pixels(g, plan.dtype, plan.channels_last, plan.device)
+    packed = None if plan.tile is not None or plan.grid is not None else \
+        pointwise_packed_pixels(g, plan.dtype, plan.channels_last, plan.device)
     if packed is not None and ops.input_offset % VEC16_BYTES == 0:  # short rows, in place
         plan = replace(plan, packed=packed)
         rows, pc, pk = n * hw // packed, packed * c, packed * k

@@ -192,6 +192,14 @@ def test_short_pointwise_rows_run_as_rows_of_several_pixels(c, packed):
                   plan(n=small)):
         assert other.packed == 1 and other.filter_copy != "block-diagonal"
     assert plan(n=small + 1).packed == packed
+    assert f"reads rows of {packed} pixels" in str(plan(device=None))  # what a GPU would do
+    forced = explain_conv2d((64, c, 56, 56), (144, c, 1, 1), dtype="float16", device="h100",
+                            channels_last=True, tile=(128, 64))
+    assert forced.packed == 1  # a forced tile names the product of one pixel a row
+    g = conv_geometry((64, c, 56, 56), (144, c, 1, 1))
+    for offset, want in ((16, packed), (8, 1)):  # the input 16 or 8 bytes into a line
+        ops = ConvOperands.dense(g, True)._replace(input_offset=offset)
+        assert plan_conv2d(g, "float16", DeviceInfo.named("h100"), ops).packed == want
     assert f"the {5001 * 3 * 9 % packed} after" in str(explain_conv2d(
         (5001, c, 3, 9), (144, c, 1, 1), dtype="float16", device="h100", channels_last=True))
 

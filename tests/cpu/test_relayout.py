@@ -29,6 +29,7 @@ def test_the_vector_copy_takes_16_byte_rows_of_whole_vectors(ptr, rows, cols, sb
     ((2, 8, 8), 16),                          # complex128: no kernel type
     ((2, 8, 8), 3),
     ((relayout.MAX_GRID_Y + 1, 8, 8), 4),    # a batch past the grid's y extent
+    ((1, relayout.MAX_EXTENT + 1, 8), 4),    # rows past the kernel's 32-bit counts
 ])
 def test_the_kernel_refuses_what_it_has_no_launch_for(shape, itemsize):
     """False before anything is compiled or launched: the caller copies."""

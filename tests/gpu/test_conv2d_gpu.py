@@ -294,26 +294,32 @@ def test_short_pointwise_rows_run_as_rows_of_several_pixels(c, n, dtype):
     rows of several pixels against block-diagonal filters (the GEMM and the fix-up
     launch): the convolution's result, with an infinity and a NaN in two pixels giving
     numpy's infinities and NaNs and leaving the other pixels of their rows finite, and the
-    pixels after the last whole row (3 x 191 x 229 pixels: an odd count) computed too."""
+    pixels after the last whole row (n = 3: 3 x 191 x 229 pixels, an odd count) computed
+    too; with dense filters and bias, and with every other channel of wider ones (the
+    block-diagonal copy and the fix-up read them at their strides)."""
     case = (n, c, 191, 229, 40, 1, 1, 1, 0, 1, 1)
     x, wt, b = _operands(case, dtype, seed=11)
     x[1, 3, 4, 5] = np.inf
     x[2, c - 1, 0, 0] = np.nan
     g = conv_geometry(x.shape, wt.shape)
     ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 1)
-    xd, wd, bd = _device(x, dtype, "NHWC"), _device(wt, dtype), _device(b, dtype)
-    _poison()
-    with record_launches() as launches:
-        got = conv2d(xd, wd, bd)
-    assert len(launches) == 2 and launches[0].tile is not None
-    assert launches[1].kernel.startswith("skc::packed_fix")
-    got = _host(got)
-    assert np.array_equal(np.isnan(got), np.isnan(ref))
-    finite = np.isfinite(ref)
-    assert (~finite & ~np.isnan(ref)).any() and np.array_equal(got[~finite], ref[~finite],
-                                                                equal_nan=True)
-    scale = np.abs(ref[finite]).max()
-    assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype]
+    wide = np.repeat(wt, 2, axis=1)  # (K, 2C, 1, 1): every other channel is wt
+    wide[:, 1::2] = np.nan
+    xd = _device(x, dtype, "NHWC")
+    for wd, bd in ((_device(wt, dtype), _device(b, dtype)),
+                   (_device(wide, dtype)[:, ::2], _device(np.repeat(b, 2), dtype)[::2])):
+        _poison()
+        with record_launches() as launches:
+            got = conv2d(xd, wd, bd)
+        assert len(launches) == 2 and launches[0].tile is not None
+        assert launches[1].kernel.startswith("skc::packed_fix")
+        got = _host(got)
+        assert np.array_equal(np.isnan(got), np.isnan(ref))
+        finite = np.isfinite(ref)
+        assert (~finite & ~np.isnan(ref)).any() and np.array_equal(got[~finite], ref[~finite],
+                                                                    equal_nan=True)
+        scale = np.abs(ref[finite]).max()
+        assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype]
 
 
 def test_deterministic_fixups_are_bitwise_reproducible():

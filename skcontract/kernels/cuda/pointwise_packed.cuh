@@ -12,16 +12,16 @@
 // (inf x 0 = NaN) would turn the other pixels of its row NaN; and the pixels after the last
 // whole row are not in the GEMM. packed_fix, launched after the GEMM, reads the input once,
 // a 16-byte vector a thread, and recomputes every pixel of a row where it finds a
-// non-finite channel, and the tail's pixels: the bias plus the C products summed in float
-// and rounded once, as the GEMM's accumulator and epilogue do. Two threads that find
-// non-finite channels in one row write the same values.
+// non-finite channel, and the tail's pixels: from the bias, the C products summed in float
+// by fmaf and rounded once (the GEMM adds the bias to its float sum last: the two may
+// differ in the last bit). Each thread that finds a non-finite channel recomputes its row
+// alone (P K C multiply-adds; the same values however many do), a cost only rows that
+// hold one pay.
 #pragma once
 
 #include "sk_common.cuh"
 
 namespace skc {
-
-constexpr int PACKED_THREADS = 256;
 
 // Whether a 16-bit element is an infinity or a NaN: its exponent bits all set.
 __device__ __forceinline__ bool non_finite(half_t v) { return (v.x & 0x7c00u) == 0x7c00u; }

@@ -2,12 +2,13 @@
 // relayout.py): x (batch, rows, cols) at any element strides into dense column-major
 // matrices, out[b][c * rows + r] = x[b][r][c]. The tf32 Wgmma entries read their operands
 // K-major only, and a row-major B (k x n, n contiguous) is copied so first (a column-major A
-// too, as the copy of its transpose); so are int8 operands. An element-wise copy of a
-// transpose reads or writes with a stride; here a CTA moves a TILE x TILE block through
-// shared memory, so a warp reads TILE consecutive columns of one row and writes TILE
-// consecutive rows of one column (the padded pitch keeps both sides free of bank
-// conflicts). Grid: (row blocks x column blocks, batch), the column block fastest; blocks
-// of TILE x ROWS threads, each thread TILE / ROWS elements.
+// too, as the copy of its transpose); so are int8 operands; and a convolution's NCHW input
+// is copied to NHWC, its NHWC result back to NCHW, each image one matrix. An element-wise
+// copy of a transpose reads or writes with a stride; here a CTA moves a TILE x TILE block
+// through shared memory, so a warp reads TILE consecutive columns of one row and writes
+// TILE consecutive rows of one column (the padded pitch keeps both sides free of bank
+// conflicts for 4-byte elements). Grid: (row blocks x column blocks, batch), the column
+// block fastest; blocks of TILE x ROWS threads, each thread TILE / ROWS elements.
 #pragma once
 
 namespace skc {
