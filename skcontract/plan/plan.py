@@ -235,7 +235,10 @@ class Plan:
 
     @property
     def largest_intermediate(self) -> int:
-        return max((prod(s.output_shape) for s in self.steps), default=0)
+        """The elements of the largest array a step makes (a UNARY step that only views its
+        operand, a diagonal or size-1 axes dropped, makes none)."""
+        return max((prod(s.output_shape) for s in self.steps
+                    if s.kind is not Kind.UNARY or s.k_labels), default=0)
 
     def sliced_axes(self) -> tuple[tuple[bool, ...], ...]:
         """For each operand axis, whether a slice views it at a chunk (a sliced label that
@@ -513,7 +516,7 @@ def _fitted(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
         try:
             sliced, run_path = _sliced(terms, eq, path, tight, dtype, device, slicing,
                                        optimize, reconfigure=search and need is None,
-                                       deadline=deadline)
+                                       deadline=deadline, sources=_sum_sources(eq, unary))
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
@@ -564,16 +567,17 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
 
 
 def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
-            reconfigure: bool = True, deadline: float | None = None):
+            reconfigure: bool = True, deadline: float | None = None, sources=None):
     """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`,
     priced in the bytes the executor on ``device`` holds: :func:`step_itemsize`,
     :func:`beside_bytes`); with ``reconfigure``, the optimiser's paths for the sliced sizes
     and, for a hyper optimiser, cotengra's search that slices as it goes, too (a retry
     under a tighter budget slices the path it is given: those searches take seconds
-    each)."""
+    each). ``sources``: :func:`_sum_sources`, the terms the operands' sums made, which the
+    slices hold as intermediates."""
     if budget is None and (slicing is True or slicing is False):
         return None, path  # (no budget to keep, no slices named: choose_sliced_path's answer)
-    units = {"beside_bytes": beside_bytes(eq, dtype, device)}
+    units = {"beside_bytes": beside_bytes(eq, dtype, device), "sources": sources}
     itemsize = step_itemsize(dtype, device)
     sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                       itemsize, slicing,
@@ -728,17 +732,31 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
                                                **units)
     except ValueError:  # no slicing of its path keeps the budget
         return sliced, path
-    if _flops(terms, eq, other, other_path) < _flops(terms, eq, sliced, path):
+    sources = units.get("sources")
+    if _flops(terms, eq, other, other_path, sources) < _flops(terms, eq, sliced, path,
+                                                              sources):
         return other, other_path
     return sliced, path
 
 
-def _flops(terms, eq: Equation, sliced, path) -> float:
+def _flops(terms, eq: Equation, sliced, path, sources=None) -> float:
     """The FLOPs of ``path`` over every slice of ``sliced`` (None: unsliced)."""
     if sliced is not None:
         return sliced.flops
     return simulate([frozenset(t) for t in terms], frozenset(eq.output), eq.sizes,
-                    path).flops
+                    path, sources=sources).flops
+
+
+def _sum_sources(eq: Equation, unary) -> tuple | None:
+    """For each term of ``unary.terms``, the labels of the operand its UNARY step summed it
+    from (a new array, held while the path runs), or None: an operand read as it is or as a
+    view (a diagonal, size-1 axes dropped), which holds no elements of its own; None for
+    all where no step sums."""
+    summing = {s.result for s in unary.steps if s.k_labels}
+    if not summing:
+        return None
+    return tuple(frozenset(eq.inputs[i]) if slot in summing else None
+                 for i, slot in enumerate(unary.slots))
 
 
 def _memory_bytes(device) -> int:

@@ -75,13 +75,16 @@ class EachCost:
 
 class StepTable:
     """A path over label sets, indexed once (:class:`TableStep`) for :meth:`price` and
-    :meth:`price_each`."""
+    :meth:`price_each`. ``sources``: for each term, the labels of the operand a sum made it
+    from before the path (a result, priced as a step ahead of the path's), or None (an
+    operand, or a view of one: no elements)."""
 
     def __init__(self, terms: Sequence[frozenset], output: frozenset,
-                 path: Sequence[Sequence[int]]):
-        self.labels = sorted(frozenset().union(*terms, output), key=str)
+                 path: Sequence[Sequence[int]], sources: Sequence | None = None):
+        labels = frozenset().union(*terms, output, *(x for x in sources or () if x))
+        self.labels = sorted(labels, key=str)
         self.position = {x: i for i, x in enumerate(self.labels)}
-        self.steps = _index(terms, output, path)
+        self.steps = _index(terms, output, path, sources)
 
     def price(self, sizes: Mapping[str, int], sliced: frozenset, num_slices: int,
               over: Excess = NO_LIMIT) -> tuple[int, int, int, int, float]:
@@ -155,13 +158,19 @@ class StepTable:
         return np.array(sorted(self.position[x] for x in labels), dtype=np.intp)
 
 
-def _index(terms, output, path) -> list[TableStep]:
-    """The steps as :func:`~.slicing.simulate` walks them: a result keeps the labels that a
-    live term or the output still holds."""
+def _index(terms, output, path, sources=None) -> list[TableStep]:
+    """The steps as :func:`~.slicing.simulate` walks them: first a step for each term a sum
+    made from an operand (``sources``), then the path's, whose results keep the labels
+    that a live term or the output still holds."""
     live = [frozenset(t) for t in terms]
     made = [None] * len(live)  # the step that made each live term (None: an operand)
     holders = Counter(x for t in live for x in t)
     steps = []
+    for i, source in enumerate(sources or ()):
+        if source is not None:
+            steps.append(TableStep((), frozenset(source), tuple(source), tuple(live[i]),
+                                   bool(frozenset(source) - live[i])))
+            made[i] = len(steps) - 1
     for ids in path:
         union = frozenset().union(*(live[i] for i in ids))
         consumes = tuple(made[i] for i in ids if made[i] is not None)

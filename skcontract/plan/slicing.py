@@ -195,19 +195,34 @@ class Cost:
 
 def simulate(terms: Sequence[frozenset], output: frozenset, sizes: Mapping[str, int],
              path: Sequence[Sequence[int]], sliced: frozenset = frozenset(),
-             num_slices: int = 1) -> Cost:
+             num_slices: int = 1, sources: Sequence | None = None) -> Cost:
     """Price ``path`` over ``terms`` (label sets) with ``sizes`` (a slice's, for sliced
     labels): each step's FLOPs (twice the product of its labels' sizes where it sums one),
     its result's elements, and the elements alive while it runs (the intermediates not yet
     consumed and its result; the operands are the caller's). A step is repeated for every
     slice when it holds a sliced label or consumes a result that does; a result of a step
     that is not, consumed by one that is, stays alive through the slices
-    (:class:`~.slice_costs.StepTable` prices every label's slicing with the same model)."""
+    (:class:`~.slice_costs.StepTable` prices every label's slicing with the same model).
+    ``sources``: for each term, the labels of the operand a sum made it from before the
+    path (priced as a step, its result alive until the path consumes it), or None (an
+    operand, or a view of one)."""
     live = [frozenset(t) for t in terms]
     varies = [bool(t & sliced) for t in live]
     held = [0] * len(live)  # elements of each live intermediate (0: an operand)
     holders = Counter(x for t in live for x in t)  # live terms holding each label
     flops = largest = peak = current = total = 0
+    for i, source in enumerate(sources or ()):
+        if source is None:
+            continue
+        source = frozenset(source)
+        varies[i] = bool(source & sliced)
+        held[i] = prod(sizes[x] for x in live[i])
+        flops += prod(sizes[x] for x in source) * (2 if source - live[i] else 1) * \
+            (num_slices if varies[i] else 1)
+        peak = max(peak, current + held[i])
+        current += held[i]
+        largest = max(largest, held[i])
+        total += held[i]
     for ids in path:
         vary = any(varies[i] for i in ids)
         # a result that runs once and feeds a step that runs each slice stays resident
@@ -302,7 +317,7 @@ def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
                        slicing: Any = True, repath: Callable | None = None,
                        start: Sequence = (), optimize: Any = None, out_units: int = 1,
-                       beside_bytes: int | None = None):
+                       beside_bytes: int | None = None, sources: Sequence | None = None):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
     or the one ``repath`` finds for the sliced sizes where it is cheaper; ``optimize``, the
     optimiser ``repath`` asks, says how many times: :func:`repath_tries`). ``start``:
@@ -311,11 +326,13 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
     steps takes. ``out_units``: the output's bytes an element over ``itemsize``
     (:func:`output_units`); ``beside_bytes``, where given, replaces the output's bytes: what
     the executor holds beside the steps whatever the slices (the output, and operands cast
-    to the dtype the steps compute in)."""
+    to the dtype the steps compute in). ``sources``: for each term, the labels of the
+    operand a sum made it from before the path (:func:`simulate`), or None; only the
+    path's labels are sliced."""
     pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
-                       itemsize, out_units, beside_bytes)
+                       itemsize, out_units, beside_bytes, sources)
     price = pricing.price
-    base = simulate(pricing.terms, pricing.out, sizes, path)
+    base = simulate(pricing.terms, pricing.out, sizes, path, sources=sources)
     if 0 in sizes.values():
         return None, path
     if slicing is not True and slicing is not False:
@@ -415,8 +432,10 @@ class _Pricing:
 
     def __init__(self, terms: list, out: frozenset, sizes: Mapping[str, int],
                  budget: Budget | None, itemsize: int, out_units: int = 1,
-                 beside_bytes: int | None = None):
+                 beside_bytes: int | None = None, sources: Sequence | None = None):
         self.terms, self.out, self.sizes, self.budget = terms, out, sizes, budget
+        self.sources = sources
+        self.candidates = frozenset().union(*terms, out)  # the labels a slicing may cut
         self.itemsize = itemsize
         # bytes held beside the steps whatever the slices: the output's, unless given
         self.beside = prod(sizes[x] for x in out) * out_units * itemsize \
@@ -427,7 +446,7 @@ class _Pricing:
     def table(self, path) -> StepTable:
         key = tuple(map(tuple, path))
         if key not in self.tables:
-            self.tables = {key: StepTable(self.terms, self.out, path)}
+            self.tables = {key: StepTable(self.terms, self.out, path, self.sources)}
         return self.tables[key]
 
     def price(self, chunks: Mapping[str, int], path) -> tuple[Cost, int]:
@@ -447,7 +466,8 @@ class _Pricing:
         exact = max(each.flops.max(), used.max(), each.total.max()) < EXACT_FLOAT
         return Estimates({x: e for x, *e in zip(table.labels, each.flops.tolist(),
                                                 used.tolist(), each.excess.tolist())
-                          if self.sizes[x] > 1 and x not in chunks}, bool(exact))
+                          if self.sizes[x] > 1 and x not in chunks and x in self.candidates},
+                         bool(exact))
 
     def slice_greedily(self, path, first: Sequence) -> tuple[dict, Cost, int]:
         """``path`` sliced by :func:`_greedy` from the labels ``first``."""

@@ -610,3 +610,32 @@ def test_the_executor_peak_counts_copies_and_complex_embeddings():
         assert copied - base == 30 * 40
         embed = COMPLEX_EMBED_UNITS * 40 * 50 if gpu else 0
         assert base == 30 * 50 + embed
+
+
+@pytest.mark.parametrize("sliced", [(), ("a",), ("a", "b")])
+def test_an_operands_sum_is_priced_alike_by_both_pricers(sliced):
+    """A term an operand's sum made (``sources``) is a step ahead of the path for
+    :func:`simulate` and the step table alike: its result counted in the largest
+    intermediate and the peak, its FLOPs each slice where it holds a sliced label."""
+    terms = [frozenset("ab"), frozenset("ab"), frozenset("bd")]
+    sources = [frozenset("abc"), None, frozenset("bde")]
+    full = dict(a=5, b=4, c=6, d=3, e=7)
+    sizes = {x: (1 if x in sliced else n) for x, n in full.items()}
+    slices = prod(full[x] for x in sliced)
+    path = [(0, 1), (0, 1)]
+    want = simulate(terms, frozenset("d"), sizes, path, frozenset(sliced), slices, sources)
+    table = StepTable(terms, frozenset("d"), path, sources)
+    got = table.price(sizes, frozenset(sliced), slices)
+    assert got[:4] == (want.flops, want.largest, want.peak, want.total)
+    assert want.largest == max(sizes["a"] * sizes["b"], sizes["b"] * sizes["d"])
+    base = simulate(terms, frozenset("d"), sizes, path, frozenset(sliced), slices)
+    assert want.flops > base.flops and want.peak > base.peak
+    each = table.price_each(sizes, frozenset(sliced), slices)
+    for i, x in enumerate(table.labels):
+        if x in sliced:
+            continue
+        one = dict(sizes, **{x: 1})
+        exact = simulate(terms, frozenset("d"), one, path, frozenset(sliced) | {x},
+                         slices * sizes[x], sources)
+        assert (each.flops[i], each.largest[i], each.peak[i], each.total[i]) == \
+            (exact.flops, exact.largest, exact.peak, exact.total), x
