@@ -14,9 +14,9 @@
 // a 16-byte vector a thread, and recomputes every pixel of a row where it finds a
 // non-finite channel, and the tail's pixels: from the bias, the C products summed in float
 // by fmaf and rounded once (the GEMM adds the bias to its float sum last: the two may
-// differ in the last bit). Each thread that finds a non-finite channel recomputes its row
-// alone (P K C multiply-adds; the same values however many do), a cost only rows that
-// hold one pay.
+// differ in the last bit). The thread of a row's first vector holding a non-finite channel
+// recomputes the row alone (P K C multiply-adds), having read the row's earlier vectors
+// again; a cost only rows that hold one pay.
 #pragma once
 
 #include "sk_common.cuh"
@@ -37,6 +37,20 @@ __global__ void block_diagonal(const T* __restrict__ w, T* __restrict__ out, int
     const long long k = row % K, c = col % C;
     out[i] = row / K == col / C ? w[k * sk + c * sc] : T{0};
   }
+}
+
+// Whether 16-byte vector v of x holds an infinity or a NaN.
+template <class T>
+__device__ __forceinline__ bool vector_non_finite(const T* __restrict__ x, long long v) {
+  const uint4 q = reinterpret_cast<const uint4*>(x)[v];
+  const unsigned words[4] = {q.x, q.y, q.z, q.w};
+  bool bad = false;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    bad |= non_finite(T{(unsigned short)(words[i] & 0xffffu)});
+    bad |= non_finite(T{(unsigned short)(words[i] >> 16)});
+  }
+  return bad;
 }
 
 // Pixels [p0, p0 + count) of the output from the input and the filters.
@@ -72,15 +86,12 @@ __global__ void packed_fix(const T* __restrict__ x, const T* __restrict__ w,
       pointwise_pixels(x, w, bias, sb, out, rows * P + (v - vecs), 1, C, K, sk, sc);
       continue;
     }
-    const uint4 q = reinterpret_cast<const uint4*>(x)[v];
-    const unsigned words[4] = {q.x, q.y, q.z, q.w};
-    bool bad = false;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      bad |= non_finite(T{(unsigned short)(words[i] & 0xffffu)});
-      bad |= non_finite(T{(unsigned short)(words[i] >> 16)});
-    }
-    if (bad) pointwise_pixels(x, w, bias, sb, out, v / row_vecs * P, P, C, K, sk, sc);
+    if (!vector_non_finite<T>(x, v)) continue;
+    // the row's first vector holding a non-finite channel recomputes it, the others not
+    const long long first = v / row_vecs * row_vecs;
+    bool earlier = false;
+    for (long long u = first; u < v && !earlier; ++u) earlier = vector_non_finite<T>(x, u);
+    if (!earlier) pointwise_pixels(x, w, bias, sb, out, first / row_vecs * P, P, C, K, sk, sc);
   }
 }
 
