@@ -13,7 +13,10 @@
 #   x3: 3xTF32 against exact float32 by K (tools.x3_sweep: errors and device time);
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
-#   networks: the float32 networks' hyper and cotengra plans run (bench networks-run).
+#   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
+#   validate: the GPU tests of what last ran on no GPU (the packed pointwise route's strided
+#     filters and bias, its one-thread row fix-up; the transpose kernel's output alignment;
+#     sliced plans that hold an operand's sum) and racecheck / memcheck on them.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -54,6 +57,17 @@ for step in $STEPS; do
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m skcontract bench networks-run \
         --plans docs/benchmarks/networks-plans-h100.json --networks lattice,peps,regular \
         --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
+    validate)
+      timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_conv2d_gpu.py tests/gpu/test_slicing_gpu.py tests/gpu/test_einsum_gpu.py \
+        tests/gpu/test_tf32_int8.py -k "conv or slic or relayout or einsum" 2>&1 | tail -6
+      for tool in memcheck racecheck; do
+        timeout 110 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
+          python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_conv2d_gpu.py \
+          tests/gpu/test_tf32_int8.py -k "short_pointwise_rows and float16 or relayout_copies" \
+          > "$OUT/san-$tool.log" 2>&1
+        echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
+      done ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
