@@ -30,7 +30,7 @@ from .step_launch import StepLaunch
 
 CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8")) + tuple(
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
-                               "pad_y", "pad_x", "dil_y", "dil_x", "extent"))
+                               "pad_y", "pad_x", "dil_y", "dil_x", "extent", "merged"))
 """The fields of ``sk_conv.cuh``'s ConvShape, in its order and layout."""
 CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
 CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
@@ -46,14 +46,15 @@ class InputView(NamedTuple):
     stride_w: int
 
 
-def conv_shape(g, x: InputView, extent: int = 0) -> np.void:
+def conv_shape(g, x: InputView, extent: int = 0, merged: int = 1) -> np.void:
     """The packed ConvShape of geometry ``g`` (a ConvGeometry) over input ``x``; ``extent``:
-    a folded convolution's elements of a pixel that hold data (0: all of them)."""
+    a folded convolution's elements of a pixel that hold data (0: all of them); ``merged``:
+    the caller's groups merged into one of ``g``'s (:func:`merged_groups`; 1: none)."""
     rec = np.zeros((), CONV_SHAPE_DTYPE)
     values = dict(stride_n=x.stride_n, stride_h=x.stride_h, stride_w=x.stride_w, H=g.h, W=g.w,
                   P=g.p, Q=g.q, R=g.r, S=g.s, Cg=g.c // g.groups, stride_y=g.stride[0],
                   stride_x=g.stride[1], pad_y=g.padding[0], pad_x=g.padding[2],
-                  dil_y=g.dilation[0], dil_x=g.dilation[1], extent=extent)
+                  dil_y=g.dilation[0], dil_x=g.dilation[1], extent=extent, merged=merged)
     for name, v in values.items():
         rec[name] = v
     return np.frombuffer(rec.tobytes(), CONV_SHAPE_ARG)[0]
@@ -76,7 +77,7 @@ def vectors_fit(g, dtype: str, x: InputView, w_ptr: int, ldb: int) -> tuple[bool
 
 def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, vec16: bool = True,
-                 tma_only: bool = False, **options) -> Resolved:
+                 tma_only: bool = False, merged: bool = False, **options) -> Resolved:
     """The schedule and entry the GPU runs convolution ``g`` (a ConvGeometry) with.
 
     ``vec16``: the input and the filters are 16-byte aligned (addresses and strides) and
@@ -84,7 +85,9 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     maps express the geometry (:func:`.tma.conv_geometry_fits`), the Wgmma family runs it
     (A by TMA im2col loads, k padded to whole channel blocks a tap); otherwise, or for a
     forced ``tile`` only they have, the families that gather A. ``tma_only``: a TMA entry
-    that zeros a folded convolution's padding taps (:func:`folded_taps`), or ValueError.
+    that zeros a folded convolution's padding taps (:func:`folded_taps`), or ValueError;
+    ``merged``: groups merged (:func:`merged_groups`), on a TMA entry (whose kernel recomputes
+    the outputs an infinite input turns NaN), or ValueError.
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((1, 512, 7, 7), (512, 512, 3, 3), padding=1)
@@ -103,7 +106,8 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
     if vec16 and uses_tma(g, dtype, device):
         try:
             tma_r = resolve_gemm(g.problem(dtype, tma_channel_block(dtype)), device,
-                                 im2col="tma", masked=tma_only, **args)
+                                 im2col="tma", masked=tma_only and not merged,
+                                 merged=merged, **args)
         except ValueError:
             if tile is None:
                 raise
@@ -111,7 +115,7 @@ def resolve_conv(g, dtype: str, device: DeviceInfo, *, mode: str = "auto",
             return tma_r
     if reduction == CLUSTER and tma_r is not None:
         return tma_r  # the Hopper family alone sums in a cluster's shared memory
-    if tma_only:
+    if tma_only or merged:
         if tma_r is None:
             raise ValueError(f"conv2d: no TMA convolution entry runs {dtype} {tuple(g)}")
         return tma_r
@@ -138,6 +142,47 @@ def padded_channels(g, dtype: str) -> int | None:
     if g.groups != 1 or g.c % vec == 0 or g.c > CHANNEL_PAD_MAX:
         return None
     return -(-g.c // vec) * vec
+
+
+MERGED_MIN_GROUPS = 4
+"""The fewest groups merged into one (:func:`merged_groups`): on the H100, ResNeXt's 16
+channels a group ran 19.0 us merged four to one against 26.9 us apart, its 32 channels 15.2
+merged two to one against 14.4 apart (docs/benchmarks/log.md, sixteenth session)."""
+MERGED_FALLBACK_MODE = "data_parallel"
+"""The mode a merged convolution runs in where auto's schedule sums split tiles in a
+cluster's shared memory or by arrival, which leave no tile's sum in one CTA's registers."""
+
+
+def merged_groups(g, dtype: str, device: DeviceInfo | None) -> int | None:
+    """F, the groups of a grouped convolution run merged into one on the TMA entry, or None.
+
+    The TMA entry reads a group's channels in whole k-tiles of
+    :func:`tma_channel_block` channels, so groups of fewer channels (ResNeXt's 4, 8 and
+    16) would read other groups' channels or leave most of each k-tile zero. F = block / Cg
+    groups run as one of F Cg channels and F K/groups output channels against their filters
+    merged (``merged_groups.cuh``: each output channel's at its group's place, zeros at the
+    others'), at F times the multiply-adds, which these layers, bound by their bytes, have to
+    spare; the kernel recomputes the outputs an infinite or NaN input turns NaN through
+    those zeros from their own group's channels. Taken for a 16-bit grouped convolution
+    whose channels a group divide the block into at least :data:`MERGED_MIN_GROUPS` groups
+    dividing ``groups``, on a device with the TMA entry whose maps express the merged
+    convolution.
+
+    >>> from skcontract.ops.conv2d import conv_geometry
+    >>> g = conv_geometry((32, 256, 28, 28), (256, 8, 3, 3), padding=1, groups=32)
+    >>> merged_groups(g, "float16", DeviceInfo.h200())
+    8
+    >>> merged_groups(g._replace(groups=4, k=256), "float16", DeviceInfo.h200()) is None
+    True
+    """
+    if device is None or g.groups == 1 or dtype not in ("float16", "bfloat16"):
+        return None
+    cg, block = g.c // g.groups, tma_channel_block(dtype)
+    if cg >= block or block % cg or block // cg < MERGED_MIN_GROUPS \
+            or g.groups % (block // cg):
+        return None
+    merged = block // cg
+    return merged if uses_tma(g._replace(groups=g.groups // merged), dtype, device) else None
 
 
 class FoldedTaps(NamedTuple):
@@ -273,16 +318,19 @@ class ConvArgs(NamedTuple):
     column strides in elements of the channels-last input view it reads (0 for an axis of
     one); ``ldb``, the elements between two output channels' filters; ``extent``, a folded
     convolution's elements of a pixel that hold data (:class:`FoldedTaps`; None: not
-    folded)."""
+    folded); ``merged``, the caller's groups merged into one of ``geometry``'s
+    (:func:`merged_groups`; 1: none)."""
 
     geometry: tuple
     strides: tuple[int, int, int]
     ldb: int
     extent: int | None = None
+    merged: int = 1
 
     def shape(self) -> np.void:
         """The packed ConvShape argument (:func:`conv_shape`)."""
-        return conv_shape(self.geometry, InputView(0, *self.strides), self.extent or 0)
+        return conv_shape(self.geometry, InputView(0, *self.strides), self.extent or 0,
+                          self.merged)
 
     def gemm_args(self, problem, beta: float) -> tuple:
         """The arguments an im2col launch takes after the three pointers and before the
@@ -295,14 +343,18 @@ class ConvArgs(NamedTuple):
 
 def conv_step_launch(g, dtype: str, device: DeviceInfo, *, strides: tuple, ldb: int,
                      a_vec16: bool, b_vec16: bool, extent: int | None = None,
-                     mode: str = "auto", reduction: str = DEFAULT_REDUCTION, tile=None,
-                     grid=None) -> StepLaunch:
+                     merged: int = 1, mode: str = "auto", reduction: str = DEFAULT_REDUCTION,
+                     tile=None, grid=None) -> StepLaunch:
     """The launch of convolution ``g`` (a ConvGeometry) over a channels-last input view of
     ``strides`` and filters whose output channels are ``ldb`` elements apart, whose input
     (A) and filters (B) copy in 16-byte vectors or not (:func:`vectors_fit`): the schedule and
     entry of :func:`resolve_conv`, the im2col kernel of that entry, and the convolution's
     :class:`ConvArgs`. ``extent``: a folded convolution's (:class:`FoldedTaps`), which the
-    TMA entry runs, zeroing the rest of each channel block it loads. Pure Python: made when
+    TMA entry runs, zeroing the rest of each channel block it loads; ``merged``: the
+    caller's groups merged into one of ``g``'s (:func:`merged_groups`), which the TMA entry
+    runs with a fixup of :data:`.specs.MERGED_PROTOCOLS` (auto's schedule, else
+    :data:`MERGED_FALLBACK_MODE`'s; ValueError for a forced mode that plans another).
+    Pure Python: made when
     a convolution is planned (:func:`skcontract.ops.conv_plan.plan_conv2d`).
 
     >>> from skcontract.ops.conv2d import conv_geometry
@@ -313,12 +365,19 @@ def conv_step_launch(g, dtype: str, device: DeviceInfo, *, strides: tuple, ldb: 
     (True, 'tma', 4608)
     """
     options = {} if grid is None else {"grid": grid}
-    schedule, entry = resolve_conv(g, dtype, device, mode=mode, reduction=reduction, tile=tile,
-                                  vec16=a_vec16 and b_vec16, tma_only=extent is not None,
-                                  **options)
+    resolve = functools.partial(resolve_conv, g, dtype, device, reduction=reduction, tile=tile,
+                                vec16=a_vec16 and b_vec16, tma_only=extent is not None,
+                                merged=merged > 1, **options)
+    schedule, entry = resolve(mode=mode)
+    if merged > 1 and schedule.protocol not in specs.MERGED_PROTOCOLS:
+        if mode != "auto":
+            raise ValueError(f"conv2d: merged groups run a fixup of {specs.MERGED_PROTOCOLS}, not "
+                             f"{schedule.protocol!r} (mode={mode!r}, reduction={reduction!r})")
+        schedule, entry = resolve(mode=MERGED_FALLBACK_MODE)
     spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
-                            a_vec16=a_vec16, b_vec16=b_vec16, a_source="im2col")
-    return StepLaunch(schedule, spec, conv=ConvArgs(g, tuple(strides), ldb, extent))
+                            a_vec16=a_vec16, b_vec16=b_vec16,
+                            a_source="merged" if merged > 1 else "im2col")
+    return StepLaunch(schedule, spec, conv=ConvArgs(g, tuple(strides), ldb, extent, merged))
 
 
 class BoundConv(NamedTuple):

@@ -93,6 +93,7 @@ def compute_capability(device: DeviceInfo) -> int:
 def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto",
                  reduction: str = DEFAULT_REDUCTION, tile=None, precision: str | None = None,
                  vec16: bool = True, im2col: str | None = None, masked: bool = False,
+                 merged: bool = False,
                  operand_elems: int | None = None, layouts: tuple | None = None,
                  b_off_lines: bool = False, exclude: frozenset = frozenset(),
                  **options) -> Resolved:
@@ -114,7 +115,9 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     convolution entry gets A that way
     ("gather" or "tma", :attr:`~.catalogue.Entry.IM2COL`); ``masked``: a folded
     convolution, on the entries that zero its padding taps
-    (:attr:`.catalogue.Wgmma.masks_stages`); ``operand_elems``: the elements the operands
+    (:attr:`.catalogue.Wgmma.masks_stages`); ``merged``: a convolution of merged groups, on
+    the entries with merged-groups kernels (:attr:`.catalogue.Wgmma.merges_groups`);
+    ``operand_elems``: the elements the operands
     hold where that is not (M + N) K (the memory-bound rule's count); ``layouts``: the (A,
     B) layouts ("row" / "col") of the operands, on the entries specialised for them (None:
     any, as when planning from shapes); ``b_off_lines``: B's rows start off
@@ -149,6 +152,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                              f"{named[0].layouts()} operands only, not {tuple(layouts)}")
     if masked:
         entries = tuple(b for b in entries if getattr(b, "masks_stages", False))
+    if merged:
+        entries = tuple(b for b in entries if getattr(b, "merges_groups", False))
     if reduction == CLUSTER:
         entries = tuple(b for b in entries if b.cluster_sum)
         if not entries:

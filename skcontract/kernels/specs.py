@@ -23,10 +23,16 @@ unrolled, their many in-flight copies spill registers on sm_80."""
 PROTOCOLS = tuple(Protocol)
 """Fixup protocols a kernel is built for: NONE and the reductions."""
 LAYOUTS = ("row", "col")
-A_SOURCES = ("dense", "im2col")
+A_SOURCES = ("dense", "im2col", "merged")
 """Where operand A comes from: a dense strided matrix, or gathered from a channels-last
 convolution input (the implicit GEMM of conv2d: the family's convolution entry,
-:attr:`Entry.IM2COL`)."""
+:attr:`Entry.IM2COL`), or so with groups merged (:func:`.conv.merged_groups`: the TMA
+convolution entry's kernel that recomputes the outputs its merged filters' zeros turn NaN,
+:data:`MERGED_PROTOCOLS` only)."""
+MERGED_PROTOCOLS = (Protocol.NONE, Protocol.DETERMINISTIC)
+"""The fixups of a merged convolution's kernel: those after which a tile's finished sum is
+in its consumers' registers, where it recomputes the outputs (``sk_wgmma_conv.cuh``,
+finish)."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 
@@ -40,8 +46,9 @@ class KernelSpec:
     ``a_layout``/``b_layout``: ``row`` means the last index is contiguous (A[m, k] row-major:
     k contiguous; B[k, n] row-major: n contiguous). ``a_vec``/``b_vec``: elements per async
     copy along the contiguous dimension (16 bytes for vec16 operands, else 1 element).
-    ``a_source``: "dense" or "im2col" (:data:`A_SOURCES`; im2col specs are k-contiguous A,
-    i.e. ``a_layout == "row"``, of entries whose family has the im2col entry).
+    ``a_source``: "dense", "im2col" or "merged" (:data:`A_SOURCES`; im2col and merged specs
+    are k-contiguous A, i.e. ``a_layout == "row"``, of entries whose family has the im2col
+    entry; merged ones of the TMA entry).
     Build one with :func:`specialise`.
     """
 
@@ -67,6 +74,10 @@ class KernelSpec:
             raise ValueError(f"a_source must be in {A_SOURCES}, got {self.a_source!r}")
         if self.im2col and not (self.entry.IM2COL and self.a_layout == "row"):
             raise ValueError(f"{self.entry.name}: no im2col kernel with a {self.a_layout!r} A")
+        if self.merged and not (getattr(self.entry, "merges_groups", False) and
+                                self.protocol in MERGED_PROTOCOLS):
+            raise ValueError(f"{self.entry.name}: no merged-groups kernel with the "
+                             f"{self.protocol!r} fixup")
 
     # ---- what the launcher and the tools read -----------------------------------------
     bm = property(lambda self: self.entry.bm)
@@ -87,7 +98,13 @@ class KernelSpec:
 
     @property
     def im2col(self) -> bool:
-        return self.a_source == "im2col"
+        """A convolution's kernel (A from its input), merged groups' included."""
+        return self.a_source != "dense"
+
+    @property
+    def merged(self) -> bool:
+        """A convolution's kernel with groups merged (:func:`.conv.merged_groups`)."""
+        return self.a_source == "merged"
 
     @property
     def a_kcontig(self) -> bool:
@@ -123,7 +140,7 @@ class KernelSpec:
 
     @property
     def name(self) -> str:
-        source = "_im2col" if self.im2col else ""
+        source = {"dense": "", "im2col": "_im2col", "merged": "_merged"}[self.a_source]
         return (f"{self.entry.name}_{self.protocol}_{self.a_layout[0]}{self.b_layout[0]}"
                 f"_v{self.a_vec}x{self.b_vec}{source}")
 
@@ -191,7 +208,9 @@ def all_specs() -> list[KernelSpec]:
 
 def im2col_specs() -> list[KernelSpec]:
     """Every im2col spec the convolution launcher can choose: the GEMM entries of families
-    with the im2col entry, A channels-last ("row"), B the (K, R, S, C) filters ("col")."""
+    with the im2col entry, A channels-last ("row"), B the (K, R, S, C) filters ("col"); and
+    the merged-groups kernels of the entries that have them
+    (:attr:`.catalogue.Wgmma.merges_groups`) and :data:`MERGED_PROTOCOLS`."""
     out = []
     for entry in all_entries():
         if not entry.IM2COL:
@@ -201,6 +220,10 @@ def im2col_specs() -> list[KernelSpec]:
                 continue
             out.append(specialise(entry, protocol=proto, a_layout="row", b_layout="col",
                                   a_vec16=av, b_vec16=bv, a_source="im2col"))
+            if getattr(entry, "merges_groups", False) and proto in MERGED_PROTOCOLS \
+                    and av and bv:
+                out.append(specialise(entry, protocol=proto, a_layout="row", b_layout="col",
+                                      a_source="merged"))
     return out
 
 

@@ -236,12 +236,14 @@ IM2COL_MAX_STEP = 8
 
 def conv_geometry_fits(g, elem: int) -> bool:
     """Whether the im2col maps express convolution ``g`` (a ConvGeometry) of ``elem``-byte
-    elements: one group, 16-byte channel rows (TMA strides), corners and strides in the
+    elements: one group or groups of whole k-tiles of channels (a swizzle row's, which a
+    batch's loads start on), 16-byte channel rows (TMA strides), corners and strides in the
     driver's ranges. Alignment of the addresses and outer strides is the caller's check."""
     top, bottom, left, right = g.padding
     corners = (-top, -left, bottom - g.dilation[0] * (g.r - 1),
                right - g.dilation[1] * (g.s - 1))
-    return (g.groups == 1 and (g.c * elem) % ROW_ALIGN_BYTES == 0
+    whole_groups = g.groups == 1 or (g.c // g.groups * elem) % SWIZZLE_ROW_BYTES == 0
+    return (whole_groups and (g.c * elem) % ROW_ALIGN_BYTES == 0
             and all(-IM2COL_CORNER <= c < IM2COL_CORNER for c in corners)
             and max(g.stride) <= IM2COL_MAX_STEP)
 
@@ -252,7 +254,7 @@ def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
     ``a_ptr`` (channels-last; ``x_strides``: its image, row and column strides in elements,
     0 for an axis of one) as an im2col map whose loads are one k-tile of the GEMM's ``m``
     output pixels, and the filters at ``w_ptr`` ((K, R, S, C) with the channels dense, output
-    channels ``ldb`` apart) as a tiled (C, S, R, K) map."""
+    channels ``ldb`` apart) as a tiled (C / groups, S, R, K) map."""
     elem, bk = spec.elem_bytes, spec.bk
     top, bottom, left, right = g.padding
     sn, sh, sw = x_strides
@@ -263,7 +265,8 @@ def conv_maps(spec, g, x_strides: tuple, ldb: int, m: int, a_ptr: int,
     a = im2col_map(a_ptr, spec.dtype_in, (g.c, g.w, g.h, g.n), (sw, sh, sn), (-left, -top),
                    (right - g.dilation[1] * (g.s - 1), bottom - g.dilation[0] * (g.r - 1)),
                    bk, kmajor_box_rows(m, spec.bm), (g.stride[1], g.stride[0]))
-    b = operand_map(w_ptr, spec.dtype_in, (g.c, g.s, g.r, g.k),
-                    (g.c * elem, g.s * g.c * elem, ldb * elem),
+    cg = g.c // g.groups
+    b = operand_map(w_ptr, spec.dtype_in, (cg, g.s, g.r, g.k),
+                    (cg * elem, g.s * cg * elem, ldb * elem),
                     (bk, 1, 1, kmajor_box_rows(g.k, spec.bn)))
     return a, b

@@ -81,6 +81,16 @@ def empty(shape: tuple, dtype: str, device: int):
     return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
 
 
+def dtype_of(a, dtype: str):
+    """The torch dtype named ``dtype`` (numpy's name) where ``a`` is a torch tensor, else
+    None."""
+    if not type(a).__module__.startswith("torch"):
+        return None
+    import torch  # optional dependency: only torch callers reach this
+
+    return getattr(torch, dtype)
+
+
 def device_of(*arrays) -> int | None:
     """The CUDA device index of the first CUDA torch tensor among ``arrays``; None when
     there is none (CPU tensors, other arrays)."""

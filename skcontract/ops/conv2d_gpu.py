@@ -28,6 +28,9 @@ What is read in place and what is copied:
   of short rows is read as rows of several pixels, against a block-diagonal copy of the
   filters, a fix-up launch after the product
   (:func:`~.conv_plan.pointwise_packed_pixels`);
+* a grouped 16-bit convolution of few channels a group (ResNeXt's) runs with groups merged
+  on the TMA entry (:func:`~skcontract.kernels.conv.merged_groups`): its filters are written
+  merged first (:mod:`~skcontract.kernels.merged_groups`);
 * a depthwise convolution (groups == C == K) runs on the direct kernel
   (:mod:`skcontract.kernels.depthwise`), which reads the input and the filters in place and
   writes the output in the input's format, the bias included (:func:`_depthwise`).
@@ -40,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..interop import is_torch
-from ..kernels import bound, fold_copy, pointwise_packed, relayout, torch_cuda
+from ..kernels import bound, fold_copy, merged_groups, pointwise_packed, relayout, torch_cuda
 from ..kernels.conv import bind
 from ..kernels.depthwise import run_depthwise
 from ..kernels.jit import RegisterCountError
@@ -234,8 +237,14 @@ def _run(call: _Call, input, x, X, weight, Wt, bias, dev: int, warm_args):
         xs, ws = padded_copies(ops, w_ops, x, weight, plan.run_geometry.c)
     else:
         xs = x if plan.input_copy is None else _nhwc(ops, x, X, dev, stream)
-        ws = weight if plan.filter_copy is None else \
-            w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
+        if plan.filter_copy == "merged":  # groups merged: their filters, merged
+            run = plan.run_geometry
+            ws = ops.empty((g.k, g.r, g.s, run.c // run.groups), x)
+            merged_groups.merged_filters(Wt, g, plan.merged, _fresh(ws), plan.dtype, stream,
+                                         dev, sm_count(dev))
+        else:
+            ws = weight if plan.filter_copy is None else \
+                w_ops.contiguous(w_ops.permute(weight, (0, 2, 3, 1)))
     if xs is not x:
         x_ptr = _fresh(xs)
     if ws is not weight:

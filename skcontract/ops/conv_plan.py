@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from ..kernels.catalogue import LINE_BYTES
 from ..kernels.depthwise import plan_depthwise
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
-                            padded_channels, tma_channel_block, vectors_fit)
+                            merged_groups, padded_channels, tma_channel_block, vectors_fit)
 from ..kernels.operands import Operand, as3, c_strides, matrix_layout, product_of
 from ..kernels.resolve import DEFAULT_REDUCTION, compute_capability, resolve_product
 from ..kernels.specs import CXX_TYPES, VEC16_BYTES
@@ -150,6 +150,7 @@ class ConvPlan:
     exclude: frozenset = frozenset()
     direct: Any = None
     packed: int = 1
+    merged: int = 1
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
@@ -334,6 +335,12 @@ class ConvPlan:
         elif self.filter_copy == "padded":
             rows.append(("copy", "weight", f"(K, R, S, C), channels zero-padded to {run.c} "
                          f"{(g.k, g.r, g.s, run.c)}", g.k * g.r * g.s * run.c))
+        elif self.filter_copy == "merged":
+            cm = run.c // run.groups
+            rows.append(("copy", "weight", f"(K, C/groups, R, S) -> (K, R, S, {cm}): "
+                         f"{self.merged} groups' channels merged, each output channel's at its "
+                         f"group's place, zeros at the others' {(g.k, g.r, g.s, cm)}",
+                         g.k * g.r * g.s * cm))
         elif self.filter_copy == "folded":
             rows.append(("copy", "weight", f"(K, R, 1, taps x channels): a row's {g.s} taps "
                          f"then channels, zeros to {run.c} {(g.k, g.r, 1, run.c)}",
@@ -630,10 +637,13 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
                    else filter_copy, launch=launch, args=args, swapped=swapped)
 
 
-def _implicit(plan: ConvPlan) -> ConvPlan:
+def _implicit(plan: ConvPlan, merge: bool = True) -> ConvPlan:
     """The implicit GEMM: the copies the input and the filters need (few channels padded or
     folded, an NCHW input to NHWC, filters whose (R, S, C / groups) is not dense to
-    (K, R, S, C / groups)), and the launch on the im2col entry."""
+    (K, R, S, C / groups)), and the launch on the im2col entry; groups of few channels
+    merged (:func:`~skcontract.kernels.conv.merged_groups`) where ``merge`` and the mode
+    plans a fixup the merged kernel runs."""
+    original = plan
     g, ops, dtype, device = plan.geometry, plan.operands, plan.dtype, plan.device
     shape = (g.n, g.c, g.h, g.w)
     xs = tuple(ops.input_strides)
@@ -645,6 +655,8 @@ def _implicit(plan: ConvPlan) -> ConvPlan:
     if fold is not None and plan.tile is not None and \
             not fold_runs_tile(fold, dtype, device, plan.tile):
         fold = None
+    merged = merged_groups(g, dtype, device) if merge and cp is None and plan.tile is None \
+        and plan.grid is None else None
     x_off = w_off = 0
     if fold is not None:  # few channels, each filter row's taps folded into channels
         run = fold.geometry
@@ -662,17 +674,25 @@ def _implicit(plan: ConvPlan) -> ConvPlan:
             strides, x_copy = (g.h * g.w * g.c, g.w * g.c, g.c), "nhwc"
         ldb = _filter_rows((g.k, g.c // g.groups, g.r, g.s), ops.weight_strides)
         w_copy, w_off = None, ops.weight_offset
-        if ldb is None:
+        if merged is not None:  # groups of few channels merged: their filters copied merged
+            run = g._replace(groups=g.groups // merged)
+            ldb, w_copy, w_off = (run.c // run.groups) * g.r * g.s, "merged", 0
+        elif ldb is None:
             ldb, w_copy, w_off = (g.c // g.groups) * g.r * g.s, "krsc", 0
         copies = (x_copy, w_copy)
     plan = replace(plan, input_copy=copies[0], filter_copy=copies[1], run_geometry=run,
-                   fold=fold)
+                   fold=fold, merged=merged or 1)
     if device is None:
         return plan
     a_vec, b_vec = vectors_fit(run, dtype, InputView(x_off, *strides), w_off, ldb)
-    launch = conv_step_launch(run, dtype, device, strides=strides, ldb=ldb, a_vec16=a_vec,
-                              b_vec16=b_vec, extent=None if fold is None else fold.extent,
-                              mode=plan.mode, reduction=plan.reduction, tile=plan.tile,
-                              grid=plan.grid)
+    try:
+        launch = conv_step_launch(run, dtype, device, strides=strides, ldb=ldb, a_vec16=a_vec,
+                                  b_vec16=b_vec, extent=None if fold is None else fold.extent,
+                                  merged=plan.merged, mode=plan.mode, reduction=plan.reduction,
+                                  tile=plan.tile, grid=plan.grid)
+    except ValueError:
+        if merged is None:
+            raise
+        return _implicit(original, merge=False)  # a forced mode's fixup: the groups apart
     return replace(plan, launch=launch,
                    args=launch.conv.gemm_args(launch.schedule.problem, plan.beta))

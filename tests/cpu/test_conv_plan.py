@@ -4,6 +4,7 @@ command line. The reference below is the decision conv2d made at call time befor
 planned: the plan's launch must be that one."""
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
@@ -12,8 +13,8 @@ import pytest
 from skcontract import explain_conv2d
 from skcontract.__main__ import main
 from skcontract.kernels import specs
-from skcontract.kernels.conv import (InputView, fold_runs_tile, folded_taps, padded_channels,
-                                     resolve_conv, vectors_fit)
+from skcontract.kernels.conv import (CONV_SHAPE_DTYPE, InputView, fold_runs_tile, folded_taps, merged_groups,
+                                     padded_channels, resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
 from skcontract.kernels import depthwise
 from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise
@@ -45,6 +46,7 @@ def _reference_launch(g, dtype, device, ops: ConvOperands, tile=None, **options)
     addresses on 16 bytes)."""
     cp = padded_channels(g, dtype)
     fold = folded_taps(g, dtype, device) if cp is not None else None
+    merged = merged_groups(g, dtype, device) if cp is None and tile is None else None
     if fold is not None and tile is not None and not fold_runs_tile(fold, dtype, device, tile):
         fold = None
     x_ptr, w_ptr = 0, 0
@@ -63,16 +65,22 @@ def _reference_launch(g, dtype, device, ops: ConvOperands, tile=None, **options)
             view = (g.h * g.w * g.c, g.w * g.c, g.c)
         k, cg, r, s = g.k, g.c // g.groups, g.r, g.s
         sk, sc, sr, ss = ops.weight_strides
-        if all(n <= 1 or st == want for n, st, want in ((cg, sc, 1), (s, ss, cg),
-                                                         (r, sr, s * cg))):
+        if merged is not None:  # groups merged, from a copy of their filters
+            g = g._replace(groups=g.groups // merged)
+            ldb = merged * cg * r * s
+            options["mode"] = "data_parallel"
+        elif all(n <= 1 or st == want for n, st, want in ((cg, sc, 1), (s, ss, cg),
+                                                           (r, sr, s * cg))):
             ldb, w_ptr = (sk if k > 1 else r * s * cg), ops.weight_offset
         else:
             ldb = cg * r * s
     a_vec, b_vec = vectors_fit(g, dtype, InputView(x_ptr, *view), w_ptr, ldb)
     schedule, entry = resolve_conv(g, dtype, device, tile=tile, vec16=a_vec and b_vec,
-                                  tma_only=fold is not None, **options)
+                                  tma_only=fold is not None, merged=merged is not None,
+                                  **options)
     spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
-                            a_vec16=a_vec, b_vec16=b_vec, a_source="im2col")
+                            a_vec16=a_vec, b_vec16=b_vec,
+                            a_source="im2col" if merged is None else "merged")
     return schedule, spec, view, ldb
 
 
@@ -136,7 +144,13 @@ def test_real_layers_take_the_routes_and_entries_expected_on_hopper():
                                                                              "folded")
     assert stem.launch.conv.extent == stem.fold.extent
     assert stem.launch.schedule.problem.k == 7 * 64
-    assert h200["grouped 3x3"].launch.entry.IM2COL == "gather"  # TMA's maps take one group
+    grouped = h200["grouped 3x3"]  # 8 channels a group: 8 groups merged into 64 channels
+    assert grouped.launch.entry.IM2COL == "tma" and grouped.merged == 8
+    assert grouped.filter_copy == "merged" and grouped.run_geometry.groups == 4
+    assert str(grouped.launch.schedule.mode) == "data_parallel"
+    assert "8 groups' channels merged" in str(grouped)
+    exact = _plan(LAYERS[-1], dtype="float32")  # no TMA entry: the groups gathered apart
+    assert exact.launch.entry.IM2COL == "gather" and exact.merged == 1
     depthwise = h200["depthwise 3x3"]
     assert depthwise.route == DEPTHWISE and depthwise.launch is None
     forced = _plan(LAYERS[7], tile=(128, 128, 32))  # GEMM options: the implicit GEMM
@@ -467,3 +481,28 @@ def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():
     g = conv_geometry((1, 64, 80, 80), (64, 1, 57, 57), groups=64)
     assert 57 * 57 * 16 > depthwise.SLICE_SMEM
     assert plan_depthwise(g, "float16", True).vector is False
+
+
+def test_merged_groups_run_the_kernels_that_recompute_non_finite_outputs():
+    """Groups merged run the TMA entry's merged-groups kernels, which exist only for the
+    fixups that leave a tile's sum in registers; a forced schedule of another fixup runs
+    the groups apart, and a forced one of such a fixup keeps them merged."""
+    merged = [s for s in specs.im2col_specs() if s.merged]
+    assert merged and all(s.entry.merges_groups and s.protocol in specs.MERGED_PROTOCOLS
+                          for s in merged)
+    with pytest.raises(ValueError, match="merged-groups"):
+        specs.specialise(merged[0].entry, protocol="arrival", a_layout="row", b_layout="col",
+                         a_source="merged")
+    grouped = LAYERS[-1]
+    auto = _plan(grouped, channels_last=True)
+    assert auto.merged == 8 and auto.launch.spec.merged
+    assert auto.launch.conv.shape().view(CONV_SHAPE_DTYPE)["merged"] == 8
+    for mode, reduction in itertools.product(("stream_k", "split_k", "hybrid"),
+                                             ("deterministic", "arrival", "atomic")):
+        plan = _plan(grouped, channels_last=True, mode=mode, reduction=reduction)
+        assert plan.launch.spec.merged == (plan.merged > 1)
+        assert not plan.launch.spec.merged or plan.launch.spec.protocol in \
+            specs.MERGED_PROTOCOLS
+    apart = _plan(grouped, channels_last=True, tile=(128, 32))  # a forced tile: apart
+    assert apart.merged == 1 and not apart.launch.spec.merged
+    assert apart.launch.conv.shape().view(CONV_SHAPE_DTYPE)["merged"] == 1

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.kernels.conv import folded_taps
+from skcontract.kernels.conv import MERGED_MIN_GROUPS, folded_taps
 from skcontract.kernels.depthwise import is_depthwise
 from skcontract.kernels.launch import record_launches
 from skcontract.kernels.resolve import device_info
@@ -202,7 +202,8 @@ def test_a_forced_grid_is_the_launched_grid():
 def test_hopper_runs_aligned_channels_last_convolutions_with_tma(dtype):
     """On compute capability 9.0 the Wgmma entry takes 16-bit convolutions whose channels fill
     16-byte rows (A by TMA im2col loads; a few odd channels once zero-padded to fill them);
-    grouped ones and odd channels past CHANNEL_PAD_MAX stay on the gathering families."""
+    grouped ones whose groups do not merge into whole channel blocks (merged_groups) and odd
+    channels past CHANNEL_PAD_MAX stay on the gathering families."""
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the Wgmma family needs compute capability 9.0")
     for case, family in (((2, 16, 13, 11, 24, 3, 5, (2, 1), (1, 2), (1, 2), 1), "wgmma"),
@@ -256,6 +257,51 @@ def test_hopper_folds_the_taps_of_few_channel_rows(layout, dtype):
         assert np.isinf(ref).any()
         assert np.array_equal(np.isnan(got), np.isnan(ref))
         assert np.array_equal(np.isinf(got), np.isinf(ref))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("cg,kg", [(4, 4), (8, 8), (16, 16), (32, 32), (8, 16), (64, 64)])
+def test_hopper_merges_groups_of_few_channels(cg, kg, layout, dtype):
+    """On compute capability 9.0 a grouped convolution of 4 - 16 channels a group (ResNeXt's)
+    runs on the Wgmma entry with 64 / Cg groups merged (their filters copied merged first),
+    one of 32 on the gathering family with its groups apart, and one of 64 channels a group
+    on the Wgmma entry with its groups as the GEMM's batch: the float64
+    result at strides 1 and 2 and with dilation, strided filters and bias; an infinity and a
+    NaN in two groups' channels give the reference's infinities and NaNs at their own
+    groups' outputs, while the other groups' outputs at those pixels, whose products met
+    them through the merged filters' zeros, stay finite (the kernel recomputes them)."""
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the Wgmma family needs compute capability 9.0")
+    groups = max(4, 2 * (64 // cg))  # two merged groups, or four of 64 channels
+    for geometry in ((1, 1, 1), (2, 1, 1), (1, 2, 2)):
+        stride, padding, dilation = geometry
+        case = (2, groups * cg, 11, 9, groups * kg, 3, 3, stride, padding, dilation, groups)
+        x, wt, b = _operands(case, dtype, seed=6)
+        g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
+        x[0, cg + 1, 4, 5] = np.inf  # group 1
+        x[1, 2 * cg + cg // 2, 0, 0] = np.nan  # group 2
+        with np.errstate(invalid="ignore"):
+            ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
+        wide = np.repeat(wt, 2, axis=1)  # every other channel is wt's
+        wide[:, 1::2] = np.nan
+        xd, bd = _device(x, dtype, layout), _device(b, dtype)
+        for wd in (_device(wt, dtype, layout), _device(wide, dtype, layout)[:, ::2]):
+            _poison()
+            with record_launches() as launches:
+                got = conv2d(xd, wd, bd, stride, padding, dilation, groups)
+            names = [launch.kernel for launch in launches]
+            merged = 64 // cg >= MERGED_MIN_GROUPS
+            assert any(name.startswith("wgmma") for name in names) == (merged or cg == 64)
+            assert any(name.startswith("skc::merged_filters") for name in names) == merged
+            got = _host(got)
+            assert np.isinf(ref).any() and np.isnan(ref).any()
+            assert np.array_equal(np.isnan(got), np.isnan(ref)), case
+            assert np.array_equal(np.isinf(got), np.isinf(ref)), case
+            finite = np.isfinite(ref)
+            assert np.array_equal(got[~finite], ref[~finite], equal_nan=True)
+            scale = max(np.abs(ref[finite]).max(), 1.0)
+            assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype], case
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
@@ -453,15 +499,15 @@ def test_the_fold_copy_pads_rows_in_one_pass(lib, dtype, channels, layout, left,
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("case,tile", [
-    ((4, 512, 14, 14, 512, 3, 3, 1, 1, 1, 32), None),     # ResNeXt's 16 channels a group
+    ((4, 512, 14, 14, 512, 3, 3, 1, 1, 1, 32), (128, 32)),  # ResNeXt's 16, not merged
     ((2, 96, 9, 9, 96, 3, 3, 1, 1, 1, 4), (128, 32)),     # 24: a part-filled tile (RegNet's)
     ((1, 64, 8, 11, 96, 3, 3, 2, 1, 1, 2), (128, 32)),    # 48: a group over two tiles
 ])
 def test_grouped_convolutions_run_the_narrow_tile(case, tile, dtype):
     """16-bit grouped convolutions whose channels a group fill 16-byte rows run the narrow
-    convolution tile (128 x 32, several CTAs an SM) of the gathering family, the model's
-    choice where the groups' tiles fill waves; each tile's output channels stay within its
-    group."""
+    convolution tile (128 x 32, several CTAs an SM) of the gathering family where it is
+    forced (a forced tile runs the groups apart: no merged groups); each tile's output
+    channels stay within its group."""
     n, c, h, w, k, r, s, stride, padding, dilation, groups = case
     x, wt, b = _operands(case, dtype, seed=8)
     g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)

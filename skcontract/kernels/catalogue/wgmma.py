@@ -236,6 +236,7 @@ class Wgmma(Entry):
                 f"  static constexpr int EPI_PITCH = {WGMMA_EPI_PITCH};\n"
                 f"  static constexpr int STORE_COLS = {self.store_cols};\n"
                 f"  static constexpr bool MASKS_STAGES = {cxx_bool(self.masks_stages)};\n"
+                f"  static constexpr bool MERGED_GROUPS = {cxx_bool(spec.merged)};\n"
                 f"  static constexpr int SPLIT_REGS = {split[0]};\n"
                 f"  static constexpr int PRODUCER_REGS = {split[1]};\n"
                 f"  static constexpr int CONSUMER_REGS = {split[2]};\n"
@@ -315,6 +316,15 @@ class Wgmma(Entry):
         registers traded from the producer (the 64 x 256 tile has neither).
         :func:`..resolve.resolve_gemm` offers folded convolutions only these."""
         return self.bn < 256 or self.trades_registers
+
+    @property
+    def merges_groups(self) -> bool:
+        """Whether the entry has merged-groups convolution kernels (``a_source="merged"``,
+        :func:`...conv.merged_groups`): 16-bit ones whose consumers have the registers for
+        the recomputation of non-finite outputs, alone on an SM or trading registers (two
+        CTAs an SM without the trade spill)."""
+        return self.dtype in ("float16", "bfloat16") and (self.ctas_per_sm == 1 or
+                                                          self.trades_registers)
 
     @property
     def store_cols(self) -> int:

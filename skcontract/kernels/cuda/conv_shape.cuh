@@ -14,6 +14,9 @@ struct ConvShape {
   // skcontract/kernels/conv.py): the loads read whole channel blocks, and the Wgmma
   // consumers zero each block's elements past it in shared memory; 0: every channel.
   int extent;
+  // Groups merged into one of the groups the kernel runs (merged_groups.cuh): its k-tiles
+  // hold `merged` groups' channels against zero filters off each group's; 1: none merged.
+  int merged;
 };
 
 }  // namespace skc

@@ -11,7 +11,12 @@
 // padding and channels past C read as zeros. B's k-tile is the filters' box (BK channels,
 // tap s, tap r, BN output channels) of a tiled 4-D map over (C, S, R, K). Both land in the
 // K-major stage layout of sk_wgmma.cuh, whose consumers, fixups and epilogue run unchanged.
-// One group only (the host sends grouped convolutions to the portable families).
+// A grouped convolution's groups are the GEMM's batch: a batch's k-tiles read its group's
+// channels [batch * group_c, + group_c) of the input (group_c a multiple of BK) against its
+// filters' rows [batch * group_k, + group_k), and its tiles are those columns of the output
+// (batch_c, which the epilogue applies). Groups of fewer channels run merged, F to a group
+// of BK channels (merged_groups.cuh): then the consumers recompute a finished tile's
+// non-finite outputs from their own groups' channels (finish) before the store.
 //
 // A folded convolution (FoldedTaps, skcontract/kernels/conv.py) reads whole channel blocks
 // although only its first cs.extent channels a pixel hold its data: past them lie the next
@@ -22,6 +27,7 @@
 #pragma once
 #include "sk_wgmma.cuh"
 #include "conv_shape.cuh"
+#include "merged_groups.cuh"
 
 namespace skc {
 
@@ -37,7 +43,12 @@ struct Im2colTmaLoads {
   const TmaMap& map_a;
   const TmaMap& map_b;
   const ConvShape& cs;
-  int n0 = 0, image = 0, h0 = 0, w0 = 0;
+  long long group_c, group_k;  // a batch's (group's) input channels and output channels
+  // the input and the filters (rows ldb apart), which finish reads
+  const typename Cfg::TIn* x;
+  const typename Cfg::TIn* w;
+  long long ldb;
+  int n0 = 0, c0 = 0, image = 0, h0 = 0, w0 = 0;
   // The next k-tile's channel block and filter tap (r, s): the producer steps them k-tile by
   // k-tile, since the divisions that would find them from the k-tile's index, three a k-tile
   // in the one thread that issues every load, hold up its loads.
@@ -55,7 +66,8 @@ struct Im2colTmaLoads {
     const int rem = s.m0 - image * pq, p = rem / cs.Q, q = rem - p * cs.Q;
     h0 = p * cs.stride_y - cs.pad_y;
     w0 = q * cs.stride_x - cs.pad_x;
-    n0 = s.n0;
+    n0 = (int)(s.batch * group_k) + s.n0;
+    c0 = (int)(s.batch * group_c);
     const int t0 = s.k0 / Cfg::BK, tap = t0 / cblocks();  // splits start on k-tile boundaries
     block = t0 - tap * cblocks();
     tap_r = tap / cs.S;
@@ -84,7 +96,7 @@ struct Im2colTmaLoads {
   // then the taps.
   __device__ __forceinline__ void load(unsigned char* st, unsigned long long* bar, int) {
     const int c = block * Cfg::BK;
-    tma_load_im2col_4d(st, map_a, bar, c, w0, h0, image, (unsigned short)(tap_s * cs.dil_x),
+    tma_load_im2col_4d(st, map_a, bar, c0 + c, w0, h0, image, (unsigned short)(tap_s * cs.dil_x),
                        (unsigned short)(tap_r * cs.dil_y));
     tma_load_4d(st + Sm::OA::STAGE_BYTES, map_b, bar, c, tap_s, tap_r, n0);
     if (++block == cblocks()) {
@@ -92,6 +104,25 @@ struct Im2colTmaLoads {
       if (++tap_s == cs.S) {
         tap_s = 0;
         ++tap_r;
+      }
+    }
+  }
+
+  // A consumer's touch-up of its finished tile before the store: a merged convolution's
+  // non-finite outputs, recomputed from their own groups' channels (merged_groups.cuh). Only
+  // the merged kernels (Cfg::MERGED_GROUPS) hold the recomputation: its registers and code
+  // would slow every other convolution's mainloop.
+  template <int NACC>
+  __device__ __forceinline__ void finish(const Split& s, typename Cfg::Acc (&acc)[NACC]) const {
+    if constexpr (Cfg::MERGED_GROUPS) {
+#pragma unroll
+      for (int i = 0; i < NACC; ++i) {
+        if (isfinite((float)acc[i])) continue;
+        int r, c;
+        Cfg::ML::coord(threadIdx.x, i, r, c);
+        const int m = s.mw + r, n = s.nw + c;
+        if (m >= s.m0 && m < s.m_end && n >= s.n0 && n < s.n_end)
+          acc[i] = merged_exact(x, w, ldb, cs, s.batch, group_c, group_k, m, n);
       }
     }
   }
@@ -103,7 +134,13 @@ sk_wgmma_conv(SKC_WGMMA_KERNEL_PARAMS, const __grid_constant__ ConvShape conv) {
   // a folded convolution on an entry that cannot mask would be silently wrong: the host
   // never launches one (resolve_gemm's masked), and the kernel refuses it
   if (!Cfg::MASKS_STAGES && conv.extent != 0) __trap();
-  Im2colTmaLoads<Cfg> loads{map_a, map_b, conv};
+  // a merged convolution runs on the merged kernels alone, whose finish needs each tile's
+  // finished sum in its consumers' registers (the host's specs.MERGED_PROTOCOLS)
+  static_assert(!Cfg::MERGED_GROUPS || Cfg::REDUCTION == REDUCTION_NONE ||
+                    Cfg::REDUCTION == REDUCTION_DETERMINISTIC,
+                "merged groups: a fixup that leaves the tile's sum in registers");
+  if ((conv.merged > 1) != Cfg::MERGED_GROUPS) __trap();
+  Im2colTmaLoads<Cfg> loads{map_a, map_b, conv, batch_a, batch_c, A, B, ldb};
   wgmma_gemm<Cfg>(loads, C, table, cta_offsets, ws, staging, locks, M, N, tile_order, ldc,
                   batch_c, alpha, beta, map_c, store_tma != 0);
 }

@@ -15,7 +15,8 @@ namespace skc {
 // the split: A's box, then B's, completing on bar; called for kt = 0, 1, ... in turn).
 // MASKS: whether a landed stage may need a touch-up before the wgmmas read it (then
 // masks() says whether this launch's do, and masked_from(t), of K's t-th k-tile, and
-// mask() make it: mask_stage). DenseTmaLoads reads a GEMM's strided operands through tiled
+// mask() make it: mask_stage); finish(s, acc), a consumer's touch-up of its finished tile
+// before the store. DenseTmaLoads reads a GEMM's strided operands through tiled
 // maps over (k, rows, batch); sk_wgmma_conv.cuh's Im2colTmaLoads reads a convolution's
 // input through an im2col map.
 template <class Cfg>
@@ -52,6 +53,9 @@ struct DenseTmaLoads {
     else
       Sm::OBLoad::load(st + Sm::OA::STAGE_BYTES, map_b, bar, n0, k, bb);
   }
+  // the consumers' touch-up of a finished tile (Im2colTmaLoads has one): none
+  template <int NACC>
+  __device__ __forceinline__ void finish(const Split&, typename Cfg::Acc (&)[NACC]) const {}
 };
 
 // The producer's thread: every k-tile of every split of the CTA, into the ring.
