@@ -14,9 +14,10 @@
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
 #   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
-#   validate: the GPU tests of what last ran on no GPU (the packed pointwise route's strided
-#     filters and bias, its one-thread row fix-up; the transpose kernel's output alignment;
-#     sliced plans that hold an operand's sum) and racecheck / memcheck on them.
+#   validate: the GPU tests of what last ran on no GPU (conv2d's: the merged groups'
+#     recomputation at padding taps and on split tiles, ConvShape packed to its C size;
+#     gemm() on a CuPy array times a torch tensor, warm) and memcheck / racecheck on the
+#     merged-groups tests.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -59,12 +60,11 @@ for step in $STEPS; do
         --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
     validate)
       timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
-        tests/gpu/test_conv2d_gpu.py tests/gpu/test_slicing_gpu.py tests/gpu/test_einsum_gpu.py \
-        tests/gpu/test_tf32_int8.py -k "conv or slic or relayout or einsum" 2>&1 | tail -6
+        tests/gpu/test_conv2d_gpu.py tests/gpu/test_gemm.py -k "conv or torch" 2>&1 | tail -6
       for tool in memcheck racecheck; do
         timeout 110 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
           python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_conv2d_gpu.py \
-          tests/gpu/test_tf32_int8.py -k "short_pointwise_rows and float16 or relayout_copies" \
+          -k "merge and float16 and not NCHW" \
           > "$OUT/san-$tool.log" 2>&1
         echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
       done ;;

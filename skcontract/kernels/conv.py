@@ -32,7 +32,7 @@ CONV_SHAPE_FIELDS = (("stride_n", "<i8"), ("stride_h", "<i8"), ("stride_w", "<i8
     (name, "<i4") for name in ("H", "W", "P", "Q", "R", "S", "Cg", "stride_y", "stride_x",
                                "pad_y", "pad_x", "dil_y", "dil_x", "extent", "merged"))
 """The fields of ``sk_conv.cuh``'s ConvShape, in its order and layout."""
-CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS))
+CONV_SHAPE_DTYPE = np.dtype(list(CONV_SHAPE_FIELDS), align=True)
 CONV_SHAPE_ARG = np.dtype((np.void, CONV_SHAPE_DTYPE.itemsize))
 """A packed ConvShape as the kernel argument CuPy passes by value."""
 
@@ -148,9 +148,13 @@ MERGED_MIN_GROUPS = 4
 """The fewest groups merged into one (:func:`merged_groups`): on the H100, ResNeXt's 16
 channels a group ran 19.0 us merged four to one against 26.9 us apart, its 32 channels 15.2
 merged two to one against 14.4 apart (docs/benchmarks/log.md, sixteenth session)."""
+MERGED_MAX_GROUPS = 16
+"""The most groups merged into one (:func:`merged_groups`: groups of 4 channels): merging
+multiplies the multiply-adds by the groups merged, and groups of 1 or 2 channels (a channel
+multiplier's) would pay 64 or 32 times theirs."""
 MERGED_FALLBACK_MODE = "data_parallel"
-"""The mode a merged convolution runs in where auto's schedule sums split tiles in a
-cluster's shared memory or by arrival, which leave no tile's sum in one CTA's registers."""
+"""The mode a merged convolution runs in where auto's schedule plans a fixup the merged
+kernels lack (:data:`.specs.MERGED_PROTOCOLS`)."""
 
 
 def merged_groups(g, dtype: str, device: DeviceInfo | None) -> int | None:
@@ -164,9 +168,9 @@ def merged_groups(g, dtype: str, device: DeviceInfo | None) -> int | None:
     others'), at F times the multiply-adds, which these layers, bound by their bytes, have to
     spare; the kernel recomputes the outputs an infinite or NaN input turns NaN through
     those zeros from their own group's channels. Taken for a 16-bit grouped convolution
-    whose channels a group divide the block into at least :data:`MERGED_MIN_GROUPS` groups
-    dividing ``groups``, on a device with the TMA entry whose maps express the merged
-    convolution.
+    whose channels a group divide the block into :data:`MERGED_MIN_GROUPS` to
+    :data:`MERGED_MAX_GROUPS` groups dividing ``groups``, on a device with the TMA entry
+    whose maps express the merged convolution.
 
     >>> from skcontract.ops.conv2d import conv_geometry
     >>> g = conv_geometry((32, 256, 28, 28), (256, 8, 3, 3), padding=1, groups=32)
@@ -175,13 +179,13 @@ def merged_groups(g, dtype: str, device: DeviceInfo | None) -> int | None:
     >>> merged_groups(g._replace(groups=4, k=256), "float16", DeviceInfo.h200()) is None
     True
     """
-    if device is None or g.groups == 1 or dtype not in ("float16", "bfloat16"):
+    if device is None or g.groups == 1 or g.c < g.groups or dtype not in ("float16",
+                                                                           "bfloat16"):
         return None
     cg, block = g.c // g.groups, tma_channel_block(dtype)
-    if cg >= block or block % cg or block // cg < MERGED_MIN_GROUPS \
-            or g.groups % (block // cg):
+    merged = block // cg if block % cg == 0 else 0
+    if not MERGED_MIN_GROUPS <= merged <= MERGED_MAX_GROUPS or g.groups % merged:
         return None
-    merged = block // cg
     return merged if uses_tma(g._replace(groups=g.groups // merged), dtype, device) else None
 
 

@@ -174,14 +174,16 @@ class _WarmCall(NamedTuple):
     """What a warm call redoes: allocate the output where the caller gave none, launch.
     ``b_first``: the kernel's A is the caller's ``b`` (a Dot form's swap, or an output
     written transposed); ``torch_dtype``: the output's torch dtype for torch callers (their
-    output is ``a.new_empty``: torch's C++ allocation path, with no dtype or device to
-    parse), None for CuPy ones."""
+    output is ``new_empty`` of the first CUDA tensor among ``a`` and ``b``, ``b`` where
+    ``torch_from_b``: torch's C++ allocation path, with no dtype or device to parse), None
+    for CuPy ones."""
 
     launch: object          # BoundLaunch
     b_first: bool
     out_shape: tuple
     out_dtype: str
     torch_dtype: object = None
+    torch_from_b: bool = False
 
     def __call__(self, a, b, out, torch_device):
         import cupy  # optional dependency: only the GPU path needs CuPy
@@ -193,7 +195,8 @@ class _WarmCall(NamedTuple):
         else:
             stream = torch_cuda.current_stream(torch_device)
             if out is None:
-                out = a.new_empty(self.out_shape, dtype=self.torch_dtype)
+                out = (b if self.torch_from_b else a).new_empty(self.out_shape,
+                                                                dtype=self.torch_dtype)
         pa, pb = _ptr(a), _ptr(b)
         args = (*((pb, pa) if self.b_first else (pa, pb)), _ptr(out), stream)
         if torch_device is not None and not self.launch.has_pool(stream):
@@ -212,7 +215,7 @@ def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, preci
     in place is remembered under ``warm_key`` (None: not remembered)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    caller_a = a  # (a may be replaced below by a copy or a transposed view)
+    caller_a, caller_b = a, b  # (replaced below by copies or transposed views)
     A, B = describe(a), describe(b)
     dtype, batch, m, n, k = _problem(A, B)
     precision = _precision(dtype, allow_tf32, precision)
@@ -248,8 +251,10 @@ def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, preci
     if warm_key is not None and replay is not None:
         if len(_WARM) >= WARM_CALLS:
             _WARM.clear()
+        from_b = torch_cuda.device_of(caller_a) is None
         _WARM[warm_key] = _WarmCall(replay, swapped != transposed, out_shape, out_dt,
-                                    torch_cuda.dtype_of(caller_a, out_dt))
+                                    torch_cuda.dtype_of(caller_b if from_b else caller_a,
+                                                        out_dt), from_b)
     if not bind:
         return out
     return out, (Binding(replay, swapped, out_shape, out.dtype, cupy.empty)

@@ -16,6 +16,7 @@ import numpy as np
 from . import jit
 from .catalogue import CXX_TYPES
 from .launch import record_direct
+from .specs import VEC16_BYTES
 
 HEADER = "merged_groups.cuh"
 TYPES = {d: CXX_TYPES[d][0] for d in ("float16", "bfloat16")}
@@ -26,6 +27,8 @@ THREADS = 256
 """Threads of a block (the kernel strides over the work by its grid's threads)."""
 BLOCKS_PER_SM = 8
 """Blocks a launch gives each SM at most (the kernel strides over the rest)."""
+ELEMENT_BYTES = 2
+"""Bytes of an element (16-bit dtypes only): a thread writes VEC16_BYTES of them."""
 
 
 def merged_filters(w, g, merged: int, out_ptr: int, dtype: str, stream, device_id: int,
@@ -33,12 +36,12 @@ def merged_filters(w, g, merged: int, out_ptr: int, dtype: str, stream, device_i
     """Write the dense (K, R, S, ``merged`` C/groups) filters of convolution ``g`` (a
     ConvGeometry) with ``merged`` groups merged into one at ``out_ptr``, from its
     (K, C/groups, R, S) filters ``w`` (an :class:`~.operands.Operand`, strides in
-    elements; ``merged`` C/groups a multiple of 8, ``out_ptr`` on 16 bytes). A direct
+    elements; ``merged`` C/groups whole 16-byte vectors, ``out_ptr`` on 16 bytes). A direct
     launch for :func:`~.launch.record_launches`."""
     cg, kg = g.c // g.groups, g.k // g.groups
     name = NAMES[tuple(TYPES).index(dtype)]
     fn = jit.get_module(HEADER, NAMES, device_id).get_function(name)
-    work = g.k * g.r * g.s * merged * cg // 8  # a thread a 16-byte vector
+    work = g.k * g.r * g.s * merged * cg * ELEMENT_BYTES // VEC16_BYTES  # a thread a vector
     blocks = max(1, min(-(-work // THREADS), sms * BLOCKS_PER_SM))
     sk, sc, sr, ss = w.strides
     fn((blocks,), (THREADS,), (np.uint64(w.ptr), np.uint64(out_ptr), np.int32(g.k),

@@ -30,9 +30,12 @@ convolution input (the implicit GEMM of conv2d: the family's convolution entry,
 convolution entry's kernel that recomputes the outputs its merged filters' zeros turn NaN,
 :data:`MERGED_PROTOCOLS` only)."""
 MERGED_PROTOCOLS = (Protocol.NONE, Protocol.DETERMINISTIC)
-"""The fixups of a merged convolution's kernel: those after which a tile's finished sum is
-in its consumers' registers, where it recomputes the outputs (``sk_wgmma_conv.cuh``,
-finish)."""
+"""The fixups of a merged convolution's kernel (``sk_wgmma_conv.cuh``, finish, which
+recomputes a finished tile's non-finite outputs in its consumers' registers): data-parallel
+tiles and the deterministic fixup, whose tile's last split holds the sum in registers on
+every path. The arrival protocol's shared sums and the cluster sum finish a tile in other
+paths (and the atomic one is not reproducible), so the merged kernels are not built for
+them."""
 # VEC16_BYTES (catalogue): an operand whose base address, leading dimension and batch
 # stride are multiples of it is "vec16" and copies in 16-byte chunks.
 

@@ -640,13 +640,9 @@ def _pointwise(plan: ConvPlan) -> ConvPlan:
 def _implicit(plan: ConvPlan, merge: bool = True) -> ConvPlan:
     """The implicit GEMM: the copies the input and the filters need (few channels padded or
     folded, an NCHW input to NHWC, filters whose (R, S, C / groups) is not dense to
-    (K, R, S, C / groups)), and the launch on the im2col entry; groups of few channels
-    merged (:func:`~skcontract.kernels.conv.merged_groups`) where ``merge`` and the mode
-    plans a fixup the merged kernel runs."""
-    original = plan
-    g, ops, dtype, device = plan.geometry, plan.operands, plan.dtype, plan.device
-    shape = (g.n, g.c, g.h, g.w)
-    xs = tuple(ops.input_strides)
+    (K, R, S, C / groups), groups of few channels merged where ``merge``:
+    :func:`~skcontract.kernels.conv.merged_groups`), and the launch on the im2col entry."""
+    g, dtype, device = plan.geometry, plan.dtype, plan.device
     cp = padded_channels(g, dtype)
     plan = replace(plan, route=IMPLICIT_GEMM)
     if cp is not None and device is None:
@@ -657,42 +653,62 @@ def _implicit(plan: ConvPlan, merge: bool = True) -> ConvPlan:
         fold = None
     merged = merged_groups(g, dtype, device) if merge and cp is None and plan.tile is None \
         and plan.grid is None else None
-    x_off = w_off = 0
-    if fold is not None:  # few channels, each filter row's taps folded into channels
-        run = fold.geometry
-        strides, ldb, copies = fold.input_strides, run.r * run.c, ("folded", "folded")
-    elif cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
-        run = g._replace(c=cp)
-        strides, ldb, copies = (g.h * g.w * cp, g.w * cp, cp), g.r * g.s * cp, ("padded",
-                                                                                "padded")
-    else:
-        run = g
-        if g.c <= 1 or xs[1] == 1:  # channels contiguous: read in place
-            strides = tuple(_stride(shape, xs, axis) for axis in (0, 2, 3))
-            x_copy, x_off = None, ops.input_offset
-        else:  # NCHW: one NHWC copy
-            strides, x_copy = (g.h * g.w * g.c, g.w * g.c, g.c), "nhwc"
-        ldb = _filter_rows((g.k, g.c // g.groups, g.r, g.s), ops.weight_strides)
-        w_copy, w_off = None, ops.weight_offset
-        if merged is not None:  # groups of few channels merged: their filters copied merged
-            run = g._replace(groups=g.groups // merged)
-            ldb, w_copy, w_off = (run.c // run.groups) * g.r * g.s, "merged", 0
-        elif ldb is None:
-            ldb, w_copy, w_off = (g.c // g.groups) * g.r * g.s, "krsc", 0
-        copies = (x_copy, w_copy)
-    plan = replace(plan, input_copy=copies[0], filter_copy=copies[1], run_geometry=run,
-                   fold=fold, merged=merged or 1)
+    view = _implicit_view(plan, cp, fold, merged)
+    plan = replace(plan, input_copy=view.copies[0], filter_copy=view.copies[1],
+                   run_geometry=view.run, fold=fold, merged=merged or 1)
     if device is None:
         return plan
-    a_vec, b_vec = vectors_fit(run, dtype, InputView(x_off, *strides), w_off, ldb)
+    a_vec, b_vec = vectors_fit(view.run, dtype, InputView(view.x_off, *view.strides),
+                               view.w_off, view.ldb)
     try:
-        launch = conv_step_launch(run, dtype, device, strides=strides, ldb=ldb, a_vec16=a_vec,
-                                  b_vec16=b_vec, extent=None if fold is None else fold.extent,
+        launch = conv_step_launch(view.run, dtype, device, strides=view.strides, ldb=view.ldb,
+                                  a_vec16=a_vec, b_vec16=b_vec,
+                                  extent=None if fold is None else fold.extent,
                                   merged=plan.merged, mode=plan.mode, reduction=plan.reduction,
                                   tile=plan.tile, grid=plan.grid)
     except ValueError:
         if merged is None:
             raise
-        return _implicit(original, merge=False)  # a forced mode's fixup: the groups apart
+        return _implicit(plan, merge=False)  # no merged launch for this schedule: apart
     return replace(plan, launch=launch,
                    args=launch.conv.gemm_args(launch.schedule.problem, plan.beta))
+
+
+class _ImplicitView(NamedTuple):
+    """The convolution an im2col launch runs (``run``) over the channels-last view of
+    ``strides`` (image, row, column) at element ``x_off`` and filter rows ``ldb`` apart at
+    ``w_off``, and the (input, filter) copies made for it (None: read in place)."""
+
+    run: Any
+    strides: tuple
+    ldb: int
+    copies: tuple
+    x_off: int = 0
+    w_off: int = 0
+
+
+def _implicit_view(plan: ConvPlan, cp: int | None, fold, merged: int | None) -> _ImplicitView:
+    """What :func:`_implicit`'s launch reads: folded taps (``fold``), channels padded to
+    ``cp``, groups merged ``merged`` to one, or the caller's arrays (an NCHW input copied to
+    NHWC, filters to (K, R, S, C / groups) rows where theirs are not)."""
+    g, ops = plan.geometry, plan.operands
+    if fold is not None:  # few channels, each filter row's taps folded into channels
+        run = fold.geometry
+        return _ImplicitView(run, fold.input_strides, run.r * run.c, ("folded", "folded"))
+    if cp is not None:  # few channels: zero-padded copies that fill 16-byte vectors
+        return _ImplicitView(g._replace(c=cp), (g.h * g.w * cp, g.w * cp, cp),
+                             g.r * g.s * cp, ("padded", "padded"))
+    shape, xs = (g.n, g.c, g.h, g.w), tuple(ops.input_strides)
+    if g.c <= 1 or xs[1] == 1:  # channels contiguous: read in place
+        strides = tuple(_stride(shape, xs, axis) for axis in (0, 2, 3))
+        x_copy, x_off = None, ops.input_offset
+    else:  # NCHW: one NHWC copy
+        strides, x_copy, x_off = (g.h * g.w * g.c, g.w * g.c, g.c), "nhwc", 0
+    if merged is not None:  # groups of few channels merged: their filters copied merged
+        run = g._replace(groups=g.groups // merged)
+        return _ImplicitView(run, strides, (run.c // run.groups) * g.r * g.s,
+                             (x_copy, "merged"), x_off)
+    ldb = _filter_rows((g.k, g.c // g.groups, g.r, g.s), ops.weight_strides)
+    if ldb is None:
+        return _ImplicitView(g, strides, (g.c // g.groups) * g.r * g.s, (x_copy, "krsc"), x_off)
+    return _ImplicitView(g, strides, ldb, (x_copy, None), x_off, ops.weight_offset)

@@ -367,7 +367,10 @@ def test_the_packed_geometry_matches_the_kernels_struct():
             names.append(name.strip())
             sizes.append(8 if decl[0] == "long long" else 4)
     assert tuple(names) == CONV_SHAPE_DTYPE.names
-    assert sum(sizes) == CONV_SHAPE_DTYPE.itemsize
+    # C's layout: each field on its own size (long longs first, so no holes), the struct
+    # padded to its widest field: what the kernel's parameter is, the host must pack
+    assert sizes == sorted(sizes, reverse=True)
+    assert -(-sum(sizes) // max(sizes)) * max(sizes) == CONV_SHAPE_DTYPE.itemsize
     g = conv_geometry((2, 6, 9, 11), (4, 3, 3, 2), stride=(2, 1), padding=(1, 0),
                       dilation=(1, 2), groups=2)
     rec = np.frombuffer(conv_shape(g, InputView(0, 594, 66, 6)).tobytes(), CONV_SHAPE_DTYPE)[0]

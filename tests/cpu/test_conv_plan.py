@@ -13,8 +13,9 @@ import pytest
 from skcontract import explain_conv2d
 from skcontract.__main__ import main
 from skcontract.kernels import specs
-from skcontract.kernels.conv import (CONV_SHAPE_DTYPE, InputView, fold_runs_tile, folded_taps, merged_groups,
-                                     padded_channels, resolve_conv, vectors_fit)
+from skcontract.kernels.conv import (CONV_SHAPE_DTYPE, InputView, fold_runs_tile,
+                                     folded_taps, merged_groups, padded_channels,
+                                     resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
 from skcontract.kernels import depthwise
 from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise
@@ -68,7 +69,6 @@ def _reference_launch(g, dtype, device, ops: ConvOperands, tile=None, **options)
         if merged is not None:  # groups merged, from a copy of their filters
             g = g._replace(groups=g.groups // merged)
             ldb = merged * cg * r * s
-            options["mode"] = "data_parallel"
         elif all(n <= 1 or st == want for n, st, want in ((cg, sc, 1), (s, ss, cg),
                                                            (r, sr, s * cg))):
             ldb, w_ptr = (sk if k > 1 else r * s * cg), ops.weight_offset
@@ -78,6 +78,9 @@ def _reference_launch(g, dtype, device, ops: ConvOperands, tile=None, **options)
     schedule, entry = resolve_conv(g, dtype, device, tile=tile, vec16=a_vec and b_vec,
                                   tma_only=fold is not None, merged=merged is not None,
                                   **options)
+    if merged is not None and schedule.protocol not in specs.MERGED_PROTOCOLS:
+        schedule, entry = resolve_conv(g, dtype, device, tile=tile, merged=True,
+                                      **{**options, "mode": "data_parallel"})
     spec = specs.specialise(entry, protocol=schedule.protocol, a_layout="row", b_layout="col",
                             a_vec16=a_vec, b_vec16=b_vec,
                             a_source="im2col" if merged is None else "merged")
@@ -485,8 +488,9 @@ def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():
 
 def test_merged_groups_run_the_kernels_that_recompute_non_finite_outputs():
     """Groups merged run the TMA entry's merged-groups kernels, which exist only for the
-    fixups that leave a tile's sum in registers; a forced schedule of another fixup runs
-    the groups apart, and a forced one of such a fixup keeps them merged."""
+    fixups that leave a tile's sum in registers: auto's schedule of another fixup runs
+    data-parallel, a forced one runs the groups apart, and a forced schedule of such a
+    fixup keeps them merged; groups of 1 or 2 channels are not merged."""
     merged = [s for s in specs.im2col_specs() if s.merged]
     assert merged and all(s.entry.merges_groups and s.protocol in specs.MERGED_PROTOCOLS
                           for s in merged)
@@ -497,12 +501,23 @@ def test_merged_groups_run_the_kernels_that_recompute_non_finite_outputs():
     auto = _plan(grouped, channels_last=True)
     assert auto.merged == 8 and auto.launch.spec.merged
     assert auto.launch.conv.shape().view(CONV_SHAPE_DTYPE)["merged"] == 8
-    for mode, reduction in itertools.product(("stream_k", "split_k", "hybrid"),
+    for mode, reduction in itertools.product(("auto", "stream_k", "split_k", "hybrid"),
                                              ("deterministic", "arrival", "atomic")):
         plan = _plan(grouped, channels_last=True, mode=mode, reduction=reduction)
         assert plan.launch.spec.merged == (plan.merged > 1)
         assert not plan.launch.spec.merged or plan.launch.spec.protocol in \
             specs.MERGED_PROTOCOLS
+    few = ("64 groups of 8, 4 x 4 pixels", (2, 512, 4, 4), (512, 8, 5, 5),
+           dict(padding=2, groups=64))  # few tiles: auto splits them
+    split = _plan(few, channels_last=True)
+    assert split.merged == 8 and split.launch.spec.protocol == "deterministic"
+    clustered = _plan(few, channels_last=True, reduction="cluster")
+    assert clustered.merged == 8 and str(clustered.launch.schedule.mode) == "data_parallel"
+    forced = _plan(few, channels_last=True, mode="stream_k", reduction="arrival")
+    assert forced.merged == 1 and forced.launch.entry.IM2COL == "gather"
+    multiplier = ("two filters a channel", (2, 64, 9, 9), (128, 1, 3, 3),
+                  dict(padding=1, groups=64))
+    assert _plan(multiplier, channels_last=True).merged == 1
     apart = _plan(grouped, channels_last=True, tile=(128, 32))  # a forced tile: apart
     assert apart.merged == 1 and not apart.launch.spec.merged
     assert apart.launch.conv.shape().view(CONV_SHAPE_DTYPE)["merged"] == 1

@@ -270,7 +270,8 @@ def test_hopper_merges_groups_of_few_channels(cg, kg, layout, dtype):
     result at strides 1 and 2 and with dilation, strided filters and bias; an infinity and a
     NaN in two groups' channels give the reference's infinities and NaNs at their own
     groups' outputs, while the other groups' outputs at those pixels, whose products met
-    them through the merged filters' zeros, stay finite (the kernel recomputes them)."""
+    them through the merged filters' zeros, stay finite (the kernel recomputes them); an
+    infinite filter tap gives the reference's NaN where it meets the padding."""
     if cupy.cuda.Device().compute_capability != "90":
         pytest.skip("the Wgmma family needs compute capability 9.0")
     groups = max(4, 2 * (64 // cg))  # two merged groups, or four of 64 channels
@@ -281,6 +282,7 @@ def test_hopper_merges_groups_of_few_channels(cg, kg, layout, dtype):
         g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, groups)
         x[0, cg + 1, 4, 5] = np.inf  # group 1
         x[1, 2 * cg + cg // 2, 0, 0] = np.nan  # group 2
+        wt[1, 0, 0, 0] = np.inf  # group 0's output channel 1, its top-left tap
         with np.errstate(invalid="ignore"):
             ref = direct(x, wt, b, g.stride, g.padding, g.dilation, groups)
         wide = np.repeat(wt, 2, axis=1)  # every other channel is wt's
@@ -293,15 +295,45 @@ def test_hopper_merges_groups_of_few_channels(cg, kg, layout, dtype):
             names = [launch.kernel for launch in launches]
             merged = 64 // cg >= MERGED_MIN_GROUPS
             assert any(name.startswith("wgmma") for name in names) == (merged or cg == 64)
+            assert any(name.endswith("_merged") for name in names) == merged
             assert any(name.startswith("skc::merged_filters") for name in names) == merged
-            got = _host(got)
-            assert np.isinf(ref).any() and np.isnan(ref).any()
-            assert np.array_equal(np.isnan(got), np.isnan(ref)), case
-            assert np.array_equal(np.isinf(got), np.isinf(ref)), case
-            finite = np.isfinite(ref)
-            assert np.array_equal(got[~finite], ref[~finite], equal_nan=True)
-            scale = max(np.abs(ref[finite]).max(), 1.0)
-            assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype], case
+            _check_non_finite(got, ref, dtype, case)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_hopper_merged_groups_on_split_tiles(dtype):
+    """A merged convolution of few output pixels, whose tiles auto splits: the merged kernel
+    with the deterministic fixup (the recomputation after the tile's last split), its
+    result, infinities and NaNs the reference's."""
+    if cupy.cuda.Device().compute_capability != "90":
+        pytest.skip("the Wgmma family needs compute capability 9.0")
+    case = (2, 512, 4, 4, 512, 5, 5, 1, 2, 1, 64)
+    x, wt, b = _operands(case, dtype, seed=9)
+    x[1, 9, 2, 2] = np.inf  # group 1
+    wt[0, 3, 0, 0] = np.nan  # group 0's output channel 0
+    g = conv_geometry(x.shape, wt.shape, 1, 2, 1, 64)
+    with np.errstate(invalid="ignore"):
+        ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 64)
+    _poison()
+    with record_launches() as launches:
+        got = conv2d(_device(x, dtype, "NHWC"), _device(wt, dtype, "NHWC"), _device(b, dtype),
+                     1, 2, 1, 64)
+    merged = [launch for launch in launches if launch.kernel.endswith("_merged")]
+    assert merged and "_deterministic_" in merged[0].kernel, launches
+    _check_non_finite(got, ref, dtype, case)
+
+
+def _check_non_finite(got, ref, dtype, case):
+    """``got`` has ``ref``'s infinities and NaNs where it has them, and its values within
+    the dtype's tolerance elsewhere."""
+    got = _host(got)
+    assert np.isinf(ref).any() and np.isnan(ref).any()
+    assert np.array_equal(np.isnan(got), np.isnan(ref)), case
+    assert np.array_equal(np.isinf(got), np.isinf(ref)), case
+    finite = np.isfinite(ref)
+    assert np.array_equal(got[~finite], ref[~finite], equal_nan=True)
+    scale = max(np.abs(ref[finite]).max(), 1.0)
+    assert np.abs(got[finite] - ref[finite]).max() / scale <= TOL[dtype], case
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])

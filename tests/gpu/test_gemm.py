@@ -394,6 +394,23 @@ def test_warm_calls_on_torch_tensors():
         assert float((out.double() - want).norm() / want.norm()) <= TOL["float16"]
 
 
+def test_a_cupy_array_times_a_torch_tensor_warm():
+    """A CuPy ``a`` and a CUDA torch ``b``: a torch tensor out, cold and warm (the warm
+    call allocates its output from the torch operand)."""
+    import cupy
+    torch = pytest.importorskip("torch")
+    g = torch.Generator(device="cuda").manual_seed(6)
+    a = cupy.asarray(np.random.default_rng(6).standard_normal((300, 256)), cupy.float16)
+    b = torch.randn((256, 128), device="cuda", generator=g).to(torch.float16)
+    want = cupy.asnumpy(a).astype(np.float64) @ b.double().cpu().numpy()
+    for warm in (False, True):
+        with _cold_path_fails(warm=warm):
+            got = _gemm(a, b)
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.float16
+        err = np.linalg.norm(got.double().cpu().numpy() - want) / np.linalg.norm(want)
+        assert err <= TOL["float16"]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
 def test_torch_tensors_in_give_a_torch_tensor_out(dtype):
     """Without out, cold and warm: a new torch tensor of the operands' output dtype (int32

@@ -1,10 +1,10 @@
 // merged_groups.cuh: a grouped convolution of few channels a group run with F groups merged
-// into one (skcontract/kernels/merged_groups.py; the plan's rule: skcontract/ops/conv_plan.py,
+// into one (skcontract/kernels/merged_groups.py; the rule: skcontract/kernels/conv.py,
 // merged_groups).
 //
 // The Wgmma convolution entry reads a group's channels in whole 64-channel k-tiles (one
-// 128-byte swizzle row of 16-bit elements). A group of Cg < 64 channels (ResNeXt's 4, 8, 16,
-// 32) runs with F = 64 / Cg groups merged: a k-tile is F groups' channels of a tap, and the
+// 128-byte swizzle row of 16-bit elements). A group of 4 - 16 channels (ResNeXt's) runs
+// with F = 64 / Cg groups merged: a k-tile is F groups' channels of a tap, and the
 // merged group's F Kg output channels are a tile's columns. merged_filters writes the merged
 // groups' filters, (K, R, S, F Cg), each output channel's Cg channels at its group's place
 // among the F and zeros at the others' (the zeros give every finite input's products with
@@ -31,6 +31,7 @@ __global__ void merged_filters(const T* __restrict__ w, T* __restrict__ out, int
                                int Cg, int R, int S, int F, long long sk, long long sc,
                                long long sr, long long ss) {
   constexpr int E = 16 / (int)sizeof(T);  // elements of a vector
+  static_assert(E == 8, "16-bit elements, packed in pairs into the vector's four words");
   const int per_row = F * Cg / E, taps = R * S, vectors = K * taps * per_row;
   for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < vectors;
        v += gridDim.x * blockDim.x) {
@@ -62,14 +63,15 @@ __device__ __noinline__ float merged_exact(const T* __restrict__ x, const T* __r
   float acc = 0.0f;
   for (int r = 0; r < cs.R; ++r) {
     const int h = p * cs.stride_y - cs.pad_y + r * cs.dil_y;
-    if (h < 0 || h >= cs.H) continue;
     for (int s = 0; s < cs.S; ++s) {
       const int wi = q * cs.stride_x - cs.pad_x + s * cs.dil_x;
-      if (wi < 0 || wi >= cs.W) continue;
-      const T* px = xg + h * cs.stride_h + wi * cs.stride_w;
+      // a tap in the padding reads zeros, as the kernel's loads do: its products are 0,
+      // or NaN where the filter holds an infinity or a NaN
+      const bool inside = h >= 0 && h < cs.H && wi >= 0 && wi < cs.W;
+      const T* px = xg + (inside ? h * cs.stride_h + wi * cs.stride_w : 0);
       const T* pw = wn + (long long)(r * cs.S + s) * cs.Cg;
       for (int c = 0; c < cg; ++c)
-        acc = fmaf(Cvt<T>::to_f32(px[c]), Cvt<T>::to_f32(pw[c]), acc);
+        acc = fmaf(inside ? Cvt<T>::to_f32(px[c]) : 0.0f, Cvt<T>::to_f32(pw[c]), acc);
     }
   }
   return acc;

@@ -9,8 +9,9 @@
 // bounding box its corners set from the padding and the filter's extent), each shifted by
 // the tap (s * dil_x, r * dil_y), channels [block * BK, block * BK + BK); taps in the
 // padding and channels past C read as zeros. B's k-tile is the filters' box (BK channels,
-// tap s, tap r, BN output channels) of a tiled 4-D map over (C, S, R, K). Both land in the
-// K-major stage layout of sk_wgmma.cuh, whose consumers, fixups and epilogue run unchanged.
+// tap s, tap r, BN output channels) of a tiled 4-D map over (C / groups, S, R, K). Both land
+// in the K-major stage layout of sk_wgmma.cuh, whose consumers, fixups and epilogue run
+// unchanged.
 // A grouped convolution's groups are the GEMM's batch: a batch's k-tiles read its group's
 // channels [batch * group_c, + group_c) of the input (group_c a multiple of BK) against its
 // filters' rows [batch * group_k, + group_k), and its tiles are those columns of the output
