@@ -23,7 +23,7 @@ from ..schedule import DeviceInfo
 from ..schedule.types import CLUSTER
 from . import bound, specs, tma
 from .catalogue import INPUT_DTYPES, entries_for
-from .catalogue.wgmma import WGMMA_SWIZZLE_BYTES
+from .catalogue.wgmma import MERGED_DTYPES, WGMMA_SWIZZLE_BYTES
 from .launch import LaunchPlan
 from .resolve import DEFAULT_REDUCTION, Resolved, compute_capability, resolve_gemm
 from .step_launch import StepLaunch
@@ -179,8 +179,7 @@ def merged_groups(g, dtype: str, device: DeviceInfo | None) -> int | None:
     >>> merged_groups(g._replace(groups=4, k=256), "float16", DeviceInfo.h200()) is None
     True
     """
-    if device is None or g.groups == 1 or g.c < g.groups or dtype not in ("float16",
-                                                                           "bfloat16"):
+    if device is None or g.groups == 1 or g.c < g.groups or dtype not in MERGED_DTYPES:
         return None
     cg, block = g.c // g.groups, tma_channel_block(dtype)
     merged = block // cg if block % cg == 0 else 0

@@ -36,6 +36,9 @@ WGMMA_STORE_COLS = 128
 16 KB a consumer warpgroup, which fits beside the rings of the one-CTA entries; a wider
 tile stores in passes, each waiting until the last has read the staging."""
 
+MERGED_DTYPES = ("float16", "bfloat16")
+"""The dtypes of the merged-groups convolution kernels (:attr:`Wgmma.merges_groups`)."""
+
 WGMMA_REGISTER_SPLITS = {1: (168, 40, 232), 2: (80, 32, 104)}
 """Entries of two consumer warpgroups whose warpgroups trade registers (setmaxnreg), by
 CTAs an SM: (the registers a thread has at launch: 65536 over the CTAs' threads, in units of
@@ -323,8 +326,8 @@ class Wgmma(Entry):
         :func:`...conv.merged_groups`): 16-bit ones whose consumers have the registers for
         the recomputation of non-finite outputs, alone on an SM or trading registers (two
         CTAs an SM without the trade spill)."""
-        return self.dtype in ("float16", "bfloat16") and (self.ctas_per_sm == 1 or
-                                                          self.trades_registers)
+        return self.dtype in MERGED_DTYPES and (self.ctas_per_sm == 1 or
+                                                self.trades_registers)
 
     @property
     def store_cols(self) -> int:
