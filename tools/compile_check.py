@@ -350,7 +350,8 @@ def coverage(spec: specs.KernelSpec) -> set[tuple]:
     """What compiling ``spec`` (for every target its entry is offered on) exercises, as
     :func:`sampled_specs` counts it: per kernel family (``Entry.FAMILY``) its dtype,
     fixup protocol, each operand's layout and copy (:func:`copy_kind`) and the targets;
-    where the kernel has them, its im2col A (and that A's copy), its in-stage transposers,
+    where the kernel has them, its im2col A (and that A's copy), its merged-groups
+    convolution kernel (each of its fixups), its in-stage transposers,
     its register split and its HyTiS small tile."""
     entry, fam = spec.entry, spec.entry.FAMILY
     out = {("dtype", fam, entry.dtype), ("protocol", fam, spec.protocol),
@@ -359,11 +360,15 @@ def coverage(spec: specs.KernelSpec) -> set[tuple]:
     out |= {("target", fam, a) for a in ARCHS if entry.offered_on(ARCH_CC.get(a))}
     if spec.im2col:
         out |= {("im2col", fam), ("im2col A copy", fam, copy_kind(spec, "a"))}
+    if spec.merged:
+        out.add(("merged groups", fam, spec.protocol))
     if entry.transposes(spec):
         out.add(("transposes", fam))
     split = getattr(entry, "register_split_of", lambda s: None)(spec)
     if split:
         out.add(("register split", fam, tuple(split)))
+        if spec.merged:  # its recomputation within the consumers' traded registers
+            out.add(("merged register split", fam, tuple(split)))
     if getattr(entry, "small_bn_of", lambda s: 0)(spec):
         out.add(("small tile", fam))
     return out

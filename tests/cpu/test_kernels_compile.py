@@ -166,8 +166,8 @@ def test_sampled_specs_compile_without_spills(built):
 def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
     """What CI compiles stands for all the launcher can choose: per kernel family, the
     sample holds every dtype, fixup protocol (``entry.protocols()``), layout of each
-    operand, 16-byte and element-wise copy of each operand and im2col A (aligned and not)
-    that ``specs.all_specs()`` holds, every register split (the register-trading Wgmma
+    operand, 16-byte and element-wise copy of each operand, im2col A (aligned and not) and
+    the merged-groups convolution kernels (each fixup) that ``specs.all_specs()`` holds, every register split (the register-trading Wgmma
     entries), the in-stage transposers (3xTF32 on MN-major operands) and each target the
     family is offered on; the cluster pairs are there. A family, dtype, protocol or layout
     added to the catalogue must show up in the sample (sampled_specs() picks it up by
@@ -191,10 +191,14 @@ def test_the_sample_covers_every_family_dtype_protocol_layout_copy_and_im2col():
             out[fam, "im2col"].add(s.im2col)
             if s.im2col:
                 out[fam, "im2col A copy"].add(s.a_vec * s.elem_bytes >= VEC16_BYTES)
+            if s.merged:
+                out[fam, "merged groups"].add(s.protocol)
             out[fam, "transposes"].add(b.transposes(s))
             out[fam, "launch registers"].add(b.launch_registers)
             if hasattr(b, "register_split_of"):
                 out[fam, "register split"].add(b.register_split_of(s))
+                if s.merged:
+                    out[fam, "merged register split"].add(b.register_split_of(s))
             out[fam, "targets"] |= {a for a in compile_check.ARCHS
                                     if b.offered_on(ARCH_CC[a])}
         return out
