@@ -220,8 +220,10 @@ __device__ __forceinline__ void wgmma_gemm(Loads& loads, typename Cfg::TOut* __r
       owns = Fx::run(s, acc, ws, staging, locks, sm.flag);
     }
     if (threadIdx.x == 0) trace(TRACE_FIXUP_DONE);
-    if (owns) loads.finish(s, acc);
-    if (owns) wgmma_store<Cfg>(sm, s, acc, C, ldc, batch_c, alpha, beta, map_c, store_tma);
+    if (owns) {
+      loads.finish(s, acc);  // (a merged convolution's touch-up; none for others)
+      wgmma_store<Cfg>(sm, s, acc, C, ldc, batch_c, alpha, beta, map_c, store_tma);
+    }
   }, FollowPreviousGrid<Cfg::REDUCTION>());
   if (store_tma) Sm::Store::drain_tma();
   if (threadIdx.x == 0) trace(TRACE_EPILOGUE_DONE);
