@@ -17,7 +17,7 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-8-channel vectors x 4 columns
+4-channel vectors x 4 columns
 a filter row's inputs loaded once a strip
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
@@ -50,7 +50,12 @@ SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}>"
 NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES
 """Every instantiation the module compiles."""
 VECTOR_BYTES = 16
-"""The vector kernels' loads and stores: 16 bytes of channels."""
+"""The vector kernel's loads and stores: 16 bytes of channels."""
+PACK_CHANNELS = {"float16": 4, "bfloat16": 4, "float32": 4, "float64": 2}
+"""Channels a thread of the square kernel takes (DepthwisePack): 8 bytes of 16-bit channels,
+16 bytes of float32 or float64 ones; their staged weights are 16 bytes of accumulators."""
+MAX_IMAGE_OFFSET = 2**31 - 1
+"""The square kernel's offsets inside an image (rows, columns, channels) are 32-bit."""
 STRIP = 4
 """Output columns a thread of the vector kernels computes (DEPTHWISE_STRIP); the square
 kernel's at steps above one, half as many (depthwise_square_strip)."""
@@ -115,7 +120,10 @@ class DepthwiseLaunch:
 
     @property
     def per_vector(self) -> int:
-        """Channels of a 16-byte vector."""
+        """Channels a thread loads at once: a 16-byte vector's (the vector kernel's), or a
+        pack's (the square kernel's, :data:`PACK_CHANNELS`)."""
+        if self.square:
+            return PACK_CHANNELS[self.dtype]
         return VECTOR_BYTES // CXX_TYPES[self.dtype][1]
 
     @property
@@ -125,11 +133,10 @@ class DepthwiseLaunch:
 
     @property
     def weight_bytes(self) -> int:
-        """Shared memory a tap of a channel vector takes: the filters as stored, or in the
-        accumulator type (the square kernel's)."""
-        if not self.square:
-            return VECTOR_BYTES
-        return self.per_vector * (8 if self.dtype == "float64" else 4)
+        """Shared memory a tap of a channel vector takes: the filters as stored (the vector
+        kernel's), or a pack's in the accumulator type (the square kernel's): 16 bytes
+        either way."""
+        return VECTOR_BYTES
 
     @property
     def slices(self) -> int:
@@ -197,25 +204,37 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
     its address modulo 16 bytes (``input_offset``) say whether a vector kernel reads it."""
     if not is_depthwise(g) or dtype not in TYPES:
         return None
-    vector = channels_last and _vector_input(g, dtype, input_strides, input_offset)
-    square = vector and fixed_filter(g) is not None
-    launch = DepthwiseLaunch(g, dtype, channels_last, vector, square)
+    if input_strides is None:
+        input_strides = (g.h * g.w * g.c, 1, g.w * g.c, g.c)
+    itemsize = CXX_TYPES[dtype][1]
+    vector = channels_last and _lies_on(g, input_strides, input_offset,
+                                        VECTOR_BYTES // itemsize, itemsize)
+    square = channels_last and fixed_filter(g) is not None and \
+        _lies_on(g, input_strides, input_offset, PACK_CHANNELS[dtype], itemsize) and \
+        _image_offsets_fit(g, input_strides)
+    launch = DepthwiseLaunch(g, dtype, channels_last, vector or square, square)
     if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
         launch = DepthwiseLaunch(g, dtype, channels_last)
     return launch if launch.outputs <= MAX_OUTPUTS else None
 
 
-def _vector_input(g, dtype: str, strides, offset: int) -> bool:
-    """Whether a channels-last convolution's input and output lie as the vector kernel
-    reads and writes them: C and every stride but the channels' (1; 0 for an axis of one
-    element) a multiple of the vector, the input on 16 bytes (the output is allocated
-    dense channels-last, hence on 16 bytes too)."""
-    per = VECTOR_BYTES // CXX_TYPES[dtype][1]
-    if strides is None:
-        strides = (g.h * g.w * g.c, 1, g.w * g.c, g.c)
+def _lies_on(g, strides, offset: int, per: int, itemsize: int) -> bool:
+    """Whether a channels-last convolution's input and output lie on vectors of ``per``
+    channels: C and every stride but the channels' (1; 0 for an axis of one element) a
+    multiple of ``per``, the input's address too (the output is allocated dense
+    channels-last, hence on the vector too)."""
     sn, sc, sh, sw = strides
-    return g.c % per == 0 and sc == 1 and offset % VECTOR_BYTES == 0 and \
+    return g.c % per == 0 and sc == 1 and offset % (per * itemsize) == 0 and \
         all(st % per == 0 for st in (sn, sh, sw))
+
+
+def _image_offsets_fit(g, strides) -> bool:
+    """Whether the square kernel's 32-bit offsets inside an image reach every element it
+    reads (padding and a strip's overhang included) and writes (dense channels-last)."""
+    _, _, sh, sw = strides
+    (step, _), top, left = g.stride, g.padding[0], g.padding[2]
+    reach = abs(sh) * (g.h + top + g.r) + abs(sw) * (g.w + left + g.s + STRIP * step) + g.c
+    return max(reach, g.p * g.q * g.c) <= MAX_IMAGE_OFFSET
 
 
 def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stream,
@@ -228,23 +247,28 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     top, _, left, _ = g.padding
     name = launch.kernel
     fn = jit.get_module(HEADER, NAMES, device_id).get_function(name)
-    grid = launch.grid(sms)
-    ints = (g.n, g.c, g.h, g.w, g.p, g.q, g.r, g.s, *g.stride, top, left, *g.dilation)
     swc, _, swr, sws = w.strides
-    pointers = (x.ptr, w.ptr, w.ptr if bias is None else bias.ptr, out.ptr)
-    if launch.vector:  # (the channels' strides are 1)
+    pointers = tuple(map(np.uint64, (x.ptr, w.ptr, w.ptr if bias is None else bias.ptr,
+                                     out.ptr)))
+    i32, i64 = np.int32, np.int64
+    sizes = tuple(map(i32, (g.n, g.c, g.h, g.w, g.p, g.q)))
+    if launch.square:  # the filter's size and steps are the kernel's own; channels' strides 1
         sxn, _, sxh, sxw = x.strides
         son, _, sop, soq = out.strides
-        longs = (sxn, sxh, sxw, swc, swr, sws, son, sop, soq)
-        flags = (bias is not None, launch.slice)
-        smem = launch.smem_bytes
-        if launch.square:  # the filter's size and steps are the kernel's own
-            ints = (g.n, g.c, g.h, g.w, g.p, g.q, top, left)
+        args = (*sizes, i32(top), i32(left), i64(sxn), i32(sxh), i32(sxw),
+                *map(i64, (swc, swr, sws, son)), i32(sop), i32(soq),
+                i32(bias is not None), i32(launch.slice))
+    elif launch.vector:
+        sxn, _, sxh, sxw = x.strides
+        son, _, sop, soq = out.strides
+        args = (*sizes, *map(i32, (g.r, g.s, *g.stride, top, left, *g.dilation)),
+                *map(i64, (sxn, sxh, sxw, swc, swr, sws, son, sop, soq)),
+                i32(bias is not None), i32(launch.slice))
     else:
-        longs = (*x.strides, swc, swr, sws, *out.strides)
-        flags = (launch.channels_last, bias is not None)
-        smem = 0
-    fn(grid, (THREADS,),
-       (*map(np.uint64, pointers), *map(np.int32, ints), *map(np.int64, longs),
-        *map(np.int32, flags)), stream=stream, shared_mem=smem)
+        args = (*sizes, *map(i32, (g.r, g.s, *g.stride, top, left, *g.dilation)),
+                *map(i64, (*x.strides, swc, swr, sws, *out.strides)),
+                i32(launch.channels_last), i32(bias is not None))
+    smem = launch.smem_bytes if launch.vector else 0
+    grid = launch.grid(sms)
+    fn(grid, (THREADS,), (*pointers, *args), stream=stream, shared_mem=smem)
     record_direct(name, grid[0] * grid[1])

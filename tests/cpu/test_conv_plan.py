@@ -108,9 +108,10 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
     if plan.route == DEPTHWISE:
         assert g.groups == g.c == g.k and launch is None and plan.channels_last == \
             channels_last
-        vector = channels_last and g.c * np.dtype(
-            "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0  # (dense operands)
-        square = vector and depthwise.fixed_filter(g) is not None
+        square = channels_last and depthwise.fixed_filter(g) is not None and \
+            g.c % depthwise.PACK_CHANNELS[dtype] == 0  # (dense operands)
+        vector = square or channels_last and g.c * np.dtype(
+            "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0
         assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector, square)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
@@ -422,28 +423,37 @@ def test_the_command_line_help_describes_every_option(capsys):
         assert option in text
 
 
-@pytest.mark.parametrize("strides,offset,channels,vector", [
-    (None, 0, 144, True),                           # dense channels-last
-    (None, 8, 144, False),                          # the input off 16 bytes
-    (None, 0, 140, False),                          # channels off the vector
-    ((56 * 56 * 288, 2, 56 * 288, 288), 0, 144, False),  # every other channel of a view
-    ((56 * 64 * 144, 1, 64 * 144, 144), 0, 144, True),   # a crop of wider rows
+@pytest.mark.parametrize("strides,offset,channels,square,vector", [
+    (None, 0, 144, True, True),                           # dense channels-last
+    (None, 8, 144, True, False),                          # the input on 8 bytes, not 16
+    (None, 4, 144, False, False),                         # the input off 8 bytes
+    (None, 0, 140, True, False),                          # packs of 4 channels, not vectors of 8
+    (None, 0, 142, False, False),                         # channels off the pack
+    ((56 * 56 * 288, 2, 56 * 288, 288), 0, 144, False, False),  # every other channel
+    ((56 * 64 * 144, 1, 64 * 144, 144), 0, 144, True, True),    # a crop of wider rows
 ])
-def test_the_depthwise_vector_kernel_reads_channels_on_16_bytes(strides, offset, channels,
-                                                                vector):
+def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, offset,
+                                                                     channels, square, vector):
+    """The square kernel (3 x 3 here) reads packs of 4 float16 channels (8 bytes), the
+    vector kernel (dilated filters here) vectors of 8 (16 bytes)."""
     g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=1, groups=channels)
     launch = plan_depthwise(g, "float16", True, strides, offset)
-    assert launch.vector == vector
+    assert launch.square == square and launch.vector == square
+    assert ("4-channel vectors x 4 columns" in launch.summary()) == square
+    dilated = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=2,
+                            dilation=2, groups=channels)
+    launch = plan_depthwise(dilated, "float16", True, strides, offset)
+    assert launch.vector == vector and not launch.square
     assert ("8-channel vectors x 4 columns" in launch.summary()) == vector
     assert plan_depthwise(g, "float16", False, strides, offset).vector is False
 
 
 @pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
-    (144, "float16", 3, 1, 18),     # 18 vectors: one slice
-    (144, "float32", 3, 2, 18),     # 36 vectors: two even slices, not 32 + 4
-    (512, "float16", 3, 2, 32),     # 64 vectors: slices of MAX_SLICE
-    (512, "float16", 13, 4, 16),    # 13 x 13 filters: 18 vectors' fit SLICE_SMEM
-    (96, "float64", 7, 2, 24),      # 2 doubles a vector
+    (144, "float16", 5, 2, 18),     # 36 packs of 4 (the square kernel's): two even slices
+    (144, "float32", 3, 2, 18),     # 36 packs: two even slices, not 32 + 4
+    (512, "float16", 3, 4, 32),     # 128 packs: slices of MAX_SLICE
+    (512, "float16", 13, 4, 16),    # 13 x 13 (the vector kernel's): 18 vectors fit SLICE_SMEM
+    (96, "float64", 7, 2, 24),      # 2 doubles a pack
 ])
 def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slices, slice_):
     g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), padding=taps // 2,

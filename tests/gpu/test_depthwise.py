@@ -25,6 +25,8 @@ CASES = [  # (N, C, H, W), (R, S), stride, padding, dilation
     ((2, 16, 20, 20), (3, 3), 1, 2, 2),          # dilated
     ((2, 8, 9, 11), (3, 1), (2, 1), (1, 0), 1),  # asymmetric
     ((2, 12, 10, 13), (3, 3), 1, 1, 1),          # channels off 16 bytes in float16
+    ((2, 20, 11, 9), (5, 5), 2, 2, 1),           # ... and a strided 5 x 5 on them
+    ((1, 6, 8, 30), (3, 3), 1, 1, 1),            # packs of 2 in float64 only
     ((2, 64, 15, 17), (3, 3), 2, 1, 1),          # MobileNet's strided 3 x 3
     ((1, 32, 13, 14), (5, 5), 1, 2, 1),          # 5 x 5, unit step
     ((1, 16, 15, 15), (7, 7), 2, 3, 1),          # 7 x 7, step 2
@@ -59,7 +61,10 @@ def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
     g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, c)
     plan = plan_of(xd, wd, bd if bias else None, g)
     assert plan.route == DEPTHWISE
-    assert plan.direct.vector == (channels_last and c * xd.itemsize % 16 == 0)
+    square = channels_last and depthwise.fixed_filter(g) is not None and \
+        c % depthwise.PACK_CHANNELS[dtype] == 0
+    assert plan.direct.square == square
+    assert plan.direct.vector == (square or channels_last and c * xd.itemsize % 16 == 0)
     got = conv2d(xd, wd, bd if bias else None, stride, padding, dilation, c)
     ref = direct(x, wt, b if bias else None, g.stride, g.padding, g.dilation, c)
     assert got.shape == ref.shape and got.dtype == xd.dtype

@@ -227,108 +227,161 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
 
 // Output columns a thread of depthwise_square computes: DEPTHWISE_STRIP at unit step; half
 // as many at larger steps, whose windows share fewer input columns (3 x 3 at step 2: a
-// strip of two loads 2.5 input vectors a column, of four 2.25) and whose rows' inputs would
-// not fit two blocks' registers.
+// strip of two loads 2.5 input columns a column, of four 2.25).
 __host__ __device__ constexpr int depthwise_square_strip(int step) {
   return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP / 2;
 }
 
-// A tap's weights of a channel vector from depthwise_square's staged filters: CH 16-byte
-// chunks `slice` chunks apart.
-template <class Acc, int V, int CH>
-__device__ __forceinline__ void depthwise_tap(Acc (&wf)[V], const Acc* at, int slice) {
-  constexpr int E = V / CH;
-  struct alignas(16) Chunk { Acc v[E]; };
-#pragma unroll
-  for (int cidx = 0; cidx < CH; ++cidx) {
-    const Chunk ck = *reinterpret_cast<const Chunk*>(at + cidx * slice * E);
-#pragma unroll
-    for (int e = 0; e < E; ++e) wf[cidx * E + e] = ck.v[e];
+// The channels a thread of depthwise_square takes, loaded as one Raw word (8 bytes of
+// 16-bit channels, 16 bytes of float32 or float64 ones) and unpacked to accumulators, so a
+// load, its zero fill and its conversion are whole 32-bit words (a 16-bit element apart
+// would take a byte permute each). Four 16-bit channels, not eight: a strip's converted
+// inputs ((strip - 1) * step + KS columns) and accumulators then fit two blocks an SM.
+template <class T> struct DepthwisePack;
+template <> struct DepthwisePack<half_t> {
+  static constexpr int P = 4;
+  using Raw = uint2;
+  __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
+    asm("{.reg .f16 a, b, c, d; mov.b32 {a, b}, %4; mov.b32 {c, d}, %5;\n"
+        " cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; cvt.f32.f16 %2, c; cvt.f32.f16 %3, d;}"
+        : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "r"(r.x), "r"(r.y));
   }
-}
+  __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
+    Raw r;
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r.x) : "f"(f[0]), "f"(f[1]));
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r.y) : "f"(f[2]), "f"(f[3]));
+    return r;
+  }
+};
+template <> struct DepthwisePack<bfloat16_t> {
+  static constexpr int P = 4;
+  using Raw = uint2;
+  __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
+    f[0] = __uint_as_float(r.x << 16);
+    f[1] = __uint_as_float(r.x & 0xffff0000u);
+    f[2] = __uint_as_float(r.y << 16);
+    f[3] = __uint_as_float(r.y & 0xffff0000u);
+  }
+  __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
+    Raw r;
+    asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r.x) : "f"(f[0]), "f"(f[1]));
+    asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r.y) : "f"(f[2]), "f"(f[3]));
+    return r;
+  }
+};
+template <> struct DepthwisePack<float> {
+  static constexpr int P = 4;
+  using Raw = float4;
+  __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
+    f[0] = r.x; f[1] = r.y; f[2] = r.z; f[3] = r.w;
+  }
+  __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
+    return make_float4(f[0], f[1], f[2], f[3]);
+  }
+};
+template <> struct DepthwisePack<double> {
+  static constexpr int P = 2;
+  using Raw = double2;
+  __device__ __forceinline__ static void unpack(Raw r, double (&f)[P]) { f[0] = r.x; f[1] = r.y; }
+  __device__ __forceinline__ static Raw pack(const double (&f)[P]) {
+    return make_double2(f[0], f[1]);
+  }
+};
 
 // depthwise_vec's work for square KS x KS filters stepping KSTEP both ways, undilated
 // (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes a strip
-// of depthwise_square_strip(KSTEP) output columns of one channel vector. For each of the
-// strip's filter rows it loads the row's (strip - 1) * KSTEP + KS input vectors once and
-// converts each element once to the accumulator type; the filters are staged converted
-// (Acc) in shared memory, as [tap][16-byte chunk][vector] so that a warp's chunk loads are
-// contiguous and a tap's weights need no conversion. The filter rows are a loop, not
-// unrolled: one row's inputs live at a time, so the kernel fits two blocks an SM (128
-// registers a thread), whose warps hide the loads' latency. Columns past q are computed
-// from zeros and not stored.
+// of depthwise_square_strip(KSTEP) output columns of one pack of P channels
+// (DepthwisePack; `slice` packs a block, blockIdx.y the slice). For each of the strip's
+// filter rows it loads the row's SPAN input packs once (a column outside the image is a
+// zero pack: which columns lie inside is a mask made once a strip) and converts each
+// element once; the filters are staged converted (Acc) in shared memory as [tap][pack], so
+// a tap's weights are one 16-byte load, contiguous across a warp. Offsets inside an image
+// are 32-bit (the host checks that an image's extent fits). The filter rows are a loop,
+// not unrolled: one row's inputs live at a time, so the kernel fits two blocks an SM,
+// whose warps hide the loads' latency. Columns past q are computed from zeros and not
+// stored.
 template <class T, int KS, int KSTEP>
 __global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
 depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                  T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int pad_top,
-                 int pad_left, long long sxn, long long sxh, long long sxw, long long swc,
-                 long long swr, long long sws, long long son, long long sop, long long soq,
-                 int has_bias, int slice) {
+                 int pad_left, long long sxn, int sxh, int sxw, long long swc, long long swr,
+                 long long sws, long long son, int sop, int soq, int has_bias, int slice) {
   using Acc = typename DepthwiseAcc<T>::type;
   using Cv = AccCvt<T, Acc>;
-  using Vec = DepthwiseVec<T>;
-  constexpr int V = Vec::N, QT = depthwise_square_strip(KSTEP);
-  constexpr int E = 16 / sizeof(Acc);  // accumulators of a 16-byte chunk
-  constexpr int CH = V / E;            // chunks of a vector's weights
+  using Pack = DepthwisePack<T>;
+  using Raw = typename Pack::Raw;
+  using Staged = DepthwisePack<Acc>;  // the staged weights of a pack: P accumulators
+  constexpr int P = Pack::P, QT = depthwise_square_strip(KSTEP);
   constexpr int SPAN = (QT - 1) * KSTEP + KS, TAPS = KS * KS;
+  static_assert(Staged::P == P, "a tap's staged weights of a pack are one 16-byte load");
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   Acc* wsm = reinterpret_cast<Acc*>(depthwise_smem);
-  const int width = slice * V, c0 = blockIdx.y * width;
+  const int width = slice * P, c0 = blockIdx.y * width;
   for (int e = threadIdx.x; e < TAPS * width; e += DEPTHWISE_THREADS) {
     int tap, cc;
     depthwise_stage_at(e, width, TAPS, swc, tap, cc);
     const int i = tap / KS, j = tap - i * KS, ch = c0 + cc;
-    const int vec = cc / V, v = cc - vec * V;
-    wsm[((tap * CH + v / E) * slice + vec) * E + v % E] =
-        ch < c ? Cv::to_acc(w[ch * swc + i * swr + j * sws]) : Acc(0);
+    wsm[tap * width + cc] = ch < c ? Cv::to_acc(w[ch * swc + i * swr + j * sws]) : Acc(0);
   }
   __syncthreads();
   const int lanes = DEPTHWISE_THREADS / slice;
   const int lane = threadIdx.x / slice, gv = threadIdx.x - lane * slice;
-  const int ch0 = c0 + gv * V;
+  const int ch0 = c0 + gv * P;
   if (lane >= lanes || ch0 >= c) return;
   const int strips = (q + QT - 1) / QT;
   const DepthwiseRun run = depthwise_run((long long)n * p * strips, lanes, blockIdx.x,
                                          gridDim.x);
+  const Acc* wpack = wsm + gv * P;
+  Acc b0[P];
+#pragma unroll
+  for (int v = 0; v < P; ++v) b0[v] = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
   for (long long t = run.first + lane; t < run.last; t += lanes) {
     const int oq0 = (int)(t % strips) * QT;
     const long long rest = t / strips;
     const int op = (int)(rest % p), nn = (int)(rest / p);
-    Acc acc[QT][V];
-    depthwise_strip_start<T, Acc, QT, V>(acc, bias, ch0, has_bias);
-    const T* xn = x + nn * sxn + ch0;
+    Acc acc[QT][P];
+#pragma unroll
+    for (int u = 0; u < QT; ++u)
+#pragma unroll
+      for (int v = 0; v < P; ++v) acc[u][v] = b0[v];
     const int ih0 = op * KSTEP - pad_top, iw0 = oq0 * KSTEP - pad_left;
+    unsigned inside = 0;  // bit s: input column iw0 + s lies in the image
+#pragma unroll
+    for (int s = 0; s < SPAN; ++s) inside |= (unsigned)(iw0 + s >= 0 && iw0 + s < wd) << s;
+    const T* xs = x + nn * sxn + ch0 + iw0 * sxw;
 #pragma unroll 1
     for (int i = 0; i < KS; ++i) {
       const int ih = ih0 + i;
       if (ih < 0 || ih >= h) continue;
-      const T* xrow = xn + ih * sxh;
-      Acc f[SPAN][V];
+      const T* xrow = xs + ih * sxh;
+      Acc f[SPAN][P];
 #pragma unroll
       for (int s = 0; s < SPAN; ++s) {
-        const int iw = iw0 + s;
-        Vec in;
-        if (iw >= 0 && iw < wd) {
-          in = *reinterpret_cast<const Vec*>(xrow + iw * sxw);
+        Raw in;
+        if (inside >> s & 1u) {
+          in = *reinterpret_cast<const Raw*>(xrow + s * sxw);
         } else {
-#pragma unroll
-          for (int v = 0; v < V; ++v) in.v[v] = Cv::from_acc(Acc(0));
+          in = Raw{};
         }
-#pragma unroll
-        for (int v = 0; v < V; ++v) f[s][v] = Cv::to_acc(in.v[v]);
+        Pack::unpack(in, f[s]);
       }
-      const Acc* wrow = wsm + (i * KS * CH * slice + gv) * E;
+      const Acc* wrow = wpack + i * KS * width;
 #pragma unroll
       for (int j = 0; j < KS; ++j) {  // a tap's weights loaded once for the strip
-        Acc wf[V];
-        depthwise_tap<Acc, V, CH>(wf, wrow + j * CH * slice * E, slice);
+        Acc wf[P];
+        Staged::unpack(*reinterpret_cast<const typename Staged::Raw*>(wrow + j * width), wf);
 #pragma unroll
         for (int u = 0; u < QT; ++u)
 #pragma unroll
-          for (int v = 0; v < V; ++v) acc[u][v] += f[u * KSTEP + j][v] * wf[v];
+          for (int v = 0; v < P; ++v) acc[u][v] += f[u * KSTEP + j][v] * wf[v];
       }
     }
-    depthwise_strip_store<T, Acc, QT, V>(acc, out + nn * son + op * sop + ch0, oq0, q, soq);
+    T* orow = out + nn * son + op * sop + ch0;
+#pragma unroll
+    for (int u = 0; u < QT; ++u) {
+      if (oq0 + u >= q) break;
+      *reinterpret_cast<Raw*>(orow + (oq0 + u) * soq) = Pack::pack(acc[u]);
+    }
   }
 }
 
