@@ -222,6 +222,15 @@ share is the sliced search's: its trials take longer, and its plan is the one ke
 of the benchmark's networks (docs/benchmarks/log.md, eleventh session)."""
 
 
+HYPER_DEFAULT_SHARE = 0.5
+"""The share of a hyper optimiser's ``max_time`` the default optimiser's plan (its other
+candidate, planned after the searches) may spend repathing at sliced sizes: its repaths
+take half a second each on the random regular graph of 250 tensors, and all of them took
+15 s after 10 s of searching (docs/benchmarks/log.md, seventeenth session); once the share
+is spent it keeps the best plan found, so that ``max_time`` bounds the planning time up to
+this factor and the searches' last trials."""
+
+
 def minimizes_flops(optimize: Any) -> bool:
     """Whether a hyper optimiser's objective is FLOPs ('hyper', and cotengra's optimisers
     without another ``minimize``): only then is a plan of fewer FLOPs a better answer to

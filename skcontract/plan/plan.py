@@ -34,8 +34,8 @@ from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
-from .path import (ADAPTIVE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE, find_path, is_hyper,
-                   minimizes_flops, search_seconds, sliced_search)
+from .path import (ADAPTIVE, HYPER_DEFAULT_SHARE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE,
+                   find_path, is_hyper, minimizes_flops, search_seconds, sliced_search)
 from .peak import executor_peak, view_copies
 from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
@@ -431,7 +431,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     terms = unary.terms
     budget = None if memory_limit is None else budget_of(
         memory_limit, [prod(s) for s in eq.shapes], _memory_bytes(device))
-    seconds = search_seconds(optimize)
+    seconds = seconds_total = search_seconds(optimize)
     deadline = None if seconds is None else time.monotonic() + seconds
     if deadline is not None and budget is not None and slicing is True:
         seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
@@ -443,7 +443,9 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
         plan = _kept(eq, dtype, unary, path, fit, optimize, deadline)
     except ValueError as e:  # the searched path does not fit: the default's may
         plan, refusal = None, e
-    default = _default_plan(eq, dtype, unary, fit)
+    until = None if seconds_total is None else \
+        time.monotonic() + seconds_total * HYPER_DEFAULT_SHARE
+    default = _default_plan(eq, dtype, unary, fit, until)
     if plan is None:
         if default is None:
             raise refusal
@@ -452,7 +454,8 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
         else plan
 
 
-def _default_plan(eq: Equation, dtype, unary, fit: _Fit) -> Plan | None:
+def _default_plan(eq: Equation, dtype, unary, fit: _Fit,
+                  repath_until: float | None = None) -> Plan | None:
     """The plan of the default optimiser's path (:data:`~.path.ADAPTIVE`), sliced and
     repathed as that optimiser's plans are, which a hyper optimiser's plan must beat to be
     kept: cotengra's trials take seconds each on hundreds of tensors, and a search of few
@@ -460,10 +463,11 @@ def _default_plan(eq: Equation, dtype, unary, fit: _Fit) -> Plan | None:
     160x the default's FLOPs: docs/benchmarks/log.md, thirteenth session); None where the
     default's slices do not keep the budget. Planned after the searches, outside their
     ``max_time``: run first, its seconds of slicing on a poor path would leave the searches
-    none (the random regular graph's at 1 GiB)."""
+    none (the random regular graph's at 1 GiB). Its repaths at sliced sizes stop at
+    ``repath_until`` (a ``time.monotonic()``; :data:`HYPER_DEFAULT_SHARE`)."""
     path = find_path(unary.terms, eq.output, eq.sizes, ADAPTIVE)
     try:
-        return _kept(eq, dtype, unary, path, fit, ADAPTIVE)
+        return _kept(eq, dtype, unary, path, fit, ADAPTIVE, repath_until=repath_until)
     except ValueError:
         return None
 
@@ -479,7 +483,7 @@ class _Fit(NamedTuple):
 
 
 def _kept(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
-          deadline: float | None = None) -> Plan:
+          deadline: float | None = None, repath_until: float | None = None) -> Plan:
     """The plan of ``path`` sliced so that its executor's peak, its steps' copies included
     (:func:`executor_bytes`), keeps ``budget``: sliced again under a tighter budget where
     the copies push it over, at most :data:`EXECUTOR_RETRIES` times; ValueError where no
@@ -487,8 +491,9 @@ def _kept(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
     ``deadline`` (``time.monotonic()``'s): when a hyper optimiser's search ends. Where a
     hyper optimiser's search that slices as it goes gives the path kept, ``path`` is
     fitted too, without the searches, and the plan of fewer FLOPs kept: the two are
-    compared on the label-set model, before the copies are counted."""
-    plan = _fitted(eq, dtype, unary, path, fit, optimize, deadline)
+    compared on the label-set model, before the copies are counted. ``repath_until``:
+    when the slicer's repaths stop (:func:`~.slicing.choose_sliced_path`)."""
+    plan = _fitted(eq, dtype, unary, path, fit, optimize, deadline, repath_until=repath_until)
     if tuple(map(tuple, plan.path)) == tuple(map(tuple, path)):
         return plan
     try:
@@ -504,7 +509,8 @@ def _plan_flops(plan: Plan) -> float:
 
 
 def _fitted(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
-            deadline: float | None = None, search: bool = True) -> Plan:
+            deadline: float | None = None, search: bool = True,
+            repath_until: float | None = None) -> Plan:
     """:func:`_kept`'s plan of ``path`` under ``fit.budget``, sliced again under a tighter
     budget where the steps' copies (as ``fit.schedule``'s launches make them, where given)
     push it over; ``search``: the first try asks the optimiser for other paths
@@ -516,7 +522,8 @@ def _fitted(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
         try:
             sliced, run_path = _sliced(terms, eq, path, tight, dtype, device, slicing,
                                        optimize, reconfigure=search and need is None,
-                                       deadline=deadline, sources=_sum_sources(eq, unary))
+                                       deadline=deadline, sources=_sum_sources(eq, unary),
+                                       repath_until=repath_until)
         except ValueError:
             if need is None:  # the caller's own budget: the slicer's message stands
                 raise
@@ -567,7 +574,8 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
 
 
 def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
-            reconfigure: bool = True, deadline: float | None = None, sources=None):
+            reconfigure: bool = True, deadline: float | None = None, sources=None,
+            repath_until: float | None = None):
     """``(slicing or None, path)``: the slices that keep ``budget`` (:mod:`.slicing`,
     priced in the bytes the executor on ``device`` holds: :func:`step_itemsize`,
     :func:`beside_bytes`); with ``reconfigure``, the optimiser's paths for the sliced sizes
@@ -582,7 +590,8 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
     sliced, path = choose_sliced_path(terms, eq.output, eq.sizes, path, budget,
                                       itemsize, slicing,
                                       _repath(terms, eq.output, optimize) if reconfigure
-                                      else None, optimize=optimize, **units)
+                                      else None, optimize=optimize,
+                                      repath_until=repath_until, **units)
     if slicing is True and reconfigure and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
                                      sliced, path, units, deadline)

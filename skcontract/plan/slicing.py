@@ -29,6 +29,7 @@ from collections import Counter
 
 import os
 import re
+import time
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, product as cartesian
@@ -317,7 +318,8 @@ def choose_slicing(terms: Sequence[Sequence[str]], output: Sequence[str],
 def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int = 8,
                        slicing: Any = True, repath: Callable | None = None,
                        start: Sequence = (), optimize: Any = None, out_units: int = 1,
-                       beside_bytes: int | None = None, sources: Sequence | None = None):
+                       beside_bytes: int | None = None, sources: Sequence | None = None,
+                       repath_until: float | None = None):
     """``(slicing, path)``: :func:`choose_slicing`'s slices and the path they run (``path``,
     or the one ``repath`` finds for the sliced sizes where it is cheaper; ``optimize``, the
     optimiser ``repath`` asks, says how many times: :func:`repath_tries`). ``start``:
@@ -328,7 +330,8 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
     the executor holds beside the steps whatever the slices (the output, and operands cast
     to the dtype the steps compute in). ``sources``: for each term, the labels of the
     operand a sum made it from before the path (:func:`simulate`), or None; only the
-    path's labels are sliced."""
+    path's labels are sliced. ``repath_until``: a ``time.monotonic()`` after which no
+    further prefix is repathed (None: every one :func:`repath_tries` allows)."""
     pricing = _Pricing([frozenset(t) for t in terms], frozenset(output), sizes, budget,
                        itemsize, out_units, beside_bytes, sources)
     price = pricing.price
@@ -354,16 +357,19 @@ def choose_sliced_path(terms, output, sizes, path, budget: Budget, itemsize: int
     chunks, cost, peak = pricing.slice_greedily(path, start)
     if repath is not None:
         trials = chain([(path, chunks, cost, peak)],
-                       _repathed(repath, pricing, chunks, repath_tries(optimize)))
+                       _repathed(repath, pricing, chunks, repath_tries(optimize),
+                                 repath_until))
         path, chunks, cost, peak = min(trials, key=lambda trial: trial[2].flops)
     return (_slicing(chunks, sizes, cost, peak, base) if chunks else None), path
 
 
-def _repathed(repath: Callable, pricing: _Pricing, chunks: dict, tries: int):
+def _repathed(repath: Callable, pricing: _Pricing, chunks: dict, tries: int,
+              until: float | None = None):
     """The paths ``repath`` finds for sliced sizes, as ``(path, chunks, cost, peak)`` where
     they keep the budget: for ``chunks``, sliced as they are, and for the first labels the
-    greedy slicer chose (``tries`` :func:`_prefixes` of ``chunks``' order), sliced greedily
-    from them (unsliced where such a path fits as it is)."""
+    greedy slicer chose (``tries`` :func:`_prefixes` of ``chunks``' order, those begun
+    before ``until``, a ``time.monotonic()``), sliced greedily from them (unsliced where
+    such a path fits as it is)."""
     sizes, fits = pricing.sizes, pricing.budget.fits
     other = repath(dict(sizes) | chunks)
     if other is not None:
@@ -372,6 +378,8 @@ def _repathed(repath: Callable, pricing: _Pricing, chunks: dict, tries: int):
             yield other, chunks, cost, peak
     order = list(chunks)
     for n in _prefixes(len(order), tries):
+        if until is not None and time.monotonic() > until:
+            return
         first = dict.fromkeys(order[:n], 1)
         other = repath(dict(sizes) | first)
         if other is None:

@@ -237,7 +237,8 @@ def test_the_first_path_is_fitted_too_where_the_sliced_search_gives_the_path(mon
     searched, first = (dear, cheap) if first_cheaper else (cheap, dear)
     calls = []
 
-    def fitted(eq_, dtype, unary, path, fit, optimize, deadline=None, search=True):
+    def fitted(eq_, dtype, unary, path, fit, optimize, deadline=None, search=True,
+               repath_until=None):
         calls.append(search)
         return searched if search else first
     monkeypatch.setattr(plan_module, "_fitted", fitted)
@@ -316,10 +317,10 @@ def test_where_the_searched_path_cannot_keep_the_limit_the_defaults_plan_may(mon
     shapes = [o.shape for o in ops]
     kept = plan_module._kept
 
-    def refusing(eq_, dtype, unary, path, fit, optimize, deadline=None):
+    def refusing(eq_, dtype, unary, path, fit, optimize, deadline=None, repath_until=None):
         if path_module.is_hyper(optimize):
             raise ValueError("memory_limit 64: the searched path does not fit")
-        return kept(eq_, dtype, unary, path, fit, optimize, deadline)
+        return kept(eq_, dtype, unary, path, fit, optimize, deadline, repath_until)
     monkeypatch.setattr(plan_module, "_kept", refusing)
     plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
                                     memory_limit=64)[1]

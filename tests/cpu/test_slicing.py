@@ -508,6 +508,27 @@ def test_an_exhaustive_search_is_asked_again_only_a_few_times(monkeypatch, optim
     assert set(calls) == {optimize} and 2 < len(calls) <= most
 
 
+@pytest.mark.parametrize("until,most", [(None, 2 + sl.REPATH_TRIES), (-1.0, 1)])
+def test_the_repaths_stop_at_their_time(until, most):
+    """The slicer repaths its first labels' sizes until ``repath_until``: one already past
+    leaves only the repath at the sliced sizes, asked before any prefix."""
+    import time
+    eq, shapes = rand_equation(8, 3, n_out=2, d_min=4, d_max=10, seed=8)
+    parsed = parse_equation(eq, shapes)
+    calls = []
+
+    def repath(sizes):
+        calls.append(sizes)
+        return find_path(parsed.inputs, parsed.output, sizes, "greedy")
+    path = find_path(parsed.inputs, parsed.output, parsed.sizes, "greedy")
+    sliced, _ = sl.choose_sliced_path(parsed.inputs, parsed.output, parsed.sizes, path,
+                                      Budget(elements=64), repath=repath, optimize="greedy",
+                                      repath_until=None if until is None else
+                                      time.monotonic() + until)
+    assert sliced is not None and len(sliced.chunks) > 2
+    assert 1 <= len(calls) <= most and (until is None) == (len(calls) > 1)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "bool"])
 def test_the_peak_model_counts_the_output_as_the_slice_loop_sums_it(dtype):
     """The output's bytes an element (:func:`output_units`) are those of the dtype slices
