@@ -448,6 +448,16 @@ def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, of
     assert plan_depthwise(g, "float16", False, strides, offset).vector is False
 
 
+def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits():
+    """The square kernel's offsets inside an image are 32-bit: an input view whose rows lie
+    2^29 elements apart runs the vector kernel instead."""
+    g = conv_geometry((2, 16, 6, 6), (16, 1, 3, 3), padding=1, groups=16)
+    near = plan_depthwise(g, "float16", True, (6 * 6 * 16, 1, 6 * 16, 16), 0)
+    far = plan_depthwise(g, "float16", True, (6 * 2**29, 1, 2**29, 16), 0)
+    assert near.square and near.vector
+    assert far.vector and not far.square and "depthwise_vec" in far.kernel
+
+
 @pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
     (144, "float16", 5, 2, 18),     # 36 packs of 4 (the square kernel's): two even slices
     (144, "float32", 3, 2, 18),     # 36 packs: two even slices, not 32 + 4
