@@ -30,6 +30,7 @@ import numpy as np
 
 from . import jit
 from .launch import record_direct
+from .operands import canonical_strides
 from .catalogue import CXX_TYPES
 
 HEADER = "depthwise.cuh"
@@ -71,11 +72,12 @@ VECTOR_BLOCKS_PER_SM = 2
 (``__launch_bounds__``), so each block stages its filters once and walks its own run of
 strips."""
 MAX_SLICE = 32
-"""Channel vectors a block of the vector kernels takes at most: a warp's loads of a pixel's
-channels are then 512 contiguous bytes, and a block has 8 lanes or more."""
+"""Channel vectors (packs) a block of the vector kernels takes at most: a warp's loads of a
+pixel's channels are then 512 contiguous bytes (the square kernel's 16-bit packs: 256), and
+a block has 8 lanes or more."""
 SLICE_SMEM = 48 * 1024
 """Shared memory for a block's staged filters at most (no opt-in attribute needed): taps x
-slice vectors of 16 bytes (the square kernel's: of the accumulator type); a filter of more
+slice vectors of 16 bytes (the square kernel's: a pack's in the accumulator type); a filter of more
 taps than one vector's fit runs the scalar kernel."""
 
 
@@ -83,11 +85,11 @@ taps than one vector's fit runs the scalar kernel."""
 class DepthwiseLaunch:
     """The direct launch of a depthwise convolution of ``dtype`` arrays (geometry ``g``,
     a ConvGeometry); ``channels_last``: the output is channels-last, so consecutive
-    threads take consecutive channels (else consecutive columns); ``vector``: the
-    channels lie on 16 bytes in the input and the output, and a vector kernel runs (a
-    strip of columns of 16 bytes of channels a thread); ``square``: the filter is one of
+    threads take consecutive channels (else consecutive columns); ``vector``: a vector
+    kernel runs (a strip of columns of a vector of channels a thread, the channels lying
+    on whole vectors in the input and the output); ``square``: the filter is one of
     :data:`FIXED_FILTERS`, and the vector kernel is the square kernel of its size and
-    step."""
+    step (packs of :data:`PACK_CHANNELS`; else 16-byte vectors)."""
 
     g: tuple
     dtype: str
@@ -233,7 +235,9 @@ def _image_offsets_fit(g, strides) -> bool:
     reads (padding and a strip's overhang included) and writes (dense channels-last)."""
     _, _, sh, sw = strides
     (step, _), top, left = g.stride, g.padding[0], g.padding[2]
-    reach = abs(sh) * (g.h + top + g.r) + abs(sw) * (g.w + left + g.s + STRIP * step) + g.c
+    rows = max(top, (g.p - 1) * step) + g.r  # a window's first row, then its rows
+    cols = max(left, (g.q - 1) * step) + g.s + STRIP * step  # a strip's first column, span
+    reach = abs(sh) * rows + abs(sw) * cols + g.c
     return max(reach, g.p * g.q * g.c) <= MAX_IMAGE_OFFSET
 
 
@@ -253,8 +257,9 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     i32, i64 = np.int32, np.int64
     sizes = tuple(map(i32, (g.n, g.c, g.h, g.w, g.p, g.q)))
     if launch.square:  # the filter's size and steps are the kernel's own; channels' strides 1
-        sxn, _, sxh, sxw = x.strides
-        son, _, sop, soq = out.strides
+        # the strides the plan checked (a size-1 axis's may be any, and these are 32-bit)
+        sxn, _, sxh, sxw = canonical_strides((g.n, g.c, g.h, g.w), x.strides)
+        son, _, sop, soq = canonical_strides((g.n, g.k, g.p, g.q), out.strides)
         args = (*sizes, i32(top), i32(left), i64(sxn), i32(sxh), i32(sxw),
                 *map(i64, (swc, swr, sws, son)), i32(sop), i32(soq),
                 i32(bias is not None), i32(launch.slice))

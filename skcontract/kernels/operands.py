@@ -22,6 +22,12 @@ from .forms import DotForm, dot_form, form_aligned
 
 _BFLOAT16 = "bfloat16"  # no NumPy dtype: named here, 2 bytes
 
+
+def canonical_strides(shape, strides) -> tuple[int, ...]:
+    """``strides`` with 0 for each axis of ``shape`` of one element or none (never stepped
+    over, so any stride reads the same): what plans check and launches pass alike."""
+    return tuple(int(st) if n > 1 else 0 for n, st in zip(shape, strides))
+
 # DLPack's device types (dlpack.h DLDeviceType): the CUDA ones are accepted, the rest named
 # in the error.
 _KDLCUDA, _KDLCUDA_MANAGED = 2, 13

@@ -29,7 +29,8 @@ from ..kernels.catalogue import LINE_BYTES
 from ..kernels.depthwise import plan_depthwise
 from ..kernels.conv import (InputView, conv_step_launch, fold_runs_tile, folded_taps,
                             merged_groups, padded_channels, tma_channel_block, vectors_fit)
-from ..kernels.operands import Operand, as3, c_strides, matrix_layout, product_of
+from ..kernels.operands import (Operand, as3, c_strides, canonical_strides, matrix_layout,
+                                product_of)
 from ..kernels.resolve import DEFAULT_REDUCTION, compute_capability, resolve_product
 from ..kernels.specs import CXX_TYPES, VEC16_BYTES
 from ..kernels.step_launch import StepLaunch
@@ -90,21 +91,16 @@ class ConvOperands(NamedTuple):
     def of(cls, x, weight, bias: bool) -> "ConvOperands":
         """The operands of described arrays (:func:`skcontract.kernels.operands.describe`):
         ``x`` the 4-D input, ``weight`` the filters."""
-        return cls(_canonical(x.shape, x.strides), x.ptr % LINE_BYTES,
-                   _canonical(weight.shape, weight.strides), weight.ptr % LINE_BYTES, bias)
+        return cls(canonical_strides(x.shape, x.strides), x.ptr % LINE_BYTES,
+                   canonical_strides(weight.shape, weight.strides), weight.ptr % LINE_BYTES,
+                   bias)
 
     def canonical(self, g) -> "ConvOperands":
         """These operands of convolution ``g`` with the stride of every axis of one element
         (or none) 0."""
         return self._replace(
-            input_strides=_canonical((g.n, g.c, g.h, g.w), self.input_strides),
-            weight_strides=_canonical((g.k, g.c // g.groups, g.r, g.s), self.weight_strides))
-
-
-def _canonical(shape, strides) -> tuple[int, ...]:
-    """``strides`` with 0 for each axis of ``shape`` of one element or none (never stepped
-    over, so any stride reads the same)."""
-    return tuple(int(st) if n > 1 else 0 for n, st in zip(shape, strides))
+            input_strides=canonical_strides((g.n, g.c, g.h, g.w), self.input_strides),
+            weight_strides=canonical_strides((g.k, g.c // g.groups, g.r, g.s), self.weight_strides))
 
 
 @dataclass(frozen=True)

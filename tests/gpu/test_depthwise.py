@@ -86,6 +86,25 @@ def test_strided_views_and_an_unbatched_input():
     assert _err(one, direct(x[:1], wt, None, (1, 1), (1, 1, 1, 1), (1, 1), 16)[0]) <= 1e-5
 
 
+@pytest.mark.parametrize("size,step", [(3, 1), (5, 2)])
+def test_the_square_kernel_reads_an_input_on_8_bytes(size, step):
+    """A channels-last float16 input 8 bytes past a 16-byte boundary, 12 channels (packs
+    of 4, not vectors of 8): the square kernel reads it in place."""
+    (x, wt, b), _ = _operands(((2, 12, 11, 13), (size, size)), "float16", True)
+    flat = cupy.empty(x.size + 4, cupy.float16)
+    xd = flat[4:].reshape(2, 11, 13, 12)
+    xd[...] = cupy.asarray(x.transpose(0, 2, 3, 1))
+    xd = xd.transpose(0, 3, 1, 2)
+    wd, bd = cupy.asarray(wt), cupy.asarray(b)
+    assert xd.data.ptr % 16 == 8
+    g = conv_geometry(x.shape, wt.shape, step, size // 2, 1, 12)
+    plan = plan_of(xd, wd, bd, g)
+    assert plan.route == DEPTHWISE and plan.direct.square
+    got = conv2d(xd, wd, bd, step, size // 2, 1, 12)
+    ref = direct(x, wt, b, g.stride, g.padding, g.dilation, 12)
+    assert _err(got, ref) <= TOL["float16"]
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_torch_tensors(dtype):
     torch = pytest.importorskip("torch")

@@ -13,8 +13,10 @@
 // multiple of the 16-byte vector, both pointers on 16 bytes). A thread computes a strip of
 // DEPTHWISE_STRIP output columns of one vector of channels: each input load is 16 bytes,
 // the filters come from shared memory as vectors, and the index arithmetic is done once a
-// strip. depthwise_square is its form for the common square filters: each input vector a
-// strip's filter row reads is loaded and converted once, the filters staged converted.
+// strip. depthwise_square is its form for the common square filters, on packs of channels
+// (DepthwisePack: 8 bytes of 16-bit channels, 16 of wider ones; the host checks the same of
+// the pack): each input pack a strip's filter row reads is loaded and converted once, the
+// filters staged converted.
 #pragma once
 
 #include "sk_common.cuh"
