@@ -14,10 +14,14 @@
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
 #   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
-#   validate: the GPU tests of what last ran on no GPU (conv2d's: the merged groups'
-#     recomputation at padding taps and on split tiles, ConvShape packed to its C size;
-#     gemm() on a CuPy array times a torch tensor, warm) and memcheck / racecheck on the
-#     merged-groups tests.
+#   validate: the GPU tests of what last ran on no GPU (the depthwise tests: the square
+#     kernel on packs of 4 channels, an input on 8 bytes) and memcheck / racecheck on the
+#     square kernel's float16 channels-last tests;
+#   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
+#     float16 against cuDNN, then again with the square kernel's strips of 8 columns at
+#     step 1 and 4 at step 2 (the header edited in this call's copy, restored after), with
+#     the float16 depthwise tests at those strips; $OUT/depthwise-strip4.jsonl and
+#     depthwise-strip8.jsonl.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -60,14 +64,28 @@ for step in $STEPS; do
         --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
     validate)
       timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
-        tests/gpu/test_conv2d_gpu.py tests/gpu/test_gemm.py -k "conv or torch" 2>&1 | tail -6
+        tests/gpu/test_depthwise.py tests/gpu/test_conv2d_gpu.py -k "depthwise or Depthwise or square" \
+        2>&1 | tail -6
       for tool in memcheck racecheck; do
         timeout 110 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
-          python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_conv2d_gpu.py \
-          -k "merge and float16 and not NCHW" \
+          python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_depthwise.py \
+          -k "square and float16 and True" \
           > "$OUT/san-$tool.log" 2>&1
         echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
       done ;;
+    depthwise)
+      for strip in 4 8; do
+        if [ $strip = 8 ]; then
+          sed -i 's/  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP \/ 2;/  return step == 1 ? 8 : 4;/' \
+            skcontract/kernels/cuda/depthwise.cuh
+          timeout 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu/test_depthwise.py \
+            -k float16 2>&1 | tail -2
+        fi
+        timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.time_depthwise \
+          --dtypes float16 --variants auto --reps 7 2>&1 | grep '^{' | \
+          tee "$OUT/depthwise-strip$strip.jsonl" | cut -c1-300
+      done
+      git checkout -q skcontract/kernels/cuda/depthwise.cuh ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
