@@ -234,41 +234,41 @@ __host__ __device__ constexpr int depthwise_square_strip(int step) {
   return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP / 2;
 }
 
+// A 32-bit word of two 16-bit values (the first at the lower address, the low half) as two
+// floats, and two floats rounded into one.
+__device__ __forceinline__ void unpack_pair(half_t, unsigned w, float& lo, float& hi) {
+  asm("{.reg .f16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b;}"
+      : "=f"(lo), "=f"(hi) : "r"(w));
+}
+__device__ __forceinline__ void unpack_pair(bfloat16_t, unsigned w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ unsigned pack_pair(half_t, float lo, float hi) {
+  unsigned w;  // cvt's first source goes to the upper half
+  asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(w) : "f"(lo), "f"(hi));
+  return w;
+}
+__device__ __forceinline__ unsigned pack_pair(bfloat16_t, float lo, float hi) {
+  unsigned w;
+  asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(w) : "f"(lo), "f"(hi));
+  return w;
+}
+
 // The channels a thread of depthwise_square takes, loaded as one Raw word (8 bytes of
 // 16-bit channels, 16 bytes of float32 or float64 ones) and unpacked to accumulators, so a
 // load, its zero fill and its conversion are whole 32-bit words (a 16-bit element apart
 // would take a byte permute each). Four 16-bit channels, not eight: a strip's converted
 // inputs ((strip - 1) * step + KS columns) and accumulators then fit two blocks an SM.
-template <class T> struct DepthwisePack;
-template <> struct DepthwisePack<half_t> {
+template <class T> struct DepthwisePack {  // 16-bit channels: four, 8 bytes
   static constexpr int P = 4;
   using Raw = uint2;
   __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
-    asm("{.reg .f16 a, b, c, d; mov.b32 {a, b}, %4; mov.b32 {c, d}, %5;\n"
-        " cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; cvt.f32.f16 %2, c; cvt.f32.f16 %3, d;}"
-        : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "r"(r.x), "r"(r.y));
+    unpack_pair(T{}, r.x, f[0], f[1]);
+    unpack_pair(T{}, r.y, f[2], f[3]);
   }
   __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
-    Raw r;
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r.x) : "f"(f[0]), "f"(f[1]));
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r.y) : "f"(f[2]), "f"(f[3]));
-    return r;
-  }
-};
-template <> struct DepthwisePack<bfloat16_t> {
-  static constexpr int P = 4;
-  using Raw = uint2;
-  __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
-    f[0] = __uint_as_float(r.x << 16);
-    f[1] = __uint_as_float(r.x & 0xffff0000u);
-    f[2] = __uint_as_float(r.y << 16);
-    f[3] = __uint_as_float(r.y & 0xffff0000u);
-  }
-  __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
-    Raw r;
-    asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r.x) : "f"(f[0]), "f"(f[1]));
-    asm("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r"(r.y) : "f"(f[2]), "f"(f[3]));
-    return r;
+    return make_uint2(pack_pair(T{}, f[0], f[1]), pack_pair(T{}, f[2], f[3]));
   }
 };
 template <> struct DepthwisePack<float> {
