@@ -77,8 +77,8 @@ pixel's channels are then 512 contiguous bytes (the square kernel's 16-bit packs
 a block has 8 lanes or more."""
 SLICE_SMEM = 48 * 1024
 """Shared memory for a block's staged filters at most (no opt-in attribute needed): taps x
-slice vectors of 16 bytes (the square kernel's: a pack's in the accumulator type); a filter of more
-taps than one vector's fit runs the scalar kernel."""
+slice vectors of 16 bytes (the square kernel's: a pack's in the accumulator type); a filter
+of more taps than one vector's fit runs the scalar kernel."""
 
 
 @dataclass(frozen=True)
