@@ -85,7 +85,9 @@ depthwise(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict_
 // `lanes` at a time: one contiguous run a block, whole rounds of lanes. Items run strips
 // fastest, then rows, then images, so a block walks down its rows, and the input rows an
 // output row shares with the one before it are still in its SM's L1 (a block striding over
-// the rows would leave them to other SMs, each reading them from L2 again).
+// the rows would leave them to other SMs, each reading them from L2 again). The items
+// number fewer than the outputs (below 2^31: the host checks), so the kernels walk them
+// with 32-bit indices, a strip's column, row and image found by two 32-bit divisions.
 struct DepthwiseRun {
   long long first, last;
 };
@@ -208,10 +210,9 @@ depthwise_vec(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   const int strips = (q + QT - 1) / QT;
   const DepthwiseRun run = depthwise_run((long long)n * p * strips, lanes, blockIdx.x,
                                          gridDim.x);
-  for (long long t = run.first + lane; t < run.last; t += lanes) {
-    const int oq0 = (int)(t % strips) * QT;
-    const long long rest = t / strips;
-    const int op = (int)(rest % p), nn = (int)(rest / p);
+  for (int t = (int)run.first + lane; t < (int)run.last; t += lanes) {
+    const int rest = t / strips, oq0 = (t - rest * strips) * QT;
+    const int nn = rest / p, op = rest - nn * p;
     Acc acc[QT][V];
     depthwise_strip_start<T, Acc, QT, V>(acc, bias, ch0, has_bias);
     const T* xn = x + nn * sxn + ch0;
@@ -337,10 +338,9 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
   Acc b0[P];
 #pragma unroll
   for (int v = 0; v < P; ++v) b0[v] = has_bias ? Cv::to_acc(bias[ch0 + v]) : Acc(0);
-  for (long long t = run.first + lane; t < run.last; t += lanes) {
-    const int oq0 = (int)(t % strips) * QT;
-    const long long rest = t / strips;
-    const int op = (int)(rest % p), nn = (int)(rest / p);
+  for (int t = (int)run.first + lane; t < (int)run.last; t += lanes) {
+    const int rest = t / strips, oq0 = (t - rest * strips) * QT;
+    const int nn = rest / p, op = rest - nn * p;
     Acc acc[QT][P];
 #pragma unroll
     for (int u = 0; u < QT; ++u)
