@@ -420,7 +420,8 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     optimiser's ``max_time`` bounds its searches: under a limit it may have to slice, the
     unsliced search takes :data:`~.path.HYPER_UNSLICED_SHARE` of it and the search that
     slices as it goes the rest; where it minimises FLOPs (cotengra's default objective),
-    the default optimiser's plan, planned after them, is kept where it costs fewer FLOPs
+    the default optimiser's plan, planned after them (its repaths within
+    :data:`~.path.HYPER_DEFAULT_SHARE` of ``max_time``), is kept where it costs fewer FLOPs
     or where the searched path cannot keep the limit (:func:`_default_plan`).
     ``schedule``: how the executor schedules a plan for ``device`` (a GPU's launches, with
     the call's options), or None: where given, the copies the plan's steps make of their
@@ -464,7 +465,7 @@ def _default_plan(eq: Equation, dtype, unary, fit: _Fit,
     default's slices do not keep the budget. Planned after the searches, outside their
     ``max_time``: run first, its seconds of slicing on a poor path would leave the searches
     none (the random regular graph's at 1 GiB). Its repaths at sliced sizes stop at
-    ``repath_until`` (a ``time.monotonic()``; :data:`HYPER_DEFAULT_SHARE`)."""
+    ``repath_until`` (a ``time.monotonic()``; :data:`~.path.HYPER_DEFAULT_SHARE`)."""
     path = find_path(unary.terms, eq.output, eq.sizes, ADAPTIVE)
     try:
         return _kept(eq, dtype, unary, path, fit, ADAPTIVE, repath_until=repath_until)
