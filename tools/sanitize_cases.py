@@ -63,12 +63,15 @@ COMPLEX_CASES = [  # dtype, x shape, y shape, (x order, y order), precision
     ("complex64", (130, 71), (71, 90), ("F", "F"), "exact"),     # A embedded (C^T), FFMA
     ("complex64", (4, 33, 40), (4, 40, 20), ("F", "C"), None),   # A copied row-major
     ("complex128", (70, 90), (90, 50), ("C", "C"), None),        # DMMA
+    ("complex64", (1, 300000), (300000, 1), ("C", "C"), None),   # Dot: one dot, arrival
+    ("complex128", (777, 1001), (1001, 1), ("C", "C"), None),    # Dot rows, 16-byte elements
+    ("complex64", (1, 5000), (5000, 700), ("C", "C"), None),     # Dot cols
 ]
 
 
 def complex_cases() -> int:
-    """Complex products on their real form (the embedding kernel, then a real product);
-    returns the number of failures."""
+    """Complex products on their real form (the embedding kernel, then a real product) and
+    memory-bound ones on the Dot kernel; returns the number of failures."""
     import cupy
 
     from skcontract import einsum

@@ -6,7 +6,10 @@ and CGEMM with TF32 (complex64), ZGEMM (complex128), all through torch.einsum (t
 CUDA-graph replay), and the errors of both against a complex128 reference. complex128
 rows use integer data (re and im in [-8, 8]), whose products and sums are exact in
 float64, so their reference is exact; complex64 rows use normal data, and one row data of
-a wide exponent range (A's rows scaled by 2^-20 .. 2^20). One row per (case, peer):
+a wide exponent range (A's rows scaled by 2^-20 .. 2^20). The memory-bound cases (matrix
+times vector, dots: the Dot kernel) have one peer, torch.einsum (cuBLAS's GEMV and dots),
+and their bandwidth (``gbps``: operands read once, the result written once) is held to the
+device-to-device copy's, timed in the same run (``copy_gbps``). One row per (case, peer):
 ``us`` ours, ``peer_us`` the peer's, ``ratio`` = peer_us / us, ``rel_err`` / ``peer_rel_err``
 (2-norm, relative). Writes ``complex-<device>.json`` and ``.md`` into ``--out``.
 """
@@ -22,6 +25,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..contract import contract_expression
+from .einsum import gbps, traffic_bytes
+from .shapes import copy_gbps
 from .timing import (DEFAULT_REPS, device_name, expression_times, geomean, guarded, rel_err,
                      run_commit, torch_graph_us)
 
@@ -32,6 +37,7 @@ class Case(NamedTuple):
     dtype: str
     data: str  # "normal", "wide" or "integers"
     source: str
+    memory_bound: bool = False
 
 
 CASES = (
@@ -49,19 +55,29 @@ CASES = (
          "a 2048-orbital complex Hamiltonian times its eigenvectors"),
     Case("bij,bjk->bik", ((64, 384, 384), (64, 384, 384)), "complex128", "integers",
          "band-structure blocks at 64 k-points"),
+    Case("ij,j->i", ((16384, 16384), (16384,)), "complex64", "normal",
+         "a dense 16384-state Hamiltonian times a state (a Krylov step)", True),
+    Case("i,ij->j", ((16384,), (16384, 16384)), "complex64", "normal",
+         "a bra times the same operator (a row vector times a matrix)", True),
+    Case("bj,bj->b", ((1024, 65536), (1024, 65536)), "complex64", "normal",
+         "1024 overlaps of 16-qubit states", True),
+    Case("bij,bj->bi", ((32, 2048, 2048), (32, 2048)), "complex128", "normal",
+         "k-point Hamiltonians (2048 bands, 32 k-points) times trial vectors", True),
 )
 """The benchmark's products."""
 
 PEERS = {"complex64": (("cuBLAS CGEMM (torch.einsum)", False),
                        ("cuBLAS CGEMM TF32 (torch.einsum, allow_tf32)", True)),
          "complex128": (("cuBLAS ZGEMM (torch.einsum)", False),)}
-"""dtype -> (peer name, torch's allow_tf32) of each peer."""
+"""dtype -> (peer name, torch's allow_tf32) of each peer of a product that is not memory-bound."""
+MEMORY_BOUND_PEERS = (("cuBLAS GEMV / dot (torch.einsum)", False),)
+"""The memory-bound cases' peer (TF32 changes nothing there)."""
 WIDE_EXPONENTS = 20
 """The wide-range data's rows are scaled by 2^e, e uniform in [-this, this]."""
 INTEGER_RANGE = 8
 """Integer data: re and im uniform in [-this, this]."""
 ROW_KEYS = ("expr", "shapes", "dtype", "data", "source", "us", "call_us", "peer", "peer_us",
-            "ratio", "rel_err", "peer_rel_err", "commit")
+            "ratio", "gbps", "rel_err", "peer_rel_err", "commit")
 
 
 def operands(case: Case):
@@ -97,7 +113,8 @@ def measure(case: Case, reps: int, log) -> list[dict]:
     calls = times.pop("calls")
     tops = [torch.from_dlpack(x) for x in ops]
     rows = []
-    for peer, tf32 in PEERS[case.dtype]:
+    moved = traffic_bytes(case.expr, case.shapes, np.dtype(case.dtype).itemsize)
+    for peer, tf32 in (MEMORY_BOUND_PEERS if case.memory_bound else PEERS[case.dtype]):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         try:
             def call():
@@ -109,6 +126,7 @@ def measure(case: Case, reps: int, log) -> list[dict]:
         row = {**case._asdict(), "shapes": [list(s) for s in case.shapes], **times,
                "peer": peer, "peer_us": peer_us, "peer_rel_err": peer_err}
         row["ratio"] = peer_us / row["us"] if row.get("us") and peer_us else None
+        row["gbps"] = gbps(moved, row.get("us")) if case.memory_bound else None
         rows.append({k: row.get(k) for k in ROW_KEYS})
     return rows
 
@@ -128,15 +146,22 @@ def render_markdown(doc) -> str:
     for peer in dict.fromkeys(r["peer"] for r in rows):
         ratios = [r["ratio"] for r in rows if r["peer"] == peer and r["ratio"]]
         lines.append(f"| {peer} | {len(ratios)} | {_fmt(geomean(ratios), 2)} |")
-    lines += ["", "| expr | shapes | dtype | data | ours us | peer | peer us | ratio | our err "
-              "| peer err | source |",
-              "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    bandwidths = [r["gbps"] for r in rows if r.get("gbps")]
+    copy = doc.get("copy_gbps")
+    if bandwidths and copy:
+        lines += ["", f"Memory-bound rows: the slowest {_fmt(min(bandwidths), 0)} GB/s, "
+                  f"{_fmt(100 * min(bandwidths) / copy, 0)}% of the device-to-device copy's "
+                  f"{_fmt(copy, 0)} GB/s (timed in the same run)."]
+    lines += ["", "| expr | shapes | dtype | data | ours us | peer | peer us | ratio | GB/s | "
+              "our err | peer err | source |",
+              "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         shapes = " x ".join("x".join(map(str, s)) for s in r["shapes"])
         lines.append(f"| `{r['expr']}` | {shapes} | {r['dtype']} | {r['data']} | "
                      f"{_fmt(r['us'])} | {r['peer']} | {_fmt(r['peer_us'])} | "
-                     f"{_fmt(r['ratio'], 2)} | {_fmt(r['rel_err'], 1, True)} | "
-                     f"{_fmt(r['peer_rel_err'], 1, True)} | {r['source']} |")
+                     f"{_fmt(r['ratio'], 2)} | {_fmt(r.get('gbps'), 0)} | "
+                     f"{_fmt(r['rel_err'], 1, True)} | {_fmt(r['peer_rel_err'], 1, True)} | "
+                     f"{r['source']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -153,6 +178,8 @@ def main(argv=None) -> int:
                    help="folder the JSON and Markdown are written to (default: docs/benchmarks)")
     p.add_argument("--reps", type=int, default=DEFAULT_REPS,
                    help=f"timed repetitions of each row, the median kept (default: {DEFAULT_REPS})")
+    p.add_argument("--memory-bound", action="store_true",
+                   help="only the memory-bound cases (the Dot kernel's)")
     args = p.parse_args(argv)
 
     def log(msg):
@@ -160,15 +187,16 @@ def main(argv=None) -> int:
 
     device = device_name()
     doc = {"date": _dt.date.today().isoformat(), "commit": run_commit(), "device": device,
-           "rows": []}
+           "copy_gbps": copy_gbps(args.reps), "rows": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = default_name(device)
-    for i, case in enumerate(CASES):
+    cases = [c for c in CASES if c.memory_bound or not args.memory_bound]
+    for i, case in enumerate(cases):
         for row in measure(case, args.reps, log):
             row["commit"] = doc["commit"]
             doc["rows"].append(row)
-            log(f"[{i + 1}/{len(CASES)}] {case.expr} {case.dtype} {case.data}: ours "
+            log(f"[{i + 1}/{len(cases)}] {case.expr} {case.dtype} {case.data}: ours "
                 f"{_fmt(row['us'])} us, {row['peer']} {_fmt(row['peer_us'])} us, "
                 f"x{_fmt(row['ratio'], 2)}")
         (out / f"{name}.json").write_text(json.dumps(doc, indent=1))  # partial results

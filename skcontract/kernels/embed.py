@@ -12,8 +12,9 @@ float64 (DMMA) entries, under the same Stream-K schedules, with the deterministi
 A's pairs must lie along k (A row-major); where instead B's do (B column-major), the
 transposed product ``C^T = B^T A^T`` runs, A embedded; where neither does, A is first copied
 row-major. Of two ways, the one that embeds the operand of fewer elements runs. A product
-with a Dot form (a matrix-vector product, memory-bound) has no real form worth running:
-CuPy runs it.
+with a Dot form (a matrix-vector product, memory-bound) has no real form worth running (it
+would read the matrix once per output part): the Dot kernel reads it as it lies
+(:func:`.resolve.complex_dot`).
 
 The plan side (:func:`embedding`) is pure Python; :func:`embed` and :func:`real_view` run on
 the GPU (CuPy imported inside).

@@ -119,6 +119,7 @@ class LaunchPlan:
         self.staging_elems = schedule.staging_slots * slot
         self.num_locks = schedule.num_locks * cluster
         self.accumulator_dtype = np.dtype(spec.accumulator_dtype)
+        self.scalar_dtype = np.dtype(spec.scalar_dtype)  # alpha's and beta's
         self.batch = schedule.problem.batch
         self.tensor_maps = spec.entry.TENSOR_MAPS  # the kernel takes TMA maps (A, B, C)
         # (a_ptr, b_ptr) -> the maps, for operands that are not a GEMM's strided matrices (a
@@ -164,11 +165,11 @@ class LaunchPlan:
         pool = workspace.get(self.device_id, stream, spec.accumulator_dtype,
                              workspace_elems=self.ws_elems, staging_elems=self.staging_elems,
                              num_locks=self.num_locks)
-        acc = self.accumulator_dtype.type
+        scalar = self.scalar_dtype.type
         args = (np.uint64(a_ptr), np.uint64(b_ptr), np.uint64(c_ptr), self.table, self.offsets,
                 pool.workspace, pool.staging, pool.locks, np.int32(m), np.int32(n), np.int32(k),
                 self.tile_order, np.int64(lda), np.int64(ldb), np.int64(ldc), np.int64(sa),
-                np.int64(sb), np.int64(sc), acc(alpha), acc(beta))
+                np.int64(sb), np.int64(sc), scalar(alpha), scalar(beta))
         store = np.int32(0)
         if self.tensor_maps:
             try:
@@ -262,10 +263,10 @@ class BoundLaunch:
         for slot, v in zip(_INT32_SLOTS, (m, n, k, int(plan.tile_order))):
             as32[2 * slot] = v
         buf.view(np.int64)[list(_INT64_SLOTS)] = (lda, ldb, ldc, sa, sb, sc)
-        acc = plan.accumulator_dtype.type
+        scalar = plan.scalar_dtype
         for slot, v in ((_ALPHA, alpha), (_BETA, beta)):
-            buf[slot:slot + 1].view(np.uint8)[:np.dtype(acc).itemsize] = \
-                np.array([v], acc).view(np.uint8)
+            buf[slot:slot + 1].view(np.uint8)[:scalar.itemsize] = \
+                np.array([v], scalar).view(np.uint8)
         self._slots = memoryview(buf).cast("B").cast("Q")  # cheaper item writes than numpy's
         ptrs = [buf.ctypes.data + 8 * i for i in range(_NUM_ARGS)]
         # TMA arguments: three maps and the store flag, written when the pointers change;

@@ -427,11 +427,11 @@ def unscheduled_reason(step) -> str | None:
         return f"no kernel for {name}: CuPy runs it"
     if min(step.m, step.n, step.k, step.batch) == 0:
         return "empty: nothing to launch"
-    widen = 2 if name in REAL_OF else 1  # a complex product's real form: 2n x 2k
+    # a complex product's real form is 2n x 2k (the Dot kernel reads a memory-bound one as
+    # it lies)
+    widen = 2 if name in REAL_OF and step_product(step).form is None else 1
     if max(step.m, widen * step.n, widen * step.k, step.batch) > INDEX_MAX:
         return f"a dimension beyond the kernels' {INDEX_MAX}: CuPy runs it"
-    if name in REAL_OF and embedding(step_product(step)) is None:
-        return f"a memory-bound {name} product (no real form worth running): CuPy runs it"
     return None
 
 
@@ -470,10 +470,13 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
 
 def resolve_complex(product: Product, device: DeviceInfo, precision: str | None = None,
                     **options) -> StepLaunch | None:
-    """The launch of a complex product on its real form (:mod:`.embed`): the real product
-    planned by :func:`resolve_product` (complex64 at :func:`complex_precision`), the launch
-    keeping the complex operands' ``product`` and the form (``embed``); None where the
-    product has no real form worth running (a Dot form: CuPy runs it)."""
+    """The launch of a complex product: a memory-bound one (a Dot form) on the Dot kernel,
+    its operands read as they lie (:func:`complex_dot`); any other on its real form
+    (:mod:`.embed`): the real product planned by :func:`resolve_product` (complex64 at
+    :func:`complex_precision`), the launch keeping the complex operands' ``product`` and
+    the form (``embed``). None where neither runs it (CuPy does)."""
+    if product.form is not None:
+        return complex_dot(product, device, **options)
     form = embedding(product)
     if form is None:
         return None
@@ -484,6 +487,16 @@ def resolve_complex(product: Product, device: DeviceInfo, precision: str | None 
     words = form.describe(product.dtype) + (f" at {at}" if at is not None else "")
     schedule = replace(launch.schedule, reason=f"{words}; {launch.schedule.reason}")
     return replace(launch, schedule=schedule, product=product, embed=form)
+
+
+def complex_dot(product: Product, device: DeviceInfo, **options) -> StepLaunch | None:
+    """The Dot kernel's launch of a memory-bound complex product (exact: the accumulator is
+    the operands' complex dtype); None where its entries do not read the operands as they
+    lie (complex128 off 16 bytes: :attr:`~.catalogue.dot.Dot.aligned_only`)."""
+    entries = dot_entries(product.dtype, product.form.shape)
+    if any(e.aligned_only for e in entries) and not all(product.form_aligned):
+        return None
+    return resolve_product(product, device, **options)
 
 
 def complex_precision(dtype: str, precision: str | None, cc: int | None) -> str | None:
@@ -648,6 +661,9 @@ def _dot_launch(product: Product, device: DeviceInfo, schedule: Resolved | None,
         raise ValueError(f"matvec: the schedule is for {schedule.schedule.problem}; the "
                          f"operands' Dot form is {form.problem(product.dtype)}")
     sched, entry = schedule
+    if entry.aligned_only and not all(product.form_aligned):
+        raise ValueError(f"dot: kernel {entry.name} reads operands on 16 bytes; these are "
+                         f"{product.describe()}")
     return StepLaunch(sched, dot_spec(entry, sched.protocol, product.form_aligned), form=form,
                       product=product)
 

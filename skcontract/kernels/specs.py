@@ -93,6 +93,7 @@ class KernelSpec:
     dtype_in = property(lambda self: self.entry.dtype)
     dtype_out = property(lambda self: self.entry.dtype_out)
     accumulator_dtype = property(lambda self: self.entry.accumulator_dtype)
+    scalar_dtype = property(lambda self: self.entry.scalar_dtype)
     elem_bytes = property(lambda self: self.entry.elem_bytes)
 
     @property

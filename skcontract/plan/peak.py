@@ -50,9 +50,13 @@ KERNEL_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "int8"})
 """The dtypes the GPU's GEMM kernels take
 (:data:`skcontract.kernels.catalogue.INPUT_DTYPES`): a GEMM-class step of another runs on
 CuPy's matmul, but a complex product with a real form (:data:`EMBEDDED_KINDS`)."""
-DOT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+DOT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "complex64",
+                        "complex128"})
 """The dtypes of the Dot family (:data:`skcontract.kernels.catalogue.DOT_CATALOGUE`), which
-runs a matrix-vector product or a batch of dots on its operands as they lie."""
+runs a matrix-vector product or a batch of dots on its operands as they lie (complex ones
+too)."""
+DOT_KINDS = (Kind.GEMV, Kind.DOT)
+"""The step kinds the Dot family runs (:data:`DOT_DTYPES`)."""
 K_MAJOR_DTYPES = frozenset({"int8"})
 """The dtypes whose Wgmma entries read operands K-major only at any precision (int8's): an
 unscheduled step of one copies an MN-major operand K-major
@@ -177,13 +181,14 @@ def _on_cupy(step) -> bool:
     launch (``unscheduled``: a dtype no kernel takes, a dimension past the kernels' index),
     or, before the plan is scheduled, one of a dtype no kernel takes
     (:data:`KERNEL_DTYPES`; a complex product of :data:`EMBEDDED_KINDS` runs on the real
-    form). A dimension past the kernels' index is not foreseen there."""
+    form, one of :data:`DOT_KINDS` on the Dot family). A dimension past the kernels' index
+    is not foreseen there."""
     if step.unscheduled is not None:
         return True
     if step.launch is not None:
         return False
     return step.dtype.name not in KERNEL_DTYPES and not (
-        step.dtype.kind == "c" and step.kind in EMBEDDED_KINDS)
+        step.dtype.kind == "c" and step.kind in EMBEDDED_KINDS + DOT_KINDS)
 
 
 def _matrices(step) -> tuple[int, int]:
@@ -226,7 +231,7 @@ def _as_they_lie(step) -> bool:
     if name in DIRECT_DTYPES and max(step.m, step.n, step.k) <= SMALL_MAX_DIM and \
             step.batch >= SMALL_MIN_BATCH:
         return True
-    return step.kind in (Kind.GEMV, Kind.DOT) and name in DOT_DTYPES
+    return step.kind in DOT_KINDS and name in DOT_DTYPES
 
 
 def _k_major(step, copied, flags) -> int:

@@ -14,11 +14,13 @@ def _arr(ptr):
 
 
 def _plan(acc=np.float32):
+    scalar = np.dtype(acc).type(0).real.dtype  # a complex accumulator's alpha is real
     spec = SimpleNamespace(threads=256, smem_bytes=1024, accumulator_dtype=np.dtype(acc).name,
-                           name="kernel")
+                           scalar_dtype=scalar.name, name="kernel")
     kernel = SimpleNamespace(spec=spec, function=SimpleNamespace(ptr=0xF00))
     return SimpleNamespace(table=_arr(0x1000), offsets=_arr(0x2000), tile_order=np.int32(3),
-                           accumulator_dtype=np.dtype(acc), kernel=kernel, ws_elems=10, staging_elems=0,
+                           accumulator_dtype=np.dtype(acc), scalar_dtype=scalar, kernel=kernel,
+                           ws_elems=10, staging_elems=0,
                            num_locks=1, device_id=0, grid=7, tensor_maps=False,
                            cluster_dims=1, programmatic=False)
 
@@ -51,8 +53,10 @@ def _as(v, dtype):
     return np.array([v], np.uint64).view(dtype)[0]
 
 
-@pytest.mark.parametrize("acc", [np.float32, np.float64, np.int32])
-def test_arguments_are_packed_as_the_kernel_signature_reads_them(driver, acc):
+@pytest.mark.parametrize("acc,scalar", [(np.float32, np.float32), (np.float64, np.float64),
+                                        (np.int32, np.int32), (np.complex64, np.float32),
+                                        (np.complex128, np.float64)])
+def test_arguments_are_packed_as_the_kernel_signature_reads_them(driver, acc, scalar):
     bound = launch.BoundLaunch(_plan(acc), 5, 6, 7, 11, 12, 13, 14, 15, 16, 2, 3)
     bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))
     (l,) = driver
@@ -60,7 +64,7 @@ def test_arguments_are_packed_as_the_kernel_signature_reads_them(driver, acc):
     assert s[:8] == [0xA0, 0xB0, 0xC0, 0x1000, 0x2000, 901, 902, 903]
     assert [int(_as(v, np.int32)) for v in s[8:12]] == [5, 6, 7, 3]  # low 4 bytes
     assert [int(_as(v, np.int64)) for v in s[12:18]] == [11, 12, 13, 14, 15, 16]
-    assert [_as(v, acc) for v in s[18:20]] == [acc(2), acc(3)]
+    assert [_as(v, scalar) for v in s[18:20]] == [scalar(2), scalar(3)]
     assert (l.stream, l.grid, l.block, l.smem, l.func) == (9, 7, 256, 1024, 0xF00)
 
 

@@ -71,9 +71,49 @@ def test_complex128_runs_on_float64_entries():
     assert step.launch.product.dtype == "complex128"
 
 
-def test_memory_bound_complex_steps_say_cupy_runs_them():
-    step = _step("ij,j->i", [(300, 100), (100,)], np.complex64)
-    assert step.launch is None and "memory-bound complex64" in step.unscheduled
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("subscripts,shapes,shape", [
+    ("ij,j->i", [(300, 100), (100,)], "rows"),         # a matrix times a vector
+    ("bj,bj->b", [(64, 500), (64, 500)], "rows"),      # a batch of dots
+    ("j,jk->k", [(100,), (100, 300)], "cols"),         # a vector times a matrix
+])
+def test_memory_bound_complex_steps_run_on_the_dot_kernel(subscripts, shapes, shape, dtype):
+    """A memory-bound complex product reads its operands as they lie, on the Dot kernel of
+    its own dtype (the real form would read the matrix twice), merging splits through the
+    workspace: no atomic adds a complex pair as one."""
+    step = _step(subscripts, shapes, dtype)
+    launch = step.launch
+    assert launch.embed is None and launch.form.shape == shape
+    assert launch.entry.FAMILY == "Dot" and launch.entry.dtype == dtype
+    assert launch.spec.dtype_out == dtype and launch.spec.scalar_dtype == \
+        {"complex64": "float32", "complex128": "float64"}[dtype]
+    assert str(launch.schedule.protocol) != "atomic" and "Dot" in step.row()[-1]
+
+
+def test_complex_dot_kernels_have_no_atomic_fixup():
+    from skcontract.kernels.catalogue import DOT_CATALOGUE
+    for dtype in ("complex64", "complex128"):
+        assert DOT_CATALOGUE[dtype] and all("atomic" not in e.protocols()
+                                            for e in DOT_CATALOGUE[dtype])
+    assert all("atomic" in e.protocols() for e in DOT_CATALOGUE["float32"])
+
+
+def test_complex128_dots_read_16_bytes_and_only_operands_on_them():
+    """complex128 elements are read whole, by 16-byte loads: the kernel is built with its
+    vector loads on, and an operand off 16 bytes (a complex view of float64 memory at an
+    odd element) gets no Dot launch, so CuPy runs it."""
+    from skcontract.kernels.forms import dot_form
+    from skcontract.kernels.resolve import complex_dot
+    from skcontract.schedule import DeviceInfo
+    step = _step("ij,j->i", [(300, 100), (100,)], np.complex128)
+    cfg = step.launch.spec.cfg_source()
+    assert "VEC_A = true" in cfg and "VEC_B = true" in cfg and step.launch.entry.aligned_only
+    form = dot_form(1, 300, 1, 100, (0, 100, 1), (0, 1, 1), (0, 1, 1))
+    off = Product("complex128", 1, 300, 1, 100, ("row", "row"), (False, True), form=form,
+                  form_aligned=(False, True))
+    assert complex_dot(off, DeviceInfo.h200()) is None
+    aligned = Product("complex128", 1, 300, 1, 100, ("row", "row"), (True, True), form=form)
+    assert complex_dot(aligned, DeviceInfo.h200()).entry.dtype == "complex128"
 
 
 def test_exact_is_a_precision_everywhere():

@@ -104,3 +104,57 @@ def test_complex_expression_replays_stay_right():
             crand((64, 80), "complex64", seed + 10)
         got = expr(da, db)
         assert rel_err(got, ha.astype(np.complex128) @ hb) <= 1e-5
+
+
+DOT_SHAPES = [("ij,j->i", [(333, 4099), (4099,)]),          # a matrix times a vector
+              ("bij,bj->bi", [(3, 130, 515), (3, 515)]),     # batched
+              ("bj,bj->b", [(37, 1000), (37, 1000)]),        # a batch of dots
+              ("j,j->", [(1 << 20,), (1 << 20,)]),           # one long dot, split over CTAs
+              ("j,jk->k", [(3001,), (3001, 1029)]),          # a vector times a matrix
+              ("i,ij->j", [(7,), (7, 5)])]                   # tiny, odd
+POISON_BYTES = 1 << 26
+"""Bytes of NaN left in the memory pool's free blocks before a call (its outputs are
+allocated there: an element the kernel does not write reads as NaN)."""
+
+
+def _poison_pool():
+    junk = cupy.full(POISON_BYTES // 4, np.nan, np.float32)
+    del junk
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("layout", ["C", "strided"])
+@pytest.mark.parametrize("subscripts,shapes", DOT_SHAPES)
+def test_memory_bound_complex_products_run_on_the_dot_kernel(subscripts, shapes, layout,
+                                                                dtype):
+    """Matrix-vector products and dots of complex operands on the Dot kernel (operands read
+    as they lie; strided ones too, as the plan copies or reads them), against a complex128
+    reference, the error no larger than CuPy's; the arrival fixup's sum is the same bits on
+    a second call."""
+    ops = [crand(s, dtype, i, layout) for i, s in enumerate(shapes)]
+    ref = np.einsum(subscripts, *[h.astype(np.complex128) for h, _ in ops])
+    _poison_pool()
+    with record_launches() as launched:
+        got = skcontract.einsum(subscripts, *[d for _, d in ops])
+    assert got.dtype == np.dtype(dtype) and got.shape == ref.shape
+    if layout == "C":
+        assert [x.kernel.startswith(f"dot_{dtype}_") for x in launched] == [True], launched
+    theirs = cupy.einsum(subscripts, *[d for _, d in ops])
+    assert rel_err(got, ref) <= max(ERROR_SLACK * rel_err(theirs, ref), ERROR_FLOOR[dtype])
+    again = skcontract.einsum(subscripts, *[d for _, d in ops])
+    assert bool((again == got).all())
+
+
+def test_complex128_off_16_bytes_runs_on_cupy():
+    """A complex128 view of float64 memory starting at an odd float64 (8 bytes past 16):
+    the Dot kernel reads 16-byte elements by 16-byte loads only, so the step is planned
+    again for these operands and CuPy runs it, right."""
+    rng = np.random.default_rng(5)
+    floats = cupy.asarray(rng.standard_normal(2 * 300 * 100 + 1))
+    a = floats[1:].view(cupy.complex128).reshape(300, 100)
+    assert a.data.ptr % 16 == 8
+    hx, x = crand((100,), "complex128", 6)
+    with record_launches() as launched:
+        got = skcontract.einsum("ij,j->i", a, x)
+    assert not any(x.kernel.startswith("dot_complex128") for x in launched), launched
+    assert rel_err(got, cupy.asnumpy(a) @ hx) <= ERROR_FLOOR["complex128"]

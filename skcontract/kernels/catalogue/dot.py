@@ -3,15 +3,20 @@
 Batched dots and matrix-vector products (``sk_dot.cuh``): the tile options of a step that
 :mod:`..forms` maps onto rows or columns, never offered for other GEMMs. Its kernels keep
 the scheduler loop and the fixup of the GEMM families; a split's partial is its tile's
-output sums.
+output sums. Complex operands run as they lie (their real form, :mod:`..embed`, would read
+the matrix once per output part).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ...schedule.types import ATOMIC
 from .calibration import memory_bound_efficiency
-from .entry import Entry, cxx_bool, vec16_elems
+from .entry import VEC16_BYTES, Entry, cxx_bool, vec16_elems
+
+COMPLEX = ("complex64", "complex128")
+"""The complex dtypes the Dot kernels read as they lie (``complex.cuh``)."""
 
 DOT_WARPS = 8
 """Warps of a Dot kernel's CTA."""
@@ -46,7 +51,8 @@ class Dot(Entry):
     """
 
     FAMILY: ClassVar[str] = "Dot"
-    DTYPES: ClassVar[tuple] = ("float16", "bfloat16", "float32", "float64")
+    DTYPES: ClassVar[tuple] = ("float16", "bfloat16", "float32", "float64", "complex64",
+                               "complex128")
     ENTRY_HEADER: ClassVar[str] = "sk_dot.cuh"
     KERNEL: ClassVar[str] = "skc::sk_dot"
     SHAPES: ClassVar[dict] = {"rows": 0, "cols": 1}  # sk_dot.cuh's SHAPE_* codes
@@ -55,6 +61,17 @@ class Dot(Entry):
     @property
     def shape(self) -> str:
         return "cols" if self.bn > 1 else "rows"
+
+    @property
+    def dtype_out(self) -> str:
+        """Complex products write their own dtype (gemm() takes no complex operands)."""
+        return self.dtype if self.dtype in COMPLEX else super().dtype_out
+
+    def protocols(self) -> tuple[str, ...]:
+        """A complex accumulator's splits merge through the workspace: no atomic adds a
+        complex value as one."""
+        every = super().protocols()
+        return tuple(p for p in every if p != ATOMIC) if self.dtype in COMPLEX else every
 
     @property
     def per_lane(self) -> int:
@@ -79,8 +96,21 @@ class Dot(Entry):
     def cfg_lines(self, spec) -> str:
         return (f"  static constexpr int SHAPE = {self.SHAPES[self.shape]};\n"
                 f"  static constexpr int UNROLL = {self.stages};\n"
-                f"  static constexpr bool VEC_A = {cxx_bool(spec.a_vec > 1)};\n"
-                f"  static constexpr bool VEC_B = {cxx_bool(spec.b_vec > 1)};\n")
+                f"  static constexpr bool VEC_A = {cxx_bool(self.loads16(spec.a_vec))};\n"
+                f"  static constexpr bool VEC_B = {cxx_bool(self.loads16(spec.b_vec))};\n")
+
+    def loads16(self, vec: int) -> bool:
+        """Whether an operand specialised to ``vec`` elements a copy is read by 16-byte
+        loads: elements of 16 bytes (complex128) always are, so such a Dot kernel runs
+        operands on 16 bytes only (:attr:`aligned_only`)."""
+        return vec * self.elem_bytes >= VEC16_BYTES
+
+    @property
+    def aligned_only(self) -> bool:
+        """Whether the entry reads only operands on 16 bytes (:func:`..forms.form_aligned`):
+        its elements are 16 bytes, and a complex128 view of float64 memory may start
+        between two."""
+        return self.elem_bytes >= VEC16_BYTES
 
     def smem_bytes(self, spec) -> int:
         return 0  # static shared memory only

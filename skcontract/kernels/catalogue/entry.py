@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
+import numpy as np
+
 from ...dtypes import accumulator_dtype
 from ...schedule.types import ARRIVAL, CLUSTER, Protocol, TileOption
 
@@ -24,8 +26,12 @@ CXX_TYPES = {
     "float64": ("double", 8),
     "int8": ("skc::int8_t", 1),
     "int32": ("int", 4),
+    "complex64": ("skc::complex64_t", 8),
+    "complex128": ("skc::complex128_t", 16),
 }
-"""dtype name -> (C++ storage type, element bytes)."""
+"""dtype name -> (C++ storage type, element bytes). Complex operands run as they lie on the
+Dot family only (``complex.cuh``); the other families run complex products on their real
+form (:mod:`..embed`)."""
 
 INPUT_DTYPES = {
     "float16": "float16",
@@ -257,6 +263,12 @@ class Entry:
     @property
     def accumulator_dtype(self) -> str:
         return accumulator_dtype(self.dtype).name
+
+    @property
+    def scalar_dtype(self) -> str:
+        """The dtype of the kernel's alpha and beta: the accumulator's, real for a complex
+        one (``complex.cuh``, ScalarOf)."""
+        return np.dtype(self.accumulator_dtype).type(0).real.dtype.name
 
     @property
     def name(self) -> str:

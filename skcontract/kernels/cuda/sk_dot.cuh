@@ -24,8 +24,12 @@
 // every protocol but atomic is bitwise reproducible run to run.
 // VEC_A / VEC_B: the operand reads 16 bytes per load (the host checked the alignment); else
 // one element per load, lanes on consecutive elements.
+// Complex operands (complex.cuh) run the same code: a complex accumulator, its products'
+// four real multiply-adds, alpha and beta real (ScalarOf); their splits merge through the
+// workspace (no device atomic adds a complex pair as one).
 #pragma once
 #include "sk_common.cuh"
+#include "complex.cuh"
 #include "sk_scheduler.cuh"
 #include "fixup.cuh"
 
@@ -58,11 +62,21 @@ __device__ __forceinline__ Acc load1(const T* p) {
 }
 
 // *p = alpha * v + beta * *p (beta == 0 never reads *p: a poisoned output is replaced).
-template <class TOut, class Acc>
-__device__ __forceinline__ void dot_store(TOut* p, Acc v, Acc alpha, Acc beta) {
-  Acc out = acc_mul(alpha, v);
-  if (beta != Acc(0)) out = acc_add(out, acc_mul(beta, AccCvt<TOut, Acc>::to_acc(*p)));
+template <class TOut, class Acc, class Scalar>
+__device__ __forceinline__ void dot_store(TOut* p, Acc v, Scalar alpha, Scalar beta) {
+  Acc out = acc_scale(alpha, v);
+  if (beta != Scalar(0)) out = acc_add(out, acc_scale(beta, AccCvt<TOut, Acc>::to_acc(*p)));
   *p = AccCvt<TOut, Acc>::from_acc(out);
+}
+
+// __shfl_xor_sync over the full warp (a complex value as its two parts).
+template <class T>
+__device__ __forceinline__ T shfl_xor_all(T v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+template <class R>
+__device__ __forceinline__ Complex<R> shfl_xor_all(Complex<R> v, int lane_mask) {
+  return Complex<R>(shfl_xor_all(v.re, lane_mask), shfl_xor_all(v.im, lane_mask));
 }
 
 // A thread's accumulators: one per element of its 16-byte loads.
@@ -133,7 +147,7 @@ struct DotRows {
 #pragma unroll
     for (int e = 1; e < CPT; ++e) v = acc_add(v, acc[e]);
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
+    for (int off = 16; off > 0; off >>= 1) v = acc_add(v, shfl_xor_all(v, off));
     if (lane == 0) red[warp] = v;
     __syncthreads();
     if (threadIdx.x < Cfg::BM) {
@@ -237,6 +251,17 @@ __device__ __forceinline__ void st_cg(float* p, float v) {
 __device__ __forceinline__ void st_cg(double* p, double v) {
   asm volatile("st.global.cg.f64 [%0], %1;" ::"l"(p), "d"(v) : "memory");
 }
+template <class R>
+__device__ __forceinline__ Complex<R> ld_cg(const Complex<R>* p) {
+  const R* r = reinterpret_cast<const R*>(p);
+  return Complex<R>(ld_cg(r), ld_cg(r + 1));
+}
+template <class R>
+__device__ __forceinline__ void st_cg(Complex<R>* p, Complex<R> v) {
+  R* r = reinterpret_cast<R*>(p);
+  st_cg(r, v.re);
+  st_cg(r + 1, v.im);
+}
 
 // The fixup of a split's output sums `tot` (thread o < OUT holds output o's): fixup.cuh's
 // protocols, their steps FixupSteps' (the same locks, counters, waits and orderings as Fixup's;
@@ -265,7 +290,7 @@ struct DotMerge {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if constexpr (OUT < 32) {
 #pragma unroll
-      for (int off = 16; off >= OUT; off >>= 1) v = acc_add(v, __shfl_xor_sync(0xffffffffu, v, off));
+      for (int off = 16; off >= OUT; off >>= 1) v = acc_add(v, shfl_xor_all(v, off));
       if (lane < OUT) red[warp * OUT + lane] = v;
     } else {
       red[threadIdx.x] = v;
@@ -283,7 +308,8 @@ struct DotMerge {
                                              unsigned* locks, int* flag, Acc* red) {
     if (Cfg::REDUCTION == REDUCTION_NONE || s.owns_tile()) return true;
     const int o = threadIdx.x;
-    if (Cfg::REDUCTION == REDUCTION_DETERMINISTIC) {
+    // branches at compile time: a complex accumulator has no atomicAdd, and no atomic kernel
+    if constexpr (Cfg::REDUCTION == REDUCTION_DETERMINISTIC) {
       unsigned* lock = locks + s.tile;
       Acc* slot = ws + (long long)s.slot * OUT;
       Steps::wait_turn(s, lock);
@@ -295,13 +321,13 @@ struct DotMerge {
       }
       Steps::end_turns(lock);
       return true;
-    } else if (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
+    } else if constexpr (Cfg::REDUCTION == REDUCTION_ARRIVAL) {
       if (o < OUT) st_cg(ws + (long long)s.slot * OUT + o, tot);
       if (!Steps::arrive_last(s, locks, flag)) return false;
       sum_peers(ws + ((long long)s.slot - s.split) * OUT, s.peers, tot, red);
       Steps::reset(s, locks);
       return true;
-    } else {  // REDUCTION_ATOMIC: staging[TILE] is kept zeroed
+    } else if constexpr (Cfg::REDUCTION == REDUCTION_ATOMIC) {  // staging[TILE] kept zeroed
       Acc* sum = staging + (long long)s.tile * OUT;
       if (o < OUT) atomicAdd(sum + o, tot);
       if (!Steps::arrive_last(s, locks, flag)) return false;
@@ -311,15 +337,17 @@ struct DotMerge {
       }
       Steps::reset(s, locks);
       return true;
+    } else {
+      return true;  // REDUCTION_NONE: returned above
     }
   }
 };
 
 // Output o (< OUT) of the split's tile: C[row] (rows) or C[column] (cols), inside the operands.
-template <class Cfg>
+template <class Cfg, class Scalar>
 __device__ __forceinline__ void dot_emit(const Split& s, int o, typename Cfg::Acc v,
-                                         typename Cfg::TOut* Cb, long long ldc,
-                                         typename Cfg::Acc alpha, typename Cfg::Acc beta) {
+                                         typename Cfg::TOut* Cb, long long ldc, Scalar alpha,
+                                         Scalar beta) {
   const int at = (Cfg::SHAPE == SHAPE_ROWS ? s.m0 : s.n0) + o;
   if (at < (Cfg::SHAPE == SHAPE_ROWS ? s.m_end : s.n_end))
     dot_store(Cb + (long long)at * ldc, v, alpha, beta);
@@ -332,7 +360,8 @@ sk_dot(const typename Cfg::TIn* __restrict__ A, const typename Cfg::TIn* __restr
        const int* __restrict__ cta_offsets, typename Cfg::Acc* ws, typename Cfg::Acc* staging,
        unsigned* locks, int M, int N, int K, int tile_order, long long lda, long long ldb,
        long long ldc, long long batch_a, long long batch_b, long long batch_c,
-       typename Cfg::Acc alpha, typename Cfg::Acc beta) {
+       typename ScalarOf<typename Cfg::Acc>::type alpha,
+       typename ScalarOf<typename Cfg::Acc>::type beta) {
   using Acc = typename Cfg::Acc;
   using Body = DotBody<Cfg>;
   using Merge = DotMerge<Cfg>;
