@@ -21,7 +21,10 @@
 #     float16 against cuDNN, then again with the square kernel's strips of 8 columns at
 #     step 1 and 4 at step 2 (the header edited in this call's copy, restored after), with
 #     the float16 depthwise tests at those strips; $OUT/depthwise-strip4.jsonl and
-#     depthwise-strip8.jsonl.
+#     depthwise-strip8.jsonl;
+#   complexdot: the complex and Dot GPU tests (memory-bound complex products on the Dot
+#     kernel), memcheck over tools.sanitize_cases complex, and `bench complex --memory-bound`
+#     into $OUT.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -86,6 +89,14 @@ for step in $STEPS; do
           tee "$OUT/depthwise-strip$strip.jsonl" | cut -c1-300
       done
       git checkout -q skcontract/kernels/cuda/depthwise.cuh ;;
+    complexdot)
+      timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_complex.py tests/gpu/test_dot.py 2>&1 | tail -6
+      timeout 100 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+        python3 -m tools.sanitize_cases complex > "$OUT/san-complex.log" 2>&1
+      echo "memcheck complex rc=$?"; grep -E "ERROR SUMMARY|FAIL|^ok" "$OUT/san-complex.log" | tail -9
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m skcontract bench complex \
+        --memory-bound --reps 5 --out "$OUT" 2>&1 | quiet | tail -6 ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
