@@ -14,14 +14,14 @@
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
 #   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
-#   validate: the GPU tests of what last ran on no GPU (the depthwise tests: the square
-#     kernel on packs of 4 channels, an input on 8 bytes) and memcheck / racecheck on the
-#     square kernel's float16 channels-last tests;
+#   validate: the GPU tests of what last ran on no GPU (the depthwise tests: the tensor-core
+#     kernel, the square kernel on packs of 4 channels, an input on 8 bytes) and memcheck /
+#     racecheck on both kernels' float16 tests with a bias;
 #   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
-#     float16 against cuDNN, then again with the square kernel's strips of 8 columns at
-#     step 1 and 4 at step 2 (the header edited in this call's copy, restored after), with
-#     the float16 depthwise tests at those strips; $OUT/depthwise-strip4.jsonl and
-#     depthwise-strip8.jsonl;
+#     float16 against cuDNN, as planned (the tensor-core kernel at unit step) and on the
+#     square kernel forced, then the square kernel again with strips of 8 columns at step 1
+#     and 4 at step 2 (the header edited in this call's copy, restored after), with its
+#     float16 tests at those strips; $OUT/depthwise-strip4.jsonl and depthwise-strip8.jsonl;
 #   complexdot: the complex and Dot GPU tests (memory-bound complex products on the Dot
 #     kernel), memcheck over tools.sanitize_cases complex, and `bench complex --memory-bound`
 #     into $OUT.
@@ -72,7 +72,7 @@ for step in $STEPS; do
       for tool in memcheck racecheck; do
         timeout 110 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
           python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_depthwise.py \
-          -k "square and float16 and True" \
+          -k "float16 and True and (tensor_core or square_and_any)" \
           > "$OUT/san-$tool.log" 2>&1
         echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
       done ;;
@@ -82,10 +82,11 @@ for step in $STEPS; do
           sed -i 's/  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP \/ 2;/  return step == 1 ? 8 : 4;/' \
             skcontract/kernels/cuda/depthwise.cuh
           timeout 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu/test_depthwise.py \
-            -k float16 2>&1 | tail -2
+            -k "float16 and square" 2>&1 | tail -2
         fi
+        variants=square; [ $strip = 4 ] && variants=auto,square
         timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.time_depthwise \
-          --dtypes float16 --variants auto --reps 7 2>&1 | grep '^{' | \
+          --dtypes float16 --variants $variants --reps 7 2>&1 | grep '^{' | \
           tee "$OUT/depthwise-strip$strip.jsonl" | cut -c1-300
       done
       git checkout -q skcontract/kernels/cuda/depthwise.cuh ;;

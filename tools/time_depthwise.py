@@ -4,8 +4,10 @@
         --dtypes float16,bfloat16 --variants auto,vec
 
 A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups = C) of a
-square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer) or
-``vec`` (the vector kernel for any filter, forced where the square kernel would run). Prints
+square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer),
+``vec`` (the vector kernel for any filter, forced where the square or the tensor-core kernel
+would run) or ``square`` (the square kernel forced where the tensor-core kernel would run;
+the layer is skipped where the square kernel has no instantiation of its filter). Prints
 one JSON line per (layer, dtype, variant): the CUDA-graph replay time in microseconds (the
 median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on the same operands by the same
 method, the ratio, the GB/s of moving the input, the filters and the output once, the
@@ -19,7 +21,7 @@ import sys
 
 from skcontract.bench.timing import calls_per_replay, torch_graph_us
 from skcontract.kernels import torch_cuda
-from skcontract.kernels.depthwise import DepthwiseLaunch, run_depthwise
+from skcontract.kernels.depthwise import DepthwiseLaunch, fixed_filter, run_depthwise
 from skcontract.kernels.launch import record_launches, sm_count
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv2d, conv_geometry
@@ -30,12 +32,12 @@ DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96
 (stride 1 and 2), ConvNeXt-T's 7x7 (stages 1 and 3), RepLKNet's 13x13."""
 
 
-def _forced(x, w, g, dtype):
-    """A call of the vector kernel for any filter on channels-last ``x``: it launches the
-    kernel and returns the output it wrote."""
+def _forced(x, w, g, dtype, square=False):
+    """A call of the vector kernel for any filter (``square``: the square kernel) on
+    channels-last ``x``: it launches the kernel and returns the output it wrote."""
     import torch  # the operands' maker
 
-    launch = DepthwiseLaunch(g, dtype, True, True)
+    launch = DepthwiseLaunch(g, dtype, True, True, square)
     out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
     X, Wt, O = describe(x), describe(w), describe(out)
     dev = x.device.index or 0
@@ -77,8 +79,12 @@ def main(argv=None) -> int:
                     run = lambda: conv2d(x, w, None, stride, pad, 1, c)  # noqa: E731
                 elif variant == "vec":
                     run = _forced(x, w, g, dtype)
+                elif variant == "square":
+                    if fixed_filter(g) is None:
+                        continue
+                    run = _forced(x, w, g, dtype, square=True)
                 else:
-                    raise SystemExit(f"--variants: {variant!r} is not auto or vec")
+                    raise SystemExit(f"--variants: {variant!r} is not auto, vec or square")
                 with record_launches() as launches:
                     got = run()
                 torch.cuda.synchronize()

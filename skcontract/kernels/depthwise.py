@@ -8,13 +8,21 @@ own layouts (NCHW or channels-last, any strides), the bias added before the one 
 where the channels lie on 16 bytes (channels-last, C a multiple of the vector) a thread
 computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load, and
 for the common square filters (:data:`FIXED_FILTERS`) each input vector a strip's filter row
-reads loaded and converted once.
+reads loaded and converted once. 16-bit channels-last data on 16-byte vectors at unit steps
+runs on tensor cores instead (``cuda/depthwise_mma.cuh``): a filter row of a channel is a
+GEMM of 16 output rows by 8 columns over 16 input columns, its B the banded matrix of the
+row's taps, one mma.sync for 128 outputs of a filter row.
 The convolution's plan carries a :class:`DepthwiseLaunch` (:func:`plan_depthwise`, pure
 Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> g = conv_geometry((8, 144, 56, 56), (144, 1, 3, 3), padding=1, groups=144)
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
+depthwise kernel: 3 x 3 taps of 144 channels
+3,612,672 outputs
+tensor cores
+16 x 32 pixels of 16 channels a CTA
+>>> print(*plan_depthwise(g, "float32", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
 4-channel vectors x 4 columns
@@ -28,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import jit
+from . import depthwise_mma as mma, jit
 from .launch import record_direct
 from .operands import canonical_strides
 from .catalogue import CXX_TYPES
@@ -50,6 +58,7 @@ SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}>"
 :data:`FIXED_FILTERS`'."""
 NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES
 """Every instantiation the module compiles."""
+
 VECTOR_BYTES = 16
 """The vector kernel's loads and stores: 16 bytes of channels."""
 PACK_CHANNELS = {"float16": 4, "bfloat16": 4, "float32": 4, "float64": 2}
@@ -89,13 +98,16 @@ class DepthwiseLaunch:
     kernel runs (a strip of columns of a vector of channels a thread, the channels lying
     on whole vectors in the input and the output); ``square``: the filter is one of
     :data:`FIXED_FILTERS`, and the vector kernel is the square kernel of its size and
-    step (packs of :data:`PACK_CHANNELS`; else 16-byte vectors)."""
+    step (packs of :data:`PACK_CHANNELS`; else 16-byte vectors); ``mma``: the tensor-core
+    kernel runs it (16-bit data on 16-byte vectors, unit steps, undilated, filters of at
+    most :data:`.depthwise_mma.MAX_TAPS` rows and columns)."""
 
     g: tuple
     dtype: str
     channels_last: bool
     vector: bool = False
     square: bool = False
+    mma: bool = False
 
     @property
     def outputs(self) -> int:
@@ -106,7 +118,10 @@ class DepthwiseLaunch:
         """The launch as a conv2d plan's row shows it."""
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
-        if self.vector:
+        if self.mma:
+            rows, cols, chans = mma.TILE
+            order = f"tensor cores, {rows} x {cols} pixels of {chans} channels a CTA"
+        elif self.vector:
             order = f"{self.per_vector}-channel vectors x {self.strip} columns"
             if self.square:
                 order += ", a filter row's inputs loaded once a strip"
@@ -156,12 +171,18 @@ class DepthwiseLaunch:
 
     @property
     def smem_bytes(self) -> int:
-        """The vector kernels' dynamic shared memory: a slice's filters."""
+        """The vector kernels' dynamic shared memory: a slice's filters; the tensor-core
+        kernel's: its tile's input window as 16-bit channel planes
+        (depthwise_mma_smem)."""
+        if self.mma:
+            return mma.smem_bytes(self.g.r)
         return self.g.r * self.g.s * self.slice * self.weight_bytes
 
     @property
     def kernel(self) -> str:
         """The instantiation the launch runs."""
+        if self.mma:
+            return mma.NAMES[mma.TYPES.index(self.dtype)]
         index = tuple(TYPES).index(self.dtype)
         if not self.vector:
             return SCALAR_NAMES[index]
@@ -175,6 +196,8 @@ class DepthwiseLaunch:
         vector kernels' (blocks a slice, slices), each block a contiguous run of the
         strips."""
         g = self.g
+        if self.mma:
+            return (mma.tiles(g), 1)
         if not self.vector:
             return (max(1, min(-(-self.outputs // THREADS), sms * BLOCKS_PER_SM)), 1)
         lanes = THREADS // self.slice
@@ -211,9 +234,11 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
     itemsize = CXX_TYPES[dtype][1]
     vector = channels_last and _lies_on(g, input_strides, input_offset,
                                         VECTOR_BYTES // itemsize, itemsize)
+    fits = _image_offsets_fit(g, input_strides)
+    if vector and fits and mma.takes(g, dtype):
+        return DepthwiseLaunch(g, dtype, channels_last, True, False, True)
     square = channels_last and fixed_filter(g) is not None and \
-        _lies_on(g, input_strides, input_offset, PACK_CHANNELS[dtype], itemsize) and \
-        _image_offsets_fit(g, input_strides)
+        _lies_on(g, input_strides, input_offset, PACK_CHANNELS[dtype], itemsize) and fits
     launch = DepthwiseLaunch(g, dtype, channels_last, vector or square, square)
     if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
         launch = DepthwiseLaunch(g, dtype, channels_last)
@@ -250,13 +275,19 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
     g = launch.g
     top, _, left, _ = g.padding
     name = launch.kernel
-    fn = jit.get_module(HEADER, NAMES, device_id).get_function(name)
+    header, names = (mma.HEADER, mma.NAMES) if launch.mma else (HEADER, NAMES)
+    fn = jit.get_module(header, names, device_id).get_function(name)
     swc, _, swr, sws = w.strides
     pointers = tuple(map(np.uint64, (x.ptr, w.ptr, w.ptr if bias is None else bias.ptr,
                                      out.ptr)))
     i32, i64 = np.int32, np.int64
     sizes = tuple(map(i32, (g.n, g.c, g.h, g.w, g.p, g.q)))
-    if launch.square:  # the filter's size and steps are the kernel's own; channels' strides 1
+    if launch.mma:  # unit steps, undilated; channels' strides 1, offsets 32-bit
+        sxn, _, sxh, sxw = canonical_strides((g.n, g.c, g.h, g.w), x.strides)
+        son, _, sop, soq = canonical_strides((g.n, g.k, g.p, g.q), out.strides)
+        args = (*sizes, *map(i32, (g.r, g.s, top, left)), i64(sxn), i32(sxh), i32(sxw),
+                *map(i64, (swc, swr, sws, son)), i32(sop), i32(soq), i32(bias is not None))
+    elif launch.square:  # the filter's size and steps are the kernel's own; channels' strides 1
         # the strides the plan checked (a size-1 axis's may be any, and these are 32-bit)
         sxn, _, sxh, sxw = canonical_strides((g.n, g.c, g.h, g.w), x.strides)
         son, _, sop, soq = canonical_strides((g.n, g.k, g.p, g.q), out.strides)
@@ -275,5 +306,6 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
                 i32(launch.channels_last), i32(bias is not None))
     smem = launch.smem_bytes if launch.vector else 0
     grid = launch.grid(sms)
-    fn(grid, (THREADS,), (*pointers, *args), stream=stream, shared_mem=smem)
+    threads = mma.THREADS if launch.mma else THREADS
+    fn(grid, (threads,), (*pointers, *args), stream=stream, shared_mem=smem)
     record_direct(name, grid[0] * grid[1])

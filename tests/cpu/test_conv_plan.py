@@ -17,7 +17,7 @@ from skcontract.kernels.conv import (CONV_SHAPE_DTYPE, InputView, fold_runs_tile
                                      folded_taps, merged_groups, padded_channels,
                                      resolve_conv, vectors_fit)
 from skcontract.kernels.operands import Operand
-from skcontract.kernels import depthwise
+from skcontract.kernels import depthwise, depthwise_mma
 from skcontract.kernels.depthwise import DepthwiseLaunch, plan_depthwise
 from skcontract.kernels.step_launch import StepLaunch
 from skcontract.ops.conv2d import conv_geometry
@@ -108,11 +108,13 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
     if plan.route == DEPTHWISE:
         assert g.groups == g.c == g.k and launch is None and plan.channels_last == \
             channels_last
-        square = channels_last and depthwise.fixed_filter(g) is not None and \
-            g.c % depthwise.PACK_CHANNELS[dtype] == 0  # (dense operands)
-        vector = square or channels_last and g.c * np.dtype(
+        vector = channels_last and g.c * np.dtype(
             "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0
-        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector, square)
+        mma = vector and depthwise_mma.takes(g, dtype)  # (dense operands)
+        square = channels_last and not mma and depthwise.fixed_filter(g) is not None and \
+            g.c % depthwise.PACK_CHANNELS[dtype] == 0
+        assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector or square,
+                                              square, mma)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
@@ -434,12 +436,20 @@ def test_the_command_line_help_describes_every_option(capsys):
 ])
 def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, offset,
                                                                      channels, square, vector):
-    """The square kernel (3 x 3 here) reads packs of 4 float16 channels (8 bytes), the
-    vector kernel (dilated filters here) vectors of 8 (16 bytes)."""
-    g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=1, groups=channels)
+    """The square kernel (3 x 3 at step 2 here) reads packs of 4 float16 channels (8
+    bytes), the vector kernel (dilated filters here) and the tensor-core kernel (3 x 3 at
+    unit step) vectors of 8 (16 bytes); at unit step the square kernel takes what the
+    tensor-core kernel does not."""
+    g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), stride=2, padding=1,
+                      groups=channels)
     launch = plan_depthwise(g, "float16", True, strides, offset)
-    assert launch.square == square and launch.vector == square
-    assert ("4-channel vectors x 4 columns" in launch.summary()) == square
+    assert launch.square == square and launch.vector == square and not launch.mma
+    assert ("4-channel vectors x 2 columns" in launch.summary()) == square
+    unit = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=1,
+                         groups=channels)
+    launch = plan_depthwise(unit, "float16", True, strides, offset)
+    assert launch.mma == vector and launch.square == (square and not vector)
+    assert ("tensor cores" in launch.summary()) == vector
     dilated = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=2,
                             dilation=2, groups=channels)
     launch = plan_depthwise(dilated, "float16", True, strides, offset)
@@ -448,14 +458,15 @@ def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, of
     assert plan_depthwise(g, "float16", False, strides, offset).vector is False
 
 
-def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits():
-    """The square kernel's offsets inside an image are 32-bit: an input view whose rows lie
-    2^29 elements apart runs the vector kernel instead."""
+@pytest.mark.parametrize("dtype,kernel", [("float32", "square"), ("float16", "mma")])
+def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel):
+    """The square and tensor-core kernels' offsets inside an image are 32-bit: an input
+    view whose rows lie 2^29 elements apart runs the vector kernel instead."""
     g = conv_geometry((2, 16, 6, 6), (16, 1, 3, 3), padding=1, groups=16)
-    near = plan_depthwise(g, "float16", True, (6 * 6 * 16, 1, 6 * 16, 16), 0)
-    far = plan_depthwise(g, "float16", True, (6 * 2**29, 1, 2**29, 16), 0)
-    assert near.square and near.vector
-    assert far.vector and not far.square and "depthwise_vec" in far.kernel
+    near = plan_depthwise(g, dtype, True, (6 * 6 * 16, 1, 6 * 16, 16), 0)
+    far = plan_depthwise(g, dtype, True, (6 * 2**29, 1, 2**29, 16), 0)
+    assert getattr(near, kernel) and near.vector
+    assert far.vector and not far.square and not far.mma and "depthwise_vec" in far.kernel
 
 
 @pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
@@ -466,8 +477,9 @@ def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits():
     (96, "float64", 7, 2, 24),      # 2 doubles a pack
 ])
 def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slices, slice_):
-    g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), padding=taps // 2,
-                      groups=channels)
+    # step 2: the 16-bit 3 x 3 and 5 x 5 filters run the square kernel, not on tensor cores
+    g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), stride=2,
+                      padding=taps // 2, groups=channels)
     launch = plan_depthwise(g, dtype, True)
     assert launch.vector and (launch.slices, launch.slice) == (slices, slice_)
     assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
@@ -487,17 +499,47 @@ def test_the_depthwise_square_kernel_takes_the_common_square_filters(taps, strid
                                                                      form):
     g = conv_geometry((2, 64, 40, 40), (64, 1, taps, taps), stride=stride, dilation=dilation,
                       groups=64)
-    launch = plan_depthwise(g, "bfloat16", True)
+    launch = plan_depthwise(g, "float32", True)
     assert depthwise.fixed_filter(g) == form and launch.square == (form is not None)
     if form is None:
-        assert launch.kernel == "skc::depthwise_vec<skc::bfloat16_t>"
+        assert launch.kernel == "skc::depthwise_vec<float>"
     else:
-        assert launch.kernel == f"skc::depthwise_square<skc::bfloat16_t, {form[0]}, {form[1]}>"
+        assert launch.kernel == f"skc::depthwise_square<float, {form[0]}, {form[1]}>"
         assert "inputs loaded once a strip" in launch.summary()
         # strips of two columns at step 2
         assert f"x {4 if form[1] == 1 else 2} columns" in launch.summary()
     assert launch.kernel in depthwise.NAMES
-    assert plan_depthwise(g, "bfloat16", False).kernel == "skc::depthwise<skc::bfloat16_t>"
+    assert plan_depthwise(g, "float32", False).kernel == "skc::depthwise<float>"
+
+
+@pytest.mark.parametrize("dtype,taps,stride,dilation,channels,mma", [
+    ("bfloat16", (3, 3), 1, 1, 64, True),
+    ("float16", (7, 7), 1, 1, 96, True),
+    ("float16", (9, 9), 1, 1, 64, True),     # the widest band B holds
+    ("float16", (3, 5), 1, 1, 64, True),     # any rows and columns up to it
+    ("float16", (1, 9), 1, 1, 24, True),     # 24 channels: the last tile's second vector absent
+    ("float16", (11, 11), 1, 1, 64, False),  # wider than the band
+    ("float16", (3, 3), 2, 1, 64, False),    # a step
+    ("float16", (3, 3), 1, 2, 64, False),    # dilated
+    ("float16", (3, 3), 1, 1, 60, False),    # channels off 16 bytes: the square kernel's packs
+    ("float32", (3, 3), 1, 1, 64, False),    # 16-bit data only
+])
+def test_the_tensor_core_kernel_takes_16_bit_unit_steps(dtype, taps, stride, dilation,
+                                                        channels, mma):
+    """16-bit channels-last depthwise convolutions at unit step, undilated, filters of at
+    most 9 x 9, channels on 16 bytes, run on the tensor-core kernel: a CTA a tile of 16 x
+    32 pixels of 16 channels, its input window staged in 16 channel planes."""
+    g = conv_geometry((3, channels, 37, 70), (channels, 1, *taps), stride=stride,
+                      padding=(taps[0] // 2, taps[1] // 2), dilation=dilation,
+                      groups=channels)
+    launch = plan_depthwise(g, dtype, True)
+    assert launch.mma == mma and launch.vector
+    if mma:
+        assert launch.kernel in depthwise_mma.NAMES and not launch.square
+        assert launch.grid(132) == (-(-channels // 16) * 3 * 3 * 3, 1)  # 37 rows, 70 columns
+        assert launch.smem_bytes == 16 * (16 + taps[0] - 1) * 40 * 2 <= depthwise.SLICE_SMEM
+        assert "tensor cores" in launch.summary()
+    assert not plan_depthwise(g, dtype, False).mma
 
 
 def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():

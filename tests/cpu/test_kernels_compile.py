@@ -63,7 +63,7 @@ def _fp64_two_cta():
 
 
 AUXILIARY = ("fold_copy", "relayout", "pad_rows", "embed", "outer", "small_batched",
-             "depthwise", "pointwise_packed", "merged_groups")
+             "depthwise", "depthwise_mma", "pointwise_packed", "merged_groups")
 """The kernels no catalogue entry names (skcontract.kernels modules with a HEADER and the
 NAMES it instantiates): the copies and the direct kernels."""
 

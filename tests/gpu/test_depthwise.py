@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skcontract import conv2d
-from skcontract.kernels import depthwise, torch_cuda
+from skcontract.kernels import depthwise, depthwise_mma, torch_cuda
 from skcontract.kernels.launch import sm_count
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv_geometry
@@ -61,10 +61,12 @@ def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
     g = conv_geometry(x.shape, wt.shape, stride, padding, dilation, c)
     plan = plan_of(xd, wd, bd if bias else None, g)
     assert plan.route == DEPTHWISE
-    square = channels_last and depthwise.fixed_filter(g) is not None and \
+    vector = channels_last and c * xd.itemsize % 16 == 0
+    mma = vector and depthwise_mma.takes(g, dtype)
+    square = channels_last and not mma and depthwise.fixed_filter(g) is not None and \
         c % depthwise.PACK_CHANNELS[dtype] == 0
-    assert plan.direct.square == square
-    assert plan.direct.vector == (square or channels_last and c * xd.itemsize % 16 == 0)
+    assert plan.direct.square == square and plan.direct.mma == mma
+    assert plan.direct.vector == (square or vector)
     got = conv2d(xd, wd, bd if bias else None, stride, padding, dilation, c)
     ref = direct(x, wt, b if bias else None, g.stride, g.padding, g.dilation, c)
     assert got.shape == ref.shape and got.dtype == xd.dtype
@@ -153,9 +155,9 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
     g = conv_geometry(x.shape, wt.shape, step, pad, 1, c)
     launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
-    assert launch.square and "depthwise_square" in launch.kernel
-    if not square:
-        launch = depthwise.DepthwiseLaunch(g, dtype, True, True)
+    assert (launch.square or launch.mma) and launch.kernel.startswith("skc::depthwise_")
+    # the 16-bit layers at unit step plan the tensor-core kernel: the square one is forced
+    launch = depthwise.DepthwiseLaunch(g, dtype, True, True, square)
     out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
     out = out.permute(0, 3, 1, 2)
     dev = torch.cuda.current_device()
@@ -165,3 +167,61 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), step, pad, 1, c)
     err = float((out.double() - want).norm() / want.norm())
     assert err <= TOL[dtype]
+
+
+MMA_CASES = [  # (N, C, H, W), (R, S), padding
+    ((2, 32, 13, 14), (3, 3), 1),
+    ((3, 24, 37, 70), (5, 5), 2),         # 24 channels: a tile's second vector absent
+    ((1, 16, 40, 33), (7, 7), 3),         # a column tile of one pixel
+    ((2, 48, 17, 19), (9, 9), 4),         # the widest band
+    ((1, 32, 20, 50), (4, 6), "same"),    # rows and columns apart, asymmetric padding
+    ((2, 16, 9, 41), (1, 9), (0, 4)),     # one filter row
+    ((1, 64, 31, 30), (3, 3), (5, 6)),    # padding wider than the filter
+    ((2, 8, 16, 32), (5, 3), (2, 1)),     # 8 channels: one vector a tile
+]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", MMA_CASES)
+def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
+    """The tensor-core kernel (planned for each case) against float64: tiles cut short by
+    the output's rows and columns, channels of one vector in the last tile, filters of any
+    rows and columns up to 9, padding past the filter, the bias; the output NaN-poisoned, so
+    an element it does not write fails."""
+    torch = pytest.importorskip("torch")
+    (n, c, h, w), (r, s), padding = case
+    rng = np.random.default_rng(11)
+    x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, r, s)), \
+        rng.standard_normal(c)
+    tdt = getattr(torch, dtype)
+    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
+    wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
+    g = conv_geometry(x.shape, wt.shape, 1, padding, 1, c)
+    launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
+    assert launch.mma and launch.kernel in depthwise_mma.NAMES
+    out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
+    out = out.permute(0, 3, 1, 2)
+    dev = torch.cuda.current_device()
+    depthwise.run_depthwise(launch, describe(xt), describe(wt_t), describe(bt) if bias else None,
+                            describe(out), dev, torch_cuda.current_stream(dev), sm_count(dev))
+    top, bottom, left, right = g.padding
+    padded = torch.nn.functional.pad(xt.double(), (left, right, top, bottom))
+    want = torch.nn.functional.conv2d(padded, wt_t.double(), bt.double() if bias else None,
+                                      1, 0, 1, c)
+    assert not bool(out.isnan().any()), "an output element was not written"
+    err = float((out.double() - want).norm() / want.norm())
+    assert err <= TOL[dtype]
+
+
+def test_the_tensor_core_kernel_reads_a_crop_and_runs_through_conv2d():
+    """conv2d on a channels-last crop of wider rows (the input's row stride is not W x C)
+    plans the tensor-core kernel and writes its output channels-last."""
+    (x, wt, b), (xd, wd, bd) = _operands(((2, 32, 20, 40), (5, 5)), "float16", True)
+    crop = xd[:, :, 2:18, 3:35]
+    g = conv_geometry(crop.shape, wt.shape, 1, 2, 1, 32)
+    plan = plan_of(crop, wd, bd, g)
+    assert plan.route == DEPTHWISE and plan.direct.mma
+    got = conv2d(crop, wd, bd, 1, 2, 1, 32)
+    ref = direct(x[:, :, 2:18, 3:35], wt, b, (1, 1), (2, 2, 2, 2), (1, 1), 32)
+    assert got.strides[1] == got.itemsize and _err(got, ref) <= TOL["float16"]

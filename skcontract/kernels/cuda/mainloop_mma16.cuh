@@ -8,26 +8,6 @@
 
 namespace skc {
 
-template <class T> struct MmaOp;
-template <> struct MmaOp<half_t> {
-  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
-                                             unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <> struct MmaOp<bfloat16_t> {
-  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
-                                             unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
 // LA / LB are the TileLoader types (they fix the shared-memory layout); A_KC / B_KC whether
 // each operand's stage is k-contiguous.
 template <class T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, class LA, class LB,

@@ -4,6 +4,7 @@
 //     The fp16/bf16 (k16), tf32 (k8), int8 (k32) and sm_90 fp64 (k8/k16) mainloops derive
 //     from it and add compute().
 //   * ldmatrix_x4 / ldmatrix_x4_trans: four 8x8 b16 matrices from shared memory.
+//   * MmaOp<T>: one m16n8k16 mma of fp16 / bf16 fragments into fp32 accumulators.
 #pragma once
 #include "sk_common.cuh"
 
@@ -17,6 +18,27 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* 
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
+
+// d += a b, m16n8k16: a row-major (ldmatrix_x4's four registers), b column-major (two).
+template <class T> struct MmaOp;
+template <> struct MmaOp<half_t> {
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
+                                             unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+template <> struct MmaOp<bfloat16_t> {
+  __device__ __forceinline__ static void mma(float (&d)[4], const unsigned (&a)[4],
+                                             unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
 
 // The accumulators of a WARPS_M x WARPS_N grid of warps, each owning a WM x WN tile of
 // m16n8 mma blocks. With g = lane / 4, t = lane % 4, accumulator e of block (mi, nj) is
