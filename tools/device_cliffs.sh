@@ -14,17 +14,18 @@
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
 #   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
-#   validate: the GPU tests of what last ran on no GPU (the depthwise tests: the tensor-core
-#     kernel, the square kernel on packs of 4 channels, an input on 8 bytes) and memcheck /
-#     racecheck on both kernels' float16 tests with a bias;
+#   tests: the GPU tests of what last ran on no GPU: depthwise (the tensor-core kernel, the
+#     square kernel on packs of 4 channels), the complex and Dot tests (memory-bound complex
+#     products on the Dot kernel), conv2d's depthwise ones;
+#   sanitize: memcheck and racecheck on the tensor-core and square depthwise kernels'
+#     float16 tests with a bias, memcheck over tools.sanitize_cases complex;
 #   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
 #     float16 against cuDNN, as planned (the tensor-core kernel at unit step) and on the
-#     square kernel forced, then the square kernel again with strips of 8 columns at step 1
-#     and 4 at step 2 (the header edited in this call's copy, restored after), with its
-#     float16 tests at those strips; $OUT/depthwise-strip4.jsonl and depthwise-strip8.jsonl;
-#   complexdot: the complex and Dot GPU tests (memory-bound complex products on the Dot
-#     kernel), memcheck over tools.sanitize_cases complex, and `bench complex --memory-bound`
-#     into $OUT.
+#     square kernel forced ($OUT/depthwise.jsonl);
+#   strip8: the square kernel with strips of 8 columns at step 1 and 4 at step 2 (the header
+#     edited in this call's copy, restored after), its float16 tests and times
+#     ($OUT/depthwise-strip8.jsonl);
+#   complexbench: `bench complex --memory-bound` into $OUT.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 set -u
@@ -65,37 +66,41 @@ for step in $STEPS; do
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m skcontract bench networks-run \
         --plans docs/benchmarks/networks-plans-h100.json --networks lattice,peps,regular \
         --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
-    validate)
-      timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
-        tests/gpu/test_depthwise.py tests/gpu/test_conv2d_gpu.py -k "depthwise or Depthwise or square" \
-        2>&1 | tail -6
+    tests)
+      timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
+        tests/gpu/test_conv2d_gpu.py -k "depthwise or Depthwise or square or complex or dot or Dot" \
+        2>&1 | tail -8 ;;
+    sanitize)
       for tool in memcheck racecheck; do
-        timeout 110 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 \
-          python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_depthwise.py \
-          -k "float16 and True and (tensor_core or square_and_any)" \
-          > "$OUT/san-$tool.log" 2>&1
-        echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/san-$tool.log" | tail -3
-      done ;;
-    depthwise)
-      for strip in 4 8; do
-        if [ $strip = 8 ]; then
-          sed -i 's/  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP \/ 2;/  return step == 1 ? 8 : 4;/' \
-            skcontract/kernels/cuda/depthwise.cuh
-          timeout 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu/test_depthwise.py \
-            -k "float16 and square" 2>&1 | tail -2
-        fi
-        variants=square; [ $strip = 4 ] && variants=auto,square
-        timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.time_depthwise \
-          --dtypes float16 --variants $variants --reps 7 2>&1 | grep '^{' | \
-          tee "$OUT/depthwise-strip$strip.jsonl" | cut -c1-300
+        for kernel in tensor_core square; do
+          sel="tensor_core_kernel_matches and float16 and True"
+          [ $kernel = square ] && sel="square_and_any and float16 and True-False"
+          log="$OUT/san-$tool-$kernel.log"
+          timeout $(( $(left) > 100 ? 100 : $(left) )) compute-sanitizer --tool $tool \
+            --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
+            tests/gpu/test_depthwise.py -k "$sel" > "$log" 2>&1
+          echo "$tool $kernel rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$log" | tail -3
+        done
       done
+      timeout $(( $(left) > 100 ? 100 : $(left) )) compute-sanitizer --tool memcheck \
+        --report-api-errors no --error-exitcode 9 python3 -m tools.sanitize_cases complex \
+        > "$OUT/san-complex.log" 2>&1
+      echo "memcheck complex rc=$?"; grep -E "ERROR SUMMARY|FAIL|^ok" "$OUT/san-complex.log" | tail -9 ;;
+    depthwise)
+      timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.time_depthwise \
+        --dtypes float16 --variants auto,square --reps 7 2>&1 | grep '^{' | \
+        tee "$OUT/depthwise.jsonl" | cut -c1-300 ;;
+    strip8)
+      sed -i 's/  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP \/ 2;/  return step == 1 ? 8 : 4;/' \
+        skcontract/kernels/cuda/depthwise.cuh
+      timeout 90 python3 -m pytest -q -n 8 -p no:cacheprovider tests/gpu/test_depthwise.py \
+        -k "float16 and square" 2>&1 | tail -2
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.time_depthwise \
+        --dtypes float16 --variants square --reps 7 2>&1 | grep '^{' | \
+        tee "$OUT/depthwise-strip8.jsonl" | cut -c1-300
       git checkout -q skcontract/kernels/cuda/depthwise.cuh ;;
-    complexdot)
-      timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
-        tests/gpu/test_complex.py tests/gpu/test_dot.py 2>&1 | tail -6
-      timeout 100 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-        python3 -m tools.sanitize_cases complex > "$OUT/san-complex.log" 2>&1
-      echo "memcheck complex rc=$?"; grep -E "ERROR SUMMARY|FAIL|^ok" "$OUT/san-complex.log" | tail -9
+    complexbench)
       timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m skcontract bench complex \
         --memory-bound --reps 5 --out "$OUT" 2>&1 | quiet | tail -6 ;;
     dask)
