@@ -43,7 +43,8 @@ def smem_bytes(r: int) -> int:
 
 
 def tiles(g) -> int:
-    """The tensor-core kernel's CTAs: (channel group, image, tile row, tile column)."""
+    """The tensor-core kernel's CTAs: one a (channel group, tile column, tile row, image),
+    in that order, the channel groups fastest."""
     rows, cols, chans = TILE
     return -(-g.c // chans) * g.n * -(-g.p // rows) * -(-g.q // cols)
 

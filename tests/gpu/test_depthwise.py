@@ -215,13 +215,23 @@ def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
 
 
 def test_the_tensor_core_kernel_reads_a_crop_and_runs_through_conv2d():
-    """conv2d on a channels-last crop of wider rows (the input's row stride is not W x C)
-    plans the tensor-core kernel and writes its output channels-last."""
+    """The tensor-core kernel reads a channels-last crop of wider rows in place (the input's
+    row stride is not W x C), and conv2d plans it for a dense channels-last input, its
+    output channels-last."""
     (x, wt, b), (xd, wd, bd) = _operands(((2, 32, 20, 40), (5, 5)), "float16", True)
     crop = xd[:, :, 2:18, 3:35]
     g = conv_geometry(crop.shape, wt.shape, 1, 2, 1, 32)
-    plan = plan_of(crop, wd, bd, g)
-    assert plan.route == DEPTHWISE and plan.direct.mma
-    got = conv2d(crop, wd, bd, 1, 2, 1, 32)
+    launch = depthwise.plan_depthwise(g, "float16", True, describe(crop).strides,
+                                      crop.data.ptr % 16)
+    assert launch.mma
+    out = cupy.full((2, g.p, g.q, 32), cupy.nan, cupy.float16).transpose(0, 3, 1, 2)
+    dev = cupy.cuda.runtime.getDevice()
+    depthwise.run_depthwise(launch, describe(crop), describe(wd), describe(bd), describe(out),
+                            dev, cupy.cuda.get_current_stream(), sm_count(dev))
     ref = direct(x[:, :, 2:18, 3:35], wt, b, (1, 1), (2, 2, 2, 2), (1, 1), 32)
+    assert _err(out, ref) <= TOL["float16"]
+    g = conv_geometry(xd.shape, wt.shape, 1, 2, 1, 32)
+    assert plan_of(xd, wd, bd, g).direct.mma
+    got = conv2d(xd, wd, bd, 1, 2, 1, 32)
+    ref = direct(x, wt, b, (1, 1), (2, 2, 2, 2), (1, 1), 32)
     assert got.strides[1] == got.itemsize and _err(got, ref) <= TOL["float16"]

@@ -135,9 +135,10 @@ __device__ __forceinline__ void depthwise_mma_store(const unsigned* planes, T* o
 }
 
 // Sizes; strides in elements, all but the channels' (1): x (n, c, h, w), w (c, r, s),
-// out (n, c, p, q). Unit steps, undilated, r and s <= 9; the grid is one CTA a
-// (channel group of 16, tile) pair, the channel groups fastest (ceil(c / 16) x n x
-// ceil(p / 16) x ceil(q / 32)); dynamic shared memory depthwise_mma_smem(r).
+// out (n, c, p, q). Unit steps, undilated, r and s <= 9; the grid is one CTA a (channel
+// group of 16, tile) pair, the channel groups fastest, then the tile's column, its row and
+// the image (ceil(c / 16) x ceil(q / 32) x ceil(p / 16) x n CTAs); dynamic shared memory
+// depthwise_mma_smem(r).
 template <class T>
 __global__ void __launch_bounds__(DWMMA_THREADS, 3)
 depthwise_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
