@@ -16,7 +16,8 @@
 #   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
 #   tests: the GPU tests of what last ran on no GPU: depthwise (the tensor-core kernel, the
 #     square kernel on packs of 4 channels), the complex and Dot tests (memory-bound complex
-#     products on the Dot kernel), conv2d's depthwise ones;
+#     products on the Dot kernel), conv2d's depthwise ones, the GPU parity suite's complex
+#     cases;
 #   sanitize: memcheck and racecheck on the tensor-core and square depthwise kernels'
 #     float16 tests with a bias, memcheck over tools.sanitize_cases complex;
 #   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
@@ -69,7 +70,8 @@ for step in $STEPS; do
     tests)
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
         tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
-        tests/gpu/test_conv2d_gpu.py -k "depthwise or Depthwise or square or complex or dot or Dot" \
+        tests/gpu/test_conv2d_gpu.py tests/gpu/test_parity_gpu.py \
+        -k "depthwise or Depthwise or square or complex or dot or Dot" \
         2>&1 | tail -8 ;;
     sanitize)
       for tool in memcheck racecheck; do
