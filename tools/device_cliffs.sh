@@ -21,7 +21,7 @@
 #   sanitize: memcheck and racecheck on the tensor-core and square depthwise kernels'
 #     float16 tests with a bias, memcheck over tools.sanitize_cases complex;
 #   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
-#     float16 against cuDNN, as planned (the tensor-core kernel at unit step) and on the
+#     float16 against cuDNN, as planned (the tensor-core kernel at steps 1 and 2) and on the
 #     square kernel forced ($OUT/depthwise.jsonl);
 #   strip8: the square kernel with strips of 8 columns at step 1 and 4 at step 2 (the header
 #     edited in this call's copy, restored after), its float16 tests and times

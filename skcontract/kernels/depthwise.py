@@ -8,10 +8,10 @@ own layouts (NCHW or channels-last, any strides), the bias added before the one 
 where the channels lie on 16 bytes (channels-last, C a multiple of the vector) a thread
 computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load, and
 for the common square filters (:data:`FIXED_FILTERS`) each input vector a strip's filter row
-reads loaded and converted once. 16-bit channels-last data on 16-byte vectors at unit steps
-runs on tensor cores instead (``cuda/depthwise_mma.cuh``): a filter row of a channel is a
-GEMM of 16 output rows by 8 columns over 16 input columns, its B the banded matrix of the
-row's taps, one mma.sync for 128 outputs of a filter row.
+reads loaded and converted once. 16-bit channels-last data on 16-byte vectors
+at steps of 1 or 2 runs on tensor cores instead (:mod:`.depthwise_mma`): a filter row of a
+channel is a GEMM of 16 output rows by 8 columns over 16 input columns, its B the banded
+matrix of the row's taps, one mma.sync for 128 outputs of a filter row.
 The convolution's plan carries a :class:`DepthwiseLaunch` (:func:`plan_depthwise`, pure
 Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
@@ -99,8 +99,7 @@ class DepthwiseLaunch:
     on whole vectors in the input and the output); ``square``: the filter is one of
     :data:`FIXED_FILTERS`, and the vector kernel is the square kernel of its size and
     step (packs of :data:`PACK_CHANNELS`; else 16-byte vectors); ``mma``: the tensor-core
-    kernel runs it (16-bit data on 16-byte vectors, unit steps, undilated, filters of at
-    most :data:`.depthwise_mma.MAX_TAPS` rows and columns)."""
+    kernel runs it (16-bit data on 16-byte vectors; :func:`.depthwise_mma.takes`)."""
 
     g: tuple
     dtype: str
@@ -119,8 +118,8 @@ class DepthwiseLaunch:
         g = self.g
         order = "channels fastest" if self.channels_last else "columns fastest"
         if self.mma:
-            rows, cols, chans = mma.TILE
-            order = f"tensor cores, {rows} x {cols} pixels of {chans} channels a CTA"
+            chans = mma.CHANNELS[mma.step_of(g)]
+            order = f"tensor cores, {mma.ROWS} x {mma.COLS} pixels of {chans} channels a CTA"
         elif self.vector:
             order = f"{self.per_vector}-channel vectors x {self.strip} columns"
             if self.square:
@@ -175,14 +174,14 @@ class DepthwiseLaunch:
         kernel's: its tile's input window as 16-bit channel planes
         (depthwise_mma_smem)."""
         if self.mma:
-            return mma.smem_bytes(self.g.r)
+            return mma.smem_bytes(self.g)
         return self.g.r * self.g.s * self.slice * self.weight_bytes
 
     @property
     def kernel(self) -> str:
         """The instantiation the launch runs."""
         if self.mma:
-            return mma.NAMES[mma.TYPES.index(self.dtype)]
+            return mma.name(self.g, self.dtype)
         index = tuple(TYPES).index(self.dtype)
         if not self.vector:
             return SCALAR_NAMES[index]
@@ -282,7 +281,7 @@ def run_depthwise(launch: DepthwiseLaunch, x, w, bias, out, device_id: int, stre
                                      out.ptr)))
     i32, i64 = np.int32, np.int64
     sizes = tuple(map(i32, (g.n, g.c, g.h, g.w, g.p, g.q)))
-    if launch.mma:  # unit steps, undilated; channels' strides 1, offsets 32-bit
+    if launch.mma:  # the step is the kernel's own, undilated; channels' strides 1, offsets 32-bit
         sxn, _, sxh, sxw = canonical_strides((g.n, g.c, g.h, g.w), x.strides)
         son, _, sop, soq = canonical_strides((g.n, g.k, g.p, g.q), out.strides)
         args = (*sizes, *map(i32, (g.r, g.s, top, left)), i64(sxn), i32(sxh), i32(sxw),

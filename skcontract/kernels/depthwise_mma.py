@@ -3,13 +3,15 @@
 
 A filter row of one channel is a GEMM of 16 output rows by 8 output columns over 16 input
 columns, its B the banded (Toeplitz) matrix of the row's taps: one mma.sync m16n8k16 makes
-128 outputs of a filter row. A CTA takes a tile of :data:`TILE` (rows, columns, channels),
-stages its input window in shared memory channel-major for ldmatrix, and writes each output
-pixel's channels as 16-byte vectors. Pure Python: the plan is made anywhere.
+128 outputs of a filter row (two at step 2: the input's columns staged split by parity, a
+GEMM of each parity's taps). A CTA takes a tile of :data:`ROWS` x :data:`COLS` output pixels
+of :data:`CHANNELS` (by step), stages its input window in shared memory channel-major for
+ldmatrix, and writes each output pixel's channels as 16-byte vectors. Pure Python: the plan
+is made anywhere.
 
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> g = conv_geometry((64, 240, 28, 28), (240, 1, 5, 5), padding=2, groups=240)
->>> takes(g, "float16"), takes(g, "float32"), tiles(g), smem_bytes(g.r)
+>>> takes(g, "float16"), takes(g, "float32"), tiles(g), smem_bytes(g)
 (True, False, 1920, 25600)
 """
 from __future__ import annotations
@@ -19,40 +21,61 @@ from .catalogue import CXX_TYPES
 HEADER = "depthwise_mma.cuh"
 TYPES = ("float16", "bfloat16")
 """The dtypes of the tensor-core kernel (mma.sync m16n8k16 with fp32 accumulators)."""
-NAMES = tuple(f"skc::depthwise_mma<{CXX_TYPES[d][0]}>" for d in TYPES)
-"""The tensor-core kernel's instantiations, in :data:`TYPES`' order."""
+STEPS = (1, 2)
+"""The steps (the same both ways) the tensor-core kernel has instantiations for."""
+NAMES = tuple(f"skc::depthwise_mma<{CXX_TYPES[d][0]}, {step}>" for d in TYPES for step in STEPS)
+"""The tensor-core kernel's instantiations, dtype-major in :data:`TYPES`' order, then
+:data:`STEPS`'."""
 MAX_TAPS = 9
 """The widest (and tallest) filter the tensor-core kernel takes: the banded B of a filter
 row holds 8 + S - 1 of the mma's 16 input columns."""
-TILE = (16, 32, 16)
-"""Output rows, columns and channels of a tile of the tensor-core kernel (DWMMA_ROWS,
-DWMMA_COLS, DWMMA_CHANNELS): one CTA a tile."""
+ROWS, COLS = 16, 32
+"""Output rows and columns of a tile of the tensor-core kernel (DWMMA_ROWS, DWMMA_COLS):
+one CTA a tile."""
+CHANNELS = {1: 16, 2: 8}
+"""A tile's channels by step (DwMma::CH): 32 bytes of a pixel at unit step; 8 at step 2,
+whose input window is twice as wide and tall."""
 PITCH = 40
-"""Columns of the tensor-core kernel's shared channel planes (DWMMA_PITCH)."""
+"""Columns of the tensor-core kernel's shared planes (DWMMA_PITCH)."""
+SMEM_LIMIT = 48 * 1024
+"""Dynamic shared memory a launch takes without an opt-in attribute: step 2's window of
+filters of 9 rows would need more (it runs the square kernel's way)."""
 THREADS = 256
 """Threads of a tensor-core kernel's CTA (DWMMA_THREADS)."""
 MAX_GRID = 2**31 - 1
 """CTAs one launch of the tensor-core kernel may have (a one-dimensional grid)."""
 
 
-def smem_bytes(r: int) -> int:
-    """The tensor-core kernel's shared memory for filters of ``r`` rows: a tile's input
-    window (its rows and :data:`PITCH` columns) of 16-bit channel planes."""
-    rows, _, chans = TILE
-    return chans * (rows + r - 1) * PITCH * 2
+def step_of(g) -> int:
+    """Convolution ``g``'s step (the same both ways), 0 where they differ."""
+    sh, sw = g.stride
+    return sh if sh == sw else 0
+
+
+def smem_bytes(g) -> int:
+    """The tensor-core kernel's shared memory for convolution ``g``: a tile's input window
+    (its rows and :data:`PITCH` columns a column parity) of 16-bit planes
+    (depthwise_mma_smem)."""
+    step = step_of(g)
+    rows = step * (ROWS - 1) + g.r
+    return CHANNELS[step] * step * rows * PITCH * 2
 
 
 def tiles(g) -> int:
     """The tensor-core kernel's CTAs: one a (channel group, tile column, tile row, image),
     in that order, the channel groups fastest."""
-    rows, cols, chans = TILE
-    return -(-g.c // chans) * g.n * -(-g.p // rows) * -(-g.q // cols)
+    return -(-g.c // CHANNELS[step_of(g)]) * g.n * -(-g.p // ROWS) * -(-g.q // COLS)
+
+
+def name(g, dtype: str) -> str:
+    """The instantiation that runs convolution ``g`` of ``dtype``."""
+    return NAMES[TYPES.index(dtype) * len(STEPS) + STEPS.index(step_of(g))]
 
 
 def takes(g, dtype: str) -> bool:
     """Whether the tensor-core kernel computes convolution ``g`` of ``dtype`` (its layout
-    and alignment are the caller's to check): 16-bit, unit steps, undilated, filters of at
-    most :data:`MAX_TAPS`, one launch's CTAs."""
-    return dtype in TYPES and tuple(g.stride) == (1, 1) and \
-        tuple(g.dilation) == (1, 1) and max(g.r, g.s) <= MAX_TAPS and \
-        tiles(g) <= MAX_GRID
+    and alignment are the caller's to check): 16-bit, a step of :data:`STEPS` both ways,
+    undilated, filters of at most :data:`MAX_TAPS`, a window in :data:`SMEM_LIMIT`, one
+    launch's CTAs."""
+    return dtype in TYPES and step_of(g) in STEPS and tuple(g.dilation) == (1, 1) and \
+        max(g.r, g.s) <= MAX_TAPS and smem_bytes(g) <= SMEM_LIMIT and tiles(g) <= MAX_GRID

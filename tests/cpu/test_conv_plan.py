@@ -436,20 +436,18 @@ def test_the_command_line_help_describes_every_option(capsys):
 ])
 def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, offset,
                                                                      channels, square, vector):
-    """The square kernel (3 x 3 at step 2 here) reads packs of 4 float16 channels (8
-    bytes), the vector kernel (dilated filters here) and the tensor-core kernel (3 x 3 at
-    unit step) vectors of 8 (16 bytes); at unit step the square kernel takes what the
-    tensor-core kernel does not."""
-    g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), stride=2, padding=1,
-                      groups=channels)
-    launch = plan_depthwise(g, "float16", True, strides, offset)
-    assert launch.square == square and launch.vector == square and not launch.mma
-    assert ("4-channel vectors x 2 columns" in launch.summary()) == square
-    unit = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=1,
-                         groups=channels)
-    launch = plan_depthwise(unit, "float16", True, strides, offset)
-    assert launch.mma == vector and launch.square == (square and not vector)
-    assert ("tensor cores" in launch.summary()) == vector
+    """The square kernel (3 x 3 at steps 1 and 2 here) reads packs of 4 float16 channels (8
+    bytes), the vector kernel (dilated filters here) and the tensor-core kernel vectors of
+    8 (16 bytes); the square kernel takes what the tensor-core kernel does not."""
+    for step, columns in ((1, 4), (2, 2)):
+        g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), stride=step,
+                          padding=1, groups=channels)
+        launch = plan_depthwise(g, "float16", True, strides, offset)
+        assert launch.mma == vector and launch.square == (square and not vector)
+        assert launch.vector == (square or vector)
+        assert ("tensor cores" in launch.summary()) == vector
+        assert (f"4-channel vectors x {columns} columns" in launch.summary()) == \
+            (square and not vector)
     dilated = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=2,
                             dilation=2, groups=channels)
     launch = plan_depthwise(dilated, "float16", True, strides, offset)
@@ -477,10 +475,11 @@ def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel)
     (96, "float64", 7, 2, 24),      # 2 doubles a pack
 ])
 def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slices, slice_):
-    # step 2: the 16-bit 3 x 3 and 5 x 5 filters run the square kernel, not on tensor cores
-    g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), stride=2,
-                      padding=taps // 2, groups=channels)
+    g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), padding=taps // 2,
+                      groups=channels)
     launch = plan_depthwise(g, dtype, True)
+    if launch.mma:  # the 16-bit 3 x 3 and 5 x 5 filters: the square kernel's slices
+        launch = DepthwiseLaunch(g, dtype, True, True, True)
     assert launch.vector and (launch.slices, launch.slice) == (slices, slice_)
     assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
     assert launch.smem_bytes == taps * taps * slice_ * launch.weight_bytes <= depthwise.SLICE_SMEM
@@ -519,26 +518,34 @@ def test_the_depthwise_square_kernel_takes_the_common_square_filters(taps, strid
     ("float16", (3, 5), 1, 1, 64, True),     # any rows and columns up to it
     ("float16", (1, 9), 1, 1, 24, True),     # 24 channels: the last tile's second vector absent
     ("float16", (11, 11), 1, 1, 64, False),  # wider than the band
-    ("float16", (3, 3), 2, 1, 64, False),    # a step
+    ("float16", (3, 3), 2, 1, 64, True),     # step 2: two GEMMs a filter row
+    ("bfloat16", (7, 7), 2, 1, 24, True),    # step 2's largest window in 48 KB
+    ("float16", (9, 9), 2, 1, 64, False),    # ... past it
+    ("float16", (3, 3), (2, 1), 1, 64, False),  # steps that differ
+    ("float16", (3, 3), 3, 1, 64, False),    # step 3
     ("float16", (3, 3), 1, 2, 64, False),    # dilated
     ("float16", (3, 3), 1, 1, 60, False),    # channels off 16 bytes: the square kernel's packs
     ("float32", (3, 3), 1, 1, 64, False),    # 16-bit data only
 ])
 def test_the_tensor_core_kernel_takes_16_bit_unit_steps(dtype, taps, stride, dilation,
                                                         channels, mma):
-    """16-bit channels-last depthwise convolutions at unit step, undilated, filters of at
-    most 9 x 9, channels on 16 bytes, run on the tensor-core kernel: a CTA a tile of 16 x
-    32 pixels of 16 channels, its input window staged in 16 channel planes."""
+    """16-bit channels-last depthwise convolutions at steps of 1 or 2, undilated, filters of
+    at most 9 x 9 (7 x 7 at step 2: its window in 48 KB), channels on 16 bytes, run on the
+    tensor-core kernel: a CTA a tile of 16 x 32 pixels of 16 channels (8 at step 2), its
+    input window staged as a plane a channel and column parity."""
     g = conv_geometry((3, channels, 37, 70), (channels, 1, *taps), stride=stride,
                       padding=(taps[0] // 2, taps[1] // 2), dilation=dilation,
                       groups=channels)
     launch = plan_depthwise(g, dtype, True)
     assert launch.mma == mma and launch.vector
     if mma:
-        assert launch.kernel in depthwise_mma.NAMES and not launch.square
-        assert launch.grid(132) == (-(-channels // 16) * 3 * 3 * 3, 1)  # 37 rows, 70 columns
-        assert launch.smem_bytes == 16 * (16 + taps[0] - 1) * 40 * 2 <= depthwise.SLICE_SMEM
-        assert "tensor cores" in launch.summary()
+        assert launch.kernel == depthwise_mma.NAMES[2 * depthwise_mma.TYPES.index(dtype) +
+                                                    stride - 1]
+        assert not launch.square and "tensor cores" in launch.summary()
+        chans, tiles = (16, 3 * 3 * 3) if stride == 1 else (8, 3 * 2 * 2)  # (37 x 70 out)
+        assert launch.grid(132) == (-(-channels // chans) * tiles, 1)
+        rows = stride * 15 + taps[0]
+        assert launch.smem_bytes == chans * stride * rows * 40 * 2 <= 48 * 1024
     assert not plan_depthwise(g, dtype, False).mma
 
 

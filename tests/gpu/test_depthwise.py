@@ -156,7 +156,7 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     g = conv_geometry(x.shape, wt.shape, step, pad, 1, c)
     launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
     assert (launch.square or launch.mma) and launch.kernel.startswith("skc::depthwise_")
-    # the 16-bit layers at unit step plan the tensor-core kernel: the square one is forced
+    # the 16-bit layers plan the tensor-core kernel: the square one is forced
     launch = depthwise.DepthwiseLaunch(g, dtype, True, True, square)
     out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
     out = out.permute(0, 3, 1, 2)
@@ -169,15 +169,19 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     assert err <= TOL[dtype]
 
 
-MMA_CASES = [  # (N, C, H, W), (R, S), padding
-    ((2, 32, 13, 14), (3, 3), 1),
-    ((3, 24, 37, 70), (5, 5), 2),         # 24 channels: a tile's second vector absent
-    ((1, 16, 40, 33), (7, 7), 3),         # a column tile of one pixel
-    ((2, 48, 17, 19), (9, 9), 4),         # the widest band
-    ((1, 32, 20, 50), (4, 6), "same"),    # rows and columns apart, asymmetric padding
-    ((2, 16, 9, 41), (1, 9), (0, 4)),     # one filter row
-    ((1, 64, 31, 30), (3, 3), (5, 6)),    # padding wider than the filter
-    ((2, 8, 16, 32), (5, 3), (2, 1)),     # 8 channels: one vector a tile
+MMA_CASES = [  # (N, C, H, W), (R, S), step, padding
+    ((2, 32, 13, 14), (3, 3), 1, 1),
+    ((3, 24, 37, 70), (5, 5), 1, 2),         # 24 channels: a tile's second vector absent
+    ((1, 16, 40, 33), (7, 7), 1, 3),         # a column tile of one pixel
+    ((2, 48, 17, 19), (9, 9), 1, 4),         # the widest band
+    ((1, 32, 20, 50), (4, 6), 1, "same"),    # rows and columns apart, asymmetric padding
+    ((2, 16, 9, 41), (1, 9), 1, (0, 4)),     # one filter row
+    ((1, 64, 31, 30), (3, 3), 1, (5, 6)),    # padding wider than the filter
+    ((2, 8, 16, 32), (5, 3), 1, (2, 1)),     # 8 channels: one vector a tile
+    ((2, 32, 29, 31), (3, 3), 2, 1),         # step 2: MobileNet's 3 x 3, odd sizes
+    ((1, 24, 40, 70), (5, 5), 2, 2),         # EfficientNet's 5 x 5, two column tiles
+    ((2, 16, 33, 20), (7, 7), 2, 3),         # the largest step-2 window
+    ((1, 8, 18, 66), (4, 6), 2, (1, 2)),     # even filters, rows and columns apart
 ]
 
 
@@ -187,19 +191,19 @@ MMA_CASES = [  # (N, C, H, W), (R, S), padding
 def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
     """The tensor-core kernel (planned for each case) against float64: tiles cut short by
     the output's rows and columns, channels of one vector in the last tile, filters of any
-    rows and columns up to 9, padding past the filter, the bias; the output NaN-poisoned, so
-    an element it does not write fails."""
+    rows and columns up to 9, padding past the filter, steps of 1 and 2, the bias; the
+    output NaN-poisoned, so an element it does not write fails."""
     torch = pytest.importorskip("torch")
-    (n, c, h, w), (r, s), padding = case
+    (n, c, h, w), (r, s), step, padding = case
     rng = np.random.default_rng(11)
     x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, r, s)), \
         rng.standard_normal(c)
     tdt = getattr(torch, dtype)
     xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
     wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
-    g = conv_geometry(x.shape, wt.shape, 1, padding, 1, c)
+    g = conv_geometry(x.shape, wt.shape, step, padding, 1, c)
     launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
-    assert launch.mma and launch.kernel in depthwise_mma.NAMES
+    assert launch.mma and launch.kernel == depthwise_mma.name(g, dtype)
     out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
     out = out.permute(0, 3, 1, 2)
     dev = torch.cuda.current_device()
@@ -208,7 +212,7 @@ def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
     top, bottom, left, right = g.padding
     padded = torch.nn.functional.pad(xt.double(), (left, right, top, bottom))
     want = torch.nn.functional.conv2d(padded, wt_t.double(), bt.double() if bias else None,
-                                      1, 0, 1, c)
+                                      step, 0, 1, c)
     assert not bool(out.isnan().any()), "an output element was not written"
     err = float((out.double() - want).norm() / want.norm())
     assert err <= TOL[dtype]
