@@ -145,26 +145,45 @@ def test_the_square_and_any_filter_vector_kernels_match_the_definition(case, dty
     slice), so that a block walks a run of several rounds of its lanes where the layer has
     more strips than a block has lanes (on a whole GPU these layers give each block one
     round)."""
-    torch = pytest.importorskip("torch")
     (n, c, h, w), size, step, pad = case
-    rng = np.random.default_rng(7)
-    x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, size, size)), \
-        rng.standard_normal(c)
-    tdt = getattr(torch, dtype)
-    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
-    wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
-    g = conv_geometry(x.shape, wt.shape, step, pad, 1, c)
+    xt, wt_t, bt = _torch_operands((n, c, h, w), (size, size), dtype, 7)
+    g = conv_geometry(xt.shape, wt_t.shape, step, pad, 1, c)
     launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
     assert (launch.square or launch.mma) and launch.kernel.startswith("skc::depthwise_")
     # the 16-bit layers plan the tensor-core kernel: the square one is forced
     launch = depthwise.DepthwiseLaunch(g, dtype, True, True, square)
-    out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
+    _check_run(launch, xt, wt_t, bt, dtype, 1 if one_sm else None)
+
+
+def _torch_operands(shape, taps, dtype, seed):
+    """Random channels-last input, filters and bias of ``dtype`` as CUDA torch tensors."""
+    torch = pytest.importorskip("torch")
+    n, c, h, w = shape
+    rng = np.random.default_rng(seed)
+    x, wt, b = rng.standard_normal(shape), rng.standard_normal((c, 1, *taps)), \
+        rng.standard_normal(c)
+    tdt = getattr(torch, dtype)
+    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
+    return xt, torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
+
+
+def _check_run(launch, xt, wt_t, bt, dtype, sms=None):
+    """``launch`` run on the torch operands (``bt`` None: no bias; ``sms``: the grid of a
+    device of that many SMs, else this one's) into a NaN-poisoned channels-last output,
+    against float64: every element written, the error within TOL."""
+    import torch
+    g = launch.g
+    out = torch.full((g.n, g.p, g.q, g.k), float("nan"), dtype=xt.dtype, device="cuda")
     out = out.permute(0, 3, 1, 2)
     dev = torch.cuda.current_device()
-    sms = 1 if one_sm else sm_count(dev)
-    depthwise.run_depthwise(launch, describe(xt), describe(wt_t), describe(bt), describe(out),
-                            dev, torch_cuda.current_stream(dev), sms)
-    want = torch.nn.functional.conv2d(xt.double(), wt_t.double(), bt.double(), step, pad, 1, c)
+    depthwise.run_depthwise(launch, describe(xt), describe(wt_t),
+                            None if bt is None else describe(bt), describe(out), dev,
+                            torch_cuda.current_stream(dev), sms or sm_count(dev))
+    top, bottom, left, right = g.padding
+    padded = torch.nn.functional.pad(xt.double(), (left, right, top, bottom))
+    want = torch.nn.functional.conv2d(padded, wt_t.double(), None if bt is None else
+                                      bt.double(), g.stride, 0, 1, g.groups)
+    assert not bool(out.isnan().any()), "an output element was not written"
     err = float((out.double() - want).norm() / want.norm())
     assert err <= TOL[dtype]
 
@@ -193,29 +212,12 @@ def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
     the output's rows and columns, channels of one vector in the last tile, filters of any
     rows and columns up to 9, padding past the filter, steps of 1 and 2, the bias; the
     output NaN-poisoned, so an element it does not write fails."""
-    torch = pytest.importorskip("torch")
-    (n, c, h, w), (r, s), step, padding = case
-    rng = np.random.default_rng(11)
-    x, wt, b = rng.standard_normal((n, c, h, w)), rng.standard_normal((c, 1, r, s)), \
-        rng.standard_normal(c)
-    tdt = getattr(torch, dtype)
-    xt = torch.tensor(x).to(tdt).cuda().to(memory_format=torch.channels_last)
-    wt_t, bt = torch.tensor(wt).to(tdt).cuda(), torch.tensor(b).to(tdt).cuda()
-    g = conv_geometry(x.shape, wt.shape, step, padding, 1, c)
+    shape, taps, step, padding = case
+    xt, wt_t, bt = _torch_operands(shape, taps, dtype, 11)
+    g = conv_geometry(xt.shape, wt_t.shape, step, padding, 1, shape[1])
     launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
     assert launch.mma and launch.kernel == depthwise_mma.name(g, dtype)
-    out = torch.full((n, g.p, g.q, c), float("nan"), dtype=tdt, device="cuda")
-    out = out.permute(0, 3, 1, 2)
-    dev = torch.cuda.current_device()
-    depthwise.run_depthwise(launch, describe(xt), describe(wt_t), describe(bt) if bias else None,
-                            describe(out), dev, torch_cuda.current_stream(dev), sm_count(dev))
-    top, bottom, left, right = g.padding
-    padded = torch.nn.functional.pad(xt.double(), (left, right, top, bottom))
-    want = torch.nn.functional.conv2d(padded, wt_t.double(), bt.double() if bias else None,
-                                      step, 0, 1, c)
-    assert not bool(out.isnan().any()), "an output element was not written"
-    err = float((out.double() - want).norm() / want.norm())
-    assert err <= TOL[dtype]
+    _check_run(launch, xt, wt_t, bt if bias else None, dtype)
 
 
 def test_the_tensor_core_kernel_reads_a_crop_and_runs_through_conv2d():
