@@ -80,7 +80,8 @@ def record_direct(kernel: str, blocks: int) -> None:
 
 class LaunchPlan:
     __slots__ = ("kernel", "schedule", "table", "offsets", "grid", "ws_elems", "staging_elems",
-                 "num_locks", "accumulator_dtype", "device_id", "tile_order", "batch",
+                 "num_locks", "accumulator_dtype", "scalar_dtype", "device_id", "tile_order",
+                 "batch",
                  "tensor_maps", "map_source", "cluster_dims", "programmatic", "_bound")
 
     def __init__(self, kernel: CompiledKernel, schedule, device_id: int, stream=None):

@@ -1,6 +1,8 @@
 """BoundLaunch (the warm path's packed launch) without a GPU: the driver's launch and the
 fixup pools are stand-ins, so the test reads exactly what cuLaunchKernel would be handed."""
 import ctypes
+import inspect
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -305,3 +307,14 @@ def test_programmatic_launch_from_sm_90(monkeypatch, arch, expected):
     assert launch.programmatic(arch) is expected
     monkeypatch.setattr(launch, "PROGRAMMATIC_LAUNCH", False)
     assert launch.programmatic(arch) is False
+
+
+@pytest.mark.parametrize("cls", [launch.LaunchPlan, launch.BoundLaunch])
+def test_every_attribute_set_has_a_slot(cls):
+    """The launch classes keep their attributes in __slots__: one set without a slot fails
+    at construction, which needs a GPU, so the CPU checks the source."""
+    source = inspect.getsource(cls)
+    assigned = set(re.findall(r"\bself\.(\w+)\s*(?:\[[^\]]*\])?\s*=(?!=)", source))
+    assigned |= {m for group in re.findall(r"\bself\.(\w+)\s*,\s*self\.(\w+)\s*=", source)
+                 for m in group}
+    assert assigned and assigned <= set(cls.__slots__), assigned - set(cls.__slots__)
