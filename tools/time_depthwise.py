@@ -6,8 +6,9 @@
 A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups = C) of a
 square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer),
 ``vec`` (the vector kernel for any filter, forced where the square or the tensor-core kernel
-would run) or ``square`` (the square kernel forced where the tensor-core kernel would run;
-the layer is skipped where the square kernel has no instantiation of its filter). Prints
+would run), ``square`` (the square kernel forced; the layer is skipped where it has no
+instantiation of its filter) or ``mma`` (the tensor-core kernel forced; skipped where it
+does not take the layer). Prints
 one JSON line per (layer, dtype, variant): the CUDA-graph replay time in microseconds (the
 median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on the same operands by the same
 method, the ratio, the GB/s of moving the input, the filters and the output once, the
@@ -21,6 +22,7 @@ import sys
 
 from skcontract.bench.timing import calls_per_replay, torch_graph_us
 from skcontract.kernels import torch_cuda
+from skcontract.kernels import depthwise_mma
 from skcontract.kernels.depthwise import DepthwiseLaunch, fixed_filter, run_depthwise
 from skcontract.kernels.launch import record_launches, sm_count
 from skcontract.kernels.operands import describe
@@ -32,12 +34,13 @@ DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96
 (stride 1 and 2), ConvNeXt-T's 7x7 (stages 1 and 3), RepLKNet's 13x13."""
 
 
-def _forced(x, w, g, dtype, square=False):
-    """A call of the vector kernel for any filter (``square``: the square kernel) on
-    channels-last ``x``: it launches the kernel and returns the output it wrote."""
+def _forced(x, w, g, dtype, square=False, mma=False):
+    """A call of the vector kernel for any filter (``square``: the square kernel; ``mma``:
+    the tensor-core kernel) on channels-last ``x``: it launches the kernel and returns the
+    output it wrote."""
     import torch  # the operands' maker
 
-    launch = DepthwiseLaunch(g, dtype, True, True, square)
+    launch = DepthwiseLaunch(g, dtype, True, True, square, mma)
     out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
     X, Wt, O = describe(x), describe(w), describe(out)
     dev = x.device.index or 0
@@ -83,8 +86,12 @@ def main(argv=None) -> int:
                     if fixed_filter(g) is None:
                         continue
                     run = _forced(x, w, g, dtype, square=True)
+                elif variant == "mma":
+                    if not depthwise_mma.takes(g, dtype):
+                        continue
+                    run = _forced(x, w, g, dtype, mma=True)
                 else:
-                    raise SystemExit(f"--variants: {variant!r} is not auto, vec or square")
+                    raise SystemExit(f"--variants: {variant!r} is not auto, vec, square or mma")
                 with record_launches() as launches:
                     got = run()
                 torch.cuda.synchronize()

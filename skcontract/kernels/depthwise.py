@@ -8,10 +8,11 @@ own layouts (NCHW or channels-last, any strides), the bias added before the one 
 where the channels lie on 16 bytes (channels-last, C a multiple of the vector) a thread
 computes a strip of output columns of 16 bytes of channels, each tap one 16-byte load, and
 for the common square filters (:data:`FIXED_FILTERS`) each input vector a strip's filter row
-reads loaded and converted once. 16-bit channels-last data on 16-byte vectors
-at steps of 1 or 2 runs on tensor cores instead (:mod:`.depthwise_mma`): a filter row of a
-channel is a GEMM of 16 output rows by 8 columns over 16 input columns, its B the banded
-matrix of the row's taps, one mma.sync for 128 outputs of a filter row.
+reads loaded and converted once. 16-bit channels-last data on 16-byte vectors with wide
+filters (7 x 7 and up, unit step: :func:`.depthwise_mma.planned`) runs on tensor cores
+instead (:mod:`.depthwise_mma`): a filter row of a channel is a GEMM of 16 output rows by 8
+columns over 16 input columns, its B the banded matrix of the row's taps, one mma.sync for
+128 outputs of a filter row.
 The convolution's plan carries a :class:`DepthwiseLaunch` (:func:`plan_depthwise`, pure
 Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 
@@ -20,13 +21,14 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-tensor cores
-16 x 32 pixels of 16 channels a CTA
->>> print(*plan_depthwise(g, "float32", channels_last=True).summary().split(", "), sep="\\n")
-depthwise kernel: 3 x 3 taps of 144 channels
-3,612,672 outputs
 4-channel vectors x 4 columns
 a filter row's inputs loaded once a strip
+>>> g7 = conv_geometry((8, 96, 56, 56), (96, 1, 7, 7), padding=3, groups=96)
+>>> print(*plan_depthwise(g7, "float16", channels_last=True).summary().split(", "), sep="\\n")
+depthwise kernel: 7 x 7 taps of 96 channels
+2,408,448 outputs
+tensor cores
+16 x 32 pixels of 16 channels a CTA
 >>> plan_depthwise(g, "float16", channels_last=False).summary()
 'depthwise kernel: 3 x 3 taps of 144 channels, 3,612,672 outputs, columns fastest'
 """
@@ -234,7 +236,7 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
     vector = channels_last and _lies_on(g, input_strides, input_offset,
                                         VECTOR_BYTES // itemsize, itemsize)
     fits = _image_offsets_fit(g, input_strides)
-    if vector and fits and mma.takes(g, dtype):
+    if vector and fits and mma.planned(g, dtype):
         return DepthwiseLaunch(g, dtype, channels_last, True, False, True)
     square = channels_last and fixed_filter(g) is not None and \
         _lies_on(g, input_strides, input_offset, PACK_CHANNELS[dtype], itemsize) and fits

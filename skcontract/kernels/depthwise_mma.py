@@ -12,7 +12,7 @@ is made anywhere.
 >>> from skcontract.ops.conv2d import conv_geometry
 >>> g = conv_geometry((64, 240, 28, 28), (240, 1, 5, 5), padding=2, groups=240)
 >>> takes(g, "float16"), takes(g, "float32"), tiles(g), smem_bytes(g)
-(True, False, 1920, 25600)
+(True, False, 1920, 26400)
 """
 from __future__ import annotations
 
@@ -42,6 +42,16 @@ SMEM_LIMIT = 48 * 1024
 filters of 9 rows would need more (it runs the square kernel's way)."""
 THREADS = 256
 """Threads of a tensor-core kernel's CTA (DWMMA_THREADS)."""
+PLANNED_STEPS = (1,)
+"""The steps the planner runs on the tensor-core kernel: at step 2 the square kernel was
+faster on both layers measured (H100, docs/benchmarks/log.md, eighteenth session)."""
+MIN_PLANNED_TAPS = 7
+"""The narrowest filter the planner runs on the tensor-core kernel: the square kernel was
+faster at 3 x 3 and 5 x 5, this one at 7 x 7 (same measurements)."""
+MIN_TILE_USE = 0.25
+"""The least share of its tiles' 16 x 32 pixels an output must fill to be planned on the
+tensor-core kernel (a 7 x 7 image fills a tenth, and ran 6x slower than the square
+kernel)."""
 MAX_GRID = 2**31 - 1
 """CTAs one launch of the tensor-core kernel may have (a one-dimensional grid)."""
 
@@ -53,12 +63,13 @@ def step_of(g) -> int:
 
 
 def smem_bytes(g) -> int:
-    """The tensor-core kernel's shared memory for convolution ``g``: a tile's input window
-    (its rows and :data:`PITCH` columns a column parity) of 16-bit planes
-    (depthwise_mma_smem)."""
+    """The tensor-core kernel's shared memory for convolution ``g`` (depthwise_mma_smem):
+    a tile's input window (its rows and :data:`PITCH` columns a column parity) of 16-bit
+    planes, then the tile's channels' filters (16 bits a tap, padded to 16 bytes)."""
     step = step_of(g)
     rows = step * (ROWS - 1) + g.r
-    return CHANNELS[step] * step * rows * PITCH * 2
+    chans = CHANNELS[step]
+    return chans * step * rows * PITCH * 2 + -(-chans * g.r * g.s * 2 // 16) * 16
 
 
 def tiles(g) -> int:
@@ -70,6 +81,18 @@ def tiles(g) -> int:
 def name(g, dtype: str) -> str:
     """The instantiation that runs convolution ``g`` of ``dtype``."""
     return NAMES[TYPES.index(dtype) * len(STEPS) + STEPS.index(step_of(g))]
+
+
+def planned(g, dtype: str) -> bool:
+    """Whether :func:`.depthwise.plan_depthwise` runs convolution ``g`` of ``dtype`` on the
+    tensor-core kernel where its layout allows: the kernel :func:`takes` it, at a step of
+    :data:`PLANNED_STEPS`, with filters of at least :data:`MIN_PLANNED_TAPS` rows or columns,
+    and its output fills at least :data:`MIN_TILE_USE` of its tiles."""
+    if not takes(g, dtype) or step_of(g) not in PLANNED_STEPS or \
+            max(g.r, g.s) < MIN_PLANNED_TAPS:
+        return False
+    tiled = -(-g.p // ROWS) * ROWS * -(-g.q // COLS) * COLS
+    return g.p * g.q >= MIN_TILE_USE * tiled
 
 
 def takes(g, dtype: str) -> bool:

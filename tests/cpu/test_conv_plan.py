@@ -110,7 +110,7 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
             channels_last
         vector = channels_last and g.c * np.dtype(
             "float16" if dtype == "bfloat16" else dtype).itemsize % 16 == 0
-        mma = vector and depthwise_mma.takes(g, dtype)  # (dense operands)
+        mma = vector and depthwise_mma.planned(g, dtype)  # (dense operands)
         square = channels_last and not mma and depthwise.fixed_filter(g) is not None and \
             g.c % depthwise.PACK_CHANNELS[dtype] == 0
         assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector or square,
@@ -437,17 +437,19 @@ def test_the_command_line_help_describes_every_option(capsys):
 def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, offset,
                                                                      channels, square, vector):
     """The square kernel (3 x 3 at steps 1 and 2 here) reads packs of 4 float16 channels (8
-    bytes), the vector kernel (dilated filters here) and the tensor-core kernel vectors of
-    8 (16 bytes); the square kernel takes what the tensor-core kernel does not."""
+    bytes), the vector kernel (dilated filters here) and the tensor-core kernel (7 x 7 here)
+    vectors of 8 (16 bytes); a 7 x 7 filter off them runs the square kernel."""
     for step, columns in ((1, 4), (2, 2)):
         g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), stride=step,
                           padding=1, groups=channels)
         launch = plan_depthwise(g, "float16", True, strides, offset)
-        assert launch.mma == vector and launch.square == (square and not vector)
-        assert launch.vector == (square or vector)
-        assert ("tensor cores" in launch.summary()) == vector
-        assert (f"4-channel vectors x {columns} columns" in launch.summary()) == \
-            (square and not vector)
+        assert launch.square == square and launch.vector == square and not launch.mma
+        assert (f"4-channel vectors x {columns} columns" in launch.summary()) == square
+    wide = conv_geometry((4, channels, 56, 56), (channels, 1, 7, 7), padding=3,
+                         groups=channels)
+    launch = plan_depthwise(wide, "float16", True, strides, offset)
+    assert launch.mma == vector and launch.square == (square and not vector)
+    assert ("tensor cores" in launch.summary()) == vector
     dilated = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), padding=2,
                             dilation=2, groups=channels)
     launch = plan_depthwise(dilated, "float16", True, strides, offset)
@@ -456,13 +458,13 @@ def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, of
     assert plan_depthwise(g, "float16", False, strides, offset).vector is False
 
 
-@pytest.mark.parametrize("dtype,kernel", [("float32", "square"), ("float16", "mma")])
-def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel):
+@pytest.mark.parametrize("dtype,kernel,taps", [("float32", "square", 3), ("float16", "mma", 7)])
+def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel, taps):
     """The square and tensor-core kernels' offsets inside an image are 32-bit: an input
     view whose rows lie 2^29 elements apart runs the vector kernel instead."""
-    g = conv_geometry((2, 16, 6, 6), (16, 1, 3, 3), padding=1, groups=16)
-    near = plan_depthwise(g, dtype, True, (6 * 6 * 16, 1, 6 * 16, 16), 0)
-    far = plan_depthwise(g, dtype, True, (6 * 2**29, 1, 2**29, 16), 0)
+    g = conv_geometry((2, 16, 32, 32), (16, 1, taps, taps), padding=taps // 2, groups=16)
+    near = plan_depthwise(g, dtype, True, (32 * 32 * 16, 1, 32 * 16, 16), 0)
+    far = plan_depthwise(g, dtype, True, (32 * 2**29, 1, 2**29, 16), 0)
     assert getattr(near, kernel) and near.vector
     assert far.vector and not far.square and not far.mma and "depthwise_vec" in far.kernel
 
@@ -478,8 +480,6 @@ def test_the_depthwise_vector_kernel_slices_channels(channels, dtype, taps, slic
     g = conv_geometry((2, channels, 28, 28), (channels, 1, taps, taps), padding=taps // 2,
                       groups=channels)
     launch = plan_depthwise(g, dtype, True)
-    if launch.mma:  # the 16-bit 3 x 3 and 5 x 5 filters: the square kernel's slices
-        launch = DepthwiseLaunch(g, dtype, True, True, True)
     assert launch.vector and (launch.slices, launch.slice) == (slices, slice_)
     assert launch.slices * launch.slice >= launch.vectors > (launch.slices - 1) * launch.slice
     assert launch.smem_bytes == taps * taps * slice_ * launch.weight_bytes <= depthwise.SLICE_SMEM
@@ -524,11 +524,10 @@ def test_the_depthwise_square_kernel_takes_the_common_square_filters(taps, strid
     ("float16", (3, 3), (2, 1), 1, 64, False),  # steps that differ
     ("float16", (3, 3), 3, 1, 64, False),    # step 3
     ("float16", (3, 3), 1, 2, 64, False),    # dilated
-    ("float16", (3, 3), 1, 1, 60, False),    # channels off 16 bytes: the square kernel's packs
     ("float32", (3, 3), 1, 1, 64, False),    # 16-bit data only
 ])
-def test_the_tensor_core_kernel_takes_16_bit_unit_steps(dtype, taps, stride, dilation,
-                                                        channels, mma):
+def test_the_tensor_core_kernel_takes_16_bit_steps_of_1_and_2(dtype, taps, stride, dilation,
+                                                              channels, mma):
     """16-bit channels-last depthwise convolutions at steps of 1 or 2, undilated, filters of
     at most 9 x 9 (7 x 7 at step 2: its window in 48 KB), channels on 16 bytes, run on the
     tensor-core kernel: a CTA a tile of 16 x 32 pixels of 16 channels (8 at step 2), its
@@ -536,17 +535,38 @@ def test_the_tensor_core_kernel_takes_16_bit_unit_steps(dtype, taps, stride, dil
     g = conv_geometry((3, channels, 37, 70), (channels, 1, *taps), stride=stride,
                       padding=(taps[0] // 2, taps[1] // 2), dilation=dilation,
                       groups=channels)
-    launch = plan_depthwise(g, dtype, True)
-    assert launch.mma == mma and launch.vector
+    assert depthwise_mma.takes(g, dtype) == mma
     if mma:
+        launch = DepthwiseLaunch(g, dtype, True, True, False, True)
         assert launch.kernel == depthwise_mma.NAMES[2 * depthwise_mma.TYPES.index(dtype) +
                                                     stride - 1]
         assert not launch.square and "tensor cores" in launch.summary()
         chans, tiles = (16, 3 * 3 * 3) if stride == 1 else (8, 3 * 2 * 2)  # (37 x 70 out)
         assert launch.grid(132) == (-(-channels // chans) * tiles, 1)
         rows = stride * 15 + taps[0]
-        assert launch.smem_bytes == chans * stride * rows * 40 * 2 <= 48 * 1024
+        filters = -(-chans * taps[0] * taps[1] * 2 // 16) * 16
+        assert launch.smem_bytes == chans * stride * rows * 40 * 2 + filters <= 48 * 1024
     assert not plan_depthwise(g, dtype, False).mma
+
+
+@pytest.mark.parametrize("shape,taps,stride,planned", [
+    ((8, 96, 56, 56), 7, 1, True),      # ConvNeXt's 7 x 7: faster than the square kernel
+    ((8, 64, 40, 40), 9, 1, True),
+    ((8, 384, 14, 14), 7, 1, True),     # 196 of a tile's 512 pixels
+    ((64, 960, 7, 7), 7, 1, False),     # 49 of 512: the square kernel
+    ((8, 144, 56, 56), 3, 1, False),    # 3 x 3, 5 x 5: the square kernel is faster
+    ((8, 240, 28, 28), 5, 1, False),
+    ((8, 96, 112, 112), 7, 2, False),   # step 2: the square kernel was faster
+])
+def test_the_planner_runs_wide_filters_on_tensor_cores(shape, taps, stride, planned):
+    """The planner runs a 16-bit depthwise convolution on the tensor-core kernel where it
+    measured faster than the square kernel: filters of 7 or more at unit step, on outputs
+    that fill a quarter of their tiles at least."""
+    g = conv_geometry(shape, (shape[1], 1, taps, taps), stride=stride, padding=taps // 2,
+                      groups=shape[1])
+    assert depthwise_mma.takes(g, "float16")
+    assert plan_depthwise(g, "float16", True).mma == planned == depthwise_mma.planned(
+        g, "float16")
 
 
 def test_a_filter_too_big_for_a_slice_runs_the_scalar_kernel():

@@ -62,7 +62,7 @@ def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
     plan = plan_of(xd, wd, bd if bias else None, g)
     assert plan.route == DEPTHWISE
     vector = channels_last and c * xd.itemsize % 16 == 0
-    mma = vector and depthwise_mma.takes(g, dtype)
+    mma = vector and depthwise_mma.planned(g, dtype)
     square = channels_last and not mma and depthwise.fixed_filter(g) is not None and \
         c % depthwise.PACK_CHANNELS[dtype] == 0
     assert plan.direct.square == square and plan.direct.mma == mma
@@ -215,8 +215,10 @@ def test_the_tensor_core_kernel_matches_the_definition(case, dtype, bias):
     shape, taps, step, padding = case
     xt, wt_t, bt = _torch_operands(shape, taps, dtype, 11)
     g = conv_geometry(xt.shape, wt_t.shape, step, padding, 1, shape[1])
-    launch = depthwise.plan_depthwise(g, dtype, True, tuple(xt.stride()), 0)
-    assert launch.mma and launch.kernel == depthwise_mma.name(g, dtype)
+    # the planner runs wide filters on it (depthwise_mma.planned); every case is forced
+    assert depthwise_mma.takes(g, dtype)
+    launch = depthwise.DepthwiseLaunch(g, dtype, True, True, False, True)
+    assert launch.kernel == depthwise_mma.name(g, dtype)
     _check_run(launch, xt, wt_t, bt if bias else None, dtype)
 
 
@@ -224,9 +226,9 @@ def test_the_tensor_core_kernel_reads_a_crop_and_runs_through_conv2d():
     """The tensor-core kernel reads a channels-last crop of wider rows in place (the input's
     row stride is not W x C), and conv2d plans it for a dense channels-last input, its
     output channels-last."""
-    (x, wt, b), (xd, wd, bd) = _operands(((2, 32, 20, 40), (5, 5)), "float16", True)
+    (x, wt, b), (xd, wd, bd) = _operands(((2, 32, 20, 40), (7, 7)), "float16", True)
     crop = xd[:, :, 2:18, 3:35]
-    g = conv_geometry(crop.shape, wt.shape, 1, 2, 1, 32)
+    g = conv_geometry(crop.shape, wt.shape, 1, 3, 1, 32)
     launch = depthwise.plan_depthwise(g, "float16", True, describe(crop).strides,
                                       crop.data.ptr % 16)
     assert launch.mma
@@ -234,10 +236,10 @@ def test_the_tensor_core_kernel_reads_a_crop_and_runs_through_conv2d():
     dev = cupy.cuda.runtime.getDevice()
     depthwise.run_depthwise(launch, describe(crop), describe(wd), describe(bd), describe(out),
                             dev, cupy.cuda.get_current_stream(), sm_count(dev))
-    ref = direct(x[:, :, 2:18, 3:35], wt, b, (1, 1), (2, 2, 2, 2), (1, 1), 32)
+    ref = direct(x[:, :, 2:18, 3:35], wt, b, (1, 1), (3, 3, 3, 3), (1, 1), 32)
     assert _err(out, ref) <= TOL["float16"]
-    g = conv_geometry(xd.shape, wt.shape, 1, 2, 1, 32)
+    g = conv_geometry(xd.shape, wt.shape, 1, 3, 1, 32)
     assert plan_of(xd, wd, bd, g).direct.mma
-    got = conv2d(xd, wd, bd, 1, 2, 1, 32)
-    ref = direct(x, wt, b, (1, 1), (2, 2, 2, 2), (1, 1), 32)
+    got = conv2d(xd, wd, bd, 1, 3, 1, 32)
+    ref = direct(x, wt, b, (1, 1), (3, 3, 3, 3), (1, 1), 32)
     assert got.strides[1] == got.itemsize and _err(got, ref) <= TOL["float16"]

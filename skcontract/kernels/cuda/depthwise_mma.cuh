@@ -20,13 +20,15 @@
 // channel-major (a plane of rows x DWMMA_PITCH columns a channel and column parity, columns
 // contiguous, so that ldmatrix reads A's 16 x 16 blocks: columns 8 b .. 8 b + 15 for column
 // block b; rows of 80 bytes keep its eight rows on distinct banks), padding as zeros. Each
-// warp computes DwMma<STEP>::CPW channels: its B fragments made from the filters a filter
-// row, then for each of the tile's four column blocks ldmatrix.x4 + mma into fp32
+// warp computes DwMma<STEP>::CPW channels: its B fragments made a filter row from the
+// filters (staged in shared memory beside the window, loaded with it), then for each of the
+// tile's four column blocks ldmatrix.x4 + mma into fp32
 // accumulators that start at the bias. The accumulators go back through the same shared
 // memory, rounded once, channel-major again, and the CTA writes each output pixel's
 // channels as 16-byte vectors. Loads and stores move two pixels at a time (two of one
 // column parity), so the transposes move 32-bit words (byte permutes pair the pixels'
-// channels). Offsets inside an image are 32-bit (the host checks that its extent fits).
+// channels), and a thread issues the loads of DWMMA_BATCH such pairs before it stores any.
+// Offsets inside an image are 32-bit (the host checks that its extent fits).
 #pragma once
 
 #include "sk_common.cuh"
@@ -41,6 +43,7 @@ constexpr int DWMMA_BLOCKS = 4;     // a tile's column blocks of 8 (the mma's N)
 constexpr int DWMMA_COLS = 8 * DWMMA_BLOCKS;  // a tile's output columns
 constexpr int DWMMA_PITCH = DWMMA_COLS + 8;   // a plane's columns: block b reads 8b .. 8b + 15
 constexpr int DWMMA_PAIRS = DWMMA_PITCH / 2;  // words (column pairs) of a plane row
+constexpr int DWMMA_BATCH = 2;  // plane words a thread loads at once (depthwise_mma_load)
 
 // What a step fixes: the tile's channels CH (VECS vectors of 8 a pixel, CPW a warp), the
 // column parities PAR the window is split into, and its rows for filters of r rows.
@@ -54,9 +57,16 @@ struct DwMma {
 
 // Shared memory of a tile for filters of r rows at `step`: 16-bit planes of the input
 // window (a channel and column parity each), reused for the output tile.
-__host__ __device__ constexpr int depthwise_mma_smem(int step, int r) {
+__host__ __device__ constexpr int depthwise_mma_planes(int step, int r) {
   return step == 1 ? DwMma<1>::CH * DwMma<1>::PAR * DwMma<1>::rows(r) * DWMMA_PITCH * 2
                    : DwMma<2>::CH * DwMma<2>::PAR * DwMma<2>::rows(r) * DWMMA_PITCH * 2;
+}
+
+// All of a tile's shared memory: the planes, then its channels' filters (r x s taps of
+// 16 bits a channel, padded to 16 bytes).
+__host__ __device__ constexpr int depthwise_mma_smem(int step, int r, int s) {
+  return depthwise_mma_planes(step, r) +
+         ((step == 1 ? DwMma<1>::CH : DwMma<2>::CH) * r * s * 2 + 15) / 16 * 16;
 }
 
 // 16 bytes of 16-bit values: one 16-byte load or store.
@@ -64,11 +74,11 @@ struct alignas(16) DwVec {
   unsigned w[4];
 };
 
-// This lane's fragment of the banded B of filter row `wrow` (S taps, element stride sws;
-// null: a channel past c, all zero), taps STEP (k - n) + par: b[0] holds B[2t][g],
-// B[2t + 1][g] (low half first), b[1] B[2t + 8][g], B[2t + 9][g], g = lane / 4, t = lane % 4.
-template <int STEP, class T>
-__device__ __forceinline__ void depthwise_mma_b(const T* wrow, int s, long long sws, int par,
+// This lane's fragment of the banded B of a filter row (its S taps' 16 bits in shared
+// memory), taps STEP (k - n) + par: b[0] holds B[2t][g], B[2t + 1][g] (low half first),
+// b[1] B[2t + 8][g], B[2t + 9][g], g = lane / 4, t = lane % 4.
+template <int STEP>
+__device__ __forceinline__ void depthwise_mma_b(const unsigned short* wrow, int s, int par,
                                                 int lane, unsigned (&b)[2]) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -78,9 +88,23 @@ __device__ __forceinline__ void depthwise_mma_b(const T* wrow, int s, long long 
     for (int e = 0; e < 2; ++e) {
       const int d = 2 * t + 8 * half + e - g;  // k - n of B[k][g], k = 2t + 8 half + e
       const int j = STEP * d + par;            // its tap
-      v[e] = (wrow != nullptr && d >= 0 && j < s) ? (unsigned)wrow[j * sws].x : 0u;
+      v[e] = (d >= 0 && j < s) ? (unsigned)wrow[j] : 0u;
     }
     b[half] = v[0] | (v[1] << 16);
+  }
+}
+
+// Stages the filters of channels c0 .. c0 + ch (r x s taps each; zeros past c) in shared
+// memory as [channel][tap], the taps of a filter row contiguous.
+template <class T>
+__device__ __forceinline__ void depthwise_mma_filters(unsigned short* wsm, const T* w, int c0,
+                                                      int ch, int c, int r, int s,
+                                                      long long swc, long long swr,
+                                                      long long sws) {
+  const int taps = r * s;
+  for (int e = threadIdx.x; e < ch * taps; e += DWMMA_THREADS) {
+    const int cc = e / taps, tap = e - cc * taps, i = tap / s, j = tap - i * s;
+    wsm[e] = c0 + cc < c ? w[(c0 + cc) * swc + i * swr + j * sws].x : (unsigned short)0;
   }
 }
 
@@ -88,18 +112,24 @@ __device__ __forceinline__ void depthwise_mma_b(const T* wrow, int s, long long 
 // the planes [channel][parity][row][DWMMA_PAIRS words]; positions outside the image, and
 // channels past c (`vecs` vectors of 8 exist), are zeros. A word holds two columns of one
 // parity: window columns STEP (2 w) + par and STEP (2 w + 1) + par of plane word w.
+// A thread takes DWMMA_BATCH words at a time, their loads all issued before any store, so
+// that a thread has that many words' loads in flight.
 template <int STEP, class T>
 __device__ __forceinline__ void depthwise_mma_load(unsigned* planes, const T* xi, int rows,
                                                    int ih0, int iw0, int h, int wd,
                                                    int sxh, int sxw, int vecs) {
   using M = DwMma<STEP>;
-  const int plane_words = rows * DWMMA_PAIRS;
-  for (int e = threadIdx.x; e < M::PAR * plane_words; e += DWMMA_THREADS) {
-    const int par = e / plane_words, at = e - par * plane_words;
-    const int row = at / DWMMA_PAIRS, pair = at - row * DWMMA_PAIRS;
-    const int ih = ih0 + row, iw = iw0 + STEP * 2 * pair + par;
-    DwVec px[2][M::VECS] = {};  // [pixel][vector of 8 channels]
-    if (ih >= 0 && ih < h) {
+  const int plane_words = rows * DWMMA_PAIRS, total = M::PAR * plane_words;
+  for (int e0 = threadIdx.x; e0 < total; e0 += DWMMA_BATCH * DWMMA_THREADS) {
+    DwVec px[DWMMA_BATCH][2][M::VECS] = {};  // [word][pixel][vector of 8 channels]
+#pragma unroll
+    for (int b = 0; b < DWMMA_BATCH; ++b) {
+      const int e = e0 + b * DWMMA_THREADS;
+      if (e >= total) break;
+      const int par = e / plane_words, at = e - par * plane_words;
+      const int row = at / DWMMA_PAIRS, pair = at - row * DWMMA_PAIRS;
+      const int ih = ih0 + row, iw = iw0 + STEP * 2 * pair + par;
+      if (ih < 0 || ih >= h) continue;
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const int col = iw + STEP * u;
@@ -107,19 +137,25 @@ __device__ __forceinline__ void depthwise_mma_load(unsigned* planes, const T* xi
         const T* p = xi + ih * sxh + col * sxw;
 #pragma unroll
         for (int v = 0; v < M::VECS; ++v)
-          if (v < vecs) px[u][v] = *reinterpret_cast<const DwVec*>(p + 8 * v);
+          if (v < vecs) px[b][u][v] = *reinterpret_cast<const DwVec*>(p + 8 * v);
       }
     }
     // channel 8 v + 2 q (+ 1) of the two pixels, as one word of its plane
 #pragma unroll
-    for (int v = 0; v < M::VECS; ++v)
+    for (int b = 0; b < DWMMA_BATCH; ++b) {
+      const int e = e0 + b * DWMMA_THREADS;
+      if (e >= total) break;
+      const int par = e / plane_words, at = e - par * plane_words;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const unsigned a = px[0][v].w[q], b = px[1][v].w[q];
-        const int ch = 8 * v + 2 * q;
-        planes[(ch * M::PAR + par) * plane_words + at] = __byte_perm(a, b, 0x5410);
-        planes[((ch + 1) * M::PAR + par) * plane_words + at] = __byte_perm(a, b, 0x7632);
-      }
+      for (int v = 0; v < M::VECS; ++v)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const unsigned a = px[b][0][v].w[q], c = px[b][1][v].w[q];
+          const int ch = 8 * v + 2 * q;
+          planes[(ch * M::PAR + par) * plane_words + at] = __byte_perm(a, c, 0x5410);
+          planes[((ch + 1) * M::PAR + par) * plane_words + at] = __byte_perm(a, c, 0x7632);
+        }
+    }
   }
 }
 
@@ -162,7 +198,7 @@ __device__ __forceinline__ void depthwise_mma_store(const unsigned* planes, T* o
 // out (n, c, p, q). Steps of STEP both ways, undilated, r and s <= 9; the grid is one CTA a
 // (channel group of DwMma<STEP>::CH, tile) pair, the channel groups fastest, then the
 // tile's column, its row and the image (ceil(c / CH) x ceil(q / 32) x ceil(p / 16) x n
-// CTAs); dynamic shared memory depthwise_mma_smem(STEP, r).
+// CTAs); dynamic shared memory depthwise_mma_smem(STEP, r, s).
 template <class T, int STEP>
 __global__ void __launch_bounds__(DWMMA_THREADS, 3)
 depthwise_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -185,6 +221,9 @@ depthwise_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   const int vecs = min(M::VECS, (c - c0) / 8);  // vectors of 8 channels the group has
   const int rows = M::rows(r);
 
+  unsigned short* wsm = reinterpret_cast<unsigned short*>(depthwise_mma_smem_raw +
+                                                         depthwise_mma_planes(STEP, r));
+  depthwise_mma_filters(wsm, w, c0, M::CH, c, r, s, swc, swr, sws);
   depthwise_mma_load<STEP>(planes, x + nn * sxn + c0, rows, op0 * STEP - pad_top,
                            oq0 * STEP - pad_left, h, wd, sxh, sxw, vecs);
 
@@ -207,14 +246,13 @@ depthwise_mma(const T* __restrict__ x, const T* __restrict__ w, const T* __restr
   const int a_row = STEP * (lane & 15), a_col = (lane >> 4) * 8;
 #pragma unroll
   for (int cc = 0; cc < M::CPW; ++cc) {
-    const int local = M::CPW * warp + cc, ch = c0 + local;
-    const T* wch = ch < c ? w + ch * swc : nullptr;
+    const int local = M::CPW * warp + cc;
 #pragma unroll 1
     for (int i = 0; i < r; ++i) {
 #pragma unroll
       for (int par = 0; par < M::PAR; ++par) {
         unsigned bf[2];
-        depthwise_mma_b<STEP>(wch == nullptr ? wch : wch + i * swr, s, sws, par, lane, bf);
+        depthwise_mma_b<STEP>(wsm + (local * r + i) * s, s, par, lane, bf);
         const unsigned short* arow =
             halves + (local * M::PAR + par) * plane_halves + (i + a_row) * DWMMA_PITCH + a_col;
 #pragma unroll
