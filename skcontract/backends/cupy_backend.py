@@ -95,7 +95,15 @@ def _launch_step(step, x, y, replan):
             exclude |= {launch.entry}
             launch = replan(step, launch.product, exclude, f"{e}; planned without "
                             f"{launch.entry.name}")
-    return cupy.matmul(x, y), None
+    return cupy.matmul(_element_aligned(x), _element_aligned(y)), None
+
+
+def _element_aligned(a):
+    """``a``, or a copy of it where its address is not a multiple of its element size (a
+    complex128 view of float64 memory 8 bytes off 16, which cuBLAS refuses with
+    CUBLAS_STATUS_NOT_SUPPORTED; a copy is a fresh allocation of CuPy's pool, 256-byte
+    aligned)."""
+    return a if a.data.ptr % a.itemsize == 0 else a.copy()
 
 
 def _small_step(step, launch, x, y, replan):

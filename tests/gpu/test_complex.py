@@ -148,7 +148,8 @@ def test_memory_bound_complex_products_run_on_the_dot_kernel(subscripts, shapes,
 def test_complex128_off_16_bytes_runs_on_cupy():
     """A complex128 view of float64 memory starting at an odd float64 (8 bytes past 16):
     the Dot kernel reads 16-byte elements by 16-byte loads only, so the step is planned
-    again for these operands and CuPy runs it, right."""
+    again for these operands and CuPy runs it, on a copy of the operand (cuBLAS refuses
+    complex128 off 16 bytes), right."""
     rng = np.random.default_rng(5)
     floats = cupy.asarray(rng.standard_normal(2 * 300 * 100 + 1))
     a = floats[1:].view(cupy.complex128).reshape(300, 100)
