@@ -21,8 +21,9 @@
 #   sanitize: memcheck and racecheck on the tensor-core and square depthwise kernels'
 #     float16 tests with a bias, memcheck over tools.sanitize_cases complex;
 #   depthwise: tools.time_depthwise's layers (the conv-depthwise class's and four more) in
-#     float16 against cuDNN, as planned and with the square and tensor-core kernels forced
-#     (DW_VARIANTS, default auto,square,mma; $OUT/depthwise.jsonl);
+#     float16 against cuDNN, as planned and with the square (packs of 4 and 8 channels) and
+#     tensor-core kernels forced (DW_VARIANTS, default auto,square,wide,mma;
+#     $OUT/depthwise.jsonl);
 #   strip8: the square kernel with strips of 8 columns at step 1 and 4 at step 2 (the header
 #     edited in this call's copy, restored after), its float16 tests and times
 #     ($OUT/depthwise-strip8.jsonl);
@@ -77,7 +78,7 @@ for step in $STEPS; do
       for tool in memcheck racecheck; do
         for kernel in tensor_core square; do
           sel="tensor_core_kernel_matches and float16 and True"
-          [ $kernel = square ] && sel="square_and_any and float16 and True-False"
+          [ $kernel = square ] && sel="(square_and_any and float16 and True-False) or (wide_packs and float16 and False)"
           log="$OUT/san-$tool-$kernel.log"
           timeout $(( $(left) > 100 ? 100 : $(left) )) compute-sanitizer --tool $tool \
             --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
@@ -91,7 +92,7 @@ for step in $STEPS; do
       echo "memcheck complex rc=$?"; grep -E "ERROR SUMMARY|FAIL|^ok" "$OUT/san-complex.log" | tail -9 ;;
     depthwise)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.time_depthwise \
-        --dtypes float16 --variants ${DW_VARIANTS:-auto,square,mma} --reps 7 2>&1 | grep '^{' | \
+        --dtypes float16 --variants ${DW_VARIANTS:-auto,square,wide,mma} --reps 7 2>&1 | grep '^{' | \
         tee "$OUT/depthwise.jsonl" | cut -c1-300 ;;
     strip8)
       sed -i 's/  return step == 1 ? DEPTHWISE_STRIP : DEPTHWISE_STRIP \/ 2;/  return step == 1 ? 8 : 4;/' \

@@ -7,8 +7,9 @@ A layer is N x C x H x W x R x stride x padding: a depthwise convolution (groups
 square R x R filter, channels-last. A variant is ``auto`` (conv2d as it plans the layer),
 ``vec`` (the vector kernel for any filter, forced where the square or the tensor-core kernel
 would run), ``square`` (the square kernel forced; the layer is skipped where it has no
-instantiation of its filter) or ``mma`` (the tensor-core kernel forced; skipped where it
-does not take the layer). Prints
+instantiation of its filter), ``wide`` (the square kernel on packs of 8 16-bit channels,
+where it has them) or ``mma`` (the tensor-core kernel forced; skipped where it does not take
+the layer). Prints
 one JSON line per (layer, dtype, variant): the CUDA-graph replay time in microseconds (the
 median of ``--reps``), cuDNN's (``cudnn.benchmark`` on) on the same operands by the same
 method, the ratio, the GB/s of moving the input, the filters and the output once, the
@@ -23,7 +24,8 @@ import sys
 from skcontract.bench.timing import calls_per_replay, torch_graph_us
 from skcontract.kernels import torch_cuda
 from skcontract.kernels import depthwise_mma
-from skcontract.kernels.depthwise import DepthwiseLaunch, fixed_filter, run_depthwise
+from skcontract.kernels.depthwise import (WIDE_FILTERS, DepthwiseLaunch, fixed_filter,
+                                          run_depthwise)
 from skcontract.kernels.launch import record_launches, sm_count
 from skcontract.kernels.operands import describe
 from skcontract.ops.conv2d import conv2d, conv_geometry
@@ -34,13 +36,13 @@ DEFAULT_LAYERS = ("64x144x56x56x3x1x1,64x240x28x28x5x1x2,32x96x56x56x7x1x3,64x96
 (stride 1 and 2), ConvNeXt-T's 7x7 (stages 1 and 3), RepLKNet's 13x13."""
 
 
-def _forced(x, w, g, dtype, square=False, mma=False):
-    """A call of the vector kernel for any filter (``square``: the square kernel; ``mma``:
-    the tensor-core kernel) on channels-last ``x``: it launches the kernel and returns the
-    output it wrote."""
+def _forced(x, w, g, dtype, square=False, mma=False, wide=False):
+    """A call of the vector kernel for any filter (``square``: the square kernel, on wide
+    packs where ``wide``; ``mma``: the tensor-core kernel) on channels-last ``x``: it
+    launches the kernel and returns the output it wrote."""
     import torch  # the operands' maker
 
-    launch = DepthwiseLaunch(g, dtype, True, True, square, mma)
+    launch = DepthwiseLaunch(g, dtype, True, True, square, mma, wide)
     out = torch.empty((g.n, g.p, g.q, g.k), device="cuda", dtype=x.dtype).permute(0, 3, 1, 2)
     X, Wt, O = describe(x), describe(w), describe(out)
     dev = x.device.index or 0
@@ -86,12 +88,18 @@ def main(argv=None) -> int:
                     if fixed_filter(g) is None:
                         continue
                     run = _forced(x, w, g, dtype, square=True)
+                elif variant == "wide":
+                    if fixed_filter(g) not in WIDE_FILTERS or dtype not in ("float16",
+                                                                            "bfloat16"):
+                        continue
+                    run = _forced(x, w, g, dtype, square=True, wide=True)
                 elif variant == "mma":
                     if not depthwise_mma.takes(g, dtype):
                         continue
                     run = _forced(x, w, g, dtype, mma=True)
                 else:
-                    raise SystemExit(f"--variants: {variant!r} is not auto, vec, square or mma")
+                    raise SystemExit(f"--variants: {variant!r} is not auto, vec, square, wide "
+                                     "or mma")
                 with record_launches() as launches:
                     got = run()
                 torch.cuda.synchronize()

@@ -54,18 +54,31 @@ FIXED_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1), (7, 2))
 """The (size, step) pairs of square undilated filters stepping the same both ways that the
 square kernel (``depthwise_square``) has instantiations for: MobileNet's, EfficientNet's and
 ConvNeXt's depthwise layers."""
-SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}>"
-                     for t in TYPES.values() for ks, step in FIXED_FILTERS)
+PACK_CHANNELS = {"float16": 4, "bfloat16": 4, "float32": 4, "float64": 2}
+"""Channels a thread of the square kernel takes (DepthwisePack): 8 bytes of 16-bit channels,
+16 bytes of float32 or float64 ones; their staged weights are 16 bytes of accumulators."""
+WIDE_PACK_CHANNELS = 8
+"""The square kernel's wide 16-bit packs: 16 bytes of channels (:data:`WIDE_FILTERS`)."""
+WIDE_FILTERS = ((3, 1), (3, 2))
+"""The (size, step) pairs the square kernel has wide 16-bit instantiations for: the 3 x 3
+filters, whose strips' inputs and accumulators fit two blocks an SM at 8 channels."""
+WIDE_PLANNED = ()
+"""The :data:`WIDE_FILTERS` the planner runs on wide packs: none until they are measured on
+a GPU (the 3 x 3 layers ran faster on 16-byte vectors of 8 channels before the packs were
+narrowed to 4; docs/benchmarks/log.md, eighteenth session); a forced launch runs them."""
+SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}, {PACK_CHANNELS[d]}>"
+                     for d, t in TYPES.items() for ks, step in FIXED_FILTERS)
 """The square kernel's instantiations, dtype-major in :data:`TYPES`' order, then
 :data:`FIXED_FILTERS`'."""
-NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES
+WIDE_NAMES = tuple(f"skc::depthwise_square<{TYPES[d]}, {ks}, {step}, {WIDE_PACK_CHANNELS}>"
+                   for d in ("float16", "bfloat16") for ks, step in WIDE_FILTERS)
+"""The square kernel's wide 16-bit instantiations, float16's then bfloat16's, each in
+:data:`WIDE_FILTERS`' order."""
+NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES + WIDE_NAMES
 """Every instantiation the module compiles."""
 
 VECTOR_BYTES = 16
 """The vector kernel's loads and stores: 16 bytes of channels."""
-PACK_CHANNELS = {"float16": 4, "bfloat16": 4, "float32": 4, "float64": 2}
-"""Channels a thread of the square kernel takes (DepthwisePack): 8 bytes of 16-bit channels,
-16 bytes of float32 or float64 ones; their staged weights are 16 bytes of accumulators."""
 MAX_IMAGE_OFFSET = 2**31 - 1
 """The square kernel's offsets inside an image (rows, columns, channels) are 32-bit."""
 STRIP = 4
@@ -101,7 +114,9 @@ class DepthwiseLaunch:
     on whole vectors in the input and the output); ``square``: the filter is one of
     :data:`FIXED_FILTERS`, and the vector kernel is the square kernel of its size and
     step (packs of :data:`PACK_CHANNELS`; else 16-byte vectors); ``mma``: the tensor-core
-    kernel runs it (16-bit data on 16-byte vectors; :func:`.depthwise_mma.takes`)."""
+    kernel runs it (16-bit data on 16-byte vectors; :func:`.depthwise_mma.takes`);
+    ``wide``: the square kernel takes packs of :data:`WIDE_PACK_CHANNELS` 16-bit channels
+    (:data:`WIDE_FILTERS`)."""
 
     g: tuple
     dtype: str
@@ -109,6 +124,7 @@ class DepthwiseLaunch:
     vector: bool = False
     square: bool = False
     mma: bool = False
+    wide: bool = False
 
     @property
     def outputs(self) -> int:
@@ -141,7 +157,7 @@ class DepthwiseLaunch:
         """Channels a thread loads at once: a 16-byte vector's (the vector kernel's), or a
         pack's (the square kernel's, :data:`PACK_CHANNELS`)."""
         if self.square:
-            return PACK_CHANNELS[self.dtype]
+            return WIDE_PACK_CHANNELS if self.wide else PACK_CHANNELS[self.dtype]
         return VECTOR_BYTES // CXX_TYPES[self.dtype][1]
 
     @property
@@ -153,8 +169,8 @@ class DepthwiseLaunch:
     def weight_bytes(self) -> int:
         """Shared memory a tap of a channel vector takes: the filters as stored (the vector
         kernel's), or a pack's in the accumulator type (the square kernel's): 16 bytes
-        either way."""
-        return VECTOR_BYTES
+        either way, 32 for a wide pack."""
+        return 2 * VECTOR_BYTES if self.square and self.wide else VECTOR_BYTES
 
     @property
     def slices(self) -> int:
@@ -189,8 +205,10 @@ class DepthwiseLaunch:
             return SCALAR_NAMES[index]
         if not self.square:
             return VECTOR_NAMES[index]
-        return SQUARE_NAMES[index * len(FIXED_FILTERS) + FIXED_FILTERS.index(
-            fixed_filter(self.g))]
+        form = fixed_filter(self.g)
+        if self.wide:
+            return WIDE_NAMES[index * len(WIDE_FILTERS) + WIDE_FILTERS.index(form)]
+        return SQUARE_NAMES[index * len(FIXED_FILTERS) + FIXED_FILTERS.index(form)]
 
     def grid(self, sms: int) -> tuple:
         """The launch's grid on a device of ``sms`` SMs: the scalar kernel's blocks, or the
@@ -240,7 +258,9 @@ def plan_depthwise(g, dtype: str, channels_last: bool, input_strides=None,
         return DepthwiseLaunch(g, dtype, channels_last, True, False, True)
     square = channels_last and fixed_filter(g) is not None and \
         _lies_on(g, input_strides, input_offset, PACK_CHANNELS[dtype], itemsize) and fits
-    launch = DepthwiseLaunch(g, dtype, channels_last, vector or square, square)
+    wide = square and vector and dtype in ("float16", "bfloat16") and \
+        fixed_filter(g) in WIDE_PLANNED
+    launch = DepthwiseLaunch(g, dtype, channels_last, vector or square, square, wide=wide)
     if launch.vector and g.r * g.s * launch.weight_bytes > SLICE_SMEM:
         launch = DepthwiseLaunch(g, dtype, channels_last)
     return launch if launch.outputs <= MAX_OUTPUTS else None

@@ -503,7 +503,7 @@ def test_the_depthwise_square_kernel_takes_the_common_square_filters(taps, strid
     if form is None:
         assert launch.kernel == "skc::depthwise_vec<float>"
     else:
-        assert launch.kernel == f"skc::depthwise_square<float, {form[0]}, {form[1]}>"
+        assert launch.kernel == f"skc::depthwise_square<float, {form[0]}, {form[1]}, 4>"
         assert "inputs loaded once a strip" in launch.summary()
         # strips of two columns at step 2
         assert f"x {4 if form[1] == 1 else 2} columns" in launch.summary()
@@ -547,6 +547,26 @@ def test_the_tensor_core_kernel_takes_16_bit_steps_of_1_and_2(dtype, taps, strid
         filters = -(-chans * taps[0] * taps[1] * 2 // 16) * 16
         assert launch.smem_bytes == chans * stride * rows * 40 * 2 + filters <= 48 * 1024
     assert not plan_depthwise(g, dtype, False).mma
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("step", [1, 2])
+def test_the_square_kernel_has_wide_16_bit_packs_for_3_by_3(monkeypatch, dtype, step):
+    """The square kernel's 3 x 3 instantiations on packs of 8 16-bit channels (16 bytes):
+    their staged weights take 32 bytes a tap; the planner runs them for the filters of
+    WIDE_PLANNED only (none until measured), and only where the channels lie on 16 bytes."""
+    g = conv_geometry((4, 144, 56, 56), (144, 1, 3, 3), stride=step, padding=1, groups=144)
+    launch = DepthwiseLaunch(g, dtype, True, True, True, wide=True)
+    cxx = depthwise.TYPES[dtype]
+    assert launch.kernel == f"skc::depthwise_square<{cxx}, 3, {step}, 8>" and \
+        launch.kernel in depthwise.NAMES
+    assert (launch.per_vector, launch.weight_bytes, launch.vectors) == (8, 32, 18)
+    assert launch.smem_bytes == 9 * launch.slice * 32 and "8-channel vectors" in \
+        launch.summary()
+    assert not plan_depthwise(g, dtype, True).wide
+    monkeypatch.setattr(depthwise, "WIDE_PLANNED", ((3, step),))
+    assert plan_depthwise(g, dtype, True).wide
+    assert not plan_depthwise(g, dtype, True, (56 * 56 * 144, 1, 56 * 144, 144), 8).wide
 
 
 @pytest.mark.parametrize("shape,taps,stride,planned", [

@@ -188,6 +188,29 @@ def _check_run(launch, xt, wt_t, bt, dtype, sms=None):
     assert err <= TOL[dtype]
 
 
+WIDE_CASES = [  # (N, C, H, W), step: 3 x 3 filters, padding 1
+    ((2, 32, 13, 14), 1),
+    ((1, 48, 17, 11), 2),
+    ((3, 24, 19, 18), 1),     # three packs of 8
+    ((2, 144, 16, 17), 2),
+]
+
+
+@pytest.mark.parametrize("one_sm", [False, True])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", WIDE_CASES)
+def test_the_square_kernel_on_wide_packs_matches_the_definition(case, dtype, one_sm):
+    """The square kernel's 3 x 3 instantiations on packs of 8 16-bit channels (forced: the
+    planner runs them for WIDE_PLANNED only) against float64, NaN-poisoned output, on a
+    whole GPU and on a one-SM grid (a block walking several rounds of its lanes)."""
+    shape, step = case
+    xt, wt_t, bt = _torch_operands(shape, (3, 3), dtype, 5)
+    g = conv_geometry(xt.shape, wt_t.shape, step, 1, 1, shape[1])
+    launch = depthwise.DepthwiseLaunch(g, dtype, True, True, True, wide=True)
+    assert launch.kernel.endswith(", 8>")
+    _check_run(launch, xt, wt_t, bt, dtype, 1 if one_sm else None)
+
+
 MMA_CASES = [  # (N, C, H, W), (R, S), step, padding
     ((2, 32, 13, 14), (3, 3), 1, 1),
     ((3, 24, 37, 70), (5, 5), 1, 2),         # 24 channels: a tile's second vector absent

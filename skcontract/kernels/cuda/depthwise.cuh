@@ -14,8 +14,8 @@
 // DEPTHWISE_STRIP output columns of one vector of channels: each input load is 16 bytes,
 // the filters come from shared memory as vectors, and the index arithmetic is done once a
 // strip. depthwise_square is its form for the common square filters, on packs of channels
-// (DepthwisePack: 8 bytes of 16-bit channels, 16 of wider ones; the host checks the same of
-// the pack): each input pack a strip's filter row reads is loaded and converted once, the
+// (DepthwisePack: 8 or 16 bytes of 16-bit channels, 16 of wider ones; the host checks the
+// same of the pack): each input pack a strip's filter row reads is loaded and converted once, the
 // filters staged converted.
 #pragma once
 
@@ -256,23 +256,30 @@ __device__ __forceinline__ unsigned pack_pair(bfloat16_t, float lo, float hi) {
   return w;
 }
 
-// The channels a thread of depthwise_square takes, loaded as one Raw word (8 bytes of
+// The channels a thread of depthwise_square takes, loaded as one Raw word (8 or 16 bytes of
 // 16-bit channels, 16 bytes of float32 or float64 ones) and unpacked to accumulators, so a
 // load, its zero fill and its conversion are whole 32-bit words (a 16-bit element apart
-// would take a byte permute each). Four 16-bit channels, not eight: a strip's converted
-// inputs ((strip - 1) * step + KS columns) and accumulators then fit two blocks an SM.
-template <class T> struct DepthwisePack {  // 16-bit channels: four, 8 bytes
-  static constexpr int P = 4;
-  using Raw = uint2;
+// would take a byte permute each). N 16-bit channels: four for the wider filters (a strip's
+// converted inputs, (strip - 1) * step + KS columns, and accumulators then fit two blocks an
+// SM), eight (16-byte loads) where the filter is narrow enough for them to fit too.
+template <class T, int N = 4> struct DepthwisePack {  // 16-bit channels: N, 2N bytes
+  static_assert(N == 4 || N == 8, "packs of 4 or 8 16-bit channels");
+  static constexpr int P = N;
+  using Raw = typename Conditional<N == 4, uint2, uint4>::type;
   __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
-    unpack_pair(T{}, r.x, f[0], f[1]);
-    unpack_pair(T{}, r.y, f[2], f[3]);
+    const unsigned* w = reinterpret_cast<const unsigned*>(&r);
+#pragma unroll
+    for (int k = 0; k < P / 2; ++k) unpack_pair(T{}, w[k], f[2 * k], f[2 * k + 1]);
   }
   __device__ __forceinline__ static Raw pack(const float (&f)[P]) {
-    return make_uint2(pack_pair(T{}, f[0], f[1]), pack_pair(T{}, f[2], f[3]));
+    Raw r;
+    unsigned* w = reinterpret_cast<unsigned*>(&r);
+#pragma unroll
+    for (int k = 0; k < P / 2; ++k) w[k] = pack_pair(T{}, f[2 * k], f[2 * k + 1]);
+    return r;
   }
 };
-template <> struct DepthwisePack<float> {
+template <int N> struct DepthwisePack<float, N> {  // four, 16 bytes
   static constexpr int P = 4;
   using Raw = float4;
   __device__ __forceinline__ static void unpack(Raw r, float (&f)[P]) {
@@ -282,7 +289,7 @@ template <> struct DepthwisePack<float> {
     return make_float4(f[0], f[1], f[2], f[3]);
   }
 };
-template <> struct DepthwisePack<double> {
+template <int N> struct DepthwisePack<double, N> {  // two, 16 bytes
   static constexpr int P = 2;
   using Raw = double2;
   __device__ __forceinline__ static void unpack(Raw r, double (&f)[P]) { f[0] = r.x; f[1] = r.y; }
@@ -293,17 +300,18 @@ template <> struct DepthwisePack<double> {
 
 // depthwise_vec's work for square KS x KS filters stepping KSTEP both ways, undilated
 // (MobileNet's, EfficientNet's and ConvNeXt's depthwise layers): a thread computes a strip
-// of depthwise_square_strip(KSTEP) output columns of one pack of P channels
-// (DepthwisePack; `slice` packs a block, blockIdx.y the slice). For each of the strip's
+// of depthwise_square_strip(KSTEP) output columns of one pack of P = PC channels
+// (DepthwisePack<T, PC>; `slice` packs a block, blockIdx.y the slice). For each of the strip's
 // filter rows it loads the row's SPAN input packs once (a column outside the image is a
 // zero pack: which columns lie inside is a mask made once a strip) and converts each
 // element once; the filters are staged converted (Acc) in shared memory as [tap][pack], so
-// a tap's weights are one 16-byte load, contiguous across a warp. Offsets inside an image
+// a tap's weights are 16-byte loads (one, two for 8 16-bit channels), contiguous across a
+// warp. Offsets inside an image
 // are 32-bit (the host checks that an image's extent fits). The filter rows are a loop,
 // not unrolled: one row's inputs live at a time, so the kernel fits two blocks an SM,
 // whose warps hide the loads' latency. Columns past q are computed from zeros and not
 // stored.
-template <class T, int KS, int KSTEP>
+template <class T, int KS, int KSTEP, int PC>
 __global__ void __launch_bounds__(DEPTHWISE_THREADS, 2)
 depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                  T* __restrict__ out, int n, int c, int h, int wd, int p, int q, int pad_top,
@@ -311,12 +319,13 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
                  long long sws, long long son, int sop, int soq, int has_bias, int slice) {
   using Acc = typename DepthwiseAcc<T>::type;
   using Cv = AccCvt<T, Acc>;
-  using Pack = DepthwisePack<T>;
+  using Pack = DepthwisePack<T, PC>;
   using Raw = typename Pack::Raw;
-  using Staged = DepthwisePack<Acc>;  // the staged weights of a pack: P accumulators
+  using Staged = DepthwisePack<Acc>;  // 16 bytes of a pack's staged weights: accumulators
   constexpr int P = Pack::P, QT = depthwise_square_strip(KSTEP);
   constexpr int SPAN = (QT - 1) * KSTEP + KS, TAPS = KS * KS;
-  static_assert(Staged::P == P, "a tap's staged weights of a pack are one 16-byte load");
+  constexpr int CHUNKS = P / Staged::P;  // 16-byte loads of a tap's staged weights
+  static_assert(P == PC && CHUNKS * Staged::P == P, "a pack's staged weights: whole loads");
   extern __shared__ __align__(16) unsigned char depthwise_smem[];
   Acc* wsm = reinterpret_cast<Acc*>(depthwise_smem);
   const int width = slice * P, c0 = blockIdx.y * width;
@@ -371,7 +380,14 @@ depthwise_square(const T* __restrict__ x, const T* __restrict__ w, const T* __re
 #pragma unroll
       for (int j = 0; j < KS; ++j) {  // a tap's weights loaded once for the strip
         Acc wf[P];
-        Staged::unpack(*reinterpret_cast<const typename Staged::Raw*>(wrow + j * width), wf);
+#pragma unroll
+        for (int k = 0; k < CHUNKS; ++k) {
+          Acc part[Staged::P];
+          Staged::unpack(*reinterpret_cast<const typename Staged::Raw*>(
+                             wrow + j * width + k * Staged::P), part);
+#pragma unroll
+          for (int v = 0; v < Staged::P; ++v) wf[k * Staged::P + v] = part[v];
+        }
 #pragma unroll
         for (int u = 0; u < QT; ++u)
 #pragma unroll
