@@ -76,7 +76,6 @@ WIDE_NAMES = tuple(f"skc::depthwise_square<{TYPES[d]}, {ks}, {step}, {WIDE_PACK_
 :data:`WIDE_FILTERS`' order."""
 NAMES = SCALAR_NAMES + VECTOR_NAMES + SQUARE_NAMES + WIDE_NAMES
 """Every instantiation the module compiles."""
-
 VECTOR_BYTES = 16
 """The vector kernel's loads and stores: 16 bytes of channels."""
 MAX_IMAGE_OFFSET = 2**31 - 1
