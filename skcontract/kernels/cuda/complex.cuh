@@ -42,7 +42,6 @@ __device__ __forceinline__ Complex<R> acc_mul(Complex<R> a, Complex<R> b) {
 // s * v for a real factor s (ScalarOf).
 __device__ __forceinline__ float acc_scale(float s, float v) { return s * v; }
 __device__ __forceinline__ double acc_scale(double s, double v) { return s * v; }
-__device__ __forceinline__ int acc_scale(int s, int v) { return acc_mul(s, v); }
 template <class R>
 __device__ __forceinline__ Complex<R> acc_scale(R s, Complex<R> v) {
   return Complex<R>(s * v.re, s * v.im);
