@@ -62,10 +62,10 @@ WIDE_PACK_CHANNELS = 8
 WIDE_FILTERS = ((3, 1), (3, 2))
 """The (size, step) pairs the square kernel has wide 16-bit instantiations for: the 3 x 3
 filters, whose strips' inputs and accumulators fit two blocks an SM at 8 channels."""
-WIDE_PLANNED = ()
-"""The :data:`WIDE_FILTERS` the planner runs on wide packs: none until they are measured on
-a GPU (the 3 x 3 layers ran faster on 16-byte vectors of 8 channels before the packs were
-narrowed to 4; docs/benchmarks/log.md, eighteenth session); a forced launch runs them."""
+WIDE_PLANNED = WIDE_FILTERS
+"""The :data:`WIDE_FILTERS` the planner runs on wide packs: both, measured faster than the
+packs of 4 on 16-byte aligned channels (docs/benchmarks/log.md, nineteenth session); an
+8-byte aligned input takes the packs of 4."""
 SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}, {PACK_CHANNELS[d]}>"
                      for d, t in TYPES.items() for ks, step in FIXED_FILTERS)
 """The square kernel's instantiations, dtype-major in :data:`TYPES`' order, then

@@ -113,8 +113,10 @@ def test_the_plan_launches_what_the_call_resolved(layer, channels_last, dtype, d
         mma = vector and depthwise_mma.planned(g, dtype)  # (dense operands)
         square = channels_last and not mma and depthwise.fixed_filter(g) is not None and \
             g.c % depthwise.PACK_CHANNELS[dtype] == 0
+        wide = square and vector and dtype in ("float16", "bfloat16") and \
+            depthwise.fixed_filter(g) in depthwise.WIDE_PLANNED
         assert plan.direct == DepthwiseLaunch(g, dtype, channels_last, vector or square,
-                                              square, mma)
+                                              square, mma, wide)
         assert plan.direct.summary() in str(plan) and plan.copied_elements == 0
         return
     assert isinstance(launch, StepLaunch) and plan.channels_last == channels_last
@@ -436,15 +438,18 @@ def test_the_command_line_help_describes_every_option(capsys):
 ])
 def test_the_depthwise_vector_kernels_read_channels_on_their_vectors(strides, offset,
                                                                      channels, square, vector):
-    """The square kernel (3 x 3 at steps 1 and 2 here) reads packs of 4 float16 channels (8
-    bytes), the vector kernel (dilated filters here) and the tensor-core kernel (7 x 7 here)
-    vectors of 8 (16 bytes); a 7 x 7 filter off them runs the square kernel."""
+    """The square kernel (3 x 3 at steps 1 and 2 here) reads packs of 8 float16 channels (16
+    bytes) where the channels lie on 16 bytes, else packs of 4 (8 bytes); the vector kernel
+    (dilated filters here) and the tensor-core kernel (7 x 7 here) vectors of 8 (16 bytes); a
+    7 x 7 filter off them runs the square kernel."""
     for step, columns in ((1, 4), (2, 2)):
         g = conv_geometry((4, channels, 56, 56), (channels, 1, 3, 3), stride=step,
                           padding=1, groups=channels)
         launch = plan_depthwise(g, "float16", True, strides, offset)
         assert launch.square == square and launch.vector == square and not launch.mma
-        assert (f"4-channel vectors x {columns} columns" in launch.summary()) == square
+        pack = 8 if vector else 4
+        assert launch.wide == (square and vector)
+        assert (f"{pack}-channel vectors x {columns} columns" in launch.summary()) == square
     wide = conv_geometry((4, channels, 56, 56), (channels, 1, 7, 7), padding=3,
                          groups=channels)
     launch = plan_depthwise(wide, "float16", True, strides, offset)
@@ -472,7 +477,8 @@ def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel,
 @pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
     (144, "float16", 5, 2, 18),     # 36 packs of 4 (the square kernel's): two even slices
     (144, "float32", 3, 2, 18),     # 36 packs: two even slices, not 32 + 4
-    (512, "float16", 3, 4, 32),     # 128 packs: slices of MAX_SLICE
+    (512, "float16", 5, 4, 32),     # 128 packs: slices of MAX_SLICE
+    (512, "float16", 3, 2, 32),     # 64 wide packs of 8 (3 x 3): slices of MAX_SLICE
     (512, "float16", 13, 4, 16),    # 13 x 13 (the vector kernel's): 18 vectors fit SLICE_SMEM
     (96, "float64", 7, 2, 24),      # 2 doubles a pack
 ])
@@ -554,7 +560,7 @@ def test_the_tensor_core_kernel_takes_16_bit_steps_of_1_and_2(dtype, taps, strid
 def test_the_square_kernel_has_wide_16_bit_packs_for_3_by_3(monkeypatch, dtype, step):
     """The square kernel's 3 x 3 instantiations on packs of 8 16-bit channels (16 bytes):
     their staged weights take 32 bytes a tap; the planner runs them for the filters of
-    WIDE_PLANNED only (none until measured), and only where the channels lie on 16 bytes."""
+    WIDE_PLANNED only (both), and only where the channels lie on 16 bytes."""
     g = conv_geometry((4, 144, 56, 56), (144, 1, 3, 3), stride=step, padding=1, groups=144)
     launch = DepthwiseLaunch(g, dtype, True, True, True, wide=True)
     cxx = depthwise.TYPES[dtype]
@@ -563,9 +569,10 @@ def test_the_square_kernel_has_wide_16_bit_packs_for_3_by_3(monkeypatch, dtype, 
     assert (launch.per_vector, launch.weight_bytes, launch.vectors) == (8, 32, 18)
     assert launch.smem_bytes == 9 * launch.slice * 32 and "8-channel vectors" in \
         launch.summary()
+    assert plan_depthwise(g, dtype, True).wide
+    monkeypatch.setattr(depthwise, "WIDE_PLANNED", ())
     assert not plan_depthwise(g, dtype, True).wide
     monkeypatch.setattr(depthwise, "WIDE_PLANNED", ((3, step),))
-    assert plan_depthwise(g, dtype, True).wide
     assert not plan_depthwise(g, dtype, True, (56 * 56 * 144, 1, 56 * 144, 144), 8).wide
 
 

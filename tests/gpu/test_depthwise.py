@@ -67,6 +67,8 @@ def test_depthwise_matches_the_definition(case, dtype, channels_last, bias):
         c % depthwise.PACK_CHANNELS[dtype] == 0
     assert plan.direct.square == square and plan.direct.mma == mma
     assert plan.direct.vector == (square or vector)
+    assert plan.direct.wide == (square and vector and dtype in ("float16", "bfloat16") and
+                                depthwise.fixed_filter(g) in depthwise.WIDE_PLANNED)
     got = conv2d(xd, wd, bd if bias else None, stride, padding, dilation, c)
     ref = direct(x, wt, b if bias else None, g.stride, g.padding, g.dilation, c)
     assert got.shape == ref.shape and got.dtype == xd.dtype
