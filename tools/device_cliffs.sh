@@ -72,8 +72,12 @@ for step in $STEPS; do
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
         tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
         tests/gpu/test_conv2d_gpu.py tests/gpu/test_parity_gpu.py \
-        -k "depthwise or Depthwise or square or complex or dot or Dot" \
-        2>&1 | tail -8 ;;
+        -k "depthwise or Depthwise or square or complex or dot or Dot" -rf --tb=short \
+        > "$OUT/tests.txt" 2>&1
+      # each failure's test and message, parameters dropped, counted; the tracebacks in tests.txt
+      grep -E "^(FAILED|ERROR)" "$OUT/tests.txt" | sed -E 's/\[[^]]*\]//' | cut -c1-240 | \
+        sort | uniq -c | sort -rn | head -25
+      tail -2 "$OUT/tests.txt" ;;
     sanitize)
       for tool in memcheck racecheck; do
         for kernel in tensor_core square; do
