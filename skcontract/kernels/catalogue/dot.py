@@ -25,6 +25,9 @@ DOT_UNROLL = 4
 is 32 KB a CTA, enough in flight for the copy bandwidth at DOT_CTAS_PER_SM CTAs an SM."""
 DOT_CTAS_PER_SM = 4
 """Occupancy the Dot kernels are built for (64 registers a thread)."""
+WIDE_ROWS_CTAS_PER_SM = 3
+"""Occupancy of the eight-row complex128 Dot kernel (85 registers a thread): its eight
+complex accumulators take 32 registers, and its arrival fixup spills within 64."""
 DOT_ROW_SWEEPS = 1
 """Sweeps of the one-row tile's k-iteration. Its splits are whole k-iterations, at least
 MIN_ITERS_PER_SPLIT of them (:mod:`skcontract.schedule.heuristics`), so a short k-iteration
@@ -142,9 +145,10 @@ def _dot(dtype: str, shape: str) -> Dot:
         bm = 8 if shape == "rows8" else 1
         sweep = warps // bm * 32 * per_lane  # elements of a row the tile's warps read at once
         tile = (bm, 1, sweep * (DOT_ROW_SWEEPS if bm == 1 else DOT_UNROLL))
-    entry = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM)
+    ctas = WIDE_ROWS_CTAS_PER_SM if dtype == "complex128" and tile[0] == 8 else DOT_CTAS_PER_SM
+    entry = Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=ctas)
     eff = memory_bound_efficiency(dtype, tile, entry.bytes_per_iteration())
-    return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=DOT_CTAS_PER_SM, efficiency=eff)
+    return Dot(dtype, *tile, DOT_UNROLL, 1, warps, ctas_per_sm=ctas, efficiency=eff)
 
 
 def menu(dtype: str) -> tuple[Dot, ...]:
