@@ -30,6 +30,7 @@
 #   complexbench: `bench complex --memory-bound` into $OUT.
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
+# (the tests step's files and -k expression: TEST_FILES, TEST_K)
 set -u
 . tools/device_common.sh
 quiet() { grep -v -i warn | grep -v "^==PROF=="; }
@@ -70,9 +71,9 @@ for step in $STEPS; do
         --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
     tests)
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
-        tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
-        tests/gpu/test_conv2d_gpu.py tests/gpu/test_parity_gpu.py \
-        -k "depthwise or Depthwise or square or complex or dot or Dot" -rf --tb=short \
+        ${TEST_FILES:-tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
+        tests/gpu/test_conv2d_gpu.py tests/gpu/test_parity_gpu.py} \
+        -k "${TEST_K:-depthwise or Depthwise or square or complex or dot or Dot}" -rf --tb=short \
         > "$OUT/tests.txt" 2>&1
       # each failure's test and message, parameters dropped, counted; the tracebacks in tests.txt
       grep -E "^(FAILED|ERROR)" "$OUT/tests.txt" | sed -E 's/\[[^]]*\]//' | cut -c1-240 | \
