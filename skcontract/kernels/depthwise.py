@@ -59,11 +59,12 @@ PACK_CHANNELS = {"float16": 4, "bfloat16": 4, "float32": 4, "float64": 2}
 16 bytes of float32 or float64 ones; their staged weights are 16 bytes of accumulators."""
 WIDE_PACK_CHANNELS = 8
 """The square kernel's wide 16-bit packs: 16 bytes of channels (:data:`WIDE_FILTERS`)."""
-WIDE_FILTERS = ((3, 1), (3, 2))
+WIDE_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2))
 """The (size, step) pairs the square kernel has wide 16-bit instantiations for: the 3 x 3
-filters, whose strips' inputs and accumulators fit two blocks an SM at 8 channels."""
-WIDE_PLANNED = WIDE_FILTERS
-"""The :data:`WIDE_FILTERS` the planner runs on wide packs: both, measured faster than the
+and 5 x 5 filters, whose strips' inputs and accumulators fit two blocks an SM at 8 channels
+(at most 119 registers a thread)."""
+WIDE_PLANNED = ((3, 1), (3, 2))
+"""The :data:`WIDE_FILTERS` the planner runs on wide packs: those measured faster than the
 packs of 4 on 16-byte aligned channels (docs/benchmarks/log.md, nineteenth session); an
 8-byte aligned input takes the packs of 4."""
 SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}, {PACK_CHANNELS[d]}>"

@@ -190,11 +190,13 @@ def _check_run(launch, xt, wt_t, bt, dtype, sms=None):
     assert err <= TOL[dtype]
 
 
-WIDE_CASES = [  # (N, C, H, W), step: 3 x 3 filters, padding 1
-    ((2, 32, 13, 14), 1),
-    ((1, 48, 17, 11), 2),
-    ((3, 24, 19, 18), 1),     # three packs of 8
-    ((2, 144, 16, 17), 2),
+WIDE_CASES = [  # (N, C, H, W), filter size, step; padding size // 2
+    ((2, 32, 13, 14), 3, 1),
+    ((1, 48, 17, 11), 3, 2),
+    ((3, 24, 19, 18), 3, 1),     # three packs of 8
+    ((2, 144, 16, 17), 3, 2),
+    ((2, 40, 15, 13), 5, 1),     # five packs of 8
+    ((1, 16, 23, 21), 5, 2),
 ]
 
 
@@ -202,14 +204,15 @@ WIDE_CASES = [  # (N, C, H, W), step: 3 x 3 filters, padding 1
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("case", WIDE_CASES)
 def test_the_square_kernel_on_wide_packs_matches_the_definition(case, dtype, one_sm):
-    """The square kernel's 3 x 3 instantiations on packs of 8 16-bit channels (forced: the
-    planner runs them for WIDE_PLANNED only) against float64, NaN-poisoned output, on a
-    whole GPU and on a one-SM grid (a block walking several rounds of its lanes)."""
-    shape, step = case
-    xt, wt_t, bt = _torch_operands(shape, (3, 3), dtype, 5)
-    g = conv_geometry(xt.shape, wt_t.shape, step, 1, 1, shape[1])
+    """The square kernel's 3 x 3 and 5 x 5 instantiations on packs of 8 16-bit channels
+    (forced: the planner runs them for WIDE_PLANNED only) against float64, NaN-poisoned
+    output, on a whole GPU and on a one-SM grid (a block walking several rounds of its
+    lanes)."""
+    shape, size, step = case
+    xt, wt_t, bt = _torch_operands(shape, (size, size), dtype, 5)
+    g = conv_geometry(xt.shape, wt_t.shape, step, size // 2, 1, shape[1])
     launch = depthwise.DepthwiseLaunch(g, dtype, True, True, True, wide=True)
-    assert launch.kernel.endswith(", 8>")
+    assert launch.kernel.endswith(f"{size}, {step}, 8>")
     _check_run(launch, xt, wt_t, bt, dtype, 1 if one_sm else None)
 
 
