@@ -63,10 +63,10 @@ WIDE_FILTERS = ((3, 1), (3, 2), (5, 1), (5, 2))
 """The (size, step) pairs the square kernel has wide 16-bit instantiations for: the 3 x 3
 and 5 x 5 filters, whose strips' inputs and accumulators fit two blocks an SM at 8 channels
 (at most 119 registers a thread)."""
-WIDE_PLANNED = ((3, 1), (3, 2))
-"""The :data:`WIDE_FILTERS` the planner runs on wide packs: those measured faster than the
-packs of 4 on 16-byte aligned channels (docs/benchmarks/log.md, nineteenth session); an
-8-byte aligned input takes the packs of 4."""
+WIDE_PLANNED = WIDE_FILTERS
+"""The :data:`WIDE_FILTERS` the planner runs on wide packs: every one, each measured faster
+than on packs of 4 where the channels lie on 16 bytes (docs/benchmarks/log.md, nineteenth
+session); an input on 8 bytes takes the packs of 4."""
 SQUARE_NAMES = tuple(f"skc::depthwise_square<{t}, {ks}, {step}, {PACK_CHANNELS[d]}>"
                      for d, t in TYPES.items() for ks, step in FIXED_FILTERS)
 """The square kernel's instantiations, dtype-major in :data:`TYPES`' order, then

@@ -475,10 +475,10 @@ def test_the_square_kernel_takes_images_whose_offsets_fit_32_bits(dtype, kernel,
 
 
 @pytest.mark.parametrize("channels,dtype,taps,slices,slice_", [
-    (144, "float16", 5, 2, 18),     # 36 packs of 4 (the square kernel's): two even slices
-    (144, "float32", 3, 2, 18),     # 36 packs: two even slices, not 32 + 4
-    (512, "float16", 5, 4, 32),     # 128 packs: slices of MAX_SLICE
-    (512, "float16", 3, 2, 32),     # 64 wide packs of 8 (3 x 3): slices of MAX_SLICE
+    (144, "float16", 5, 1, 18),     # 18 wide packs of 8 (the square kernel's): one slice
+    (144, "float32", 3, 2, 18),     # 36 packs of 4: two even slices, not 32 + 4
+    (512, "float32", 5, 4, 32),     # 128 packs: slices of MAX_SLICE
+    (512, "float16", 3, 2, 32),     # 64 wide packs of 8: slices of MAX_SLICE
     (512, "float16", 13, 4, 16),    # 13 x 13 (the vector kernel's): 18 vectors fit SLICE_SMEM
     (96, "float64", 7, 2, 24),      # 2 doubles a pack
 ])
