@@ -12,10 +12,6 @@
 //     owned rows grouped (x = (i / G) * T * G + t * G + i % G) so a quarter warp reads 32
 //     consecutive floats.
 // So an 8x8 thread tile does 16 LDS.128 per 256 FFMA; the accumulators never leave registers.
-// A warp's lanes are a WY x WX block of that grid (4 x 8 where TY allows): a k step's loads
-// then read 4 rows of A and 8 of B a warp, one 128-byte shared-memory wavefront a load, so
-// the 16 loads take 16 wavefronts, the time of the warp's 64 FFMA instructions on its SM
-// quarter (a warp along a row of the grid reads 16 rows of B, two wavefronts a load).
 #pragma once
 #include "sk_common.cuh"
 
@@ -63,16 +59,6 @@ struct MainloopFfma {
   static_assert(TY * TM == BM && TX * TY == THREADS && TN * TX == BN && TN >= 1,
                 "ffma tile shape");
   static_assert(BK % 4 == 0 && TM % GA == 0 && TN % GB == 0, "ffma tile shape");
-  static constexpr int WY = TY >= 4 ? 4 : 1, WX = 32 / WY;  // a warp's lanes over TY x TX
-  static_assert(TY % WY == 0 && TX % WX == 0, "ffma warp shape");
-
-  // the thread grid's row / column of thread t
-  __device__ __forceinline__ static int ty_of(unsigned t) {
-    return (t / 32) / (TX / WX) * WY + (t % 32) / WX;
-  }
-  __device__ __forceinline__ static int tx_of(unsigned t) {
-    return (t / 32) % (TX / WX) * WX + (t % 32) % WX;
-  }
 
   // tile-relative row of the thread's i-th row / column of its j-th column
   __device__ __forceinline__ static int row_of(int ty, int i) {
@@ -87,11 +73,11 @@ struct MainloopFfma {
     for (int i = 0; i < NACC; ++i) acc[i] = Acc(0);
   }
   __device__ __forceinline__ static void coord(unsigned t, int i, int& r, int& c) {
-    r = row_of(ty_of(t), i / TN);
-    c = col_of(tx_of(t), i % TN);
+    r = row_of(t / TX, i / TN);
+    c = col_of(t % TX, i % TN);
   }
   __device__ __forceinline__ static void compute(const T* As, const T* Bs, Acc (&acc)[NACC]) {
-    const int ty = ty_of(threadIdx.x), tx = tx_of(threadIdx.x);
+    const int ty = threadIdx.x / TX, tx = threadIdx.x % TX;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 4) {
       T a[TM][4], b[TN][4];  // a[i][q] = A(row i, kk + q), b[j][q] = B(col j, kk + q)
