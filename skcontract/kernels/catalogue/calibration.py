@@ -71,7 +71,6 @@ FFMA_EFFICIENCY = {
     ("float32", 8, 256, 16): 2.8331,
     ("float32", 256, 64, 32): FFMA_NARROW_EFFICIENCY,
     ("float32", 64, 256, 32): FFMA_NARROW_EFFICIENCY,
-    ("float32", 256, 128, 16): 1.0,
     ("float32", 1, 1024, 8): 18.5,
     ("float64", 8, 256, 16): 4.7558,
     ("float64", 1, 512, 8): 36.0,

@@ -15,11 +15,7 @@ from .entry import CXX_TYPES, PAD_BYTES, XC_PAD_BYTES_FP64, Entry
 @dataclass(frozen=True)
 class Ffma(Entry):
     """fp32 / fp64 operands on CUDA-core FMA: exact fp32, and the skinny (8 x N) and one-row
-    (1 x N) GEMV tiles of both. 256 threads (8 warps). ``thread_rows``: the rows of a
-    thread's register tile (8, or 16 for the 256-row tile: 128 accumulators a thread, fewer
-    fragment loads and address instructions a FFMA)."""
-
-    thread_rows: int = 8
+    (1 x N) GEMV tiles of both. 256 threads (8 warps)."""
 
     FAMILY: ClassVar[str] = "Ffma"
     IM2COL: ClassVar[str | None] = "gather"
@@ -29,13 +25,6 @@ class Ffma(Entry):
         if self.warps != 8:
             raise ValueError("the Ffma mainloop runs 256 threads (8 warps)")
 
-    def layouts(self):
-        # 16 rows a thread: with both operands k-contiguous, their fragments and the 128
-        # accumulators do not fit 255 registers (the build spills)
-        if self.thread_rows == 16:
-            return tuple(p for p in super().layouts() if p != ("row", "col"))
-        return super().layouts()
-
     def pad(self, kcontig):
         if self.dtype == "float64" and not kcontig:
             return XC_PAD_BYTES_FP64 // self.elem_bytes
@@ -43,11 +32,7 @@ class Ffma(Entry):
 
     def mainloop(self, la, lb):
         return (f"skc::MainloopFfma<{CXX_TYPES[self.dtype][0]}, {self.bm}, {self.bn}, "
-                f"{self.bk}, LA, LB, {self.thread_rows}>")
-
-    @property
-    def name(self):
-        return super().name if self.thread_rows == 8 else f"{super().name}_t{self.thread_rows}"
+                f"{self.bk}, LA, LB>")
 
 
 def _ffma(dtype, bm, bn, bk, stages, warps_m, warps_n, **kw) -> Ffma:
@@ -66,7 +51,6 @@ FLOAT32 = (
     # computes half padding: its 8 x 8 thread tiles over 256 x 64 and 64 x 256
     _ffma("float32", 256, 64, 32, 3, 2, 4),
     _ffma("float32", 64, 256, 32, 3, 2, 4),
-    _ffma("float32", 256, 128, 16, 3, 2, 4, thread_rows=16),
     # M = 1: one row, 4 columns a thread, B streams through shared memory once;
     # BK = 8 so that a column-major B's [1024][BK + 4] stages fit 4 deep
     _ffma("float32", 1, 1024, 8, 4, 1, 8),

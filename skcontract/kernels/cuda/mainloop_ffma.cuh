@@ -44,18 +44,15 @@ template <int N> __device__ __forceinline__ void lds_vec(const double* p, double
   }
 }
 
-template <class T, int BM, int BN, int BK, class LA, class LB, int ROWS = 8>
+template <class T, int BM, int BN, int BK, class LA, class LB>
 struct MainloopFfma {
   using Acc = T;
   static constexpr int THREADS = 256;
-  static constexpr int TM = BM >= ROWS ? ROWS : BM;
+  static constexpr int TM = BM >= 8 ? 8 : BM;
   static constexpr int TY = BM / TM, TX = THREADS / TY;
   static constexpr int TN = BN / TX;
   static constexpr int GA = TM < 4 ? TM : 4, GB = TN < 4 ? TN : 4;
   static constexpr int NACC = TM * TN;
-  // k values a fragment load takes along a k-contiguous operand: 4 (16 bytes), 2 where a
-  // thread keeps 128 accumulators (their fragments of 4 would not fit beside them)
-  static constexpr int KV = NACC >= 128 ? 2 : 4;
   // an x-contiguous B gives each thread runs of GB consecutive columns (j, j + 1 pair up)
   static constexpr int PAIR = (!LB::KC && GB % 2 == 0) ? 2 : 1;
   static constexpr bool A_KC = LA::KC, B_KC = LB::KC;
@@ -82,14 +79,14 @@ struct MainloopFfma {
   __device__ __forceinline__ static void compute(const T* As, const T* Bs, Acc (&acc)[NACC]) {
     const int ty = threadIdx.x / TX, tx = threadIdx.x % TX;
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += KV) {
-      T a[TM][KV], b[TN][KV];  // a[i][q] = A(row i, kk + q), b[j][q] = B(col j, kk + q)
+    for (int kk = 0; kk < BK; kk += 4) {
+      T a[TM][4], b[TN][4];  // a[i][q] = A(row i, kk + q), b[j][q] = B(col j, kk + q)
       if constexpr (A_KC) {
 #pragma unroll
-        for (int i = 0; i < TM; ++i) lds_vec<KV>(As + row_of(ty, i) * LA::LDS + kk, a[i]);
+        for (int i = 0; i < TM; ++i) lds_vec<4>(As + row_of(ty, i) * LA::LDS + kk, a[i]);
       } else {
 #pragma unroll
-        for (int q = 0; q < KV; ++q)
+        for (int q = 0; q < 4; ++q)
 #pragma unroll
           for (int i = 0; i < TM; i += GA) {
             T v[GA];
@@ -100,10 +97,10 @@ struct MainloopFfma {
       }
       if constexpr (B_KC) {
 #pragma unroll
-        for (int j = 0; j < TN; ++j) lds_vec<KV>(Bs + col_of(tx, j) * LB::LDS + kk, b[j]);
+        for (int j = 0; j < TN; ++j) lds_vec<4>(Bs + col_of(tx, j) * LB::LDS + kk, b[j]);
       } else {
 #pragma unroll
-        for (int q = 0; q < KV; ++q)
+        for (int q = 0; q < 4; ++q)
 #pragma unroll
           for (int j = 0; j < TN; j += GB) {
             T v[GB];
@@ -113,7 +110,7 @@ struct MainloopFfma {
           }
       }
 #pragma unroll
-      for (int q = 0; q < KV; ++q)
+      for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int i = 0; i < TM; ++i)
 #pragma unroll
