@@ -27,13 +27,12 @@ backend which computes it in float32.
 from __future__ import annotations
 
 from functools import lru_cache
-import math
 
 import cupy
 
 from ..kernels import catalogue
 from ..kernels.bound import OperandMismatch, run_step
-from ..kernels.operands import describe, product_of
+from ..kernels.operands import contiguous, describe, product_of
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
@@ -86,7 +85,7 @@ def _launch_step(step, x, y, replan):
             if replan is None:
                 raise
             if e.product is None:  # strides no kernel reads: the contiguous operands
-                x, y = cupy.ascontiguousarray(x), cupy.ascontiguousarray(y)
+                x, y = contiguous(x), contiguous(y)
                 copied = True
                 continue
             launch = replan(step, e.product, exclude, "not the operands the plan assumed")
@@ -100,18 +99,10 @@ def _launch_step(step, x, y, replan):
 
 
 def _element_aligned(a):
-    """``a``, or a copy of it where its address is not a multiple of its element size (a
-    complex128 view of float64 memory 8 bytes off 16, which cuBLAS refuses with
-    CUBLAS_STATUS_NOT_SUPPORTED). The copy reads the operand as words of the alignment it
-    has (CuPy's own copy would load whole misaligned elements: a misaligned-address fault,
-    which ends the CUDA context) into a fresh allocation of CuPy's pool, 256-byte aligned."""
-    if a.data.ptr % a.itemsize == 0:
-        return a
-    common = math.gcd(a.data.ptr, a.itemsize, *a.strides)
-    word = common & -common  # the widest power of two dividing the address and strides
-    words = cupy.ndarray(a.shape + (a.itemsize // word,), f"u{word}", memptr=a.data,
-                         strides=a.strides + (word,))
-    return words.copy().view(a.dtype).reshape(a.shape)
+    """``a``, or a C-contiguous copy of it where its address is not a multiple of its
+    element size (a complex128 view of float64 memory 8 bytes off 16, which cuBLAS refuses
+    with CUBLAS_STATUS_NOT_SUPPORTED)."""
+    return a if a.data.ptr % a.itemsize == 0 else contiguous(a)
 
 
 def _small_step(step, launch, x, y, replan):

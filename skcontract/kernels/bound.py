@@ -14,7 +14,7 @@ from __future__ import annotations
 from . import embed, jit, relayout
 from .forms import DotForm
 from .launch import Binding, BoundLaunch, LaunchPlan
-from .operands import Operand, Product, as3, describe, matrix_layout, product_of
+from .operands import Operand, Product, as3, contiguous, describe, matrix_layout, product_of
 from .step_launch import StepLaunch
 
 _PLANS: dict = {}
@@ -98,7 +98,7 @@ def _run_embedded(launch: StepLaunch, x, y, dev: int, stream):
     swap = form.side == embed.TRANSPOSED
     read, other = (y.swapaxes(-1, -2), x.swapaxes(-1, -2)) if swap else (x, y)
     if form.copy:
-        read = cupy.ascontiguousarray(read)
+        read = contiguous(read)
     xr, w = embed.real_view(read), embed.embed(other, form.ld)
     batch = max(v.shape[0] if v.ndim == 3 else 1 for v in (read, w))
     lead = () if x.ndim == 2 and y.ndim == 2 else (batch,)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
-from .operands import Product, rows_off_lines
+from .operands import Product, contiguous, rows_off_lines
 from .specs import VEC16_BYTES
 
 HEADER = "complex_embed.cuh"
@@ -115,7 +115,7 @@ def embed(x, ld: int):
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     if x.data.ptr % x.itemsize:  # the kernel reads (re, im) pairs as one aligned vector
-        x = cupy.ascontiguousarray(x)
+        x = contiguous(x)
     lead = x.shape[:-2]
     k, cols = x.shape[-2:]
     broadcast = bool(lead) and x.strides[0] == 0

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from . import bound, jit, torch_cuda
 from .catalogue import INPUT_DTYPES, TF32, catalogue_key
 from .launch import Binding, CoResidencyError, LaunchPlan
-from .operands import Product, as3, describe, product_of
+from .operands import Product, as3, contiguous, describe, product_of
 from .resolve import DEFAULT_REDUCTION, Resolved, device_info, resolve_product
 from .step_launch import StepLaunch
 
@@ -228,8 +228,8 @@ def _gemm(a, b, out, alpha, beta, mode, reduction, tile, grid, allow_tf32, preci
         if k == 0 and min(m, n, batch) > 0:
             out[...] = 0 if beta == 0 else out * beta
         return (out, None) if bind else out
-    a, A, copied_a = _unit_strided(a, A, cupy)
-    b, B, copied_b = _unit_strided(b, B, cupy)
+    a, A, copied_a = _unit_strided(a, A)
+    b, B, copied_b = _unit_strided(b, B)
     C = describe(out)
     transposed = _column_major(C, m, n)
     if transposed:  # out^T (n x m, row-major) = b^T a^T
@@ -351,13 +351,13 @@ def _column_major(C, m: int, n: int) -> bool:
     return not (scn == 1 or n == 1)
 
 
-def _unit_strided(x, X, cupy):
+def _unit_strided(x, X):
     """``x`` and its description, copied C-contiguous where neither of its inner strides is
     1 or a stride is negative (no kernel reads it as it lies); and whether it was."""
     (_, rows, cols), (sb, sr, sc) = as3(X.shape, X.strides)
     if (cols == 1 or sc == 1 or rows == 1 or sr == 1) and min(sb, sr, sc) >= 0:
         return x, X, False
-    y = cupy.ascontiguousarray(x)
+    y = contiguous(x)
     return y, describe(y), True
 
 

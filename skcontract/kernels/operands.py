@@ -13,6 +13,7 @@ requires. CuPy is optional and imported inside functions only.
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +78,23 @@ _capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_c
     ("PyCapsule_IsValid", ctypes.pythonapi))
 _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def contiguous(x):
+    """The CuPy array ``x`` C-contiguous: ``x`` itself where it is, else a copy. An array whose
+    address is off its element size (a complex128 view of float64 memory 8 bytes off 16) is
+    copied as words of the alignment it has: CuPy's own copy loads whole elements, and a
+    misaligned load faults, ending the CUDA context. Copies are fresh allocations of CuPy's
+    pool, 256-byte aligned."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    if x.data.ptr % x.itemsize == 0:
+        return cupy.ascontiguousarray(x)
+    common = math.gcd(x.data.ptr, x.itemsize, *x.strides)
+    word = common & -common  # the widest power of two dividing the address and strides
+    words = cupy.ndarray(x.shape + (x.itemsize // word,), f"u{word}", memptr=x.data,
+                         strides=x.strides + (word,))
+    return words.copy().view(x.dtype).reshape(x.shape)
 
 
 def describe(x) -> Operand:

@@ -159,3 +159,29 @@ def test_complex128_off_16_bytes_runs_on_cupy():
         got = skcontract.einsum("ij,j->i", a, x)
     assert not any(x.kernel.startswith("dot_complex128") for x in launched), launched
     assert rel_err(got, cupy.asnumpy(a) @ hx) <= ERROR_FLOOR["complex128"]
+
+
+def _off_16(rng, shape):
+    """A complex128 array of ``shape`` viewing float64 memory 8 bytes past 16, and its
+    values on the host."""
+    floats = cupy.asarray(rng.standard_normal(2 * int(np.prod(shape)) + 1))
+    a = floats[1:].view(cupy.complex128).reshape(shape)
+    assert a.data.ptr % 16 == 8
+    return a, cupy.asnumpy(a)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_complex128_off_16_bytes_through_the_real_form(transposed):
+    """complex128 products of operands 8 bytes off 16, embedded (the embedding copies its
+    operand first: as words, since a copy of whole misaligned elements faults) or read as
+    real pairs, right; the context is still usable after (a fault would end it)."""
+    rng = np.random.default_rng(9)
+    a, ha = _off_16(rng, (70, 90))
+    if transposed:  # B column-major (its pairs along k): the transposed product, A embedded
+        bt, hbt = _off_16(rng, (50, 90))
+        b, hb = bt.T, hbt.T
+    else:
+        b, hb = _off_16(rng, (90, 50))
+    got = skcontract.einsum("ij,jk->ik", a, b)
+    assert rel_err(got, ha @ hb) <= ERROR_FLOOR["complex128"]
+    assert float(cupy.abs(cupy.ones(3) * 2).sum()) == 6.0
