@@ -37,7 +37,7 @@ from .interop import has_torch, is_torch, permute, run_on_torch
 from .kernels.catalogue import PRECISIONS
 from .kernels.resolve import DEFAULT_REDUCTION, schedule_plan
 from .plan import Plan, build_plan
-from .plan.plan import resizable, resized, size_classes, with_launch_peak
+from .plan.plan import conjugated, resizable, resized, size_classes, with_launch_peak
 from .replan import Replans
 from .schedule.device import DeviceInfo
 from .schedule.types import as_mode, as_reduction
@@ -70,6 +70,35 @@ def _check_precision(precision: Any) -> None:
     if precision is not None and precision != EXACT and precision not in PRECISIONS:
         raise ValueError(f"precision must be None (float32 accuracy), {EXACT!r} or one of "
                          f"{', '.join(map(repr, PRECISIONS))} (got {precision!r})")
+
+
+def _conj_indices(conj: Any, n: int) -> tuple[int, ...]:
+    """``conj`` (einsum's: positions of operands read conjugated) as a sorted tuple of
+    positions in ``range(n)`` (a negative one counts from the end); TypeError for anything
+    but integers, ValueError for a position out of range or named twice."""
+    if conj is None:
+        return ()
+    if isinstance(conj, (str, bytes)) or not hasattr(conj, "__iter__"):
+        raise TypeError(f"conj must be a sequence of operand positions, got "
+                        f"{type(conj).__name__} {conj!r}")
+    out = []
+    for i in conj:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"conj: operand positions are integers, got "
+                            f"{type(i).__name__} {i!r}")
+        if not -n <= i < n:
+            raise ValueError(f"conj: operand position {i} is out of range for {n} "
+                             f"operand(s)")
+        out.append(int(i) % n)
+    if len(set(out)) != len(out):
+        raise ValueError(f"conj: an operand is named twice in {tuple(conj)!r}")
+    return tuple(sorted(out))
+
+
+def _complex_conj(conj: tuple[int, ...], arrays) -> tuple[int, ...]:
+    """The positions of ``conj`` whose operands are complex (a real one's conjugate is
+    itself)."""
+    return tuple([i for i in conj if np.dtype(arrays[i].dtype).kind == "c"])
 
 
 def _check_numeric(dt: np.dtype, what: str) -> None:
@@ -247,12 +276,13 @@ def _slicing_arg(key):
 
 
 def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precision,
-             slicing=True):
+             slicing=True, conj=()):
     device = _device_for(backend)
     plan, template = _planned(subscripts, shapes, dtype, optimize, memory_limit, device,
                               slicing, precision=precision)
     bk = get_backend(backend)
     if backend == "numpy":  # (NumPy launches nothing: no schedules, nothing to re-plan)
+        plan = conjugated(plan, conj)
         if template is None or not resizable_run(plan):
             return plan, bk.compile(plan), plan_allocates(plan)
         run = template.runs.get(backend)  # (one run for every size of the template's)
@@ -261,7 +291,7 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
             run.resizable = True  # (a warm call swaps it for the plan's own: _WarmCall)
             template.runs[backend] = run
         return plan, run, plan_allocates(plan)
-    plan = _scheduled(plan, device, precision=precision)
+    plan = conjugated(_scheduled(plan, device, precision=precision), conj)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
 
 
@@ -355,10 +385,10 @@ def _check_out(out, bk, shape, res_dtype, casting) -> None:
 
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="adaptive",
-           memory_limit=None, backend=None, precision=None, slicing=True):
+           memory_limit=None, backend=None, precision=None, slicing=True, conj=()):
     """``einsum(subscripts, *operands, out=None, dtype=None, order='K', casting='safe',
-    optimize='adaptive', memory_limit=None, backend=None, precision=None, slicing=True)``:
-    numpy.einsum, planned.
+    optimize='adaptive', memory_limit=None, backend=None, precision=None, slicing=True,
+    conj=())``: numpy.einsum, planned.
 
     Accepts everything numpy.einsum does (implicit/explicit output, ellipses, broadcasting,
     diagonals and traces, the sublist form) and the same ``out``/``dtype``/``order``/
@@ -396,6 +426,10 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     and on the exact float32 kernels at "exact". Memory-bound steps, other dtypes and the
     NumPy backend stay exact; an unknown precision is a ValueError. torch
     tensors come back as torch tensors on their device (:mod:`skcontract.interop`);
+    ``conj`` names operands (their positions) read conjugated, as if each were
+    ``operand.conj()``: on the GPU a complex product's embedding reads them so (no copy;
+    :mod:`skcontract.kernels.embed`), elsewhere they are conjugated into copies first, and
+    a real operand is its own conjugate;
     broadcast (stride-0) operands are read once, never materialised. Given a dask array,
     it returns a lazy dask array (:func:`skcontract.dask.contract`).
 
@@ -409,9 +443,13 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     (2, 4)
     >>> float(einsum('i->', np.ones(5000, np.float16)))  # float16 accumulates in float32
     5000.0
+    >>> psi = np.array([1 + 1j, 2 - 1j])
+    >>> complex(einsum('i,i->', psi, psi, conj=(0,)))     # <psi|psi>, as np.vdot
+    (7+0j)
     """
     warm_key = None if slicing is not True else _warm_key(
-        operands, out, dtype, order, casting, optimize, memory_limit, backend, precision)
+        operands, out, dtype, order, casting, optimize, memory_limit, backend, precision,
+        conj)
     if warm_key is not None:
         try:
             warm = _WARM.get(warm_key)
@@ -422,12 +460,14 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
     order = _checked_order_casting(order, casting)
     _check_precision(precision)
     subscripts, ops = split_operands(operands)
+    conj = _conj_indices(conj, len(ops))
     numpy_only = out is None and _NDARRAY.issuperset(map(type, ops))
     if not numpy_only and any(type(x).__module__.startswith("dask.") for x in ops):
         from .dask import einsum as dask_einsum  # a lazy dask array (skcontract.dask)
         if slicing is not True:
             raise ValueError("slicing: dask arrays are sliced by skcontract.dask.contract, "
                              "which takes no slicing=")
+        ops = [x.conj() if i in _complex_conj(conj, ops) else x for i, x in enumerate(ops)]
         return dask_einsum(subscripts, *ops, out=out, dtype=dtype, order=order,
                            casting=casting, optimize=optimize, memory_limit=memory_limit,
                            backend=backend, precision=precision)
@@ -435,7 +475,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         return run_on_torch(ops, out, lambda arrays: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
             memory_limit=memory_limit, backend=backend, precision=precision,
-            slicing=slicing), dtype)
+            slicing=slicing, conj=conj), dtype)
     if backend is None:
         backend = "numpy" if numpy_only else backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)
@@ -450,11 +490,12 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         raise
     key = _optimize_key(optimize)
     prepare = _prepare if key is None else _prepare_cached
+    conj = _complex_conj(conj, arrays)
     args = (subscripts, shapes, res, optimize if key is None else key, memory_limit, backend,
             None if backend == "numpy" else precision,  # (NumPy is exact at any precision)
-            _slicing_key(slicing, subscripts))
+            _slicing_key(slicing, subscripts), conj)
     prepared = None
-    if out is None and len(arrays) == 1 and _viewable(arrays[0].dtype, res):
+    if out is None and len(arrays) == 1 and not conj and _viewable(arrays[0].dtype, res):
         # (planning one operand calls no path optimiser, so a stateful one is not used up)
         prepared = prepare(*args)
         view = _single_operand_view(prepared[0].equation, arrays[0], bk.xp)
@@ -468,8 +509,8 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
             sub, small, expand = reduced
             return expand(einsum(sub, *small, dtype=dtype, order=order, casting=casting,
                                  optimize=optimize, memory_limit=memory_limit,
-                                 backend=backend, precision=precision, slicing=slicing),
-                          order)
+                                 backend=backend, precision=precision, slicing=slicing,
+                                 conj=conj), order)
     plan, run, allocates = prepared or prepare(*args)
     if out is not None:
         _check_out(out, bk, plan.output_shape, res, casting)
@@ -494,18 +535,19 @@ _NDARRAY = frozenset({np.ndarray})
 
 
 def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, backend,
-              precision):
+              precision, conj=()):
     """The :data:`_WARM` key of an einsum call, or None for a call the warm path does not
-    take (``out``, the sublist form, an optimiser object, operands that are not arrays)."""
+    take (``out``, the sublist form, an optimiser object, operands that are not arrays,
+    ``conj`` other than a tuple)."""
     if out is not None or not operands or type(operands[0]) is not str or \
-            type(optimize) not in _WARM_OPTIMIZE:
+            type(optimize) not in _WARM_OPTIMIZE or type(conj) is not tuple:
         return None
     try:
         ops = tuple([(type(a), a.shape, a.strides, a.dtype) for a in operands[1:]])
     except AttributeError:
         return None
     return (operands[0], ops, dtype, order, casting, optimize, memory_limit,
-            type(memory_limit), backend, precision)
+            type(memory_limit), backend, precision, conj)
 
 
 def _remember(warm_key, ops, bk, prepared, res, order, casting, view=None):
@@ -793,7 +835,7 @@ def _looks_like_shapes(ops) -> bool:
 
 def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adaptive",
                   memory_limit=None, dtype=None, device=None, mode="auto",
-                  reduction=DEFAULT_REDUCTION, precision=None, slicing=True):
+                  reduction=DEFAULT_REDUCTION, precision=None, slicing=True, conj=()):
     """Plan a contraction without running it: returns ``(path, plan)``.
 
     ``path`` is opt_einsum's list of tuples (accepted back by ``optimize=``, whose values
@@ -806,8 +848,9 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
     shapes, no ``device=``) no GPU schedule is priced, at opt_einsum's cost, and the table
     says how to ask for them. ``mode`` and ``reduction`` force the scheduler's choices there
     (as :func:`skcontract.kernels.gemm.gemm` takes them), ``precision`` is :func:`einsum`'s
-    (the float32 steps that run at it show it before their schedule); ``memory_limit`` and
-    ``slicing`` are :func:`einsum`'s (a sliced plan shows its slices).
+    (the float32 steps that run at it show it before their schedule); ``memory_limit``,
+    ``slicing`` and ``conj`` are :func:`einsum`'s (a sliced plan shows its slices, a step
+    that reads an operand conjugated marks it ``*``).
 
     >>> path, plan = contract_path('bij,bjk->bik', (4, 8, 16), (4, 16, 32), shapes=True)
     >>> path
@@ -821,12 +864,18 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
     _check_precision(precision)
     as_mode(mode), as_reduction(reduction)  # refused on any machine
     subscripts, shp, res = _shapes_and_dtype(subscripts, operands_or_shapes, shapes, dtype)
+    conj = _conj_indices(conj, len(shp))
+    if np.dtype(res).kind != "c":
+        conj = ()  # (real operands are their own conjugates)
+    elif not shapes:
+        conj = _complex_conj(conj, [x if hasattr(x, "dtype") else np.asarray(x)
+                                    for x in operands_or_shapes])
     backend = "numpy" if shapes else backend_for(operands_or_shapes)
     priced = device is not None or backend != "numpy"
     device = DeviceInfo.named(device) if device is not None else _device_for(backend)
     cut = _slicing_key(slicing, subscripts)
     key = _path_key(subscripts, shp, res, optimize, memory_limit, device, priced, mode,
-                    reduction, precision, cut)
+                    reduction, precision, cut, conj)
     plan = _PATHS.get(key) if key is not None else None
     if plan is not None:
         return _path_of(plan), plan
@@ -840,6 +889,7 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
                          "for shapes)") from None
     if priced:  # (else no GPU is asked for and none holds the operands: device is None)
         plan = _scheduled(plan, device, mode=mode, reduction=reduction, precision=precision)
+    plan = conjugated(plan, conj)
     if key is not None:
         if len(_PATHS) >= _PLAN_CACHE_SIZE:
             _PATHS.clear()
@@ -853,7 +903,7 @@ with the same arguments returns the one made for them."""
 
 
 def _path_key(subscripts, shapes, dtype, optimize, memory_limit, device, priced, mode,
-              reduction, precision, slicing=True):
+              reduction, precision, slicing=True, conj=()):
     """The :data:`_PATHS` key of a contract_path call's checked arguments (each with its
     type where an equal value of another type is refused: ``memory_limit=True`` is not 1),
     or None where one is not hashable or ``optimize`` not cacheable."""
@@ -862,7 +912,7 @@ def _path_key(subscripts, shapes, dtype, optimize, memory_limit, device, priced,
         return None
     key = (subscripts, getattr(subscripts, "legend", None), shapes, dtype, type(opt), opt,
            type(memory_limit), memory_limit, device, priced, type(mode), mode,
-           type(reduction), reduction, precision, slicing)
+           type(reduction), reduction, precision, slicing, conj)
     try:
         hash(key)
     except TypeError:

@@ -71,15 +71,21 @@ def _launch_step(step, x, y, replan):
     operands like these (:class:`~skcontract.kernels.launch.Binding`), None when there is
     none to repeat: where the operands were copied (strides no kernel reads), the launch
     ran on the copies, and a replay on the operands' addresses would read them as if they
-    were the copies."""
+    were the copies. Operands the step reads conjugated (``step.conj``) are read so by an
+    embedded launch (a complex product's), else conjugated into copies first."""
     launch = step.launch
+    conj = step.conj or (False, False)
+    copied = any(conj)
+    if isinstance(launch, SmallLaunch) or launch is None or launch.embed is None:
+        x, y, conj = *_conjugated(x, y, conj), (False, False)
     if isinstance(launch, SmallLaunch):
         return _small_step(step, launch, x, y, replan), None
     exclude = frozenset()
-    copied = False
     while launch is not None and x.size and y.size:
+        if any(conj) and launch.embed is None:  # (a launch planned again: no embedding)
+            x, y, conj = *_conjugated(x, y, conj), (False, False)
         try:
-            r, binding = run_step(launch, x, y)
+            r, binding = run_step(launch, x, y, conj)
             return r, (None if copied else binding)
         except OperandMismatch as e:
             if replan is None:
@@ -95,7 +101,13 @@ def _launch_step(step, x, y, replan):
             exclude |= {launch.entry}
             launch = replan(step, launch.product, exclude, f"{e}; planned without "
                             f"{launch.entry.name}")
+    x, y = _conjugated(x, y, conj)
     return cupy.matmul(_element_aligned(x), _element_aligned(y)), None
+
+
+def _conjugated(x, y, conj):
+    """``x`` and ``y``, each that ``conj`` marks conjugated into a copy."""
+    return tuple([cupy.conj(v) if c else v for v, c in zip((x, y), conj)])
 
 
 def _element_aligned(a):
@@ -222,7 +234,9 @@ def outer_for(step):
     return lambda x, y: run_outer(launch, x, y)
 
 
-OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for, outer_for)
+OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for, outer_for,
+               folds_conj=lambda step: step.is_gemm_class)
+"""(A GEMM-class step's conjugated inputs are :func:`_launch_step`'s to read.)"""
 
 
 def compile(plan, replan=None):

@@ -16,6 +16,7 @@ product differ (``numpy.matmul`` on the CPU, the Stream-K kernels on the GPU):
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from math import prod
 from typing import Any, Callable, NamedTuple, Sequence
@@ -58,6 +59,9 @@ class ArrayOps(NamedTuple):
     # and ``y`` (batch, N); run returns the (batch, M, N) products, or None where the launch
     # does not take the operands (the step then multiplies them). None: no launches.
     outer_for: Callable | None = None
+    # folds_conj(step) -> bool: whether the step's run reads its conjugated inputs
+    # (Step.conj) itself; else they are conjugated into copies first. None: never.
+    folds_conj: Callable | None = None
 
 
 PERMS_KEPT = 4096
@@ -257,16 +261,31 @@ def _launched_sum(step: Step, ops: ArrayOps, summed: tuple, ndim: int):
 
 def _step_fn(step: Step, ops: ArrayOps) -> Callable:
     if step.kind is Kind.UNARY:
-        return _unary(step, ops)
-    if step.kind in (Kind.ELEMENTWISE, Kind.OUTER):
-        return _broadcast(step, ops)
-    return _gemm(step, ops)
+        fn = _unary(step, ops)
+    elif step.kind in (Kind.ELEMENTWISE, Kind.OUTER):
+        fn = _broadcast(step, ops)
+    else:
+        fn = _gemm(step, ops)
+    if any(step.conj) and not (ops.folds_conj is not None and ops.folds_conj(step)):
+        return _conjugating(fn, step.conj, ops.xp)
+    return fn
+
+
+def _conjugating(fn: Callable, flags: tuple[bool, ...], xp) -> Callable:
+    """``fn`` on its inputs, those ``flags`` mark conjugated into copies first."""
+    return lambda *xs: fn(*[xp.conj(x) if c else x for x, c in zip(xs, flags)])
+
+
+def _conjugated_result(run: Callable, xp) -> Callable:
+    """``run`` with its result conjugated (a plan whose result slot holds a conjugated
+    operand's value: :attr:`Plan.conj_result`)."""
+    return lambda arrays: xp.conj(run(arrays))
 
 
 def resizable_run(plan: Plan) -> bool:
     """Whether :func:`compile_plan` can make ``plan``'s run for any sizes of its labels'
     size classes (``resizable=True``): one GEMM-class step of the two operands, unsliced."""
-    return plan.slicing is None and len(plan.steps) == 1 and \
+    return plan.slicing is None and not plan.conj and len(plan.steps) == 1 and \
         plan.steps[0].kind in GEMM_KINDS and plan.steps[0].args == (0, 1) and \
         len(plan.input_shapes) == 2
 
@@ -277,6 +296,8 @@ def compile_plan(plan: Plan, ops: ArrayOps,
     package docstring of :mod:`skcontract.backends` for the contract). ``resizable``: the
     run serves ``plan`` re-sized too (:func:`resizable_run` plans; ``ops.xp.matmul`` is the
     product: NumPy's backend asks for it)."""
+    if plan.conj_result:
+        return _conjugated_result(compile_plan(replace(plan, conj_result=False), ops), ops.xp)
     if plan.slicing is not None:
         return _compile_sliced(plan, ops)
     n = len(plan.input_shapes)

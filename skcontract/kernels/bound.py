@@ -50,8 +50,10 @@ def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
     return plan
 
 
-def run_step(launch: StepLaunch, x, y):
-    """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``:
+def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False)):
+    """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``
+    (``conj``: of ``x`` and / or ``y`` conjugated, which only a complex product's embedded
+    launch reads: ValueError for another):
     ``(result, binding)``, the binding (:class:`~.launch.Binding`) repeating the launch on
     operands laid out as these (None where the launch copied an operand or cast its
     result). TypeError where the operands' dtypes differ (the steps before hand on one
@@ -73,7 +75,10 @@ def run_step(launch: StepLaunch, x, y):
         raise ValueError(f"einsum: operands on devices {A.device_id}, {B.device_id}; the "
                          f"current device is {dev} (use cupy.cuda.Device)")
     if launch.embed is not None:
-        return _run_embedded(launch, x, y, dev, cupy.cuda.get_current_stream()), None
+        return _run_embedded(launch, x, y, dev, cupy.cuda.get_current_stream(), conj), None
+    if any(conj):
+        raise ValueError(f"launch {launch.spec.name} reads no conjugated operand (only a "
+                         "complex product's embedding does)")
     shape = (product.m, product.n) if x.ndim == 2 and y.ndim == 2 else \
         (product.batch, product.m, product.n)
     out = cupy.empty(shape, dtype=launch.spec.dtype_out)
@@ -86,20 +91,21 @@ def run_step(launch: StepLaunch, x, y):
                                                     cupy.empty))
 
 
-def _run_embedded(launch: StepLaunch, x, y, dev: int, stream):
+def _run_embedded(launch: StepLaunch, x, y, dev: int, stream, conj=(False, False)):
     """``x @ y`` of complex CuPy views on the real form of ``launch`` (:mod:`.embed`): the
     read operand's (re, im) pairs as a real view (copied row-major first where the form
     says so), the other operand embedded, the result's pairs written by the real product
-    (the transposed product's result returned as a view of C^T). The embedding runs every
-    call: no binding."""
+    (the transposed product's result returned as a view of C^T); ``conj`` (of ``x``, of
+    ``y``) folded into the embedding's signs. The embedding runs every call: no binding."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     form = launch.embed
     swap = form.side == embed.TRANSPOSED
     read, other = (y.swapaxes(-1, -2), x.swapaxes(-1, -2)) if swap else (x, y)
+    conj_read, conj_other = conj[::-1] if swap else conj
     if form.copy:
         read = contiguous(read)
-    xr, w = embed.real_view(read), embed.embed(other, form.ld)
+    xr, w = embed.real_view(read), embed.embed(other, form.ld, conj_read, conj_other)
     batch = max(v.shape[0] if v.ndim == 3 else 1 for v in (read, w))
     lead = () if x.ndim == 2 and y.ndim == 2 else (batch,)
     out = cupy.empty(lead + (read.shape[-2], other.shape[-1]), dtype=x.dtype)

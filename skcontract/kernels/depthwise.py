@@ -21,7 +21,7 @@ Python) and prints it; the GPU path runs it (:func:`run_depthwise`).
 >>> print(*plan_depthwise(g, "float16", channels_last=True).summary().split(", "), sep="\\n")
 depthwise kernel: 3 x 3 taps of 144 channels
 3,612,672 outputs
-4-channel vectors x 4 columns
+8-channel vectors x 4 columns
 a filter row's inputs loaded once a strip
 >>> g7 = conv_geometry((8, 96, 56, 56), (96, 1, 7, 7), padding=3, groups=96)
 >>> print(*plan_depthwise(g7, "float16", channels_last=True).summary().split(", "), sep="\\n")

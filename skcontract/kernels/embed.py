@@ -107,11 +107,12 @@ def embedded_ld(k: int, dtype: str) -> int:
     return -(-2 * k // per) * per
 
 
-def embed(x, ld: int):
+def embed(x, ld: int, conj_read: bool = False, conj_embedded: bool = False):
     """The real matrices B' of the complex CuPy array ``x`` (batch, k, cols), or (k, cols)),
     K-major: a (batch, 2 k, 2 cols) view, column-major, of dense rows of ``ld`` real
     elements (:func:`embedding`'s ``ld``). A batch that repeats one matrix (stride 0) is
-    embedded once and read back with a batch stride of 0."""
+    embedded once and read back with a batch stride of 0. ``conj_read`` / ``conj_embedded``:
+    the product reads the other operand / ``x`` conjugated (:func:`reference`'s blocks)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     if x.data.ptr % x.itemsize:  # the kernel reads (re, im) pairs as one aligned vector
@@ -134,7 +135,8 @@ def embed(x, ld: int):
         n = min(MAX_GRID_Y, matrices - b0)
         fn((blocks, n), (THREADS,),
            (x3[b0:b0 + n], w[b0:b0 + n], np.int32(k), np.int32(cols), np.int64(sb),
-            np.int64(sk), np.int64(sq), np.int64(ld), np.int64(2 * cols * ld), p_fast))
+            np.int64(sk), np.int64(sq), np.int64(ld), np.int64(2 * cols * ld), p_fast,
+            np.int32(conj_read), np.int32(conj_embedded)))
     bt = w[..., :2 * k].swapaxes(-1, -2)
     if not lead:
         return bt[0]
@@ -152,11 +154,22 @@ def real_view(x):
     return cupy.ndarray(shape, real, x.data, strides=strides)
 
 
-def reference(b: np.ndarray) -> np.ndarray:
+def reference(b: np.ndarray, conj_read: bool = False,
+              conj_embedded: bool = False) -> np.ndarray:
     """B' of the NumPy complex matrix ``b`` (k x cols) as :func:`embed` writes it, dense
-    (2 k x 2 cols): the identity the kernel implements, for tests and readers."""
+    (2 k x 2 cols): the identity the kernel implements, for tests and readers. The real
+    product of A's pairs (m x 2 k) and B' is the pairs of ``A @ b``; of ``conj(A) @ b`` with
+    ``conj_read``, of ``A @ conj(b)`` with ``conj_embedded``.
+
+    >>> a, b = np.array([[1 + 2j]]), np.array([[3 - 1j]])
+    >>> pairs = np.array([[1.0, 2.0]]) @ reference(b, conj_read=True)
+    >>> bool(complex(*pairs[0]) == (np.conj(a) @ b)[0, 0])
+    True
+    """
     k, cols = b.shape
+    b = np.conj(b) if conj_embedded else b
+    s = -1 if conj_read else 1
     out = np.empty((2 * k, 2 * cols), dtype=b.real.dtype)
     out[0::2, 0::2], out[0::2, 1::2] = b.real, b.imag
-    out[1::2, 0::2], out[1::2, 1::2] = -b.imag, b.real
+    out[1::2, 0::2], out[1::2, 1::2] = -s * b.imag, s * b.real
     return out

@@ -61,7 +61,8 @@ class Step:
     schedule (its operations fall back to CuPy's), shown in the plan's table. ``launch``:
     what the GPU launches for the step, made when the plan is resolved for a device
     (:class:`skcontract.kernels.step_launch.StepLaunch`: the schedule, the kernel, the
-    operand copies); the table shows it.
+    operand copies); the table shows it. ``conj``: for each input, whether the step reads
+    it conjugated (an operand einsum's ``conj=`` names: :func:`conjugated`; empty: none).
     """
 
     index: int
@@ -90,6 +91,7 @@ class Step:
     precision: str | None = None
     unscheduled: str | None = None
     launch: Any = None
+    conj: tuple[bool, ...] = ()
 
     @property
     def schedule(self):
@@ -98,7 +100,10 @@ class Step:
 
     @property
     def subscripts(self) -> str:
-        return ",".join(_term(t) for t in self.inputs) + "->" + _term(self.output)
+        """The step's einsum, an input it reads conjugated marked ``*``."""
+        flags = self.conj or (False,) * len(self.inputs)
+        return ",".join(_term(t) + ("*" if c else "") for t, c in zip(self.inputs, flags)) + \
+            "->" + _term(self.output)
 
     @property
     def reduces(self) -> bool:
@@ -207,6 +212,11 @@ class Plan:
     operand_slots: tuple[int, ...] = field(default=())
     #: the slices the plan runs in (None: unsliced); its steps are then a slice's
     slicing: Slicing | None = None
+    #: the operands read conjugated (einsum's ``conj=``: :func:`conjugated`)
+    conj: tuple[int, ...] = ()
+    #: whether the result slot holds a conjugated operand's value (no step read it: a
+    #: view or a unary step's result), so the run conjugates it last
+    conj_result: bool = False
 
     @property
     def subscripts(self) -> str:
@@ -276,12 +286,38 @@ class Plan:
             tail += "\n" + UNPRICED_HINT
         if self.slicing is not None:
             tail += "\n" + self.slicing.describe()
+        if self.conj:
+            tail += (f"\nconj: operand(s) {', '.join(map(str, self.conj))} read conjugated "
+                     "(* in a step)" + ("; the result conjugated last" if self.conj_result
+                                        else ""))
         return "\n".join([head, *lines, tail])
 
     __str__ = table
 
     def __repr__(self) -> str:
         return self.table()
+
+
+def conjugated(plan: Plan, conj: tuple[int, ...]) -> Plan:
+    """``plan`` with the operands ``conj`` (their positions) read conjugated: each step that
+    reads one has its ``conj`` flag set for that input. A UNARY step (a diagonal, a sum, a
+    transpose: real and linear, so it commutes with conjugation) passes the mark on to its
+    result instead; where the result slot still holds a marked value, the run conjugates it
+    last (``conj_result``)."""
+    if not conj:
+        return plan
+    marked = set(conj)
+    steps = []
+    for s in plan.steps:
+        flags = tuple([a in marked for a in s.args])
+        marked.discard(s.result)
+        if s.kind is Kind.UNARY and any(flags):
+            marked.add(s.result)
+        elif any(flags):
+            s = replace(s, conj=flags)
+        steps.append(s)
+    return replace(plan, steps=tuple(steps), conj=tuple(sorted(conj)),
+                   conj_result=plan.result in marked)
 
 
 _STEP_DEFAULTS = {f.name: f.default for f in fields(Step) if f.default is not MISSING}

@@ -13,14 +13,18 @@ def _complex(rng, shape, dtype=np.complex128):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
 
 
+@pytest.mark.parametrize("conj_read,conj_embedded", [(False, False), (True, False),
+                                                     (False, True), (True, True)])
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (3, 5, 7), (16, 9, 33)])
-def test_the_real_form_is_the_complex_product(m, n, k):
+def test_the_real_form_is_the_complex_product(m, n, k, conj_read, conj_embedded):
     """A read as real pairs times B embedded (embed.reference, the kernel's layout) is C read
-    as real pairs, to float64 rounding."""
+    as real pairs, to float64 rounding; with either operand conjugated, the product of the
+    conjugates."""
     rng = np.random.default_rng(m * n * k)
     a, b = _complex(rng, (m, k)), _complex(rng, (k, n))
-    c_pairs = a.view(np.float64) @ embed.reference(b)
-    np.testing.assert_allclose(c_pairs.view(np.complex128), a @ b, rtol=1e-12, atol=1e-12)
+    c_pairs = a.view(np.float64) @ embed.reference(b, conj_read, conj_embedded)
+    want = (np.conj(a) if conj_read else a) @ (np.conj(b) if conj_embedded else b)
+    np.testing.assert_allclose(c_pairs.view(np.complex128), want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("layouts,m,n,side,copy", [

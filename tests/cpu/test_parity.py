@@ -554,3 +554,54 @@ def test_stateful_optimiser_with_broadcast_operands_is_called_once():
     z = np.broadcast_to(rng.standard_normal(2), (2, 2))
     got = einsum("b,a,aa", x, y, z, optimize=opt_einsum.RandomGreedy())
     np.testing.assert_allclose(got, np.einsum("b,a,aa", x, y, z))
+
+
+CONJ_CASES = [  # subscripts, shapes, the operands read conjugated
+    ("ij,jk->ik", [(5, 6), (6, 7)], (0,)),            # GEMM, A conjugated
+    ("ij,jk->ik", [(5, 6), (6, 7)], (1,)),
+    ("ij,jk->ik", [(5, 6), (6, 7)], (0, 1)),
+    ("ji,jk->ik", [(6, 5), (6, 7)], (0,)),            # A column-major: the other embedding
+    ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)], (-1,)),  # batched, counted from the end
+    ("i,i->", [(7,), (7,)], (0,)),                    # a dot: <x|y>
+    ("ij,j->i", [(5, 6), (6,)], (0,)),                # matrix times vector
+    ("i,j->ij", [(3,), (4,)], (1,)),                  # outer
+    ("ij,ij->ij", [(3, 4), (3, 4)], (0,)),            # elementwise
+    ("ii->i", [(4, 4)], (0,)),                        # a diagonal, no product
+    ("ij->ji", [(3, 4)], (0,)),                       # a transpose: the result conjugated
+    ("ii,ij,jk->k", [(4, 4), (4, 5), (5, 3)], (0, 2)),  # a trace first, then products
+]
+
+
+@pytest.mark.parametrize("subscripts,shapes,conj", CONJ_CASES)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_conj_reads_operands_conjugated(xp, subscripts, shapes, conj, dtype):
+    """einsum(..., conj=) equals numpy.einsum on the named operands' conjugates; real
+    operands (their own conjugates) and a mixed real / complex call too."""
+    rng = np.random.default_rng(len(subscripts) + len(conj))
+    named = [c % len(shapes) for c in conj]
+
+    def check(ops):
+        conjugated = [np.conj(to_numpy(o)) if i in named else to_numpy(o)
+                      for i, o in enumerate(ops)]
+        check_close(einsum(subscripts, *ops, conj=conj), np.einsum(subscripts, *conjugated),
+                    subscripts, conjugated, xp)
+
+    ops = [random_array(rng, s, dtype, xp=xp) for s in shapes]
+    real = [random_array(rng, s, "float64", xp=xp) for s in shapes]
+    for operands in (ops, real, [ops[0], *real[1:]]):
+        check(operands)
+
+
+def test_conj_is_checked_like_an_axis_argument(xp):
+    """Positions that are not integers: TypeError; out of range or named twice: ValueError,
+    naming the position."""
+    x = xp.ones(3, np.complex64)
+    for bad, err, text in [((2,), ValueError, "position 2 is out of range for 2"),
+                           ((-3,), ValueError, "position -3"),
+                           ((0, 0), ValueError, "named twice"),
+                           ((0.0,), TypeError, "integers, got float"),
+                           ((True,), TypeError, "got bool"),
+                           ("0", TypeError, "sequence of operand positions"),
+                           (1, TypeError, "sequence of operand positions")]:
+        with pytest.raises(err, match=text):
+            einsum("i,i->", x, x, conj=bad)

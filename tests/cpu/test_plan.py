@@ -222,6 +222,25 @@ def test_table_has_one_row_per_step():
     assert list(plan.path) == path
 
 
+def test_a_plan_shows_the_operands_it_reads_conjugated():
+    """conj= marks each step input read conjugated with *, a unary step passing the mark to
+    its result (a trace commutes with conjugation); the tail names the operands. A real
+    plan drops conj (its operands are their own conjugates); the flags are the steps'."""
+    shapes = [(4, 4), (4, 5), (5, 3)]
+    _, plan = contract_path("ii,ij,jk->k", *shapes, shapes=True, dtype="complex64",
+                            conj=(0, 2), device="h100")
+    text = str(plan)
+    assert "conj: operand(s) 0, 2 read conjugated" in text
+    flagged = [s for s in plan.steps if any(s.conj)]
+    assert flagged and all("*" in s.subscripts for s in flagged)
+    assert sum(s.subscripts.count("*") for s in plan.steps) == 2 and not plan.conj_result
+    assert all(s.kind is not Kind.UNARY for s in flagged)
+    _, real = contract_path("ii,ij,jk->k", *shapes, shapes=True, conj=(0, 2))
+    assert real.conj == () and "*" not in str(real)
+    _, view = contract_path("ij->ji", (3, 4), shapes=True, dtype="complex128", conj=(0,))
+    assert view.conj_result and "the result conjugated last" in str(view)
+
+
 def test_contract_path_from_arrays_and_dtype():
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float16)
     path, plan = contract_path("ij,jk->ik", a, b)

@@ -45,12 +45,13 @@ def rel_err(got, ref) -> float:
 @pytest.mark.parametrize("shape,layout", [((5, 7), "C"), ((64, 96), "C"), ((33, 70), "F"),
                                           ((40, 17), "strided"), ((3, 20, 9), "C"),
                                           ((4, 30, 50), "broadcast")])
-def test_the_embedding_kernel_writes_the_reference(dtype, shape, layout):
+@pytest.mark.parametrize("conj", [(False, False), (True, False), (False, True), (True, True)])
+def test_the_embedding_kernel_writes_the_reference(dtype, shape, layout, conj):
     host, dev = crand(shape, dtype, 1, layout)
     ld = embed.embedded_ld(shape[-2], dtype)
-    got = cupy.asnumpy(embed.embed(dev, ld))
+    got = cupy.asnumpy(embed.embed(dev, ld, *conj))
     mats = host if host.ndim == 3 else host[None]
-    want = np.stack([embed.reference(m) for m in mats])
+    want = np.stack([embed.reference(m, *conj) for m in mats])
     np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 

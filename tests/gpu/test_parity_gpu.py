@@ -14,7 +14,8 @@ from tests.cpu.test_parity import (  # noqa: F401 - collected here with the CuPy
     test_single_operand_copy_when_a_view_cannot_be_what_was_asked,
     test_single_operand_result_is_a_view_as_in_numpy,
     test_summed_single_operand_is_not_a_view,
-    test_broadcast_single_operand_is_a_view_as_in_numpy, test_zero_size_operands)
+    test_broadcast_single_operand_is_a_view_as_in_numpy, test_zero_size_operands,
+    test_conj_reads_operands_conjugated, test_conj_is_checked_like_an_axis_argument)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,12 @@
 // multiply-adds per complex one, as the complex product has, in one real GEMM that the
 // float32 (3xTF32, tf32, FFMA) and float64 (DMMA) kernels run under their Stream-K schedules.
 //
+// Conjugated operands cost nothing: conj(B) is B with im b negated, and conj(A) B is
+// conj(A conj(B)), whose block (of b' = conj(b)'s, its imaginary output row negated) is
+//
+//     W[2q    ][2p] = re b     W[2q    ][2p + 1] = im b
+//     W[2q + 1][2p] = im b     W[2q + 1][2p + 1] = -re b
+//
 // complex_embed writes W from X (k x cols complex, any element strides: B, or A^T for the
 // transposed product C^T = B^T A^T) for a batch of matrices. A CTA moves a TILE x TILE block
 // of X through shared memory: its warps read TILE elements along X's contiguous axis
@@ -36,14 +42,15 @@ __device__ __forceinline__ T2 pair_of(T x, T y) {
   return v;
 }
 
-// w[b][2q][2p .. 2p + 1] and w[b][2q + 1][2p .. 2p + 1] from x[b][p][q] (the block above);
+// w[b][2q][2p .. 2p + 1] and w[b][2q + 1][2p .. 2p + 1] from x[b][p][q] (the blocks above;
+// conj_read: the read operand is conjugated, conj_embedded: x is);
 // sb, sk, sq: x's batch, k and cols strides in complex elements; ldw: W's row stride and wb
 // its batch stride, in real elements (ldw even: rows of pairs on 8 or 16 bytes).
 template <class T>
 __global__ void __launch_bounds__(EMBED_TILE * EMBED_ROWS)
 complex_embed(const typename ComplexOf<T>::type* __restrict__ x, T* __restrict__ w, int k,
               int cols, long long sb, long long sk, long long sq, long long ldw, long long wb,
-              int p_fast) {
+              int p_fast, int conj_read, int conj_embedded) {
   using T2 = typename ComplexOf<T>::type;
   __shared__ T2 block[EMBED_TILE][EMBED_TILE + 1];  // [q - q0][p - p0]
   const int col_blocks = (cols + EMBED_TILE - 1) / EMBED_TILE;
@@ -64,9 +71,10 @@ complex_embed(const typename ComplexOf<T>::type* __restrict__ x, T* __restrict__
     const int q = q0 + j, p = p0 + tx;
     if (p < k && q < cols) {
       const T2 b = block[j][tx];
+      const T im = conj_embedded ? -b.y : b.y, s = conj_read ? T(-1) : T(1);
       T* row = wb_ + (long long)(2 * q) * ldw + 2 * p;
-      *reinterpret_cast<T2*>(row) = pair_of<T, T2>(b.x, -b.y);
-      *reinterpret_cast<T2*>(row + ldw) = pair_of<T, T2>(b.y, b.x);
+      *reinterpret_cast<T2*>(row) = pair_of<T, T2>(b.x, -s * im);
+      *reinterpret_cast<T2*>(row + ldw) = pair_of<T, T2>(im, s * b.x);
     }
   }
 }
