@@ -948,11 +948,12 @@ class ContractExpression:
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
                  "_prepared", "_dtypes", "_by_types", "_views", "_constants", "_resident",
-                 "_replans")
+                 "_replans", "_conj")
 
     def __init__(self, plan: Plan, dtype, backend: str | None, device=None, constants=None,
-                 **options):
+                 conj=(), **options):
         self._base = plan
+        self._conj = conj  # operands read conjugated (conjugated() marks the plan's steps)
         self._backend = backend
         self._device = device
         self._options = options
@@ -991,6 +992,7 @@ class ContractExpression:
             if backend != "numpy" or self._device is not None:  # NumPy runs no schedule
                 dev = self._device if self._device is not None else _device_for(backend)
                 plan = _scheduled(replace(plan, device=dev), dev, **self._options)
+            plan = conjugated(plan, self._conj)
             replans = self._replans[backend] = Replans(plan, self._options)
             hit = self._prepared[backend] = (plan, bk, bk.compile(plan, replan=replans),
                                              plan_allocates(plan))
@@ -1038,7 +1040,7 @@ class ContractExpression:
         res, cd, cast = self._resolve(backend, bk, arrays,
                                       out.dtype if out is not None and bk.is_array(out)
                                       else None)
-        if out is None and self._n == 1 and _viewable(arrays[0].dtype, res):
+        if out is None and self._n == 1 and not self._conj and _viewable(arrays[0].dtype, res):
             view = self._view(backend, bk, plan, arrays[0])  # as einsum's
             if view is not None:
                 return view
@@ -1142,7 +1144,7 @@ class ContractExpression:
 def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
                         memory_limit=None, backend=None, device=None, mode="auto",
                         reduction=DEFAULT_REDUCTION, precision=None, constants=None,
-                        slicing=True) -> ContractExpression:
+                        slicing=True, conj=()) -> ContractExpression:
     """Plan ``subscripts`` for ``shapes`` once; return a callable that runs it.
 
     ``backend``: 'numpy' or 'cupy' fixes where it runs; None (the default) runs each call on
@@ -1152,9 +1154,10 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
     on the GPU another dtype's steps are scheduled on their first call). On the GPU the
     GEMM-class steps are scheduled once, here, and the expression's repr shows the schedules
     that launch; ``mode`` and ``reduction`` force the scheduler's choices (see
-    :func:`contract_path`); ``precision``, ``memory_limit`` and ``slicing`` are
-    :func:`einsum`'s. The NumPy backend runs no
-    GPU schedule and plans none unless ``device=`` asks to see one.
+    :func:`contract_path`); ``precision``, ``memory_limit``, ``slicing`` and ``conj`` are
+    :func:`einsum`'s (a call's real operands, their own conjugates, are read as they are).
+    The NumPy backend runs no GPU schedule and plans none unless ``device=`` asks to see
+    one.
 
     The interleaved form works here as in :func:`einsum`: ``contract_expression(shape0,
     labels0, shape1, labels1, ..., [output_labels])``, any hashable labels.
@@ -1204,8 +1207,11 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
                       dev if dev is not None else _device_for(backend or "numpy"),
                       _slicing_key(slicing, subscripts), mode=mode, reduction=reduction,
                       precision=precision)
-    return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
-                              reduction=reduction, precision=precision)
+    conj = _conj_indices(conj, len(shp))
+    if dtype is not None and plan_dtype.kind != "c":
+        conj = ()  # (real operands are their own conjugates)
+    return ContractExpression(plan, dtype, backend, dev, constants=fixed, conj=conj,
+                              mode=mode, reduction=reduction, precision=precision)
 
 
 def _slice_numbers(slices, num_slices: int) -> list[int]:

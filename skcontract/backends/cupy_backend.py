@@ -106,8 +106,9 @@ def _launch_step(step, x, y, replan):
 
 
 def _conjugated(x, y, conj):
-    """``x`` and ``y``, each that ``conj`` marks conjugated into a copy."""
-    return tuple([cupy.conj(v) if c else v for v, c in zip((x, y), conj)])
+    """``x`` and ``y``, each complex one that ``conj`` marks conjugated into a copy."""
+    return tuple([cupy.conj(v) if c and v.dtype.kind == "c" else v
+                  for v, c in zip((x, y), conj)])
 
 
 def _element_aligned(a):

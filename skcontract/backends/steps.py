@@ -272,8 +272,10 @@ def _step_fn(step: Step, ops: ArrayOps) -> Callable:
 
 
 def _conjugating(fn: Callable, flags: tuple[bool, ...], xp) -> Callable:
-    """``fn`` on its inputs, those ``flags`` mark conjugated into copies first."""
-    return lambda *xs: fn(*[xp.conj(x) if c else x for x, c in zip(xs, flags)])
+    """``fn`` on its inputs, the complex ones ``flags`` mark conjugated into copies first
+    (a real one is its own conjugate: an expression's plan may be called on real arrays)."""
+    return lambda *xs: fn(*[xp.conj(x) if c and x.dtype.kind == "c" else x
+                            for x, c in zip(xs, flags)])
 
 
 def _conjugated_result(run: Callable, xp) -> Callable:

@@ -575,16 +575,21 @@ CONJ_CASES = [  # subscripts, shapes, the operands read conjugated
 @pytest.mark.parametrize("subscripts,shapes,conj", CONJ_CASES)
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_conj_reads_operands_conjugated(xp, subscripts, shapes, conj, dtype):
-    """einsum(..., conj=) equals numpy.einsum on the named operands' conjugates; real
-    operands (their own conjugates) and a mixed real / complex call too."""
+    """einsum(..., conj=) and an expression built with it equal numpy.einsum on the named
+    operands' conjugates; real operands (their own conjugates) and a mixed real / complex
+    call too."""
     rng = np.random.default_rng(len(subscripts) + len(conj))
     named = [c % len(shapes) for c in conj]
+
+    expr = contract_expression(subscripts, *shapes, conj=conj)
 
     def check(ops):
         conjugated = [np.conj(to_numpy(o)) if i in named else to_numpy(o)
                       for i, o in enumerate(ops)]
-        check_close(einsum(subscripts, *ops, conj=conj), np.einsum(subscripts, *conjugated),
-                    subscripts, conjugated, xp)
+        ref = np.einsum(subscripts, *conjugated)
+        check_close(einsum(subscripts, *ops, conj=conj), ref, subscripts, conjugated, xp)
+        got = expr(*ops)
+        np.testing.assert_allclose(np.asarray(to_numpy(got)), ref, rtol=1e-4, atol=1e-4)
 
     ops = [random_array(rng, s, dtype, xp=xp) for s in shapes]
     real = [random_array(rng, s, "float64", xp=xp) for s in shapes]
