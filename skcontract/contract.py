@@ -472,10 +472,13 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
                            casting=casting, optimize=optimize, memory_limit=memory_limit,
                            backend=backend, precision=precision)
     if not numpy_only and has_torch(ops, out):
-        return run_on_torch(ops, out, lambda arrays: einsum(
+        # a lazy conjugate (torch's conjugate bit) is read as conj= reads an operand, and
+        # conj= of one reads the memory as it lies
+        return run_on_torch(ops, out, lambda arrays, lazy: einsum(
             subscripts, *arrays, dtype=dtype, order=order, casting=casting, optimize=optimize,
             memory_limit=memory_limit, backend=backend, precision=precision,
-            slicing=slicing, conj=conj), dtype)
+            slicing=slicing, conj=tuple(sorted(set(conj) ^ set(lazy)))), dtype,
+            takes_conj=True)
     if backend is None:
         backend = "numpy" if numpy_only else backend_for(ops if out is None else [*ops, out])
     bk = get_backend(backend)

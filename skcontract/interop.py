@@ -36,10 +36,13 @@ def has_torch(operands: Sequence[Any], out: Any = None) -> bool:
     return out is not None and is_torch(out)
 
 
-def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=None) -> Any:
+def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=None,
+                 takes_conj: bool = False) -> Any:
     """``compute(arrays)`` on NumPy / CuPy views of the torch ``operands``; the result as
     a torch tensor of torch's result dtype (or ``dtype``), written into ``out`` when
-    given."""
+    given. A lazy conjugate (``t.conj()``, torch's conjugate bit) is resolved into a copy,
+    or, with ``takes_conj``, handed over as it lies: ``compute(arrays, lazy)``, ``lazy``
+    the positions of the operands that are conjugates of the arrays given."""
     import torch  # optional dependency: only torch callers reach this
 
     tensors = [x if is_torch(x) else torch.as_tensor(x) for x in operands]
@@ -54,9 +57,9 @@ def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=Non
         res_dtype = getattr(torch, np.dtype(dtype).name)
     if device.type == "cuda":
         with torch_cuda.on_torch_stream(device.index):
-            result = _run(compute, tensors, device, res_dtype)
+            result = _run(compute, tensors, device, res_dtype, takes_conj)
     else:
-        result = _run(compute, tensors, device, res_dtype)
+        result = _run(compute, tensors, device, res_dtype, takes_conj)
     if out is not None:
         if not is_torch(out):
             raise TypeError(f"out must be a torch tensor for torch operands, got "
@@ -66,9 +69,15 @@ def run_on_torch(operands: Sequence[Any], out: Any, compute: Callable, dtype=Non
     return result
 
 
-def _run(compute: Callable, tensors, device, res_dtype):
-    r = compute([_as_array(t.detach(), device) for t in tensors])
-    return _as_tensor(r, device).to(res_dtype)
+def _run(compute: Callable, tensors, device, res_dtype, takes_conj=False):
+    if not takes_conj:
+        r = compute([_as_array(t.detach(), device) for t in tensors])
+        return _as_tensor(r, device).to(res_dtype)
+    lazy = tuple([i for i, t in enumerate(tensors) if t.is_conj()])
+    # (conj() of a conjugate-bit tensor is the view of the memory without the bit)
+    arrays = [_as_array(t.detach().conj() if i in lazy else t.detach(), device)
+              for i, t in enumerate(tensors)]
+    return _as_tensor(compute(arrays, lazy), device).to(res_dtype)
 
 
 def permute(t, axes=None):

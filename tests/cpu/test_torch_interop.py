@@ -149,3 +149,14 @@ def test_conv2d_on_cpu_tensors_checks_the_gpu_options():
         conv2d(xb, wb, tile=(7, 7, 7))
     xl = x.contiguous(memory_format=torch.channels_last)
     torch.testing.assert_close(conv2d(xl, w, mode="stream_k"), torch.nn.functional.conv2d(x, w))
+
+
+def test_a_lazy_conjugate_meets_conj():
+    """torch's conjugate bit is read as conj= reads an operand; conj= of a lazy conjugate
+    reads the values beneath it (conjugating twice)."""
+    a, b = _t(4, 5, dtype=torch.complex128), _t(5, 3, dtype=torch.complex128)
+    torch.testing.assert_close(skcontract.einsum("ij,jk->ik", a.conj(), b),
+                               a.conj().resolve_conj() @ b)
+    torch.testing.assert_close(skcontract.einsum("ij,jk->ik", a.conj(), b, conj=(0,)), a @ b)
+    torch.testing.assert_close(skcontract.einsum("ij,jk->ik", a, b.conj(), conj=(0,)),
+                               a.conj().resolve_conj() @ b.conj().resolve_conj())

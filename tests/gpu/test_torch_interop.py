@@ -48,7 +48,7 @@ def test_torch_out_and_expressions():
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_a_lazy_conjugate_is_read_as_its_values(device):
     """torch's conj() is a view with a bit set, not new values (neither NumPy nor DLPack
-    takes it): it is read as the values it stands for."""
+    takes it): it is read as the values it stands for, with conj= and in an expression."""
     g = torch.Generator().manual_seed(5)
     a = torch.randn(4, 5, generator=g, dtype=torch.complex64).to(device)
     b = torch.randn(5, 3, generator=g, dtype=torch.complex64).to(device)
@@ -57,6 +57,15 @@ def test_a_lazy_conjugate_is_read_as_its_values(device):
     got = skcontract.einsum("ij,jk->ik", x, b)
     want = x.resolve_conj().cpu().numpy() @ b.cpu().numpy()
     assert got.device.type == device
+    assert float(abs(got.cpu().numpy() - want).max()) < 1e-4
+    # the bit read as conj= reads an operand (on the GPU: the embedding's signs), and
+    # conj= of a lazy conjugate reads the values beneath it
+    got = skcontract.einsum("ij,jk->ik", x, b.conj(), conj=(0,))
+    want = a.cpu().numpy() @ b.conj().resolve_conj().cpu().numpy()
+    assert float(abs(got.cpu().numpy() - want).max()) < 1e-4
+    expr = skcontract.contract_expression("ij,jk->ik", (4, 5), (5, 3), conj=(1,))
+    got = expr(x, b)
+    want = x.resolve_conj().cpu().numpy() @ b.conj().resolve_conj().cpu().numpy()
     assert float(abs(got.cpu().numpy() - want).max()) < 1e-4
 
 
