@@ -541,7 +541,9 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
               precision, conj=()):
     """The :data:`_WARM` key of an einsum call, or None for a call the warm path does not
     take (``out``, the sublist form, an optimiser object, operands that are not arrays,
-    ``conj`` other than a tuple)."""
+    ``conj`` other than a tuple or a list)."""
+    if type(conj) is list:
+        conj = tuple(conj)
     if out is not None or not operands or type(operands[0]) is not str or \
             type(optimize) not in _WARM_OPTIMIZE or type(conj) is not tuple:
         return None
