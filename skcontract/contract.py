@@ -467,7 +467,9 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         if slicing is not True:
             raise ValueError("slicing: dask arrays are sliced by skcontract.dask.contract, "
                              "which takes no slicing=")
-        ops = [x.conj() if i in _complex_conj(conj, ops) else x for i, x in enumerate(ops)]
+        ops = [x if hasattr(x, "dtype") else np.asarray(x) for x in ops]
+        conj = _complex_conj(conj, ops)
+        ops = [x.conj() if i in conj else x for i, x in enumerate(ops)]  # (lazy on dask's)
         return dask_einsum(subscripts, *ops, out=out, dtype=dtype, order=order,
                            casting=casting, optimize=optimize, memory_limit=memory_limit,
                            backend=backend, precision=precision)
@@ -545,7 +547,8 @@ def _warm_key(operands, out, dtype, order, casting, optimize, memory_limit, back
     if type(conj) is list:
         conj = tuple(conj)
     if out is not None or not operands or type(operands[0]) is not str or \
-            type(optimize) not in _WARM_OPTIMIZE or type(conj) is not tuple:
+            type(optimize) not in _WARM_OPTIMIZE or type(conj) is not tuple or \
+            any([type(i) is not int for i in conj]):  # (True and 1.0 hash as 1 does)
         return None
     try:
         ops = tuple([(type(a), a.shape, a.strides, a.dtype) for a in operands[1:]])

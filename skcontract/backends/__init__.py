@@ -86,4 +86,4 @@ def backend_for(arrays: Iterable[object]) -> str:
 def plan_allocates(plan) -> bool:
     """Whether running ``plan`` creates a new array (else the result may view an input)."""
     return plan.slicing is not None or plan.conj_result or any(
-        s.kind is not Kind.UNARY or s.k_labels or any(s.conj) for s in plan.steps)
+        s.kind is not Kind.UNARY or s.k_labels for s in plan.steps)

@@ -31,14 +31,14 @@ from functools import lru_cache
 import cupy
 
 from ..kernels import catalogue
-from ..kernels.bound import OperandMismatch, run_step
+from ..kernels.bound import OperandMismatch, checked_operands, run_step
 from ..kernels.operands import contiguous, describe, product_of
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
 from ..kernels.small_batched import SmallLaunch, run_small
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from .steps import ArrayOps, compile_plan
+from .steps import ArrayOps, compile_plan, conjugate
 
 NAME = "cupy"
 xp = cupy
@@ -74,17 +74,17 @@ def _launch_step(step, x, y, replan):
     were the copies. Operands the step reads conjugated (``step.conj``) are read so by an
     embedded launch (a complex product's), else conjugated into copies first."""
     launch = step.launch
-    conj = step.conj or (False, False)
-    copied = any(conj)
-    if isinstance(launch, SmallLaunch) or launch is None or launch.embed is None:
-        x, y, conj = *_conjugated(x, y, conj), (False, False)
+    conj = tuple([c and v.dtype.kind == "c" for c, v in zip(step.conj or (False, False),
+                                                          (x, y))])
+    copied = any(conj)  # (conjugated: by copies, or by an embedding, which binds nothing)
     if isinstance(launch, SmallLaunch):
-        return _small_step(step, launch, x, y, replan), None
+        return _small_step(step, launch, *_conjugated(x, y, conj), replan), None
     exclude = frozenset()
     while launch is not None and x.size and y.size:
-        if any(conj) and launch.embed is None:  # (a launch planned again: no embedding)
-            x, y, conj = *_conjugated(x, y, conj), (False, False)
         try:
+            if any(conj) and launch.embed is None:  # this launch reads them as they lie
+                checked_operands(launch, x, y)  # (one planned for other operands is not it)
+                x, y, conj = *_conjugated(x, y, conj), (False, False)
             r, binding = run_step(launch, x, y, conj)
             return r, (None if copied else binding)
         except OperandMismatch as e:
@@ -106,8 +106,9 @@ def _launch_step(step, x, y, replan):
 
 
 def _conjugated(x, y, conj):
-    """``x`` and ``y``, each complex one that ``conj`` marks conjugated into a copy."""
-    return tuple([cupy.conj(v) if c and v.dtype.kind == "c" else v
+    """``x`` and ``y``, each complex one that ``conj`` marks conjugated into a copy (of a
+    broadcast view, the copy is of the elements it repeats, broadcast again)."""
+    return tuple([conjugate(v, cupy) if c and v.dtype.kind == "c" else v
                   for v, c in zip((x, y), conj)])
 
 

@@ -274,14 +274,26 @@ def _step_fn(step: Step, ops: ArrayOps) -> Callable:
 def _conjugating(fn: Callable, flags: tuple[bool, ...], xp) -> Callable:
     """``fn`` on its inputs, the complex ones ``flags`` mark conjugated into copies first
     (a real one is its own conjugate: an expression's plan may be called on real arrays)."""
-    return lambda *xs: fn(*[xp.conj(x) if c and x.dtype.kind == "c" else x
+    return lambda *xs: fn(*[conjugate(x, xp) if c and x.dtype.kind == "c" else x
                             for x, c in zip(xs, flags)])
+
+
+def conjugate(x, xp):
+    """The conjugate of ``x`` in a new array; of a broadcast view, of the elements it
+    repeats, broadcast again (not materialised)."""
+    if 0 not in x.strides:
+        return xp.conj(x)
+    held = x[tuple([slice(0, 1) if st == 0 else slice(None) for st in x.strides])]
+    return xp.broadcast_to(xp.conj(held), x.shape)
 
 
 def _conjugated_result(run: Callable, xp) -> Callable:
     """``run`` with its result conjugated (a plan whose result slot holds a conjugated
-    operand's value: :attr:`Plan.conj_result`)."""
-    return lambda arrays: xp.conj(run(arrays))
+    operand's value: :attr:`Plan.conj_result`); a sliced run's ``slices`` passed on (the
+    conjugate of a partial sum is the partial sum of the conjugates)."""
+    def conjugated(arrays, **slices):
+        return xp.conj(run(arrays, **slices))
+    return conjugated
 
 
 def resizable_run(plan: Plan) -> bool:

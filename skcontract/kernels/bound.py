@@ -50,6 +50,20 @@ def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
     return plan
 
 
+def checked_operands(launch: StepLaunch, x, y) -> tuple[Operand, Operand, Product]:
+    """The descriptions of CuPy views ``x`` and ``y`` and their product, where ``launch``
+    runs them: TypeError where their dtypes differ, :class:`OperandMismatch` where they are
+    not the operands it was planned for."""
+    A, B = describe(x), describe(y)
+    if A.dtype != B.dtype:  # a kernel reads both as one dtype: never launch on such a pair
+        raise TypeError(f"launch {launch.spec.name}: operands of dtypes {A.dtype} and "
+                        f"{B.dtype}; a launch multiplies operands of one dtype")
+    product = product_of(A, B)
+    if product is None or launch.product is None or not product.runs_as(launch.product):
+        raise OperandMismatch(launch, product)
+    return A, B, product
+
+
 def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False)):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``
     (``conj``: of ``x`` and / or ``y`` conjugated, which only a complex product's embedded
@@ -63,13 +77,7 @@ def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False))
     again either way)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
-    A, B = describe(x), describe(y)
-    if A.dtype != B.dtype:  # a kernel reads both as one dtype: never launch on such a pair
-        raise TypeError(f"launch {launch.spec.name}: operands of dtypes {A.dtype} and "
-                        f"{B.dtype}; a launch multiplies operands of one dtype")
-    product = product_of(A, B)
-    if product is None or launch.product is None or not product.runs_as(launch.product):
-        raise OperandMismatch(launch, product)
+    A, B, product = checked_operands(launch, x, y)
     dev = cupy.cuda.runtime.getDevice()
     if A.device_id != dev or B.device_id != dev:
         raise ValueError(f"einsum: operands on devices {A.device_id}, {B.device_id}; the "

@@ -266,3 +266,15 @@ def test_one_task_joins_the_operands_blocks_itself(eq, shapes, chunks, process_c
     for got in (r.compute(scheduler="sync"), r.compute(scheduler="threads"),
                 process_client.compute(r).result()):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_conj_on_dask_arrays():
+    """conj= on a dask call conjugates the named operands lazily (a list operand too)."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((4, 6)) + 1j * rng.standard_normal((4, 6))
+    v = [1 + 1j, 2, 3 - 1j, 0.5j, 1, -1]
+    d = da.from_array(a, chunks=(2, 3))
+    got = skcontract.einsum("ij,j->i", d, v, conj=(0, 1))
+    assert isinstance(got, da.Array)
+    np.testing.assert_allclose(got.compute(scheduler="threads"),
+                               np.conj(a) @ np.conj(np.array(v)))

@@ -152,3 +152,16 @@ def test_constants_mistakes_name_the_operand():
         contract_expression("ab,bc->ac", (4, 5), w, constants=[2])
     with pytest.raises(TypeError, match="operand indices"):
         contract_expression("ab,bc->ac", (4, 5), w, constants=["1"])
+
+
+def test_a_conjugated_result_sums_slices():
+    """An expression whose result is a conjugated operand's (a sum of one operand) runs
+    its slices as partial sums too: the conjugates' partial sums add up to the result."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 5, 6)) + 1j * rng.standard_normal((4, 5, 6))
+    expr = contract_expression("ijk->k", (4, 5, 6), slicing=["i"], conj=(0,))
+    assert expr.plan.conj_result and expr.plan.slicing.num_slices == 4
+    want = np.conj(x).sum((0, 1))
+    np.testing.assert_allclose(expr(x), want)
+    parts = [expr(x, slices=[i]) for i in range(4)]
+    np.testing.assert_allclose(sum(parts), want)

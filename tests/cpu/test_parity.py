@@ -610,3 +610,22 @@ def test_conj_is_checked_like_an_axis_argument(xp):
                            (1, TypeError, "sequence of operand positions")]:
         with pytest.raises(err, match=text):
             einsum("i,i->", x, x, conj=bad)
+
+
+def test_conj_of_a_broadcast_operand_and_on_the_warm_path(xp):
+    """A broadcast (stride-0) operand read conjugated is right (its conjugate copy holds the
+    elements it repeats, not the broadcast); a warm call checks conj= as a first one does
+    (True hashes as 1 does)."""
+    rng = np.random.default_rng(3)
+    a = random_array(rng, (6, 4, 5), "complex128", "broadcast", xp)
+    b = random_array(rng, (6, 5, 3), "complex128", xp=xp)
+    ha, hb = to_numpy(a), to_numpy(b)
+    for conj in [(0,), (1,), (0, 1)]:
+        want = np.einsum("bij,bjk->bik", np.conj(ha) if 0 in conj else ha,
+                         np.conj(hb) if 1 in conj else hb)
+        got = einsum("bij,bjk->bik", a, b, conj=conj)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=1e-12, atol=1e-12)
+    z = xp.asarray(np.array([1 + 1j, 2 - 1j]))
+    assert complex(einsum("i,i->", z, z, conj=(1,))) == 7
+    with pytest.raises(TypeError, match="got bool"):
+        einsum("i,i->", z, z, conj=(True,))
