@@ -38,6 +38,7 @@ class Case(NamedTuple):
     data: str  # "normal", "wide" or "integers"
     source: str
     memory_bound: bool = False
+    conj: tuple = ()  # operands read conjugated (einsum's conj=; torch's conj())
 
 
 CASES = (
@@ -51,6 +52,9 @@ CASES = (
          "256 x 256 transfer matrices at 256 frequencies (scattering)"),
     Case("abij,ijcd->abcd", ((32, 32, 64, 64), (64, 64, 32, 32)), "complex64", "normal",
          "a PEPS double-layer contraction (bonds 32 and 64)"),
+    Case("ki,kj->ij", ((8192, 1024), (8192, 1024)), "complex64", "normal",
+         "overlaps <v_i|w_j> of 1024 states in 8192 dimensions (subspace diagonalisation)",
+         conj=(0,)),
     Case("mk,kn->mn", ((2048, 2048), (2048, 2048)), "complex128", "integers",
          "a 2048-orbital complex Hamiltonian times its eigenvectors"),
     Case("bij,bjk->bik", ((64, 384, 384), (64, 384, 384)), "complex128", "integers",
@@ -61,6 +65,8 @@ CASES = (
          "a bra times the same operator (a row vector times a matrix)", True),
     Case("bj,bj->b", ((1024, 65536), (1024, 65536)), "complex64", "normal",
          "1024 overlaps of 16-qubit states", True),
+    Case("bj,bj->b", ((1024, 65536), (1024, 65536)), "complex64", "normal",
+         "the same as inner products <a_b|c_b> (the bra conjugated)", True, (0,)),
     Case("bij,bj->bi", ((32, 2048, 2048), (32, 2048)), "complex128", "normal",
          "k-point Hamiltonians (2048 bands, 32 k-points) times trial vectors", True),
 )
@@ -76,8 +82,8 @@ WIDE_EXPONENTS = 20
 """The wide-range data's rows are scaled by 2^e, e uniform in [-this, this]."""
 INTEGER_RANGE = 8
 """Integer data: re and im uniform in [-this, this]."""
-ROW_KEYS = ("expr", "shapes", "dtype", "data", "source", "us", "call_us", "peer", "peer_us",
-            "ratio", "gbps", "rel_err", "peer_rel_err", "commit")
+ROW_KEYS = ("expr", "conj", "shapes", "dtype", "data", "source", "us", "call_us", "peer",
+            "peer_us", "ratio", "gbps", "rel_err", "peer_rel_err", "commit")
 
 
 def operands(case: Case):
@@ -97,7 +103,8 @@ def operands(case: Case):
                                              s[:-1] + (1,)))
         host.append(x.astype(case.dtype))
     ops = [cupy.asarray(x) for x in host]
-    ref = cupy.einsum(case.expr, *[x.astype(cupy.complex128) for x in ops])
+    ref = cupy.einsum(case.expr, *[(x.conj() if i in case.conj else x).astype(cupy.complex128)
+                                   for i, x in enumerate(ops)])
     return ops, ref
 
 
@@ -107,11 +114,14 @@ def measure(case: Case, reps: int, log) -> list[dict]:
     import torch  # the benchmark's peer; not a dependency of the library
 
     ops, ref = operands(case)
-    ours = contract_expression(case.expr, *case.shapes, dtype=np.dtype(case.dtype))
+    ours = contract_expression(case.expr, *case.shapes, dtype=np.dtype(case.dtype),
+                               conj=case.conj)
     times = expression_times(lambda: ours(*ops), ref, cupy.cuda.Stream(non_blocking=True),
                              reps, log)
     calls = times.pop("calls")
-    tops = [torch.from_dlpack(x) for x in ops]
+    # (torch's conj() is lazy: cuBLAS reads the conjugate where it can)
+    tops = [torch.from_dlpack(x).conj() if i in case.conj else torch.from_dlpack(x)
+            for i, x in enumerate(ops)]
     rows = []
     moved = traffic_bytes(case.expr, case.shapes, np.dtype(case.dtype).itemsize)
     for peer, tf32 in (MEMORY_BOUND_PEERS if case.memory_bound else PEERS[case.dtype]):
@@ -123,7 +133,8 @@ def measure(case: Case, reps: int, log) -> list[dict]:
             peer_us = guarded(log, peer, lambda: torch_graph_us(call, calls, reps))
         finally:
             torch.backends.cuda.matmul.allow_tf32 = False
-        row = {**case._asdict(), "shapes": [list(s) for s in case.shapes], **times,
+        row = {**case._asdict(), "shapes": [list(s) for s in case.shapes],
+               "conj": list(case.conj), **times,
                "peer": peer, "peer_us": peer_us, "peer_rel_err": peer_err}
         row["ratio"] = peer_us / row["us"] if row.get("us") and peer_us else None
         row["gbps"] = gbps(moved, row.get("us")) if case.memory_bound else None
@@ -137,12 +148,24 @@ def _fmt(x, digits=1, exp=False) -> str:
     return f"{x:.{digits}e}" if exp else f"{x:.{digits}f}"
 
 
+def marked(expr: str, conj) -> str:
+    """``expr`` with each operand read conjugated marked ``*`` (as a plan's steps are).
+
+    >>> marked("ki,kj->ij", [0])
+    'ki*,kj->ij'
+    """
+    inputs, output = expr.split("->")
+    return ",".join(t + ("*" if i in conj else "")
+                    for i, t in enumerate(inputs.split(","))) + "->" + output
+
+
 def render_markdown(doc) -> str:
     rows = doc["rows"]
     lines = [f"# Complex products on {doc['device']} ({doc['date']}, commit {doc['commit']})",
              "", "Ratio: the peer's device time over ours (CUDA-graph replay, both sides; "
              "above 1: faster). Errors: 2-norm, relative to a complex128 reference (exact "
-             "for the integer data).", "", "| peer | rows | geomean |", "| --- | ---: | ---: |"]
+             "for the integer data). `*`: an operand read conjugated (ours: `conj=`; the "
+             "peer's: torch's lazy `conj()`).", "", "| peer | rows | geomean |", "| --- | ---: | ---: |"]
     for peer in dict.fromkeys(r["peer"] for r in rows):
         ratios = [r["ratio"] for r in rows if r["peer"] == peer and r["ratio"]]
         lines.append(f"| {peer} | {len(ratios)} | {_fmt(geomean(ratios), 2)} |")
@@ -157,7 +180,8 @@ def render_markdown(doc) -> str:
               "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         shapes = " x ".join("x".join(map(str, s)) for s in r["shapes"])
-        lines.append(f"| `{r['expr']}` | {shapes} | {r['dtype']} | {r['data']} | "
+        lines.append(f"| `{marked(r['expr'], r.get('conj') or ())}` | {shapes} | "
+                     f"{r['dtype']} | {r['data']} | "
                      f"{_fmt(r['us'])} | {r['peer']} | {_fmt(r['peer_us'])} | "
                      f"{_fmt(r['ratio'], 2)} | {_fmt(r.get('gbps'), 0)} | "
                      f"{_fmt(r['rel_err'], 1, True)} | {_fmt(r['peer_rel_err'], 1, True)} | "
