@@ -174,11 +174,11 @@ def _device_for(backend: str) -> Any:
 
 
 def _make_plan(subscripts: str, shapes, dtype, optimize, memory_limit, device,
-               slicing=True, **options) -> Plan:
+               slicing=True, conj=(), **options) -> Plan:
     """The plan of ``subscripts`` over operands of ``shapes`` (:func:`_planned`), for a
-    GPU's launches scheduled with ``options``."""
+    GPU's launches scheduled with ``options``, the operands ``conj`` read conjugated."""
     return _planned(subscripts, shapes, dtype, optimize, memory_limit, device, slicing,
-                    **options)[0]
+                    conj, **options)[0]
 
 
 def _launches(device, **options):
@@ -199,12 +199,13 @@ class _Template(NamedTuple):
 
 
 def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
-             slicing=True, **options) -> tuple[Plan, _Template | None]:
+             slicing=True, conj=(), **options) -> tuple[Plan, _Template | None]:
     """The plan of ``subscripts`` over operands of ``shapes`` and the template it is a
-    re-sizing of (None: planned in full). A plan of one product whose size classes decide
-    it is re-sized for new sizes of the same classes
-    (:func:`~skcontract.plan.plan.resized`) rather than planned again. ``options``: those
-    a GPU's launches are scheduled with (:func:`_launches`)."""
+    re-sizing of (None: planned in full), marked for the operands ``conj`` reads
+    conjugated (:func:`~skcontract.plan.plan.conjugated`: a memory limit counts their
+    copies). A plan of one product whose size classes decide it is re-sized for new sizes
+    of the same classes (:func:`~skcontract.plan.plan.resized`) rather than planned again.
+    ``options``: those a GPU's launches are scheduled with (:func:`_launches`)."""
     key = None
     if memory_limit is None and slicing is True and len(shapes) == 2 and \
             _plain_optimize(optimize) and \
@@ -215,10 +216,11 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
         if type(template) is _Template:
             plan = resized(template.plan, template.form, shapes)
             if plan is not None:
-                return plan, template
+                return conjugated(plan, conj), template
     eq = parse_equation(subscripts, shapes)
     plan = build_plan(eq, dtype, optimize=optimize, memory_limit=memory_limit, device=device,
-                      slicing=_slicing_arg(slicing), schedule=_launches(device, **options))
+                      slicing=_slicing_arg(slicing), schedule=_launches(device, **options),
+                      conj=conj)
     if key is not None and template is not False and type(template) is not _Template:
         # a structure's first plan is only noted (most are planned at one size); its
         # second, at new sizes, becomes the template (False: not re-sizable)
@@ -229,7 +231,7 @@ def _planned(subscripts: str, shapes, dtype, optimize, memory_limit, device,
         else:
             form = resizable(plan)
             _RESIZABLE[key] = False if form is None else _Template(plan, form, {})
-    return plan, None
+    return conjugated(plan, conj), None
 
 
 _RESIZABLE: dict = {}
@@ -279,10 +281,9 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
              slicing=True, conj=()):
     device = _device_for(backend)
     plan, template = _planned(subscripts, shapes, dtype, optimize, memory_limit, device,
-                              slicing, precision=precision)
+                              slicing, conj, precision=precision)
     bk = get_backend(backend)
     if backend == "numpy":  # (NumPy launches nothing: no schedules, nothing to re-plan)
-        plan = conjugated(plan, conj)
         if template is None or not resizable_run(plan):
             return plan, bk.compile(plan), plan_allocates(plan)
         run = template.runs.get(backend)  # (one run for every size of the template's)
@@ -291,7 +292,7 @@ def _prepare(subscripts, shapes, dtype, optimize, memory_limit, backend, precisi
             run.resizable = True  # (a warm call swaps it for the plan's own: _WarmCall)
             template.runs[backend] = run
         return plan, run, plan_allocates(plan)
-    plan = conjugated(_scheduled(plan, device, precision=precision), conj)
+    plan = _scheduled(plan, device, precision=precision)
     return plan, bk.compile(plan, replan=Replans(plan)), plan_allocates(plan)
 
 
@@ -888,7 +889,7 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
     if plan is not None:
         return _path_of(plan), plan
     try:
-        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device, cut,
+        plan = _make_plan(subscripts, shp, res, optimize, memory_limit, device, cut, conj,
                           mode=mode, reduction=reduction, precision=precision)
     except ValueError as e:
         if shapes or not _looks_like_shapes(operands_or_shapes):
@@ -897,7 +898,6 @@ def contract_path(subscripts, *operands_or_shapes, shapes=False, optimize="adapt
                          "for shapes)") from None
     if priced:  # (else no GPU is asked for and none holds the operands: device is None)
         plan = _scheduled(plan, device, mode=mode, reduction=reduction, precision=precision)
-    plan = conjugated(plan, conj)
     if key is not None:
         if len(_PATHS) >= _PLAN_CACHE_SIZE:
             _PATHS.clear()
@@ -956,12 +956,11 @@ class ContractExpression:
 
     __slots__ = ("_base", "_backend", "_device", "_options", "_n", "_shapes", "_dtype",
                  "_prepared", "_dtypes", "_by_types", "_views", "_constants", "_resident",
-                 "_replans", "_conj")
+                 "_replans")
 
     def __init__(self, plan: Plan, dtype, backend: str | None, device=None, constants=None,
-                 conj=(), **options):
+                 **options):
         self._base = plan
-        self._conj = conj  # operands read conjugated (conjugated() marks the plan's steps)
         self._backend = backend
         self._device = device
         self._options = options
@@ -1000,7 +999,6 @@ class ContractExpression:
             if backend != "numpy" or self._device is not None:  # NumPy runs no schedule
                 dev = self._device if self._device is not None else _device_for(backend)
                 plan = _scheduled(replace(plan, device=dev), dev, **self._options)
-            plan = conjugated(plan, self._conj)
             replans = self._replans[backend] = Replans(plan, self._options)
             hit = self._prepared[backend] = (plan, bk, bk.compile(plan, replan=replans),
                                              plan_allocates(plan))
@@ -1048,7 +1046,7 @@ class ContractExpression:
         res, cd, cast = self._resolve(backend, bk, arrays,
                                       out.dtype if out is not None and bk.is_array(out)
                                       else None)
-        if out is None and self._n == 1 and not self._conj and _viewable(arrays[0].dtype, res):
+        if out is None and self._n == 1 and not plan.conj and _viewable(arrays[0].dtype, res):
             view = self._view(backend, bk, plan, arrays[0])  # as einsum's
             if view is not None:
                 return view
@@ -1211,15 +1209,15 @@ def contract_expression(subscripts, *shapes, dtype=None, optimize="adaptive",
     plan_dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
     _check_numeric(plan_dtype, "dtype=")
     dev = DeviceInfo.named(device) if device is not None else None
-    plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
-                      dev if dev is not None else _device_for(backend or "numpy"),
-                      _slicing_key(slicing, subscripts), mode=mode, reduction=reduction,
-                      precision=precision)
     conj = _conj_indices(conj, len(shp))
     if dtype is not None and plan_dtype.kind != "c":
         conj = ()  # (real operands are their own conjugates)
-    return ContractExpression(plan, dtype, backend, dev, constants=fixed, conj=conj,
-                              mode=mode, reduction=reduction, precision=precision)
+    plan = _make_plan(subscripts, shp, plan_dtype, optimize, memory_limit,
+                      dev if dev is not None else _device_for(backend or "numpy"),
+                      _slicing_key(slicing, subscripts), conj, mode=mode,
+                      reduction=reduction, precision=precision)
+    return ContractExpression(plan, dtype, backend, dev, constants=fixed, mode=mode,
+                              reduction=reduction, precision=precision)
 
 
 def _slice_numbers(slices, num_slices: int) -> list[int]:

@@ -449,7 +449,8 @@ label-set peak, so that the slicer must slice further)."""
 
 def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
                memory_limit: Any = None, device: Any = None, slicing: Any = True,
-               schedule: Callable[[Plan], Plan] | None = None) -> Plan:
+               schedule: Callable[[Plan], Plan] | None = None,
+               conj: tuple[int, ...] = ()) -> Plan:
     """Plan ``eq`` for operands of ``dtype`` on ``device`` (a DeviceInfo or None), kept
     under ``memory_limit`` by slicing (:mod:`.slicing`; ``slicing``: True to choose the
     slices, False to refuse, or the labels / ``{label: chunk}`` to slice). A hyper
@@ -462,7 +463,8 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     ``schedule``: how the executor schedules a plan for ``device`` (a GPU's launches, with
     the call's options), or None: where given, the copies the plan's steps make of their
     operands are counted as its launches make them, not as the larger of those a launch
-    might make."""
+    might make. ``conj``: the operands the run reads conjugated (:func:`conjugated`), whose
+    copies the budget counts where a step makes them; the plan returned is not marked."""
     dtype = np.dtype(dtype)
     unary = _unary_pass(eq, dtype)
     terms = unary.terms
@@ -473,7 +475,7 @@ def build_plan(eq: Equation, dtype=np.float64, optimize: Any = "adaptive",
     if deadline is not None and budget is not None and slicing is True:
         seconds *= HYPER_UNSLICED_SHARE  # the rest for the search that slices as it goes
     path = find_path(terms, eq.output, eq.sizes, optimize, seconds)
-    fit = _Fit(budget, device, slicing, schedule)
+    fit = _Fit(budget, device, slicing, schedule, tuple(conj))
     if not (is_hyper(optimize) and minimizes_flops(optimize)):
         return _kept(eq, dtype, unary, path, fit, optimize, deadline)
     try:
@@ -511,12 +513,14 @@ def _default_plan(eq: Equation, dtype, unary, fit: _Fit,
 
 class _Fit(NamedTuple):
     """What a plan is fitted to (:func:`_kept`): the budget (None: none), the device, the
-    caller's ``slicing`` and the executor's scheduler (:func:`build_plan`)."""
+    caller's ``slicing``, the executor's scheduler and the operands read conjugated
+    (:func:`build_plan`)."""
 
     budget: Any
     device: Any
     slicing: Any
     schedule: Callable[[Plan], Plan] | None
+    conj: tuple[int, ...] = ()
 
 
 def _kept(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
@@ -569,7 +573,8 @@ def _fitted(eq: Equation, dtype, unary, path, fit: _Fit, optimize,
         path = run_path  # a retry slices the path found (a search's that slices as it goes)
         if budget is None or budget.bytes is None:
             return _with_executor_peak(plan)
-        need = executor_bytes(plan if fit.schedule is None else fit.schedule(plan))
+        need = executor_bytes(conjugated(plan if fit.schedule is None else fit.schedule(plan),
+                                         fit.conj))
         smallest = need if smallest is None else min(smallest, need)
         allowed = int(budget.bytes * PEAK_MODEL_SHARE)
         if need <= allowed:

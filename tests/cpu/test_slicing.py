@@ -17,6 +17,7 @@ from skcontract.parse import parse_equation
 from skcontract.plan import build_plan
 from skcontract.plan import slicing as sl
 from skcontract.plan.path import find_path
+from skcontract.plan.plan import executor_bytes
 from skcontract.plan.slice_costs import Excess, StepTable
 from skcontract.plan.slicing import (Budget, budget_of, choose_slicing, divisors,
                                      output_units, simulate)
@@ -660,3 +661,22 @@ def test_an_operands_sum_is_priced_alike_by_both_pricers(sliced):
                          slices * sizes[x], sources)
         assert (each.flops[i], each.largest[i], each.peak[i], each.total[i]) == \
             (exact.flops, exact.largest, exact.peak, exact.total), x
+
+
+def test_a_budget_counts_the_conjugate_copies_a_step_makes():
+    """conj= operands a step conjugates into copies (the NumPy backend's) count against a
+    memory limit; the GPU's complex product folds them into its embedding, so its plan's
+    peak is the unconjugated one's."""
+    shapes = [(300, 400), (400, 500)]
+
+    def plan(conj, limit, device=None):
+        return contract_path("ij,jk->ik", *shapes, shapes=True, dtype="complex128",
+                             memory_limit=limit, conj=conj, device=device)[1]
+
+    assert plan((), "6MB").slicing is None and plan((0,), "6MB").slicing is None
+    with pytest.raises(ValueError, match="smallest peak was 7,520,000 bytes"):
+        plan((0, 1), "6MB")   # + 1.92 MB of A's conjugate + 3.2 MB of B's
+    folded, plain = plan((0, 1), "64MB", "h100"), plan((), "64MB", "h100")
+    assert executor_bytes(folded) == executor_bytes(plain)
+    assert executor_bytes(plan((0, 1), "64MB")) == executor_bytes(plan((), "64MB")) + \
+        (300 * 400 + 400 * 500) * 16
