@@ -146,9 +146,19 @@ class Step:
         lacking = [x for x, held in zip("AB", self.holds_batch) if not held]
         return f"{text} ({lacking[0]} broadcast)" if lacking else text
 
+    @property
+    def conj_copies(self) -> tuple[bool, ...]:
+        """For each input, whether the step conjugates it into a copy: every input it reads
+        conjugated (``conj``) but where its launch is a complex product's embedding, which
+        reads them so."""
+        if getattr(self.launch, "embed", None) is not None:
+            return (False,) * len(self.inputs)
+        return self.conj or (False,) * len(self.inputs)
+
     def row(self) -> tuple[str, ...]:
         unary = self.kind is Kind.UNARY
-        copy = ",".join(x for x, c in zip("AB", self.needs_copy) if c) or "-"
+        copy = ",".join([x for x, c in zip("AB", self.needs_copy) if c] +
+                        [f"{x}*" for x, c in zip("AB", self.conj_copies) if c]) or "-"
         if not self.reduces:
             red = "-"
         else:
@@ -288,8 +298,8 @@ class Plan:
             tail += "\n" + self.slicing.describe()
         if self.conj:
             tail += (f"\nconj: operand(s) {', '.join(map(str, self.conj))} read conjugated "
-                     "(* in a step)" + ("; the result conjugated last" if self.conj_result
-                                        else ""))
+                     "(* in a step; A* / B* under copy: conjugated into a copy)" +
+                     ("; the result conjugated last" if self.conj_result else ""))
         return "\n".join([head, *lines, tail])
 
     __str__ = table

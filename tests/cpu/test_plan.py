@@ -235,6 +235,17 @@ def test_a_plan_shows_the_operands_it_reads_conjugated():
     assert flagged and all("*" in s.subscripts for s in flagged)
     assert sum(s.subscripts.count("*") for s in plan.steps) == 2 and not plan.conj_result
     assert all(s.kind is not Kind.UNARY for s in flagged)
+    # matrix-vector products on the Dot kernel copy them (the copy column's A*); the
+    # H100's complex matrix products fold them into their embeddings, NumPy's copy them
+    assert [s.conj_copies for s in flagged] == [s.conj for s in flagged] and "A*" in text
+    chain = [(300, 400), (400, 500), (500, 60)]
+    _, gpu = contract_path("ij,jk,kl->il", *chain, shapes=True, dtype="complex64",
+                           conj=(0, 2), device="h100")
+    assert sum(any(s.conj) for s in gpu.steps) == 2
+    assert not any(any(s.conj_copies) for s in gpu.steps)
+    _, host = contract_path("ij,jk,kl->il", *chain, shapes=True, dtype="complex64",
+                            conj=(0, 2))
+    assert [s.conj_copies for s in host.steps] == [s.conj for s in host.steps]
     _, real = contract_path("ii,ij,jk->k", *shapes, shapes=True, conj=(0, 2))
     assert real.conj == () and "*" not in str(real)
     _, view = contract_path("ij->ji", (3, 4), shapes=True, dtype="complex128", conj=(0,))

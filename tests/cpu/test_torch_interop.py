@@ -160,3 +160,4 @@ def test_a_lazy_conjugate_meets_conj():
     torch.testing.assert_close(skcontract.einsum("ij,jk->ik", a.conj(), b, conj=(0,)), a @ b)
     torch.testing.assert_close(skcontract.einsum("ij,jk->ik", a, b.conj(), conj=(0,)),
                                a.conj().resolve_conj() @ b.conj().resolve_conj())
+
