@@ -142,24 +142,23 @@ def _walk(steps, n_operands, result, kept, varies, itemsize, gpu, cut_copies, co
 
 
 def _copies(j: int, step, gpu: bool, cut_copies: frozenset) -> int:
-    """The elements step ``j`` copies of its inputs while it runs, the conjugates of those
-    it reads conjugated where it does not fold them (:func:`_folds_conj`) included, and on
+    """The elements step ``j`` copies of its inputs while it runs (the conjugates it copies
+    included: ``Step.conj_copies``, none where it will embed them, :func:`_embeds`), and on
     a GPU what else it holds beside its result (:func:`_device_room`)."""
     sizes = [prod(shape) for shape in step.input_shapes]
     copied = [c or (j, pos) in cut_copies for pos, c in enumerate(step.needs_copy)]
     n = sum(size for size, c in zip(sizes, copied) if c)
-    if any(step.conj) and not _folds_conj(step, gpu):
-        n += sum(size for size, c in zip(sizes, step.conj) if c)
+    if any(step.conj) and not _embeds(step, gpu):
+        n += sum(size for size, c in zip(sizes, step.conj_copies) if c)
     return n + (_device_room(step, copied) if gpu else 0)
 
 
-def _folds_conj(step, gpu: bool) -> bool:
-    """Whether a step reads its conjugated inputs without copying them: a complex product
-    on the GPU's real form (its embedding's signs), where its launch (or, unscheduled, its
-    kind) says it runs there."""
-    if not gpu or step.dtype.kind != "c" or step.kind not in EMBEDDED_KINDS or _on_cupy(step):
-        return False
-    return step.launch is None or getattr(step.launch, "embed", None) is not None
+def _embeds(step, gpu: bool) -> bool:
+    """Whether a step not yet scheduled will run on a GPU as a complex product's real form,
+    whose embedding reads its conjugated inputs without copies (a scheduled step says so
+    itself: ``Step.conj_copies``)."""
+    return gpu and step.launch is None and step.dtype.kind == "c" and \
+        step.kind in EMBEDDED_KINDS and not _on_cupy(step)
 
 
 def _device_room(step, copied) -> int:
