@@ -71,20 +71,22 @@ def _launch_step(step, x, y, replan):
     operands like these (:class:`~skcontract.kernels.launch.Binding`), None when there is
     none to repeat: where the operands were copied (strides no kernel reads), the launch
     ran on the copies, and a replay on the operands' addresses would read them as if they
-    were the copies. Operands the step reads conjugated (``step.conj``) are read so by an
-    embedded launch (a complex product's), else conjugated into copies first."""
+    were the copies. Operands the step reads conjugated (``step.conj``) are read so by a
+    launch that reads them so itself (``StepLaunch.reads_conjugated``: a complex product's
+    embedding), else conjugated into copies first."""
     launch = step.launch
     conj = tuple([c and v.dtype.kind == "c" for c, v in zip(step.conj or (False, False),
                                                           (x, y))])
-    copied = any(conj)  # (conjugated: by copies, or by an embedding, which binds nothing)
+    copied = False
     if isinstance(launch, SmallLaunch):
         return _small_step(step, launch, *_conjugated(x, y, conj), replan), None
     exclude = frozenset()
     while launch is not None and x.size and y.size:
         try:
-            if any(conj) and launch.embed is None:  # this launch reads them as they lie
+            if any(conj) and not launch.reads_conjugated:  # it reads them as they lie
                 checked_operands(launch, x, y)  # (one planned for other operands is not it)
                 x, y, conj = *_conjugated(x, y, conj), (False, False)
+                copied = True
             r, binding = run_step(launch, x, y, conj)
             return r, (None if copied else binding)
         except OperandMismatch as e:

@@ -11,6 +11,8 @@ functions only.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import embed, jit, relayout
 from .forms import DotForm
 from .launch import Binding, BoundLaunch, LaunchPlan
@@ -50,6 +52,15 @@ def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
     return plan
 
 
+def conjugating(launch: StepLaunch, conj: tuple[bool, bool]) -> StepLaunch:
+    """The Dot ``launch`` on its kernel's build that reads ``x`` and / or ``y`` (``conj``,
+    the step's order) conjugated: the form's A and B are the step's operands, swapped where
+    the form says."""
+    flags = conj[::-1] if launch.form.swap else tuple(conj)
+    entry = replace(launch.spec.entry, conj=flags)
+    return replace(launch, spec=replace(launch.spec, entry=entry))
+
+
 def checked_operands(launch: StepLaunch, x, y) -> tuple[Operand, Operand, Product]:
     """The descriptions of CuPy views ``x`` and ``y`` and their product, where ``launch``
     runs them: TypeError where their dtypes differ, :class:`OperandMismatch` where they are
@@ -66,8 +77,8 @@ def checked_operands(launch: StepLaunch, x, y) -> tuple[Operand, Operand, Produc
 
 def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False)):
     """``x @ y`` of CuPy (batch, M, K) x (batch, K, N) (or 2-D) views on ``launch``
-    (``conj``: of ``x`` and / or ``y`` conjugated, which only a complex product's embedded
-    launch reads: ValueError for another):
+    (``conj``: of ``x`` and / or ``y`` conjugated, for a launch that reads them so itself,
+    ``StepLaunch.reads_conjugated``: ValueError for another):
     ``(result, binding)``, the binding (:class:`~.launch.Binding`) repeating the launch on
     operands laid out as these (None where the launch copied an operand or cast its
     result). TypeError where the operands' dtypes differ (the steps before hand on one
@@ -85,8 +96,9 @@ def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False))
     if launch.embed is not None:
         return _run_embedded(launch, x, y, dev, cupy.cuda.get_current_stream(), conj), None
     if any(conj):
-        raise ValueError(f"launch {launch.spec.name} reads no conjugated operand (only a "
-                         "complex product's embedding does)")
+        if not launch.reads_conjugated:
+            raise ValueError(f"launch {launch.spec.name} reads no conjugated operand")
+        launch = conjugating(launch, conj)
     shape = (product.m, product.n) if x.ndim == 2 and y.ndim == 2 else \
         (product.batch, product.m, product.n)
     out = cupy.empty(shape, dtype=launch.spec.dtype_out)

@@ -18,6 +18,13 @@ from .forms import DotForm
 from .operands import Product
 from .specs import KernelSpec, specialise
 
+DOT_READS_CONJUGATED = False
+"""Whether a complex Dot launch reads the operands a step conjugates (einsum's ``conj=``)
+itself, on its kernel's CONJ_A / CONJ_B build (:func:`.bound.conjugating`): off until that
+build has run on a GPU (its tests are written: tests/gpu/test_complex.py); meanwhile the
+step conjugates them into copies."""
+
+
 @dataclass(frozen=True, eq=False)
 class StepLaunch:
     """The launch of one plan step: ``schedule`` runs on the kernel of ``spec``; ``copies``
@@ -52,6 +59,16 @@ class StepLaunch:
     def entry(self):
         """The catalogue entry whose kernel runs the step."""
         return self.spec.entry
+
+    @property
+    def reads_conjugated(self) -> bool:
+        """Whether the launch reads the operands its step conjugates itself: a complex
+        product's embedding (its blocks' signs), or a complex Dot launch
+        (:data:`DOT_READS_CONJUGATED`); else the step conjugates them into copies."""
+        if self.embed is not None:
+            return True
+        return DOT_READS_CONJUGATED and self.form is not None and \
+            self.spec.entry.dtype.startswith("complex")
 
     @property
     def key(self) -> tuple:

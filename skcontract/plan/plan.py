@@ -149,9 +149,9 @@ class Step:
     @property
     def conj_copies(self) -> tuple[bool, ...]:
         """For each input, whether the step conjugates it into a copy: every input it reads
-        conjugated (``conj``) but where its launch is a complex product's embedding, which
-        reads them so."""
-        if getattr(self.launch, "embed", None) is not None:
+        conjugated (``conj``) but where its launch reads them so itself (a complex product's
+        embedding: ``StepLaunch.reads_conjugated``)."""
+        if getattr(self.launch, "reads_conjugated", False):
             return (False,) * len(self.inputs)
         return self.conj or (False,) * len(self.inputs)
 

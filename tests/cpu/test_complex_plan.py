@@ -130,3 +130,28 @@ def test_exact_is_a_precision_everywhere():
         skcontract.einsum("ij,jk->ik", a, b, precision="fast")
     step = _step("ij,jk->ik", [(512, 256), (256, 384)], np.float32, precision="exact")
     assert step.launch.entry.FAMILY == "Ffma" and step.float32_precision is None
+
+
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,j->i", [(300, 200), (200,)]),        # rows: the matrix is A
+    ("i,ij->j", [(300,), (300, 200)]),        # cols: the vector is A
+    ("j,ij->i", [(200,), (300, 200)]),        # rows with the operands swapped
+])
+def test_a_dot_launch_conjugates_in_its_form_s_order(monkeypatch, subscripts, shapes):
+    """A complex Dot launch reads the step's conjugated operands on its kernel's CONJ_A /
+    CONJ_B build, A and B in its form's order (swapped where the form says); until that
+    build has run on a GPU (DOT_READS_CONJUGATED off) the step copies them, and the plan's
+    copy column says so."""
+    from skcontract.kernels import step_launch
+    from skcontract.kernels.bound import conjugating
+    _, plan = skcontract.contract_path(subscripts, *shapes, shapes=True, dtype="complex64",
+                                       conj=(0,), device="h100")
+    step = plan.steps[0]
+    launch = step.launch
+    assert launch.form is not None and step.conj == (True, False)
+    assert not launch.reads_conjugated and step.conj_copies == (True, False)
+    conj = conjugating(launch, (True, False)).spec
+    assert conj.entry.conj == ((False, True) if launch.form.swap else (True, False))
+    assert conj.name.replace("_conjB", "").replace("_conjA", "") == launch.spec.name
+    monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", True)
+    assert launch.reads_conjugated and step.conj_copies == (False, False)

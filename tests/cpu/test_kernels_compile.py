@@ -109,8 +109,27 @@ def _trace_builds():
     return out
 
 
+def _conj_dots():
+    """The complex Dot entries' builds that read A, then B, conjugated, deterministic, on
+    16-byte loads (the copies' widths are the conjugate-free builds')."""
+    from dataclasses import replace
+
+    from skcontract.kernels import catalogue as C
+    from skcontract.kernels import specs
+    out = []
+    for dtype in ("complex64", "complex128"):
+        for entry in C.DOT_CATALOGUE[dtype]:
+            for conj in ((True, False), (False, True)):
+                la, lb = entry.layouts()[0]
+                out.append(specs.specialise(replace(entry, conj=conj), protocol="deterministic",
+                                            a_layout=la, b_layout=lb, a_vec16=True,
+                                            b_vec16=True))
+    return out
+
+
 BUILDS = {
     "test_sampled_specs_compile_without_spills": _sampled,
+    "test_conjugating_dot_builds_compile": _conj_dots,
     "test_narrow_pairs_split_an_n_major_b_box_along_k": _narrow_pairs,
     "test_fp64_vec_fragment_entries": _fp64_vec,
     "test_compile_check_builds_each_spec_for_the_archs_it_is_offered_on": _fp64_two_cta,
@@ -160,6 +179,16 @@ def test_sampled_specs_compile_without_spills(built):
     register split needs. ``python -m tools.compile_check`` compiles every catalogue entry,
     ``--all`` every spec (docs/benchmarks/compile-check-all.md)."""
     results = _results(built, _sampled())
+    assert results and not _failures(results), _failures(results)
+
+
+def test_conjugating_dot_builds_compile(built):
+    """The complex Dot kernel's builds that read an operand conjugated (CONJ_A / CONJ_B:
+    einsum's conj= on a memory-bound step) compile as the others do, no spills."""
+    items = _conj_dots()
+    assert {i.entry.conj for i in items} == {(True, False), (False, True)}
+    assert all("_conj" in i.name for i in items)
+    results = _results(built, items)
     assert results and not _failures(results), _failures(results)
 
 

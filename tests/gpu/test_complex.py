@@ -186,3 +186,27 @@ def test_complex128_off_16_bytes_through_the_real_form(transposed):
     got = skcontract.einsum("ij,jk->ik", a, b)
     assert rel_err(got, ha @ hb) <= ERROR_FLOOR["complex128"]
     assert float(cupy.abs(cupy.ones(3) * 2).sum()) == 6.0
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("i,i->", [(70000,), (70000,)]), ("bj,bj->b", [(64, 3000), (64, 3000)]),
+    ("ij,j->i", [(500, 700), (700,)]), ("j,ij->i", [(700,), (500, 700)]),
+    ("i,ij->j", [(500,), (500, 700)]), ("ji,j->i", [(500, 700), (500,)]),
+])
+@pytest.mark.parametrize("conj", [(0,), (1,), (0, 1)])
+def test_the_dot_kernel_reads_conjugated_operands(monkeypatch, subscripts, shapes, dtype,
+                                                  conj):
+    """With DOT_READS_CONJUGATED on, a memory-bound complex step's conjugated operands are
+    read by the Dot kernel's CONJ_A / CONJ_B build (in the form's order, swapped or not),
+    no copy made, right against the conjugates' product."""
+    from skcontract.kernels import step_launch
+    monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", True)
+    ops = [crand(s, dtype, 20 + i) for i, s in enumerate(shapes)]
+    ref = np.einsum(subscripts, *[np.conj(h) if i in conj else h
+                                  for i, (h, _) in enumerate(ops)])
+    with record_launches() as launched:
+        got = skcontract.einsum(subscripts, *[d for _, d in ops], conj=conj)
+    assert [x.kernel for x in launched if x.kernel.startswith("dot_")], launched
+    assert all("_conj" in x.kernel for x in launched if x.kernel.startswith("dot_")), launched
+    assert rel_err(got, ref) <= ERROR_FLOOR[dtype]

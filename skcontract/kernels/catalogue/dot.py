@@ -50,8 +50,12 @@ class Dot(Entry):
     whose rows are contiguous; a tile is one warp's ``32 * 16 / elem`` columns and the
     warps split k). ``stages`` is the unroll: 16-byte loads each lane has in flight per
     operand. ``efficiency`` follows from the bytes a k-iteration reads
-    (:func:`.calibration.memory_bound_efficiency`).
+    (:func:`.calibration.memory_bound_efficiency`). ``conj``: whether the kernel reads A
+    and B conjugated (complex entries only; made for a step that reads an operand so,
+    :func:`..bound.conjugating`).
     """
+
+    conj: tuple[bool, bool] = (False, False)
 
     FAMILY: ClassVar[str] = "Dot"
     DTYPES: ClassVar[tuple] = ("float16", "bfloat16", "float32", "float64", "complex64",
@@ -82,6 +86,8 @@ class Dot(Entry):
         return vec16_elems(self.dtype)
 
     def check(self):
+        if any(self.conj) and self.dtype not in COMPLEX:
+            raise ValueError(f"Dot: conj is for complex operands, not {self.dtype}")
         per_lane = self.per_lane
         if self.shape == "rows":
             if self.warps % self.bm:
@@ -100,7 +106,9 @@ class Dot(Entry):
         return (f"  static constexpr int SHAPE = {self.SHAPES[self.shape]};\n"
                 f"  static constexpr int UNROLL = {self.stages};\n"
                 f"  static constexpr bool VEC_A = {cxx_bool(self.loads16(spec.a_vec))};\n"
-                f"  static constexpr bool VEC_B = {cxx_bool(self.loads16(spec.b_vec))};\n")
+                f"  static constexpr bool VEC_B = {cxx_bool(self.loads16(spec.b_vec))};\n"
+                f"  static constexpr bool CONJ_A = {cxx_bool(self.conj[0])};\n"
+                f"  static constexpr bool CONJ_B = {cxx_bool(self.conj[1])};\n")
 
     def loads16(self, vec: int) -> bool:
         """Whether an operand specialised to ``vec`` elements a copy is read by 16-byte
@@ -117,6 +125,12 @@ class Dot(Entry):
 
     def smem_bytes(self, spec) -> int:
         return 0  # static shared memory only
+
+    @property
+    def name(self):
+        if not any(self.conj):
+            return super().name
+        return f"{super().name}_conj{''.join('AB'[i] for i, c in enumerate(self.conj) if c)}"
 
     def slot_elems(self, spec) -> int:
         return self.bm * self.bn  # a split's partial is its tile's output sums (DotMerge)

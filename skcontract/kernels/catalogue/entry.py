@@ -315,7 +315,8 @@ class Entry:
 
     @staticmethod
     def from_dict(d: dict) -> "Entry":
-        d = dict(d)
+        # (JSON writes a tuple field, such as Dot's conj, as a list)
+        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         return FAMILIES[d.pop("family")](**d)
 
 

@@ -39,6 +39,14 @@ __device__ __forceinline__ Complex<R> acc_mul(Complex<R> a, Complex<R> b) {
   return Complex<R>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
 }
 
+// a, or its conjugate where C (a real value is its own): an operand read conjugated.
+template <bool C, class T>
+__device__ __forceinline__ T conj_if(T a) { return a; }
+template <bool C, class R>
+__device__ __forceinline__ Complex<R> conj_if(Complex<R> a) {
+  return C ? Complex<R>(a.re, -a.im) : a;
+}
+
 // s * v for a real factor s (ScalarOf).
 __device__ __forceinline__ float acc_scale(float s, float v) { return s * v; }
 __device__ __forceinline__ double acc_scale(double s, double v) { return s * v; }

@@ -3,7 +3,8 @@
 // merges split tiles with the same protocols' steps (fixup.cuh, FixupSteps); only the loop body
 // and what a split hands on differ. The host
 // emits a Cfg struct (skcontract/kernels/catalogue/dot.py, Dot) naming:
-//   TIn, TOut, Acc, BM, BN, BK, THREADS, MIN_BLOCKS, REDUCTION, SHAPE, VEC_A, VEC_B, UNROLL.
+//   TIn, TOut, Acc, BM, BN, BK, THREADS, MIN_BLOCKS, REDUCTION, SHAPE, VEC_A, VEC_B, UNROLL,
+//   CONJ_A, CONJ_B.
 //
 // Two shapes, each a problem whose bytes are read once (docs/design/kernels.md):
 //   SHAPE_ROWS : C[b, r] = alpha * sum_k X[b, r, k] * Y[b, r, k] + beta * C[b, r]
@@ -36,6 +37,13 @@
 namespace skc {
 
 enum : int { SHAPE_ROWS = 0, SHAPE_COLS = 1 };
+
+// An element of A times one of B, each conjugated where the Cfg says (CONJ_A, CONJ_B: an
+// operand the step reads conjugated; complex only).
+template <class Cfg, class Acc>
+__device__ __forceinline__ Acc dot_mul(Acc a, Acc b) {
+  return acc_mul(conj_if<Cfg::CONJ_A>(a), conj_if<Cfg::CONJ_B>(b));
+}
 
 // 16 bytes loaded as they are; converted where they are used, so that a thread's loads in
 // flight hold 4 registers each whatever the element type.
@@ -98,7 +106,7 @@ struct DotRows {
   __device__ __forceinline__ static void fma(Acc (&acc)[CPT], const Raw16& x, const Raw16& y) {
 #pragma unroll
     for (int e = 0; e < CPT; ++e)
-      acc[e] = acc_add(acc[e], acc_mul(elem<TIn, Acc>(x, e), elem<TIn, Acc>(y, e)));
+      acc[e] = acc_add(acc[e], dot_mul<Cfg>(elem<TIn, Acc>(x, e), elem<TIn, Acc>(y, e)));
   }
 
   // acc += the thread's products of row (s.m0 + warp / WPR) over [s.k0, s.k1).
@@ -126,7 +134,8 @@ struct DotRows {
         fma(acc, load16(x + k), load16(y + k));
       }
       for (int e = 0; k + e < k1 && e < CPT; ++e)  // the row's last, partial vector
-        acc[e] = acc_add(acc[e], acc_mul(load1<TIn, Acc>(x + k + e), load1<TIn, Acc>(y + k + e)));
+        acc[e] = acc_add(acc[e],
+                         dot_mul<Cfg>(load1<TIn, Acc>(x + k + e), load1<TIn, Acc>(y + k + e)));
     } else {
       // element e of a lane's chunk is chunk + e * 32 + lane: each load is coalesced
       for (int chunk = s.k0 + (warp % WPR) * 32 * CPT; chunk < k1; chunk += SWEEP) {
@@ -134,7 +143,7 @@ struct DotRows {
         for (int e = 0; e < CPT; ++e) {
           const int k = chunk + e * 32 + lane;
           if (k < k1)
-            acc[e] = acc_add(acc[e], acc_mul(load1<TIn, Acc>(x + k), load1<TIn, Acc>(y + k)));
+            acc[e] = acc_add(acc[e], dot_mul<Cfg>(load1<TIn, Acc>(x + k), load1<TIn, Acc>(y + k)));
         }
       }
     }
@@ -195,13 +204,14 @@ struct DotCols {
         for (int u = 0; u < Cfg::UNROLL; ++u)
 #pragma unroll
           for (int e = 0; e < CPT; ++e)
-            acc[e] = acc_add(acc[e], acc_mul(v[u], elem<TIn, Acc>(wv[u], e)));
+            acc[e] = acc_add(acc[e], dot_mul<Cfg>(v[u], elem<TIn, Acc>(wv[u], e)));
       }
       for (; k < s.k1; k += WARPS) {
         const Raw16 wv = load16(w0 + (long long)k * ldb + lane * CPT);
         const Acc v = load1<TIn, Acc>(gA + (long long)k * lda);
 #pragma unroll
-        for (int e = 0; e < CPT; ++e) acc[e] = acc_add(acc[e], acc_mul(v, elem<TIn, Acc>(wv, e)));
+        for (int e = 0; e < CPT; ++e)
+          acc[e] = acc_add(acc[e], dot_mul<Cfg>(v, elem<TIn, Acc>(wv, e)));
       }
     } else {
       for (; k < s.k1; k += WARPS) {
@@ -210,7 +220,7 @@ struct DotCols {
 #pragma unroll
         for (int e = 0; e < CPT; ++e) {
           const int c = column(lane, e);
-          if (s.n0 + c < s.n_end) acc[e] = acc_add(acc[e], acc_mul(v, load1<TIn, Acc>(w + c)));
+          if (s.n0 + c < s.n_end) acc[e] = acc_add(acc[e], dot_mul<Cfg>(v, load1<TIn, Acc>(w + c)));
         }
       }
     }
