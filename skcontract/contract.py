@@ -76,7 +76,7 @@ def _conj_indices(conj: Any, n: int) -> tuple[int, ...]:
     """``conj`` (einsum's: positions of operands read conjugated) as a sorted tuple of
     positions in ``range(n)`` (a negative one counts from the end); TypeError for anything
     but integers, ValueError for a position out of range or named twice."""
-    if conj is None:
+    if conj is None or (type(conj) is tuple and not conj):  # (every call's default)
         return ()
     if isinstance(conj, (str, bytes)) or not hasattr(conj, "__iter__"):
         raise TypeError(f"conj must be a sequence of operand positions, got "
