@@ -75,8 +75,8 @@ def _launch_step(step, x, y, replan):
     launch that reads them so itself (``StepLaunch.reads_conjugated``: a complex product's
     embedding), else conjugated into copies first."""
     launch = step.launch
-    conj = tuple([c and v.dtype.kind == "c" for c, v in zip(step.conj or (False, False),
-                                                          (x, y))])
+    conj = (False, False) if not step.conj else \
+        tuple([c and v.dtype.kind == "c" for c, v in zip(step.conj, (x, y))])
     copied = False
     if isinstance(launch, SmallLaunch):
         return _small_step(step, launch, *_conjugated(x, y, conj), replan), None
