@@ -27,7 +27,10 @@
 #   strip8: the square kernel with strips of 8 columns at step 1 and 4 at step 2 (the header
 #     edited in this call's copy, restored after), its float16 tests and times
 #     ($OUT/depthwise-strip8.jsonl);
-#   complexbench: `bench complex --memory-bound` into $OUT.
+#   complexbench: `bench complex --memory-bound` into $OUT (COMPLEX_ARGS replaces the flag);
+#   conjdot: memcheck over the GPU tests of conjugated operands, then `bench complex
+#     --memory-bound` with the Dot kernel reading them conjugated (DOT_READS_CONJUGATED on,
+#     $OUT/conjdot/).
 # Usage (on the device, repo root, carry .whl .commit):
 #   OUT=$OUT [STEPS="x3 x3tests shapes pointwise dask stalls"] bash tools/device_cliffs.sh
 # (the tests step's files and -k expression: TEST_FILES, TEST_K)
@@ -110,7 +113,19 @@ for step in $STEPS; do
       git checkout -q skcontract/kernels/cuda/depthwise.cuh ;;
     complexbench)
       timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m skcontract bench complex \
-        --memory-bound --reps 5 --out "$OUT" 2>&1 | quiet | tail -6 ;;
+        ${COMPLEX_ARGS---memory-bound} --reps 5 --out "$OUT" 2>&1 | quiet | tail -6 ;;
+    conjdot)
+      timeout $(( $(left) > 150 ? 150 : $(left) )) compute-sanitizer --tool memcheck \
+        --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_complex.py -k conj > "$OUT/san-conj.log" 2>&1
+      echo "memcheck conj rc=$?"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/san-conj.log" | tail -3
+      mkdir -p "$OUT/conjdot"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -c "
+import sys
+from skcontract.kernels import step_launch
+from skcontract.bench.complex import main
+step_launch.DOT_READS_CONJUGATED = True
+sys.exit(main(['--memory-bound', '--reps', '5', '--out', '$OUT/conjdot']))" 2>&1 | quiet | tail -6 ;;
     dask)
       timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.bench_dask --gpu --n 8192 \
         --reps 5 2>&1 | quiet | tee "$OUT/dask-gpu.txt"
