@@ -27,6 +27,8 @@
 #   strip8: the square kernel with strips of 8 columns at step 1 and 4 at step 2 (the header
 #     edited in this call's copy, restored after), its float16 tests and times
 #     ($OUT/depthwise-strip8.jsonl);
+#   longk: long-k weight gradients (few output tiles, K of 8192-262144, `tk,tn->kn`: layout
+#     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
 #   complexbench: `bench complex --memory-bound` into $OUT (COMPLEX_ARGS replaces the flag);
 #   conjdot: memcheck over the GPU tests of conjugated operands, then `bench complex
 #     --memory-bound` with the Dot kernel reading them conjugated (DOT_READS_CONJUGATED on,
@@ -114,6 +116,16 @@ for step in $STEPS; do
     complexbench)
       timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m skcontract bench complex \
         ${COMPLEX_ARGS---memory-bound} --reps 5 --out "$OUT" 2>&1 | quiet | tail -6 ;;
+    longk)
+      timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -m tools.time_gemm \
+        --shapes 768x768x16384,1024x128x32768,1024x1024x16384,768x2304x8192,512x512x65536,4096x16x8192 \
+        --dtypes float16 --layouts cr --peer --mode auto,stream_k,split_k \
+        --tile 128x128x64,64x256x64,128x256x64 --reduction deterministic,arrival --reps 7 2>&1 | \
+        quiet | tee "$OUT/longk.jsonl" | cut -c1-260
+      timeout $(( $(left) > 80 ? 80 : $(left) )) python3 -m tools.time_gemm \
+        --shapes 256x256x65536,128x128x262144,768x768x16384 --dtypes float32 --layouts cr --peer \
+        --mode auto,stream_k,split_k --reduction deterministic,arrival --reps 7 2>&1 | \
+        quiet | tee -a "$OUT/longk.jsonl" | cut -c1-260 ;;
     conjdot)
       timeout $(( $(left) > 150 ? 150 : $(left) )) compute-sanitizer --tool memcheck \
         --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
