@@ -29,6 +29,8 @@
 #     ($OUT/depthwise-strip8.jsonl);
 #   longk: long-k weight gradients (few output tiles, K of 8192-262144, `tk,tn->kn`: layout
 #     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
+#   skinny: decoding-batch GEMMs (M = 4-16, B read once) by mode and tile, with the
+#     mainloop's loads alone, against cuBLAS ($OUT/skinny.jsonl);
 #   complexbench: `bench complex --memory-bound` into $OUT (COMPLEX_ARGS replaces the flag);
 #   conjdot: memcheck over the GPU tests of conjugated operands, then `bench complex
 #     --memory-bound` with the Dot kernel reading them conjugated (DOT_READS_CONJUGATED on,
@@ -126,6 +128,11 @@ for step in $STEPS; do
         --shapes 256x256x65536,128x128x262144,768x768x16384 --dtypes float32 --layouts cr --peer \
         --mode auto,stream_k,split_k --reduction deterministic,arrival --reps 7 2>&1 | \
         quiet | tee -a "$OUT/longk.jsonl" | cut -c1-260 ;;
+    skinny)
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.time_gemm \
+        --shapes 4x13824x5120,8x11008x4096,16x8192x8192 --dtypes float16 --layouts rr --peer \
+        --mode auto,data_parallel,stream_k,split_k --tile 64x64x64,64x128x64,64x256x64 \
+        --probe none,loads --reps 7 2>&1 | quiet | tee "$OUT/skinny.jsonl" | cut -c1-260 ;;
     conjdot)
       timeout $(( $(left) > 150 ? 150 : $(left) )) compute-sanitizer --tool memcheck \
         --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
