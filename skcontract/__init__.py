@@ -6,7 +6,8 @@
 True
 """
 from ._version import __version__
-from .contract import contract_expression, contract_path, einsum, tensordot, transpose
+from .contract import contract_path, einsum, tensordot, transpose
+from .expression import contract_expression
 from .explain import explain, explain_conv2d
 from .ops.conv2d import conv2d
 from .plan.path import hyper

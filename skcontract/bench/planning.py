@@ -46,6 +46,7 @@ import opt_einsum
 from opt_einsum.testing import rand_equation
 
 from .. import contract as C
+from .. import planning
 from ..contract import contract_path, einsum
 from ..schedule import clear_schedule_cache
 from .timing import positive_int, print_report
@@ -64,7 +65,7 @@ def forget_plans() -> None:
     """Empty the plans contract_path keeps and the scheduler's schedules: the next call plans
     as for a problem not seen before."""
     C._PATHS.clear()
-    C._RESIZABLE.clear()
+    planning.RESIZABLE.clear()
     clear_schedule_cache()
 
 

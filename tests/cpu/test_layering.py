@@ -20,10 +20,11 @@ LAYERS = {
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3, "skcontract.interop": 3, "skcontract.replan": 3,
     "skcontract.host": 3,
-    "skcontract.dask": 4,
-    "skcontract.contract": 5, "skcontract.ops": 5, "skcontract.explain": 6,
-    "skcontract.demo": 7,
-    "skcontract.bench": 7, "skcontract.__main__": 8, "skcontract": 9,
+    "skcontract.dask": 4, "skcontract.semantics": 4, "skcontract.planning": 4,
+    "skcontract.warm": 5, "skcontract.expression": 5,
+    "skcontract.contract": 6, "skcontract.ops": 6, "skcontract.explain": 7,
+    "skcontract.demo": 8,
+    "skcontract.bench": 8, "skcontract.__main__": 9, "skcontract": 10,
 }
 """Each unit's layer; a unit may import units of lower layers (and itself) only."""
 

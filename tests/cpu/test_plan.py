@@ -390,11 +390,11 @@ def test_a_plan_for_no_device_prices_no_gpu_schedule(monkeypatch):
     """contract_path without device= on NumPy operands or shapes plans the steps and their
     classes only: the resolver is not entered, the plan has no device, and its table says
     how to ask for GPU schedules; with device= it shows them."""
-    import skcontract.contract as C
+    import skcontract.planning as P
 
     def entered(*args, **kwargs):
         raise AssertionError("a plan for no device priced GPU schedules")
-    monkeypatch.setattr(C, "schedule_plan", entered)
+    monkeypatch.setattr(P, "schedule_plan", entered)
     _, plan = contract_path("bij,bjk->bik", (8, 4096, 4096), (8, 4096, 4096), shapes=True)
     assert plan.device is None and plan.steps[0].launch is None
     assert str(plan).splitlines()[-1] == UNPRICED_HINT

@@ -1,11 +1,11 @@
 """Plans of two operands re-sized for new sizes of the same size classes (plan.plan.resized,
-through contract._make_plan) are the plans build_plan makes for those sizes."""
+through planning.make_plan) are the plans build_plan makes for those sizes."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from skcontract import contract
+from skcontract import planning, warm
 from skcontract.backends.steps import resizable_run
 from skcontract.contract import contract_path, einsum
 from skcontract.parse import parse_equation
@@ -69,7 +69,7 @@ def test_plans_of_other_forms_are_not_resized(subscripts, shapes):
 
 
 def test_einsum_and_contract_path_on_resized_plans(monkeypatch):
-    monkeypatch.setattr(contract, "_RESIZABLE", {})
+    monkeypatch.setattr(planning, "RESIZABLE", {})
     rng = np.random.default_rng(1)
     for i in range(30):
         m, k, n = rng.integers(2, 30, 3)
@@ -79,7 +79,7 @@ def test_einsum_and_contract_path_on_resized_plans(monkeypatch):
         want = build_plan(parse_equation("ij,jk->ik", ((m, k), (k, n))), np.float64,
                           device=DeviceInfo.named("h100"))
         assert plan.steps[0].problem == want.steps[0].problem == (m, n, k, 1)
-    assert len(contract._RESIZABLE) == 2  # one template a device
+    assert len(planning.RESIZABLE) == 2  # one template a device
 
 
 def test_a_misfit_after_a_template_is_the_parse_error():
@@ -94,9 +94,9 @@ def test_a_misfit_after_a_template_is_the_parse_error():
 def test_einsum_on_resized_plans_runs_one_run_for_every_size(subscripts, sizes, monkeypatch):
     # the first call of each new size runs the template's run for any sizes; a repeat swaps
     # it for the plan's own: both give numpy's result
-    monkeypatch.setattr(contract, "_RESIZABLE", {})
-    monkeypatch.setattr(contract, "_WARM", {})
-    contract._prepare_cached.cache_clear()
+    monkeypatch.setattr(planning, "RESIZABLE", {})
+    monkeypatch.setattr(warm, "WARM", {})
+    planning.prepare_cached.cache_clear()
     rng = np.random.default_rng(2)
     runs = set()
     for i in range(12):
@@ -106,16 +106,16 @@ def test_einsum_on_resized_plans_runs_one_run_for_every_size(subscripts, sizes, 
         for _ in range(2):  # the first call, then the warm one
             np.testing.assert_allclose(einsum(subscripts, *ops), want, rtol=1e-12, atol=1e-12)
         if i:
-            runs.add(id(contract._prepare("".join(subscripts), shapes, np.dtype("float64"),
+            runs.add(id(planning.prepare("".join(subscripts), shapes, np.dtype("float64"),
                                           "adaptive", None, "numpy", None)[1]))
-    kind_is_product = resizable_run(contract._make_plan(subscripts, shapes, np.dtype("float64"),
+    kind_is_product = resizable_run(planning.make_plan(subscripts, shapes, np.dtype("float64"),
                                                         "adaptive", None, None))
     assert len(runs) == (1 if kind_is_product else 11)
 
 
 def test_a_batch_one_operand_holds_is_not_re_sized(monkeypatch):
     # the broadcast batch is offered by the rows' sizes (64 or more), not their classes
-    monkeypatch.setattr(contract, "_RESIZABLE", {})
+    monkeypatch.setattr(planning, "RESIZABLE", {})
     for shapes in (((2, 3, 70), (3, 4)), ((3, 5, 80), (5, 6)), ((2, 3, 5), (3, 4))):
         _, plan = contract_path("bji,jk->bik", *shapes, shapes=True)
         want = build_plan(parse_equation("bji,jk->bik", shapes), np.float64)
@@ -123,7 +123,7 @@ def test_a_batch_one_operand_holds_is_not_re_sized(monkeypatch):
 
 
 def test_explicit_paths_of_other_values_are_still_refused(monkeypatch):
-    monkeypatch.setattr(contract, "_RESIZABLE", {})
+    monkeypatch.setattr(planning, "RESIZABLE", {})
     for n in (5, 6):
         einsum("ij,jk->ik", np.ones((n, 4)), np.ones((4, n + 1)), optimize=[(0, 1)])
     with pytest.raises(ValueError, match="path"):
