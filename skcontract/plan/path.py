@@ -39,7 +39,8 @@ def hyper(max_time: float = HYPER_SECONDS, **options):
     graph-partitioning paths (kahypar's where installed, else cotengra's label propagation)
     for up to ``max_time`` seconds and keeps the cheapest. ``options`` go to
     ``cotengra.HyperOptimizer`` (e.g. ``max_repeats=``, ``minimize=``). ImportError where
-    cotengra is not installed (``pip install 'skcontract[hyper]'``).
+    cotengra is not installed (``pip install 'skcontract[hyper]'``, which also brings
+    cotengrust, whose compiled path finders cotengra runs its trials on where installed).
 
     ``optimize="hyper"`` is ``hyper()``. A memory limit is kept by slicing the path the
     search finds, as for every optimiser; the default optimiser's plan is kept instead
