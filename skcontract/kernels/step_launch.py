@@ -18,11 +18,10 @@ from .forms import DotForm
 from .operands import Product
 from .specs import KernelSpec, specialise
 
-DOT_READS_CONJUGATED = False
+DOT_READS_CONJUGATED = True
 """Whether a complex Dot launch reads the operands a step conjugates (einsum's ``conj=``)
-itself, on its kernel's CONJ_A / CONJ_B build (:func:`.bound.conjugating`): off until that
-build has run on a GPU (its tests are written: tests/gpu/test_complex.py); meanwhile the
-step conjugates them into copies."""
+itself, on its kernel's CONJ_A / CONJ_B build (:func:`.bound.conjugating`); off, the step
+conjugates them into copies first (the path the tests compare it with)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -139,9 +139,9 @@ def test_exact_is_a_precision_everywhere():
 ])
 def test_a_dot_launch_conjugates_in_its_form_s_order(monkeypatch, subscripts, shapes):
     """A complex Dot launch reads the step's conjugated operands on its kernel's CONJ_A /
-    CONJ_B build, A and B in its form's order (swapped where the form says); until that
-    build has run on a GPU (DOT_READS_CONJUGATED off) the step copies them, and the plan's
-    copy column says so."""
+    CONJ_B build, A and B in its form's order (swapped where the form says), copying
+    nothing; with DOT_READS_CONJUGATED off the step copies them, and the plan's copy
+    column says so."""
     from skcontract.kernels import step_launch
     from skcontract.kernels.bound import conjugating
     _, plan = skcontract.contract_path(subscripts, *shapes, shapes=True, dtype="complex64",
@@ -149,9 +149,9 @@ def test_a_dot_launch_conjugates_in_its_form_s_order(monkeypatch, subscripts, sh
     step = plan.steps[0]
     launch = step.launch
     assert launch.form is not None and step.conj == (True, False)
-    assert not launch.reads_conjugated and step.conj_copies == (True, False)
+    assert launch.reads_conjugated and step.conj_copies == (False, False)
     conj = conjugating(launch, (True, False)).spec
     assert conj.entry.conj == ((False, True) if launch.form.swap else (True, False))
     assert conj.name.replace("_conjB", "").replace("_conjA", "") == launch.spec.name
-    monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", True)
-    assert launch.reads_conjugated and step.conj_copies == (False, False)
+    monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", False)
+    assert not launch.reads_conjugated and step.conj_copies == (True, False)

@@ -197,14 +197,14 @@ def test_complex128_off_16_bytes_through_the_real_form(transposed):
 @pytest.mark.parametrize("conj", [(0,), (1,), (0, 1)])
 def test_the_dot_kernel_reads_conjugated_operands(monkeypatch, subscripts, shapes, dtype,
                                                   conj):
-    """With DOT_READS_CONJUGATED on, a memory-bound complex step's conjugated operands are
-    read by the Dot kernel's CONJ_A / CONJ_B build (in the form's order, swapped or not),
-    no copy made, right against the conjugates' product."""
+    """A memory-bound complex step's conjugated operands are read by the Dot kernel's
+    CONJ_A / CONJ_B build (in the form's order, swapped or not; DOT_READS_CONJUGATED on),
+    no copy made, right against the conjugates' product (in complex128)."""
     from skcontract.kernels import step_launch
     monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", True)
     ops = [crand(s, dtype, 20 + i) for i, s in enumerate(shapes)]
-    ref = np.einsum(subscripts, *[np.conj(h) if i in conj else h
-                                  for i, (h, _) in enumerate(ops)])
+    hosts = [h.astype(np.complex128) for h, _ in ops]
+    ref = np.einsum(subscripts, *[np.conj(h) if i in conj else h for i, h in enumerate(hosts)])
     with record_launches() as launched:
         got = skcontract.einsum(subscripts, *[d for _, d in ops], conj=conj)
     assert [x.kernel for x in launched if x.kernel.startswith("dot_")], launched
