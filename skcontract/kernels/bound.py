@@ -11,7 +11,6 @@ functions only.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 from . import embed, jit, relayout
 from .forms import DotForm
@@ -52,15 +51,6 @@ def launch_plan(launch: StepLaunch, dev: int, stream) -> LaunchPlan:
     return plan
 
 
-def conjugating(launch: StepLaunch, conj: tuple[bool, bool]) -> StepLaunch:
-    """The Dot ``launch`` on its kernel's build that reads ``x`` and / or ``y`` (``conj``,
-    the step's order) conjugated: the form's A and B are the step's operands, swapped where
-    the form says."""
-    flags = conj[::-1] if launch.form.swap else tuple(conj)
-    entry = replace(launch.spec.entry, conj=flags)
-    return replace(launch, spec=replace(launch.spec, entry=entry))
-
-
 def checked_operands(launch: StepLaunch, x, y) -> tuple[Operand, Operand, Product]:
     """The descriptions of CuPy views ``x`` and ``y`` and their product, where ``launch``
     runs them: TypeError where their dtypes differ, :class:`OperandMismatch` where they are
@@ -98,7 +88,7 @@ def run_step(launch: StepLaunch, x, y, conj: tuple[bool, bool] = (False, False))
     if any(conj):
         if not launch.reads_conjugated:
             raise ValueError(f"launch {launch.spec.name} reads no conjugated operand")
-        launch = conjugating(launch, conj)
+        launch = launch.runs(conj)
     shape = (product.m, product.n) if x.ndim == 2 and y.ndim == 2 else \
         (product.batch, product.m, product.n)
     out = cupy.empty(shape, dtype=launch.spec.dtype_out)

@@ -55,8 +55,9 @@ class OuterLaunch:
         per = VEC_BYTES // np.dtype(self.dtype).itemsize
         return per if self.n % per == 0 else 1
 
-    def summary(self) -> str:
-        """The launch as a plan's row shows it."""
+    def summary(self, conj: tuple[bool, ...] = ()) -> str:
+        """The launch as a plan's row shows it (``conj``, the step's conjugated inputs: the
+        step copies them, the kernel is the same)."""
         stores = f"{VEC_BYTES}-byte stores" if self.vec > 1 else "element stores"
         return (f"outer-product kernel, {self.batch} x {self.m} x {self.n} {self.dtype}, "
                 f"{stores}")

@@ -85,8 +85,9 @@ class SmallLaunch:
         return NAMES[tuple(TYPES).index(self.dtype) * len(ROW_OUTPUTS) +
                      ROW_OUTPUTS.index(self.row_outputs)]
 
-    def summary(self) -> str:
-        """The launch as a plan's row shows it."""
+    def summary(self, conj: tuple[bool, ...] = ()) -> str:
+        """The launch as a plan's row shows it (``conj``, the step's conjugated inputs: the
+        step copies them, the kernel is the same)."""
         return (f"small-batched kernel, {self.batch} x {self.m} x {self.n} x {self.k} "
                 f"{self.dtype}, {self.per_cta} products a CTA")
 

@@ -10,7 +10,7 @@ plans for a GPU are made and shown anywhere.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..schedule import Schedule
@@ -20,7 +20,7 @@ from .specs import KernelSpec, specialise
 
 DOT_READS_CONJUGATED = True
 """Whether a complex Dot launch reads the operands a step conjugates (einsum's ``conj=``)
-itself, on its kernel's CONJ_A / CONJ_B build (:func:`.bound.conjugating`); off, the step
+itself, on its kernel's CONJ_A / CONJ_B build (:meth:`StepLaunch.conjugating`); off, the step
 conjugates them into copies first (the path the tests compare it with)."""
 
 
@@ -86,10 +86,27 @@ class StepLaunch:
     def __hash__(self) -> int:
         return hash(self.key)
 
-    def summary(self) -> str:
-        """The schedule's summary and the kernel, as a plan's row shows them (the schedule's
-        reason names the operands copied K-major)."""
-        return f"{self.schedule.summary()}; kernel {self.spec.name}"
+    def conjugating(self, conj: tuple[bool, bool]) -> "StepLaunch":
+        """This Dot launch on its kernel's build that reads the step's ``x`` and / or ``y``
+        (``conj``, the step's order) conjugated: the form's A and B are the step's operands,
+        swapped where the form says."""
+        flags = conj[::-1] if self.form.swap else tuple(conj)
+        return replace(self, spec=replace(self.spec, entry=replace(self.spec.entry,
+                                                                   conj=flags)))
+
+    def runs(self, conj: tuple[bool, ...] = ()) -> "StepLaunch":
+        """The launch that runs a step reading its inputs ``conj`` (the step's flags):
+        the conjugating Dot build where this is a Dot launch that reads them itself, else
+        this one (an embedding folds them into its signs; other steps copy them)."""
+        if any(conj) and self.embed is None and self.reads_conjugated:
+            return self.conjugating(tuple(conj))
+        return self
+
+    def summary(self, conj: tuple[bool, ...] = ()) -> str:
+        """The schedule's summary and the kernel that runs a step reading its inputs
+        ``conj``, as a plan's row shows them (the schedule's reason names the operands
+        copied K-major)."""
+        return f"{self.schedule.summary()}; kernel {self.runs(conj).spec.name}"
 
 
 def dot_spec(entry, protocol: str, aligned: tuple[bool, bool]) -> KernelSpec:

@@ -164,7 +164,7 @@ class Step:
         else:
             acc = self.accumulator_dtype.name if self.accumulator_dtype is not None else "?"
             red = f"sum{' assoc' if self.associative else ''} {acc}"
-        sched = "-" if self.launch is None else self.launch.summary()
+        sched = "-" if self.launch is None else self.launch.summary(self.conj)
         if self.launch is None and self.unscheduled:
             sched = f"- ({self.unscheduled})"
         if self.float32_precision is not None:

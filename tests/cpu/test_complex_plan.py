@@ -143,14 +143,13 @@ def test_a_dot_launch_conjugates_in_its_form_s_order(monkeypatch, subscripts, sh
     nothing; with DOT_READS_CONJUGATED off the step copies them, and the plan's copy
     column says so."""
     from skcontract.kernels import step_launch
-    from skcontract.kernels.bound import conjugating
     _, plan = skcontract.contract_path(subscripts, *shapes, shapes=True, dtype="complex64",
                                        conj=(0,), device="h100")
     step = plan.steps[0]
     launch = step.launch
     assert launch.form is not None and step.conj == (True, False)
     assert launch.reads_conjugated and step.conj_copies == (False, False)
-    conj = conjugating(launch, (True, False)).spec
+    conj = launch.conjugating((True, False)).spec
     assert conj.entry.conj == ((False, True) if launch.form.swap else (True, False))
     assert conj.name.replace("_conjB", "").replace("_conjA", "") == launch.spec.name
     monkeypatch.setattr(step_launch, "DOT_READS_CONJUGATED", False)

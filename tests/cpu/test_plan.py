@@ -235,9 +235,11 @@ def test_a_plan_shows_the_operands_it_reads_conjugated():
     assert flagged and all("*" in s.subscripts for s in flagged)
     assert sum(s.subscripts.count("*") for s in plan.steps) == 2 and not plan.conj_result
     assert all(s.kind is not Kind.UNARY for s in flagged)
-    # matrix-vector products on the Dot kernel copy them (the copy column's A*); the
-    # H100's complex matrix products fold them into their embeddings, NumPy's copy them
-    assert [s.conj_copies for s in flagged] == [s.conj for s in flagged] and "A*" in text
+    # matrix-vector products on the Dot kernel read them as they load them (the row names
+    # the kernel build that does), and the H100's complex matrix products fold them into
+    # their embeddings: no copy; NumPy's steps copy them
+    assert not any(any(s.conj_copies) for s in flagged)
+    assert "_conjA_" in text and "_conjB_" in text
     chain = [(300, 400), (400, 500), (500, 60)]
     _, gpu = contract_path("ij,jk,kl->il", *chain, shapes=True, dtype="complex64",
                            conj=(0, 2), device="h100")

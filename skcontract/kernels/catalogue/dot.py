@@ -52,7 +52,7 @@ class Dot(Entry):
     operand. ``efficiency`` follows from the bytes a k-iteration reads
     (:func:`.calibration.memory_bound_efficiency`). ``conj``: whether the kernel reads A
     and B conjugated (complex entries only; made for a step that reads an operand so,
-    :func:`..bound.conjugating`).
+    :meth:`..step_launch.StepLaunch.conjugating`).
     """
 
     conj: tuple[bool, bool] = (False, False)
