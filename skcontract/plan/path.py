@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 from opt_einsum import paths as _oe_paths
 
 __all__ = ["find_path", "validate_path", "left_to_right", "hyper", "adaptive", "path_flops",
-           "minimizes_flops"]
+           "minimizes_flops", "reconfigured_slices"]
 
 HYPER = "hyper"
 """The ``optimize=`` name of cotengra's hyper-optimiser with :func:`hyper`'s defaults."""
@@ -211,6 +211,23 @@ def sliced_search(optimize: Any, inputs: Sequence[Sequence[str]], output: Sequen
     tree = timed_search(opt, inputs, output, sizes, seconds)
     if tree is None:
         return None
+    return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
+
+
+def reconfigured_slices(inputs: Sequence[Sequence[str]], output: Sequence[str],
+                        sizes: Mapping[str, int], path: Sequence[Sequence[int]],
+                        target_size: int):
+    """The tree of ``path`` sliced by cotengra to a largest intermediate of ``target_size``
+    elements, its subtrees reconfigured after each round of slices
+    (``ContractionTree.slice_and_reconfigure``, the rounds the sliced search's trials run):
+    ``(path, sliced labels)``. One trial's work on one tree, not a search: about a second
+    on the random regular graph of 250 tensors, where a trial of the sliced search, which
+    also builds its tree, takes two to three."""
+    import cotengra  # optional dependency (the hyper extra): only hyper plans come here
+    tree = cotengra.ContractionTree.from_path([tuple(t) for t in inputs], tuple(output),
+                                              dict(sizes), path=[tuple(p) for p in path])
+    tree = tree.slice_and_reconfigure(target_size=int(target_size), step_size=RECONF_STEP,
+                                      reconf_opts={"subtree_size": RECONF_SUBTREE})
     return validate_path(tree.get_path(), len(inputs)), tuple(tree.sliced_inds)
 
 

@@ -35,7 +35,8 @@ from ..parse import Equation
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
 from .path import (ADAPTIVE, HYPER_DEFAULT_SHARE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE,
-                   find_path, is_hyper, minimizes_flops, search_seconds, sliced_search)
+                   find_path, is_hyper, minimizes_flops, reconfigured_slices, search_seconds,
+                   sliced_search)
 from .peak import executor_peak, view_copies
 from .slicing import (PEAK_MODEL_SHARE, Slicing, budget_of, choose_sliced_path,
                       host_memory_bytes, output_units, simulate)
@@ -763,41 +764,52 @@ def _repath(terms, output, optimize):
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
                   units: dict, deadline: float | None = None):
-    """The cheaper of ``(sliced, path)`` (the path found first, sliced after the search
-    where the budget asks; ``sliced`` None where it fits whole) and cotengra's search that
-    slices as it goes (:func:`~.path.sliced_search`, to the largest intermediate the
-    budget allows; more labels sliced greedily where its slices still miss the budget),
-    searching until ``deadline``: where the first path fits whole, the rest of the time
-    goes to this search too, whose trials keep the trees that fit unsliced; where it must
-    be sliced and the unsliced search took the whole time, this search still runs to its
-    first trial (on hundreds of tensors a trial may outlast the whole ``max_time``, and
-    the sliced plans this search finds are the cheap ones there). ``units``:
+    """The cheapest of ``(sliced, path)`` (the path found first, sliced after the search
+    where the budget asks; ``sliced`` None where it fits whole), the same path's tree
+    sliced by cotengra with its subtrees reconfigured (:func:`~.path.reconfigured_slices`,
+    where it must be sliced: about a second, before the search), and cotengra's search
+    that slices as it goes (:func:`~.path.sliced_search`); both to the largest intermediate
+    the budget allows, with more labels sliced greedily where their slices still miss the
+    budget (:func:`_budgeted`). The search runs until ``deadline``: where the first path
+    fits whole, the rest of the time goes to it too, whose trials keep the trees that fit
+    unsliced; where it must be sliced and the time is spent, it still runs to its first
+    trial (on hundreds of tensors a trial may outlast the whole ``max_time``, and the
+    sliced plans this search finds are the cheap ones there). ``units``:
     :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
-    seconds = None if deadline is None else deadline - time.monotonic()
-    if seconds is not None and seconds <= 0:
-        if sliced is None:  # the first path fits whole and the time is spent
-            return sliced, path
-        seconds = 0.0  # its first trial, as the unsliced search's (:func:`~.path.timed_search`)
-    try:
-        found = sliced_search(optimize, terms, eq.output, eq.sizes, target, seconds)
-    except Exception:  # noqa: BLE001 - cotengra's search failing leaves the first plan
-        return sliced, path
-    if found is None:  # no trial in time
-        return sliced, path
-    other_path, labels = found
-    try:  # its slices, and more where they miss the budget (a byte budget's peak)
-        other, other_path = choose_sliced_path(terms, eq.output, eq.sizes, other_path,
-                                               budget, itemsize, True, start=labels,
-                                               **units)
-    except ValueError:  # no slicing of its path keeps the budget
-        return sliced, path
     sources = units.get("sources")
-    if _flops(terms, eq, other, other_path, sources) < _flops(terms, eq, sliced, path,
-                                                              sources):
-        return other, other_path
-    return sliced, path
+    best = (sliced, path)
+    found = []
+    if sliced is not None:
+        try:
+            found.append(reconfigured_slices(terms, eq.output, eq.sizes, path, target))
+        except Exception:  # noqa: BLE001 - cotengra's slicer failing leaves the others
+            pass
+    seconds = None if deadline is None else deadline - time.monotonic()
+    if seconds is None or seconds > 0 or sliced is not None:
+        try:  # (where the time is spent: its first trial, as timed_search runs it)
+            found.append(sliced_search(optimize, terms, eq.output, eq.sizes, target,
+                                       None if seconds is None else max(seconds, 0.0)))
+        except Exception:  # noqa: BLE001 - cotengra's search failing leaves the others
+            pass
+    for other in [_budgeted(terms, eq, budget, itemsize, f, units) for f in found if f]:
+        if other is not None and _flops(terms, eq, *other, sources) < \
+                _flops(terms, eq, *best, sources):
+            best = other
+    return best
+
+
+def _budgeted(terms, eq: Equation, budget, itemsize: int, found, units: dict):
+    """``(slicing, path)`` of a path cotengra sliced (``found``: the path and its sliced
+    labels), with more labels sliced where its slices miss the budget (a byte budget's
+    peak); None where no slicing of its path keeps the budget."""
+    other_path, labels = found
+    try:
+        return choose_sliced_path(terms, eq.output, eq.sizes, other_path, budget, itemsize,
+                                  True, start=labels, **units)
+    except ValueError:
+        return None
 
 
 def _flops(terms, eq: Equation, sliced, path, sources=None) -> float:

@@ -95,6 +95,51 @@ def test_a_limit_under_hyper_keeps_the_cheaper_of_both_slicings(monkeypatch):
     assert len(calls) == 1  # nothing sliced: the search's answer is not a sliced plan
 
 
+def test_reconfigured_slices_keep_their_target():
+    """cotengra's slicing of a given path's tree, its subtrees reconfigured, returns a path
+    of the network and labels whose slices hold no intermediate above the target."""
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    free = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")[1]
+    target = max(8, free.largest_intermediate // 8)
+    inputs = eq.split("->")[0].split(",")
+    sizes = {x: d for t, s in zip(inputs, shapes) for x, d in zip(t, s)}
+    path, labels = path_module.reconfigured_slices(inputs, eq.split("->")[1], sizes,
+                                                   free.path, target)
+    assert labels and set(labels) <= set(sizes)
+    sliced = skcontract.contract_path(eq, *shapes, shapes=True, optimize=path,
+                                      slicing=list(labels))[1]
+    assert sliced.largest_intermediate <= target
+    np.testing.assert_allclose(skcontract.einsum(eq, *ops, optimize=path, slicing=list(labels)),
+                               np.einsum(eq, *ops, optimize="greedy"), rtol=1e-9, atol=1e-12)
+
+
+def test_a_limit_under_hyper_weighs_the_first_paths_reconfigured_slices(monkeypatch):
+    """Under a limit that slices, 'hyper' also has cotengra slice the first path's tree
+    and reconfigure it (before the sliced search), and keeps the cheapest plan that fits:
+    never dearer than that candidate."""
+    from skcontract.plan import plan as plan_module
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    free = skcontract.contract_path(eq, *shapes, shapes=True, optimize="hyper")[1]
+    limit = max(8, free.largest_intermediate // 8)
+    found = []
+
+    def recording(inputs, output, sizes, path, target):
+        found.append(path_module.reconfigured_slices(inputs, output, sizes, path, target))
+        return found[-1]
+    monkeypatch.setattr(plan_module, "reconfigured_slices", recording)
+    monkeypatch.setattr(plan_module, "sliced_search", lambda *a, **k: None)
+    plan = skcontract.contract_path(eq, *shapes, shapes=True, optimize=skcontract.hyper(0.2),
+                                    memory_limit=limit)[1]
+    assert len(found) == 1
+    path, labels = found[0]
+    candidate = skcontract.contract_path(eq, *shapes, shapes=True, optimize=path,
+                                         memory_limit=limit, slicing=list(labels))[1]
+    assert plan.slicing.flops <= candidate.slicing.flops
+    assert plan.largest_intermediate <= limit
+
+
 class _SlowSearch:
     """A stand-in for cotengra's HyperOptimizer: each search runs one trial of ``trial_s``
     on the pool it is given, as cotengra's trials run there, and keeps its tree."""
