@@ -645,9 +645,9 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
                                       _repath(terms, eq.output, optimize) if reconfigure
                                       else None, optimize=optimize,
                                       repath_until=repath_until, **units)
-    if slicing is True and reconfigure and is_hyper(optimize):
+    if slicing is True and is_hyper(optimize):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
-                                     sliced, path, units, deadline)
+                                     sliced, path, units, deadline, search=reconfigure)
     return sliced, path
 
 
@@ -763,7 +763,7 @@ def _repath(terms, output, optimize):
 
 
 def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, path,
-                  units: dict, deadline: float | None = None):
+                  units: dict, deadline: float | None = None, search: bool = True):
     """The cheapest of ``(sliced, path)`` (the path found first, sliced after the search
     where the budget asks; ``sliced`` None where it fits whole), the same path's tree
     sliced by cotengra with its subtrees reconfigured (:func:`~.path.reconfigured_slices`,
@@ -774,8 +774,9 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     fits whole, the rest of the time goes to it too, whose trials keep the trees that fit
     unsliced; where it must be sliced and the time is spent, it still runs to its first
     trial (on hundreds of tensors a trial may outlast the whole ``max_time``, and the
-    sliced plans this search finds are the cheap ones there). ``units``:
-    :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
+    sliced plans this search finds are the cheap ones there). ``search``: False for a
+    retry under a tighter budget, which weighs the reconfigured slices only (a search
+    takes seconds). ``units``: :func:`~.slicing.choose_sliced_path`'s ``beside_bytes``."""
     target = budget.elements if budget.elements is not None else \
         budget.bytes // itemsize // RECONF_TARGET_SHARE
     sources = units.get("sources")
@@ -787,7 +788,7 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
         except Exception:  # noqa: BLE001 - cotengra's slicer failing leaves the others
             pass
     seconds = None if deadline is None else deadline - time.monotonic()
-    if seconds is None or seconds > 0 or sliced is not None:
+    if search and (seconds is None or seconds > 0 or sliced is not None):
         try:  # (where the time is spent: its first trial, as timed_search runs it)
             found.append(sliced_search(optimize, terms, eq.output, eq.sizes, target,
                                        None if seconds is None else max(seconds, 0.0)))

@@ -140,6 +140,34 @@ def test_a_limit_under_hyper_weighs_the_first_paths_reconfigured_slices(monkeypa
     assert plan.largest_intermediate <= limit
 
 
+def test_a_retry_under_a_tighter_budget_weighs_the_reconfigured_slices_without_a_search(
+        monkeypatch):
+    """A plan sliced again because its steps' copies push it over the budget (no search:
+    ``reconfigure=False``) still has cotengra slice its path's tree with reconfiguration,
+    a second's work, and never runs the sliced search, which takes seconds."""
+    from skcontract.parse import parse_equation
+    from skcontract.plan import plan as plan_module
+    from skcontract.plan.slicing import Budget
+    eq, ops = _network(14, 5, d_max=6)
+    shapes = [o.shape for o in ops]
+    free = skcontract.contract_path(eq, *shapes, shapes=True, optimize="greedy")[1]
+    parsed = parse_equation(eq, shapes)
+    budget = Budget(elements=max(8, free.largest_intermediate // 8))
+    calls = []
+    monkeypatch.setattr(plan_module, "sliced_search",
+                        lambda *a, **k: calls.append("search"))
+    real = plan_module.reconfigured_slices
+    monkeypatch.setattr(plan_module, "reconfigured_slices",
+                        lambda *a: calls.append("reconfigured") or real(*a))
+    sliced, path = plan_module._sliced(parsed.inputs, parsed, free.path, budget, np.float64,
+                                       None, True, skcontract.hyper(0.2), reconfigure=False)
+    assert calls == ["reconfigured"]
+    assert sliced is not None and sliced.largest_intermediate <= budget.elements
+    plan_module._sliced(parsed.inputs, parsed, free.path, budget, np.float64, None, True,
+                        skcontract.hyper(0.2))
+    assert calls == ["reconfigured", "reconfigured", "search"]
+
+
 class _SlowSearch:
     """A stand-in for cotengra's HyperOptimizer: each search runs one trial of ``trial_s``
     on the pool it is given, as cotengra's trials run there, and keeps its tree."""
