@@ -626,6 +626,15 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
     return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
 
 
+RETRY_RECONFIGURE_MAX_TERMS = 300
+"""The operands up to which a retry under a tighter budget (a plan whose steps' copies pass
+it, sliced again without a search) also weighs cotengra's reconfigured slices of its path
+(:func:`_reconfigured` without the search): 0.1-0.2 s a retry on the 10 x 10 lattice (100
+tensors), whose 8 GiB plans it kept at 1.5-1.6e14 FLOPs instead of 2.6-3.1e14, about a
+second on the random regular graph (250); seconds on the circuits of 767, whose planning
+the retries took from 14 to 45 s (docs/benchmarks/log.md, twentieth session)."""
+
+
 def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
             reconfigure: bool = True, deadline: float | None = None, sources=None,
             repath_until: float | None = None):
@@ -645,7 +654,8 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
                                       _repath(terms, eq.output, optimize) if reconfigure
                                       else None, optimize=optimize,
                                       repath_until=repath_until, **units)
-    if slicing is True and is_hyper(optimize):
+    if slicing is True and is_hyper(optimize) and \
+            (reconfigure or len(terms) <= RETRY_RECONFIGURE_MAX_TERMS):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
                                      sliced, path, units, deadline, search=reconfigure)
     return sliced, path
