@@ -626,13 +626,15 @@ def _with_executor_peak(plan: Plan, need: int | None = None) -> Plan:
     return replace(plan, slicing=replace(plan.slicing, peak_bytes=need))
 
 
-RETRY_RECONFIGURE_MAX_TERMS = 300
-"""The operands up to which a retry under a tighter budget (a plan whose steps' copies pass
-it, sliced again without a search) also weighs cotengra's reconfigured slices of its path
-(:func:`_reconfigured` without the search): 0.1-0.2 s a retry on the 10 x 10 lattice (100
-tensors), whose 8 GiB plans it kept at 1.5-1.6e14 FLOPs instead of 2.6-3.1e14, about a
-second on the random regular graph (250); seconds on the circuits of 767, whose planning
-the retries took from 14 to 45 s (docs/benchmarks/log.md, twentieth session)."""
+RECONFIGURE_MAX_TERMS = 300
+"""The operands up to which a plan weighs cotengra's reconfigured slices of its path
+(:func:`~.path.reconfigured_slices`), after the search and in each retry under a tighter
+budget (a plan whose steps' copies pass it, sliced again without a search): 0.1-0.2 s on
+the 10 x 10 lattice (100 tensors), whose 8 GiB plans the retries kept at 1.5-1.6e14 FLOPs
+instead of 2.6-3.1e14, about a second on the random regular graph (250), whose 1 GiB plans
+it made about 30x cheaper; on the circuits of 761-767 it gained nothing clear, and took
+their planning from 14 to 45 s with the retries and once to 95 s after the search
+(docs/benchmarks/log.md, twentieth session)."""
 
 
 def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
@@ -655,7 +657,7 @@ def _sliced(terms, eq: Equation, path, budget, dtype, device, slicing, optimize,
                                       else None, optimize=optimize,
                                       repath_until=repath_until, **units)
     if slicing is True and is_hyper(optimize) and \
-            (reconfigure or len(terms) <= RETRY_RECONFIGURE_MAX_TERMS):
+            (reconfigure or len(terms) <= RECONFIGURE_MAX_TERMS):
         sliced, path = _reconfigured(terms, eq, budget, itemsize, optimize,
                                      sliced, path, units, deadline, search=reconfigure)
     return sliced, path
@@ -777,7 +779,8 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     """The cheapest of ``(sliced, path)`` (the path found first, sliced after the search
     where the budget asks; ``sliced`` None where it fits whole), the same path's tree
     sliced by cotengra with its subtrees reconfigured (:func:`~.path.reconfigured_slices`,
-    where it must be sliced: about a second, before the search), and cotengra's search
+    where it must be sliced, on up to :data:`RECONFIGURE_MAX_TERMS` operands: about a
+    second, before the search), and cotengra's search
     that slices as it goes (:func:`~.path.sliced_search`); both to the largest intermediate
     the budget allows, with more labels sliced greedily where their slices still miss the
     budget (:func:`_budgeted`). The search runs until ``deadline``: where the first path
@@ -792,7 +795,7 @@ def _reconfigured(terms, eq: Equation, budget, itemsize: int, optimize, sliced, 
     sources = units.get("sources")
     best = (sliced, path)
     found = []
-    if sliced is not None:
+    if sliced is not None and len(terms) <= RECONFIGURE_MAX_TERMS:
         try:
             found.append(reconfigured_slices(terms, eq.output, eq.sizes, path, target))
         except Exception:  # noqa: BLE001 - cotengra's slicer failing leaves the others

@@ -145,7 +145,7 @@ def test_a_retry_under_a_tighter_budget_weighs_the_reconfigured_slices_without_a
     """A plan sliced again because its steps' copies push it over the budget (no search:
     ``reconfigure=False``) still has cotengra slice its path's tree with reconfiguration,
     a second's work, and never runs the sliced search, which takes seconds; on networks of
-    more than RETRY_RECONFIGURE_MAX_TERMS operands it slices greedily only."""
+    more than RECONFIGURE_MAX_TERMS operands it slices greedily only."""
     from skcontract.parse import parse_equation
     from skcontract.plan import plan as plan_module
     from skcontract.plan.slicing import Budget
@@ -167,11 +167,15 @@ def test_a_retry_under_a_tighter_budget_weighs_the_reconfigured_slices_without_a
     plan_module._sliced(parsed.inputs, parsed, free.path, budget, np.float64, None, True,
                         skcontract.hyper(0.2))
     assert calls == ["reconfigured", "reconfigured", "search"]
-    # past RETRY_RECONFIGURE_MAX_TERMS operands a retry slices greedily only
-    monkeypatch.setattr(plan_module, "RETRY_RECONFIGURE_MAX_TERMS", len(shapes) - 1)
+    # past RECONFIGURE_MAX_TERMS operands a retry slices greedily only, and the first try
+    # runs the search alone
+    monkeypatch.setattr(plan_module, "RECONFIGURE_MAX_TERMS", len(shapes) - 1)
     plan_module._sliced(parsed.inputs, parsed, free.path, budget, np.float64, None, True,
                         skcontract.hyper(0.2), reconfigure=False)
     assert calls == ["reconfigured", "reconfigured", "search"]
+    plan_module._sliced(parsed.inputs, parsed, free.path, budget, np.float64, None, True,
+                        skcontract.hyper(0.2))
+    assert calls == ["reconfigured", "reconfigured", "search", "search"]
 
 
 class _SlowSearch:
