@@ -13,7 +13,8 @@
 #   x3: 3xTF32 against exact float32 by K (tools.x3_sweep: errors and device time);
 #   x3tests: the GPU tests of 3xTF32, einsum, complex, slicing and the warm path;
 #   shapes: the shape-class benchmark's SHAPES_CLASSES (default exact-fp32) into $OUT;
-#   networks: the float32 networks' hyper and cotengra plans run (bench networks-run);
+#   networks: the float32 networks' hyper and cotengra plans run (bench networks-run; NETWORKS,
+#     NETWORK_LIMITS, PLANNERS pick the rows; the whole log in $OUT/networks.log);
 #   tests: the GPU tests of what last ran on no GPU: depthwise (the tensor-core kernel, the
 #     square kernel on packs of 4 channels), the complex and Dot tests (memory-bound complex
 #     products on the Dot kernel), conv2d's depthwise ones, the GPU parity suite's complex
@@ -29,6 +30,8 @@
 #     ($OUT/depthwise-strip8.jsonl);
 #   longk: long-k weight gradients (few output tiles, K of 8192-262144, `tk,tn->kn`: layout
 #     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
+#   decode: decode products (DECODE, or DECODE_SHAPES) on auto and on the 64 x 64 streaming
+#     tile against cuBLAS ($OUT/decode.jsonl);
 #   skinny: decoding-batch GEMMs (M = 4-16, B read once) by mode and tile, with the
 #     mainloop's loads alone, against cuBLAS ($OUT/skinny.jsonl);
 #   complexbench: `bench complex --memory-bound` into $OUT (COMPLEX_ARGS replaces the flag);
@@ -44,6 +47,9 @@ quiet() { grep -v -i warn | grep -v "^==PROF=="; }
 STEPS=${STEPS:-pointwise dask stalls}
 DEPTHWISE=64x240x28x28x240x5x5x1x2x240
 GROUPED=32x512x14x14x512x3x3x1x1x32
+# decode products of Llama-2/3, Mistral and 13B models at batch 1-64 (M x N x K)
+DECODE=4x13824x5120,8x11008x4096,16x8192x8192,8x4096x11008,4x14336x4096,16x14336x4096
+DECODE=$DECODE,4x4096x14336,8x6144x4096,2x5120x5120,32x14336x4096,64x8192x8192,1x4096x4096
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for step in $STEPS; do
@@ -74,8 +80,9 @@ for step in $STEPS; do
         OUT=$OUT bash tools/device_run.sh shapes 2>&1 | tail -30 ;;
     networks)
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m skcontract bench networks-run \
-        --plans docs/benchmarks/networks-plans-h100.json --networks lattice,peps,regular \
-        --planners hyper,cotengra --out "$OUT" --name networks-float32 2>&1 | quiet | tail -30 ;;
+        --plans docs/benchmarks/networks-plans-h100.json --networks ${NETWORKS:-lattice,peps,regular} \
+        ${NETWORK_LIMITS:+--limits $NETWORK_LIMITS} --planners ${PLANNERS:-hyper,cotengra} \
+        --out "$OUT" --name networks-float32 2>&1 | quiet | tee "$OUT/networks.log" | tail -30 ;;
     tests)
       timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
         ${TEST_FILES:-tests/gpu/test_depthwise.py tests/gpu/test_complex.py tests/gpu/test_dot.py \
@@ -133,6 +140,13 @@ for step in $STEPS; do
         --shapes 4x13824x5120,8x11008x4096,16x8192x8192 --dtypes float16 --layouts rr --peer \
         --mode auto,data_parallel,stream_k,split_k --tile 64x64x64,64x128x64,64x256x64 \
         --probe none,loads --reps 7 2>&1 | quiet | tee "$OUT/skinny.jsonl" | cut -c1-260 ;;
+    decode)
+      # auto against the tile the memory-bound rule gave before its one-wave tiles
+      # (64 x 64, the model's mode), both against cuBLAS
+      timeout $(( $(left) > 150 ? 150 : $(left) )) python3 -m tools.time_gemm \
+        --shapes ${DECODE_SHAPES:-$DECODE} --dtypes float16 --layouts rr --peer \
+        --mode auto --tile none,64x64x64 --reps 7 2>&1 | quiet | tee "$OUT/decode.jsonl" \
+        | cut -c1-260 ;;
     conjdot)
       timeout $(( $(left) > 150 ? 150 : $(left) )) compute-sanitizer --tool memcheck \
         --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \

@@ -84,7 +84,8 @@ def main(argv=None) -> int:
                    help="comma list of GROUPS:RASTER:SWIZZLE (each a value or auto) for "
                         "the --tile schedule")
     args = p.parse_args(argv)
-    tiles = [None] if args.tile is None else [tuple(int(x) for x in t.split("x"))
+    tiles = [None] if args.tile is None else [None if t == "none" else
+                                              tuple(int(x) for x in t.split("x"))
                                               for t in args.tile.split(",")]
     reductions = [None] if args.reduction is None else args.reduction.split(",")
     grids = [None] if args.grid is None else [int(g) for g in args.grid.split(",")]

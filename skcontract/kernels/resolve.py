@@ -20,11 +20,11 @@ from ..dtypes import EXACT, X3_DEFAULT_MIN_K, complex64_precision, float32_preci
 from ..kinds import Kind
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
-from ..schedule.types import CLUSTER, HYTIS
+from ..schedule.types import AUTO, CLUSTER, DATA_PARALLEL, HYTIS
 from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
                         SMEM_RESERVED_PER_CTA, Dot, Entry, entries_for, catalogue_key,
                         Wgmma, WgmmaKMajor, dot_entries, output_tiles, pending_for,
-                        TF32X3, streaming_wanted)
+                        TF32X3, streaming_wanted, streaming_wave_tile)
 from .embed import REAL_OF, embedding
 from .forms import dot_form, form_aligned
 from .outer import plan_outer
@@ -174,9 +174,14 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                 by_entry.setdefault((b.tile, c, b.CLUSTER), b)
     if tile is not None and not by_entry:  # a forced tile none of whose entries is offered
         by_entry = fit
+    wave = None
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
-        by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
+        wave = _one_wave(problem, device, by_entry) if mode == AUTO else None
+        if wave:
+            by_entry, mode = wave, DATA_PARALLEL
+        else:
+            by_entry = {key: b for key, b in by_entry.items() if b.streams} or by_entry
     if tile is None and mode == HYTIS:  # forced: the entries that run a small tile
         by_entry = {key: b for key, b in fit.items() if b.option().small_tiles} or by_entry
     if not by_entry:
@@ -188,6 +193,9 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
                                     tiles=options_, **options)
         key = schedule.tile, schedule.device.ctas_per_sm, schedule.cluster
         if schedule.protocol in by_entry[key].protocols():
+            if wave:
+                schedule = replace(schedule, reason=f"memory-bound: one data-parallel wave "
+                                   f"of {schedule.tile[0]}x{schedule.tile[1]} tiles")
             return Resolved(schedule, by_entry[key])
         # an entry is planned only with the fixup protocols its kernels are built for (a
         # tf32 register-trading entry runs no arrival, which mode "aligned" or a forced
@@ -197,6 +205,18 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             raise ValueError(f"gemm: no {problem.dtype} kernel runs the {schedule.protocol} "
                              f"fixup protocol that mode={mode!r}, reduction={reduction!r} "
                              f"plans for this product")
+
+
+def _one_wave(problem: GemmProblem, device: DeviceInfo, by_entry: dict) -> dict:
+    """The entries of ``by_entry`` (single CTAs of the family of a streaming entry, a
+    :attr:`~.catalogue.Entry.streams` one) whose tile runs a memory-bound ``problem`` in one
+    data-parallel wave (:func:`.catalogue.gates.streaming_wave_tile`); empty where no tile
+    does."""
+    families = {b.FAMILY for b in by_entry.values() if b.streams}
+    single = {key: b for key, b in by_entry.items() if key[2] == 1 and b.FAMILY in families}
+    tile = streaming_wave_tile(problem.m, problem.n, problem.batch, device.sms,
+                               {key[0][:2] for key in single})
+    return {key: b for key, b in single.items() if key[0][:2] == tile} if tile else {}
 
 
 DOT_REPRODUCIBLE_REDUCTION = "arrival"

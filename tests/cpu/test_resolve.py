@@ -313,6 +313,32 @@ def test_memory_bound_products_get_the_streaming_entry(dtype, m, n, streams):
         assert forced.entry.tile[:2] == (64, 256)
 
 
+@pytest.mark.parametrize("m,n,k,tile", [(4, 13824, 5120, (64, 128)),
+                                        (8, 11008, 4096, (64, 128)),
+                                        (16, 8192, 8192, (64, 64)),
+                                        (4, 16384, 4096, (64, 128))])
+def test_memory_bound_products_of_a_wave_run_one_data_parallel_wave(m, n, k, tile):
+    """A decode product whose 64 x 64 tiles overflow a wave of SMs runs data-parallel on the
+    narrowest streaming tile whose tiles fill between half the SMs and all of them."""
+    device = DeviceInfo.h200()
+    r = resolve_gemm(GemmProblem(m, n, k, dtype="float16"), device)
+    tiles = catalogue.output_tiles(m, n, 1, tile)
+    assert r.entry.tile[:2] == tile and str(r.schedule.mode) == "data_parallel"
+    assert catalogue.gates.STREAMING_WAVE_MIN_SHARE * device.sms <= tiles <= device.sms
+    assert "one data-parallel wave" in r.schedule.reason
+
+
+@pytest.mark.parametrize("m,n,k", [(4, 4096, 4096), (16, 4096, 14336)])
+def test_memory_bound_products_of_few_tiles_keep_stream_k(m, n, k):
+    """Where no streaming tile fills half the SMs, the 64 x 64 entry's Stream-K spreads the
+    product over all of them; a forced mode keeps the rule out."""
+    r = resolve_gemm(GemmProblem(m, n, k, dtype="float16"), DeviceInfo.h200())
+    assert r.entry.streams and str(r.schedule.mode) != "data_parallel"
+    forced = resolve_gemm(GemmProblem(4, 13824, 5120, dtype="float16"), DeviceInfo.h200(),
+                          mode="stream_k")
+    assert forced.entry.streams and str(forced.schedule.mode) == "stream_k"
+
+
 def test_memory_bound_products_of_many_tiles_are_left_to_the_cost_model():
     """A tall memory-bound product whose streaming tiles fill more than
     STREAMING_MAX_WAVES waves (a 1 x 1 convolution's) is planned over every entry."""

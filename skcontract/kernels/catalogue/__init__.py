@@ -43,7 +43,8 @@ from .entry import (ARCH_CC, CXX_TYPES, FAMILIES, INPUT_DTYPES, LAYOUT_PAIRS, PR
                     SMEM_RESERVED_PER_CTA, TF32, TF32X3, VEC16_BYTES, Entry,
                     vec16_elems)
 from .ffma import Ffma
-from .gates import LINE_BYTES, memory_bound, output_tiles, streaming_wanted
+from .gates import (LINE_BYTES, memory_bound, output_tiles, streaming_wanted,
+                    streaming_wave_tile)
 from .imma import Imma
 from .mma16 import Mma16
 from .offer import OFFER_PENDING, entries_for, catalogue_key, dot_entries, pending_for
@@ -59,5 +60,6 @@ __all__ = [
     "SMEM_RESERVED_PER_CTA", "TF32", "TF32X3", "VEC16_BYTES", "Dmma", "Dot", "Ffma", "Imma",
     "Entry", "Mma16", "Tf32", "Wgmma", "WgmmaInt8", "WgmmaKMajor", "WgmmaPair",
     "WgmmaTf32", "WgmmaTf32x3", "all_entries", "entries_for", "catalogue_key", "dot_entries",
-    "memory_bound", "output_tiles", "pending_for", "streaming_wanted", "vec16_elems",
+    "memory_bound", "output_tiles", "pending_for", "streaming_wanted", "streaming_wave_tile",
+    "vec16_elems",
 ]

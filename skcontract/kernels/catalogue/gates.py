@@ -33,6 +33,18 @@ tiles fill at most this many waves of SMs: it pays where few tiles must spread o
 SM (decode); a tall product of many tiles (a 1 x 1 convolution's 100352 x 64 x 256) streams
 its operands as well on the wider tiles the cost model picks."""
 
+STREAMING_WAVE_TILES = ((64, 64), (64, 128))
+"""The Wgmma tiles, narrowest first, that a memory-bound product's one data-parallel wave may
+run on (:func:`streaming_wave_tile`): a wider tile keeps more of B's bytes in flight a CTA,
+so fewer CTAs stream it as fast. (The rule sees products of at most
+:data:`STREAMING_MAX_WAVES` waves of 64 x 64 tiles, whose 64 x 128 tiles fit one wave.)"""
+
+STREAMING_WAVE_MIN_SHARE = 0.5
+"""The share of the SMs a one-wave streaming tile's CTAs must fill (:func:`streaming_wave_tile`):
+a 64 x 128 wave on half the SMs of an H100 streamed 16 x 8192 x 8192 12% slower than the
+64 x 64 tiles on all of them; fewer tiles than this are spread over every SM by the
+streaming entry's Stream-K."""
+
 WGMMA_PAIRED_MIN_WAVES = 1.0
 """The paired 128 x 64 entry (3 stages, two CTAs an SM) is offered only where its tiles
 fill a wave of its resident CTAs: two CTAs on an SM hide each other's epilogue behind their
@@ -78,3 +90,18 @@ def streaming_wanted(m: int, n: int, k: int, batch: int, sms: int,
     (:func:`memory_bound`) and few streaming tiles (:data:`STREAMING_MAX_WAVES`)."""
     tiles = output_tiles(m, n, batch, WGMMA_STREAMING_TILE)
     return tiles <= STREAMING_MAX_WAVES * sms and memory_bound(m, n, k, operand_elems)
+
+
+def streaming_wave_tile(m: int, n: int, batch: int, sms: int, tiles) -> tuple | None:
+    """The (BM, BN) of ``tiles`` (those a dtype has entries of) that runs a memory-bound
+    product in one data-parallel wave: the narrowest of :data:`STREAMING_WAVE_TILES` whose
+    output tiles fill between :data:`STREAMING_WAVE_MIN_SHARE` of the SMs and all of them;
+    None where none does (the streaming entry's schedule, picked by the model, runs it).
+    Where the 64 x 64 tiles overflow a wave, Stream-K's split tiles and their partial sums
+    ran 4 x 13824 x 5120 and 8 x 11008 x 4096 10-13% slower on an H100 than one wave of
+    64 x 128 tiles (docs/benchmarks/calibration.md, "Decode products")."""
+    for tile in STREAMING_WAVE_TILES:
+        count = output_tiles(m, n, batch, tile)
+        if tile in tiles and STREAMING_WAVE_MIN_SHARE * sms <= count <= sms:
+            return tile
+    return None
