@@ -79,7 +79,7 @@ for step in $STEPS; do
       SHAPES_CLASSES=${SHAPES_CLASSES:-exact-fp32} BENCH_S=$(( $(left) > 150 ? 150 : $(left) )) \
         OUT=$OUT bash tools/device_run.sh shapes 2>&1 | tail -30 ;;
     networks)
-      timeout $(( $(left) > 240 ? 240 : $(left) )) python3 -m skcontract bench networks-run \
+      timeout $(( $(left) > ${NETWORKS_S:-240} ? ${NETWORKS_S:-240} : $(left) )) python3 -m skcontract bench networks-run \
         --plans docs/benchmarks/networks-plans-h100.json --networks ${NETWORKS:-lattice,peps,regular} \
         ${NETWORK_LIMITS:+--limits $NETWORK_LIMITS} --planners ${PLANNERS:-hyper,cotengra} \
         --out "$OUT" --name networks-float32 2>&1 | quiet | tee "$OUT/networks.log" | tail -30 ;;

@@ -38,7 +38,7 @@ from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
 from ..kernels.small_batched import SmallLaunch, run_small
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
-from .steps import ArrayOps, compile_plan, conjugate
+from .steps import ArrayOps, compile_plan, conjugate, lined_copy
 
 NAME = "cupy"
 xp = cupy
@@ -239,7 +239,7 @@ def outer_for(step):
 
 
 OPS = ArrayOps(cupy, matmul_for, _sum, cupy.any, sum_for, outer_for,
-               folds_conj=lambda step: step.is_gemm_class)
+               folds_conj=lambda step: step.is_gemm_class, copy_into=lined_copy(cupy))
 """(A GEMM-class step's conjugated inputs are :func:`_launch_step`'s to read.)"""
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ..layout import copy_line
 from ..plan.classify import GEMM_KINDS, Kind
 from ..plan.peak import resident
 from ..plan.plan import Plan, Step
@@ -62,6 +63,12 @@ class ArrayOps(NamedTuple):
     # folds_conj(step) -> bool: whether the step's run reads its conjugated inputs
     # (Step.conj) itself; else they are conjugated into copies first. None: never.
     folds_conj: Callable | None = None
+    # copy_into(view, shape, line) -> a copy of ``view`` (its axes in the order of
+    # ``shape``'s, grouped) as ``shape`` whose last axis lies in lines of ``line`` elements
+    # (the rest of each line unused): a GEMM-class step's copy of an operand its plan says
+    # it copies (``needs_copy``), on lines of skcontract.layout.copy_line. None: plain
+    # copies (a reshape's).
+    copy_into: Callable | None = None
 
 
 PERMS_KEPT = 4096
@@ -105,17 +112,53 @@ def _binary(fa, fb, op, post) -> Callable:
     return run
 
 
-def _operand(term, holds, bl, inner, shape_in, lead, matrix, xp):
+def _operand(term, holds, bl, inner, shape_in, lead, matrix, xp, copy=None):
     """A function viewing one GEMM operand as (batch, rows, cols), or None where it is one
     already; an operand without the batch labels (``holds`` false) is broadcast over the
-    batch (stride 0: no copy)."""
+    batch (stride 0: no copy). ``copy``: ``copy(view, shape)`` makes the copy where the
+    plan says the operand is copied (None: a reshape's)."""
+    order = bl + inner if holds else inner
+    shape = lead + matrix if holds else matrix
+    if copy is not None:
+        p = _perm(term, order)
+        f = (lambda x: copy(x, shape)) if p is None else (lambda x: copy(x.transpose(p), shape))
+    else:
+        f = _shaper(term, order, shape_in, shape)
     if holds:
-        return _shaper(term, bl + inner, shape_in, lead + matrix)
-    f = _shaper(term, inner, shape_in, matrix)
+        return f
     full = lead + matrix
     if f is None:
         return lambda x: xp.broadcast_to(x, full)
     return lambda x: xp.broadcast_to(f(x), full)
+
+
+def lined_copy(xp) -> Callable:
+    """The backend's ``copy_into`` (:class:`ArrayOps`) for array module ``xp``:
+    ``copy_into(view, shape, line)`` is ``view`` as ``shape`` (``view``'s axes group into
+    it, in order), copied where the reshape does not view it, its last axis in lines of
+    ``line`` elements (:func:`skcontract.layout.copy_line`): where ``line`` is that axis's
+    length, the reshape's copy; else a view of the first columns of a fresh (..., rows,
+    line) array."""
+    def copy_into(view, shape, line):
+        cols = shape[-1]
+        if line == cols:
+            return view.reshape(shape)
+        out = xp.empty(tuple(shape[:-1]) + (line,), dtype=view.dtype)[..., :cols]
+        dst = out.reshape(view.shape)  # splitting axes: a view of out (else a copy of it)
+        if not xp.may_share_memory(dst, out):
+            return view.reshape(shape)
+        xp.copyto(dst, view)
+        return out
+    return copy_into
+
+
+def _copier(step: Step, ops: ArrayOps, pos: int, line: int) -> Callable | None:
+    """How the backend copies input ``pos`` of a GEMM-class step the plan says it copies,
+    its lines ``line`` long (:data:`ArrayOps.copy_into`); None for a reshape's copy."""
+    if ops.copy_into is None or not step.needs_copy[pos]:
+        return None
+    padded = copy_line(line, step.dtype.itemsize, step.dtype.name, step.kind)
+    return lambda x, shape: ops.copy_into(x, shape, padded)
 
 
 def _gemm(step: Step, ops: ArrayOps) -> Callable:
@@ -123,8 +166,10 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
     bl, ml, nl, kl = step.batch_labels, step.m_labels, step.n_labels, step.k_labels
     lead = (step.batch,) if bl else ()
     ha, hb = step.holds_batch
-    fa = _operand(a, ha, bl, ml + kl, step.input_shapes[0], lead, (step.m, step.k), ops.xp)
-    fb = _operand(b, hb, bl, kl + nl, step.input_shapes[1], lead, (step.k, step.n), ops.xp)
+    fa = _operand(a, ha, bl, ml + kl, step.input_shapes[0], lead, (step.m, step.k), ops.xp,
+                  _copier(step, ops, 0, step.k))
+    fb = _operand(b, hb, bl, kl + nl, step.input_shapes[1], lead, (step.k, step.n), ops.xp,
+                  _copier(step, ops, 1, step.n))
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
     return ops.matmul_for(step, StepViews(fa, fb, None if flat == out_shape else out_shape))

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from ..dtypes import EXACT, X3_DEFAULT_MIN_K, complex64_precision, float32_precision
 from ..kinds import Kind
+from ..layout import copy_line
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import AUTO, CLUSTER, DATA_PARALLEL, HYTIS
@@ -405,9 +406,10 @@ def step_product(step) -> Product:
     b_row = step.needs_copy[1] or step.layouts[1] == "row"
     m, n, k, batch = step.m, step.n, step.k, step.batch
     elem = step.dtype.itemsize
-    sa, sb = _batch_strides(step)
-    xs = (sa, k, 1) if a_row else (sa, 1, m)
-    ys = (sb, n, 1) if b_row else (sb, 1, k)
+    lda, ldb = copy_lines(step)
+    sa, sb = _batch_strides(step, lda, ldb)
+    xs = (sa, lda, 1) if a_row else (sa, 1, m)
+    ys = (sb, ldb, 1) if b_row else (sb, 1, k)
     a = matrix_layout(m, k, *xs[1:])
     b = matrix_layout(k, n, *ys[1:])
     form = dot_form(batch, m, n, k, xs, ys, (m * n, n, 1))
@@ -429,14 +431,25 @@ def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     return views.layouts, all(views.vec16)
 
 
-def _batch_strides(step) -> tuple[int, int]:
-    """The (A, B) batch strides of the operands' views in elements: a whole matrix, or 0
-    for a batch of one and for an operand broadcast over the batch
+def copy_lines(step) -> tuple[int, int]:
+    """The (A, B) lines of a plan step's row-major operand views, in elements: K and N, or
+    where the step copies the operand (``needs_copy``), its copy's lines, padded to 16
+    bytes where :func:`skcontract.layout.copy_line` says (the executor's copies are so)."""
+    name, elem = step.dtype.name, step.dtype.itemsize
+    ca, cb = step.needs_copy
+    return (copy_line(step.k, elem, name, step.kind) if ca else step.k,
+            copy_line(step.n, elem, name, step.kind) if cb else step.n)
+
+
+def _batch_strides(step, lda: int, ldb: int) -> tuple[int, int]:
+    """The (A, B) batch strides of the operands' views in elements: a whole matrix (of
+    lines ``lda`` / ``ldb`` where row-major: :func:`copy_lines`), or 0 for a batch of one
+    and for an operand broadcast over the batch
     (:attr:`~skcontract.plan.plan.Step.holds_batch`)."""
     if step.batch <= 1:
         return 0, 0
     ha, hb = step.holds_batch
-    return (step.m * step.k if ha else 0), (step.k * step.n if hb else 0)
+    return (step.m * lda if ha else 0), (step.k * ldb if hb else 0)
 
 
 def unscheduled_reason(step) -> str | None:

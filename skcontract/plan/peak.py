@@ -29,6 +29,7 @@ from math import prod
 from typing import Sequence
 
 from ..kinds import GEMM_KINDS, Kind
+from ..layout import copy_line
 from .classify import view_ok
 
 COMPLEX_EMBED_UNITS = 2
@@ -147,10 +148,25 @@ def _copies(j: int, step, gpu: bool, cut_copies: frozenset) -> int:
     a GPU what else it holds beside its result (:func:`_device_room`)."""
     sizes = [prod(shape) for shape in step.input_shapes]
     copied = [c or (j, pos) in cut_copies for pos, c in enumerate(step.needs_copy)]
+    if gpu and step.kind in GEMM_KINDS:
+        sizes = _padded_copies(step, sizes)
     n = sum(size for size, c in zip(sizes, copied) if c)
     if any(step.conj) and not _embeds(step, gpu):
         n += sum(size for size, c in zip(sizes, step.conj_copies) if c)
     return n + (_device_room(step, copied) if gpu else 0)
+
+
+def _padded_copies(step, sizes) -> list[int]:
+    """The elements of a GEMM-class step's copies of its (A, B) inputs of ``sizes`` on a
+    GPU: those its plan names (``needs_copy``) lie on lines (K of A, N of B) padded as
+    :func:`skcontract.layout.copy_line` says; a slice's view copied by its reshape does
+    not."""
+    name, item = step.dtype.name, step.dtype.itemsize
+    out = list(sizes)
+    for pos, line in enumerate((step.k, step.n)[:len(sizes)]):
+        if line and step.needs_copy[pos]:
+            out[pos] = sizes[pos] // line * copy_line(line, item, name, step.kind)
+    return out
 
 
 def _embeds(step, gpu: bool) -> bool:

@@ -15,7 +15,7 @@ ARCHITECTURE = ROOT.parent / "docs" / "design" / "architecture.md"
 
 LAYERS = {
     "skcontract.dtypes": 0, "skcontract.parse": 0, "skcontract.kinds": 0,
-    "skcontract._version": 0,
+    "skcontract.layout": 0, "skcontract._version": 0,
     "skcontract.schedule": 1,
     "skcontract.plan": 2, "skcontract.kernels": 2,
     "skcontract.backends": 3, "skcontract.interop": 3, "skcontract.replan": 3,
