@@ -19,9 +19,10 @@ sum ``expr(..., slices=range(n))``, cotengra's ``contract_slice``), its seconds 
 all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cotengra's
 contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes`` (the
 peak model's, of the plan as this GPU runs it, sliced or not), ``peak_bytes`` (measured),
-``keeps_limit`` (the measured peak under the limit), ``seconds``,
-``us_per_slice``, ``tflops``, ``diff`` (the relative difference between this row's value
-and the cotengra row's of the same network and limit, where both ran every slice). Writes
+``keeps_limit`` (the measured peak under the limit), ``seconds``, ``us_per_slice``,
+``host_us_per_slice`` (the host's time to enqueue one slice, the GPU idle:
+:func:`_host_seconds`), ``tflops``, ``diff`` (the relative difference between this row's
+value and the cotengra row's of the same network and limit, where both ran every slice). Writes
 ``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
@@ -73,14 +74,35 @@ def operands(net: Network, seed: int = 0) -> list:
     return out
 
 
-def _timed(run, warm) -> tuple[object, float, int]:
+HOST_REPEATS = 5
+"""Calls of one slice whose host time is measured (the least is kept)."""
+
+
+def _host_seconds(warm) -> float:
+    """The host's seconds to enqueue one slice (``warm()``, compiled), the least of
+    :data:`HOST_REPEATS` calls each after the device is idle: the time the Python side takes
+    a slice, whatever the GPU's (a slice's launches stay under the launch queue's depth)."""
+    import cupy  # optional dependency: only the GPU half runs
+
+    best = float("inf")
+    for _ in range(HOST_REPEATS):
+        cupy.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        warm()
+        best = min(best, time.perf_counter() - t0)
+    cupy.cuda.Device().synchronize()
+    return best
+
+
+def _timed(run, warm) -> tuple[object, float, int, float]:
     """``run()``'s value and seconds, after ``warm()`` (one slice: kernels compiled, pools
-    made), and its measured peak bytes in a call of its own (the peak counter's host work
-    kept out of the time)."""
+    made), its measured peak bytes in a call of its own (the peak counter's host work
+    kept out of the time), and the host's seconds a slice (:func:`_host_seconds`)."""
     import cupy  # optional dependency: only the GPU half runs
 
     warm()
     cupy.cuda.Device().synchronize()
+    host = _host_seconds(warm)
     t0 = time.perf_counter()
     value = run()
     cupy.cuda.Device().synchronize()
@@ -89,7 +111,7 @@ def _timed(run, warm) -> tuple[object, float, int]:
     with cupy_peak() as mem:
         run()
         cupy.cuda.Device().synchronize()
-    return value, seconds, mem.peak
+    return value, seconds, mem.peak, host
 
 
 def ours(net: Network, row: dict, backend: str = "cupy"):
@@ -150,8 +172,8 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
         timed = min(row["slices"], MAX_TIMED_SLICES)
         try:
             run, warm, predicted = runner(net, row, timed)
-            value, seconds, peak = _timed(lambda: run(*arrays),  # noqa: B023 - now
-                                          lambda: warm(*arrays))  # noqa: B023
+            value, seconds, peak, host = _timed(lambda: run(*arrays),  # noqa: B023 - now
+                                                lambda: warm(*arrays))  # noqa: B023
         except Exception as e:  # noqa: BLE001 - a failing row is logged, the others run
             log(f"   {planner} failed: {type(e).__name__}: {e}")
             continue
@@ -163,6 +185,7 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
                     "flops": row["flops"], "predicted_peak_bytes": predicted,
                     "peak_bytes": int(peak), "keeps_limit": peak <= budget,
                     "seconds": seconds, "us_per_slice": seconds / row["slices"] * 1e6,
+                    "host_us_per_slice": host * 1e6,
                     "tflops": row["flops"] / seconds / 1e12})
         log(f"   {planner:<9} {seconds:12.3f} s  {row['slices']:>9,} slices  peak "
             f"{peak:,} (predicted {predicted})")
@@ -209,8 +232,10 @@ def render_markdown(doc) -> str:
              "path and slices, run by cotengra with CuPy arrays. Peak: the CuPy allocations' "
              "high-water mark of the timed call (operands not counted).", "",
              "| network | limit | planner | slices (timed) | steps | FLOPs | seconds | "
-             "us / slice | TFLOP/s | predicted peak | measured peak | diff vs cotengra |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "us / slice | host us / slice | TFLOP/s | predicted peak | measured peak | "
+             "diff vs cotengra |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: |"]
     for r in doc["rows"]:
         pred = "-" if r["predicted_peak_bytes"] is None else f"{r['predicted_peak_bytes']:,}"
         diff = f"{r['diff']:.1e}" if "diff" in r else "-"
@@ -218,10 +243,16 @@ def render_markdown(doc) -> str:
         over = "" if r.get("keeps_limit", True) else " (over)"
         lines.append(f"| {r['network']} | {r['limit']} | {r['planner']} | {r['slices']:,}{timed} "
                      f"| {r['steps']} | {r['flops']:.3e} | {r['seconds']:.3f} | "
-                     f"{r['us_per_slice']:,.1f} | {r['tflops']:.2f} | {pred} | "
+                     f"{r['us_per_slice']:,.1f} | {_host(r)} | {r['tflops']:.2f} | {pred} | "
                      f"{r['peak_bytes']:,}{over} | {diff} |")
     lines += ["", *[f"- {x}" for x in summary(doc["rows"])]]
     return "\n".join(lines) + "\n"
+
+
+def _host(row) -> str:
+    """A row's host microseconds a slice, or '-' (a run from before they were measured)."""
+    us = row.get("host_us_per_slice")
+    return "-" if us is None else f"{us:,.1f}"
 
 
 def main(argv=None) -> int:
