@@ -92,8 +92,8 @@ def _launch_step(step, x, y, replan):
         except OperandMismatch as e:
             if replan is None:
                 raise
-            if e.product is None:  # strides no kernel reads: the contiguous operands
-                x, y = contiguous(x), contiguous(y)
+            if e.product is None:  # strides no kernel reads: those operands contiguous
+                x, y = _readable(x, y)
                 copied = True
                 continue
             launch = replan(step, e.product, exclude, "not the operands the plan assumed")
@@ -105,6 +105,19 @@ def _launch_step(step, x, y, replan):
                             f"{launch.entry.name}")
     x, y = _conjugated(x, y, conj)
     return cupy.matmul(_element_aligned(x), _element_aligned(y)), None
+
+
+def _readable(x, y):
+    """``x`` and ``y`` with each one whose strides no kernel reads (no unit stride in its
+    last two axes, or a negative one) copied C-contiguous; both where neither is such (an
+    operand padded onto 16-byte lines keeps its lines where only the other is)."""
+    def unreadable(a):
+        unit = a.strides[-1:] + a.strides[-2:-1]
+        return min(a.strides, default=0) < 0 or a.itemsize not in unit
+    bad = [unreadable(x), unreadable(y)]
+    if not any(bad):
+        return contiguous(x), contiguous(y)
+    return tuple(contiguous(a) if b else a for a, b in zip((x, y), bad))
 
 
 def _conjugated(x, y, conj):

@@ -135,14 +135,15 @@ def _operand(term, holds, bl, inner, shape_in, lead, matrix, xp, copy=None):
 def lined_copy(xp) -> Callable:
     """The backend's ``copy_into`` (:class:`ArrayOps`) for array module ``xp``:
     ``copy_into(view, shape, line)`` is ``view`` as ``shape`` (``view``'s axes group into
-    it, in order), copied where the reshape does not view it, its last axis in lines of
-    ``line`` elements (:func:`skcontract.layout.copy_line`): where ``line`` is that axis's
-    length, the reshape's copy; else a view of the first columns of a fresh (..., rows,
-    line) array."""
+    it, in order), its last axis in lines of ``line`` elements
+    (:func:`skcontract.layout.copy_line`): where ``line`` is that axis's length, a
+    C-contiguous array (``view`` itself where it is one: a copy the plan names is never a
+    strided view, whose axes might leave no unit stride); else a view of the first columns
+    of a fresh (..., rows, line) array."""
     def copy_into(view, shape, line):
         cols = shape[-1]
         if line == cols:
-            return view.reshape(shape)
+            return xp.ascontiguousarray(view).reshape(shape)
         out = xp.empty(tuple(shape[:-1]) + (line,), dtype=view.dtype)[..., :cols]
         dst = out.reshape(view.shape)  # splitting axes: a view of out (else a copy of it)
         if not xp.may_share_memory(dst, out):

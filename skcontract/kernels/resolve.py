@@ -178,7 +178,8 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
     wave = None
     if tile is None and streaming_wanted(problem.m, problem.n, problem.k, problem.batch,
                                          device.sms, operand_elems):
-        wave = _one_wave(problem, device, by_entry) if mode == AUTO else None
+        wave = _one_wave(problem, device, by_entry) if mode == AUTO and im2col is None \
+            and not _shaped(options) else None
         if wave:
             by_entry, mode = wave, DATA_PARALLEL
         else:
@@ -206,6 +207,16 @@ def resolve_gemm(problem: GemmProblem, device: DeviceInfo, *, mode: str = "auto"
             raise ValueError(f"gemm: no {problem.dtype} kernel runs the {schedule.protocol} "
                              f"fixup protocol that mode={mode!r}, reduction={reduction!r} "
                              f"plans for this product")
+
+
+SHAPING_OPTIONS = ("grid", "splits", "fragment_accumulators")
+"""The scheduler's options that shape a schedule's grid or splits: a caller who names one
+gets the model's schedule on the streaming entry, not the memory-bound rule's one wave."""
+
+
+def _shaped(options: dict) -> bool:
+    """Whether ``options`` name any of :data:`SHAPING_OPTIONS`."""
+    return any(options.get(name) not in (None, False) for name in SHAPING_OPTIONS)
 
 
 def _one_wave(problem: GemmProblem, device: DeviceInfo, by_entry: dict) -> dict:

@@ -279,14 +279,18 @@ def _k_major(step, copied, flags) -> int:
 def _padded(step, copied, flags) -> int:
     """The elements of the copies of the operands ``flags`` names into lines padded to
     :data:`ALIGNED_ROW_BYTES` (each matrix's lines, :func:`_lines`; a broadcast operand's
-    one matrix). ``flags`` None: every operand whose lines or batches miss 16 bytes."""
-    item = step.dtype.itemsize
+    one matrix). ``flags`` None: every operand whose lines or batches miss 16 bytes, those
+    the plan copies on lines of :func:`skcontract.layout.copy_line` (:func:`_padded_copies`)
+    as those lines lie."""
+    item, name = step.dtype.itemsize, step.dtype.name
     dims = ((step.m, step.k), (step.k, step.n))
     n = 0
-    for (rows, cols), row, held, flag in zip(dims, _row_major(step, copied),
-                                             _matrices(step), flags or (None, None)):
+    for (rows, cols), row, held, flag, planned in zip(
+            dims, _row_major(step, copied), _matrices(step), flags or (None, None),
+            step.needs_copy):
         lines, length = _lines(rows, cols, row)
-        if flag or (flag is None and _misses(lines, length, held, item)):
+        line = copy_line(cols, item, name, step.kind) if planned else length
+        if flag or (flag is None and _misses(lines, line, held, item)):
             n += held * lines * _whole_rows(length, item)
     return n
 

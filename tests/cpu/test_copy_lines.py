@@ -12,7 +12,9 @@ from skcontract.backends import numpy_backend
 from skcontract.backends.steps import compile_plan, lined_copy
 from skcontract.kernels.resolve import step_product
 from skcontract.layout import COPY_PAD_MIN_LINE_BYTES, copy_line
-from skcontract.plan.plan import executor_bytes
+from skcontract.parse import parse_equation
+from skcontract.plan.plan import build_plan, executor_bytes
+from skcontract.schedule import DeviceInfo
 
 RNG = np.random.default_rng(7)
 
@@ -71,6 +73,10 @@ def test_a_copied_operand_is_planned_on_its_padded_lines():
     on_cpu = contract_path(eq, *shapes, shapes=True, dtype="float32")[1]
     # the GPU plan holds A's copy on padded lines: 625 rows of 15628, not 15625
     assert executor_bytes(plan) - executor_bytes(on_cpu) >= 625 * 3 * 4
+    # before the schedule, the bound holds that one copy, not a padded copy of it besides
+    bound = build_plan(parse_equation(eq, shapes), "float32", device=DeviceInfo.named("h100"))
+    assert bound.steps[0].launch is None
+    assert executor_bytes(bound) == executor_bytes(plan)
 
 
 @pytest.mark.parametrize("eq,shapes", [

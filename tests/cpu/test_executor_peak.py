@@ -229,13 +229,16 @@ def test_a_scheduled_plan_shows_the_peak_of_its_own_launches(limit):
 def test_a_gpu_plan_is_sliced_by_its_launches_copies_not_by_their_bound():
     """Before the schedule a step's copies are bounded by the larger a launch might make
     (K-major or padded lines); a plan made for a GPU counts them as the launches it is
-    scheduled with make them. A 4x4 PEPS norm under 2 MiB then fits whole, the launches'
-    peak under the limit, where the bound would slice it in three."""
-    net, limit = peps_norm(4, 4, 3), "2MiB"
-    _, plan = contract_path(net.subscripts(), *net.shapes(), shapes=True, dtype=net.dtype,
+    scheduled with make them. A float32 product whose A's rows (999 elements) miss 16 bytes:
+    the bound holds a padded copy of A, which the exact kernel that runs it does not make;
+    under 9 MB the plan made for the GPU takes half the bound's slices, its launches' peak
+    under the limit. (A copy the plan names lies on 16-byte lines as the executor makes it:
+    no padded copy of it is bounded.)"""
+    subscripts, shapes, limit = "ij,jk->ik", [(1000, 999), (999, 1000)], "9MB"
+    _, plan = contract_path(subscripts, *shapes, shapes=True, dtype="float32",
                             memory_limit=limit, device="h100")
-    assert plan.slicing is None
+    assert plan.steps[0].launch.aligned_copies == (False, False)
     assert executor_bytes(plan) <= budget_of(limit, []).bytes  # as the launches hold it
-    eq = parse_equation(net.subscripts(), net.shapes())
-    bound = build_plan(eq, net.dtype, memory_limit=limit, device=DeviceInfo.named("h100"))
-    assert bound.slicing is not None and bound.slicing.num_slices > 1
+    eq = parse_equation(subscripts, shapes)
+    bound = build_plan(eq, "float32", memory_limit=limit, device=DeviceInfo.named("h100"))
+    assert bound.slicing.num_slices == 2 * plan.slicing.num_slices

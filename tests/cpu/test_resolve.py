@@ -331,12 +331,14 @@ def test_memory_bound_products_of_a_wave_run_one_data_parallel_wave(m, n, k, til
 @pytest.mark.parametrize("m,n,k", [(4, 4096, 4096), (16, 4096, 14336)])
 def test_memory_bound_products_of_few_tiles_keep_stream_k(m, n, k):
     """Where no streaming tile fills half the SMs, the 64 x 64 entry's Stream-K spreads the
-    product over all of them; a forced mode keeps the rule out."""
+    product over all of them; a forced mode or grid keeps the rule out."""
     r = resolve_gemm(GemmProblem(m, n, k, dtype="float16"), DeviceInfo.h200())
     assert r.entry.streams and str(r.schedule.mode) != "data_parallel"
-    forced = resolve_gemm(GemmProblem(4, 13824, 5120, dtype="float16"), DeviceInfo.h200(),
-                          mode="stream_k")
+    decode = GemmProblem(4, 13824, 5120, dtype="float16")
+    forced = resolve_gemm(decode, DeviceInfo.h200(), mode="stream_k")
     assert forced.entry.streams and str(forced.schedule.mode) == "stream_k"
+    gridded = resolve_gemm(decode, DeviceInfo.h200(), grid=64)
+    assert gridded.entry.streams and "one data-parallel wave" not in gridded.schedule.reason
 
 
 def test_memory_bound_products_of_many_tiles_are_left_to_the_cost_model():
