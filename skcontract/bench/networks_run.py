@@ -20,9 +20,10 @@ all. Rows: ``network``, ``limit``, ``planner`` (auto, hyper: ours; cotengra: cot
 contract), ``slices``, ``timed_slices``, ``steps``, ``flops``, ``predicted_peak_bytes`` (the
 peak model's, of the plan as this GPU runs it, sliced or not), ``peak_bytes`` (measured),
 ``keeps_limit`` (the measured peak under the limit), ``seconds``, ``us_per_slice``,
-``host_us_per_slice`` (the host's time to enqueue one slice, the GPU idle:
-:func:`_host_seconds`), ``tflops``, ``diff`` (the relative difference between this row's
-value and the cotengra row's of the same network and limit, where both ran every slice). Writes
+``host_us_one_slice`` (the host's time to enqueue a call of one slice, the steps that run
+once included, the GPU idle: :func:`_host_seconds`), ``tflops``, ``diff`` (the relative
+difference between this row's value and the cotengra row's of the same network and limit,
+where both ran every slice). Writes
 ``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
@@ -79,9 +80,10 @@ HOST_REPEATS = 5
 
 
 def _host_seconds(warm) -> float:
-    """The host's seconds to enqueue one slice (``warm()``, compiled), the least of
-    :data:`HOST_REPEATS` calls each after the device is idle: the time the Python side takes
-    a slice, whatever the GPU's (a slice's launches stay under the launch queue's depth)."""
+    """The host's seconds to enqueue a call of one slice (``warm()``, compiled; the steps
+    that run once included), the least of :data:`HOST_REPEATS` calls each after the device
+    is idle: the time the Python side takes, whatever the GPU's (a slice's launches stay
+    under the launch queue's depth)."""
     import cupy  # optional dependency: only the GPU half runs
 
     best = float("inf")
@@ -97,7 +99,8 @@ def _host_seconds(warm) -> float:
 def _timed(run, warm) -> tuple[object, float, int, float]:
     """``run()``'s value and seconds, after ``warm()`` (one slice: kernels compiled, pools
     made), its measured peak bytes in a call of its own (the peak counter's host work
-    kept out of the time), and the host's seconds a slice (:func:`_host_seconds`)."""
+    kept out of the time), and the host's seconds for a call of one slice
+    (:func:`_host_seconds`)."""
     import cupy  # optional dependency: only the GPU half runs
 
     warm()
@@ -185,7 +188,7 @@ def run_network(net: Network, limit: str, rows: list[dict], log) -> list[dict]:
                     "flops": row["flops"], "predicted_peak_bytes": predicted,
                     "peak_bytes": int(peak), "keeps_limit": peak <= budget,
                     "seconds": seconds, "us_per_slice": seconds / row["slices"] * 1e6,
-                    "host_us_per_slice": host * 1e6,
+                    "host_us_one_slice": host * 1e6,
                     "tflops": row["flops"] / seconds / 1e12})
         log(f"   {planner:<9} {seconds:12.3f} s  {row['slices']:>9,} slices  peak "
             f"{peak:,} (predicted {predicted})")
@@ -232,7 +235,7 @@ def render_markdown(doc) -> str:
              "path and slices, run by cotengra with CuPy arrays. Peak: the CuPy allocations' "
              "high-water mark of the timed call (operands not counted).", "",
              "| network | limit | planner | slices (timed) | steps | FLOPs | seconds | "
-             "us / slice | host us / slice | TFLOP/s | predicted peak | measured peak | "
+             "us / slice | host us, one-slice call | TFLOP/s | predicted peak | measured peak | "
              "diff vs cotengra |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
              "| ---: |"]
@@ -250,8 +253,9 @@ def render_markdown(doc) -> str:
 
 
 def _host(row) -> str:
-    """A row's host microseconds a slice, or '-' (a run from before they were measured)."""
-    us = row.get("host_us_per_slice")
+    """A row's host microseconds for a call of one slice, or '-' (a run from before they
+    were measured)."""
+    us = row.get("host_us_one_slice")
     return "-" if us is None else f"{us:,.1f}"
 
 
