@@ -30,6 +30,9 @@
 #     ($OUT/depthwise-strip8.jsonl);
 #   longk: long-k weight gradients (few output tiles, K of 8192-262144, `tk,tn->kn`: layout
 #     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
+#   netprofile: tools.profile_call --network over PROFILE_NETS (name:limit, default
+#     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile
+#     ($OUT/netprofile-<name>.txt);
 #   decode: decode products (DECODE, or DECODE_SHAPES) on auto and on the 64 x 64 streaming
 #     tile against cuBLAS ($OUT/decode.jsonl);
 #   skinny: decoding-batch GEMMs (M = 4-16, B read once) by mode and tile, with the
@@ -140,6 +143,14 @@ for step in $STEPS; do
         --shapes 4x13824x5120,8x11008x4096,16x8192x8192 --dtypes float16 --layouts rr --peer \
         --mode auto,data_parallel,stream_k,split_k --tile 64x64x64,64x128x64,64x256x64 \
         --probe none,loads --reps 7 2>&1 | quiet | tee "$OUT/skinny.jsonl" | cut -c1-260 ;;
+    netprofile)
+      # where a network call's host time goes (cProfile of calls of one slice)
+      for net in ${PROFILE_NETS:-circuit:8GiB regular:1GiB}; do
+        timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m tools.profile_call \
+          --network ${net%%:*} --limit ${net##*:} --calls 3 --top 30 2>&1 | quiet \
+          > "$OUT/netprofile-${net%%:*}.txt"
+        head -3 "$OUT/netprofile-${net%%:*}.txt"
+      done ;;
     decode)
       # auto against the tile the memory-bound rule gave before its one-wave tiles
       # (64 x 64, the model's mode), both against cuBLAS

@@ -4,12 +4,15 @@
 [--calls 2000] [--top 25]``
 ``python -m tools.profile_call --conv 1x512x7x7x512x3x3x1x1 [--dtype float16] [--nchw]``
 ``python -m tools.profile_call --gemm cupy|torch [--shapes 256x768,768x768] [--dtype float16]``
+``python -m tools.profile_call --network circuit --limit 1GiB [--plans FILE] [--calls 3]``
 
 Times ``skcontract.einsum`` and a ``contract_expression`` per call (plans cached), then
 profiles the expression's calls with cProfile and prints the functions with the most own
 time. ``--conv N x C x H x W x K x R x S x stride x padding`` does the same for conv2d on
-torch tensors (channels-last unless ``--nchw``) against torch's own call. No
-synchronisation inside the timed loop (a call is its host time).
+torch tensors (channels-last unless ``--nchw``) against torch's own call. ``--network``
+profiles calls of one slice and of two of the ``hyper`` plan a ``bench networks`` plans
+file holds for that network and limit (the second slice's host time: what the slice loop
+adds a slice). No synchronisation inside the timed loop (a call is its host time).
 """
 from __future__ import annotations
 
@@ -45,7 +48,13 @@ def main(argv=None) -> int:
     ap.add_argument("--gemm", default=None, choices=("cupy", "torch"),
                     help="profile gemm() on the --shapes operands as CuPy arrays or torch "
                          "tensors, against cupy.matmul / torch.matmul")
+    ap.add_argument("--network", default=None,
+                    help="a bench networks name (lattice, peps, regular, circuit, ...)")
+    ap.add_argument("--limit", default="1GiB", help="the plans file row's memory limit")
+    ap.add_argument("--plans", default="docs/benchmarks/networks-plans-h100.json")
     args = ap.parse_args(argv)
+    if args.network:
+        return _profile_network(args)
     if args.conv:
         return _profile_conv(args)
     if args.gemm:
@@ -70,6 +79,29 @@ def _profile(fn, args) -> None:
         fn()
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+
+
+def _profile_network(args) -> int:
+    import json
+
+    from skcontract.bench import networks_run
+    from skcontract.bench.networks import NETWORKS
+
+    net = NETWORKS[args.network]()
+    rows = json.loads(open(args.plans).read())["rows"]
+    row = next(r for r in rows if (r["network"], r["limit"], r["planner"]) ==
+               (net.name, args.limit, "hyper"))
+    expr, plan = networks_run.ours(net, row)
+    ops = networks_run.operands(net)
+    one = lambda: expr(*ops, slices=[0])  # noqa: E731 - the calls profiled
+    two = lambda: expr(*ops, slices=range(min(2, row["slices"])))  # noqa: E731
+    first, both = _per_call_us(one, args.calls), _per_call_us(two, args.calls)
+    print(f"{net.name} at {args.limit}: {len(plan.steps)} steps "
+          f"({sum(plan.step_varies()) if plan.slicing else len(plan.steps)} a slice), "
+          f"{row['slices']} slices; host a call of one slice {first:.1f} us, of two "
+          f"{both:.1f} us (the second slice {both - first:.1f} us)")
+    _profile(one, args)
+    return 0
 
 
 def _profile_gemm(args) -> int:
