@@ -25,13 +25,25 @@ HEADER = "small_batched.cuh"
 TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
          "float64": ("double", "double")}
 """The dtypes the kernel takes -> its C++ element and accumulator types."""
+COMPLEX_TYPES = {"complex64": ("skc::complex64_t", "skc::complex64_t"),
+                 "complex128": ("skc::complex128_t", "skc::complex128_t")}
+"""The complex dtypes it is built for (complex.cuh), taken where :data:`SINGLE_COMPLEX`."""
+SINGLE_COMPLEX = False
+"""Whether the kernel takes complex products (:data:`COMPLEX_TYPES`), of any batch down to
+one product. The alternative for a few small complex products is their real form
+(skcontract/kernels/embed.py): an embedding, aligned and K-major copies and a tile launch,
+each call, about 200-300 us of host time a step on the random circuits' 2 x 2 x 2 products
+(docs/benchmarks/log.md, twenty-first session); here one launch. Off until its GPU tests
+(tests/gpu/test_small_batched.py's complex cases) have run on a device; the peak model's
+direct dtypes (:data:`skcontract.plan.peak.DIRECT_DTYPES`) take it in then."""
 ROW_OUTPUTS = (4, 1)
 """Outputs of a row a thread computes (the kernel's JB), the first that divides n: each k
 step then reads one A element and one vector of B for that many multiply-adds."""
-NAMES = tuple(f"skc::small_batched<{t}, {acc}, {jb}>" for t, acc in TYPES.values()
+BUILT = {**TYPES, **COMPLEX_TYPES}
+NAMES = tuple(f"skc::small_batched<{t}, {acc}, {jb}>" for t, acc in BUILT.values()
               for jb in ROW_OUTPUTS)
-"""The kernel's instantiations, (dtype, JB) in :data:`TYPES`' and :data:`ROW_OUTPUTS`'
-order."""
+"""The kernel's instantiations, (dtype, JB) in :data:`TYPES`' then :data:`COMPLEX_TYPES`'
+and :data:`ROW_OUTPUTS`' order."""
 MAX_DIM = 32
 """The largest rows, columns or k of a product the kernel takes: beyond it the products
 reuse enough of their operands for the GEMM kernels' tiles."""
@@ -82,7 +94,7 @@ class SmallLaunch:
     @property
     def kernel(self) -> str:
         """The instantiation that runs the launch."""
-        return NAMES[tuple(TYPES).index(self.dtype) * len(ROW_OUTPUTS) +
+        return NAMES[tuple(BUILT).index(self.dtype) * len(ROW_OUTPUTS) +
                      ROW_OUTPUTS.index(self.row_outputs)]
 
     def summary(self, conj: tuple[bool, ...] = ()) -> str:
@@ -96,8 +108,10 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | 
     """The launch of a batch of small products, or None where the kernel does not take it
     (another dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH` or more
     than :data:`MAX_BATCH` products)."""
-    if dtype not in TYPES or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or \
-            not MIN_BATCH <= batch <= MAX_BATCH:
+    single = SINGLE_COMPLEX and dtype in COMPLEX_TYPES
+    least = 1 if single else MIN_BATCH
+    if (dtype not in TYPES and not single) or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or \
+            not least <= batch <= MAX_BATCH:
         return None
     # A's stage rounds up to 16 bytes: leaving them out keeps the stage within STAGE_BYTES
     item = np.dtype(dtype).itemsize

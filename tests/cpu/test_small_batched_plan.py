@@ -79,3 +79,27 @@ def test_a_thread_computes_four_outputs_of_a_row_where_n_allows(n, jb):
 def test_batches_past_32_bit_counts_are_left_to_the_gemm_kernels():
     assert plan_small("float16", 2**31 - 1, 1, 1, 1) is not None
     assert plan_small("float16", 2**31 + 5, 1, 1, 1) is None
+
+
+def test_single_complex_products_take_the_small_kernel_where_switched_on(monkeypatch):
+    """small_batched.SINGLE_COMPLEX: complex products of any batch, down to one 2 x 2
+    product, on the small kernel (its complex64_t / complex128_t builds); real ones keep
+    MIN_BATCH. Off, a lone complex product keeps its real form's launch."""
+    from skcontract import contract
+    from skcontract.kernels import small_batched
+    from skcontract.kernels.step_launch import StepLaunch
+
+    def planned():
+        contract._PATHS.clear()
+        return skcontract.contract_path("ij,jk->ik", (2, 2), (2, 2), shapes=True,
+                                        dtype=np.complex64, device="h100")[1].steps[0].launch
+
+    assert plan_small("complex64", 1, 2, 2, 2) is None
+    assert isinstance(planned(), StepLaunch) and planned().embed is not None
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
+    launch = plan_small("complex64", 1, 2, 2, 2)
+    assert isinstance(launch, SmallLaunch) and "complex64_t" in launch.kernel
+    assert "complex128_t" in plan_small("complex128", 3, MAX_DIM, MAX_DIM, MAX_DIM).kernel
+    assert plan_small("float32", 1, 2, 2, 2) is None
+    assert plan_small("complex64", 1, MAX_DIM + 1, 2, 2) is None
+    assert isinstance(planned(), SmallLaunch)

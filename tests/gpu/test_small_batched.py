@@ -77,3 +77,61 @@ def test_an_expression_planned_for_float64_runs_float32_operands():
     assert got.dtype == np.float32
     np.testing.assert_allclose(cupy.asnumpy(got), np.matmul(cupy.asnumpy(x), cupy.asnumpy(x)),
                                rtol=1e-5, atol=1e-5)
+
+
+COMPLEX_TOL = {"complex64": 1e-5, "complex128": 1e-12}
+
+
+def _forget_plans():
+    """Drop the process's plans (einsum's warm calls, the paths, the prepared plans and the
+    launches), so that a planning switch applies to the next call."""
+    from skcontract import contract, planning, warm
+    from skcontract.kernels import gemm
+    warm.WARM.clear()
+    contract._PATHS.clear()
+    planning.prepare_cached.cache_clear()
+    gemm.clear_plans()
+
+
+@pytest.fixture
+def single_complex(monkeypatch):
+    """The kernel taking complex products of any batch (small_batched.SINGLE_COMPLEX)."""
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
+    _forget_plans()
+    yield
+    _forget_plans()
+
+
+@pytest.mark.parametrize("dtype", list(COMPLEX_TOL))
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ik", [(2, 2), (2, 2)]),                       # a gate on a qubit
+    ("ij,jk->ik", [(8, 2), (2, 8)]),
+    ("abc,cd->abd", [(4, 8, 4), (4, 16)]),                 # a batch folded into M
+    ("bij,bjk->bik", [(3, 5, 7), (3, 7, 9)]),              # a few products
+    ("bij,bjk->bik", [(700, 4, 4), (700, 4, 4)]),          # many: vectors staged
+    ("bij,bjk->bki", [(300, 32, 5), (300, 5, 32)])])
+@pytest.mark.parametrize("how", ["C", "F", "strided", "offset"])
+def test_small_complex_products_match_complex128(single_complex, subscripts, shapes, dtype,
+                                                 how):
+    """Complex products on the small-batched kernel, down to one 2 x 2 product (the random
+    circuits' gates), each launch the kernel's own (no embedding)."""
+    from skcontract.kernels.launch import record_launches
+    rng = np.random.default_rng(11)
+    host = [rng.standard_normal(s) + 1j * rng.standard_normal(s) for s in shapes]
+    ops = [_layout(cupy.asarray(h.astype(dtype)), how) for h in host]
+    with record_launches() as launched:
+        got = skcontract.einsum(subscripts, *ops)
+    assert launched and all("small_batched" in x.kernel for x in launched), launched
+    ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.complex128) for h in host])
+    err = np.linalg.norm(cupy.asnumpy(got).astype(np.complex128) - ref) / np.linalg.norm(ref)
+    assert got.dtype == np.dtype(dtype) and err <= COMPLEX_TOL[dtype], err
+
+
+def test_a_conjugated_small_complex_product(single_complex):
+    """``conj=(0,)``: the step conjugates A into a copy, the small kernel multiplies."""
+    rng = np.random.default_rng(12)
+    a, b = (rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4)) for _ in range(2))
+    got = skcontract.einsum("ij,jk->ik", cupy.asarray(a.astype(np.complex64)),
+                            cupy.asarray(b.astype(np.complex64)), conj=(0,))
+    ref = np.conj(a.astype(np.complex64)).astype(np.complex128) @ b.astype(np.complex64)
+    np.testing.assert_allclose(cupy.asnumpy(got), ref, rtol=1e-5, atol=1e-5)

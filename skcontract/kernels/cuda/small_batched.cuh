@@ -17,10 +17,13 @@
 // - A thread's JB outputs read one A element and one JB-wide vector of B a k step, so that a
 //   k step costs two shared-memory reads for JB multiply-adds (JB = 4 where n is a multiple
 //   of 4, else 1).
-// Products accumulate in Acc (float for float16 and float32, double for float64), k in order.
+// Products accumulate in Acc (float for float16 and float32, double for float64, the
+// element type itself for complex64 and complex128: complex.cuh's acc_add / acc_mul), k in
+// order.
 #pragma once
 
 #include "sk_common.cuh"
+#include "complex.cuh"
 
 namespace skc {
 
@@ -104,12 +107,13 @@ small_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
     const T* bq = stage_b + g * k * n + q * JB;
     Acc acc[JB];
 #pragma unroll
-    for (int u = 0; u < JB; ++u) acc[u] = 0;
+    for (int u = 0; u < JB; ++u) acc[u] = Acc(0);
     for (int kk = 0; kk < k; ++kk) {
       const Acc av = AccCvt<T, Acc>::to_acc(ar[kk]);
       const SmallRow<T, JB> bv = *reinterpret_cast<const SmallRow<T, JB>*>(bq + kk * n);
 #pragma unroll
-      for (int u = 0; u < JB; ++u) acc[u] += av * AccCvt<T, Acc>::to_acc(bv.v[u]);
+      for (int u = 0; u < JB; ++u)
+        acc[u] = acc_add(acc[u], acc_mul(av, AccCvt<T, Acc>::to_acc(bv.v[u])));
     }
     SmallRow<T, JB> out;
 #pragma unroll
