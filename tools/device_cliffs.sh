@@ -30,6 +30,8 @@
 #     ($OUT/depthwise-strip8.jsonl);
 #   longk: long-k weight gradients (few output tiles, K of 8192-262144, `tk,tn->kn`: layout
 #     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
+#   smallcomplex: the small-batched kernel's complex builds (GPU tests, memcheck) and the
+#     circuits' hyper plans with small_batched.SINGLE_COMPLEX on ($OUT/smallcomplex/);
 #   netprofile: tools.profile_call --network over PROFILE_NETS (name:limit, default
 #     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile
 #     ($OUT/netprofile-<name>.txt);
@@ -143,6 +145,25 @@ for step in $STEPS; do
         --shapes 4x13824x5120,8x11008x4096,16x8192x8192 --dtypes float16 --layouts rr --peer \
         --mode auto,data_parallel,stream_k,split_k --tile 64x64x64,64x128x64,64x256x64 \
         --probe none,loads --reps 7 2>&1 | quiet | tee "$OUT/skinny.jsonl" | cut -c1-260 ;;
+    smallcomplex)
+      # the small-batched kernel's complex builds: their GPU tests, memcheck, and the
+      # circuits' hyper plans run with small_batched.SINGLE_COMPLEX on ($OUT/smallcomplex/)
+      mkdir -p "$OUT/smallcomplex"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_small_batched.py -k "complex" -rf --tb=short \
+        > "$OUT/smallcomplex/tests.txt" 2>&1; tail -3 "$OUT/smallcomplex/tests.txt"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) compute-sanitizer --tool memcheck \
+        --report-api-errors no --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_small_batched.py -k "complex and C" > "$OUT/smallcomplex/memcheck.log" 2>&1
+      echo "memcheck rc=$?"; grep "ERROR SUMMARY" "$OUT/smallcomplex/memcheck.log" | tail -1
+      timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -c "
+import sys
+from skcontract.kernels import small_batched
+small_batched.SINGLE_COMPLEX = True
+from skcontract.bench.networks_run import main
+sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
+               'circuit,circuit-open', '--planners', 'hyper', '--out', '$OUT/smallcomplex',
+               '--name', 'circuits-single-complex']))" 2>&1 | quiet | tail -12 ;;
     netprofile)
       # where a network call's host time goes (cProfile of calls of one slice)
       for net in ${PROFILE_NETS:-circuit:8GiB regular:1GiB}; do
