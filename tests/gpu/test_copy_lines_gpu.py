@@ -39,3 +39,23 @@ def test_padded_copies_run_the_planned_launch(eq, shapes, dtype):
     err = np.linalg.norm(cupy.asnumpy(got).astype(np.float64) - want) / np.linalg.norm(want)
     assert err <= TOL[dtype], (eq, dtype, err)
     assert bool((einsum(eq, *arrays) == got).all())  # warm: the same launch, the same sums
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("ijb,jkb->bik", [(30, 20, 8), (20, 65, 8)]),   # both copied, the batch label last
+    ("dbc,adc->cab", [(7, 7, 7), (65, 7, 7)]),
+])
+def test_copies_keep_the_planned_launch(eq, shapes):
+    """Steps whose copies the plan names run the launch planned for them, nothing planned
+    again (a copy that is a strided view, made contiguous with its padded partner, once
+    took both onto lines the launch was not planned for)."""
+    import cupy
+
+    from skcontract import contract_expression
+
+    rng = np.random.default_rng(5)
+    host = [rng.standard_normal(s) for s in shapes]
+    expr = contract_expression(eq, *shapes, dtype="float64")
+    got = expr(*[cupy.asarray(h) for h in host])
+    np.testing.assert_allclose(cupy.asnumpy(got), np.einsum(eq, *host), rtol=1e-12, atol=1e-12)
+    assert "planned again" not in repr(expr), repr(expr)
