@@ -8,7 +8,7 @@ them would be copied a second time onto padded lines, or run on a slower kernel.
 network's bonds of 3, 5 or 7 make such lines (5^6 = 15625 float32 elements, 62,500 bytes).
 The planner (:func:`skcontract.kernels.resolve.step_product`), the peak model
 (:mod:`skcontract.plan.peak`) and the executor (:mod:`skcontract.backends.cupy_backend`)
-read the line length from :func:`copy_line`, so that what is planned is what runs.
+read a step's lines from :func:`copy_lines`, so that what is planned is what runs.
 """
 from __future__ import annotations
 
@@ -45,3 +45,14 @@ def copy_line(length: int, itemsize: int, dtype: str, kind: str) -> int:
         return length
     per = max(1, COPY_ALIGN_BYTES // itemsize)
     return -(-length // per) * per
+
+
+def copy_lines(step) -> tuple[int, int]:
+    """The (A, B) lines of a GEMM-class plan step's row-major operand views on a GPU, in
+    elements: K and N, or where the step copies the operand (its ``needs_copy``), the
+    copy's lines (:func:`copy_line`). ``step``: a plan step (``k``, ``n``, ``needs_copy``,
+    ``dtype``, ``kind``)."""
+    name, item = step.dtype.name, step.dtype.itemsize
+    ca, cb = step.needs_copy
+    return (copy_line(step.k, item, name, step.kind) if ca else step.k,
+            copy_line(step.n, item, name, step.kind) if cb else step.n)

@@ -23,7 +23,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..layout import copy_line
+from ..layout import copy_lines
 from ..plan.classify import GEMM_KINDS, Kind
 from ..plan.peak import resident
 from ..plan.plan import Plan, Step
@@ -66,7 +66,7 @@ class ArrayOps(NamedTuple):
     # copy_into(view, shape, line) -> a copy of ``view`` (its axes in the order of
     # ``shape``'s, grouped) as ``shape`` whose last axis lies in lines of ``line`` elements
     # (the rest of each line unused): a GEMM-class step's copy of an operand its plan says
-    # it copies (``needs_copy``), on lines of skcontract.layout.copy_line. None: plain
+    # it copies (``needs_copy``), on lines of skcontract.layout.copy_lines. None: plain
     # copies (a reshape's).
     copy_into: Callable | None = None
 
@@ -153,12 +153,13 @@ def lined_copy(xp) -> Callable:
     return copy_into
 
 
-def _copier(step: Step, ops: ArrayOps, pos: int, line: int) -> Callable | None:
+def _copier(step: Step, ops: ArrayOps, pos: int) -> Callable | None:
     """How the backend copies input ``pos`` of a GEMM-class step the plan says it copies,
-    its lines ``line`` long (:data:`ArrayOps.copy_into`); None for a reshape's copy."""
+    onto the lines :func:`skcontract.layout.copy_lines` gives (:data:`ArrayOps.copy_into`);
+    None for a reshape's copy."""
     if ops.copy_into is None or not step.needs_copy[pos]:
         return None
-    padded = copy_line(line, step.dtype.itemsize, step.dtype.name, step.kind)
+    padded = copy_lines(step)[pos]
     return lambda x, shape: ops.copy_into(x, shape, padded)
 
 
@@ -168,9 +169,9 @@ def _gemm(step: Step, ops: ArrayOps) -> Callable:
     lead = (step.batch,) if bl else ()
     ha, hb = step.holds_batch
     fa = _operand(a, ha, bl, ml + kl, step.input_shapes[0], lead, (step.m, step.k), ops.xp,
-                  _copier(step, ops, 0, step.k))
+                  _copier(step, ops, 0))
     fb = _operand(b, hb, bl, kl + nl, step.input_shapes[1], lead, (step.k, step.n), ops.xp,
-                  _copier(step, ops, 1, step.n))
+                  _copier(step, ops, 1))
     out_shape = step.output_shape
     flat = lead + (step.m, step.n)
     return ops.matmul_for(step, StepViews(fa, fb, None if flat == out_shape else out_shape))

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from ..dtypes import EXACT, X3_DEFAULT_MIN_K, complex64_precision, float32_precision
 from ..kinds import Kind
-from ..layout import copy_line
+from ..layout import copy_lines
 from ..schedule import DeviceInfo, GemmProblem, Schedule, TileOption, schedule_problem
 from ..schedule.table import INDEX_MAX, TableOverflow
 from ..schedule.types import AUTO, CLUSTER, DATA_PARALLEL, HYTIS
@@ -442,20 +442,10 @@ def step_operands(step, cc: int | None = None) -> tuple[tuple[str, str], bool]:
     return views.layouts, all(views.vec16)
 
 
-def copy_lines(step) -> tuple[int, int]:
-    """The (A, B) lines of a plan step's row-major operand views, in elements: K and N, or
-    where the step copies the operand (``needs_copy``), its copy's lines, padded to 16
-    bytes where :func:`skcontract.layout.copy_line` says (the executor's copies are so)."""
-    name, elem = step.dtype.name, step.dtype.itemsize
-    ca, cb = step.needs_copy
-    return (copy_line(step.k, elem, name, step.kind) if ca else step.k,
-            copy_line(step.n, elem, name, step.kind) if cb else step.n)
-
-
 def _batch_strides(step, lda: int, ldb: int) -> tuple[int, int]:
     """The (A, B) batch strides of the operands' views in elements: a whole matrix (of
-    lines ``lda`` / ``ldb`` where row-major: :func:`copy_lines`), or 0 for a batch of one
-    and for an operand broadcast over the batch
+    lines ``lda`` / ``ldb`` where row-major: :func:`skcontract.layout.copy_lines`), or 0
+    for a batch of one and for an operand broadcast over the batch
     (:attr:`~skcontract.plan.plan.Step.holds_batch`)."""
     if step.batch <= 1:
         return 0, 0

@@ -29,7 +29,7 @@ from math import prod
 from typing import Sequence
 
 from ..kinds import GEMM_KINDS, Kind
-from ..layout import copy_line
+from ..layout import copy_lines
 from .classify import view_ok
 
 COMPLEX_EMBED_UNITS = 2
@@ -159,14 +159,10 @@ def _copies(j: int, step, gpu: bool, cut_copies: frozenset) -> int:
 def _padded_copies(step, sizes) -> list[int]:
     """The elements of a GEMM-class step's copies of its (A, B) inputs of ``sizes`` on a
     GPU: those its plan names (``needs_copy``) lie on lines (K of A, N of B) padded as
-    :func:`skcontract.layout.copy_line` says; a slice's view copied by its reshape does
+    :func:`skcontract.layout.copy_lines` says; a slice's view copied by its reshape does
     not."""
-    name, item = step.dtype.name, step.dtype.itemsize
-    out = list(sizes)
-    for pos, line in enumerate((step.k, step.n)[:len(sizes)]):
-        if line and step.needs_copy[pos]:
-            out[pos] = sizes[pos] // line * copy_line(line, item, name, step.kind)
-    return out
+    return [size // line * padded if line else size
+            for size, line, padded in zip(sizes, (step.k, step.n), copy_lines(step))]
 
 
 def _embeds(step, gpu: bool) -> bool:
@@ -280,16 +276,17 @@ def _padded(step, copied, flags) -> int:
     """The elements of the copies of the operands ``flags`` names into lines padded to
     :data:`ALIGNED_ROW_BYTES` (each matrix's lines, :func:`_lines`; a broadcast operand's
     one matrix). ``flags`` None: every operand whose lines or batches miss 16 bytes, those
-    the plan copies on lines of :func:`skcontract.layout.copy_line` (:func:`_padded_copies`)
+    the plan copies on lines of :func:`skcontract.layout.copy_lines` (:func:`_padded_copies`)
     as those lines lie."""
-    item, name = step.dtype.itemsize, step.dtype.name
+    item = step.dtype.itemsize
     dims = ((step.m, step.k), (step.k, step.n))
+    lines_copied = tuple(ld if c else None for ld, c in zip(copy_lines(step), step.needs_copy))
     n = 0
     for (rows, cols), row, held, flag, planned in zip(
             dims, _row_major(step, copied), _matrices(step), flags or (None, None),
-            step.needs_copy):
+            lines_copied):
         lines, length = _lines(rows, cols, row)
-        line = copy_line(cols, item, name, step.kind) if planned else length
+        line = planned if planned is not None else length
         if flag or (flag is None and _misses(lines, line, held, item)):
             n += held * lines * _whole_rows(length, item)
     return n
