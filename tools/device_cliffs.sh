@@ -33,7 +33,8 @@
 #   smallcomplex: the small-batched kernel's complex builds (GPU tests, memcheck) and the
 #     circuits' hyper plans with small_batched.SINGLE_COMPLEX on ($OUT/smallcomplex/);
 #   netprofile: tools.profile_call --network over PROFILE_NETS (name:limit, default
-#     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile
+#     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile, then
+#     tools.kernel_times --network: each kernel's device time in a slice
 #     ($OUT/netprofile-<name>.txt);
 #   decode: decode products (DECODE, or DECODE_SHAPES) on auto and on the 64 x 64 streaming
 #     tile against cuBLAS ($OUT/decode.jsonl);
@@ -171,6 +172,9 @@ sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--network
           --network ${net%%:*} --limit ${net##*:} --calls 3 --top 30 2>&1 | quiet \
           > "$OUT/netprofile-${net%%:*}.txt"
         head -3 "$OUT/netprofile-${net%%:*}.txt"
+        timeout $(( $(left) > 90 ? 90 : $(left) )) python3 -m tools.kernel_times \
+          --network ${net%%:*} --limit ${net##*:} --calls 3 2>&1 | quiet | head -60 \
+          >> "$OUT/netprofile-${net%%:*}.txt"
       done ;;
     decode)
       # auto against the tile the memory-bound rule gave before its one-wave tiles

@@ -3,13 +3,16 @@
     python -m tools.kernel_times --expr bhqk,bhkd->bhqd --shapes 32x12x197x197,32x12x197x64 \\
         [--dtype float16] [--calls 20]
     python -m tools.kernel_times --conv 64x24x56x56x144x1x1x1x0[x groups] [--dtype float16]
+    python -m tools.kernel_times --network regular --limit 1GiB [--plans FILE] [--calls 3]
 
 Runs ``skcontract.einsum`` (or ``conv2d``, channels-last) and the peer (torch.einsum, or
 torch's conv2d with ``cudnn.benchmark`` on) ``--calls`` times each under torch's profiler
 (CUPTI sees every kernel of the process, CuPy's and ours too) and prints one JSON line per
 (side, kernel): its name, launches a call, and mean device microseconds a call. The kernels'
 sum says where a call's device time goes (copies, the product, fixups); the gaps between
-kernels are not counted.
+kernels are not counted. ``--network`` profiles calls of one slice (the second: the steps
+that run once are not in it) of the ``hyper`` plan a ``bench networks`` plans file holds for
+that network and limit, ours alone.
 """
 from __future__ import annotations
 
@@ -53,9 +56,26 @@ def _operands(args):
         x, wt = (t.to(memory_format=torch.channels_last) for t in (x, wt))
         conv = (None, stride, pad, 1, groups)
         return (lambda: skcontract.conv2d(x, wt, *conv)), (lambda: F.conv2d(x, wt, *conv))
+    if args.network:
+        return (_network_call(args),)
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     ops = [torch.randn(s, device="cuda", generator=gen).to(dt) for s in shapes]
     return (lambda: skcontract.einsum(args.expr, *ops)), (lambda: torch.einsum(args.expr, *ops))
+
+
+def _network_call(args):
+    """A call of the plan's second slice (its first where it has one) on random operands."""
+    from skcontract.bench import networks_run
+    from skcontract.bench.networks import NETWORKS
+
+    net = NETWORKS[args.network]()
+    rows = json.loads(open(args.plans).read())["rows"]
+    row = next(r for r in rows if (r["network"], r["limit"], r["planner"]) ==
+               (net.name, args.limit, "hyper"))
+    expr, _ = networks_run.ours(net, row)
+    ops = networks_run.operands(net)
+    chosen = [min(1, row["slices"] - 1)]
+    return lambda: expr(*ops, slices=chosen)
 
 
 def main(argv=None) -> int:
@@ -63,13 +83,18 @@ def main(argv=None) -> int:
     p.add_argument("--expr", default="ij,jk->ik")
     p.add_argument("--shapes", default="4096x4096,4096x4096")
     p.add_argument("--conv", default=None, help="NxCxHxWxKxRxSxstridexpad[xgroups]")
+    p.add_argument("--network", default=None,
+                   help="a bench networks name (lattice, peps, regular, circuit, ...)")
+    p.add_argument("--limit", default="1GiB", help="the plans file row's memory limit")
+    p.add_argument("--plans", default="docs/benchmarks/networks-plans-h100.json")
     p.add_argument("--dtype", default="float16")
     p.add_argument("--calls", type=int, default=20)
     args = p.parse_args(argv)
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    case = args.conv or f"{args.expr} {args.shapes}"
+    case = args.conv or (f"{args.network} {args.limit}, one slice" if args.network else
+                         f"{args.expr} {args.shapes}")
     for side, fn in zip(("ours", "peer"), _operands(args)):
         rows = _kernel_rows(fn, args.calls)
         total = sum(r["us"] for r in rows)
