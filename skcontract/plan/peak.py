@@ -193,10 +193,19 @@ def _product_room(step, copied) -> int:
     the wider output an int8 product is written in (:data:`WIDE_OUTPUTS`)."""
     if _on_cupy(step):
         return _matmul_room(step, copied)
-    if step.dtype.kind == "c":
+    if step.dtype.kind == "c" and _real_form(step):
         return _embedded(step, copied) + _embedded_pad(step, copied)
     wide = WIDE_OUTPUTS.get(step.dtype.name, 0) // step.dtype.itemsize
     return _kernel_copies(step, copied) + wide * prod(step.output_shape)
+
+
+def _real_form(step) -> bool:
+    """Whether a complex GEMM-class step runs as its real form (:mod:`skcontract.kernels.embed`):
+    its launch embeds an operand (a Dot form's launch reads the operands as they lie), or,
+    before the plan is scheduled, it is of :data:`EMBEDDED_KINDS`."""
+    if step.launch is not None:
+        return getattr(step.launch, "embed", None) is not None
+    return step.kind in EMBEDDED_KINDS
 
 
 def _on_cupy(step) -> bool:

@@ -242,3 +242,13 @@ def test_a_gpu_plan_is_sliced_by_its_launches_copies_not_by_their_bound():
     eq = parse_equation(subscripts, shapes)
     bound = build_plan(eq, "float32", memory_limit=limit, device=DeviceInfo.named("h100"))
     assert bound.slicing.num_slices == 2 * plan.slicing.num_slices
+
+
+def test_a_complex_matrix_vector_product_holds_no_real_form():
+    """A complex GEMV runs on the Dot kernel, which reads both operands as they lie: the
+    step holds its result alone, no embedded operand (twice B in padded real rows)."""
+    _, plan = contract_path("j,jk->k", (512,), (512, 4096), shapes=True, dtype="complex64",
+                            device="h100")
+    step = plan.steps[0]
+    assert step.launch.form is not None and step.launch.embed is None
+    assert executor_bytes(plan) == 4096 * np.dtype(np.complex64).itemsize
