@@ -36,6 +36,8 @@
 #     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile, then
 #     tools.kernel_times --network: each kernel's device time in a slice
 #     ($OUT/netprofile-<name>.txt);
+#   arrange: the networks' hyper plans (NETWORKS, NETWORK_LIMITS) with the results'
+#     label orders arranged for their readers and without, same call ($OUT/arrange-*.json);
 #   decode: decode products (DECODE, or DECODE_SHAPES) on auto and on the 64 x 64 streaming
 #     tile against cuBLAS ($OUT/decode.jsonl);
 #   skinny: decoding-batch GEMMs (M = 4-16, B read once) by mode and tile, with the
@@ -165,6 +167,22 @@ from skcontract.bench.networks_run import main
 sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
                'circuit,circuit-open', '--planners', 'hyper', '--out', '$OUT/smallcomplex',
                '--name', 'circuits-single-complex']))" 2>&1 | quiet | tail -12 ;;
+    arrange)
+      # the networks' hyper plans run as planned (results ordered for the steps reading
+      # them, plan/arrange.py) and with that ordering off, same call ($OUT/arrange-*.json)
+      for mode in on off; do
+        timeout $(( $(left) > ${NETWORKS_S:-150} ? ${NETWORKS_S:-150} : $(left) )) python3 -c "
+import sys
+import skcontract.plan.plan as plan
+if '$mode' == 'off':
+    plan.reader_hints = lambda forms, pair_form: {}
+from skcontract.bench.networks_run import main
+sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
+               '${NETWORKS:-lattice,peps,circuit,circuit-open,regular}', '--limits',
+               '${NETWORK_LIMITS:-1GiB,8GiB}', '--planners', 'hyper', '--out', '$OUT',
+               '--name', 'arrange-$mode']))" 2>&1 | quiet | grep -E "^\| .*hyper" | cut -c1-200
+        rm -f "$OUT/arrange-$mode.md"
+      done ;;
     netprofile)
       # where a network call's host time goes (cProfile of calls of one slice)
       for net in ${PROFILE_NETS:-circuit:8GiB regular:1GiB}; do

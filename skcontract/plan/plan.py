@@ -32,6 +32,7 @@ from opt_einsum.paths import PathOptimizer
 
 from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
+from .arrange import Hint, arranged, reader_hints
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
 from .path import (ADAPTIVE, HYPER_DEFAULT_SHARE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE,
@@ -421,14 +422,20 @@ def _unary_step(index, form: _UnaryForm, shape, sizes, dtype) -> Step:
                      squeeze=form.squeeze)
 
 
-def _pair_form(slots, new_slot, a, b, keep, sizes) -> tuple[_PairForm, bool]:
+def _pair_form(slots, new_slot, a, b, keep, sizes, hint: Hint | None = None
+               ) -> tuple[_PairForm, bool]:
     """``(form, by_class)`` of the pairwise step of the terms ``a`` and ``b`` that keeps
-    the labels in ``keep`` (:func:`~.classify.search_layout`)."""
+    the labels in ``keep`` (:func:`~.classify.search_layout`); ``hint``: what the step
+    reading its result asks of the result's order (:func:`.arrange.arranged`)."""
     batch, ms, ns, ks, a_only, b_only = pair_groups(a, b, keep)
     if a_only or b_only:  # the unary pre-pass makes this impossible
         raise AssertionError(f"labels {sorted(a_only | b_only)} should have been summed")
     (orders, copies, layouts), by_class = search_layout(a, b, batch, ms, ns, ks, sizes)
-    bo, mo, no, _ = orders
+    bo, mo, no, ko = orders
+    better = None if hint is None else arranged(bo, mo, no, copies, hint)
+    if better is not None:
+        mo, no = better
+        orders = (bo, mo, no, ko)
     return _PairForm(tuple(slots), new_slot, (tuple(a), tuple(b)), orders, bo + mo + no,
                      copies, layouts), by_class
 
@@ -943,7 +950,21 @@ def _steps(eq: Equation, dtype, path, unary: _UnaryPass):
 
 def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
     """The :class:`_Skeleton` of ``path`` run over ``terms`` in ``slots``, new results from
-    slot ``next_slot`` on: each step sums the labels nothing after it holds."""
+    slot ``next_slot`` on: each step sums the labels nothing after it holds, and orders
+    the labels of a result it is free to order as the step reading it views them
+    (:mod:`.arrange`: the steps are walked twice, the second time with the readers'
+    hints)."""
+    skeleton = _walk(terms, slots, next_slot, output, path, sizes, {})
+    pairs = sum(type(f) is _PairForm for f in skeleton.forms)
+    if pairs < 2:
+        return skeleton
+    hints = reader_hints(skeleton.forms, _PairForm)
+    return _walk(terms, slots, next_slot, output, path, sizes, hints)
+
+
+def _walk(terms, slots, next_slot, output, path, sizes, hints) -> _Skeleton:
+    """The :class:`_Skeleton` of ``path``, each pairwise step given its result's
+    :class:`~.arrange.Hint` from ``hints`` (by slot)."""
     out_set = set(output)
     slots, terms = list(slots), list(terms)
     alive = Counter(lab for t in terms for lab in set(t))  # live terms holding each label
@@ -972,7 +993,8 @@ def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
         for j, (slot_b, term_b) in enumerate(rest):
             later = set().union(*(t for _, t in rest[j + 1:]))
             form, decided = _pair_form((slot, slot_b), next_slot, term, term_b,
-                                       kept({*term, *term_b}, later), sizes)
+                                       kept({*term, *term_b}, later), sizes,
+                                       hints.get(next_slot))
             forms.append(form)
             by_class = by_class and decided
             slot, term = next_slot, form.output

@@ -1,0 +1,89 @@
+"""The order of an intermediate's labels, chosen for the step that reads it.
+
+A pairwise step writes its result as (batch, M, N), its M labels in A's order and its N
+labels in B's (:func:`.classify.search_layout`). Where the step copies A anyway, the copy
+can lay A's M labels in any order at no cost, and so B's N labels where it copies B. The
+step that reads the result views it as a matrix without a copy only where the labels it
+sums lie together after its batch labels, first or last, in the order its other operand
+holds them. :func:`reader_hints` says, for each intermediate, what its reader sums and
+batches over; :func:`arranged` orders a step's free groups to suit it. A tensor network's
+steps copy most of their operands (a 3-regular graph's steps hold 40 labels of size 2, the
+summed ones anywhere among them), so most of those copies go.
+
+>>> hint = Hint(summed=("k",), batch=())
+>>> arranged((), ("i", "k", "l"), ("j",), (True, False), hint)  # A copied: M is free
+(('k', 'i', 'l'), ('j',))
+>>> arranged((), ("i", "k", "l"), ("j",), (False, False), hint)  # A read as it lies
+>>> arranged((), ("i", "j"), ("k",), (False, False), hint)  # already last
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+
+class Hint(NamedTuple):
+    """What the step that reads an intermediate asks of its labels' order: ``summed``, the
+    labels it sums, and ``batch``, its batch labels the intermediate holds, each in the
+    order its other operand holds them (where that is an intermediate too, whose order is
+    free in the same way, sorted)."""
+
+    summed: tuple
+    batch: tuple
+
+
+def reader_hints(forms: Sequence, pair_form: type) -> dict[int, Hint]:
+    """For each slot a pairwise form of ``forms`` writes and another pairwise form reads,
+    the reader's :class:`Hint` (``pair_form``: the pairwise forms' type; each form has
+    ``args``, ``result``, ``inputs`` and ``orders`` = (batch, M, N, K))."""
+    written = {f.result for f in forms if type(f) is pair_form}
+    hints: dict[int, Hint] = {}
+    for f in forms:
+        if type(f) is not pair_form:
+            continue
+        batch, _, _, summed = f.orders
+        for pos, slot in enumerate(f.args):
+            if slot not in written:
+                continue
+            other_slot, other = f.args[1 - pos], f.inputs[1 - pos]
+            fixed = other_slot not in written
+
+            def order(labels, fixed=fixed, other=other):
+                return tuple(x for x in other if x in labels) if fixed else \
+                    tuple(sorted(labels))
+            hints[slot] = Hint(order(set(summed)), order(set(batch) & set(f.inputs[pos])))
+    return hints
+
+
+def _rankings(hint: Hint):
+    """The two label orders a reader views without a copy, each as a rank of every label:
+    (class, place) with the batch first, then the rest and the summed labels last, or the
+    summed labels before the rest."""
+    b = {x: (0, i) for i, x in enumerate(hint.batch)}
+    for last in (True, False):
+        s = {x: ((2 if last else 1), i) for i, x in enumerate(hint.summed)}
+        rest = (1 if last else 2, 0)
+        yield lambda x, s=s, rest=rest: b.get(x) or s.get(x) or rest
+
+
+def _quality(labels, rank) -> int:
+    """2 where ``labels`` lie in ``rank``'s order, 1 where only their classes do (the
+    summed labels together, in another order), else 0."""
+    ranks = [rank(x) for x in labels]
+    if all(p <= q for p, q in zip(ranks, ranks[1:])):
+        return 2
+    return int(all(p[0] <= q[0] for p, q in zip(ranks, ranks[1:])))
+
+
+def arranged(batch: tuple, m: tuple, n: tuple, copies: tuple[bool, bool],
+             hint: Hint) -> tuple[tuple, tuple] | None:
+    """New (M, N) orders of a step whose result (``batch`` + ``m`` + ``n``) ``hint``'s
+    reader reads: the groups the step copies (``copies``: A's M, B's N) sorted to lie as
+    the reader views them; None where that is no better than the orders given."""
+    best, found = max(_quality(batch + m + n, r) for r in _rankings(hint)), None
+    for rank in _rankings(hint):
+        mm = tuple(sorted(m, key=rank)) if copies[0] else m
+        nn = tuple(sorted(n, key=rank)) if copies[1] else n
+        q = _quality(batch + mm + nn, rank)
+        if q > best:
+            best, found = q, (mm, nn)
+    return found
