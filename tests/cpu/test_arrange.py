@@ -1,0 +1,88 @@
+"""A step that copies an operand anyway orders its result's labels as the step reading the
+result views it (skcontract.plan.arrange): copies go, results stay numpy's."""
+import numpy as np
+import opt_einsum
+import pytest
+
+import skcontract
+import skcontract.plan.plan as plan_module
+from skcontract.bench.networks import circuit, random_regular
+from skcontract.plan.arrange import Hint, arranged, reader_hints
+
+
+def _copied(plan) -> int:
+    """The elements a plan's pairwise steps copy."""
+    return sum(int(np.prod(shape)) for s in plan.steps if len(s.inputs) == 2
+               for shape, c in zip(s.input_shapes, s.needs_copy) if c)
+
+
+def _unarranged(monkeypatch):
+    monkeypatch.setattr(plan_module, "reader_hints", lambda forms, pair_form: {})
+    plan_module._SKELETONS.clear()
+
+
+def test_the_reader_views_the_result_the_first_step_was_free_to_order(monkeypatch):
+    # 'ajb,jc' copies A (j between a and b): its result's M labels (a, b) are free, and
+    # 'bd' sums b, which goes first
+    shapes = [(3, 4, 5), (4, 6), (5, 7)]
+    expr = skcontract.contract_expression("ajb,jc,bd->acd", *shapes,
+                                          optimize=[(0, 1), (0, 1)])
+    first, second = expr.plan.steps
+    assert first.needs_copy == (True, False) and first.output == ("b", "a", "c")
+    assert second.needs_copy == (False, False)
+    rng = np.random.default_rng(0)
+    ops = [rng.standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(expr(*ops), np.einsum("ajb,jc,bd->acd", *ops), rtol=1e-12)
+    _unarranged(monkeypatch)
+    plain = skcontract.contract_expression("ajb,jc,bd->acd", *shapes,
+                                           optimize=[(0, 1), (0, 1)])
+    assert plain.plan.steps[0].output == ("a", "b", "c")
+    assert plain.plan.steps[1].needs_copy == (False, True)
+    plan_module._SKELETONS.clear()
+
+
+def test_a_group_read_as_it_lies_keeps_its_order():
+    hint = Hint(summed=("b",), batch=())
+    assert arranged((), ("a", "b"), ("c",), (False, False), hint) is None
+    assert arranged((), ("a", "b"), ("c",), (True, False), hint) == (("b", "a"), ("c",))
+
+
+def test_the_summed_labels_take_the_order_the_readers_other_operand_holds():
+    # the reader sums (c, a) in that order: where M and N are both free, the two lie
+    # together (a before c: N follows M), and the reader copies its other operand
+    hint = Hint(summed=("c", "a"), batch=())
+    assert arranged((), ("a", "x"), ("c",), (True, True), hint) == (("x", "a"), ("c",))
+    got = arranged((), ("a", "x", "y"), (), (True, False), Hint(("y", "a"), ()))
+    assert got == (("x", "y", "a"), ())
+
+
+def test_hints_name_what_the_reader_sums_in_its_fixed_operands_order():
+    shapes = [(3, 4, 5), (4, 6), (5, 7)]
+    expr = skcontract.contract_expression("ajb,jc,bd->acd", *shapes,
+                                          optimize=[(0, 1), (0, 1)])
+    forms = [plan_module._PairForm(s.args, s.result, s.inputs,
+                                   (s.batch_labels, s.m_labels, s.n_labels, s.k_labels),
+                                   s.output, s.needs_copy, s.layouts)
+             for s in expr.plan.steps]
+    hints = reader_hints(forms, plan_module._PairForm)
+    assert hints == {expr.plan.steps[0].result: Hint(("b",), ())}
+
+
+@pytest.mark.parametrize("net", [random_regular(40, 3, 2, seed=3), circuit(3, 3, 6)],
+                         ids=lambda n: n.name)
+def test_networks_copy_less_and_match_numpy(net, monkeypatch):
+    rng = np.random.default_rng(1)
+    ops = [(rng.standard_normal(s) + (1j * rng.standard_normal(s)
+                                      if net.dtype.startswith("complex") else 0)) * 0.6
+           for s in net.shapes()]
+    dtype = ops[0].dtype
+    expr = skcontract.contract_expression(net.subscripts(), *net.shapes(), dtype=dtype,
+                                          optimize="greedy")
+    want = opt_einsum.contract(net.subscripts(), *ops, optimize="greedy")  # past 52 labels
+    np.testing.assert_allclose(expr(*ops), want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
+    arranged_copies = _copied(expr.plan)
+    _unarranged(monkeypatch)
+    plain = skcontract.contract_expression(net.subscripts(), *net.shapes(), dtype=dtype,
+                                           optimize="greedy")
+    assert arranged_copies < _copied(plain.plan)
+    plan_module._SKELETONS.clear()
