@@ -76,6 +76,9 @@ DIRECT_DTYPES = frozenset({"float16", "float32", "float64"})
 """The dtypes of the direct kernels: the small-batched kernel
 (:mod:`skcontract.kernels.small_batched`) and the outer-product one
 (:mod:`skcontract.kernels.outer`)."""
+SMALL_COMPLEX_DTYPES = frozenset({"complex64", "complex128"})
+"""The complex dtypes the small-batched kernel takes, in a batch of any size (down to one
+product): such a product reads its operands as they lie, with no real form."""
 SMALL_MAX_DIM = 32
 """The largest rows, columns or K of a product the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MAX_DIM`); it reads its operands as they lie."""
@@ -170,7 +173,7 @@ def _embeds(step, gpu: bool) -> bool:
     whose embedding reads its conjugated inputs without copies (a scheduled step says so
     itself: ``Step.conj_copies``)."""
     return gpu and step.launch is None and step.dtype.kind == "c" and \
-        step.kind in EMBEDDED_KINDS and not _on_cupy(step)
+        step.kind in EMBEDDED_KINDS and not _on_cupy(step) and not _small_complex(step)
 
 
 def _device_room(step, copied) -> int:
@@ -201,11 +204,12 @@ def _product_room(step, copied) -> int:
 
 def _real_form(step) -> bool:
     """Whether a complex GEMM-class step runs as its real form (:mod:`skcontract.kernels.embed`):
-    its launch embeds an operand (a Dot form's launch reads the operands as they lie), or,
-    before the plan is scheduled, it is of :data:`EMBEDDED_KINDS`."""
+    its launch embeds an operand (a Dot form's launch and the small-batched kernel's read
+    the operands as they lie), or, before the plan is scheduled, it is of
+    :data:`EMBEDDED_KINDS` and not small (:func:`_small_complex`)."""
     if step.launch is not None:
         return getattr(step.launch, "embed", None) is not None
-    return step.kind in EMBEDDED_KINDS
+    return step.kind in EMBEDDED_KINDS and not _small_complex(step)
 
 
 def _on_cupy(step) -> bool:
@@ -252,6 +256,14 @@ def _kernel_copies(step, copied) -> int:
     if _as_they_lie(step):
         return 0
     return max(_k_major(step, copied, None), _padded(step, copied, None))
+
+
+def _small_complex(step) -> bool:
+    """Whether a complex product not yet scheduled will run on the small-batched kernel (no
+    real form): its sides are at most :data:`SMALL_MAX_DIM` (:data:`SMALL_COMPLEX_DTYPES`;
+    a scheduled one's launch says so itself)."""
+    return step.dtype.name in SMALL_COMPLEX_DTYPES and \
+        max(step.m, step.n, step.k) <= SMALL_MAX_DIM
 
 
 def _as_they_lie(step) -> bool:

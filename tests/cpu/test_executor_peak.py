@@ -198,6 +198,8 @@ def test_the_model_s_kernel_facts_are_the_kernels():
     assert peak.KERNEL_DTYPES == set(INPUT_DTYPES)
     assert peak.DOT_DTYPES == set(DOT_CATALOGUE)
     assert peak.DIRECT_DTYPES == set(small_batched.TYPES) == set(outer.TYPES)
+    assert peak.SMALL_COMPLEX_DTYPES == (set(small_batched.COMPLEX_TYPES)
+                                         if small_batched.SINGLE_COMPLEX else set())
     assert (peak.SMALL_MAX_DIM, peak.SMALL_MIN_BATCH, peak.OUTER_MIN_ROW) == (
         small_batched.MAX_DIM, small_batched.MIN_BATCH, outer.MIN_ROW)
     assert peak.ALIGNED_ROW_BYTES == relayout.VEC16

@@ -226,7 +226,7 @@ def test_a_plan_shows_the_operands_it_reads_conjugated():
     """conj= marks each step input read conjugated with *, a unary step passing the mark to
     its result (a trace commutes with conjugation); the tail names the operands. A real
     plan drops conj (its operands are their own conjugates); the flags are the steps'."""
-    shapes = [(4, 4), (4, 5), (5, 3)]
+    shapes = [(40, 40), (40, 50), (50, 36)]
     _, plan = contract_path("ii,ij,jk->k", *shapes, shapes=True, dtype="complex64",
                             conj=(0, 2), device="h100")
     text = str(plan)
@@ -248,6 +248,11 @@ def test_a_plan_shows_the_operands_it_reads_conjugated():
     _, host = contract_path("ij,jk,kl->il", *chain, shapes=True, dtype="complex64",
                             conj=(0, 2))
     assert [s.conj_copies for s in host.steps] == [s.conj for s in host.steps]
+    # products of sides up to 32 run on the small-batched kernel, which reads its operands
+    # as they lie: it copies the conjugated ones
+    _, small = contract_path("ij,jk->ik", (4, 5), (5, 3), shapes=True, dtype="complex64",
+                             conj=(0,), device="h100")
+    assert small.steps[0].conj_copies == (True, False)
     _, real = contract_path("ii,ij,jk->k", *shapes, shapes=True, conj=(0, 2))
     assert real.conj == () and "*" not in str(real)
     _, view = contract_path("ij->ji", (3, 4), shapes=True, dtype="complex128", conj=(0,))

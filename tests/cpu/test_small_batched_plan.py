@@ -94,6 +94,7 @@ def test_single_complex_products_take_the_small_kernel_where_switched_on(monkeyp
         return skcontract.contract_path("ij,jk->ik", (2, 2), (2, 2), shapes=True,
                                         dtype=np.complex64, device="h100")[1].steps[0].launch
 
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", False)
     assert plan_small("complex64", 1, 2, 2, 2) is None
     assert isinstance(planned(), StepLaunch) and planned().embed is not None
     monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
