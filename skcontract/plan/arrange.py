@@ -34,24 +34,33 @@ class Hint(NamedTuple):
 def reader_hints(forms: Sequence, pair_form: type) -> dict[int, Hint]:
     """For each slot a pairwise form of ``forms`` writes and another pairwise form reads,
     the reader's :class:`Hint` (``pair_form``: the pairwise forms' type; each form has
-    ``args``, ``result``, ``inputs`` and ``orders`` = (batch, M, N, K))."""
-    written = {f.result for f in forms if type(f) is pair_form}
+    ``args``, ``result``, ``inputs``, ``orders`` = (batch, M, N, K) and ``needs_copy``)."""
+    writers = {f.result: f for f in forms if type(f) is pair_form}
     hints: dict[int, Hint] = {}
     for f in forms:
         if type(f) is not pair_form:
             continue
         batch, _, _, summed = f.orders
         for pos, slot in enumerate(f.args):
-            if slot not in written:
+            if slot not in writers:
                 continue
-            other_slot, other = f.args[1 - pos], f.inputs[1 - pos]
-            fixed = other_slot not in written
+            other = f.inputs[1 - pos]
+            free = _free(writers.get(f.args[1 - pos]), set(summed))
 
-            def order(labels, fixed=fixed, other=other):
-                return tuple(x for x in other if x in labels) if fixed else \
-                    tuple(sorted(labels))
+            def order(labels, free=free, other=other):
+                return tuple(sorted(labels)) if free else \
+                    tuple(x for x in other if x in labels)
             hints[slot] = Hint(order(set(summed)), order(set(batch) & set(f.inputs[pos])))
     return hints
+
+
+def _free(writer, labels: set) -> bool:
+    """Whether the step that writes an operand (None: an operand as given) is free to
+    order ``labels`` in it: they lie in a group it copies (A's M, B's N)."""
+    if writer is None:
+        return False
+    _, m, n, _ = writer.orders
+    return any(c and labels <= set(group) for c, group in zip(writer.needs_copy, (m, n)))
 
 
 def _rankings(hint: Hint):

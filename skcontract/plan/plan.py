@@ -953,13 +953,27 @@ def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
     slot ``next_slot`` on: each step sums the labels nothing after it holds, and orders
     the labels of a result it is free to order as the step reading it views them
     (:mod:`.arrange`: the steps are walked twice, the second time with the readers'
-    hints)."""
-    skeleton = _walk(terms, slots, next_slot, output, path, sizes, {})
-    pairs = sum(type(f) is _PairForm for f in skeleton.forms)
-    if pairs < 2:
-        return skeleton
-    hints = reader_hints(skeleton.forms, _PairForm)
-    return _walk(terms, slots, next_slot, output, path, sizes, hints)
+    hints, which stand where they copy fewer elements)."""
+    first = _walk(terms, slots, next_slot, output, path, sizes, {})
+    if sum(type(f) is _PairForm for f in first.forms) < 2:
+        return first
+    second = _walk(terms, slots, next_slot, output, path, sizes,
+                   reader_hints(first.forms, _PairForm))
+    # a hint from the first walk can mislead a reader whose own operands moved: the
+    # second walk stands only where it copies less
+    if _copied(second, output, sizes) >= _copied(first, output, sizes):
+        return first
+    return second._replace(by_class=first.by_class and second.by_class)
+
+
+def _copied(skeleton: _Skeleton, output, sizes) -> int:
+    """The elements ``skeleton``'s pairwise steps copy, and its result where the output's
+    order differs from it (a final transpose)."""
+    n = sum(prod(sizes[x] for x in term) for f in skeleton.forms if type(f) is _PairForm
+            for term, c in zip(f.inputs, f.needs_copy) if c)
+    if tuple(skeleton.result_labels) != tuple(output):
+        n += prod(sizes[x] for x in output)
+    return n
 
 
 def _walk(terms, slots, next_slot, output, path, sizes, hints) -> _Skeleton:

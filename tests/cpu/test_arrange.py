@@ -10,18 +10,28 @@ from skcontract.bench.networks import circuit, random_regular
 from skcontract.plan.arrange import Hint, arranged, reader_hints
 
 
+SIZES = dict(zip("abcdefghijkl", (2, 3, 4, 5, 6, 7, 8, 9, 3, 4, 5, 6)))
+
+
 def _copied(plan) -> int:
     """The elements a plan's pairwise steps copy."""
     return sum(int(np.prod(shape)) for s in plan.steps if len(s.inputs) == 2
                for shape, c in zip(s.input_shapes, s.needs_copy) if c)
 
 
-def _unarranged(monkeypatch):
-    monkeypatch.setattr(plan_module, "reader_hints", lambda forms, pair_form: {})
+@pytest.fixture
+def unarranged(monkeypatch):
+    """``off()`` plans without the readers' hints from then on (the skeletons kept
+    cleared before and after)."""
+    def off():
+        monkeypatch.setattr(plan_module, "reader_hints", lambda forms, pair_form: {})
+        plan_module._SKELETONS.clear()
+    plan_module._SKELETONS.clear()
+    yield off
     plan_module._SKELETONS.clear()
 
 
-def test_the_reader_views_the_result_the_first_step_was_free_to_order(monkeypatch):
+def test_the_reader_views_the_result_the_first_step_was_free_to_order(unarranged):
     # 'ajb,jc' copies A (j between a and b): its result's M labels (a, b) are free, and
     # 'bd' sums b, which goes first
     shapes = [(3, 4, 5), (4, 6), (5, 7)]
@@ -33,12 +43,11 @@ def test_the_reader_views_the_result_the_first_step_was_free_to_order(monkeypatc
     rng = np.random.default_rng(0)
     ops = [rng.standard_normal(s) for s in shapes]
     np.testing.assert_allclose(expr(*ops), np.einsum("ajb,jc,bd->acd", *ops), rtol=1e-12)
-    _unarranged(monkeypatch)
+    unarranged()
     plain = skcontract.contract_expression("ajb,jc,bd->acd", *shapes,
                                            optimize=[(0, 1), (0, 1)])
     assert plain.plan.steps[0].output == ("a", "b", "c")
     assert plain.plan.steps[1].needs_copy == (False, True)
-    plan_module._SKELETONS.clear()
 
 
 def test_a_group_read_as_it_lies_keeps_its_order():
@@ -68,9 +77,29 @@ def test_hints_name_what_the_reader_sums_in_its_fixed_operands_order():
     assert hints == {expr.plan.steps[0].result: Hint(("b",), ())}
 
 
+@pytest.mark.parametrize("subscripts,shapes,path", [
+    # the last step reads lfb from a step that copies nothing (its order is fixed): a hint
+    # that sorted its labels would copy lfb there
+    ("lfkd,kb,lfg,gb->lfd", [(3, 4, 5, 6), (5, 7), (3, 4, 8), (8, 7)],
+     [(0, 1), (0, 1), (0, 1)]),
+    ("eghbg,j,gea,jlcj,lfikd,glfgh,kb->fcd",
+     [tuple(SIZES[x] for x in t) for t in "eghbg j gea jlcj lfikd glfgh kb".split()],
+     "greedy"),
+])
+def test_hints_never_copy_more(subscripts, shapes, path, unarranged):
+    rng = np.random.default_rng(2)
+    ops = [rng.standard_normal(s) for s in shapes]
+    expr = skcontract.contract_expression(subscripts, *shapes, optimize=path)
+    np.testing.assert_allclose(expr(*ops), np.einsum(subscripts, *ops), rtol=1e-10)
+    copied = _copied(expr.plan)
+    unarranged()
+    plain = skcontract.contract_expression(subscripts, *shapes, optimize=path)
+    assert copied <= _copied(plain.plan)
+
+
 @pytest.mark.parametrize("net", [random_regular(40, 3, 2, seed=3), circuit(3, 3, 6)],
                          ids=lambda n: n.name)
-def test_networks_copy_less_and_match_numpy(net, monkeypatch):
+def test_networks_copy_less_and_match_numpy(net, unarranged):
     rng = np.random.default_rng(1)
     ops = [(rng.standard_normal(s) + (1j * rng.standard_normal(s)
                                       if net.dtype.startswith("complex") else 0)) * 0.6
@@ -81,8 +110,7 @@ def test_networks_copy_less_and_match_numpy(net, monkeypatch):
     want = opt_einsum.contract(net.subscripts(), *ops, optimize="greedy")  # past 52 labels
     np.testing.assert_allclose(expr(*ops), want, rtol=1e-9, atol=1e-12 * np.abs(want).max())
     arranged_copies = _copied(expr.plan)
-    _unarranged(monkeypatch)
+    unarranged()
     plain = skcontract.contract_expression(net.subscripts(), *net.shapes(), dtype=dtype,
                                            optimize="greedy")
     assert arranged_copies < _copied(plain.plan)
-    plan_module._SKELETONS.clear()
