@@ -37,7 +37,8 @@
 #     tools.kernel_times --network: each kernel's device time in a slice
 #     ($OUT/netprofile-<name>.txt);
 #   arrange: the networks' hyper plans (NETWORKS, NETWORK_LIMITS) with the results'
-#     label orders arranged for their readers and without, same call ($OUT/arrange-*.json);
+#     label orders arranged for their readers (plan/arrange.py's ARRANGE on) and without,
+#     same call ($OUT/arrange-*.json);
 #   decode: decode products (DECODE, or DECODE_SHAPES) on auto and on the 64 x 64 streaming
 #     tile against cuBLAS ($OUT/decode.jsonl);
 #   skinny: decoding-batch GEMMs (M = 4-16, B read once) by mode and tile, with the
@@ -162,7 +163,9 @@ for step in $STEPS; do
       [ "${SC_CIRCUITS:-1}" = 0 ] || timeout $(( $(left) > 200 ? 200 : $(left) )) python3 -c "
 import sys
 from skcontract.kernels import small_batched
+from skcontract.plan import peak
 small_batched.SINGLE_COMPLEX = True
+peak.SMALL_COMPLEX_DTYPES = frozenset(small_batched.COMPLEX_TYPES)
 from skcontract.bench.networks_run import main
 sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
                'circuit,circuit-open', '--planners', 'hyper', '--out', '$OUT/smallcomplex',
@@ -173,9 +176,8 @@ sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--network
       for mode in on off; do
         timeout $(( $(left) > ${NETWORKS_S:-150} ? ${NETWORKS_S:-150} : $(left) )) python3 -c "
 import sys
-import skcontract.plan.plan as plan
-if '$mode' == 'off':
-    plan.reader_hints = lambda forms, pair_form: {}
+from skcontract.plan import arrange
+arrange.ARRANGE = '$mode' == 'on'
 from skcontract.bench.networks_run import main
 sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
                '${NETWORKS:-lattice,peps,circuit,circuit-open,regular}', '--limits',

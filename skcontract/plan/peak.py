@@ -76,9 +76,11 @@ DIRECT_DTYPES = frozenset({"float16", "float32", "float64"})
 """The dtypes of the direct kernels: the small-batched kernel
 (:mod:`skcontract.kernels.small_batched`) and the outer-product one
 (:mod:`skcontract.kernels.outer`)."""
-SMALL_COMPLEX_DTYPES = frozenset({"complex64", "complex128"})
+SMALL_COMPLEX_DTYPES: frozenset = frozenset()
 """The complex dtypes the small-batched kernel takes, in a batch of any size (down to one
-product): such a product reads its operands as they lie, with no real form."""
+product): such a product reads its operands as they lie, with no real form. None while
+:data:`skcontract.kernels.small_batched.SINGLE_COMPLEX` is off (complex64 and complex128
+with it on)."""
 SMALL_MAX_DIM = 32
 """The largest rows, columns or K of a product the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MAX_DIM`); it reads its operands as they lie."""

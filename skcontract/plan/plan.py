@@ -32,6 +32,7 @@ from opt_einsum.paths import PathOptimizer
 
 from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
+from . import arrange
 from .arrange import Hint, arranged, reader_hints
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
@@ -952,10 +953,10 @@ def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
     """The :class:`_Skeleton` of ``path`` run over ``terms`` in ``slots``, new results from
     slot ``next_slot`` on: each step sums the labels nothing after it holds, and orders
     the labels of a result it is free to order as the step reading it views them
-    (:mod:`.arrange`: the steps are walked twice, the second time with the readers'
-    hints, which stand where they copy fewer elements)."""
+    (:mod:`.arrange`, where :data:`.arrange.ARRANGE`: the steps are walked twice, the
+    second time with the readers' hints, which stand where they copy fewer elements)."""
     first = _walk(terms, slots, next_slot, output, path, sizes, {})
-    if sum(type(f) is _PairForm for f in first.forms) < 2:
+    if not arrange.ARRANGE or sum(type(f) is _PairForm for f in first.forms) < 2:
         return first
     second = _walk(terms, slots, next_slot, output, path, sizes,
                    reader_hints(first.forms, _PairForm))

@@ -1,5 +1,6 @@
 """A step that copies an operand anyway orders its result's labels as the step reading the
-result views it (skcontract.plan.arrange): copies go, results stay numpy's."""
+result views it (skcontract.plan.arrange, switched on here: ARRANGE waits for a GPU run):
+copies go, results stay numpy's."""
 import numpy as np
 import opt_einsum
 import pytest
@@ -7,6 +8,7 @@ import pytest
 import skcontract
 import skcontract.plan.plan as plan_module
 from skcontract.bench.networks import circuit, random_regular
+from skcontract.plan import arrange
 from skcontract.plan.arrange import Hint, arranged, reader_hints
 
 
@@ -21,11 +23,12 @@ def _copied(plan) -> int:
 
 @pytest.fixture
 def unarranged(monkeypatch):
-    """``off()`` plans without the readers' hints from then on (the skeletons kept
-    cleared before and after)."""
+    """Plans arranged (:data:`skcontract.plan.arrange.ARRANGE` on) until ``off()`` turns
+    it off (the skeletons kept cleared before, between and after)."""
     def off():
-        monkeypatch.setattr(plan_module, "reader_hints", lambda forms, pair_form: {})
+        monkeypatch.setattr(arrange, "ARRANGE", False)
         plan_module._SKELETONS.clear()
+    monkeypatch.setattr(arrange, "ARRANGE", True)
     plan_module._SKELETONS.clear()
     yield off
     plan_module._SKELETONS.clear()
@@ -65,7 +68,7 @@ def test_the_summed_labels_take_the_order_the_readers_other_operand_holds():
     assert got == (("x", "y", "a"), ())
 
 
-def test_hints_name_what_the_reader_sums_in_its_fixed_operands_order():
+def test_hints_name_what_the_reader_sums_in_its_fixed_operands_order(unarranged):
     shapes = [(3, 4, 5), (4, 6), (5, 7)]
     expr = skcontract.contract_expression("ajb,jc,bd->acd", *shapes,
                                           optimize=[(0, 1), (0, 1)])

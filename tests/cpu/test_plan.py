@@ -248,15 +248,25 @@ def test_a_plan_shows_the_operands_it_reads_conjugated():
     _, host = contract_path("ij,jk,kl->il", *chain, shapes=True, dtype="complex64",
                             conj=(0, 2))
     assert [s.conj_copies for s in host.steps] == [s.conj for s in host.steps]
-    # products of sides up to 32 run on the small-batched kernel, which reads its operands
-    # as they lie: it copies the conjugated ones
-    _, small = contract_path("ij,jk->ik", (4, 5), (5, 3), shapes=True, dtype="complex64",
-                             conj=(0,), device="h100")
-    assert small.steps[0].conj_copies == (True, False)
     _, real = contract_path("ii,ij,jk->k", *shapes, shapes=True, conj=(0, 2))
     assert real.conj == () and "*" not in str(real)
     _, view = contract_path("ij->ji", (3, 4), shapes=True, dtype="complex128", conj=(0,))
     assert view.conj_result and "the result conjugated last" in str(view)
+
+
+def test_small_complex_products_copy_their_conjugated_operands(monkeypatch):
+    """Products of sides up to 32 on the small-batched kernel (small_batched.SINGLE_COMPLEX)
+    read their operands as they lie: they copy the conjugated ones."""
+    from skcontract import contract
+    from skcontract.kernels import small_batched
+    from skcontract.plan import peak
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
+    monkeypatch.setattr(peak, "SMALL_COMPLEX_DTYPES", frozenset(small_batched.COMPLEX_TYPES))
+    contract._PATHS.clear()
+    _, small = contract_path("ij,jk->ik", (4, 5), (5, 3), shapes=True, dtype="complex64",
+                             conj=(0,), device="h100")
+    contract._PATHS.clear()
+    assert small.steps[0].conj_copies == (True, False)
 
 
 def test_contract_path_from_arrays_and_dtype():

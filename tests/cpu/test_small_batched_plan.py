@@ -104,3 +104,26 @@ def test_single_complex_products_take_the_small_kernel_where_switched_on(monkeyp
     assert plan_small("float32", 1, 2, 2, 2) is None
     assert plan_small("complex64", 1, MAX_DIM + 1, 2, 2) is None
     assert isinstance(planned(), SmallLaunch)
+
+
+def test_the_peak_model_counts_no_real_form_for_small_complex_products(monkeypatch):
+    """With the small kernel taking complex products, the peak model's
+    SMALL_COMPLEX_DTYPES goes on with it: a lone 2 x 2 complex product holds its result
+    alone, where its real form holds the embedded operand too."""
+    from skcontract import contract
+    from skcontract.kernels import small_batched
+    from skcontract.plan import peak
+    from skcontract.plan.plan import executor_bytes
+
+    def held():
+        contract._PATHS.clear()
+        plan = skcontract.contract_path("ij,jk->ik", (2, 2), (2, 2), shapes=True,
+                                        dtype=np.complex64, device="h100")[1]
+        contract._PATHS.clear()
+        return executor_bytes(plan)
+
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", False)
+    embedded = held()
+    monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
+    monkeypatch.setattr(peak, "SMALL_COMPLEX_DTYPES", frozenset(small_batched.COMPLEX_TYPES))
+    assert held() == 2 * 2 * np.dtype(np.complex64).itemsize < embedded
