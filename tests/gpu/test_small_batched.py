@@ -7,6 +7,7 @@ import pytest
 
 import skcontract
 from skcontract.kernels import small_batched
+from skcontract.plan import peak
 
 from .helpers import TOL
 
@@ -95,8 +96,10 @@ def _forget_plans():
 
 @pytest.fixture
 def single_complex(monkeypatch):
-    """The kernel taking complex products of any batch (small_batched.SINGLE_COMPLEX)."""
+    """The kernel taking complex products of any batch (small_batched.SINGLE_COMPLEX, and
+    the peak model with it)."""
     monkeypatch.setattr(small_batched, "SINGLE_COMPLEX", True)
+    monkeypatch.setattr(peak, "SMALL_COMPLEX_DTYPES", frozenset(small_batched.COMPLEX_TYPES))
     _forget_plans()
     yield
     _forget_plans()
