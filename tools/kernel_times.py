@@ -66,14 +66,8 @@ def _operands(args):
 def _network_call(args):
     """A call of the plan's second slice (its first where it has one) on random operands."""
     from skcontract.bench import networks_run
-    from skcontract.bench.networks import NETWORKS
 
-    net = NETWORKS[args.network]()
-    rows = json.loads(open(args.plans).read())["rows"]
-    row = next(r for r in rows if (r["network"], r["limit"], r["planner"]) ==
-               (net.name, args.limit, "hyper"))
-    expr, _ = networks_run.ours(net, row)
-    ops = networks_run.operands(net)
+    _, row, expr, _, ops = networks_run.planned(args.network, args.limit, args.plans)
     chosen = [min(1, row["slices"] - 1)]
     return lambda: expr(*ops, slices=chosen)
 

@@ -82,17 +82,9 @@ def _profile(fn, args) -> None:
 
 
 def _profile_network(args) -> int:
-    import json
-
     from skcontract.bench import networks_run
-    from skcontract.bench.networks import NETWORKS
 
-    net = NETWORKS[args.network]()
-    rows = json.loads(open(args.plans).read())["rows"]
-    row = next(r for r in rows if (r["network"], r["limit"], r["planner"]) ==
-               (net.name, args.limit, "hyper"))
-    expr, plan = networks_run.ours(net, row)
-    ops = networks_run.operands(net)
+    net, row, expr, plan, ops = networks_run.planned(args.network, args.limit, args.plans)
     one = lambda: expr(*ops, slices=[0])  # noqa: E731 - the calls profiled
     two = lambda: expr(*ops, slices=range(min(2, row["slices"])))  # noqa: E731
     first, both = _per_call_us(one, args.calls), _per_call_us(two, args.calls)

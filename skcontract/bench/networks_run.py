@@ -127,6 +127,18 @@ def ours(net: Network, row: dict, backend: str = "cupy"):
     return expr, expr.plan
 
 
+def planned(name: str, limit: str, plans: str, planner: str = "hyper"):
+    """The ``planner`` row of network ``name`` (a :data:`~.networks.NETWORKS` key) at
+    ``limit`` in the plans file ``plans``, made again for CuPy on random operands:
+    ``(network, row, expression, plan, operands)`` (for the tools that profile one)."""
+    net = NETWORKS[name]()
+    rows = json.loads(Path(plans).read_text())["rows"]
+    row = next(r for r in rows if (r["network"], r["limit"], r["planner"]) ==
+               (net.name, limit, planner))
+    expr, plan = ours(net, row)
+    return net, row, expr, plan, operands(net)
+
+
 def cotengra_tree(net: Network, row: dict):
     """cotengra's tree of the row's path with its sliced labels removed."""
     import cotengra as ctg  # optional extra: the peer
