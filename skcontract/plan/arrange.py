@@ -8,9 +8,8 @@ sums lie together after its batch labels, first or last, in the order its other 
 holds them. :func:`reader_hints` says, for each intermediate, what its reader sums and
 batches over; :func:`arranged` orders a step's free groups to suit it. A tensor network's
 steps copy most of their operands (a 3-regular graph's steps hold 40 labels of size 2, the
-summed ones anywhere among them): on the random 3-regular graph of 250 tensors 30% of the
-bytes a slice copies go, on a 6x6 circuit 9%. Off (:data:`ARRANGE`) until a GPU has run the
-arranged plans.
+summed ones anywhere among them), and many of those copies go (docs/benchmarks/log.md,
+twenty-second session). Off (:data:`ARRANGE`) until a GPU has run the arranged plans.
 
 >>> hint = Hint(summed=("k",), batch=())
 >>> arranged((), ("i", "k", "l"), ("j",), (True, False), hint)  # A copied: M is free
@@ -33,8 +32,8 @@ on them."""
 class Hint(NamedTuple):
     """What the step that reads an intermediate asks of its labels' order: ``summed``, the
     labels it sums, and ``batch``, its batch labels the intermediate holds, each in the
-    order its other operand holds them (where that is an intermediate too, whose order is
-    free in the same way, sorted)."""
+    order its other operand holds them (sorted where that operand's writer is free to order
+    them too: :func:`_free`)."""
 
     summed: tuple
     batch: tuple

@@ -33,7 +33,6 @@ from opt_einsum.paths import PathOptimizer
 from ..dtypes import accumulator_dtype, float32_precision
 from ..parse import Equation
 from . import arrange
-from .arrange import Hint, arranged, reader_hints
 from .classify import (GEMM_KINDS, Kind, classify_groups, compute_dtype, pair_groups,
                        search_layout)
 from .path import (ADAPTIVE, HYPER_DEFAULT_SHARE, HYPER_UNSLICED_SHARE, RECONF_TARGET_SHARE,
@@ -423,7 +422,7 @@ def _unary_step(index, form: _UnaryForm, shape, sizes, dtype) -> Step:
                      squeeze=form.squeeze)
 
 
-def _pair_form(slots, new_slot, a, b, keep, sizes, hint: Hint | None = None
+def _pair_form(slots, new_slot, a, b, keep, sizes, hint: arrange.Hint | None = None
                ) -> tuple[_PairForm, bool]:
     """``(form, by_class)`` of the pairwise step of the terms ``a`` and ``b`` that keeps
     the labels in ``keep`` (:func:`~.classify.search_layout`); ``hint``: what the step
@@ -433,7 +432,7 @@ def _pair_form(slots, new_slot, a, b, keep, sizes, hint: Hint | None = None
         raise AssertionError(f"labels {sorted(a_only | b_only)} should have been summed")
     (orders, copies, layouts), by_class = search_layout(a, b, batch, ms, ns, ks, sizes)
     bo, mo, no, ko = orders
-    better = None if hint is None else arranged(bo, mo, no, copies, hint)
+    better = None if hint is None else arrange.arranged(bo, mo, no, copies, hint)
     if better is not None:
         mo, no = better
         orders = (bo, mo, no, ko)
@@ -959,7 +958,7 @@ def _skeleton(terms, slots, next_slot, output, path, sizes) -> _Skeleton:
     if not arrange.ARRANGE or sum(type(f) is _PairForm for f in first.forms) < 2:
         return first
     second = _walk(terms, slots, next_slot, output, path, sizes,
-                   reader_hints(first.forms, _PairForm))
+                   arrange.reader_hints(first.forms, _PairForm))
     # a hint from the first walk can mislead a reader whose own operands moved: the
     # second walk stands only where it copies less
     if _copied(second, output, sizes) >= _copied(first, output, sizes):
