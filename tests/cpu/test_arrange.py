@@ -1,12 +1,19 @@
 """A step that copies an operand anyway orders its result's labels as the step reading the
 result views it (skcontract.plan.arrange, switched on here: ARRANGE waits for a GPU run):
 copies go, results stay numpy's."""
+import contextlib
+
 import numpy as np
 import opt_einsum
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from network_strategies import networks
 
 import skcontract
 import skcontract.plan.plan as plan_module
+from skcontract import contract, contract_expression, contract_path
 from skcontract.bench.networks import circuit, random_regular
 from skcontract.plan import arrange
 from skcontract.plan.arrange import Hint, arranged, reader_hints
@@ -21,17 +28,23 @@ def _copied(plan) -> int:
                for shape, c in zip(s.input_shapes, s.needs_copy) if c)
 
 
+def _forget():
+    """Clear the skeletons and plans kept for reuse (made with ARRANGE as it was)."""
+    plan_module._SKELETONS.clear()
+    contract._PATHS.clear()
+
+
 @pytest.fixture
 def unarranged(monkeypatch):
     """Plans arranged (:data:`skcontract.plan.arrange.ARRANGE` on) until ``off()`` turns
-    it off (the skeletons kept cleared before, between and after)."""
+    it off (the kept skeletons and plans cleared before, between and after)."""
     def off():
         monkeypatch.setattr(arrange, "ARRANGE", False)
-        plan_module._SKELETONS.clear()
+        _forget()
     monkeypatch.setattr(arrange, "ARRANGE", True)
-    plan_module._SKELETONS.clear()
+    _forget()
     yield off
-    plan_module._SKELETONS.clear()
+    _forget()
 
 
 def test_the_reader_views_the_result_the_first_step_was_free_to_order(unarranged):
@@ -117,3 +130,39 @@ def test_networks_copy_less_and_match_numpy(net, unarranged):
     plain = skcontract.contract_expression(net.subscripts(), *net.shapes(), dtype=dtype,
                                            optimize="greedy")
     assert arranged_copies < _copied(plain.plan)
+
+
+@contextlib.contextmanager
+def _arranging(on: bool):
+    """Plans made with :data:`~skcontract.plan.arrange.ARRANGE` set to ``on`` (the kept
+    skeletons and plans cleared around them)."""
+    saved = arrange.ARRANGE
+    arrange.ARRANGE = on
+    _forget()
+    try:
+        yield
+    finally:
+        arrange.ARRANGE = saved
+        _forget()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(networks(tensors=(4, 10)), st.sampled_from([None, 0.3]))
+def test_arranged_plans_are_numpys_and_never_copy_more(net, share):
+    """Random networks (diagonals, ellipsis batches, sliced under a drawn share of the
+    largest intermediate): the arranged plan computes numpy's result and copies no more
+    elements than the plain one (fewer on most networks of six tensors or more)."""
+    eq, ops = net
+    shapes, optimize = [o.shape for o in ops], "greedy"
+    limit = None
+    if share is not None:
+        _, whole = contract_path(eq, *shapes, shapes=True, optimize=optimize)
+        limit = max(1, int(whole.largest_intermediate * share))
+    with _arranging(True):
+        expr = contract_expression(eq, *shapes, optimize=optimize, memory_limit=limit)
+        got = expr(*ops)
+    with _arranging(False):
+        plain = contract_expression(eq, *shapes, optimize=optimize, memory_limit=limit)
+    ref = np.einsum(eq, *ops, optimize=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref).max()))
+    assert _copied(expr.plan) <= _copied(plain.plan)
