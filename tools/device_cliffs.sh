@@ -32,6 +32,9 @@
 #     cr) by mode, tile and reduction against cuBLAS ($OUT/longk.jsonl);
 #   smallcomplex: the small-batched kernel's complex builds (GPU tests, memcheck) and the
 #     circuits' hyper plans with small_batched.SINGLE_COMPLEX on ($OUT/smallcomplex/);
+#   fold: tall products folded onto the small-batched kernel (GPU tests, memcheck, the
+#     tall-narrow and tiny-batched classes with and without the fold, the regular graph;
+#     $OUT/fold/);
 #   netprofile: tools.profile_call --network over PROFILE_NETS (name:limit, default
 #     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile, then
 #     tools.kernel_times --network: each kernel's device time in a slice
@@ -170,6 +173,33 @@ from skcontract.bench.networks_run import main
 sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
                'circuit,circuit-open', '--planners', 'hyper', '--out', '$OUT/smallcomplex',
                '--name', 'circuits-single-complex']))" 2>&1 | quiet | tail -12 ;;
+    fold)
+      # tall products folded onto the small-batched kernel: its GPU tests, memcheck of the
+      # folded ones, the tall-narrow and tiny-batched classes with the fold (FOLD_ROWS) and
+      # without (the GEMM kernels' launch) against torch, the regular graph with the fold
+      # ($OUT/fold/)
+      mkdir -p "$OUT/fold"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
+        tests/gpu/test_small_batched.py -rf --tb=short > "$OUT/fold/tests.txt" 2>&1
+      tail -3 "$OUT/fold/tests.txt"
+      timeout $(( $(left) > 120 ? 120 : $(left) )) compute-sanitizer --tool memcheck \
+        --report-api-errors no --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+        tests/gpu/test_small_batched.py -k "(folded and C) or one_b" > "$OUT/fold/memcheck.log" 2>&1
+      echo "memcheck rc=$?"; grep "ERROR SUMMARY" "$OUT/fold/memcheck.log" | tail -1
+      for rows in 32 0; do
+        timeout $(( $(left) > 100 ? 100 : $(left) )) python3 -c "
+import sys
+from skcontract.kernels import small_batched
+small_batched.FOLD_ROWS = $rows
+from skcontract.bench.shapes import main
+sys.exit(main(['--classes', 'tall-narrow,tiny-batched', '--out', '$OUT/fold',
+               '--name', 'fold-rows-$rows']))" 2>&1 | quiet | grep -E "^\|" | cut -c1-220
+        rm -f "$OUT/fold/fold-rows-$rows.md"
+      done
+      timeout $(( $(left) > 100 ? 100 : $(left) )) python3 -m skcontract bench networks-run \
+        --plans docs/benchmarks/networks-plans-h100.json --networks regular --limits 1GiB \
+        --planners hyper --out "$OUT/fold" --name regular-folded 2>&1 | quiet | tail -4
+      rm -f "$OUT/fold/regular-folded.md" ;;
     arrange)
       # the networks' hyper plans run as planned (results ordered for the steps reading
       # them, plan/arrange.py) and with that ordering off, same call ($OUT/arrange-*.json)

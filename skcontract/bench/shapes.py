@@ -82,6 +82,14 @@ CASES = (
        "64 x 64 blocks (block-sparse attention)"),
     _e("tiny-batched", "bij,bj->bi", [(65536, 8, 8), (65536, 8)], "float32",
        "8-state Kalman filter predictions"),
+    _e("tall-narrow", "ij,jk->ik", [(4194304, 8), (8, 8)], "float32",
+       "a random 3-regular graph's bond-2 step, 2^22 x 8 x 8 (a sliced network)"),
+    _e("tall-narrow", "ij,jk->ik", [(8294400, 3), (3, 3)], "float32",
+       "a 4K video frame's RGB to YCbCr"),
+    _e("tall-narrow", "nk,jk->nj", [(1048576, 4), (4, 4)], "float64",
+       "a 4 x 4 transform of a million homogeneous points"),
+    _e("tall-narrow", "ij,jk->ik", [(2097152, 32), (32, 32)], "float16",
+       "a width-32 hidden layer of a fully fused MLP over 2M ray samples"),
     _e("skinny", "mk,kn->mn", [(8, 4096), (4096, 11008)], "float16",
        "LLaMA-7B MLP up, decoding 8 sequences"),
     _e("skinny", "mk,kn->mn", [(16, 8192), (8192, 8192)], "float16",
@@ -267,7 +275,7 @@ NCHW, against cuDNN through torch (``cudnn.benchmark`` on, TF32 off)."""
 GPU_CASES = CASES + CONV_GPU_CASES
 """Every GPU row: the products, then the convolutions."""
 
-MEMORY_BOUND = frozenset({"tiny-batched", "outer", "axis-reduction"})
+MEMORY_BOUND = frozenset({"tiny-batched", "tall-narrow", "outer", "axis-reduction"})
 """Classes whose rows are held to the copy bandwidth (``gbps``), besides their peer."""
 
 COPY_BYTES = 1 << 30

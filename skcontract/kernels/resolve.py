@@ -29,7 +29,7 @@ from .catalogue import (CATALOGUE, DOT_CATALOGUE, INPUT_DTYPES,
 from .embed import REAL_OF, embedding
 from .forms import dot_form, form_aligned
 from .outer import plan_outer
-from .small_batched import plan_small
+from .small_batched import SmallLaunch, plan_folded, plan_small
 from .operands import Operand, Product, is_vec16, matrix_layout, product_of, rows_off_lines
 from .specs import CXX_TYPES, VEC16_BYTES, specialise
 from .step_launch import StepLaunch, dot_spec
@@ -485,7 +485,7 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
             product.dtype not in REAL_OF:
         return None
     product = step_product(step) if product is None else product
-    small = plan_small(product.dtype, product.batch, product.m, product.n, product.k)
+    small = small_launch(product)
     if small is not None:
         return small
     try:
@@ -500,6 +500,20 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
                                associative=step.associative, **options)
     except TableOverflow:  # a tile walk beyond 32 bits (TILES_BEYOND_INDEX)
         return None
+
+
+def small_launch(product: Product) -> SmallLaunch | None:
+    """The small-batched kernel's launch of ``product``: a batch of small products (B
+    staged once where its batch repeats one matrix), or a tall product with no Dot form, A
+    row-major, folded into such a batch (:func:`.small_batched.plan_folded`); None where the
+    kernel takes neither."""
+    shared_b = product.batch > 1 and product.matrices[1] == 1
+    small = plan_small(product.dtype, product.batch, product.m, product.n, product.k,
+                       shared_b)
+    if small is None and product.batch == 1 and product.layouts[0] == "row" and \
+            product.form is None:
+        small = plan_folded(product.dtype, product.m, product.n, product.k)
+    return small
 
 
 def resolve_complex(product: Product, device: DeviceInfo, precision: str | None = None,

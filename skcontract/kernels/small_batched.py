@@ -8,13 +8,20 @@ and the products written in coalesced runs. The plan carries a :class:`SmallLaun
 step (:func:`plan_small`; pure Python) and prints it; the CuPy backend runs it
 (:func:`run_small`). float32 runs exactly (FFMA), whatever the precision asked.
 
+A tall product (M rows of at most :data:`MAX_DIM` columns and K, one B: a tensor network's
+bond-2 contractions of 2^22 x 8 x 8) is such a batch too: A's rows taken :data:`FOLD_ROWS`
+at a time, each block a product with the one B (:func:`plan_folded`). The GEMM kernels'
+tiles of 64 columns and 32 k would compute mostly padding on it.
+
 >>> plan_small("float32", 100000, 3, 3, 3).summary()
 'small-batched kernel, 100000 x 3 x 3 x 3 float32, 224 products a CTA'
+>>> plan_folded("float32", 2**22, 8, 8).summary()
+'small-batched kernel, 131072 x 32 x 8 x 8 float32 (4194304 rows folded, one B), 13 products a CTA'
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +71,12 @@ MAX_GRID = 2**31 - 1
 """CTAs one launch may have."""
 MAX_BATCH = 2**31 - 1
 """Products one launch takes at most: the kernel counts them in 32-bit ints."""
+FOLD_ROWS = MAX_DIM
+"""Rows of A a folded product takes at most (:func:`plan_folded`): the most the kernel's
+products have; fewer where they do not divide M."""
+FOLD_MIN_ROWS = 8
+"""Rows of A a folded product takes at least: fewer would stage a little of A for each
+product's multiply-adds and leave a tall product to the GEMM kernels."""
 
 
 @dataclass(frozen=True)
@@ -78,13 +91,19 @@ class SmallLaunch:
     n: int
     k: int
     per_cta: int
+    shared_b: bool = False
+    """B is one matrix for every product (a 2-D B, or a batch stride of 0): a CTA stages it
+    once. A launch without it stages B for each product, whatever B's batch stride."""
+    folded: bool = False
+    """The launch is a tall product's (:func:`plan_folded`): A's (batch * m) x k rows, m at a
+    time, by the one (k x n) B."""
     schedule = None
     entry = None
 
     @property
     def smem_bytes(self) -> int:
         """Shared memory a CTA stages its products in (the kernel's layout)."""
-        return _stage_bytes(self.dtype, self.per_cta, self.m, self.n, self.k)
+        return _stage_bytes(self.dtype, self.per_cta, self.m, self.n, self.k, self.shared_b)
 
     @property
     def row_outputs(self) -> int:
@@ -100,14 +119,20 @@ class SmallLaunch:
     def summary(self, conj: tuple[bool, ...] = ()) -> str:
         """The launch as a plan's row shows it (``conj``, the step's conjugated inputs: the
         step copies them, the kernel is the same)."""
-        return (f"small-batched kernel, {self.batch} x {self.m} x {self.n} x {self.k} "
-                f"{self.dtype}, {self.per_cta} products a CTA")
+        shape = f"{self.batch} x {self.m} x {self.n} x {self.k} {self.dtype}"
+        if self.folded:
+            shape += f" ({self.batch * self.m} rows folded, one B)"
+        elif self.shared_b:
+            shape += " (one B)"
+        return f"small-batched kernel, {shape}, {self.per_cta} products a CTA"
 
 
-def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | None:
-    """The launch of a batch of small products, or None where the kernel does not take it
-    (another dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH` or more
-    than :data:`MAX_BATCH` products)."""
+def plan_small(dtype: str, batch: int, m: int, n: int, k: int,
+               shared_b: bool = False) -> SmallLaunch | None:
+    """The launch of a batch of small products (``shared_b``: of one B, see
+    :attr:`SmallLaunch.shared_b`), or None where the kernel does not take it (another
+    dtype, a dimension over :data:`MAX_DIM`, fewer than :data:`MIN_BATCH` or more than
+    :data:`MAX_BATCH` products)."""
     single = SINGLE_COMPLEX and dtype in COMPLEX_TYPES
     least = 1 if single else MIN_BATCH
     if (dtype not in TYPES and not single) or max(m, n, k) > MAX_DIM or min(m, n, k) < 1 or \
@@ -115,26 +140,42 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int) -> SmallLaunch | 
         return None
     # A's stage rounds up to 16 bytes: leaving them out keeps the stage within STAGE_BYTES
     item = np.dtype(dtype).itemsize
-    per_product = (m * (k | 1) + k * n) * item
-    per_cta = max(1, min(MAX_PER_CTA, (STAGE_BYTES - VECTOR_BYTES) // per_product))
+    per_product = (m * (k | 1) + (0 if shared_b else k * n)) * item
+    room = STAGE_BYTES - VECTOR_BYTES - (k * n * item if shared_b else 0)
+    per_cta = max(1, min(MAX_PER_CTA, room // per_product))
     # every CTA's run of a dense operand starts on 16 bytes (the vector staging) where a
     # CTA holds enough products to round to
+    runs = ((m, k),) if shared_b else ((m, k), (k, n))
     step = math.lcm(*(VECTOR_BYTES // math.gcd(VECTOR_BYTES, rows * cols * item)
-                      for rows, cols in ((m, k), (k, n))))
+                      for rows, cols in runs))
     if per_cta >= step:
         per_cta -= per_cta % step
     if -(-batch // per_cta) > MAX_GRID:
         return None
-    return SmallLaunch(dtype, batch, m, n, k, per_cta)
+    return SmallLaunch(dtype, batch, m, n, k, per_cta, shared_b)
 
 
-def _stage_bytes(dtype: str, per_cta: int, m: int, n: int, k: int) -> int:
+def plan_folded(dtype: str, m: int, n: int, k: int) -> SmallLaunch | None:
+    """The launch of a tall (m x k) by (k x n) product, A's rows k-contiguous: A's rows
+    :data:`FOLD_ROWS` (or the most from :data:`FOLD_MIN_ROWS` that divide ``m``) at a time,
+    a batch of products with the one B; None where n or k exceeds :data:`MAX_DIM`, no such
+    count of rows divides ``m``, or the kernel takes no batch of that many
+    (:func:`plan_small`)."""
+    if max(n, k) > MAX_DIM or m <= FOLD_ROWS:
+        return None
+    rows = next((r for r in range(FOLD_ROWS, FOLD_MIN_ROWS - 1, -1) if m % r == 0), None)
+    launch = None if rows is None else plan_small(dtype, m // rows, rows, n, k, shared_b=True)
+    return None if launch is None else replace(launch, folded=True)
+
+
+def _stage_bytes(dtype: str, per_cta: int, m: int, n: int, k: int,
+                 shared_b: bool = False) -> int:
     """Shared memory of the kernel's stage of ``per_cta`` products: A's rows ``k | 1``
-    elements apart (an odd stride: no two of a warp's rows share banks), B's stage from the
-    next 16 bytes."""
+    elements apart (an odd stride: no two of a warp's rows share banks), B's stage (one
+    matrix where ``shared_b``) from the next 16 bytes."""
     item = np.dtype(dtype).itemsize
     a_bytes = -(-per_cta * m * (k | 1) * item // VECTOR_BYTES) * VECTOR_BYTES
-    return a_bytes + per_cta * k * n * item
+    return a_bytes + (1 if shared_b else per_cta) * k * n * item
 
 
 def _matrices(x, rows: int, cols: int):
@@ -148,16 +189,26 @@ def _matrices(x, rows: int, cols: int):
 
 def run_small(launch: SmallLaunch, x, y):
     """The (batch, m, n) products of the CuPy (batch, m, k) and (batch, k, n) arrays (a 2-D
-    or single-matrix operand repeated over the batch) on ``launch``; None where the
-    operands are not the launch's (another dtype or size: the caller runs them)."""
+    or single-matrix operand repeated over the batch; of two 2-D ones, the (m, n) product,
+    as matmul's) on ``launch``; a folded launch's, of (M, k) by (k, n) arrays, (M, n). None
+    where the operands are not the launch's (another dtype or size, a batch of B where the
+    launch stages one: the caller runs them)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
+    # the result's shape where it is matmul's, not the kernel's (batch, m, n)
+    shape = (launch.m, launch.n) if x.ndim == y.ndim == 2 else None
+    if launch.folded:
+        shape = x.shape[:-1] + (launch.n,)
+        x = _fold(x, launch.m)
+        if x is None:
+            return None
     sa = _matrices(x, launch.m, launch.k)
     sb = _matrices(y, launch.k, launch.n)
     batches = (x.shape[0] if x.ndim == 3 else 1, y.shape[0] if y.ndim == 3 else 1)
     batch = max(batches)
     if sa is None or sb is None or x.dtype != y.dtype or x.dtype.name != launch.dtype or \
-            batch != launch.batch or any(b not in (1, batch) for b in batches):
+            batch != launch.batch or any(b not in (1, batch) for b in batches) or \
+            (launch.shared_b and sb[0] != 0):
         return None
     out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
     name = launch.kernel
@@ -166,6 +217,17 @@ def run_small(launch: SmallLaunch, x, y):
     fn((blocks,), (THREADS,),
        (x, y, out, np.int32(batch), np.int32(launch.m), np.int32(launch.n),
         np.int32(launch.k), *map(np.int64, sa), *map(np.int64, sb),
-        np.int32(launch.per_cta)), shared_mem=launch.smem_bytes)
+        np.int32(launch.per_cta), np.int32(0 if launch.shared_b else launch.k * launch.n)),
+       shared_mem=launch.smem_bytes)
     record_direct(name, blocks)
-    return out
+    return out if shape is None else out.reshape(shape)
+
+
+def _fold(x, rows: int):
+    """The (M, k) CuPy array ``x`` (or a batch of one such) as (M / rows, rows, k) (a view:
+    it splits an axis); None where it is no such array."""
+    if x.ndim == 3 and x.shape[0] == 1:
+        x = x[0]
+    if x.ndim != 2 or x.shape[0] % rows:
+        return None
+    return x.reshape(x.shape[0] // rows, rows, x.shape[1])

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import skcontract
-from skcontract.kernels.small_batched import (MAX_DIM, MAX_PER_CTA, MIN_BATCH, STAGE_BYTES,
-                                              SmallLaunch, plan_small)
+from skcontract.kernels.small_batched import (FOLD_MIN_ROWS, FOLD_ROWS, MAX_DIM, MAX_PER_CTA,
+                                              MIN_BATCH, STAGE_BYTES, SmallLaunch,
+                                              plan_folded, plan_small)
 
 
 def _step(subscripts, shapes, dtype, **kw):
@@ -79,6 +80,70 @@ def test_a_thread_computes_four_outputs_of_a_row_where_n_allows(n, jb):
 def test_batches_past_32_bit_counts_are_left_to_the_gemm_kernels():
     assert plan_small("float16", 2**31 - 1, 1, 1, 1) is not None
     assert plan_small("float16", 2**31 + 5, 1, 1, 1) is None
+
+
+@pytest.mark.parametrize("subscripts,shapes,dtype,rows,nk", [
+    ("ij,jk->ik", [(2**22, 8), (8, 8)], np.float32, 32, (8, 8)),    # a bond-2 network step
+    ("ij,jk->ik", [(8294400, 3), (3, 3)], np.float32, 32, (3, 3)),  # a 4K image's colours
+    ("ij,jk->ik", [(15625 * 16, 5), (5, 7)], np.float64, 25, (7, 5)),
+    ("abc,cd->abd", [(4096, 8, 32), (32, 32)], np.float16, 32, (32, 32)),
+    ("ij,kj->ik", [(65536, 16), (4, 16)], np.float32, 32, (4, 16))])  # B column-major
+def test_a_tall_product_folds_into_a_batch_of_small_ones(subscripts, shapes, dtype, rows, nk):
+    """M rows of at most MAX_DIM columns and K: A's rows taken FOLD_ROWS (or the most that
+    divide M) at a time, each block a product with the one B, staged once a CTA."""
+    plan, step = _step(subscripts, shapes, dtype)
+    launch = step.launch
+    assert isinstance(launch, SmallLaunch) and launch.folded and launch.shared_b
+    assert (launch.batch * launch.m, launch.m, (launch.n, launch.k)) == (step.m, rows, nk)
+    assert launch.smem_bytes <= STAGE_BYTES and launch.summary() in str(plan)
+    assert "rows folded, one B" in launch.summary()
+
+
+@pytest.mark.parametrize("subscripts,shapes,dtype", [
+    ("ij,jk->ik", [(1000003, 8), (8, 8)], np.float32),        # M prime: no rows divide it
+    ("ij,jk->ik", [(2**20, 33), (33, 8)], np.float32),        # K over MAX_DIM
+    ("ij,jk->ik", [(2**20, 8), (8, 64)], np.float16),         # N over MAX_DIM
+    ("ji,jk->ik", [(8, 2**20), (8, 8)], np.float32),          # A column-major
+    ("ij,j->i", [(2**20, 16), (16,)], np.float32),            # a Dot form: the Dot kernel
+    ("ij,jk->ik", [(MIN_BATCH * FOLD_ROWS - FOLD_ROWS, 8), (8, 8)], np.float32)])  # too few
+def test_tall_products_the_fold_leaves_to_the_gemm_kernels(subscripts, shapes, dtype):
+    _, step = _step(subscripts, shapes, dtype)
+    assert not isinstance(step.launch, SmallLaunch)
+
+
+def test_the_fold_takes_the_most_rows_that_divide_m():
+    assert plan_folded("float32", 2**20, 8, 8).m == FOLD_ROWS
+    assert plan_folded("float32", 27 * 5**4, 8, 8).m == 27
+    assert plan_folded("float32", 7 * 5**5, 8, 8).m == 25
+    assert plan_folded("float32", 11 * 13 * 17 * 19, 8, 8).m == 19
+    assert plan_folded("float32", 37 * 41 * 43, 8, 8) is None   # none from 8 to 32
+    assert FOLD_MIN_ROWS <= 8
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("mnk", [(3, 3, 3), (32, 8, 8), (32, 32, 32), (5, 6, 7)])
+def test_one_b_is_staged_once(dtype, mnk):
+    m, n, k = mnk
+    item = np.dtype(dtype).itemsize
+    shared, each = plan_small(dtype, 10000, *mnk, shared_b=True), plan_small(dtype, 10000, *mnk)
+    assert shared.per_cta >= each.per_cta
+    assert shared.smem_bytes <= STAGE_BYTES or shared.per_cta == 1
+    assert shared.smem_bytes == SmallLaunch(dtype, 10000, *mnk, shared.per_cta).smem_bytes - \
+        (shared.per_cta - 1) * k * n * item
+    if shared.per_cta < MAX_PER_CTA:   # one more product would not fit
+        assert SmallLaunch(dtype, 10000, *mnk, shared.per_cta + 16, True).smem_bytes > \
+            STAGE_BYTES
+
+
+def test_a_b_repeated_over_the_batch_is_staged_once():
+    from skcontract.kernels.operands import Product
+    from skcontract.kernels.resolve import small_launch
+
+    def product(b_matrices):
+        return Product("float32", 4096, 4, 5, 6, ("row", "row"), (True, True),
+                       matrices=(4096, b_matrices))
+    assert small_launch(product(1)).shared_b
+    assert not small_launch(product(4096)).shared_b
 
 
 def test_single_complex_products_take_the_small_kernel_where_switched_on(monkeypatch):

@@ -71,6 +71,42 @@ def test_a_broadcast_operand():
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("subscripts,shapes", [
+    ("ij,jk->ik", [(65536, 8), (8, 8)]),              # a bond-2 network's step
+    ("ij,jk->ik", [(30000, 3), (3, 3)]),              # 25 rows a product
+    ("ij,jk->ik", [(40000, 5), (5, 7)]),              # tails of 16-byte runs
+    ("abc,cd->abd", [(512, 64, 32), (32, 32)]),       # the largest product, one a CTA
+    ("ij,kj->ik", [(65536, 16), (4, 16)])])           # B column-major
+@pytest.mark.parametrize("how", ["C", "F", "strided", "offset"])
+def test_tall_products_folded_into_small_ones_match_float64(subscripts, shapes, dtype, how):
+    """A's rows FOLD_ROWS at a time, each block a product with the one B staged once a
+    CTA; A laid out otherwise than planned (column-major, strided, off 16 bytes) still
+    folds, staged element by element."""
+    from skcontract.kernels.launch import record_launches
+    rng = np.random.default_rng(8)
+    host = [rng.standard_normal(s) for s in shapes]
+    ops = [_layout(cupy.asarray(h.astype(dtype)), how) for h in host]
+    with record_launches() as launched:
+        got = skcontract.einsum(subscripts, *ops)
+    assert launched and all("small_batched" in x.kernel for x in launched), launched
+    ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.float64) for h in host])
+    err = np.linalg.norm(cupy.asnumpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
+    assert got.shape == ref.shape and got.dtype == np.dtype(dtype) and err <= TOL[dtype]
+
+
+def test_a_batch_with_one_b_stages_it_once():
+    a = cupy.random.standard_normal((3000, 4, 6), dtype=cupy.float32)
+    b = cupy.broadcast_to(cupy.random.standard_normal((1, 6, 5), dtype=cupy.float32),
+                          (3000, 6, 5))
+    launch = small_batched.plan_small("float32", 3000, 4, 5, 6, shared_b=True)
+    got = small_batched.run_small(launch, a, b)
+    np.testing.assert_allclose(cupy.asnumpy(got), np.matmul(cupy.asnumpy(a), cupy.asnumpy(b)),
+                               rtol=1e-5, atol=1e-5)
+    # a B of its own for every product is not the launch's: the caller runs it
+    assert small_batched.run_small(launch, a, cupy.ascontiguousarray(b)) is None
+
+
 def test_an_expression_planned_for_float64_runs_float32_operands():
     expr = skcontract.contract_expression("bij,bjk->bik", (2000, 4, 4), (2000, 4, 4))
     x = cupy.random.standard_normal((2000, 4, 4), dtype=cupy.float32)

@@ -5,6 +5,9 @@
 // neighbouring outputs of a row from shared memory and write them (dense C).
 //
 // Shared memory:  [ A of the CTA's products, rows `lda` apart ][ pad to 16 B ][ B, dense ]
+// B's products lie `b_stage_stride` = k * n elements apart; where it is 0, B (of batch
+// stride 0: one matrix for every product, as a tall product folded into a batch has) is
+// staged once.
 //
 // - Staging: where a CTA's products of an operand are one dense run in memory (the operand
 //   dense over its batch), it reads 16-byte vectors, SMALL_UNROLL in flight a thread (a CTA
@@ -86,7 +89,7 @@ template <class T, class Acc, int JB>
 __global__ void __launch_bounds__(SMALL_THREADS)
 small_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int batch,
               int m, int n, int k, long long sab, long long sam, long long sak, long long sbb,
-              long long sbk, long long sbn, int per_cta) {
+              long long sbk, long long sbn, int per_cta, int b_stage_stride) {
   extern __shared__ __align__(16) unsigned char small_smem[];
   constexpr int V = SMALL_VECTOR_BYTES / sizeof(T);
   const int lda = k | 1;
@@ -95,7 +98,7 @@ small_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
   const int b0 = blockIdx.x * per_cta;
   const int count = min(per_cta, batch - b0);
   small_stage(a, stage_a, b0, count, m, k, lda, sab, sam, sak);
-  small_stage(b, stage_b, b0, count, k, n, n, sbb, sbk, sbn);
+  small_stage(b, stage_b, b0, b_stage_stride == 0 ? 1 : count, k, n, n, sbb, sbk, sbn);
   __syncthreads();
   const int nq = n / JB;
   const int per = m * nq;
@@ -104,7 +107,7 @@ small_batched(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ 
     const int g = t / per, r = t - g * per;
     const int i = r / nq, q = r - i * nq;
     const T* ar = stage_a + (g * m + i) * lda;
-    const T* bq = stage_b + g * k * n + q * JB;
+    const T* bq = stage_b + g * b_stage_stride + q * JB;
     Acc acc[JB];
 #pragma unroll
     for (int u = 0; u < JB; ++u) acc[u] = Acc(0);
