@@ -504,14 +504,13 @@ def resolve_step(step, device: DeviceInfo, product: Product | None = None,
 
 def small_launch(product: Product) -> SmallLaunch | None:
     """The small-batched kernel's launch of ``product``: a batch of small products (B
-    staged once where its batch repeats one matrix), or a tall product with no Dot form, A
-    row-major, folded into such a batch (:func:`.small_batched.plan_folded`); None where the
-    kernel takes neither."""
+    staged once where its batch repeats one matrix), or a tall product with no Dot form
+    folded into such a batch (:func:`.small_batched.plan_folded`); None where the kernel
+    takes neither."""
     shared_b = product.batch > 1 and product.matrices[1] == 1
     small = plan_small(product.dtype, product.batch, product.m, product.n, product.k,
                        shared_b)
-    if small is None and product.batch == 1 and product.layouts[0] == "row" and \
-            product.form is None:
+    if small is None and product.batch == 1 and product.form is None:
         small = plan_folded(product.dtype, product.m, product.n, product.k)
     return small
 

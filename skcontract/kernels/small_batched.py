@@ -35,14 +35,13 @@ TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
 COMPLEX_TYPES = {"complex64": ("skc::complex64_t", "skc::complex64_t"),
                  "complex128": ("skc::complex128_t", "skc::complex128_t")}
 """The complex dtypes it is built for (complex.cuh), taken where :data:`SINGLE_COMPLEX`."""
-SINGLE_COMPLEX = False
+SINGLE_COMPLEX = True
 """Whether the kernel takes complex products (:data:`COMPLEX_TYPES`), of any batch down to
 one product. The alternative for a few small complex products is their real form
 (skcontract/kernels/embed.py): an embedding, aligned and K-major copies and a tile launch,
 each call, about 200-300 us of host time a step on the random circuits' 2 x 2 x 2 products
-(docs/benchmarks/log.md, twenty-first session); here one launch. Off until its GPU tests
-(tests/gpu/test_small_batched.py's complex cases) and memcheck have run on a device; the
-peak model's :data:`skcontract.plan.peak.SMALL_COMPLEX_DTYPES` goes on with it."""
+(docs/benchmarks/log.md); here one launch. The peak model's
+:data:`skcontract.plan.peak.SMALL_COMPLEX_DTYPES` goes on and off with it."""
 ROW_OUTPUTS = (4, 1)
 """Outputs of a row a thread computes (the kernel's JB), the first that divides n: each k
 step then reads one A element and one vector of B for that many multiply-adds."""
@@ -156,7 +155,7 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int,
 
 
 def plan_folded(dtype: str, m: int, n: int, k: int) -> SmallLaunch | None:
-    """The launch of a tall (m x k) by (k x n) product, A's rows k-contiguous: A's rows
+    """The launch of a tall (m x k) by (k x n) product: A's rows
     :data:`FOLD_ROWS` (or the most from :data:`FOLD_MIN_ROWS` that divide ``m``) at a time,
     a batch of products with the one B; None where n or k exceeds :data:`MAX_DIM`, no such
     count of rows divides ``m``, or the kernel takes no batch of that many

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-ARRANGE = False
-"""Whether plans order their results for their readers. Off until the arranged plans of the
-networks have run on a GPU, their peaks measured against the model's and their times
-against the plans without it (tools/device_cliffs.sh's ``arrange`` step): an arranged
-reader may read its operand in the other matrix layout, whose launch the GPU has not timed
-on them."""
+ARRANGE = True
+"""Whether plans order their results for their readers. Off, a step lays its copy's labels
+in the order they come (tools/device_cliffs.sh's ``arrange`` step times the networks both
+ways, docs/benchmarks/log.md)."""
 
 
 class Hint(NamedTuple):

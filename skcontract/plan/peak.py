@@ -76,17 +76,20 @@ DIRECT_DTYPES = frozenset({"float16", "float32", "float64"})
 """The dtypes of the direct kernels: the small-batched kernel
 (:mod:`skcontract.kernels.small_batched`) and the outer-product one
 (:mod:`skcontract.kernels.outer`)."""
-SMALL_COMPLEX_DTYPES: frozenset = frozenset()
+SMALL_COMPLEX_DTYPES: frozenset = frozenset({"complex64", "complex128"})
 """The complex dtypes the small-batched kernel takes, in a batch of any size (down to one
-product): such a product reads its operands as they lie, with no real form. None while
-:data:`skcontract.kernels.small_batched.SINGLE_COMPLEX` is off (complex64 and complex128
-with it on)."""
+product): such a product reads its operands as they lie, with no real form. None where
+:data:`skcontract.kernels.small_batched.SINGLE_COMPLEX` is off."""
 SMALL_MAX_DIM = 32
 """The largest rows, columns or K of a product the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MAX_DIM`); it reads its operands as they lie."""
 SMALL_MIN_BATCH = 256
 """The fewest products the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MIN_BATCH`)."""
+SMALL_FOLD_ROWS = 32
+SMALL_FOLD_MIN_ROWS = 8
+"""The most and fewest rows of A a tall product's folded products take
+(:data:`skcontract.kernels.small_batched.FOLD_ROWS`, ``FOLD_MIN_ROWS``)."""
 OUTER_MIN_ROW = 64
 """The shortest row the outer-product kernel writes
 (:data:`skcontract.kernels.outer.MIN_ROW`); shorter ones stay on CuPy's broadcast multiply,
@@ -260,22 +263,37 @@ def _kernel_copies(step, copied) -> int:
     return max(_k_major(step, copied, None), _padded(step, copied, None))
 
 
+def _small(step, min_batch: int) -> bool:
+    """Whether the small-batched kernel takes an unscheduled step's products: a batch of at
+    least ``min_batch`` of sides at most :data:`SMALL_MAX_DIM`, or a tall product (a batch
+    of one, not of :data:`DOT_KINDS`) whose rows fold into such a batch
+    (:func:`skcontract.kernels.small_batched.plan_folded`)."""
+    if max(step.n, step.k) > SMALL_MAX_DIM:
+        return False
+    if step.m <= SMALL_MAX_DIM:
+        return step.batch >= min_batch
+    if step.batch != 1 or step.kind in DOT_KINDS:
+        return False
+    rows = next((r for r in range(SMALL_FOLD_ROWS, SMALL_FOLD_MIN_ROWS - 1, -1)
+                 if step.m % r == 0), None)
+    return rows is not None and step.m // rows >= min_batch
+
+
 def _small_complex(step) -> bool:
     """Whether a complex product not yet scheduled will run on the small-batched kernel (no
-    real form): its sides are at most :data:`SMALL_MAX_DIM` (:data:`SMALL_COMPLEX_DTYPES`;
-    a scheduled one's launch says so itself)."""
-    return step.dtype.name in SMALL_COMPLEX_DTYPES and \
-        max(step.m, step.n, step.k) <= SMALL_MAX_DIM
+    real form): a batch of any size of sides at most :data:`SMALL_MAX_DIM`, or a tall
+    product folded into one (:func:`_small`; :data:`SMALL_COMPLEX_DTYPES`; a scheduled
+    one's launch says so itself)."""
+    return step.dtype.name in SMALL_COMPLEX_DTYPES and _small(step, 1)
 
 
 def _as_they_lie(step) -> bool:
     """Whether the kernel an unscheduled step will run on reads its operands as they lie:
-    the small-batched kernel's batch of small products (:data:`SMALL_MAX_DIM`,
-    :data:`SMALL_MIN_BATCH`), the Dot family's matrix-vector product or batch of dots (which
-    the views of contiguous operands always form)."""
+    the small-batched kernel's batch of small products or a tall product folded into one
+    (:func:`_small`, :data:`SMALL_MIN_BATCH`), the Dot family's matrix-vector product or
+    batch of dots (which the views of contiguous operands always form)."""
     name = step.dtype.name
-    if name in DIRECT_DTYPES and max(step.m, step.n, step.k) <= SMALL_MAX_DIM and \
-            step.batch >= SMALL_MIN_BATCH:
+    if name in DIRECT_DTYPES and _small(step, SMALL_MIN_BATCH):
         return True
     return step.kind in DOT_KINDS and name in DOT_DTYPES
 

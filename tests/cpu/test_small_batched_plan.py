@@ -87,7 +87,8 @@ def test_batches_past_32_bit_counts_are_left_to_the_gemm_kernels():
     ("ij,jk->ik", [(8294400, 3), (3, 3)], np.float32, 32, (3, 3)),  # a 4K image's colours
     ("ij,jk->ik", [(15625 * 16, 5), (5, 7)], np.float64, 25, (7, 5)),
     ("abc,cd->abd", [(4096, 8, 32), (32, 32)], np.float16, 32, (32, 32)),
-    ("ij,kj->ik", [(65536, 16), (4, 16)], np.float32, 32, (4, 16))])  # B column-major
+    ("ij,kj->ik", [(65536, 16), (4, 16)], np.float32, 32, (4, 16)),  # B column-major
+    ("ji,jk->ik", [(8, 2**20), (8, 8)], np.float32, 32, (8, 8))])     # A column-major
 def test_a_tall_product_folds_into_a_batch_of_small_ones(subscripts, shapes, dtype, rows, nk):
     """M rows of at most MAX_DIM columns and K: A's rows taken FOLD_ROWS (or the most that
     divide M) at a time, each block a product with the one B, staged once a CTA."""
@@ -103,7 +104,6 @@ def test_a_tall_product_folds_into_a_batch_of_small_ones(subscripts, shapes, dty
     ("ij,jk->ik", [(1000003, 8), (8, 8)], np.float32),        # M prime: no rows divide it
     ("ij,jk->ik", [(2**20, 33), (33, 8)], np.float32),        # K over MAX_DIM
     ("ij,jk->ik", [(2**20, 8), (8, 64)], np.float16),         # N over MAX_DIM
-    ("ji,jk->ik", [(8, 2**20), (8, 8)], np.float32),          # A column-major
     ("ij,j->i", [(2**20, 16), (16,)], np.float32),            # a Dot form: the Dot kernel
     ("ij,jk->ik", [(MIN_BATCH * FOLD_ROWS - FOLD_ROWS, 8), (8, 8)], np.float32)])  # too few
 def test_tall_products_the_fold_leaves_to_the_gemm_kernels(subscripts, shapes, dtype):

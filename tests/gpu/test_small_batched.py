@@ -77,11 +77,12 @@ def test_a_broadcast_operand():
     ("ij,jk->ik", [(30000, 3), (3, 3)]),              # 25 rows a product
     ("ij,jk->ik", [(40000, 5), (5, 7)]),              # tails of 16-byte runs
     ("abc,cd->abd", [(512, 64, 32), (32, 32)]),       # the largest product, one a CTA
-    ("ij,kj->ik", [(65536, 16), (4, 16)])])           # B column-major
+    ("ij,kj->ik", [(65536, 16), (4, 16)]),            # B column-major
+    ("ji,jk->ik", [(8, 65536), (8, 4)])])             # A column-major: staged by columns
 @pytest.mark.parametrize("how", ["C", "F", "strided", "offset"])
 def test_tall_products_folded_into_small_ones_match_float64(subscripts, shapes, dtype, how):
     """A's rows FOLD_ROWS at a time, each block a product with the one B staged once a
-    CTA; A laid out otherwise than planned (column-major, strided, off 16 bytes) still
+    CTA; A laid out otherwise than planned (the other major, strided, off 16 bytes) still
     folds, staged element by element."""
     from skcontract.kernels.launch import record_launches
     rng = np.random.default_rng(8)

@@ -13,7 +13,8 @@
 //   dense over its batch), it reads 16-byte vectors, SMALL_UNROLL in flight a thread (a CTA
 //   reads its whole stage before it computes, so its reads must keep many bytes in flight;
 //   an element at a time leaves the memory system idle); else element by element at the
-//   operand's strides.
+//   operand's strides, in the order of its smaller stride (a column-major operand's
+//   columns down all the CTA's rows).
 // - A's rows lie `lda` = k | 1 elements apart, an odd stride: the threads of a warp read A at
 //   up to 32 different rows at once, and rows an even number of 4-byte words apart would
 //   fall in the same banks.
@@ -75,6 +76,18 @@ __device__ __forceinline__ void small_stage(const T* __restrict__ x, T* s, int b
     for (int e = vectors * V + threadIdx.x; e < total; e += SMALL_THREADS) {
       const int row = e / cols;
       s[row * ld + e - row * cols] = run[e];
+    }
+    return;
+  }
+  if (s_row < s_col) {
+    // column by column over all the CTA's rows (a column-major operand, a tall one's rows
+    // folded into products: each column of the CTA's rows one run in memory)
+    const int all_rows = count * rows;
+#pragma unroll SMALL_UNROLL
+    for (int t = threadIdx.x; t < total; t += SMALL_THREADS) {
+      const int j = t / all_rows, e = t - j * all_rows;
+      const int g = e / rows, i = e - g * rows;
+      s[e * ld + j] = x[(long long)(b0 + g) * s_batch + i * s_row + j * s_col];
     }
     return;
   }
