@@ -33,8 +33,10 @@
 #   smallcomplex: the small-batched kernel's complex builds (GPU tests, memcheck) and the
 #     circuits' hyper plans with small_batched.SINGLE_COMPLEX on ($OUT/smallcomplex/);
 #   fold: tall products folded onto the small-batched kernel (GPU tests, memcheck, the
-#     tall-narrow and tiny-batched classes with and without the fold, the regular graph;
-#     $OUT/fold/);
+#     tall-narrow and tiny-batched classes with and without the fold, the regular graph
+#     with CANDIDATES on; $OUT/fold/);
+#   candidates: the networks' plans, hyper and cotengra, with CANDIDATES on
+#     ($OUT/networks-candidates.json; NETWORKS, PLANNERS, NETWORKS_S);
 #   netprofile: tools.profile_call --network over PROFILE_NETS (name:limit, default
 #     circuit:8GiB regular:1GiB): host time of calls of one and two slices, cProfile, then
 #     tools.kernel_times --network: each kernel's device time in a slice
@@ -57,6 +59,14 @@ set -u
 . tools/device_common.sh
 quiet() { grep -v -i warn | grep -v "^==PROF=="; }
 STEPS=${STEPS:-pointwise dask stalls}
+# the switches that wait on a GPU run (tall products folded, small complex products on the
+# small-batched kernel, results ordered for their readers), as Python, all on
+CANDIDATES="from skcontract.kernels import small_batched
+from skcontract.plan import arrange, peak
+small_batched.FOLD = peak.SMALL_FOLDS = True
+small_batched.SINGLE_COMPLEX = True
+peak.SMALL_COMPLEX_DTYPES = frozenset(small_batched.COMPLEX_TYPES)
+arrange.ARRANGE = True"
 DEPTHWISE=64x240x28x28x240x5x5x1x2x240
 GROUPED=32x512x14x14x512x3x3x1x1x32
 # decode products of Llama-2/3, Mistral and 13B models at batch 1-64 (M x N x K)
@@ -175,9 +185,9 @@ sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--network
                '--name', 'circuits-single-complex']))" 2>&1 | quiet | tail -12 ;;
     fold)
       # tall products folded onto the small-batched kernel: its GPU tests, memcheck of the
-      # folded ones, the tall-narrow and tiny-batched classes with the fold (FOLD_ROWS) and
-      # without (the GEMM kernels' launch) against torch, the regular graph with the fold
-      # ($OUT/fold/)
+      # folded ones, the tall-narrow and tiny-batched classes with the fold
+      # (small_batched.FOLD) and without (the GEMM kernels' launch) against torch, the
+      # regular graph with the fold ($OUT/fold/)
       mkdir -p "$OUT/fold"
       timeout $(( $(left) > 120 ? 120 : $(left) )) python3 -m pytest -q -n 8 -p no:cacheprovider \
         tests/gpu/test_small_batched.py -rf --tb=short > "$OUT/fold/tests.txt" 2>&1
@@ -186,20 +196,37 @@ sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--network
         --report-api-errors no --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
         tests/gpu/test_small_batched.py -k "(folded and C) or one_b" > "$OUT/fold/memcheck.log" 2>&1
       echo "memcheck rc=$?"; grep "ERROR SUMMARY" "$OUT/fold/memcheck.log" | tail -1
-      for rows in 32 0; do
+      for fold in True False; do
         timeout $(( $(left) > 100 ? 100 : $(left) )) python3 -c "
 import sys
 from skcontract.kernels import small_batched
-small_batched.FOLD_ROWS = $rows
+from skcontract.plan import peak
+small_batched.FOLD = peak.SMALL_FOLDS = $fold
 from skcontract.bench.shapes import main
 sys.exit(main(['--classes', 'tall-narrow,tiny-batched', '--out', '$OUT/fold',
-               '--name', 'fold-rows-$rows']))" 2>&1 | quiet | grep -E "^\|" | cut -c1-220
-        rm -f "$OUT/fold/fold-rows-$rows.md"
+               '--name', 'fold-$fold']))" 2>&1 | quiet | grep -E "^\|" | cut -c1-220
+        rm -f "$OUT/fold/fold-$fold.md"
       done
-      timeout $(( $(left) > 100 ? 100 : $(left) )) python3 -m skcontract bench networks-run \
-        --plans docs/benchmarks/networks-plans-h100.json --networks regular --limits 1GiB \
-        --planners hyper --out "$OUT/fold" --name regular-folded 2>&1 | quiet | tail -4
-      rm -f "$OUT/fold/regular-folded.md" ;;
+      timeout $(( $(left) > 100 ? 100 : $(left) )) python3 -c "
+import sys
+$CANDIDATES
+from skcontract.bench.networks_run import main
+sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
+               'regular', '--limits', '1GiB', '--planners', 'hyper', '--out', '$OUT/fold',
+               '--name', 'regular-candidates']))" 2>&1 | quiet | tail -4
+      rm -f "$OUT/fold/regular-candidates.md" ;;
+    candidates)
+      # the networks' plans (hyper and cotengra) with the switches that wait on a GPU on
+      # (CANDIDATES): the run to commit as docs/benchmarks/networks-<device>.json once they
+      # go on ($OUT/networks-candidates.json)
+      timeout $(( $(left) > ${NETWORKS_S:-300} ? ${NETWORKS_S:-300} : $(left) )) python3 -c "
+import sys
+$CANDIDATES
+from skcontract.bench.networks_run import main
+sys.exit(main(['--plans', 'docs/benchmarks/networks-plans-h100.json', '--networks',
+               '${NETWORKS:-lattice,peps,regular,circuit,circuit-open}', '--planners',
+               '${PLANNERS:-hyper,cotengra}', '--out', '$OUT', '--name',
+               'networks-candidates']))" 2>&1 | quiet | grep -E "^\| " | cut -c1-200 ;;
     arrange)
       # the networks' hyper plans run as planned (results ordered for the steps reading
       # them, plan/arrange.py) and with that ordering off, same call ($OUT/arrange-*.json)

@@ -15,7 +15,7 @@ tiles of 64 columns and 32 k would compute mostly padding on it.
 
 >>> plan_small("float32", 100000, 3, 3, 3).summary()
 'small-batched kernel, 100000 x 3 x 3 x 3 float32, 224 products a CTA'
->>> plan_folded("float32", 2**22, 8, 8).summary()
+>>> SmallLaunch("float32", 131072, 32, 8, 8, 13, shared_b=True, folded=True).summary()
 'small-batched kernel, 131072 x 32 x 8 x 8 float32 (4194304 rows folded, one B), 13 products a CTA'
 """
 from __future__ import annotations
@@ -35,12 +35,13 @@ TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
 COMPLEX_TYPES = {"complex64": ("skc::complex64_t", "skc::complex64_t"),
                  "complex128": ("skc::complex128_t", "skc::complex128_t")}
 """The complex dtypes it is built for (complex.cuh), taken where :data:`SINGLE_COMPLEX`."""
-SINGLE_COMPLEX = True
+SINGLE_COMPLEX = False
 """Whether the kernel takes complex products (:data:`COMPLEX_TYPES`), of any batch down to
 one product. The alternative for a few small complex products is their real form
 (skcontract/kernels/embed.py): an embedding, aligned and K-major copies and a tile launch,
 each call, about 200-300 us of host time a step on the random circuits' 2 x 2 x 2 products
-(docs/benchmarks/log.md); here one launch. The peak model's
+(docs/benchmarks/log.md); here one launch. Off until its GPU tests and memcheck have run on
+the kernel as it is now (tools/device_cliffs.sh's ``smallcomplex`` step); the peak model's
 :data:`skcontract.plan.peak.SMALL_COMPLEX_DTYPES` goes on and off with it."""
 ROW_OUTPUTS = (4, 1)
 """Outputs of a row a thread computes (the kernel's JB), the first that divides n: each k
@@ -70,6 +71,11 @@ MAX_GRID = 2**31 - 1
 """CTAs one launch may have."""
 MAX_BATCH = 2**31 - 1
 """Products one launch takes at most: the kernel counts them in 32-bit ints."""
+FOLD = False
+"""Whether tall products fold into batches of small ones (:func:`plan_folded`). Off until
+the folded launches' GPU tests (tests/gpu/test_small_batched.py's ``folding`` cases) and
+memcheck have run on a device (tools/device_cliffs.sh's ``fold`` step); the peak model's
+:data:`skcontract.plan.peak.SMALL_FOLDS` goes on and off with it."""
 FOLD_ROWS = MAX_DIM
 """Rows of A a folded product takes at most (:func:`plan_folded`): the most the kernel's
 products have; fewer where they do not divide M."""
@@ -157,10 +163,10 @@ def plan_small(dtype: str, batch: int, m: int, n: int, k: int,
 def plan_folded(dtype: str, m: int, n: int, k: int) -> SmallLaunch | None:
     """The launch of a tall (m x k) by (k x n) product: A's rows
     :data:`FOLD_ROWS` (or the most from :data:`FOLD_MIN_ROWS` that divide ``m``) at a time,
-    a batch of products with the one B; None where n or k exceeds :data:`MAX_DIM`, no such
-    count of rows divides ``m``, or the kernel takes no batch of that many
-    (:func:`plan_small`)."""
-    if max(n, k) > MAX_DIM or m <= FOLD_ROWS:
+    a batch of products with the one B; None where :data:`FOLD` is off, n or k exceeds
+    :data:`MAX_DIM`, no such count of rows divides ``m``, or the kernel takes no batch of
+    that many (:func:`plan_small`)."""
+    if not FOLD or max(n, k) > MAX_DIM or m <= FOLD_ROWS:
         return None
     rows = next((r for r in range(FOLD_ROWS, FOLD_MIN_ROWS - 1, -1) if m % r == 0), None)
     launch = None if rows is None else plan_small(dtype, m // rows, rows, n, k, shared_b=True)

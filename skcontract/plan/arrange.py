@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from typing import NamedTuple, Sequence
 
-ARRANGE = True
-"""Whether plans order their results for their readers. Off, a step lays its copy's labels
-in the order they come (tools/device_cliffs.sh's ``arrange`` step times the networks both
-ways, docs/benchmarks/log.md)."""
+ARRANGE = False
+"""Whether plans order their results for their readers. Off until it runs on a GPU with the
+tall products' fold and the small complex products
+(:data:`skcontract.kernels.small_batched.FOLD`, ``SINGLE_COMPLEX``; tools/device_cliffs.sh's
+``CANDIDATES``): an arranged reader may read its operand column-major, uncopied, which a
+tall complex product without them runs on its real form, and the 8 GiB plan of the open
+circuit then holds 8.7 GB (docs/benchmarks/log.md)."""
 
 
 class Hint(NamedTuple):

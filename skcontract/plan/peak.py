@@ -76,16 +76,20 @@ DIRECT_DTYPES = frozenset({"float16", "float32", "float64"})
 """The dtypes of the direct kernels: the small-batched kernel
 (:mod:`skcontract.kernels.small_batched`) and the outer-product one
 (:mod:`skcontract.kernels.outer`)."""
-SMALL_COMPLEX_DTYPES: frozenset = frozenset({"complex64", "complex128"})
+SMALL_COMPLEX_DTYPES: frozenset = frozenset()
 """The complex dtypes the small-batched kernel takes, in a batch of any size (down to one
 product): such a product reads its operands as they lie, with no real form. None where
-:data:`skcontract.kernels.small_batched.SINGLE_COMPLEX` is off."""
+:data:`skcontract.kernels.small_batched.SINGLE_COMPLEX` is off (complex64 and complex128
+with it on)."""
 SMALL_MAX_DIM = 32
 """The largest rows, columns or K of a product the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MAX_DIM`); it reads its operands as they lie."""
 SMALL_MIN_BATCH = 256
 """The fewest products the small-batched kernel takes
 (:data:`skcontract.kernels.small_batched.MIN_BATCH`)."""
+SMALL_FOLDS = False
+"""Whether tall products fold into batches of small products
+(:data:`skcontract.kernels.small_batched.FOLD`)."""
 SMALL_FOLD_ROWS = 32
 SMALL_FOLD_MIN_ROWS = 8
 """The most and fewest rows of A a tall product's folded products take
@@ -272,7 +276,7 @@ def _small(step, min_batch: int) -> bool:
         return False
     if step.m <= SMALL_MAX_DIM:
         return step.batch >= min_batch
-    if step.batch != 1 or step.kind in DOT_KINDS:
+    if not SMALL_FOLDS or step.batch != 1 or step.kind in DOT_KINDS:
         return False
     rows = next((r for r in range(SMALL_FOLD_ROWS, SMALL_FOLD_MIN_ROWS - 1, -1)
                  if step.m % r == 0), None)

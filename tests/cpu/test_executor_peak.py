@@ -202,8 +202,8 @@ def test_the_model_s_kernel_facts_are_the_kernels():
                                          if small_batched.SINGLE_COMPLEX else set())
     assert (peak.SMALL_MAX_DIM, peak.SMALL_MIN_BATCH, peak.OUTER_MIN_ROW) == (
         small_batched.MAX_DIM, small_batched.MIN_BATCH, outer.MIN_ROW)
-    assert (peak.SMALL_FOLD_ROWS, peak.SMALL_FOLD_MIN_ROWS) == (small_batched.FOLD_ROWS,
-                                                                small_batched.FOLD_MIN_ROWS)
+    assert (peak.SMALL_FOLDS, peak.SMALL_FOLD_ROWS, peak.SMALL_FOLD_MIN_ROWS) == (
+        small_batched.FOLD, small_batched.FOLD_ROWS, small_batched.FOLD_MIN_ROWS)
     assert peak.ALIGNED_ROW_BYTES == relayout.VEC16
     assert peak.WIDE_OUTPUTS == {dt: np.dtype(out).itemsize
                                  for dt, out in INPUT_DTYPES.items() if out != dt}

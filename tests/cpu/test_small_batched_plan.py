@@ -10,6 +10,20 @@ from skcontract.kernels.small_batched import (FOLD_MIN_ROWS, FOLD_ROWS, MAX_DIM,
                                               plan_folded, plan_small)
 
 
+@pytest.fixture
+def folding(monkeypatch):
+    """Tall products folded (small_batched.FOLD, and the peak model with it), the paths
+    made before forgotten."""
+    from skcontract import contract
+    from skcontract.kernels import small_batched
+    from skcontract.plan import peak
+    monkeypatch.setattr(small_batched, "FOLD", True)
+    monkeypatch.setattr(peak, "SMALL_FOLDS", True)
+    contract._PATHS.clear()
+    yield
+    contract._PATHS.clear()
+
+
 def _step(subscripts, shapes, dtype, **kw):
     ops = [np.zeros(s, dtype) for s in shapes]
     _, plan = skcontract.contract_path(subscripts, *ops, device="h100", **kw)
@@ -89,7 +103,8 @@ def test_batches_past_32_bit_counts_are_left_to_the_gemm_kernels():
     ("abc,cd->abd", [(4096, 8, 32), (32, 32)], np.float16, 32, (32, 32)),
     ("ij,kj->ik", [(65536, 16), (4, 16)], np.float32, 32, (4, 16)),  # B column-major
     ("ji,jk->ik", [(8, 2**20), (8, 8)], np.float32, 32, (8, 8))])     # A column-major
-def test_a_tall_product_folds_into_a_batch_of_small_ones(subscripts, shapes, dtype, rows, nk):
+def test_a_tall_product_folds_into_a_batch_of_small_ones(folding, subscripts, shapes, dtype,
+                                                         rows, nk):
     """M rows of at most MAX_DIM columns and K: A's rows taken FOLD_ROWS (or the most that
     divide M) at a time, each block a product with the one B, staged once a CTA."""
     plan, step = _step(subscripts, shapes, dtype)
@@ -106,12 +121,18 @@ def test_a_tall_product_folds_into_a_batch_of_small_ones(subscripts, shapes, dty
     ("ij,jk->ik", [(2**20, 8), (8, 64)], np.float16),         # N over MAX_DIM
     ("ij,j->i", [(2**20, 16), (16,)], np.float32),            # a Dot form: the Dot kernel
     ("ij,jk->ik", [(MIN_BATCH * FOLD_ROWS - FOLD_ROWS, 8), (8, 8)], np.float32)])  # too few
-def test_tall_products_the_fold_leaves_to_the_gemm_kernels(subscripts, shapes, dtype):
+def test_tall_products_the_fold_leaves_to_the_gemm_kernels(folding, subscripts, shapes, dtype):
     _, step = _step(subscripts, shapes, dtype)
     assert not isinstance(step.launch, SmallLaunch)
 
 
-def test_the_fold_takes_the_most_rows_that_divide_m():
+def test_tall_products_stay_on_the_gemm_kernels_while_the_fold_is_off():
+    _, step = _step("ij,jk->ik", [(2**22, 8), (8, 8)], np.float32)
+    assert not isinstance(step.launch, SmallLaunch)
+    assert plan_folded("float32", 2**22, 8, 8) is None
+
+
+def test_the_fold_takes_the_most_rows_that_divide_m(folding):
     assert plan_folded("float32", 2**20, 8, 8).m == FOLD_ROWS
     assert plan_folded("float32", 27 * 5**4, 8, 8).m == 27
     assert plan_folded("float32", 7 * 5**5, 8, 8).m == 25

@@ -80,7 +80,8 @@ def test_a_broadcast_operand():
     ("ij,kj->ik", [(65536, 16), (4, 16)]),            # B column-major
     ("ji,jk->ik", [(8, 65536), (8, 4)])])             # A column-major: staged by columns
 @pytest.mark.parametrize("how", ["C", "F", "strided", "offset"])
-def test_tall_products_folded_into_small_ones_match_float64(subscripts, shapes, dtype, how):
+def test_tall_products_folded_into_small_ones_match_float64(folding, subscripts, shapes, dtype,
+                                                            how):
     """A's rows FOLD_ROWS at a time, each block a product with the one B staged once a
     CTA; A laid out otherwise than planned (the other major, strided, off 16 bytes) still
     folds, staged element by element."""
@@ -129,6 +130,17 @@ def _forget_plans():
     contract._PATHS.clear()
     planning.prepare_cached.cache_clear()
     gemm.clear_plans()
+
+
+@pytest.fixture
+def folding(monkeypatch):
+    """Tall products folded into batches of small ones (small_batched.FOLD, and the peak
+    model with it)."""
+    _forget_plans()
+    monkeypatch.setattr(small_batched, "FOLD", True)
+    monkeypatch.setattr(peak, "SMALL_FOLDS", True)
+    yield
+    _forget_plans()
 
 
 @pytest.fixture
