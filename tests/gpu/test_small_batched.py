@@ -47,7 +47,7 @@ def test_small_products_match_float64(subscripts, shapes, dtype, how):
     got = skcontract.einsum(subscripts, *ops)
     ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.float64) for h in host])
     err = np.linalg.norm(cupy.asnumpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
-    assert got.dtype == np.dtype(dtype) and err <= TOL[dtype]
+    assert got.shape == ref.shape and got.dtype == np.dtype(dtype) and err <= TOL[dtype]
 
 
 def test_the_small_kernel_runs(monkeypatch):
@@ -176,7 +176,8 @@ def test_small_complex_products_match_complex128(single_complex, subscripts, sha
     assert launched and all("small_batched" in x.kernel for x in launched), launched
     ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.complex128) for h in host])
     err = np.linalg.norm(cupy.asnumpy(got).astype(np.complex128) - ref) / np.linalg.norm(ref)
-    assert got.dtype == np.dtype(dtype) and err <= COMPLEX_TOL[dtype], err
+    assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
+    assert err <= COMPLEX_TOL[dtype], err
 
 
 def test_a_conjugated_small_complex_product(single_complex):
