@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from skcontract.kernels import launch, workspace
+from skcontract.kernels.jit import LoadedModule
 
 
 def _arr(ptr):
@@ -318,3 +319,20 @@ def test_every_attribute_set_has_a_slot(cls):
     assigned |= {m for group in re.findall(r"\bself\.(\w+)\s*,\s*self\.(\w+)\s*=", source)
                  for m in group}
     assert assigned and assigned <= set(cls.__slots__), assigned - set(cls.__slots__)
+
+
+def test_a_loaded_module_looks_each_function_up_once():
+    """A direct kernel's launch asks for its function on every call: the driver is asked
+    once a name (by its lowered name)."""
+    asked = []
+
+    class Raw:
+        def get_function(self, name):
+            asked.append(name)
+            return object()
+
+    module = LoadedModule(Raw(), {"skc::k<float>": "_Z1kIfEvv"})
+    first = module.get_function("skc::k<float>")
+    assert module.get_function("skc::k<float>") is first
+    assert module.get_function("plain") is module.get_function("plain")
+    assert asked == ["_Z1kIfEvv", "plain"]
