@@ -188,8 +188,8 @@ def _write_atomic(target: Path, data: bytes) -> None:
 class LoadedModule:
     """A loaded cubin whose functions are asked for by their name expressions (as CuPy's
     ``RawModule(code=..., name_expressions=...)`` takes them). Each function is looked up
-    once: CuPy's lookup asks the driver every time (about 12 us of host time, a direct
-    kernel's launch asks for its function on every call)."""
+    once: CuPy's lookup asks the driver every time (12 us of host time a lookup under
+    cProfile on the H100 machine), and a direct kernel's launch asks on every call."""
 
     __slots__ = ("raw", "lowered", "_functions")
 
