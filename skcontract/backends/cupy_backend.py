@@ -36,7 +36,7 @@ from ..kernels.operands import contiguous, describe, product_of
 from ..kernels.jit import RegisterCountError
 from ..kernels.launch import CoResidencyError
 from ..kernels.outer import run_outer
-from ..kernels.small_batched import SmallLaunch, run_small
+from ..kernels.small_batched import SmallLaunch, bind_small, run_small
 from ..plan.classify import compute_dtype as _cpu_compute_dtype
 from .steps import ArrayOps, compile_plan, conjugate, lined_copy
 
@@ -79,7 +79,9 @@ def _launch_step(step, x, y, replan):
         tuple([c and v.dtype.kind == "c" for c, v in zip(step.conj, (x, y))])
     copied = False
     if isinstance(launch, SmallLaunch):
-        return _small_step(step, launch, *_conjugated(x, y, conj), replan), None
+        if any(conj):  # on copies: no binding replays them
+            return _small_step(step, launch, *_conjugated(x, y, conj), replan)[0], None
+        return _small_step(step, launch, x, y, replan)
     exclude = frozenset()
     while launch is not None and x.size and y.size:
         try:
@@ -135,15 +137,17 @@ def _element_aligned(a):
 
 
 def _small_step(step, launch, x, y, replan):
-    """``x @ y`` on the small-batched kernel's ``launch``; where the operands are not the
-    launch's (another dtype), on the launch ``replan`` plans for them (recorded, as for
-    the other launches); CuPy's matmul where none takes them."""
-    r = run_small(launch, x, y)
-    if r is not None:
-        return r
+    """``(x @ y, binding)`` on the small-batched kernel's ``launch``, the binding repeating
+    it for operands laid out alike (:func:`~skcontract.kernels.small_batched.bind_small`);
+    where the operands are not the launch's (another dtype), on the launch ``replan`` plans
+    for them (recorded, as for the other launches), or CuPy's matmul where none takes
+    them, with no binding."""
+    binding = bind_small(launch, x, y)
+    if binding is not None:
+        return binding(x, y, cupy.cuda.get_current_stream()), binding
     product = product_of(describe(x), describe(y))
     if replan is None or product is None:
-        return cupy.matmul(x, y)
+        return cupy.matmul(x, y), None
     other = replan(step, product, frozenset(), "not the operands the plan assumed")
     r = None
     if isinstance(other, SmallLaunch):
@@ -153,7 +157,7 @@ def _small_step(step, launch, x, y, replan):
             r, _ = run_step(other, x, y)
         except (OperandMismatch, RegisterCountError, CoResidencyError):
             r = None
-    return cupy.matmul(x, y) if r is None else r
+    return (cupy.matmul(x, y) if r is None else r), None
 
 
 MAX_BINDINGS = 8

@@ -368,6 +368,47 @@ class BoundLaunch:
         self._out_key = c_ptr
 
 
+class DirectBound:
+    """A direct kernel's launch (no split table, no fixup pool: the small-batched kernel)
+    with every argument but the three operand pointers fixed, launched through
+    ``cuLaunchKernel`` as :class:`BoundLaunch` is: its arguments are ``(a, b, c, *args)``,
+    each of ``args`` a NumPy scalar of the kernel's parameter type, in its own 8-byte slot
+    (the driver reads each parameter from its own address, as many bytes as the kernel's
+    signature gives it). Calls from several threads take turns."""
+
+    __slots__ = ("_buf", "_slots", "_ptrs", "_addr", "_func", "_grid", "_threads", "_smem",
+                 "_device_id", "_name", "_lock")
+
+    def __init__(self, function, name: str, grid: int, threads: int, smem: int, args,
+                 device_id: int):
+        buf = self._buf = np.zeros(3 + len(args), np.uint64)
+        for i, v in enumerate(args, start=3):
+            raw = np.asarray(v).tobytes()
+            buf[i:i + 1].view(np.uint8)[:len(raw)] = np.frombuffer(raw, np.uint8)
+        self._slots = memoryview(buf).cast("B").cast("Q")
+        self._ptrs = np.array([buf.ctypes.data + 8 * i for i in range(len(buf))], np.uint64)
+        self._addr = int(self._ptrs.ctypes.data)
+        self._func = int(function.ptr)
+        self._grid, self._threads, self._smem = grid, threads, smem
+        self._device_id, self._name = device_id, name
+        self._lock = threading.Lock()
+
+    def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, stream) -> None:
+        with self._lock:
+            slots = self._slots
+            slots[0], slots[1], slots[2] = a_ptr, b_ptr, c_ptr
+            (err,) = _launch_kernel(self._func, self._grid, 1, 1, self._threads, 1, 1,
+                                    self._smem, stream.ptr, self._addr, 0)
+            if err == _NO_CONTEXT:  # a warm launch is this thread's first CUDA call
+                jit.bind_context(self._device_id)
+                (err,) = _launch_kernel(self._func, self._grid, 1, 1, self._threads, 1, 1,
+                                        self._smem, stream.ptr, self._addr, 0)
+        if err != _SUCCESS:
+            raise RuntimeError(f"launch of {self._name} failed: {err!r}")
+        if _RECORDERS:
+            record_direct(self._name, self._grid)
+
+
 def programmatic(arch: str) -> bool:
     """Whether a kernel compiled for ``arch`` (``sm_90a``, ``sm_80``) launches with
     programmatic stream serialization: sm_90 and later, where cuLaunchKernelEx exists."""

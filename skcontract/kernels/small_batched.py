@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import jit
-from .launch import record_direct
+from .launch import Binding, DirectBound
 
 HEADER = "small_batched.cuh"
 TYPES = {"float16": ("skc::half_t", "float"), "float32": ("float", "float"),
@@ -196,8 +196,19 @@ def run_small(launch: SmallLaunch, x, y):
     """The (batch, m, n) products of the CuPy (batch, m, k) and (batch, k, n) arrays (a 2-D
     or single-matrix operand repeated over the batch; of two 2-D ones, the (m, n) product,
     as matmul's) on ``launch``; a folded launch's, of (M, k) by (k, n) arrays, (M, n). None
-    where the operands are not the launch's (another dtype or size, a batch of B where the
-    launch stages one: the caller runs them)."""
+    where the operands are not the launch's (:func:`bind_small`: the caller runs them)."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    binding = bind_small(launch, x, y)
+    return None if binding is None else binding(x, y, cupy.cuda.get_current_stream())
+
+
+def bind_small(launch: SmallLaunch, x, y) -> Binding | None:
+    """``launch`` bound to operands laid out as the CuPy arrays ``x`` and ``y`` (shapes,
+    strides, dtype): a :class:`~.launch.Binding` that allocates the result (the shape
+    :func:`run_small` gives) and launches on the operands' addresses, for these operands
+    and any laid out alike. None where they are not the launch's (another dtype or size, a
+    batch of B where the launch stages one)."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     # the result's shape where it is matmul's, not the kernel's (batch, m, n)
@@ -215,17 +226,21 @@ def run_small(launch: SmallLaunch, x, y):
             batch != launch.batch or any(b not in (1, batch) for b in batches) or \
             (launch.shared_b and sb[0] != 0):
         return None
-    out = cupy.empty((batch, launch.m, launch.n), dtype=x.dtype)
     name = launch.kernel
-    fn = jit.get_module(HEADER, NAMES, x.device.id).get_function(name)
-    blocks = -(-batch // launch.per_cta)
-    fn((blocks,), (THREADS,),
-       (x, y, out, np.int32(batch), np.int32(launch.m), np.int32(launch.n),
-        np.int32(launch.k), *map(np.int64, sa), *map(np.int64, sb),
-        np.int32(launch.per_cta), np.int32(0 if launch.shared_b else launch.k * launch.n)),
-       shared_mem=launch.smem_bytes)
-    record_direct(name, blocks)
-    return out if shape is None else out.reshape(shape)
+    device = x.device.id
+    bound = DirectBound(jit.get_module(HEADER, NAMES, device).get_function(name), name,
+                        -(-batch // launch.per_cta), THREADS, launch.smem_bytes,
+                        kernel_arguments(launch, sa, sb), device)
+    return Binding(bound, False, shape or (batch, launch.m, launch.n), x.dtype, cupy.empty)
+
+
+def kernel_arguments(launch: SmallLaunch, sa, sb) -> tuple:
+    """The kernel's arguments after its three pointers, typed as its signature reads them:
+    the problem, A's and B's (batch, row, column) element strides ``sa`` and ``sb``, the
+    products a CTA stages and B's stage stride (0: staged once)."""
+    return (np.int32(launch.batch), np.int32(launch.m), np.int32(launch.n),
+            np.int32(launch.k), *map(np.int64, sa), *map(np.int64, sb),
+            np.int32(launch.per_cta), np.int32(0 if launch.shared_b else launch.k * launch.n))
 
 
 def _fold(x, rows: int):

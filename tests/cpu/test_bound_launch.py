@@ -336,3 +336,54 @@ def test_a_loaded_module_looks_each_function_up_once():
     assert module.get_function("skc::k<float>") is first
     assert module.get_function("plain") is module.get_function("plain")
     assert asked == ["_Z1kIfEvv", "plain"]
+
+
+def _signature_types(header: str, kernel: str) -> list[str]:
+    """The parameter types of ``kernel`` in the CUDA header ``header`` (kernels/cuda/)."""
+    from pathlib import Path
+    import skcontract.kernels
+    text = (Path(skcontract.kernels.__file__).parent / "cuda" / header).read_text()
+    params = re.search(rf"\b{kernel}\(([^)]*)\)\s*{{", text).group(1)
+    return [" ".join(p.split()[:-1]) for p in params.split(",")]
+
+
+def test_the_small_kernel_s_arguments_are_typed_as_its_signature():
+    from skcontract.kernels import small_batched
+    types = _signature_types("small_batched.cuh", "small_batched")
+    sizes = {"int": np.int32, "long long": np.int64}
+    launch = small_batched.SmallLaunch("float32", 1000, 4, 5, 6, 7, shared_b=True)
+    args = small_batched.kernel_arguments(launch, (24, 6, 1), (0, 5, 1))
+    assert len(types) == 3 + len(args)
+    assert all("*" in t for t in types[:3])
+    assert [type(a) for a in args] == [sizes[t] for t in types[3:]]
+    assert [int(a) for a in args] == [1000, 4, 5, 6, 24, 6, 1, 0, 5, 1, 7, 0]
+    unshared = small_batched.SmallLaunch("float32", 1000, 4, 5, 6, 7)
+    assert int(small_batched.kernel_arguments(unshared, (24, 6, 1), (30, 5, 1))[-1]) == 30
+
+
+def test_a_direct_launch_packs_each_argument_in_its_slot(monkeypatch):
+    launches = []
+
+    def fake_launch(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_uint64 * 6).from_address(params)   # 3 pointers, 3 arguments
+        launches.append(SimpleNamespace(
+            slots=[ctypes.c_uint64.from_address(p).value for p in ptrs], stream=stream,
+            grid=gx, block=bx, smem=smem, func=func))
+        return (0,)
+
+    monkeypatch.setattr(launch, "_launch_kernel", fake_launch)
+    monkeypatch.setattr(launch, "_SUCCESS", 0)
+    args = (np.int32(-5), np.int64(2**40 + 3), np.int32(7))
+    bound = launch.DirectBound(SimpleNamespace(ptr=0xF00), "direct", 11, 256, 4096, args, 0)
+    log = []
+    monkeypatch.setattr(launch, "_RECORDERS", [log])
+    bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))
+    bound(0xA1, 0xB1, 0xC1, SimpleNamespace(ptr=9))
+    first, second = launches
+    assert first.slots[:3] == [0xA0, 0xB0, 0xC0] and second.slots[:3] == [0xA1, 0xB1, 0xC1]
+    s = second.slots
+    assert (int(_as(s[3], np.int32)), int(_as(s[4], np.int64)), int(_as(s[5], np.int32))) == \
+        (-5, 2**40 + 3, 7)
+    assert (first.stream, first.grid, first.block, first.smem, first.func) == \
+        (9, 11, 256, 4096, 0xF00)
+    assert [(x.kernel, x.grid) for x in log] == [("direct", 11)] * 2

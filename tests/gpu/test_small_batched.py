@@ -52,14 +52,39 @@ def test_small_products_match_float64(subscripts, shapes, dtype, how):
 
 def test_the_small_kernel_runs(monkeypatch):
     ran = []
-    real = small_batched.run_small
-    monkeypatch.setattr("skcontract.backends.cupy_backend.run_small",
+    real = small_batched.bind_small
+    monkeypatch.setattr("skcontract.backends.cupy_backend.bind_small",
                         lambda *a: ran.append(1) or real(*a))
     x = cupy.random.standard_normal((5000, 3, 3), dtype=cupy.float32)
     got = skcontract.einsum("bij,bjk->bik", x, x)
     np.testing.assert_allclose(cupy.asnumpy(got), np.matmul(cupy.asnumpy(x), cupy.asnumpy(x)),
                                rtol=1e-5, atol=1e-5)
     assert ran
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_a_call_like_the_last_replays_its_launch(monkeypatch, fold):
+    """The second call on operands laid out as the first's replays the bound launch (no
+    planning, no binding made): the kernel runs on the new operands' addresses."""
+    monkeypatch.setattr(small_batched, "FOLD", fold)
+    monkeypatch.setattr(peak, "SMALL_FOLDS", fold)
+    _forget_plans()
+    from skcontract.kernels.launch import record_launches
+    subscripts, shapes = ("ij,jk->ik", [(65536, 8), (8, 8)]) if fold else \
+        ("bij,bjk->bik", [(3000, 5, 7), (3000, 7, 3)])
+    expr = skcontract.contract_expression(subscripts, *shapes, dtype=np.float32)
+    bound = []
+    monkeypatch.setattr("skcontract.backends.cupy_backend.bind_small",
+                        lambda *a: bound.append(1) or small_batched.bind_small(*a))
+    for _ in range(3):
+        ops = [cupy.random.standard_normal(s, dtype=cupy.float32) for s in shapes]
+        with record_launches() as launched:
+            got = expr(*ops)
+        assert len(launched) == 1 and "small_batched" in launched[0].kernel, launched
+        ref = np.einsum(subscripts, *[cupy.asnumpy(o).astype(np.float64) for o in ops])
+        np.testing.assert_allclose(cupy.asnumpy(got), ref, rtol=1e-5, atol=1e-5)
+    assert len(bound) == 1   # the first call binds; the others replay
+    _forget_plans()
 
 
 def test_a_broadcast_operand():
