@@ -387,6 +387,21 @@ _THREAD = threading.local()
 """Per thread: ``bound``, whether :func:`get_module` made a context current in it."""
 
 
+def function_pointer(function, device_id: int) -> int:
+    """The CUfunction of ``function`` (what :meth:`LoadedModule.get_function` returns: a
+    ``cupy.RawKernel``, whose function is its ``kernel`` on the current device, or a
+    ``cupy.cuda.function.Function``) on device ``device_id``, for a driver launch."""
+    import cupy  # optional dependency: only the GPU path needs CuPy
+
+    with cupy.cuda.Device(device_id):
+        raw = getattr(function, "kernel", None)
+        launcher = raw if raw is not None and hasattr(raw, "ptr") else function
+        ptr = getattr(launcher, "ptr", None)
+    if ptr is None:
+        raise RuntimeError("cannot reach the CUfunction of a direct kernel")
+    return int(ptr)
+
+
 def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -> LoadedModule:
     """The module of an auxiliary kernel header (one that is no catalogue entry:
     ``fold_copy.cuh``), its headers inlined, with ``name_expressions`` instantiated;
@@ -394,8 +409,8 @@ def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     if not getattr(_THREAD, "bound", False):
-        # the direct kernels launch through CuPy right after: in a thread new to CUDA
-        # that launch may be its first CUDA call (the output from CuPy's pool)
+        # the direct kernels launch right after (through CuPy, or the driver for a bound
+        # one): in a thread new to CUDA that launch may be its first CUDA call
         bind_context(device_id)
         _THREAD.bound = True
     memo = (header, name_expressions, device_id)

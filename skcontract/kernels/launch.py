@@ -369,8 +369,9 @@ class BoundLaunch:
 
 
 class DirectBound:
-    """A direct kernel's launch (no split table, no fixup pool: the small-batched kernel)
-    with every argument but the three operand pointers fixed, launched through
+    """A direct kernel's launch (no split table, no fixup pool: the small-batched kernel;
+    ``function_ptr``, its CUfunction, :func:`.jit.function_pointer`) with every argument but
+    the three operand pointers fixed, launched through
     ``cuLaunchKernel`` as :class:`BoundLaunch` is: its arguments are ``(a, b, c, *args)``,
     each of ``args`` a NumPy scalar of the kernel's parameter type, in its own 8-byte slot
     (the driver reads each parameter from its own address, as many bytes as the kernel's
@@ -379,8 +380,11 @@ class DirectBound:
     __slots__ = ("_buf", "_slots", "_ptrs", "_addr", "_func", "_grid", "_threads", "_smem",
                  "_device_id", "_name", "_lock")
 
-    def __init__(self, function, name: str, grid: int, threads: int, smem: int, args,
+    def __init__(self, function_ptr: int, name: str, grid: int, threads: int, smem: int, args,
                  device_id: int):
+        if _launch_kernel is None:
+            raise RuntimeError("a bound launch needs cuda-bindings: pip install "
+                               "'skcontract[cuda13]'")
         buf = self._buf = np.zeros(3 + len(args), np.uint64)
         for i, v in enumerate(args, start=3):
             raw = np.asarray(v).tobytes()
@@ -388,7 +392,7 @@ class DirectBound:
         self._slots = memoryview(buf).cast("B").cast("Q")
         self._ptrs = np.array([buf.ctypes.data + 8 * i for i in range(len(buf))], np.uint64)
         self._addr = int(self._ptrs.ctypes.data)
-        self._func = int(function.ptr)
+        self._func = function_ptr
         self._grid, self._threads, self._smem = grid, threads, smem
         self._device_id, self._name = device_id, name
         self._lock = threading.Lock()

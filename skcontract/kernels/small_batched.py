@@ -216,8 +216,8 @@ def bind_small(launch: SmallLaunch, x, y) -> Binding | None:
     if launch.folded:
         shape = x.shape[:-1] + (launch.n,)
         x = _fold(x, launch.m)
-        if x is None:
-            return None
+        if x is None or (y.ndim == 3 and y.shape[0] != 1):  # one B, or matmul's shape
+            return None                                       # is not (M, n)
     sa = _matrices(x, launch.m, launch.k)
     sb = _matrices(y, launch.k, launch.n)
     batches = (x.shape[0] if x.ndim == 3 else 1, y.shape[0] if y.ndim == 3 else 1)
@@ -228,7 +228,8 @@ def bind_small(launch: SmallLaunch, x, y) -> Binding | None:
         return None
     name = launch.kernel
     device = x.device.id
-    bound = DirectBound(jit.get_module(HEADER, NAMES, device).get_function(name), name,
+    function = jit.get_module(HEADER, NAMES, device).get_function(name)
+    bound = DirectBound(jit.function_pointer(function, device), name,
                         -(-batch // launch.per_cta), THREADS, launch.smem_bytes,
                         kernel_arguments(launch, sa, sb), device)
     return Binding(bound, False, shape or (batch, launch.m, launch.n), x.dtype, cupy.empty)

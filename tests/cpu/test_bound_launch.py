@@ -374,7 +374,7 @@ def test_a_direct_launch_packs_each_argument_in_its_slot(monkeypatch):
     monkeypatch.setattr(launch, "_launch_kernel", fake_launch)
     monkeypatch.setattr(launch, "_SUCCESS", 0)
     args = (np.int32(-5), np.int64(2**40 + 3), np.int32(7))
-    bound = launch.DirectBound(SimpleNamespace(ptr=0xF00), "direct", 11, 256, 4096, args, 0)
+    bound = launch.DirectBound(0xF00, "direct", 11, 256, 4096, args, 0)
     log = []
     monkeypatch.setattr(launch, "_RECORDERS", [log])
     bound(0xA0, 0xB0, 0xC0, SimpleNamespace(ptr=9))

@@ -99,12 +99,12 @@ def test_a_broadcast_operand():
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("subscripts,shapes", [
     ("ij,jk->ik", [(65536, 8), (8, 8)]),              # a bond-2 network's step
-    ("ij,jk->ik", [(30000, 3), (3, 3)]),              # 25 rows a product
-    ("ij,jk->ik", [(40000, 5), (5, 7)]),              # tails of 16-byte runs
+    ("ij,jk->ik", [(25025, 3), (3, 3)]),              # 25 rows a product
+    ("ij,jk->ik", [(40000, 5), (5, 7)]),              # 40000 = 2^6 5^4: 32 rows
     ("abc,cd->abd", [(512, 64, 32), (32, 32)]),       # the largest product, one a CTA
     ("ij,kj->ik", [(65536, 16), (4, 16)]),            # B column-major
     ("ji,jk->ik", [(8, 65536), (8, 4)])])             # A column-major: staged by columns
-@pytest.mark.parametrize("how", ["C", "F", "strided", "offset"])
+@pytest.mark.parametrize("how", ["C", "F", "strided", "reversed", "offset"])
 def test_tall_products_folded_into_small_ones_match_float64(folding, subscripts, shapes, dtype,
                                                             how):
     """A's rows FOLD_ROWS at a time, each block a product with the one B staged once a
@@ -132,6 +132,18 @@ def test_a_batch_with_one_b_stages_it_once():
                                rtol=1e-5, atol=1e-5)
     # a B of its own for every product is not the launch's: the caller runs it
     assert small_batched.run_small(launch, a, cupy.ascontiguousarray(b)) is None
+
+
+def test_a_folded_launch_takes_one_b_only():
+    launch = small_batched.SmallLaunch("float32", 1024, 32, 8, 8, 13, True, True)
+    a = cupy.random.standard_normal((32768, 8), dtype=cupy.float32)
+    b = cupy.random.standard_normal((8, 8), dtype=cupy.float32)
+    got = small_batched.run_small(launch, a, b)
+    assert got.shape == (32768, 8)
+    np.testing.assert_allclose(cupy.asnumpy(got), cupy.asnumpy(a) @ cupy.asnumpy(b),
+                               rtol=1e-5, atol=1e-5)
+    # a batch of B (matmul: (1024, 32768, 8)) is no folded product
+    assert small_batched.run_small(launch, a, cupy.broadcast_to(b, (1024, 8, 8))) is None
 
 
 def test_an_expression_planned_for_float64_runs_float32_operands():

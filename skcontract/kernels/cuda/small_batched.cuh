@@ -79,7 +79,7 @@ __device__ __forceinline__ void small_stage(const T* __restrict__ x, T* s, int b
     }
     return;
   }
-  if (s_row < s_col) {
+  if (llabs(s_row) < llabs(s_col)) {
     // column by column over all the CTA's rows (a column-major operand, a tall one's rows
     // folded into products: each column of the CTA's rows one run in memory)
     const int all_rows = count * rows;
