@@ -110,16 +110,23 @@ def test_tall_products_folded_into_small_ones_match_float64(folding, subscripts,
     """A's rows FOLD_ROWS at a time, each block a product with the one B staged once a
     CTA; A laid out otherwise than planned (the other major, strided, off 16 bytes) still
     folds, staged element by element."""
-    from skcontract.kernels.launch import record_launches
     rng = np.random.default_rng(8)
     host = [rng.standard_normal(s) for s in shapes]
+    got, ref, err = _on_the_small_kernel(subscripts, host, dtype, how, np.float64)
+    assert got.shape == ref.shape and got.dtype == np.dtype(dtype) and err <= TOL[dtype]
+
+
+def _on_the_small_kernel(subscripts, host, dtype, how, wide):
+    """einsum of the NumPy arrays ``host`` as ``dtype`` CuPy arrays laid out ``how``, every
+    launch the small-batched kernel's: ``(result, reference in wide, relative error)``."""
+    from skcontract.kernels.launch import record_launches
     ops = [_layout(cupy.asarray(h.astype(dtype)), how) for h in host]
     with record_launches() as launched:
         got = skcontract.einsum(subscripts, *ops)
     assert launched and all("small_batched" in x.kernel for x in launched), launched
-    ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.float64) for h in host])
-    err = np.linalg.norm(cupy.asnumpy(got).astype(np.float64) - ref) / np.linalg.norm(ref)
-    assert got.shape == ref.shape and got.dtype == np.dtype(dtype) and err <= TOL[dtype]
+    ref = np.einsum(subscripts, *[h.astype(dtype).astype(wide) for h in host])
+    err = np.linalg.norm(cupy.asnumpy(got).astype(wide) - ref) / np.linalg.norm(ref)
+    return got, ref, err
 
 
 def test_a_batch_with_one_b_stages_it_once():
@@ -204,15 +211,9 @@ def test_small_complex_products_match_complex128(single_complex, subscripts, sha
                                                  how):
     """Complex products on the small-batched kernel, down to one 2 x 2 product (the random
     circuits' gates), each launch the kernel's own (no embedding)."""
-    from skcontract.kernels.launch import record_launches
     rng = np.random.default_rng(11)
     host = [rng.standard_normal(s) + 1j * rng.standard_normal(s) for s in shapes]
-    ops = [_layout(cupy.asarray(h.astype(dtype)), how) for h in host]
-    with record_launches() as launched:
-        got = skcontract.einsum(subscripts, *ops)
-    assert launched and all("small_batched" in x.kernel for x in launched), launched
-    ref = np.einsum(subscripts, *[h.astype(dtype).astype(np.complex128) for h in host])
-    err = np.linalg.norm(cupy.asnumpy(got).astype(np.complex128) - ref) / np.linalg.norm(ref)
+    got, ref, err = _on_the_small_kernel(subscripts, host, dtype, how, np.complex128)
     assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
     assert err <= COMPLEX_TOL[dtype], err
 
