@@ -350,11 +350,8 @@ def get_kernel(spec: KernelSpec, device_id: int | None = None) -> CompiledKernel
     smem = spec.smem_bytes
     function.max_dynamic_shared_size_bytes = smem  # RawKernel: sets the CUfunction attribute
     # The underlying cupy.cuda.function.Function launches on an explicit stream.
-    raw = getattr(function, "kernel", None)
-    launcher = raw if raw is not None and hasattr(raw, "ptr") else function
-    ptr = getattr(launcher, "ptr", None)
-    if ptr is None:
-        raise RuntimeError("cannot reach the CUfunction of the compiled kernel")
+    launcher = cu_function(function)
+    ptr = launcher.ptr
     want_regs = spec.entry.launch_registers
     if want_regs is not None and function.num_regs != want_regs:
         raise RegisterCountError(f"kernel {spec.name} compiled to {function.num_regs} "
@@ -387,19 +384,25 @@ _THREAD = threading.local()
 """Per thread: ``bound``, whether :func:`get_module` made a context current in it."""
 
 
+def cu_function(function):
+    """The ``cupy.cuda.function.Function`` behind ``function`` (what
+    :meth:`LoadedModule.get_function` returns: a ``cupy.RawKernel``, whose function is its
+    ``kernel`` on the current device, or a Function itself); RuntimeError where it has
+    none."""
+    raw = getattr(function, "kernel", None)
+    launcher = raw if raw is not None and hasattr(raw, "ptr") else function
+    if getattr(launcher, "ptr", None) is None:
+        raise RuntimeError("cannot reach the CUfunction of a compiled kernel")
+    return launcher
+
+
 def function_pointer(function, device_id: int) -> int:
-    """The CUfunction of ``function`` (what :meth:`LoadedModule.get_function` returns: a
-    ``cupy.RawKernel``, whose function is its ``kernel`` on the current device, or a
-    ``cupy.cuda.function.Function``) on device ``device_id``, for a driver launch."""
+    """The CUfunction of ``function`` (:func:`cu_function`) on device ``device_id``, for a
+    driver launch."""
     import cupy  # optional dependency: only the GPU path needs CuPy
 
     with cupy.cuda.Device(device_id):
-        raw = getattr(function, "kernel", None)
-        launcher = raw if raw is not None and hasattr(raw, "ptr") else function
-        ptr = getattr(launcher, "ptr", None)
-    if ptr is None:
-        raise RuntimeError("cannot reach the CUfunction of a direct kernel")
-    return int(ptr)
+        return int(cu_function(function).ptr)
 
 
 def get_module(header: str, name_expressions: tuple[str, ...], device_id: int) -> LoadedModule:

@@ -387,3 +387,12 @@ def test_a_direct_launch_packs_each_argument_in_its_slot(monkeypatch):
     assert (first.stream, first.grid, first.block, first.smem, first.func) == \
         (9, 11, 256, 4096, 0xF00)
     assert [(x.kernel, x.grid) for x in log] == [("direct", 11)] * 2
+
+
+def test_the_cufunction_behind_a_raw_kernel_or_a_function():
+    from skcontract.kernels.jit import cu_function
+    function = SimpleNamespace(ptr=0xF00)
+    assert cu_function(function) is function
+    assert cu_function(SimpleNamespace(kernel=function)) is function   # cupy.RawKernel
+    with pytest.raises(RuntimeError, match="CUfunction"):
+        cu_function(SimpleNamespace(kernel=None))
